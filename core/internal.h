@@ -1,0 +1,51 @@
+/* internal.h — declarations shared between libkeel's files; not API. */
+#ifndef KEEL_INTERNAL_H
+#define KEEL_INTERNAL_H
+
+#include "keel.h"
+
+/* ---- kind.c: records (owned by kind.c, used by world/member/step) ---- */
+
+/* Fills a fresh record with the kind's declared defaults. */
+void keel__record_init(keel_kind_id k, void *record);
+/* Frees what a record owns (strings). Leaves it zeroed. */
+void keel__record_fini(keel_kind_id k, void *record);
+/* Deep copy (strings duplicated); dst must not hold a live record. */
+void keel__record_copy(keel_kind_id k, void *dst, const void *src);
+/* Reads field `f` of `record` as a value (strings borrowed). */
+void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out);
+/* Stores a checked value into field `f` (duplicating strings, freeing the old). */
+void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v);
+
+/* ---- body.c: bodies (keel_node MAP) <-> records ---- */
+
+/* Runs the kind's migrations on a copy of `body` from `version` up to the kind's
+ * version, then decodes into `record` (already holding defaults). Missing fields
+ * keep defaults; unknown fields are warnings; a bad enum choice is a warning
+ * keeping the default unless `strict`. `entity`/`asset` fields read UUID text.
+ * Diagnostics carry `path` (+ ".field") and the node's file:line:col. */
+keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version, bool strict,
+                              void *record, const char *path, const char *file, keel_diags *d);
+/* Record -> MAP node in declared field order. */
+keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient);
+
+/* ---- world.c: the registry tells live worlds about kind changes ---- */
+
+/* Called by keel_kind_declare after a kind's layout changed: every world
+ * converts its records (carry over by field name and type; the rest default).
+ * `old_desc` is the previous description, freed by the caller afterwards. */
+void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc);
+/* Called after declaring a key: every world adopts unknown entries held
+ * under it (decode, migrate, make live in the same slot, awake). */
+void keel__worlds_adopt(keel_kind_id k);
+
+/* ---- util ---- */
+char *keel__strdup(const char *s);
+char *keel__strfmt(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
+
+#endif

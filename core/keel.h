@@ -1,0 +1,675 @@
+/* keel.h — the public C API of libkeel: kinds, worlds, entities, slots, commands, files. */
+#ifndef KEEL_H
+#define KEEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KEEL_VERSION_STRING "0.1.0"
+#define KEEL_DOCUMENT_VERSION 1 /* the `keel:` key of a scene document */
+
+/* ======================================================================
+ * Status codes and diagnostics
+ *
+ * Every fallible call returns a keel_status and, when given a non-NULL
+ * keel_diags, appends one diagnostic per problem found. KEEL_OK is 0.
+ * ====================================================================== */
+
+typedef enum keel_status {
+    KEEL_OK = 0,
+    KEEL_NOT_FOUND,         /* no such entity, kind, slot, field, file */
+    KEEL_UNSUPPORTED,       /* cannot apply to this thing (unknown component, readonly field) */
+    KEEL_PROTECTED_ENTITY,  /* the scene root, or a protected component on it */
+    KEEL_INVALID_OPERATION, /* multiplicity, requires/rejects, cycle, singleton slot */
+    KEEL_INVALID_ARGUMENT,  /* wrong type, out of range, not finite, bad UUID */
+    KEEL_LIMIT_EXCEEDED,    /* a configured limit */
+    KEEL_PARSE_ERROR,       /* not well-formed or not of the schema */
+    KEEL_IO_ERROR           /* the file system said no */
+} keel_status;
+
+/* "NotFound", "Unsupported", ... exactly as DESIGN.md spells them; "OK" for 0. */
+const char *keel_status_name(keel_status s);
+
+typedef enum keel_severity { KEEL_SEV_ERROR = 0, KEEL_SEV_WARNING } keel_severity;
+
+typedef struct keel_diag {
+    keel_status code;
+    keel_severity severity;
+    char *message; /* never NULL */
+    char *path;    /* "entities[3].components[1].body.range"; "" when none */
+    char *file;    /* NULL unless it came from a file */
+    int line, col; /* 1-based; 0 when unknown */
+} keel_diag;
+
+typedef struct keel_diags {
+    keel_diag *items;
+    size_t count, cap;
+    size_t errors; /* how many items are errors (the rest are warnings) */
+} keel_diags;
+
+void keel_diags_init(keel_diags *d);
+void keel_diags_free(keel_diags *d); /* safe on a zeroed or freed struct */
+/* Appends and returns `code` (so `return keel_diag_add(...)` reads well).
+ * `d` may be NULL: then nothing is recorded but the code is still returned. */
+keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
+                          const char *path, const char *file, int line, int col,
+                          const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 8, 9)))
+#endif
+    ;
+#define keel_error(d, code, path, ...) \
+    keel_diag_add((d), KEEL_SEV_ERROR, (code), (path), NULL, 0, 0, __VA_ARGS__)
+/* The first error's code, KEEL_OK when there is none. */
+keel_status keel_diags_status(const keel_diags *d);
+/* Moves every item of `src` to the end of `dst`, prefixing paths with `prefix`
+ * (joined with '.') when non-empty; `src` is left empty. */
+void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix);
+/* "FILE:LINE:COL: error: CODE: message (at path)" into buf; returns buf. */
+const char *keel_diag_format(const keel_diag *g, char *buf, size_t cap);
+
+/* ======================================================================
+ * UUIDs: canonical lowercase 8-4-4-4-12; any version read, v4 generated.
+ * The nil UUID (all zero) means "none" in asset and entity fields.
+ * ====================================================================== */
+
+typedef struct keel_uuid { uint8_t bytes[16]; } keel_uuid;
+
+keel_uuid keel_uuid_v4(void);                          /* from getrandom(2) */
+bool keel_uuid_parse(const char *s, keel_uuid *out);   /* false on anything non-canonical */
+void keel_uuid_format(keel_uuid u, char out[37]);      /* NUL-terminated */
+bool keel_uuid_is_nil(keel_uuid u);
+bool keel_uuid_equal(keel_uuid a, keel_uuid b);
+
+/* ======================================================================
+ * Document trees (keel_node)
+ *
+ * A generic tree of maps, sequences and scalars with source positions. The
+ * YAML reader produces it; unknown components keep their body as one, with
+ * each scalar's original text and style, so it is written back unchanged.
+ * Bodies handed to keel_add and to migrations are keel_nodes too.
+ * ====================================================================== */
+
+typedef enum keel_node_kind { KEEL_NODE_SCALAR = 0, KEEL_NODE_SEQ, KEEL_NODE_MAP } keel_node_kind;
+
+typedef enum keel_node_style {
+    KEEL_STYLE_ANY = 0,     /* let the writer choose */
+    KEEL_STYLE_PLAIN,
+    KEEL_STYLE_SINGLE,
+    KEEL_STYLE_DOUBLE,
+    KEEL_STYLE_LITERAL,
+    KEEL_STYLE_FOLDED,
+    KEEL_STYLE_FLOW,        /* collections written in flow style */
+    KEEL_STYLE_BLOCK
+} keel_node_style;
+
+typedef struct keel_node keel_node;
+struct keel_node {
+    keel_node_kind kind;
+    keel_node_style style;
+    int line, col;     /* 1-based source position; 0 when built in memory */
+    char *text;        /* scalars: the text as written (NUL-terminated) */
+    size_t len;        /* scalars: length of text */
+    size_t count;      /* SEQ: items; MAP: pairs */
+    keel_node *items;  /* SEQ: count items; MAP: 2*count, key then value */
+};
+
+keel_node *keel_node_new_scalar(const char *text, keel_node_style style);
+keel_node *keel_node_new_seq(void);
+keel_node *keel_node_new_map(void);
+/* Takes ownership of `item`: its struct is moved into the parent's array and
+ * the pointer freed. Returns the stored child (valid until the next push). */
+keel_node *keel_node_push(keel_node *seq, keel_node *item);
+keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value);
+keel_node *keel_node_copy(const keel_node *n);
+void keel_node_free(keel_node *n);       /* frees a heap node and its children */
+void keel_node_clear(keel_node *n);      /* frees the children of an embedded node */
+const keel_node *keel_node_get(const keel_node *map, const char *key); /* NULL when absent */
+bool keel_node_equal(const keel_node *a, const keel_node *b);          /* structure + text */
+/* YAML 1.2 core-schema reading of a scalar. Quoted scalars are always strings. */
+bool keel_node_is_null(const keel_node *n);
+bool keel_node_as_bool(const keel_node *n, bool *out);
+bool keel_node_as_int(const keel_node *n, int64_t *out);
+bool keel_node_as_float(const keel_node *n, double *out); /* ints read as floats too */
+/* Shortest decimal text that strtod reads back to exactly `v` ("0.1", "-0", "1e-07" style
+ * avoided: "1e-7"). Non-finite values give ".nan", ".inf", "-.inf". Returns length. */
+int keel_format_double(double v, char *buf, size_t cap);
+
+/* ======================================================================
+ * Field types and values
+ * ====================================================================== */
+
+typedef enum keel_type {
+    KEEL_T_BOOL = 0,
+    KEEL_T_INT,     /* int64 */
+    KEEL_T_FLOAT,   /* double */
+    KEEL_T_VEC2,
+    KEEL_T_VEC3,
+    KEEL_T_VEC4,
+    KEEL_T_QUAT,    /* x, y, z, w; stored normalized */
+    KEEL_T_COLOR,   /* r, g, b, a */
+    KEEL_T_ENUM,    /* stored as the choice index; written as the choice name */
+    KEEL_T_STRING,
+    KEEL_T_ASSET,   /* asset UUID or nil */
+    KEEL_T_ENTITY,  /* entity UUID or nil */
+    KEEL_T_COUNT_
+} keel_type;
+
+const char *keel_type_name(keel_type t);           /* "vec3" */
+bool keel_type_parse(const char *name, keel_type *out);
+int keel_type_width(keel_type t);                  /* vectors: 2/3/4; others 1 */
+size_t keel_type_size(keel_type t);                /* bytes of the field inside a record */
+
+/* Record layout, so C code can read records directly (queries hand out records):
+ *   bool     -> bool (padded to 8)       int    -> int64_t
+ *   float    -> double                   vecN/quat/color -> double[N]
+ *   enum     -> int64_t (choice index)   string -> char * (owned, never NULL; "" when empty)
+ *   asset, entity -> keel_uuid (nil = none)
+ * Fields are laid out in declared order, each aligned to 8 bytes. */
+
+typedef struct keel_value {
+    keel_type type;
+    bool nil;           /* asset/entity: no value */
+    union {
+        bool b;
+        int64_t i;      /* int, and enum (choice index) */
+        double f;
+        double v[4];
+        const char *s;  /* string: borrowed; valid until the next write to that field */
+        keel_uuid u;    /* asset, entity */
+    } as;
+} keel_value;
+
+/* ======================================================================
+ * Kinds (the process-wide registry)
+ * ====================================================================== */
+
+typedef uint32_t keel_kind_id;      /* process-local, never persisted; 0 = none */
+#define KEEL_NO_KIND ((keel_kind_id)0)
+
+typedef uint64_t keel_entity;       /* generation << 32 | index; 0 = none */
+#define KEEL_NO_ENTITY ((keel_entity)0)
+
+#define KEEL_SLOT_AUTO UINT32_MAX   /* keel_add: a one kind's slot 0, a many kind's max+1 */
+
+typedef struct keel_world keel_world;
+
+/* A component's address: entity + kind + slot. There is no component UUID. */
+typedef struct keel_comp {
+    keel_entity entity;
+    keel_kind_id kind;
+    uint32_t slot;
+} keel_comp;
+
+typedef enum keel_multiplicity { KEEL_ONE = 0, KEEL_MANY } keel_multiplicity;
+
+enum keel_field_flags {
+    KEEL_FIELD_TRANSIENT = 1u << 0, /* shown, not saved */
+    KEEL_FIELD_READONLY = 1u << 1,  /* shown, not written from outside (Unsupported) */
+    KEEL_FIELD_HIDDEN = 1u << 2     /* the kind's own bookkeeping */
+};
+
+enum keel_kind_flags {
+    KEEL_KIND_NOSAVE = 1u << 0,      /* runtime only: never written to any file */
+    KEEL_KIND_EDITOR_ONLY = 1u << 1, /* kept in YAML, dropped by cooking */
+    KEEL_KIND_ROOT_ONLY = 1u << 2    /* only on the scene root (core:world_settings) */
+};
+
+typedef struct keel_field_desc {
+    const char *key;
+    keel_type type;
+    bool has_default;
+    keel_value def;               /* enum: def.as.i is the choice index */
+    bool has_min, has_max;
+    double min, max;              /* int and float fields, and each vector component */
+    bool min_exclusive, max_exclusive; /* "> 0" rather than ">= 0" */
+    const char *const *choices;   /* enum */
+    size_t choice_count;
+    unsigned flags;               /* keel_field_flags */
+} keel_field_desc;
+
+typedef enum keel_phase {
+    KEEL_PHASE_AWAKE = 0,
+    KEEL_PHASE_START,
+    KEEL_PHASE_FIXED_UPDATE,
+    KEEL_PHASE_UPDATE,
+    KEEL_PHASE_LATE_UPDATE,
+    KEEL_PHASE_ON_DESTROY,
+    KEEL_PHASE_COUNT_
+} keel_phase;
+const char *keel_phase_name(keel_phase p); /* "awake", "fixed_update", ... */
+
+/* What a hook is called with. `record` points at the component's state and is
+ * valid for the duration of the call only. */
+typedef struct keel_call {
+    keel_world *world;
+    keel_comp comp;
+    void *record;
+    keel_phase phase;
+    double dt;
+    void *user;           /* the kind's desc.user */
+    keel_diags *diags;    /* a hook that fails adds its message here */
+} keel_call;
+
+/* A hook returns KEEL_OK, or any other status to fail: the core then rolls the
+ * call back (see keel_step). */
+typedef keel_status (*keel_hook_fn)(const keel_call *call);
+/* Runs after every write through the registry (record already updated);
+ * returning non-OK rejects the write and the old value is put back. */
+typedef keel_status (*keel_validate_fn)(const keel_call *call, int field);
+/* One migration step: rewrites `body` (a MAP) from version to_version-1 to
+ * to_version, in place. */
+typedef keel_status (*keel_migrate_fn)(keel_node *body, int to_version, void *user,
+                                       keel_diags *diags);
+
+typedef struct keel_kind_desc {
+    const char *key;          /* "ns:name", [a-z0-9_]+ on both sides */
+    const char *display;      /* NULL: derived from the key */
+    const char *category;     /* NULL: "General" */
+    int version;              /* >= 1; 0 is read as 1 */
+    keel_multiplicity multiplicity;
+    uint32_t max;             /* many: 0 = unbounded */
+    const char *const *requires;
+    size_t requires_count;
+    const char *const *rejects;
+    size_t rejects_count;
+    unsigned flags;           /* keel_kind_flags */
+    const keel_field_desc *fields;
+    size_t field_count;
+    keel_hook_fn hooks[KEEL_PHASE_COUNT_]; /* NULL = none; a kind with none costs nothing per step */
+    keel_validate_fn validate;
+    keel_migrate_fn migrate;
+    void *user;
+    void (*user_free)(void *user); /* called when the kind is replaced or the registry shut down */
+    bool builtin;
+} keel_kind_desc;
+
+/* Registers the built-in kinds. Call once before anything else; safe to call twice.
+ * keel_shutdown frees the registry (every world must be freed first). */
+keel_status keel_init(void);
+void keel_shutdown(void);
+
+/* Declares a kind. A new key gets a new id. An existing key keeps its id and
+ * has its behaviour replaced; when the fields changed, live components in every
+ * world are carried over by field name (same name and type). Unknown components
+ * held under this key in any world are adopted: decoded (migrated when older),
+ * made live in the same slots, and awoken.
+ * Refused (InvalidArgument): a bad key, a field type out of range, a duplicate
+ * field key, a default outside min/max or not among the choices, max on a one
+ * kind, version < 1. After keel_registry_freeze, requires/rejects naming an
+ * unregistered key are refused too (NotFound). */
+keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, keel_diags *d);
+/* Checks that every requires/rejects names a registered kind (NotFound each). */
+keel_status keel_registry_freeze(keel_diags *d);
+
+keel_kind_id keel_kind_find(const char *key);          /* KEEL_NO_KIND when absent */
+size_t keel_kind_count(void);
+keel_kind_id keel_kind_at(size_t i);                   /* sorted by key */
+/* The kind's stored description (strings and arrays owned by the registry;
+ * display/category filled in). Valid until the kind is redeclared. */
+const keel_kind_desc *keel_kind_describe(keel_kind_id k);
+int keel_kind_field(keel_kind_id k, const char *field); /* index or -1 */
+size_t keel_kind_record_size(keel_kind_id k);
+size_t keel_kind_field_offset(keel_kind_id k, int field);
+/* Checks a value against a field's type, finiteness, range and choices
+ * (InvalidArgument), normalizing quats. Does not run validate. */
+keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diags *d);
+
+/* ======================================================================
+ * Worlds
+ * ====================================================================== */
+
+typedef struct keel_grid {
+    bool enabled;
+    double origin[3];
+    double orientation[4]; /* normalized quaternion */
+    double base_spacing;   /* > 0 */
+    int64_t major_line_every; /* >= 1 */
+} keel_grid;
+
+keel_world *keel_world_new(const char *name);  /* fresh v4 scene UUID; NULL on OOM */
+void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
+keel_uuid keel_world_uuid(const keel_world *w);
+void keel_world_set_uuid(keel_world *w, keel_uuid u);
+const char *keel_world_name(const keel_world *w);
+keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d);
+const keel_grid *keel_world_grid(const keel_world *w);
+keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d);
+uint64_t keel_world_revision(const keel_world *w);   /* bumps on every change */
+uint64_t keel_world_epoch(const keel_world *w);      /* process-unique id of this world's incarnation */
+/* The scene root: a protected object that is never listed among entities. */
+keel_entity keel_world_root(const keel_world *w);
+size_t keel_world_entity_count(const keel_world *w); /* live entities, root excluded */
+
+/* ======================================================================
+ * Inverse commands
+ *
+ * Every authoring command fully happens or changes nothing, and (when
+ * `inverse` is non-NULL) fills in the command that undoes it. Inverses name
+ * entities by UUID, so they stay valid across undo of a destroy.
+ * ====================================================================== */
+
+typedef enum keel_cmd_type {
+    KEEL_CMD_NONE = 0,
+    KEEL_CMD_SPAWN,        /* restore an entity from `tree` (entity document form), at `index` among siblings */
+    KEEL_CMD_DESTROY,      /* entity */
+    KEEL_CMD_ADD,          /* entity, kind_key, slot, tree = body (or preserved unknown body), version */
+    KEEL_CMD_REMOVE,       /* entity, kind_key, slot */
+    KEEL_CMD_SET,          /* entity, kind_key, slot, field, value */
+    KEEL_CMD_REPARENT,     /* entity, parent (nil = top level), index */
+    KEEL_CMD_RENAME,       /* entity, name */
+    KEEL_CMD_ENABLE,       /* entity, enabled */
+    KEEL_CMD_ENABLE_COMPONENT, /* entity, kind_key, slot, enabled */
+    KEEL_CMD_BATCH         /* items, applied in order */
+} keel_cmd_type;
+
+typedef struct keel_cmd keel_cmd;
+struct keel_cmd {
+    keel_cmd_type type;
+    keel_uuid entity;
+    keel_uuid parent;
+    char *kind_key;
+    uint32_t slot;
+    int version;
+    char *field;
+    keel_value value;      /* strings owned by the command */
+    char *name;
+    bool enabled;
+    size_t index;          /* position among siblings; SIZE_MAX = append */
+    keel_node *tree;
+    keel_cmd *items;
+    size_t item_count;
+};
+
+keel_status keel_cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, keel_diags *d);
+void keel_cmd_free(keel_cmd *cmd); /* frees the contents (not the struct); leaves it KEEL_CMD_NONE */
+
+/* ======================================================================
+ * Entities
+ * ====================================================================== */
+
+/* Spawns an entity as the last child of `parent` (KEEL_NO_ENTITY: top level).
+ * `uuid` NULL: a fresh v4. A UUID already in the world is InvalidOperation;
+ * the nil UUID is InvalidArgument. */
+keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
+                       const keel_uuid *uuid, keel_entity *out, keel_cmd *inverse, keel_diags *d);
+/* Runs on_destroy, destroys every component record, drops preserved bodies,
+ * reparents children to the top level, retires the handle. The root is
+ * ProtectedEntity. During a step the entity is dead at once and freed at the
+ * phase boundary. */
+keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d);
+/* Moves `e` to the end of `parent`'s children (KEEL_NO_ENTITY: top level).
+ * A cycle or the hierarchy depth limit is InvalidOperation. */
+keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d);
+keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d);
+keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cmd *inverse, keel_diags *d);
+/* Duplicates e and its subtree under `parent` (KEEL_NO_ENTITY: e's own parent):
+ * every membership entry with the same slots, preserved unknown bodies included,
+ * fresh UUIDs; entity fields pointing inside the subtree are remapped. */
+keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, keel_entity *out,
+                           keel_cmd *inverse, keel_diags *d);
+
+bool keel_alive(const keel_world *w, keel_entity e);  /* false for stale handles and KEEL_NO_ENTITY */
+keel_entity keel_find(const keel_world *w, keel_uuid u);      /* O(1); root not found */
+keel_entity keel_find_name(const keel_world *w, const char *name); /* first in run order */
+keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e);
+const char *keel_entity_name(const keel_world *w, keel_entity e);   /* NULL when not alive */
+keel_entity keel_entity_parent(const keel_world *w, keel_entity e); /* KEEL_NO_ENTITY at top level */
+bool keel_entity_enabled(const keel_world *w, keel_entity e);       /* its own flag */
+bool keel_entity_active(const keel_world *w, keel_entity e);        /* it and all ancestors enabled */
+size_t keel_entity_child_count(const keel_world *w, keel_entity e); /* root: top-level count */
+keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t i);
+/* Hierarchy pre-order walk (the run order), root excluded:
+ *   for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) ... */
+keel_entity keel_next(const keel_world *w, keel_entity prev);
+/* Derived world transform, column-major 4x4 (parent world x local). Identity
+ * when the entity has no core:transform. */
+keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]);
+
+/* ======================================================================
+ * Components (membership and slots)
+ * ====================================================================== */
+
+typedef struct keel_add_opts {
+    uint32_t slot;           /* KEEL_SLOT_AUTO, or an explicit free slot (restores, loads) */
+    const keel_node *body;   /* MAP of field values by name; NULL: all defaults */
+    int version;             /* version `body` was written in; 0 = the kind's */
+    bool strict;             /* an enum choice the kind no longer offers: error, not warning */
+    bool skip_rules;         /* loaders: multiplicity/requires/rejects checked later (keel_check_rules) */
+    bool no_awake;           /* loaders: awake runs after publish (keel_awake_all) */
+    const char *path;        /* diagnostics path prefix for body errors */
+    const char *file;        /* diagnostics file */
+} keel_add_opts;
+#define KEEL_ADD_OPTS_INIT { KEEL_SLOT_AUTO, NULL, 0, false, false, false, NULL, NULL }
+
+/* Adds a component. InvalidOperation: a second one-kind component, a slot other
+ * than 0 for a one kind, an occupied slot, beyond max, a missing requirement, a
+ * rejected pair (either direction), a root-only kind off the root or any kind
+ * but root-only ones on the root (ProtectedEntity for the latter). */
+keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts,
+                     keel_comp *out, keel_cmd *inverse, keel_diags *d);
+/* Adds an entry for a kind that is not registered: key, version, slot and the
+ * body tree (copied). It runs nothing and refuses edits. */
+keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int version,
+                             uint32_t slot, const keel_node *body, keel_diags *d);
+/* Removes by key and slot (known or unknown). A one kind may pass KEEL_SLOT_AUTO.
+ * Removing a component another present one requires is InvalidOperation. The
+ * inverse re-adds the saved body in the same slot. */
+keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t slot,
+                        keel_cmd *inverse, keel_diags *d);
+/* Multiplicity, requires/rejects and root rules for e's whole stack. */
+keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, keel_diags *d);
+/* Runs awake for every component that has not had it (after a load). */
+keel_status keel_awake_all(keel_world *w, keel_diags *d);
+
+typedef struct keel_member {
+    keel_kind_id kind;       /* KEEL_NO_KIND when unknown */
+    const char *key;         /* always set */
+    uint32_t slot;
+    bool loaded;             /* false: unknown kind, body preserved */
+    bool enabled;
+    bool faulted;
+    int version;             /* kind version (loaded) or the file's version (unknown) */
+    uint64_t counter;        /* bumps on every write to this component */
+    const keel_node *preserved; /* unknown only */
+} keel_member;
+
+size_t keel_member_count(const keel_world *w, keel_entity e);
+bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *out);
+/* Finds by kind and slot; KEEL_SLOT_AUTO: the lowest slot. */
+bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel_comp *out);
+bool keel_comp_alive(const keel_world *w, keel_comp c);
+/* The record of a live component; NULL otherwise. Valid until the next
+ * structural change to that kind's storage. */
+void *keel_record(const keel_world *w, keel_comp c);
+uint64_t keel_comp_counter(const keel_world *w, keel_comp c);
+bool keel_comp_enabled(const keel_world *w, keel_comp c);
+keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d);
+
+/* Reads a field (strings borrowed from the record). */
+keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *out, keel_diags *d);
+/* Writes through the registry: check (type, finite, range, choices) -> write
+ * -> validate hook (may reject; then the old value is back) -> counter and
+ * world revision bump -> journal (when inside a step callback).
+ * A readonly field is Unsupported unless `internal` writes via keel_set_internal. */
+keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
+                     keel_cmd *inverse, keel_diags *d);
+keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_value *v, keel_diags *d);
+/* Back to the declared default; field -1 resets every field. */
+keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d);
+/* The component's fields as a MAP node in declared order (transient fields
+ * included only when `with_transient`); entity and asset fields as UUID text. */
+keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transient);
+
+/* ======================================================================
+ * Iteration and queries
+ * ====================================================================== */
+
+/* Dense per-kind storage: i in [0, count) gives owner, slot and record. */
+size_t keel_storage_count(const keel_world *w, keel_kind_id k);
+keel_entity keel_storage_owner(const keel_world *w, keel_kind_id k, size_t i);
+uint32_t keel_storage_slot(const keel_world *w, keel_kind_id k, size_t i);
+void *keel_storage_record(const keel_world *w, keel_kind_id k, size_t i);
+
+/* Entities holding all of `kinds` (each at its lowest slot). The row set is
+ * cached and rebuilt only after a structural change. */
+typedef struct keel_query keel_query;
+keel_query *keel_query_new(keel_world *w, const keel_kind_id *kinds, size_t n);
+void keel_query_free(keel_query *q);
+size_t keel_query_update(keel_query *q);               /* refreshes when stale; row count */
+keel_entity keel_query_entity(const keel_query *q, size_t row);
+void **keel_query_column(const keel_query *q, size_t k); /* record pointers, one per row */
+
+/* ======================================================================
+ * Lifecycle
+ *
+ * keel_step: start (components not yet started), fixed_update zero or more
+ * times (accumulator, fixed step default 1/60 s), update, late_update.
+ * Order: root first, then hierarchy pre-order, membership order within an
+ * entity. Things spawned or added during a step first run in the next step.
+ * Every hook call is a transaction: on failure its field writes and structural
+ * changes are rolled back, the component is marked faulted (no more hooks), and
+ * the failure is recorded once. The step goes on.
+ * ====================================================================== */
+
+keel_status keel_step(keel_world *w, double dt, keel_diags *d);
+void keel_world_set_fixed_dt(keel_world *w, double fixed_dt);
+double keel_world_fixed_dt(const keel_world *w);
+bool keel_world_in_step(const keel_world *w);
+uint64_t keel_world_frame(const keel_world *w);        /* completed steps */
+
+typedef struct keel_fault {
+    keel_uuid entity;
+    const char *kind;
+    uint32_t slot;
+    keel_phase phase;
+    const char *message;
+} keel_fault;
+size_t keel_fault_count(const keel_world *w);
+const keel_fault *keel_fault_at(const keel_world *w, size_t i);
+
+/* ======================================================================
+ * Renderer snapshot: immutable, extracted from the world; unknown components
+ * are ignored.
+ * ====================================================================== */
+
+typedef struct keel_snap_drawable {
+    keel_uuid entity;
+    double world[16];
+    keel_uuid mesh, material;
+    double color[4];
+    double metallic, roughness;
+    bool casts_shadow;
+} keel_snap_drawable;
+
+typedef enum keel_light_type { KEEL_LIGHT_POINT = 0, KEEL_LIGHT_SPOT, KEEL_LIGHT_DIRECTIONAL } keel_light_type;
+
+typedef struct keel_snap_light {
+    keel_uuid entity;
+    keel_light_type type;
+    double world[16];
+    double color[4];
+    double intensity, range, inner_angle, outer_angle;
+} keel_snap_light;
+
+typedef struct keel_snapshot {
+    keel_snap_drawable *drawables;
+    size_t drawable_count;
+    keel_snap_light *lights;
+    size_t light_count;
+    bool has_camera;
+    keel_uuid camera_entity;
+    double camera_world[16];
+    int camera_projection;         /* index into core:camera's projection choices */
+    double fov, near_plane, far_plane;
+    double ambient[4];
+} keel_snapshot;
+
+keel_snapshot *keel_snapshot_extract(const keel_world *w);
+void keel_snapshot_free(keel_snapshot *s);
+
+/* Built-in record structs (match the kinds' field order and the layout rule). */
+typedef struct keel_transform {
+    double position[3];
+    double rotation[4];
+    double scale[3];
+} keel_transform;
+
+/* ======================================================================
+ * Files: limits, assets, scenes, cooked scenes, save games
+ * ====================================================================== */
+
+typedef struct keel_limits {
+    size_t document_size;        /* 64 MiB */
+    size_t entities;             /* 1,000,000 */
+    size_t components_per_entity;/* 256 */
+    size_t body_size;            /* 64 KiB encoded */
+    size_t string_length;        /* 64 KiB */
+    size_t nesting_depth;        /* 32 */
+    size_t hierarchy_depth;      /* 256 */
+    size_t collection_length;    /* 65,536 */
+} keel_limits;
+keel_limits keel_limits_default(void);
+
+typedef struct keel_assets keel_assets;
+/* assets.yaml: a list of { uuid, path, type }. */
+keel_status keel_assets_load(const char *path, keel_assets **out, keel_diags *d);
+keel_status keel_assets_parse(const char *text, size_t len, const char *file, keel_assets **out, keel_diags *d);
+void keel_assets_free(keel_assets *a);
+bool keel_assets_has(const keel_assets *a, keel_uuid u);
+const char *keel_assets_path(const keel_assets *a, keel_uuid u);  /* NULL when absent */
+
+typedef struct keel_load_opts {
+    keel_limits limits;
+    bool strict;                 /* warnings about enums/assets become errors */
+    const keel_assets *assets;   /* NULL: asset references are not checked */
+    const char *file;            /* name used in diagnostics (keel_scene_parse) */
+} keel_load_opts;
+keel_load_opts keel_load_opts_default(void);
+
+/* Parse + validate + build + resolve + check + awake; publishes a new world or
+ * returns every diagnostic and no world. Never runs code from the file. */
+keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o,
+                             keel_world **out, keel_diags *d);
+/* Reads a YAML scene or a cooked file (told apart by the KEELCOOK magic). */
+keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d);
+/* Canonical YAML text (malloc'd, NUL-terminated). */
+keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d);
+/* Atomic: temp file beside `path`, write, fsync, rename, fsync the directory. */
+keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d);
+/* Writes `len` bytes to `path` atomically (the helper behind every save). */
+keel_status keel_write_atomic(const char *path, const void *data, size_t len, keel_diags *d);
+keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len, keel_diags *d);
+
+/* Cooked binary scene (see core/COOKED.md). */
+keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out, size_t *len, keel_diags *d);
+keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d);
+
+/* Save games: a running world as a difference from its authored baseline. */
+typedef struct keel_baseline keel_baseline;
+keel_baseline *keel_baseline_capture(const keel_world *w);
+void keel_baseline_free(keel_baseline *b);
+
+typedef struct keel_slot_info {
+    char *title;
+    int64_t saved_at;         /* unix seconds */
+    double play_seconds;
+    keel_node *fields;        /* the game's own fields: a MAP of scalars, or NULL */
+} keel_slot_info;
+void keel_slot_info_free(keel_slot_info *i);
+
+keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
+                              const keel_slot_info *info, keel_diags *d);
+/* Applies a save over `w` (the same scene freshly loaded); all or nothing. */
+keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d);
+keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* KEEL_H */

@@ -21,7 +21,7 @@ test: deps
 bench: deps
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build build -j $(JOBS) >/dev/null
-	@./build/keel tools/bench/run.lua
+	@sh tools/bench/run.sh build
 
 clean:
 	rm -rf build build-test

@@ -2,7 +2,8 @@
 # run.sh — runs every benchmark of a release build and prints one table.
 # Each benchmark prints rows "BENCH<TAB>row<TAB>keel<TAB>baseline<TAB>unit";
 # keel and its baseline are measured in the same process run, so only the
-# ratio between them means much on a noisy machine.
+# ratio between them means much on a noisy machine. The ratio column is always
+# keel's cost over the baseline's (lower is better; 1.00 = as fast).
 set -eu
 BUILD=${1:-build}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +20,9 @@ fi
 printf '%-16s %14s %14s %8s  %s\n' "row" "keel" "baseline" "ratio" "unit"
 printf '%-16s %14s %14s %8s  %s\n' "----------------" "--------------" "--------------" "--------" "----"
 grep '^BENCH' "$out" | while IFS='	' read -r _ row k b unit; do
-    ratio=$(awk -v k="$k" -v b="$b" 'BEGIN { if (b == "-" || b + 0 == 0) print "-"; else printf "%.2f", k / b }')
+    # ratio = keel's cost over the baseline's: for throughputs (unit "../s") invert.
+    ratio=$(awk -v k="$k" -v b="$b" -v u="$unit" 'BEGIN {
+        if (b == "-" || b + 0 == 0 || k + 0 == 0) print "-";
+        else if (u ~ /\/s$/) printf "%.2f", b / k; else printf "%.2f", k / b }')
     printf '%-16s %14s %14s %8s  %s\n' "$row" "$k" "$b" "$ratio" "$unit"
 done

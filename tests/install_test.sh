@@ -1,0 +1,57 @@
+#!/bin/sh
+# install_test.sh — installs keel into a temporary prefix from a plain release
+# build and uses it as an outsider would: stock lua5.4, stock busted, a C
+# program built with pkg-config, and the installed keel program.
+set -eu
+SRC=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+
+cmake -S "$SRC" -B "$tmp/build" -DCMAKE_BUILD_TYPE=Release -DKEEL_TESTS=OFF \
+    -DCMAKE_INSTALL_PREFIX="$prefix" >"$tmp/configure.log" 2>&1 || { cat "$tmp/configure.log"; exit 1; }
+cmake --build "$tmp/build" -j 2 >"$tmp/build.log" 2>&1 || { tail -50 "$tmp/build.log"; exit 1; }
+cmake --install "$tmp/build" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; exit 1; }
+
+cmod=$(find "$prefix" -path '*lua/5.4/keel/core.so' | head -1)
+lmod=$(find "$prefix" -path '*lua/5.4/keel/init.lua' | head -1)
+pcfile=$(find "$prefix" -name keel.pc | head -1)
+[ -n "$cmod" ] || { echo "FAIL: keel/core.so not installed"; exit 1; }
+[ -n "$lmod" ] || { echo "FAIL: keel/init.lua not installed"; exit 1; }
+[ -n "$pcfile" ] || { echo "FAIL: keel.pc not installed"; exit 1; }
+cdir=$(dirname "$(dirname "$cmod")")
+ldir=$(dirname "$(dirname "$lmod")")
+export LUA_PATH="$ldir/?.lua;$ldir/?/init.lua;;"
+export LUA_CPATH="$cdir/?.so;;"
+
+echo "== stock lua5.4 requires keel"
+out=$(lua5.4 -e 'local keel = require "keel"; print(keel.world("x"))')
+echo "$out"
+case "$out" in *World*|*world*) ;; *) echo "FAIL: unexpected output"; exit 1 ;; esac
+
+echo "== stock busted runs a user's spec"
+mkdir -p "$tmp/userspec"
+cat >"$tmp/userspec/user_spec.lua" <<'LUA'
+local keel = require "keel"
+describe("a user's own spec", function()
+  it("spawns an entity with a transform", function()
+    local w = keel.world("UserWorld")
+    local e = w:spawn("Player")
+    e:add("core:transform", { position = { 1, 2, 3 } })
+    assert.are.equal("Player", e.name)
+    assert.are.same({ 1, 2, 3 }, e:get("core:transform").position)
+  end)
+end)
+LUA
+(cd "$tmp/userspec" && lua5.4 "$(command -v busted)" -o plainTerminal user_spec.lua)
+
+echo "== C program from pkg-config"
+export PKG_CONFIG_PATH=$(dirname "$pcfile")
+cc -std=c11 -Wall -Werror "$SRC/tools/embed_example.c" $(pkg-config --cflags --libs keel) -o "$tmp/embed_example"
+LD_LIBRARY_PATH=$(pkg-config --variable=libdir keel) "$tmp/embed_example" "$tmp/example.yaml"
+grep -q "example:health" "$tmp/example.yaml" || { echo "FAIL: saved scene lacks the component"; exit 1; }
+
+echo "== the installed keel program runs the bundled demo"
+"$prefix/bin/keel" run --frames 5 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
+cat "$tmp/run.log"
+echo "install: ok"

@@ -1,0 +1,25 @@
+# install.cmake — `cmake --install` layout: libkeel + keel.h + keel.pc, the Lua
+# module and Lua files where Lua 5.4 looks for them, the keel program, and the
+# bundled kinds and scenes as data.
+set(KEEL_LUA_CDIR ${CMAKE_INSTALL_LIBDIR}/lua/5.4 CACHE STRING "where Lua 5.4 C modules go")
+set(KEEL_LUA_LDIR ${CMAKE_INSTALL_DATADIR}/lua/5.4 CACHE STRING "where Lua 5.4 modules go")
+
+install(TARGETS keel_static keel_shared
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${CMAKE_SOURCE_DIR}/core/keel.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+configure_file(${CMAKE_SOURCE_DIR}/tools/keel.pc.in ${CMAKE_BINARY_DIR}/keel.pc @ONLY)
+install(FILES ${CMAKE_BINARY_DIR}/keel.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+if(TARGET keel_lua)
+  install(TARGETS keel_lua LIBRARY DESTINATION ${KEEL_LUA_CDIR}/keel)
+endif()
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/keel DESTINATION ${KEEL_LUA_LDIR}
+  FILES_MATCHING PATTERN "*.lua")
+if(TARGET keel)
+  install(TARGETS keel RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/kinds DESTINATION ${CMAKE_INSTALL_DATADIR}/keel
+  FILES_MATCHING PATTERN "*.lua")
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/scenes/ DESTINATION ${CMAKE_INSTALL_DATADIR}/keel/scenes)

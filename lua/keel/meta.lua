@@ -1,0 +1,316 @@
+---@meta keel
+-- meta.lua — LuaLS (lua-language-server) annotations for `require "keel"`.
+-- Never loaded at run time; editors read it for completion and type checks.
+-- spec/meta_spec.lua checks that every public function is annotated here.
+
+---@class KeelDiagnostic
+---@field code string        # "NotFound", "InvalidOperation", ...
+---@field message string
+---@field path string        # e.g. "entities[3].components[1].body.range"
+---@field file? string
+---@field line? integer
+---@field col? integer
+---@field severity "error"|"warning"
+
+---A failed operation raises one of these (file operations return `nil, KeelError`).
+---`tostring(err)` gives "Code: message".
+---@class KeelError
+---@field code string
+---@field message string
+---@field diagnostics KeelDiagnostic[]
+
+---@alias KeelFieldType "bool"|"int"|"float"|"vec2"|"vec3"|"vec4"|"quat"|"color"|"enum"|"string"|"asset"|"entity"
+
+---@class KeelFieldInfo
+---@field key string
+---@field type KeelFieldType
+---@field default any
+---@field min? number
+---@field max? number
+---@field choices? string[]
+---@field transient boolean
+---@field readonly boolean
+---@field hidden boolean
+
+---@class KeelKindInfo
+---@field key string
+---@field display string
+---@field category string
+---@field version integer
+---@field multiplicity "one"|"many"
+---@field max? integer
+---@field requires string[]
+---@field rejects string[]
+---@field builtin boolean
+---@field fields KeelFieldInfo[]
+
+---A field declaration: `{ "name", "type", default = ..., min = ..., max = ..., choices = {...},
+---transient = true, readonly = true, hidden = true }`.
+---@class KeelFieldDecl
+---@field [1] string
+---@field [2] KeelFieldType
+---@field default? any
+---@field min? number
+---@field max? number
+---@field choices? string[]
+---@field transient? boolean
+---@field readonly? boolean
+---@field hidden? boolean
+
+---@class KeelKindDecl
+---@field key string                     # "ns:name"
+---@field display? string
+---@field category? string
+---@field version? integer               # default 1
+---@field multiplicity? "one"|"many"     # default "one"
+---@field max? integer                   # many kinds only
+---@field requires? string[]
+---@field rejects? string[]
+---@field nosave? boolean
+---@field editor_only? boolean
+---@field fields? KeelFieldDecl[]
+---@field awake? fun(self: KeelComponent, entity: KeelEntity)
+---@field start? fun(self: KeelComponent, entity: KeelEntity)
+---@field update? fun(self: KeelComponent, entity: KeelEntity, dt: number)
+---@field fixed_update? fun(self: KeelComponent, entity: KeelEntity, dt: number)
+---@field late_update? fun(self: KeelComponent, entity: KeelEntity, dt: number)
+---@field on_destroy? fun(self: KeelComponent, entity: KeelEntity)
+---@field validate? fun(self: KeelComponent, field: string): boolean?, string?
+---@field migrate? table<integer, fun(body: table): table>
+
+---@class KeelLoadOptions
+---@field strict? boolean
+---@field assets? string          # path of an assets.yaml manifest
+---@field limits? table<string, integer>
+
+---@class KeelSpawnSpec
+---@field name? string
+---@field parent? KeelEntity
+---@field enabled? boolean
+---@field components? (string|table)[]  # "kind" or { "kind", field = value, ... }
+
+---@class KeelFault
+---@field entity string
+---@field kind string
+---@field slot integer
+---@field phase string
+---@field message string
+
+---@class KeelWorld
+---@field uuid string
+---@field name string
+---@field root KeelEntity
+---@field revision integer
+local World = {}
+
+---@param name_or_spec string|KeelSpawnSpec
+---@return KeelEntity
+function World:spawn(name_or_spec) end
+
+---A UUID string first, else the first entity with that name.
+---@param uuid_or_name string
+---@return KeelEntity?
+function World:find(uuid_or_name) end
+
+---Entities in run order (hierarchy pre-order).
+---@return fun(): KeelEntity
+function World:entities() end
+
+---@param kind string
+---@return fun(): KeelEntity, KeelComponent
+function World:each(kind) end
+
+---@param ... string kind keys
+---@return fun(): KeelEntity, KeelComponent, ...
+function World:query(...) end
+
+---@param kind? string
+---@return integer
+function World:count(kind) end
+
+---@param dt? number
+function World:step(dt) end
+
+---@param frames integer
+---@param dt? number
+function World:run(frames, dt) end
+
+---@return KeelFault[]
+function World:errors() end
+
+---Warnings of the load that made this world (unknown kinds, skipped fields).
+---@return KeelDiagnostic[]
+function World:warnings() end
+
+---@param path string
+---@return true|nil ok
+---@return KeelError? err
+function World:save(path) end
+
+---@return string yaml canonical YAML text
+function World:dump() end
+
+---@class KeelEntity
+---@field uuid string
+---@field name string
+---@field parent KeelEntity?
+---@field enabled boolean
+---@field world KeelWorld
+local Entity = {}
+
+---@return boolean
+function Entity:alive() end
+
+---@return KeelEntity[]
+function Entity:children() end
+
+---@param kind string
+---@param body? table
+---@param slot? integer
+---@return KeelComponent
+function Entity:add(kind, body, slot) end
+
+---@param kind string
+---@param slot? integer
+---@return KeelComponent?
+function Entity:get(kind, slot) end
+
+---@param kind string
+---@return boolean
+function Entity:has(kind) end
+
+---@param kind string
+---@param slot? integer
+---@return table body the removed body
+function Entity:remove(kind, slot) end
+
+---@return KeelComponent[]
+function Entity:components() end
+
+---@param parent? KeelEntity
+---@return KeelEntity
+function Entity:duplicate(parent) end
+
+function Entity:destroy() end
+
+---@class KeelComponent
+---@field kind string
+---@field slot integer
+---@field entity KeelEntity
+---@field loaded boolean
+---@field version integer
+---@field enabled boolean
+---@field [string] any
+local Component = {}
+
+---@param values table<string, any>
+function Component:set(values) end
+
+---@return table<string, any>
+function Component:body() end
+
+---@param field? string
+function Component:reset(field) end
+
+---@param field string
+---@return number ...
+function Component:unpack(field) end
+
+---@class KeelBaseline
+
+---@class KeelSlotInfo
+---@field title? string
+---@field saved_at? integer
+---@field play_seconds? number
+---@field [string] any
+
+---@class KeelPersist
+local persist = {}
+
+---@param w KeelWorld
+---@return KeelBaseline
+function persist.baseline(w) end
+
+---@param w KeelWorld
+---@param base KeelBaseline
+---@param path string
+---@param info? KeelSlotInfo
+---@return true|nil ok
+---@return KeelError? err
+function persist.save(w, base, path, info) end
+
+---@param w KeelWorld
+---@param path string
+---@return true|nil ok
+---@return KeelError? err
+function persist.load(w, path) end
+
+---@param path string
+---@return KeelSlotInfo|nil info
+---@return KeelError? err
+function persist.info(path) end
+
+---@class keel
+---@field persist KeelPersist
+local keel = {}
+
+---@param decl KeelKindDecl
+---@return KeelKindInfo
+function keel.kind(decl) end
+
+---@return KeelKindInfo[]
+function keel.kinds() end
+
+---@param key string
+---@return KeelKindInfo?
+function keel.kind_info(key) end
+
+---@param name? string
+---@return KeelWorld
+function keel.world(name) end
+
+---@param path string
+---@param opts? KeelLoadOptions
+---@return KeelWorld|nil world
+---@return KeelError? err
+function keel.load(path, opts) end
+
+---@param yaml string
+---@param opts? KeelLoadOptions
+---@return KeelWorld|nil world
+---@return KeelError? err
+function keel.parse(yaml, opts) end
+
+---@class KeelHistory
+local History = {}
+
+---@param spec string|KeelSpawnSpec
+---@return KeelEntity
+function History:spawn(spec) end
+---@param e KeelEntity
+function History:destroy(e) end
+---@param e KeelEntity
+---@param kind string
+---@param body? table
+---@return KeelComponent
+function History:add(e, kind, body) end
+---@param e KeelEntity
+---@param kind string
+---@param slot? integer
+function History:remove(e, kind, slot) end
+---@param c KeelComponent
+---@param field string
+---@param value any
+function History:set(c, field, value) end
+---@param e KeelEntity
+---@param parent KeelEntity?
+function History:reparent(e, parent) end
+---@param e KeelEntity
+---@param name string
+function History:rename(e, name) end
+---@return boolean
+function History:undo() end
+---@return boolean
+function History:redo() end
+
+return keel

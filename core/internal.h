@@ -48,4 +48,26 @@ char *keel__strfmt(const char *fmt, ...)
     ;
 void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
 
+/* ---- io.c: the syscall seam (tests swap it to inject faults) ---- */
+#include <sys/types.h>
+struct keel__io_ops {
+    int (*open)(const char *path, int flags, mode_t mode);
+    ssize_t (*write)(int fd, const void *buf, size_t n);
+    int (*fsync)(int fd);
+    int (*close)(int fd);
+    int (*rename)(const char *from, const char *to);
+    int (*unlink)(const char *path);
+};
+/* NULL puts the real syscalls back. */
+void keel__io_set_ops(const struct keel__io_ops *ops);
+const struct keel__io_ops *keel__io_default_ops(void);
+
+/* ---- yaml_read.c: YAML text -> keel_node tree, limits enforced ---- */
+
+/* Refuses anchors, aliases, non-core tags, several documents and duplicate
+ * keys (ParseError); document size, nesting depth, collection length and
+ * string length (LimitExceeded). An empty document gives a null scalar. */
+keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *lim,
+                             const char *file, keel_node **out, keel_diags *d);
+
 #endif

@@ -1,0 +1,367 @@
+/* yaml_read.c — libyaml events to a keel_node tree, with limits and the refusals of a scene file. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "internal.h"
+
+/* One collection under construction. Items accumulate in a scratch array
+ * (kept across uses at that depth) and move into the node when it ends. */
+typedef struct frame {
+    keel_node node;     /* kind, style, line, col; items/count filled at the end */
+    keel_node *buf;     /* scratch: items being collected */
+    size_t n, cap;
+} frame;
+
+typedef struct reader {
+    const keel_limits *lim;
+    const char *file;
+    keel_diags *d;
+    frame *stack;
+    size_t depth, stack_cap;
+    keel_node *result;
+    bool failed;
+    keel_status code; /* the first error's */
+} reader;
+
+/* "entities[3].components[1].body" for the position being read. */
+static char *current_path(const reader *r)
+{
+    size_t cap = 64, n = 0;
+    char *s = keel__xrealloc(NULL, cap);
+    s[0] = '\0';
+    for (size_t i = 0; i < r->depth; i++) {
+        const frame *f = &r->stack[i];
+        char part[96];
+        int k;
+        if (f->node.kind == KEEL_NODE_SEQ) {
+            k = snprintf(part, sizeof part, "[%zu]", f->n);
+        } else {
+            if (f->n % 2 == 0) break; /* reading a key: the path ends at the map */
+            const keel_node *key = &f->buf[f->n - 1];
+            k = snprintf(part, sizeof part, "%s%.80s", n ? "." : "", key->text ? key->text : "?");
+        }
+        if (k < 0) k = 0;
+        if ((size_t)k >= sizeof part) k = sizeof part - 1;
+        while (n + (size_t)k + 1 > cap) {
+            cap *= 2;
+            s = keel__xrealloc(s, cap);
+        }
+        memcpy(s + n, part, (size_t)k);
+        n += (size_t)k;
+        s[n] = '\0';
+    }
+    return s;
+}
+
+static void fail_at(reader *r, keel_status code, int line, int col, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    char *path = current_path(r);
+    keel_diag_add(r->d, KEEL_SEV_ERROR, code, path, r->file, line, col, "%s", msg);
+    free(path);
+    if (!r->code) r->code = code;
+    r->failed = true;
+}
+
+static const char *const core_tags[] = {
+    "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:map",
+    "tag:yaml.org,2002:seq",
+};
+
+/* 0: no tag or "!" (non-specific); 1..7: the core tag; -1: refused. */
+static int tag_index(const yaml_char_t *tag)
+{
+    if (!tag || strcmp((const char *)tag, "!") == 0) return 0;
+    for (int i = 0; i < 7; i++)
+        if (strcmp((const char *)tag, core_tags[i]) == 0) return i + 1;
+    return -1;
+}
+
+static keel_node_style scalar_style(yaml_scalar_style_t s)
+{
+    switch (s) {
+    case YAML_SINGLE_QUOTED_SCALAR_STYLE: return KEEL_STYLE_SINGLE;
+    case YAML_DOUBLE_QUOTED_SCALAR_STYLE: return KEEL_STYLE_DOUBLE;
+    case YAML_LITERAL_SCALAR_STYLE: return KEEL_STYLE_LITERAL;
+    case YAML_FOLDED_SCALAR_STYLE: return KEEL_STYLE_FOLDED;
+    default: return KEEL_STYLE_PLAIN;
+    }
+}
+
+/* Moves a finished node (struct) into the collection on top, or makes it the result. */
+static void attach(reader *r, keel_node *node)
+{
+    if (r->depth == 0) {
+        r->result = keel__xrealloc(NULL, sizeof *r->result);
+        *r->result = *node;
+        return;
+    }
+    frame *f = &r->stack[r->depth - 1];
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 8;
+        f->buf = keel__xrealloc(f->buf, f->cap * sizeof *f->buf);
+    }
+    f->buf[f->n++] = *node;
+}
+
+static bool check_collection_length(reader *r, int line, int col)
+{
+    frame *f = &r->stack[r->depth - 1];
+    size_t items = f->node.kind == KEEL_NODE_MAP ? f->n / 2 : f->n;
+    if (items >= r->lim->collection_length) {
+        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col,
+                "collection longer than the limit (%zu items)", r->lim->collection_length);
+        return false;
+    }
+    return true;
+}
+
+static bool on_scalar(reader *r, const yaml_event_t *ev)
+{
+    int line = (int)ev->start_mark.line + 1, col = (int)ev->start_mark.column + 1;
+    if (ev->data.scalar.anchor) {
+        fail_at(r, KEEL_PARSE_ERROR, line, col, "anchors are not allowed");
+        return false;
+    }
+    int t = tag_index(ev->data.scalar.tag);
+    if (t < 0 || t == 6 || t == 7) {
+        fail_at(r, KEEL_PARSE_ERROR, line, col, "tag %s is not allowed (only the core schema tags are)",
+                (const char *)ev->data.scalar.tag);
+        return false;
+    }
+    size_t len = ev->data.scalar.length;
+    if (len > r->lim->string_length) {
+        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col, "string longer than the limit (%zu bytes)",
+                r->lim->string_length);
+        return false;
+    }
+    if (r->depth > 0 && r->stack[r->depth - 1].n % 2 == 0 && r->stack[r->depth - 1].node.kind == KEEL_NODE_MAP
+        && !check_collection_length(r, line, col))
+        return false;
+    if (r->depth > 0 && r->stack[r->depth - 1].node.kind == KEEL_NODE_SEQ && !check_collection_length(r, line, col))
+        return false;
+    keel_node n;
+    memset(&n, 0, sizeof n);
+    n.kind = KEEL_NODE_SCALAR;
+    n.style = scalar_style(ev->data.scalar.style);
+    /* A core tag fixes the meaning: !!str is a string whatever it looks like,
+     * the others read as plain scalars of their type. */
+    if (t == 1 && n.style == KEEL_STYLE_PLAIN) n.style = KEEL_STYLE_DOUBLE;
+    if (t >= 2 && t <= 5) n.style = KEEL_STYLE_PLAIN;
+    n.line = line;
+    n.col = col;
+    n.text = keel__xrealloc(NULL, len + 1);
+    memcpy(n.text, ev->data.scalar.value, len);
+    n.text[len] = '\0';
+    n.len = len;
+    attach(r, &n);
+    return true;
+}
+
+static bool on_start(reader *r, const yaml_event_t *ev, keel_node_kind kind)
+{
+    int line = (int)ev->start_mark.line + 1, col = (int)ev->start_mark.column + 1;
+    const yaml_char_t *anchor, *tag;
+    bool flow;
+    if (kind == KEEL_NODE_MAP) {
+        anchor = ev->data.mapping_start.anchor;
+        tag = ev->data.mapping_start.tag;
+        flow = ev->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE;
+    } else {
+        anchor = ev->data.sequence_start.anchor;
+        tag = ev->data.sequence_start.tag;
+        flow = ev->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE;
+    }
+    if (anchor) {
+        fail_at(r, KEEL_PARSE_ERROR, line, col, "anchors are not allowed");
+        return false;
+    }
+    int t = tag_index(tag);
+    if (t < 0 || (t != 0 && t != (kind == KEEL_NODE_MAP ? 6 : 7))) {
+        fail_at(r, KEEL_PARSE_ERROR, line, col, "tag %s is not allowed (only the core schema tags are)",
+                (const char *)tag);
+        return false;
+    }
+    if (r->depth > 0) {
+        frame *top = &r->stack[r->depth - 1];
+        if (top->node.kind == KEEL_NODE_MAP && top->n % 2 == 0) {
+            fail_at(r, KEEL_PARSE_ERROR, line, col, "map keys must be scalars");
+            return false;
+        }
+        if (top->node.kind == KEEL_NODE_SEQ && !check_collection_length(r, line, col)) return false;
+    }
+    if (r->depth >= r->lim->nesting_depth) {
+        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col, "nesting deeper than the limit (%zu)", r->lim->nesting_depth);
+        return false;
+    }
+    if (r->depth == r->stack_cap) {
+        size_t old = r->stack_cap;
+        r->stack_cap = old ? old * 2 : 16;
+        r->stack = keel__xrealloc(r->stack, r->stack_cap * sizeof *r->stack);
+        memset(r->stack + old, 0, (r->stack_cap - old) * sizeof *r->stack);
+    }
+    frame *f = &r->stack[r->depth++];
+    memset(&f->node, 0, sizeof f->node);
+    f->node.kind = kind;
+    f->node.style = flow ? KEEL_STYLE_FLOW : KEEL_STYLE_BLOCK;
+    f->node.line = line;
+    f->node.col = col;
+    f->n = 0;
+    return true;
+}
+
+static int key_cmp(const keel_node *p, const keel_node *q)
+{
+    size_t n = p->len < q->len ? p->len : q->len;
+    int c = memcmp(p->text, q->text, n);
+    if (c) return c;
+    return p->len < q->len ? -1 : p->len > q->len;
+}
+
+static void report_duplicate(reader *r, const keel_node *first, const keel_node *again)
+{
+    char *path = current_path(r);
+    keel_diag_add(r->d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, path, r->file, again->line, again->col,
+                  "duplicate key '%.80s' (first at line %d)", again->text, first->line);
+    free(path);
+    if (!r->code) r->code = KEEL_PARSE_ERROR;
+    r->failed = true;
+}
+
+/* Duplicate keys of a finished map; the later occurrence is reported. Small
+ * maps compare pairwise; long ones are merge-sorted by (text, position) so a
+ * hostile file cannot make this quadratic. */
+static bool check_duplicates(reader *r, const frame *f)
+{
+    size_t pairs = f->n / 2;
+    const keel_node *base = f->buf;
+    if (pairs <= 32) {
+        for (size_t i = 1; i < pairs; i++)
+            for (size_t j = 0; j < i; j++)
+                if (key_cmp(&base[2 * j], &base[2 * i]) == 0) {
+                    report_duplicate(r, &base[2 * j], &base[2 * i]);
+                    return false;
+                }
+        return true;
+    }
+    size_t *idx = keel__xrealloc(NULL, pairs * sizeof *idx);
+    size_t *tmp = keel__xrealloc(NULL, pairs * sizeof *tmp);
+    for (size_t m = 0; m < pairs; m++) idx[m] = m;
+    for (size_t width = 1; width < pairs; width *= 2) {
+        for (size_t lo = 0; lo < pairs; lo += 2 * width) {
+            size_t mid = lo + width < pairs ? lo + width : pairs;
+            size_t hi = lo + 2 * width < pairs ? lo + 2 * width : pairs;
+            size_t a = lo, b = mid, o = lo;
+            while (a < mid && b < hi)
+                tmp[o++] = key_cmp(&base[2 * idx[a]], &base[2 * idx[b]]) <= 0 ? idx[a++] : idx[b++];
+            while (a < mid) tmp[o++] = idx[a++];
+            while (b < hi) tmp[o++] = idx[b++];
+        }
+        memcpy(idx, tmp, pairs * sizeof *idx);
+    }
+    bool ok = true;
+    for (size_t m = 1; m < pairs && ok; m++)
+        if (key_cmp(&base[2 * idx[m - 1]], &base[2 * idx[m]]) == 0) {
+            report_duplicate(r, &base[2 * idx[m - 1]], &base[2 * idx[m]]);
+            ok = false;
+        }
+    free(tmp);
+    free(idx);
+    return ok;
+}
+
+static bool on_end(reader *r)
+{
+    frame *f = &r->stack[r->depth - 1];
+    if (f->node.kind == KEEL_NODE_MAP && !check_duplicates(r, f)) return false;
+    keel_node n = f->node;
+    n.count = f->node.kind == KEEL_NODE_MAP ? f->n / 2 : f->n;
+    if (f->n) {
+        n.items = keel__xrealloc(NULL, f->n * sizeof *n.items);
+        memcpy(n.items, f->buf, f->n * sizeof *n.items);
+    }
+    f->n = 0;
+    r->depth--;
+    attach(r, &n);
+    return true;
+}
+
+static void free_frames(reader *r)
+{
+    for (size_t i = 0; i < r->stack_cap; i++) {
+        frame *f = &r->stack[i];
+        if (i < r->depth)
+            for (size_t j = 0; j < f->n; j++) keel_node_clear(&f->buf[j]);
+        free(f->buf);
+    }
+    free(r->stack);
+}
+
+keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *lim, const char *file,
+                             keel_node **out, keel_diags *d)
+{
+    keel_limits deflim;
+    if (!lim) {
+        deflim = keel_limits_default();
+        lim = &deflim;
+    }
+    *out = NULL;
+    if (len > lim->document_size)
+        return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_LIMIT_EXCEEDED, "", file, 0, 0,
+                             "document larger than the limit (%zu bytes)", lim->document_size);
+    reader r;
+    memset(&r, 0, sizeof r);
+    r.lim = lim;
+    r.file = file;
+    r.d = d;
+    yaml_parser_t p;
+    if (!yaml_parser_initialize(&p)) abort();
+    yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+    int documents = 0;
+    bool done = false;
+    while (!done && !r.failed) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&p, &ev)) {
+            const yaml_mark_t *m = p.problem_mark.line || p.problem_mark.column ? &p.problem_mark : &p.context_mark;
+            fail_at(&r, KEEL_PARSE_ERROR, (int)m->line + 1, (int)m->column + 1, "%s%s%s",
+                    p.problem ? p.problem : "malformed YAML", p.context ? " " : "", p.context ? p.context : "");
+            break;
+        }
+        switch (ev.type) {
+        case YAML_STREAM_END_EVENT: done = true; break;
+        case YAML_DOCUMENT_START_EVENT:
+            if (++documents > 1)
+                fail_at(&r, KEEL_PARSE_ERROR, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                        "multiple documents are not allowed");
+            break;
+        case YAML_ALIAS_EVENT:
+            fail_at(&r, KEEL_PARSE_ERROR, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                    "aliases are not allowed");
+            break;
+        case YAML_SCALAR_EVENT: on_scalar(&r, &ev); break;
+        case YAML_SEQUENCE_START_EVENT: on_start(&r, &ev, KEEL_NODE_SEQ); break;
+        case YAML_MAPPING_START_EVENT: on_start(&r, &ev, KEEL_NODE_MAP); break;
+        case YAML_SEQUENCE_END_EVENT:
+        case YAML_MAPPING_END_EVENT: on_end(&r); break;
+        default: break;
+        }
+        yaml_event_delete(&ev);
+    }
+    yaml_parser_delete(&p);
+    free_frames(&r);
+    if (r.failed) {
+        keel_node_free(r.result);
+        return r.code;
+    }
+    if (!r.result) r.result = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* empty stream: null */
+    *out = r.result;
+    return KEEL_OK;
+}

@@ -1,0 +1,878 @@
+/* cook.c — the cooked binary scene: keel_cook writes it, keel_cook_read validates then builds (see COOKED.md). */
+#include "internal.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define COOK_VERSION 1u
+#define COOK_ENDIAN 0x01020304u
+#define COOK_HEADER 24u
+#define COOK_SECTION_ENTRY 16u
+#define COOK_NONE 0xFFFFFFFFu
+#define COOK_ENTITY_SIZE 25u /* uuid 16, name u32, parent u32, enabled u8 */
+#define COOK_SCENE_SIZE 93u  /* uuid 16, name u32, grid: u8 + 3 f64 + 4 f64 + f64 + i64 */
+
+enum { SEC_STRINGS = 1, SEC_SCENE, SEC_ENTITIES, SEC_COMPONENTS, SEC_COUNT_ = 4 };
+static const char *const section_names[] = { "?", "strings", "scene", "entities", "components" };
+
+/* ---------------------------------------------------------------- writing */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t len, cap;
+} wbuf;
+
+static uint8_t *wb_grow(wbuf *b, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        b->p = keel__xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+
+static void put_u32_at(uint8_t *at, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void wb_u8(wbuf *b, uint8_t v) { *wb_grow(b, 1) = v; }
+static void wb_u32(wbuf *b, uint32_t v) { put_u32_at(wb_grow(b, 4), v); }
+static void wb_u64(wbuf *b, uint64_t v)
+{
+    uint8_t *at = wb_grow(b, 8);
+    for (int i = 0; i < 8; i++) at[i] = (uint8_t)(v >> (8 * i));
+}
+static void wb_f64(wbuf *b, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    wb_u64(b, v);
+}
+static void wb_bytes(wbuf *b, const void *p, size_t n)
+{
+    if (n) memcpy(wb_grow(b, n), p, n);
+}
+
+/* The string table: deduplicated by an open-addressing hash, indices in first-use order. */
+typedef struct strtab {
+    char **items;
+    size_t count, cap;
+    uint32_t *slots; /* index + 1; 0 = empty */
+    size_t nslots;
+} strtab;
+
+static uint64_t str_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+    return h;
+}
+
+static void strtab_rehash(strtab *t, size_t nslots)
+{
+    free(t->slots);
+    t->slots = calloc(nslots, sizeof *t->slots);
+    if (!t->slots) abort();
+    t->nslots = nslots;
+    for (size_t i = 0; i < t->count; i++) {
+        size_t h = (size_t)(str_hash(t->items[i]) & (nslots - 1));
+        while (t->slots[h]) h = (h + 1) & (nslots - 1);
+        t->slots[h] = (uint32_t)(i + 1);
+    }
+}
+
+static uint32_t strtab_intern(strtab *t, const char *s)
+{
+    if (!s) s = "";
+    if ((t->count + 1) * 2 > t->nslots) strtab_rehash(t, t->nslots ? t->nslots * 2 : 1024);
+    size_t h = (size_t)(str_hash(s) & (t->nslots - 1));
+    while (t->slots[h]) {
+        uint32_t i = t->slots[h] - 1;
+        if (strcmp(t->items[i], s) == 0) return i;
+        h = (h + 1) & (t->nslots - 1);
+    }
+    if (t->count == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 256;
+        t->items = keel__xrealloc(t->items, t->cap * sizeof *t->items);
+    }
+    t->items[t->count] = keel__strdup(s);
+    t->slots[h] = (uint32_t)(t->count + 1);
+    return (uint32_t)t->count++;
+}
+
+static void strtab_free(strtab *t)
+{
+    for (size_t i = 0; i < t->count; i++) free(t->items[i]);
+    free(t->items);
+    free(t->slots);
+}
+
+/* Entity handle -> cooked index (open addressing on the 64-bit handle). */
+typedef struct emap {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t n;
+} emap;
+
+static void emap_init(emap *m, size_t count)
+{
+    m->n = 16;
+    while (m->n < count * 2 + 2) m->n *= 2;
+    m->keys = calloc(m->n, sizeof *m->keys);
+    m->vals = calloc(m->n, sizeof *m->vals);
+    if (!m->keys || !m->vals) abort();
+}
+
+static size_t emap_pos(const emap *m, uint64_t k)
+{
+    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->n - 1);
+    while (m->keys[h] && m->keys[h] != k) h = (h + 1) & (m->n - 1);
+    return h;
+}
+
+static void emap_put(emap *m, uint64_t k, uint32_t v)
+{
+    size_t h = emap_pos(m, k);
+    m->keys[h] = k;
+    m->vals[h] = v;
+}
+
+static uint32_t emap_get(const emap *m, uint64_t k)
+{
+    size_t h = emap_pos(m, k);
+    return m->keys[h] == k ? m->vals[h] : COOK_NONE;
+}
+
+static void emap_free(emap *m)
+{
+    free(m->keys);
+    free(m->vals);
+}
+
+static bool kind_cooked(keel_kind_id k)
+{
+    const keel_kind_desc *desc = keel_kind_describe(k);
+    return desc && !(desc->flags & (KEEL_KIND_NOSAVE | KEEL_KIND_EDITOR_ONLY));
+}
+
+/* One component: header then its saved fields under field-key string indices. */
+static void cook_component(const keel_world *w, keel_entity owner, uint32_t owner_ix,
+                           const keel_member *m, const char *path, const keel_assets *assets,
+                           strtab *st, wbuf *b, keel_diags *d)
+{
+    const keel_kind_desc *desc = keel_kind_describe(m->kind);
+    keel_comp c = { owner, m->kind, m->slot };
+    wb_u32(b, owner_ix);
+    wb_u32(b, strtab_intern(st, m->key));
+    wb_u32(b, (uint32_t)m->version);
+    wb_u32(b, m->slot);
+    wb_u8(b, m->enabled ? 1 : 0);
+    size_t count_at = b->len;
+    wb_u32(b, 0);
+    uint32_t nfields = 0;
+    for (size_t f = 0; f < desc->field_count; f++) {
+        const keel_field_desc *fd = &desc->fields[f];
+        if (fd->flags & KEEL_FIELD_TRANSIENT) continue;
+        keel_value v;
+        if (keel_get(w, c, (int)f, &v, d) != KEEL_OK) continue;
+        wb_u32(b, strtab_intern(st, fd->key));
+        wb_u8(b, (uint8_t)fd->type);
+        nfields++;
+        switch (fd->type) {
+        case KEEL_T_BOOL: wb_u8(b, v.as.b ? 1 : 0); break;
+        case KEEL_T_INT: wb_u64(b, (uint64_t)v.as.i); break;
+        case KEEL_T_FLOAT: wb_f64(b, v.as.f); break;
+        case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+            for (int i = 0; i < keel_type_width(fd->type); i++) wb_f64(b, v.as.v[i]);
+            break;
+        case KEEL_T_ENUM: {
+            const char *name = (v.as.i >= 0 && (size_t)v.as.i < fd->choice_count) ? fd->choices[v.as.i] : "";
+            wb_u32(b, strtab_intern(st, name));
+            break;
+        }
+        case KEEL_T_STRING: wb_u32(b, strtab_intern(st, v.as.s)); break;
+        case KEEL_T_ASSET:
+        case KEEL_T_ENTITY: {
+            keel_uuid u = v.nil ? (keel_uuid){ { 0 } } : v.as.u;
+            wb_bytes(b, u.bytes, 16);
+            if (keel_uuid_is_nil(u)) break;
+            char text[37];
+            keel_uuid_format(u, text);
+            if (fd->type == KEEL_T_ENTITY && !keel_find(w, u))
+                keel_error(d, KEEL_NOT_FOUND, path, "%s.%s refers to entity %s, which is not in the scene",
+                           m->key, fd->key, text);
+            else if (fd->type == KEEL_T_ASSET && !assets)
+                keel_error(d, KEEL_NOT_FOUND, path,
+                           "%s.%s refers to asset %s but no asset manifest was given", m->key, fd->key, text);
+            else if (fd->type == KEEL_T_ASSET && !keel_assets_has(assets, u))
+                keel_error(d, KEEL_NOT_FOUND, path, "%s.%s refers to asset %s, which is not in the manifest",
+                           m->key, fd->key, text);
+            break;
+        }
+        default: break;
+        }
+    }
+    put_u32_at(b->p + count_at, nfields);
+}
+
+static void cook_members(const keel_world *w, keel_entity e, uint32_t owner_ix, const char *prefix,
+                         const keel_assets *assets, strtab *st, wbuf *b, uint32_t *ncomp, keel_diags *d)
+{
+    size_t n = keel_member_count(w, e);
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (!keel_member_at(w, e, i, &m)) continue;
+        char path[96];
+        snprintf(path, sizeof path, "%s.components[%zu]", prefix, i);
+        if (!m.loaded) {
+            keel_error(d, KEEL_UNSUPPORTED, path,
+                       "%s is not declared: an unknown component cannot be cooked", m.key);
+            continue;
+        }
+        if (!kind_cooked(m.kind)) continue;
+        cook_component(w, e, owner_ix, &m, path, assets, st, b, d);
+        (*ncomp)++;
+    }
+}
+
+keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out, size_t *len, keel_diags *d)
+{
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (!w || !out || !len) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_cook: NULL argument");
+    keel_diags local;
+    keel_diags_init(&local);
+    strtab st = { 0 };
+    wbuf scene = { 0 }, ents = { 0 }, comps = { 0 }, strs = { 0 };
+    emap map;
+    emap_init(&map, keel_world_entity_count(w));
+
+    /* scene */
+    keel_uuid su = keel_world_uuid(w);
+    wb_bytes(&scene, su.bytes, 16);
+    wb_u32(&scene, strtab_intern(&st, keel_world_name(w)));
+    const keel_grid *g = keel_world_grid(w);
+    wb_u8(&scene, g->enabled ? 1 : 0);
+    for (int i = 0; i < 3; i++) wb_f64(&scene, g->origin[i]);
+    for (int i = 0; i < 4; i++) wb_f64(&scene, g->orientation[i]);
+    wb_f64(&scene, g->base_spacing);
+    wb_u64(&scene, (uint64_t)g->major_line_every);
+
+    /* entities (hierarchy pre-order, so a parent always precedes its children) */
+    uint32_t count = 0, ncomp = 0;
+    cook_members(w, keel_world_root(w), 0, "root", assets, &st, &comps, &ncomp, &local);
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e), count++) {
+        emap_put(&map, e, count);
+        keel_uuid u = keel_entity_uuid(w, e);
+        wb_bytes(&ents, u.bytes, 16);
+        wb_u32(&ents, strtab_intern(&st, keel_entity_name(w, e)));
+        keel_entity p = keel_entity_parent(w, e);
+        wb_u32(&ents, p ? emap_get(&map, p) : COOK_NONE);
+        wb_u8(&ents, keel_entity_enabled(w, e) ? 1 : 0);
+        char prefix[40];
+        snprintf(prefix, sizeof prefix, "entities[%u]", count);
+        cook_members(w, e, count + 1, prefix, assets, &st, &comps, &ncomp, &local);
+    }
+
+    for (size_t i = 0; i < st.count; i++) {
+        size_t n = strlen(st.items[i]);
+        wb_u32(&strs, (uint32_t)n);
+        wb_bytes(&strs, st.items[i], n);
+    }
+
+    keel_status s = keel_diags_status(&local);
+    if (s == KEEL_OK) {
+        wbuf f = { 0 };
+        wb_bytes(&f, "KEELCOOK", 8);
+        wb_u32(&f, COOK_VERSION);
+        wb_u32(&f, COOK_ENDIAN);
+        wb_u32(&f, SEC_COUNT_);
+        wb_u32(&f, 0);
+        const wbuf *secs[SEC_COUNT_] = { &strs, &scene, &ents, &comps };
+        const uint32_t counts[SEC_COUNT_] = { (uint32_t)st.count, 1, count, ncomp };
+        uint64_t off = COOK_HEADER + SEC_COUNT_ * COOK_SECTION_ENTRY;
+        for (int i = 0; i < SEC_COUNT_; i++) {
+            wb_u32(&f, (uint32_t)(i + 1));
+            wb_u32(&f, (uint32_t)off);
+            wb_u32(&f, (uint32_t)secs[i]->len);
+            wb_u32(&f, counts[i]);
+            off += secs[i]->len;
+        }
+        if (off + 4 > UINT32_MAX) {
+            s = keel_error(&local, KEEL_LIMIT_EXCEEDED, "", "cooked scene would exceed 4 GiB");
+            free(f.p);
+        } else {
+            for (int i = 0; i < SEC_COUNT_; i++) wb_bytes(&f, secs[i]->p, secs[i]->len);
+            wb_u32(&f, (uint32_t)crc32(0L, f.p, (uInt)f.len));
+            *out = f.p;
+            *len = f.len;
+        }
+    }
+    keel_diags_append(d, &local, "");
+    keel_diags_free(&local);
+    strtab_free(&st);
+    emap_free(&map);
+    free(scene.p);
+    free(ents.p);
+    free(comps.p);
+    free(strs.p);
+    return s;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+typedef struct rd {
+    const uint8_t *p;
+    size_t len, pos;
+} rd;
+
+static bool rd_need(rd *r, size_t n) { return n <= r->len - r->pos; }
+static uint8_t rd_u8(rd *r) { return r->p[r->pos++]; }
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint32_t rd_u32(rd *r)
+{
+    uint32_t v = get_u32(r->p + r->pos);
+    r->pos += 4;
+    return v;
+}
+static uint64_t rd_u64(rd *r)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v |= (uint64_t)r->p[r->pos + i] << (8 * i);
+    r->pos += 8;
+    return v;
+}
+static double rd_f64(rd *r)
+{
+    uint64_t v = rd_u64(r);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+static keel_uuid rd_uuid(rd *r)
+{
+    keel_uuid u;
+    memcpy(u.bytes, r->p + r->pos, 16);
+    r->pos += 16;
+    return u;
+}
+
+typedef struct section {
+    uint32_t id, offset, length, count;
+} section;
+
+typedef struct cooked {
+    section sec[SEC_COUNT_ + 1]; /* by id */
+    char **strings;              /* NUL-terminated copies */
+    char *string_pool;
+    uint32_t nstrings;
+} cooked;
+
+static keel_status bad(keel_diags *d, const char *path, const char *msg, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static keel_status bad(keel_diags *d, const char *path, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return keel_error(d, KEEL_PARSE_ERROR, path, "cooked file: %s", msg);
+}
+
+static size_t value_size(keel_type t)
+{
+    switch (t) {
+    case KEEL_T_BOOL: return 1;
+    case KEEL_T_INT: case KEEL_T_FLOAT: return 8;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        return 8 * (size_t)keel_type_width(t);
+    case KEEL_T_ENUM: case KEEL_T_STRING: return 4;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY: return 16;
+    default: return 0;
+    }
+}
+
+/* Header, CRC and section table: every offset, length and count bounded. */
+static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *lim, cooked *ck, keel_diags *d)
+{
+    if (len > lim->document_size)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "cooked file is %zu bytes, over the %zu byte limit",
+                          len, lim->document_size);
+    if (len < 8 || memcmp(p, "KEELCOOK", 8) != 0) return bad(d, "", "bad magic (not a KEELCOOK file)");
+    if (len < COOK_HEADER + 4) return bad(d, "", "truncated header (%zu bytes)", len);
+    uint32_t version = get_u32(p + 8);
+    if (version != COOK_VERSION)
+        return bad(d, "", "format version %u is not supported (this reader knows %u)", version, COOK_VERSION);
+    if (get_u32(p + 12) != COOK_ENDIAN) return bad(d, "", "bad endianness marker 0x%08x", get_u32(p + 12));
+    uint32_t stored = get_u32(p + len - 4);
+    uint32_t crc = (uint32_t)crc32(0L, p, (uInt)(len - 4));
+    if (stored != crc)
+        return bad(d, "", "CRC mismatch (stored 0x%08x, computed 0x%08x): file is damaged or truncated", stored, crc);
+    uint32_t nsec = get_u32(p + 16);
+    if (nsec != SEC_COUNT_) return bad(d, "", "section count is %u, expected %u", nsec, (unsigned)SEC_COUNT_);
+    if (get_u32(p + 20) != 0) return bad(d, "", "reserved header word is not zero");
+    uint64_t table_end = COOK_HEADER + (uint64_t)nsec * COOK_SECTION_ENTRY;
+    uint64_t body_end = len - 4;
+    if (table_end > body_end) return bad(d, "", "section table runs past the end of the file");
+    memset(ck->sec, 0, sizeof ck->sec);
+    section sorted[SEC_COUNT_];
+    for (uint32_t i = 0; i < nsec; i++) {
+        const uint8_t *e = p + COOK_HEADER + i * COOK_SECTION_ENTRY;
+        section s = { get_u32(e), get_u32(e + 4), get_u32(e + 8), get_u32(e + 12) };
+        if (s.id < 1 || s.id > SEC_COUNT_) return bad(d, "", "section %u has unknown id %u", i, s.id);
+        if (ck->sec[s.id].id) return bad(d, "", "section %s appears twice", section_names[s.id]);
+        if (s.offset < table_end || (uint64_t)s.offset + s.length > body_end)
+            return bad(d, "", "section %s (offset %u, length %u) lies outside the file body [%llu, %llu)",
+                       section_names[s.id], s.offset, s.length, (unsigned long long)table_end,
+                       (unsigned long long)body_end);
+        ck->sec[s.id] = s;
+        /* insertion sort by offset, then check neighbours for overlap */
+        uint32_t j = i;
+        while (j > 0 && sorted[j - 1].offset > s.offset) {
+            sorted[j] = sorted[j - 1];
+            j--;
+        }
+        sorted[j] = s;
+    }
+    for (uint32_t i = 1; i < nsec; i++)
+        if ((uint64_t)sorted[i - 1].offset + sorted[i - 1].length > sorted[i].offset)
+            return bad(d, "", "sections %s and %s overlap", section_names[sorted[i - 1].id],
+                       section_names[sorted[i].id]);
+    return KEEL_OK;
+}
+
+static keel_status read_strings(const uint8_t *p, const keel_limits *lim, cooked *ck, keel_diags *d)
+{
+    const section *s = &ck->sec[SEC_STRINGS];
+    if (s->count > s->length / 4)
+        return bad(d, "", "string table claims %u strings in %u bytes", s->count, s->length);
+    rd r = { p + s->offset, s->length, 0 };
+    ck->strings = calloc(s->count ? s->count : 1, sizeof *ck->strings);
+    ck->string_pool = malloc((size_t)s->length + 1);
+    if (!ck->strings || !ck->string_pool) abort();
+    char *pool = ck->string_pool;
+    for (uint32_t i = 0; i < s->count; i++) {
+        if (!rd_need(&r, 4)) return bad(d, "", "string %u: truncated length", i);
+        uint32_t n = rd_u32(&r);
+        if (!rd_need(&r, n)) return bad(d, "", "string %u: length %u runs past the string table", i, n);
+        if (n > lim->string_length)
+            return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "cooked file: string %u is %u bytes, over the %zu limit",
+                              i, n, lim->string_length);
+        if (memchr(r.p + r.pos, 0, n)) return bad(d, "", "string %u contains a NUL byte", i);
+        memcpy(pool, r.p + r.pos, n);
+        pool[n] = 0;
+        ck->strings[i] = pool;
+        pool += n + 1;
+        r.pos += n;
+        ck->nstrings = i + 1;
+    }
+    if (r.pos != r.len) return bad(d, "", "string table has %zu trailing bytes", r.len - r.pos);
+    return KEEL_OK;
+}
+
+static bool str_ok(const cooked *ck, uint32_t i) { return i < ck->nstrings; }
+
+/* Structure of the scene, entity and component sections, before anything is built. */
+static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cooked *ck, keel_diags *d)
+{
+    const section *sc = &ck->sec[SEC_SCENE];
+    if (sc->count != 1 || sc->length != COOK_SCENE_SIZE)
+        return bad(d, "scene", "scene section has count %u and length %u (expected 1 and %u)", sc->count,
+                   sc->length, COOK_SCENE_SIZE);
+    rd r = { p + sc->offset, sc->length, 16 };
+    if (!str_ok(ck, rd_u32(&r))) return bad(d, "scene.name", "string index out of range");
+    if (rd_u8(&r) > 1) return bad(d, "settings.grid.enabled", "not a boolean");
+
+    const section *se = &ck->sec[SEC_ENTITIES];
+    if (se->count > lim->entities)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "entities", "cooked file: %u entities, over the %zu limit",
+                          se->count, lim->entities);
+    if ((uint64_t)se->count * COOK_ENTITY_SIZE != se->length)
+        return bad(d, "entities", "entity section length %u does not hold %u entities", se->length, se->count);
+    uint32_t *depth = calloc(se->count ? se->count : 1, sizeof *depth);
+    if (!depth) abort();
+    keel_status st = KEEL_OK;
+    r = (rd){ p + se->offset, se->length, 0 };
+    for (uint32_t i = 0; i < se->count && st == KEEL_OK; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "entities[%u]", i);
+        keel_uuid u = rd_uuid(&r);
+        uint32_t name = rd_u32(&r), parent = rd_u32(&r);
+        uint8_t en = rd_u8(&r);
+        if (keel_uuid_is_nil(u)) st = bad(d, path, "entity UUID is nil");
+        else if (!str_ok(ck, name)) st = bad(d, path, "name string index %u out of range", name);
+        else if (parent != COOK_NONE && parent >= i)
+            st = bad(d, path, "parent index %u does not precede the entity", parent);
+        else if (en > 1) st = bad(d, path, "enabled flag is %u, not a boolean", en);
+        else {
+            depth[i] = parent == COOK_NONE ? 1 : depth[parent] + 1;
+            if (depth[i] > lim->hierarchy_depth)
+                st = keel_error(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: hierarchy deeper than %zu",
+                                lim->hierarchy_depth);
+        }
+    }
+    free(depth);
+    if (st != KEEL_OK) return st;
+
+    const section *sm = &ck->sec[SEC_COMPONENTS];
+    if (sm->count > sm->length / 21u)
+        return bad(d, "components", "component section claims %u components in %u bytes", sm->count, sm->length);
+    r = (rd){ p + sm->offset, sm->length, 0 };
+    uint32_t prev_owner = 0, per_owner = 0;
+    for (uint32_t i = 0; i < sm->count; i++) {
+        char path[40];
+        snprintf(path, sizeof path, "components[%u]", i);
+        if (!rd_need(&r, 21)) return bad(d, path, "truncated component header");
+        uint32_t owner = rd_u32(&r), key = rd_u32(&r), version = rd_u32(&r), slot = rd_u32(&r);
+        uint8_t en = rd_u8(&r);
+        uint32_t nf = rd_u32(&r);
+        if (owner > se->count) return bad(d, path, "owner %u out of range", owner);
+        if (owner < prev_owner) return bad(d, path, "components are not grouped by owner");
+        per_owner = owner == prev_owner ? per_owner + 1 : 1;
+        prev_owner = owner;
+        if (per_owner > lim->components_per_entity)
+            return keel_error(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: more than %zu components on one entity",
+                              lim->components_per_entity);
+        if (!str_ok(ck, key)) return bad(d, path, "kind key string index %u out of range", key);
+        if (version < 1 || version > INT32_MAX) return bad(d, path, "kind version %u out of range", version);
+        if (slot == KEEL_SLOT_AUTO) return bad(d, path, "slot %u out of range", slot);
+        if (en > 1) return bad(d, path, "enabled flag is %u, not a boolean", en);
+        if (nf > (r.len - r.pos) / 6) return bad(d, path, "field count %u runs past the section", nf);
+        for (uint32_t f = 0; f < nf; f++) {
+            if (!rd_need(&r, 5)) return bad(d, path, "field %u truncated", f);
+            uint32_t fk = rd_u32(&r);
+            uint8_t t = rd_u8(&r);
+            if (!str_ok(ck, fk)) return bad(d, path, "field %u key string index out of range", f);
+            if (t >= KEEL_T_COUNT_) return bad(d, path, "field %s has unknown type tag %u", ck->strings[fk], t);
+            size_t vs = value_size((keel_type)t);
+            if (!rd_need(&r, vs)) return bad(d, path, "field %s value truncated", ck->strings[fk]);
+            if (t == KEEL_T_BOOL && r.p[r.pos] > 1) return bad(d, path, "field %s is not a boolean", ck->strings[fk]);
+            if ((t == KEEL_T_ENUM || t == KEEL_T_STRING) && !str_ok(ck, get_u32(r.p + r.pos)))
+                return bad(d, path, "field %s string index out of range", ck->strings[fk]);
+            r.pos += vs;
+        }
+    }
+    if (r.pos != r.len) return bad(d, "components", "component section has %zu trailing bytes", r.len - r.pos);
+    return KEEL_OK;
+}
+
+/* One cooked value as a keel_value (strings borrowed from the string table). */
+static void read_value(rd *r, const cooked *ck, keel_type t, keel_value *v, const char **enum_name)
+{
+    memset(v, 0, sizeof *v);
+    v->type = t;
+    switch (t) {
+    case KEEL_T_BOOL: v->as.b = rd_u8(r) != 0; break;
+    case KEEL_T_INT: v->as.i = (int64_t)rd_u64(r); break;
+    case KEEL_T_FLOAT: v->as.f = rd_f64(r); break;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        for (int i = 0; i < keel_type_width(t); i++) v->as.v[i] = rd_f64(r);
+        break;
+    case KEEL_T_ENUM: *enum_name = ck->strings[rd_u32(r)]; break;
+    case KEEL_T_STRING: v->as.s = ck->strings[rd_u32(r)]; break;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        v->as.u = rd_uuid(r);
+        v->nil = keel_uuid_is_nil(v->as.u);
+        break;
+    default: break;
+    }
+}
+
+/* The value as body text, for the migration / unknown-kind path. */
+static keel_node *value_node(const keel_value *v, const char *enum_name)
+{
+    char buf[64];
+    switch (v->type) {
+    case KEEL_T_BOOL: return keel_node_new_scalar(v->as.b ? "true" : "false", KEEL_STYLE_PLAIN);
+    case KEEL_T_INT:
+        snprintf(buf, sizeof buf, "%lld", (long long)v->as.i);
+        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+    case KEEL_T_FLOAT:
+        keel_format_double(v->as.f, buf, sizeof buf);
+        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        keel_node *s = keel_node_new_seq();
+        s->style = KEEL_STYLE_FLOW;
+        for (int i = 0; i < keel_type_width(v->type); i++) {
+            keel_format_double(v->as.v[i], buf, sizeof buf);
+            keel_node_push(s, keel_node_new_scalar(buf, KEEL_STYLE_PLAIN));
+        }
+        return s;
+    }
+    case KEEL_T_ENUM: return keel_node_new_scalar(enum_name, KEEL_STYLE_PLAIN);
+    case KEEL_T_STRING: return keel_node_new_scalar(v->as.s, KEEL_STYLE_DOUBLE);
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        if (v->nil) return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+        keel_uuid_format(v->as.u, buf);
+        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+    default: return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+    }
+}
+
+typedef struct comp_hdr {
+    uint32_t owner, key, version, slot, nfields;
+    bool enabled;
+} comp_hdr;
+
+/* Reads the fields into a body MAP (migrations, kind changes, unknown kinds). */
+static keel_node *fields_node(rd *r, const cooked *ck, uint32_t nf)
+{
+    keel_node *body = keel_node_new_map();
+    for (uint32_t f = 0; f < nf; f++) {
+        const char *key = ck->strings[rd_u32(r)];
+        keel_type t = (keel_type)rd_u8(r);
+        keel_value v;
+        const char *en = NULL;
+        read_value(r, ck, t, &v, &en);
+        keel_node_put(body, key, value_node(&v, en));
+    }
+    return body;
+}
+
+/* Does every cooked field match the kind's declared type? Then the fast path applies. */
+static bool fields_match(rd r, const cooked *ck, keel_kind_id k, const keel_kind_desc *desc, uint32_t nf)
+{
+    for (uint32_t f = 0; f < nf; f++) {
+        const char *key = ck->strings[rd_u32(&r)];
+        keel_type t = (keel_type)rd_u8(&r);
+        int fi = keel_kind_field(k, key);
+        if (fi >= 0 && desc->fields[fi].type != t) return false;
+        r.pos += value_size(t);
+    }
+    return true;
+}
+
+/* The typed fast path: defaults first (keel_add), then each cooked field checked and stored. */
+static void put_fields(keel_world *w, keel_comp c, rd *r, const cooked *ck, const keel_kind_desc *desc,
+                       uint32_t nf, bool strict, const char *path, keel_diags *d)
+{
+    void *rec = keel_record(w, c);
+    for (uint32_t f = 0; f < nf; f++) {
+        const char *key = ck->strings[rd_u32(r)];
+        keel_type t = (keel_type)rd_u8(r);
+        keel_value v;
+        const char *en = NULL;
+        read_value(r, ck, t, &v, &en);
+        char fpath[160];
+        snprintf(fpath, sizeof fpath, "%s.body.%s", path, key);
+        int fi = keel_kind_field(c.kind, key);
+        if (fi < 0) {
+            keel_diag_add(d, KEEL_SEV_WARNING, KEEL_NOT_FOUND, fpath, NULL, 0, 0,
+                          "%s has no field %s: skipped", desc->key, key);
+            continue;
+        }
+        const keel_field_desc *fd = &desc->fields[fi];
+        if (fd->flags & KEEL_FIELD_TRANSIENT) continue;
+        if (t == KEEL_T_ENUM) {
+            size_t ci = 0;
+            while (ci < fd->choice_count && strcmp(fd->choices[ci], en) != 0) ci++;
+            if (ci == fd->choice_count) {
+                keel_diag_add(d, strict ? KEEL_SEV_ERROR : KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, fpath, NULL, 0,
+                              0, "\"%s\" is not a choice of %s.%s%s", en, desc->key, key,
+                              strict ? "" : ": the default is kept");
+                continue;
+            }
+            v.as.i = (int64_t)ci;
+        }
+        if (keel_field_check(c.kind, fi, &v, d) != KEEL_OK) continue;
+        keel__record_put(c.kind, rec, fi, &v);
+    }
+}
+
+static keel_status build_component(keel_world *w, keel_entity owner, const comp_hdr *h, rd *r, const cooked *ck,
+                                   bool strict, const char *path, keel_diags *d)
+{
+    const char *key = ck->strings[h->key];
+    keel_kind_id k = keel_kind_find(key);
+    const keel_kind_desc *desc = k ? keel_kind_describe(k) : NULL;
+    if (!desc || (int)h->version > desc->version) {
+        /* not declared here (or newer than we know): kept unknown, as a YAML load does */
+        keel_node *body = fields_node(r, ck, h->nfields);
+        keel_status s = keel_add_unknown(w, owner, key, (int)h->version, h->slot, body, d);
+        keel_node_free(body);
+        return s;
+    }
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = h->slot;
+    o.strict = strict;
+    o.skip_rules = true;
+    o.no_awake = true;
+    o.path = path;
+    keel_comp c;
+    keel_status s;
+    if ((int)h->version == desc->version && fields_match(*r, ck, k, desc, h->nfields)) {
+        s = keel_add(w, owner, k, &o, &c, NULL, d);
+        if (s == KEEL_OK) put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
+    } else {
+        keel_node *body = fields_node(r, ck, h->nfields);
+        o.body = body;
+        o.version = (int)h->version;
+        s = keel_add(w, owner, k, &o, &c, NULL, d);
+        keel_node_free(body);
+    }
+    if (s == KEEL_OK && !h->enabled) s = keel_comp_set_enabled(w, c, false, NULL, d);
+    return s;
+}
+
+/* Entity and asset references of every live component, checked once the world is built. */
+static void check_refs(keel_world *w, keel_entity e, const char *prefix, const keel_load_opts *o, keel_diags *d)
+{
+    size_t n = keel_member_count(w, e);
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (!keel_member_at(w, e, i, &m) || !m.loaded) continue;
+        const keel_kind_desc *desc = keel_kind_describe(m.kind);
+        keel_comp c = { e, m.kind, m.slot };
+        for (size_t f = 0; f < desc->field_count; f++) {
+            keel_type t = desc->fields[f].type;
+            if (t != KEEL_T_ENTITY && (t != KEEL_T_ASSET || !o->assets)) continue;
+            keel_value v;
+            if (keel_get(w, c, (int)f, &v, NULL) != KEEL_OK || v.nil || keel_uuid_is_nil(v.as.u)) continue;
+            char path[160], text[37];
+            snprintf(path, sizeof path, "%s.components[%zu].body.%s", prefix, i, desc->fields[f].key);
+            keel_uuid_format(v.as.u, text);
+            if (t == KEEL_T_ENTITY && !keel_find(w, v.as.u))
+                keel_error(d, KEEL_NOT_FOUND, path, "unknown entity reference %s", text);
+            else if (t == KEEL_T_ASSET && !keel_assets_has(o->assets, v.as.u))
+                keel_diag_add(d, o->strict ? KEEL_SEV_ERROR : KEEL_SEV_WARNING, KEEL_NOT_FOUND, path, NULL, 0, 0,
+                              "asset %s is not in the manifest", text);
+        }
+    }
+}
+
+static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opts *o, keel_world **out,
+                         keel_diags *d)
+{
+    rd r = { p + ck->sec[SEC_SCENE].offset, ck->sec[SEC_SCENE].length, 0 };
+    keel_uuid su = rd_uuid(&r);
+    keel_world *w = keel_world_new(ck->strings[rd_u32(&r)]);
+    if (!w) abort();
+    keel_world_set_uuid(w, su);
+    keel_grid g;
+    g.enabled = rd_u8(&r) != 0;
+    for (int i = 0; i < 3; i++) g.origin[i] = rd_f64(&r);
+    for (int i = 0; i < 4; i++) g.orientation[i] = rd_f64(&r);
+    g.base_spacing = rd_f64(&r);
+    g.major_line_every = (int64_t)rd_u64(&r);
+    keel_world_set_grid(w, &g, d);
+
+    const section *se = &ck->sec[SEC_ENTITIES];
+    keel_entity *handles = calloc(se->count ? se->count : 1, sizeof *handles);
+    uint32_t *ncomps = calloc((size_t)se->count + 1, sizeof *ncomps);
+    if (!handles || !ncomps) abort();
+    r = (rd){ p + se->offset, se->length, 0 };
+    for (uint32_t i = 0; i < se->count; i++) {
+        keel_uuid u = rd_uuid(&r);
+        const char *name = ck->strings[rd_u32(&r)];
+        uint32_t parent = rd_u32(&r);
+        bool en = rd_u8(&r) != 0;
+        char path[32];
+        snprintf(path, sizeof path, "entities[%u]", i);
+        keel_diags one;
+        keel_diags_init(&one);
+        keel_status s = keel_spawn(w, name, parent == COOK_NONE ? KEEL_NO_ENTITY : handles[parent], &u,
+                                   &handles[i], NULL, &one);
+        if (s == KEEL_OK && !en) s = keel_set_enabled(w, handles[i], false, NULL, &one);
+        if (s == KEEL_INVALID_OPERATION) {
+            char text[37];
+            keel_uuid_format(u, text);
+            keel_diags_free(&one);
+            bad(d, path, "duplicate entity UUID %s", text);
+        } else {
+            keel_diags_append(d, &one, path);
+        }
+        keel_diags_free(&one);
+    }
+
+    const section *sm = &ck->sec[SEC_COMPONENTS];
+    r = (rd){ p + sm->offset, sm->length, 0 };
+    for (uint32_t i = 0; i < sm->count && d->errors == 0; i++) {
+        comp_hdr h;
+        h.owner = rd_u32(&r);
+        h.key = rd_u32(&r);
+        h.version = rd_u32(&r);
+        h.slot = rd_u32(&r);
+        h.enabled = rd_u8(&r) != 0;
+        h.nfields = rd_u32(&r);
+        char path[64];
+        if (h.owner == 0) snprintf(path, sizeof path, "root[%u]", ncomps[0]);
+        else snprintf(path, sizeof path, "entities[%u].components[%u]", h.owner - 1, ncomps[h.owner]);
+        ncomps[h.owner]++;
+        keel_entity owner = h.owner == 0 ? keel_world_root(w) : handles[h.owner - 1];
+        size_t start = r.pos;
+        build_component(w, owner, &h, &r, ck, o->strict, path, d);
+        /* whichever path ran, continue from the next component */
+        r.pos = start;
+        for (uint32_t f = 0; f < h.nfields; f++) {
+            r.pos += 4;
+            keel_type t = (keel_type)rd_u8(&r);
+            r.pos += value_size(t);
+        }
+    }
+
+    if (d->errors == 0) {
+        keel_check_rules(w, keel_world_root(w), "root", d);
+        for (uint32_t i = 0; i < se->count; i++) {
+            char path[32];
+            snprintf(path, sizeof path, "entities[%u]", i);
+            keel_check_rules(w, handles[i], path, d);
+        }
+        check_refs(w, keel_world_root(w), "root", o, d);
+        for (uint32_t i = 0; i < se->count; i++) {
+            char path[32];
+            snprintf(path, sizeof path, "entities[%u]", i);
+            check_refs(w, handles[i], path, o, d);
+        }
+    }
+    free(handles);
+    free(ncomps);
+    keel_status s = keel_diags_status(d);
+    if (s == KEEL_OK) s = keel_awake_all(w, d);
+    if (s != KEEL_OK) {
+        keel_world_free(w);
+        return s;
+    }
+    *out = w;
+    return KEEL_OK;
+}
+
+keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
+{
+    if (out) *out = NULL;
+    if (!out || (!data && len)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_cook_read: NULL argument");
+    keel_load_opts def = keel_load_opts_default();
+    if (!o) o = &def;
+    const uint8_t *p = data;
+    keel_diags local;
+    keel_diags_init(&local);
+    cooked ck;
+    memset(&ck, 0, sizeof ck);
+    keel_status s = check_frame(p, len, &o->limits, &ck, &local);
+    if (s == KEEL_OK) s = read_strings(p, &o->limits, &ck, &local);
+    if (s == KEEL_OK) s = check_sections(p, &o->limits, &ck, &local);
+    if (s == KEEL_OK) s = build(p, &ck, o, out, &local);
+    if (o->file)
+        for (size_t i = 0; i < local.count; i++)
+            if (!local.items[i].file) local.items[i].file = keel__strdup(o->file);
+    keel_diags_append(d, &local, "");
+    keel_diags_free(&local);
+    free(ck.strings);
+    free(ck.string_pool);
+    return s;
+}

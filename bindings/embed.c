@@ -1,0 +1,181 @@
+/* embed.c — embedding keel's Lua side in a program: libraries, package paths, keel.core, kinds dirs. */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "../tools/keel_cli.h"
+
+/* Weak so the program still links while the binding is being written; the
+ * preload is skipped when it is absent. */
+int luaopen_keel_core(lua_State *L) __attribute__((weak));
+
+#ifndef KEEL_SOURCE_DIR
+#define KEEL_SOURCE_DIR "."
+#endif
+#ifndef KEEL_INSTALL_LUADIR
+#define KEEL_INSTALL_LUADIR "/usr/local/share/lua/5.4"
+#endif
+#ifndef KEEL_INSTALL_DATADIR
+#define KEEL_INSTALL_DATADIR "/usr/local/share/keel"
+#endif
+
+/* The registry key of the table of kind files: { dirs = {...}, files = { {path, mtime, size}, ... } } */
+#define KINDFILES "keel.kindfiles"
+
+static bool is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+char *keel_embed_data_path(const char *what)
+{
+    /* The source tree wins: a build directory runs against the files beside it. */
+    const char *roots[] = { KEEL_SOURCE_DIR, KEEL_INSTALL_DATADIR };
+    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
+        size_t n = strlen(roots[i]) + strlen(what) + 2;
+        char *p = malloc(n);
+        if (!p) return NULL;
+        snprintf(p, n, "%s/%s", roots[i], what);
+        if (exists(p)) return p;
+        free(p);
+    }
+    return NULL;
+}
+
+static void set_package_path(lua_State *L)
+{
+    lua_getglobal(L, "package");
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    if (is_dir(KEEL_SOURCE_DIR "/lua/keel"))
+        luaL_addstring(&b, KEEL_SOURCE_DIR "/lua/?.lua;" KEEL_SOURCE_DIR "/lua/?/init.lua;");
+    luaL_addstring(&b, KEEL_INSTALL_LUADIR "/?.lua;" KEEL_INSTALL_LUADIR "/?/init.lua;");
+    lua_getfield(L, -2, "path");
+    luaL_addvalue(&b);
+    luaL_pushresult(&b);
+    lua_setfield(L, -2, "path");
+    lua_pop(L, 1);
+}
+
+void keel_embed_open(lua_State *L)
+{
+    luaL_openlibs(L);
+    set_package_path(L);
+    if (luaopen_keel_core) {
+        luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+        lua_pushcfunction(L, luaopen_keel_core);
+        lua_setfield(L, -2, "keel.core");
+        lua_pop(L, 1);
+    }
+    lua_newtable(L);
+    lua_newtable(L);
+    lua_setfield(L, -2, "dirs");
+    lua_newtable(L);
+    lua_setfield(L, -2, "files");
+    lua_setfield(L, LUA_REGISTRYINDEX, KINDFILES);
+}
+
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+            return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool ends_with_lua(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 4 && strcmp(s + n - 4, ".lua") == 0;
+}
+
+/* Runs one kind file and records it in the KINDFILES table (stack: the table at top). */
+static int run_kind_file(lua_State *L, const char *path)
+{
+    struct stat st;
+    int failed = 0;
+    lua_pushcfunction(L, msghandler);
+    int base = lua_gettop(L);
+    if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, base) != LUA_OK) {
+        fprintf(stderr, "keel: %s\n", lua_tostring(L, -1));
+        lua_pop(L, 1);
+        failed = 1;
+    }
+    lua_pop(L, 1); /* msghandler */
+    /* Recorded even when it failed, so reload() retries it once it changes. */
+    lua_getfield(L, -1, "files");
+    lua_createtable(L, 0, 3);
+    lua_pushstring(L, path);
+    lua_setfield(L, -2, "path");
+    if (stat(path, &st) == 0) {
+        lua_pushinteger(L, (lua_Integer)st.st_mtime);
+        lua_setfield(L, -2, "mtime");
+        lua_pushinteger(L, (lua_Integer)st.st_size);
+        lua_setfield(L, -2, "size");
+    }
+    lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+    lua_pop(L, 1);
+    return failed;
+}
+
+int keel_embed_load_kinds_dir(lua_State *L, const char *dir)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, KINDFILES);
+    lua_getfield(L, -1, "dirs");
+    lua_pushstring(L, dir);
+    lua_rawseti(L, -2, (lua_Integer)luaL_len(L, -2) + 1);
+    lua_pop(L, 1);
+
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "keel: kinds directory %s: %s\n", dir, strerror(errno));
+        lua_pop(L, 1);
+        return 1;
+    }
+    /* Names are collected in a Lua table so an error cannot leak them. */
+    lua_newtable(L);
+    size_t n = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) != NULL) {
+        if (ent->d_name[0] == '.' || !ends_with_lua(ent->d_name)) continue;
+        lua_pushfstring(L, "%s/%s", dir, ent->d_name);
+        lua_rawseti(L, -2, (lua_Integer)++n);
+    }
+    closedir(d);
+    const char **names = lua_newuserdatauv(L, (n ? n : 1) * sizeof *names, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, -2, (lua_Integer)i + 1);
+        names[i] = lua_tostring(L, -1);
+        lua_pop(L, 1); /* still referenced by the table */
+    }
+    qsort(names, n, sizeof *names, cmp_names);
+    int failed = 0;
+    lua_pushvalue(L, -3); /* KINDFILES */
+    for (size_t i = 0; i < n; i++)
+        failed += run_kind_file(L, names[i]);
+    lua_pop(L, 4);
+    return failed;
+}

@@ -1,0 +1,309 @@
+/* keel.c — the `keel` program: option parsing, verb dispatch, protected main. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "keel_cli.h"
+
+static const char *const usage_text =
+    "usage: keel                                  a REPL with an empty world bound to `world`\n"
+    "       keel SCRIPT.lua [ARGS...]             run a Lua script (`arg` set, `require \"keel\"` available)\n"
+    "       keel repl [SCENE]                     REPL with SCENE loaded as `world`\n"
+    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT]\n"
+    "                                             run gameplay headless (default: the bundled demo)\n"
+    "       keel check FILE... [--strict]         validate; FILE:LINE:COL: error: CODE: message\n"
+    "       keel fmt FILE... [--check]            rewrite in canonical form; --check only reports\n"
+    "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
+    "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
+    "       keel kinds [--json]                   list registered kinds and their fields\n"
+    "common: --kinds DIR (repeatable; default: the bundled lua/kinds and ./kinds if present)\n"
+    "        --assets FILE (default: assets.yaml beside the scene)\n"
+    "exit codes: 0 ok, 1 the input has errors, 2 usage or environment\n";
+
+void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", cli->progname);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n%s", usage_text);
+}
+
+size_t keel_cli_print_diags(const keel_diags *d, const char *file)
+{
+    size_t errors = 0;
+    for (size_t i = 0; d && i < d->count; i++) {
+        const keel_diag *g = &d->items[i];
+        const char *f = g->file ? g->file : file;
+        bool err = g->severity == KEEL_SEV_ERROR;
+        errors += err;
+        if (f && g->line > 0)
+            fprintf(stderr, "%s:%d:%d: ", f, g->line, g->col > 0 ? g->col : 1);
+        else if (f)
+            fprintf(stderr, "%s: ", f);
+        fprintf(stderr, "%s: %s: %s", err ? "error" : "warning", keel_status_name(g->code), g->message);
+        if (g->path && g->path[0]) fprintf(stderr, " (at %s)", g->path);
+        fputc('\n', stderr);
+    }
+    return errors;
+}
+
+static bool file_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+char *keel_cli_manifest(const keel_cli *cli, const char *scene)
+{
+    if (cli->assets) return strdup(cli->assets);
+    if (!scene) return NULL;
+    const char *slash = strrchr(scene, '/');
+    size_t dirlen = slash ? (size_t)(slash - scene) + 1 : 0;
+    char *beside = malloc(dirlen + sizeof "assets.yaml");
+    if (!beside) return NULL;
+    memcpy(beside, scene, dirlen);
+    strcpy(beside + dirlen, "assets.yaml");
+    /* A manifest is not its own manifest. */
+    if (file_exists(beside) && strcmp(beside, scene) != 0) return beside;
+    free(beside);
+    return NULL;
+}
+
+bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o,
+                        keel_assets **assets, bool strict)
+{
+    *o = keel_load_opts_default();
+    o->strict = strict;
+    *assets = NULL;
+    char *manifest = keel_cli_manifest(cli, scene);
+    bool ok = true;
+    if (manifest) {
+        keel_diags d;
+        keel_diags_init(&d);
+        if (keel_assets_load(manifest, assets, &d) != KEEL_OK) {
+            keel_cli_print_diags(&d, manifest);
+            keel_assets_free(*assets);
+            *assets = NULL;
+            ok = false;
+        }
+        keel_diags_free(&d);
+    }
+    free(manifest);
+    o->assets = *assets;
+    return ok;
+}
+
+/* Common options before the verb or the script. Returns the index of the
+ * first other argument, or -1 after a usage error. */
+static int parse_leading(keel_cli *cli, int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc) {
+        if (strcmp(argv[i], "--kinds") == 0 || strcmp(argv[i], "--assets") == 0) {
+            if (i + 1 >= argc) {
+                keel_cli_usage_error(cli, "%s needs an argument", argv[i]);
+                return -1;
+            }
+            if (argv[i][2] == 'k') {
+                cli->kinds_dirs[cli->kinds_count++] = argv[i + 1];
+                cli->kinds_given = true;
+            } else {
+                cli->assets = argv[i + 1];
+            }
+            i += 2;
+        } else if (strncmp(argv[i], "--kinds=", 8) == 0) {
+            cli->kinds_dirs[cli->kinds_count++] = argv[i] + 8;
+            cli->kinds_given = true;
+            i++;
+        } else if (strncmp(argv[i], "--assets=", 9) == 0) {
+            cli->assets = argv[i] + 9;
+            i++;
+        } else {
+            break;
+        }
+    }
+    return i;
+}
+
+int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opts, size_t nopts)
+{
+    int npos = 0;
+    bool only_pos = false;
+    for (int i = 0; i < argc; i++) {
+        char *a = argv[i];
+        if (only_pos || a[0] != '-' || a[1] == '\0') {
+            argv[npos++] = a;
+            continue;
+        }
+        if (strcmp(a, "--") == 0) {
+            only_pos = true;
+            continue;
+        }
+        /* --name=value is accepted for every option that takes a value. */
+        const char *eq = strchr(a, '=');
+        size_t nlen = eq ? (size_t)(eq - a) : strlen(a);
+        const char **dest = NULL;
+        bool *flag = NULL;
+        bool is_kinds = false;
+        if (nlen == 7 && strncmp(a, "--kinds", 7) == 0) {
+            is_kinds = true;
+        } else if (nlen == 8 && strncmp(a, "--assets", 8) == 0) {
+            dest = &cli->assets;
+        } else {
+            for (size_t o = 0; o < nopts; o++) {
+                if (strlen(opts[o].name) == nlen && strncmp(a, opts[o].name, nlen) == 0) {
+                    dest = opts[o].arg;
+                    flag = opts[o].flag;
+                }
+            }
+            if (!dest && !flag) {
+                keel_cli_usage_error(cli, "unknown option %s", a);
+                return -1;
+            }
+        }
+        if (flag) {
+            if (eq) {
+                keel_cli_usage_error(cli, "%.*s takes no value", (int)nlen, a);
+                return -1;
+            }
+            *flag = true;
+            continue;
+        }
+        const char *value = eq ? eq + 1 : NULL;
+        if (!value) {
+            if (i + 1 >= argc) {
+                keel_cli_usage_error(cli, "%s needs an argument", a);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        if (is_kinds) {
+            cli->kinds_dirs[cli->kinds_count++] = value;
+            cli->kinds_given = true;
+        } else {
+            *dest = value;
+        }
+    }
+    return npos;
+}
+
+static bool dir_exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
+{
+    int failed = 0;
+    if (cli->kinds_given) {
+        for (size_t i = 0; i < cli->kinds_count; i++)
+            failed += keel_embed_load_kinds_dir(L, cli->kinds_dirs[i]);
+    } else {
+        char *bundled = keel_embed_data_path("lua/kinds");
+        if (bundled) {
+            /* Copied into Lua first: the load may raise. */
+            lua_pushstring(L, bundled);
+            free(bundled);
+            failed += keel_embed_load_kinds_dir(L, lua_tostring(L, -1));
+            lua_pop(L, 1);
+        }
+        if (dir_exists("kinds")) failed += keel_embed_load_kinds_dir(L, "kinds");
+    }
+    keel_diags d;
+    keel_diags_init(&d);
+    if (keel_registry_freeze(&d) != KEEL_OK) failed++;
+    keel_cli_print_diags(&d, NULL);
+    keel_diags_free(&d);
+    if (failed && !lenient) {
+        fprintf(stderr, "%s: the kinds could not be loaded\n", cli->progname);
+        return KEEL_EXIT_USAGE;
+    }
+    return -1;
+}
+
+typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
+
+static const struct { const char *name; verb_fn fn; } verbs[] = {
+    { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
+    { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
+    { "kinds", keel_cli_kinds },
+};
+
+static int pmain(lua_State *L)
+{
+    int argc = (int)lua_tointeger(L, 1);
+    char **argv = lua_touserdata(L, 2);
+    keel_cli cli = { 0 };
+    cli.progname = "keel";
+    /* At most argc --kinds: kept in a userdata so an error cannot leak it. */
+    cli.kinds_dirs = lua_newuserdatauv(L, sizeof(char *) * (size_t)(argc + 1), 0);
+    keel_embed_open(L);
+
+    int i = parse_leading(&cli, argc, argv);
+    if (i < 0) {
+        lua_pushinteger(L, KEEL_EXIT_USAGE);
+        return 1;
+    }
+    int code;
+    if (i >= argc) {
+        code = keel_cli_repl(L, &cli, 0, argv + i);
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "help") == 0) {
+        fputs(usage_text, stdout);
+        code = KEEL_EXIT_OK;
+    } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "version") == 0) {
+        printf("keel %s (%s)\n", KEEL_VERSION_STRING, LUA_RELEASE);
+        code = KEEL_EXIT_OK;
+    } else {
+        verb_fn fn = NULL;
+        for (size_t v = 0; v < sizeof verbs / sizeof verbs[0]; v++)
+            if (strcmp(argv[i], verbs[v].name) == 0) fn = verbs[v].fn;
+        if (fn) {
+            code = fn(L, &cli, argc - i - 1, argv + i + 1);
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            keel_cli_usage_error(&cli, "unknown option %s", argv[i]);
+            code = KEEL_EXIT_USAGE;
+        } else {
+            code = keel_cli_script(L, &cli, argc, argv, i);
+        }
+    }
+    lua_pushinteger(L, code);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (keel_init() != KEEL_OK) {
+        fprintf(stderr, "keel: cannot initialise the kind registry\n");
+        return KEEL_EXIT_USAGE;
+    }
+    lua_State *L = luaL_newstate();
+    if (!L) {
+        fprintf(stderr, "keel: cannot create the Lua state: not enough memory\n");
+        keel_shutdown();
+        return KEEL_EXIT_USAGE;
+    }
+    lua_pushcfunction(L, pmain);
+    lua_pushinteger(L, argc);
+    lua_pushlightuserdata(L, argv);
+    int code;
+    if (lua_pcall(L, 2, 1, 0) == LUA_OK) {
+        code = (int)lua_tointeger(L, -1);
+    } else {
+        const char *msg = lua_tostring(L, -1);
+        fprintf(stderr, "keel: %s\n", msg ? msg : "(error object is not a string)");
+        code = KEEL_EXIT_USAGE;
+    }
+    fflush(stdout);
+    lua_close(L);
+    keel_shutdown();
+    return code;
+}

@@ -1,0 +1,83 @@
+/* keel_cli.h — declarations shared by the files of the `keel` program (tools/keel*.c, bindings/embed.c). */
+#ifndef KEEL_CLI_H
+#define KEEL_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <lua.h>
+#include "keel.h"
+
+/* Exit codes (DESIGN.md): 0 ok, 1 the input has errors, 2 usage or environment. */
+enum { KEEL_EXIT_OK = 0, KEEL_EXIT_INPUT = 1, KEEL_EXIT_USAGE = 2 };
+
+/* Options shared by every verb. */
+typedef struct keel_cli {
+    const char *progname;
+    const char **kinds_dirs;   /* --kinds, in order given */
+    size_t kinds_count;
+    bool kinds_given;          /* false: the defaults apply */
+    const char *assets;        /* --assets FILE, or NULL */
+} keel_cli;
+
+/* ---- bindings/embed.c ---- */
+
+/* Opens the standard libraries, preloads keel.core and puts the keel Lua
+ * directories (source tree, then installed) ahead of the default package.path. */
+void keel_embed_open(lua_State *L);
+/* The directory holding bundled data (scenes/, lua/): the source tree when it
+ * is present, else the installed data directory. `what` is a relative path that
+ * must exist there ("scenes/demo.yaml"); returns a malloc'd full path or NULL. */
+char *keel_embed_data_path(const char *what);
+/* Runs every *.lua file of `dir` (sorted by name), recording its modification
+ * time for reload(). Errors are printed to stderr; returns the number that failed
+ * (a missing directory counts as one). */
+int keel_embed_load_kinds_dir(lua_State *L, const char *dir);
+
+/* ---- tools/keel_verbs.c: verbs written against the C API ---- */
+/* Each takes the arguments after the verb and returns an exit code. */
+int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv);
+int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv);
+int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv);
+int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv);
+int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv);
+
+/* ---- tools/keel_lua.c: verbs that run Lua ---- */
+/* argv is the program's whole argv; argv[script_index] names the script. */
+int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int script_index);
+int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
+int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
+
+/* ---- tools/keel.c ---- */
+
+/* A verb's own option: with `arg` it takes a value, else it sets `flag`. */
+typedef struct keel_cli_opt {
+    const char *name;   /* "--frames", "-o" */
+    const char **arg;
+    bool *flag;
+} keel_cli_opt;
+/* Parses a verb's arguments in place: common options go to `cli`, the verb's
+ * to `opts`, positional arguments are moved to the front of argv. Returns
+ * their count, or -1 after printing a usage error. */
+int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opts, size_t nopts);
+/* Loads the kinds directories (given, or the defaults) and freezes the
+ * registry. Returns -1 when all went well, else the exit code; `lenient`
+ * (the REPL) reports failures and goes on. */
+int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient);
+void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Prints every diagnostic as FILE:LINE:COL: error: CODE: message; `file` is
+ * used when a diagnostic has none. Returns the number of errors. */
+size_t keel_cli_print_diags(const keel_diags *d, const char *file);
+/* The asset manifest for `scene`: --assets, else assets.yaml beside the scene
+ * when present; NULL when none (malloc'd). */
+char *keel_cli_manifest(const keel_cli *cli, const char *scene);
+/* Load options from the common options: --assets (or assets.yaml beside
+ * `scene` when present) loaded into *assets (caller frees). Returns false
+ * (after printing) when the manifest could not be read. */
+bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o,
+                        keel_assets **assets, bool strict);
+
+#endif

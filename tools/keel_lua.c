@@ -1,0 +1,473 @@
+/* keel_lua.c — the verbs that run Lua: scripts, the REPL and `keel run`. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <editline/readline.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "keel_cli.h"
+
+/* ---- running Lua code (as lua.c does) ---- */
+
+static lua_State *interrupted_state;
+
+static void stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    luaL_error(L, "interrupted!");
+}
+
+/* SIGINT while Lua runs: stop at the next hook point rather than kill the REPL. */
+static void on_sigint(int sig)
+{
+    signal(sig, SIG_DFL);
+    lua_sethook(interrupted_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+}
+
+static int msghandler(lua_State *L)
+{
+    const char *msg = lua_tostring(L, 1);
+    if (msg == NULL) {
+        /* Error objects (keel's carry a __tostring: "Code: message") print as themselves. */
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+    luaL_traceback(L, L, msg, 1);
+    return 1;
+}
+
+/* Calls the function under its `narg` arguments with a traceback handler. */
+static int docall(lua_State *L, int narg, int nres, bool interruptible)
+{
+    int base = lua_gettop(L) - narg;
+    lua_pushcfunction(L, msghandler);
+    lua_insert(L, base);
+    if (interruptible) {
+        interrupted_state = L;
+        signal(SIGINT, on_sigint);
+    }
+    int status = lua_pcall(L, narg, nres, base);
+    if (interruptible) signal(SIGINT, SIG_DFL);
+    lua_remove(L, base);
+    return status;
+}
+
+static void report(const keel_cli *cli, lua_State *L)
+{
+    const char *msg = lua_tostring(L, -1);
+    fprintf(stderr, "%s: %s\n", cli->progname, msg ? msg : "(error object is not a string)");
+    fflush(stderr);
+    lua_pop(L, 1);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int l_now(lua_State *L)
+{
+    lua_pushnumber(L, now_seconds());
+    return 1;
+}
+
+/* require(name) into a global; false (after reporting) when it fails. */
+static bool require_global(const keel_cli *cli, lua_State *L, const char *name, const char *global)
+{
+    lua_getglobal(L, "require");
+    lua_pushstring(L, name);
+    if (docall(L, 1, 1, false) != LUA_OK) {
+        report(cli, L);
+        return false;
+    }
+    lua_setglobal(L, global);
+    return true;
+}
+
+/* ---- keel SCRIPT.lua [ARGS...] ---- */
+
+int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
+{
+    /* A script declares what it needs; kinds dirs are loaded only when asked for. */
+    if (cli->kinds_given) {
+        int rc = keel_cli_setup(L, cli, false);
+        if (rc >= 0) return rc;
+    }
+    lua_createtable(L, argc - si - 1, si + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - si);
+    }
+    lua_setglobal(L, "arg");
+
+    const char *fname = strcmp(argv[si], "-") == 0 ? NULL : argv[si];
+    int status = luaL_loadfile(L, fname);
+    if (status != LUA_OK) {
+        report(cli, L);
+        return status == LUA_ERRFILE ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+    }
+    luaL_checkstack(L, argc - si, "too many arguments to script");
+    for (int i = si + 1; i < argc; i++) lua_pushstring(L, argv[i]);
+    if (docall(L, argc - si - 1, 0, true) != LUA_OK) {
+        report(cli, L);
+        return KEEL_EXIT_INPUT;
+    }
+    return KEEL_EXIT_OK;
+}
+
+/* ---- loading a scene through keel.load ---- */
+
+/* Prints why `path` did not load: the core's diagnostics when it agrees the
+ * file is bad, else the Lua error. Pops the error. */
+static void report_load_error(lua_State *L, keel_cli *cli, const char *path)
+{
+    keel_load_opts o;
+    keel_assets *assets = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_world *w = NULL;
+    bool printed = false;
+    if (keel_cli_load_opts(cli, path, &o, &assets, false)) {
+        if (keel_scene_load(path, &o, &w, &d) != KEEL_OK && d.errors > 0) {
+            keel_cli_print_diags(&d, path);
+            printed = true;
+        }
+    } else {
+        printed = true;
+    }
+    keel_world_free(w);
+    keel_diags_free(&d);
+    keel_assets_free(assets);
+    if (!printed) {
+        const char *msg = luaL_tolstring(L, -1, NULL);
+        fprintf(stderr, "%s: %s: %s\n", cli->progname, path, msg);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+/* keel.load(path, opts) -> world | nil, err; opts carries the asset manifest's path. */
+static const char load_chunk[] =
+    "local keel, path, assets = ...\n"
+    "local opts = assets and { assets = assets } or nil\n"
+    "return keel.load(path, opts)\n";
+
+/* Pushes the loaded world; on failure reports it and returns false. */
+static bool load_world(lua_State *L, keel_cli *cli, const char *path)
+{
+    if (luaL_loadbuffer(L, load_chunk, sizeof load_chunk - 1, "=keel.load") != LUA_OK) {
+        report(cli, L);
+        return false;
+    }
+    lua_getglobal(L, "keel");
+    lua_pushstring(L, path);
+    char *manifest = keel_cli_manifest(cli, path);
+    if (manifest) lua_pushstring(L, manifest);
+    else lua_pushnil(L);
+    free(manifest);
+    if (docall(L, 3, 2, false) != LUA_OK) {
+        lua_remove(L, -2);
+        report_load_error(L, cli, path);
+        return false;
+    }
+    if (lua_isnil(L, -2)) {
+        lua_remove(L, -2);
+        report_load_error(L, cli, path);
+        return false;
+    }
+    lua_pop(L, 1);
+    return true;
+}
+
+/* ---- keel run ---- */
+
+static const char run_chunk[] =
+    "local w, name, frames, dt, save, tty, now = ...\n"
+    "local t0 = now()\n"
+    "local every = math.max(1, frames // 100)\n"
+    "for i = 1, frames do\n"
+    "  w:step(dt)\n"
+    "  if tty and (i % every == 0 or i == frames) then\n"
+    "    io.stdout:write(string.format('\\rframe %d/%d', i, frames)); io.stdout:flush()\n"
+    "  end\n"
+    "end\n"
+    "local elapsed = now() - t0\n"
+    "if tty and frames > 0 then io.stdout:write('\\r\\27[K') end\n"
+    "local errs = w:errors()\n"
+    "print(string.format('%s: %d frames, %d entities, %.4f ms per frame, %d errors',\n"
+    "  name, frames, w:count(), frames > 0 and elapsed * 1000 / frames or 0, #errs))\n"
+    "for _, e in ipairs(errs) do\n"
+    "  io.stderr:write(string.format('%s: error: %s %s[%s] in %s: %s\\n', name,\n"
+    "    tostring(e.entity), tostring(e.kind), tostring(e.slot), tostring(e.phase), tostring(e.message)))\n"
+    "end\n"
+    "if save then\n"
+    "  local ok, err = w:save(save)\n"
+    "  if not ok then return #errs, tostring(err) end\n"
+    "  print('saved ' .. save)\n"
+    "end\n"
+    "return #errs\n";
+
+int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    const char *frames_s = NULL, *dt_s = NULL, *save = NULL;
+    const keel_cli_opt opts[] = {
+        { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--save", &save, NULL },
+    };
+    int n = keel_cli_parse(cli, argc, argv, opts, 3);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n > 1) {
+        keel_cli_usage_error(cli, "run: expected at most one SCENE");
+        return KEEL_EXIT_USAGE;
+    }
+    lua_Integer frames = 600;
+    double dt = 1.0 / 60.0;
+    char *end;
+    if (frames_s) {
+        long long v = strtoll(frames_s, &end, 10);
+        if (*frames_s == '\0' || *end != '\0' || v < 0) {
+            keel_cli_usage_error(cli, "run: --frames needs a whole number >= 0, not '%s'", frames_s);
+            return KEEL_EXIT_USAGE;
+        }
+        frames = (lua_Integer)v;
+    }
+    if (dt_s) {
+        dt = strtod(dt_s, &end);
+        if (*dt_s == '\0' || *end != '\0' || !(dt > 0 && dt < 1e9)) {
+            keel_cli_usage_error(cli, "run: --dt needs a number of seconds > 0, not '%s'", dt_s);
+            return KEEL_EXIT_USAGE;
+        }
+    }
+    const char *scene = n == 1 ? argv[0] : NULL;
+    if (!scene) {
+        char *demo = keel_embed_data_path("scenes/demo.yaml");
+        if (!demo) {
+            fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n", cli->progname);
+            return KEEL_EXIT_USAGE;
+        }
+        lua_pushstring(L, demo);
+        free(demo);
+        scene = lua_tostring(L, -1); /* kept on the stack for the rest of the verb */
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+    if (!require_global(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;
+    if (!load_world(L, cli, scene)) return KEEL_EXIT_INPUT;
+
+    int w = lua_gettop(L);
+    if (luaL_loadbuffer(L, run_chunk, sizeof run_chunk - 1, "=keel run") != LUA_OK) {
+        report(cli, L);
+        return KEEL_EXIT_USAGE;
+    }
+    lua_pushvalue(L, w);
+    lua_pushstring(L, scene);
+    lua_pushinteger(L, frames);
+    lua_pushnumber(L, dt);
+    if (save) lua_pushstring(L, save);
+    else lua_pushnil(L);
+    lua_pushboolean(L, isatty(STDOUT_FILENO));
+    lua_pushcfunction(L, l_now);
+    if (docall(L, 7, 2, true) != LUA_OK) {
+        report(cli, L);
+        return KEEL_EXIT_INPUT;
+    }
+    if (lua_isstring(L, -1)) {
+        fprintf(stderr, "%s: run: cannot save %s: %s\n", cli->progname, save, lua_tostring(L, -1));
+        return KEEL_EXIT_USAGE;
+    }
+    /* Callback failures are errors in the input (its kinds' scripts). */
+    return lua_tointeger(L, -2) > 0 ? KEEL_EXIT_INPUT : KEEL_EXIT_OK;
+}
+
+/* ---- the REPL ---- */
+
+#define PROMPT "> "
+#define PROMPT2 ">> "
+
+/* One line of input without its newline, pushed as a string; false at EOF. */
+static bool push_line(lua_State *L, bool tty, const char *prompt)
+{
+    if (tty) {
+        char *line = readline(prompt);
+        if (!line) return false;
+        lua_pushstring(L, line);
+        free(line);
+        return true;
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    int c;
+    bool any = false;
+    while ((c = getchar()) != EOF) {
+        any = true;
+        if (c == '\n') break;
+        luaL_addchar(&b, (char)c);
+    }
+    luaL_pushresult(&b);
+    if (!any) {
+        lua_pop(L, 1);
+        return false;
+    }
+    return true;
+}
+
+static bool incomplete(lua_State *L, int status)
+{
+    if (status != LUA_ERRSYNTAX) return false;
+    size_t len;
+    const char *msg = lua_tolstring(L, -1, &len);
+    const size_t mark = sizeof "<eof>" - 1;
+    return len >= mark && strcmp(msg + len - mark, "<eof>") == 0;
+}
+
+/* Reads one complete chunk and leaves its compiled function on the stack,
+ * or an error message. Returns -1 at EOF, else the load status. The source
+ * text stays below it (for history). */
+static int read_chunk(lua_State *L, bool tty)
+{
+    if (!push_line(L, tty, PROMPT)) return -1;
+    const char *line = lua_tostring(L, -1);
+    if (line[0] == '=') { /* =expr, as Lua 5.1-5.3 had it */
+        lua_pushfstring(L, "return %s", line + 1);
+        lua_remove(L, -2);
+        line = lua_tostring(L, -1);
+    }
+    /* An expression first, so `1 + 1` or `world` prints its value. */
+    lua_pushfstring(L, "return %s;", line);
+    int status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
+    lua_remove(L, -2);
+    if (status == LUA_OK) return status;
+    lua_pop(L, 1);
+    for (;;) {
+        size_t len;
+        const char *src = lua_tolstring(L, -1, &len);
+        status = luaL_loadbuffer(L, src, len, "=stdin");
+        if (!incomplete(L, status)) return status;
+        lua_pop(L, 1);
+        if (!push_line(L, tty, PROMPT2)) {
+            /* EOF inside a statement: report it as the syntax error it is. */
+            luaL_loadbuffer(L, src, len, "=stdin");
+            return LUA_ERRSYNTAX;
+        }
+        lua_pushliteral(L, "\n");
+        lua_insert(L, -2);
+        lua_concat(L, 3);
+    }
+}
+
+/* Prints the results from stack index `first` up via keel.repl's show(). */
+static void print_results(lua_State *L, const keel_cli *cli, int first)
+{
+    int n = lua_gettop(L) - first + 1;
+    if (n <= 0) return;
+    lua_getfield(L, LUA_REGISTRYINDEX, "keel.repl.show");
+    if (lua_isfunction(L, -1)) {
+        lua_insert(L, first);
+        if (docall(L, n, 1, false) == LUA_OK && lua_type(L, -1) == LUA_TSTRING) {
+            puts(lua_tostring(L, -1));
+            lua_pop(L, 1);
+            return;
+        }
+        report(cli, L);
+        return;
+    }
+    lua_pop(L, 1);
+    for (int i = first; i < first + n; i++) {
+        if (i > first) fputs("\t", stdout);
+        fputs(luaL_tolstring(L, i, NULL), stdout);
+        lua_pop(L, 1);
+    }
+    fputs("\n", stdout);
+    lua_settop(L, first - 1);
+}
+
+static const char *history_path(lua_State *L)
+{
+    const char *home = getenv("HOME");
+    if (!home || !*home) return NULL;
+    return lua_pushfstring(L, "%s/.keel_history", home);
+}
+
+int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    int n = keel_cli_parse(cli, argc, argv, NULL, 0);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n > 1) {
+        keel_cli_usage_error(cli, "repl: expected at most one SCENE");
+        return KEEL_EXIT_USAGE;
+    }
+    const char *scene = n == 1 ? argv[0] : NULL;
+    bool tty = isatty(STDIN_FILENO);
+    keel_cli_setup(L, cli, true); /* a broken kind file can be fixed and reload()ed */
+
+    bool have_keel = require_global(cli, L, "keel", "keel");
+    if (have_keel && scene) {
+        if (!load_world(L, cli, scene)) return KEEL_EXIT_INPUT;
+        lua_setglobal(L, "world");
+    } else if (have_keel) {
+        lua_getglobal(L, "keel");
+        lua_getfield(L, -1, "world");
+        lua_pushliteral(L, "untitled");
+        if (docall(L, 1, 1, false) == LUA_OK) lua_setglobal(L, "world");
+        else report(cli, L);
+        lua_pop(L, 1);
+    }
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "keel.repl");
+    if (docall(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) {
+        lua_getfield(L, -1, "show");
+        lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.show");
+        lua_getfield(L, -1, "reload");
+        lua_setglobal(L, "reload");
+        lua_pop(L, 1);
+    } else {
+        report(cli, L);
+    }
+
+    int top0 = lua_gettop(L);
+    const char *hist = tty ? history_path(L) : NULL;
+    if (!hist) lua_pushnil(L);
+    if (tty) {
+        using_history();
+        stifle_history(1000);
+        if (hist) read_history(hist);
+        lua_getglobal(L, "world");
+        const char *wname = NULL;
+        if (lua_type(L, -1) == LUA_TUSERDATA || lua_type(L, -1) == LUA_TTABLE) {
+            lua_getfield(L, -1, "name");
+            wname = lua_tostring(L, -1);
+        }
+        printf("keel %s (%s)  world: %s  -- reload() re-runs changed kinds; ctrl-d quits\n",
+               KEEL_VERSION_STRING, LUA_RELEASE, wname ? wname : "(none)");
+        lua_settop(L, top0 + 1);
+    }
+    int base = lua_gettop(L);
+    int status;
+    while ((status = read_chunk(L, tty)) != -1) {
+        /* stack: base | source | function-or-error */
+        if (tty) {
+            const char *src = lua_tostring(L, base + 1);
+            if (src && *src) add_history(src);
+        }
+        lua_remove(L, base + 1);
+        if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET, true);
+        if (status == LUA_OK) print_results(L, cli, base + 1);
+        else report(cli, L);
+        lua_settop(L, base);
+        fflush(stdout);
+    }
+    if (tty) {
+        fputs("\n", stdout);
+        if (hist) write_history(hist);
+    }
+    lua_settop(L, top0);
+    return KEEL_EXIT_OK;
+}

@@ -1,0 +1,445 @@
+/* keel_verbs.c — the verbs written against the C API: check, fmt, cook, dump, kinds. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel_cli.h"
+
+/* ---- check ---- */
+
+int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    bool strict = false;
+    const keel_cli_opt opts[] = { { "--strict", NULL, &strict } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 1);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n == 0) {
+        keel_cli_usage_error(cli, "check: no FILE given");
+        return KEEL_EXIT_USAGE;
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+
+    int code = KEEL_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        keel_load_opts o;
+        keel_assets *assets;
+        if (!keel_cli_load_opts(cli, argv[i], &o, &assets, strict)) {
+            code = KEEL_EXIT_INPUT;
+            continue;
+        }
+        keel_diags d;
+        keel_diags_init(&d);
+        keel_world *w = NULL;
+        keel_status s = keel_scene_load(argv[i], &o, &w, &d);
+        size_t errors = keel_cli_print_diags(&d, argv[i]);
+        if (s != KEEL_OK || errors > 0) {
+            /* A file that cannot be read is the environment's problem, not the input's. */
+            if (s == KEEL_IO_ERROR && code == KEEL_EXIT_OK) code = KEEL_EXIT_USAGE;
+            else code = KEEL_EXIT_INPUT;
+            if (s == KEEL_OK) fprintf(stderr, "%s: %zu error(s)\n", argv[i], errors);
+        }
+        keel_world_free(w);
+        keel_diags_free(&d);
+        keel_assets_free(assets);
+    }
+    return code;
+}
+
+/* ---- fmt ---- */
+
+/* Loads `path` and returns its canonical text, or NULL after printing diagnostics. */
+static char *canonical_text(const char *path, size_t *len, keel_status *status)
+{
+    keel_load_opts o = keel_load_opts_default();
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_world *w = NULL;
+    char *text = NULL;
+    *status = keel_scene_load(path, &o, &w, &d);
+    if (*status == KEEL_OK) *status = keel_scene_dump(w, &text, len, &d);
+    keel_cli_print_diags(&d, path);
+    keel_diags_free(&d);
+    keel_world_free(w);
+    if (*status != KEEL_OK) {
+        free(text);
+        return NULL;
+    }
+    return text;
+}
+
+int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    bool check = false;
+    const keel_cli_opt opts[] = { { "--check", NULL, &check } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 1);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n == 0) {
+        keel_cli_usage_error(cli, "fmt: no FILE given");
+        return KEEL_EXIT_USAGE;
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+
+    int code = KEEL_EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        keel_status s;
+        size_t len = 0, oldlen = 0;
+        char *text = canonical_text(argv[i], &len, &s);
+        if (!text) {
+            code = s == KEEL_IO_ERROR && code == KEEL_EXIT_OK ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+            continue;
+        }
+        char *old = NULL;
+        keel_diags d;
+        keel_diags_init(&d);
+        bool same = keel_read_file(argv[i], (size_t)-1, &old, &oldlen, &d) == KEEL_OK &&
+                    oldlen == len && memcmp(old, text, len) == 0;
+        keel_diags_free(&d);
+        free(old);
+        if (!same) {
+            if (check) {
+                printf("%s\n", argv[i]);
+                code = KEEL_EXIT_INPUT;
+            } else if (keel_write_atomic(argv[i], text, len, &d) != KEEL_OK) {
+                keel_cli_print_diags(&d, argv[i]);
+                code = KEEL_EXIT_USAGE;
+            }
+            keel_diags_free(&d);
+        }
+        free(text);
+    }
+    return code;
+}
+
+/* ---- cook and dump ---- */
+
+int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    const char *out = NULL;
+    const keel_cli_opt opts[] = { { "-o", &out, NULL }, { "--output", &out, NULL } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 2);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n != 1 || !out) {
+        keel_cli_usage_error(cli, "cook: expected SCENE -o OUT.keelc");
+        return KEEL_EXIT_USAGE;
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+
+    keel_load_opts o;
+    keel_assets *assets;
+    if (!keel_cli_load_opts(cli, argv[0], &o, &assets, true)) return KEEL_EXIT_INPUT;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_world *w = NULL;
+    void *data = NULL;
+    size_t len = 0;
+    int code = KEEL_EXIT_OK;
+    keel_status s = keel_scene_load(argv[0], &o, &w, &d);
+    if (s == KEEL_OK) s = keel_cook(w, assets, &data, &len, &d);
+    if (s == KEEL_OK) {
+        s = keel_write_atomic(out, data, len, &d);
+        if (s != KEEL_OK) code = KEEL_EXIT_USAGE;
+    } else {
+        code = s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+    }
+    keel_cli_print_diags(&d, argv[0]);
+    free(data);
+    keel_world_free(w);
+    keel_diags_free(&d);
+    keel_assets_free(assets);
+    return code;
+}
+
+int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    const char *out = NULL;
+    const keel_cli_opt opts[] = { { "-o", &out, NULL }, { "--output", &out, NULL } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 2);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n != 1) {
+        keel_cli_usage_error(cli, "dump: expected one FILE.keelc");
+        return KEEL_EXIT_USAGE;
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+
+    keel_load_opts o = keel_load_opts_default();
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_world *w = NULL;
+    char *text = NULL;
+    size_t len = 0;
+    int code = KEEL_EXIT_OK;
+    keel_status s = keel_scene_load(argv[0], &o, &w, &d);
+    if (s == KEEL_OK) s = keel_scene_dump(w, &text, &len, &d);
+    if (s != KEEL_OK) {
+        code = s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+    } else if (out) {
+        if (keel_write_atomic(out, text, len, &d) != KEEL_OK) code = KEEL_EXIT_USAGE;
+    } else if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {
+        fprintf(stderr, "%s: dump: cannot write to standard output\n", cli->progname);
+        code = KEEL_EXIT_USAGE;
+    }
+    keel_cli_print_diags(&d, argv[0]);
+    free(text);
+    keel_world_free(w);
+    keel_diags_free(&d);
+    return code;
+}
+
+/* ---- kinds ---- */
+
+/* A growable byte buffer for the JSON and text listings. */
+typedef struct buf {
+    char *p;
+    size_t len, cap;
+} buf;
+
+static void put(buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) abort(); /* keel treats OOM as fatal */
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
+
+static void putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(buf *b, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Shortest text that reads back to the same double; "null" when not finite (JSON has no NaN). */
+static void put_number(buf *b, double v)
+{
+    char tmp[40];
+    if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
+        puts_(b, "null");
+        return;
+    }
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    puts_(b, tmp);
+}
+
+static void put_json_string(buf *b, const char *s)
+{
+    puts_(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        switch (*p) {
+        case '"': puts_(b, "\\\""); break;
+        case '\\': puts_(b, "\\\\"); break;
+        case '\n': puts_(b, "\\n"); break;
+        case '\r': puts_(b, "\\r"); break;
+        case '\t': puts_(b, "\\t"); break;
+        default:
+            if (*p < 0x20) putf(b, "\\u%04x", *p);
+            else put(b, (const char *)p, 1);
+        }
+    }
+    puts_(b, "\"");
+}
+
+static void put_key_list(buf *b, const char *const *keys, size_t n, bool json)
+{
+    if (json) puts_(b, "[");
+    for (size_t i = 0; i < n; i++) {
+        if (i) puts_(b, json ? ", " : " ");
+        if (json) put_json_string(b, keys[i]);
+        else puts_(b, keys[i]);
+    }
+    if (json) puts_(b, "]");
+    else if (n == 0) puts_(b, "-");
+}
+
+/* A field's default, in JSON (also readable as text). */
+static void put_default(buf *b, const keel_field_desc *f)
+{
+    if (!f->has_default) {
+        puts_(b, "null");
+        return;
+    }
+    const keel_value *v = &f->def;
+    switch (f->type) {
+    case KEEL_T_BOOL: puts_(b, v->as.b ? "true" : "false"); break;
+    case KEEL_T_INT: putf(b, "%lld", (long long)v->as.i); break;
+    case KEEL_T_FLOAT: put_number(b, v->as.f); break;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        int w = keel_type_width(f->type);
+        puts_(b, "[");
+        for (int i = 0; i < w; i++) {
+            if (i) puts_(b, ", ");
+            put_number(b, v->as.v[i]);
+        }
+        puts_(b, "]");
+        break;
+    }
+    case KEEL_T_ENUM:
+        if (v->as.i >= 0 && (size_t)v->as.i < f->choice_count) put_json_string(b, f->choices[v->as.i]);
+        else puts_(b, "null");
+        break;
+    case KEEL_T_STRING: put_json_string(b, v->as.s); break;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        if (v->nil || keel_uuid_is_nil(v->as.u)) {
+            puts_(b, "null");
+        } else {
+            char u[37];
+            keel_uuid_format(v->as.u, u);
+            put_json_string(b, u);
+        }
+        break;
+    default: puts_(b, "null");
+    }
+}
+
+static const char *const kind_flag_names[] = { "nosave", "editor_only", "root_only" };
+
+static void json_kind(buf *b, const keel_kind_desc *k)
+{
+    puts_(b, "  {\"key\": ");
+    put_json_string(b, k->key);
+    puts_(b, ", \"display\": ");
+    put_json_string(b, k->display);
+    puts_(b, ", \"category\": ");
+    put_json_string(b, k->category);
+    putf(b, ", \"version\": %d, \"multiplicity\": \"%s\", \"max\": ", k->version < 1 ? 1 : k->version,
+         k->multiplicity == KEEL_MANY ? "many" : "one");
+    if (k->multiplicity == KEEL_MANY && k->max > 0) putf(b, "%u", (unsigned)k->max);
+    else puts_(b, "null");
+    puts_(b, ", \"requires\": ");
+    put_key_list(b, k->requires, k->requires_count, true);
+    puts_(b, ", \"rejects\": ");
+    put_key_list(b, k->rejects, k->rejects_count, true);
+    putf(b, ", \"builtin\": %s, \"flags\": [", k->builtin ? "true" : "false");
+    bool first = true;
+    for (size_t i = 0; i < sizeof kind_flag_names / sizeof kind_flag_names[0]; i++) {
+        if (!(k->flags & (1u << i))) continue;
+        if (!first) puts_(b, ", ");
+        put_json_string(b, kind_flag_names[i]);
+        first = false;
+    }
+    puts_(b, "],\n   \"fields\": [");
+    for (size_t i = 0; i < k->field_count; i++) {
+        const keel_field_desc *f = &k->fields[i];
+        puts_(b, i ? ",\n     {" : "\n     {");
+        puts_(b, "\"key\": ");
+        put_json_string(b, f->key);
+        puts_(b, ", \"type\": ");
+        put_json_string(b, keel_type_name(f->type));
+        puts_(b, ", \"default\": ");
+        put_default(b, f);
+        puts_(b, ", \"min\": ");
+        if (f->has_min) put_number(b, f->min);
+        else puts_(b, "null");
+        puts_(b, ", \"max\": ");
+        if (f->has_max) put_number(b, f->max);
+        else puts_(b, "null");
+        if (f->min_exclusive) puts_(b, ", \"min_exclusive\": true");
+        if (f->max_exclusive) puts_(b, ", \"max_exclusive\": true");
+        puts_(b, ", \"choices\": ");
+        if (f->type == KEEL_T_ENUM) put_key_list(b, f->choices, f->choice_count, true);
+        else puts_(b, "null");
+        putf(b, ", \"transient\": %s, \"readonly\": %s, \"hidden\": %s}",
+             f->flags & KEEL_FIELD_TRANSIENT ? "true" : "false",
+             f->flags & KEEL_FIELD_READONLY ? "true" : "false",
+             f->flags & KEEL_FIELD_HIDDEN ? "true" : "false");
+    }
+    puts_(b, k->field_count ? "\n   ]}" : "]}");
+}
+
+static void text_kind(buf *b, const keel_kind_desc *k)
+{
+    putf(b, "%s  %s (%s)  v%d  %s", k->key, k->display ? k->display : "", k->category ? k->category : "",
+         k->version < 1 ? 1 : k->version, k->multiplicity == KEEL_MANY ? "many" : "one");
+    if (k->multiplicity == KEEL_MANY && k->max > 0) putf(b, " (max %u)", (unsigned)k->max);
+    puts_(b, k->builtin ? "  builtin" : "  lua");
+    for (size_t i = 0; i < sizeof kind_flag_names / sizeof kind_flag_names[0]; i++)
+        if (k->flags & (1u << i)) putf(b, "  %s", kind_flag_names[i]);
+    puts_(b, "\n");
+    if (k->requires_count) {
+        puts_(b, "  requires: ");
+        put_key_list(b, k->requires, k->requires_count, false);
+        puts_(b, "\n");
+    }
+    if (k->rejects_count) {
+        puts_(b, "  rejects: ");
+        put_key_list(b, k->rejects, k->rejects_count, false);
+        puts_(b, "\n");
+    }
+    for (size_t i = 0; i < k->field_count; i++) {
+        const keel_field_desc *f = &k->fields[i];
+        putf(b, "  %-16s %-7s = ", f->key, keel_type_name(f->type));
+        put_default(b, f);
+        if (f->has_min) {
+            puts_(b, f->min_exclusive ? "  > " : "  >= ");
+            put_number(b, f->min);
+        }
+        if (f->has_max) {
+            puts_(b, f->max_exclusive ? "  < " : "  <= ");
+            put_number(b, f->max);
+        }
+        if (f->type == KEEL_T_ENUM) {
+            puts_(b, "  {");
+            put_key_list(b, f->choices, f->choice_count, false);
+            puts_(b, "}");
+        }
+        if (f->flags & KEEL_FIELD_TRANSIENT) puts_(b, "  transient");
+        if (f->flags & KEEL_FIELD_READONLY) puts_(b, "  readonly");
+        if (f->flags & KEEL_FIELD_HIDDEN) puts_(b, "  hidden");
+        puts_(b, "\n");
+    }
+}
+
+int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    bool json = false;
+    const keel_cli_opt opts[] = { { "--json", NULL, &json } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 1);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n > 0) {
+        keel_cli_usage_error(cli, "kinds: unexpected argument %s", argv[0]);
+        return KEEL_EXIT_USAGE;
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+
+    buf b = { 0 };
+    size_t count = keel_kind_count();
+    if (json) puts_(&b, "[\n");
+    for (size_t i = 0; i < count; i++) {
+        const keel_kind_desc *k = keel_kind_describe(keel_kind_at(i));
+        if (!k) continue;
+        if (json) {
+            json_kind(&b, k);
+            puts_(&b, i + 1 < count ? ",\n" : "\n");
+        } else {
+            if (i) puts_(&b, "\n");
+            text_kind(&b, k);
+        }
+    }
+    if (json) puts_(&b, "]\n");
+    int code = KEEL_EXIT_OK;
+    if (b.len && (fwrite(b.p, 1, b.len, stdout) != b.len || fflush(stdout) != 0)) code = KEEL_EXIT_USAGE;
+    free(b.p);
+    return code;
+}

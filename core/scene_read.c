@@ -1,0 +1,746 @@
+/* scene_read.c — a scene document (keel_node tree) to a validated world: transactional, every problem listed. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef struct unknown_count {
+    char *key;
+    size_t count;
+} unknown_count;
+
+/* What the loader knows about one entity record of the document. */
+typedef struct ent_rec {
+    const keel_node *node, *parent, *components;
+    keel_entity e;       /* KEEL_NO_ENTITY when the record was refused */
+    bool comps_ok;
+} ent_rec;
+
+typedef struct loader {
+    const keel_load_opts *o;
+    const char *file;
+    keel_diags diags;
+    keel_world *w;
+    unknown_count *unk;
+    size_t unk_n, unk_cap;
+} loader;
+
+static void vreport(loader *L, keel_severity sev, keel_status code, const char *path, const keel_node *at,
+                    const char *fmt, va_list ap)
+{
+    char msg[640];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    keel_diag_add(&L->diags, sev, code, path, L->file, at ? at->line : 0, at ? at->col : 0, "%s", msg);
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 6)))
+#endif
+static void error(loader *L, keel_status code, const char *path, const keel_node *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(L, KEEL_SEV_ERROR, code, path, at, fmt, ap);
+    va_end(ap);
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 6)))
+#endif
+static void warning(loader *L, keel_status code, const char *path, const keel_node *at, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vreport(L, KEEL_SEV_WARNING, code, path, at, fmt, ap);
+    va_end(ap);
+}
+
+/* Moves diagnostics from a world call into the loader's list, filling in the
+ * path and position of the document node they concern when the call had none. */
+static bool forward(loader *L, keel_diags *tmp, const char *path, const keel_node *at)
+{
+    bool had_error = tmp->errors > 0;
+    for (size_t i = 0; i < tmp->count; i++) {
+        keel_diag *g = &tmp->items[i];
+        if (!g->path || !*g->path) {
+            free(g->path);
+            g->path = keel__strdup(path);
+        }
+        if (!g->file && L->file) g->file = keel__strdup(L->file);
+        if (g->line == 0 && at) {
+            g->line = at->line;
+            g->col = at->col;
+        }
+    }
+    keel_diags_append(&L->diags, tmp, "");
+    return !had_error;
+}
+
+static char *pathf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+static char *pathf(const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return keel__strdup(buf);
+}
+
+/* ---- scalars ---- */
+
+static const char *show(const keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SEQ) return "a list";
+    if (n->kind == KEEL_NODE_MAP) return "a map";
+    return n->text;
+}
+
+static bool want_bool(loader *L, const keel_node *n, const char *path, bool *out)
+{
+    if (n->kind == KEEL_NODE_SCALAR && keel_node_as_bool(n, out)) return true;
+    error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a boolean, got '%.64s'", show(n));
+    return false;
+}
+
+static bool want_int(loader *L, const keel_node *n, const char *path, int64_t *out)
+{
+    if (n->kind == KEEL_NODE_SCALAR && keel_node_as_int(n, out)) return true;
+    error(L, KEEL_INVALID_ARGUMENT, path, n, "expected an integer, got '%.64s'", show(n));
+    return false;
+}
+
+static bool want_float(loader *L, const keel_node *n, const char *path, double *out)
+{
+    if (n->kind != KEEL_NODE_SCALAR || !keel_node_as_float(n, out)) {
+        error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a number, got '%.64s'", show(n));
+        return false;
+    }
+    if (!isfinite(*out)) {
+        error(L, KEEL_INVALID_ARGUMENT, path, n, "%s is not finite", n->text);
+        return false;
+    }
+    return true;
+}
+
+static bool want_vec(loader *L, const keel_node *n, const char *path, int width, double *out)
+{
+    if (n->kind != KEEL_NODE_SEQ || n->count != (size_t)width) {
+        error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a list of %d numbers", width);
+        return false;
+    }
+    bool ok = true;
+    for (int i = 0; i < width; i++) {
+        char *p = pathf("%s[%d]", path, i);
+        ok = want_float(L, &n->items[i], p, &out[i]) && ok;
+        free(p);
+    }
+    return ok;
+}
+
+/* Strings: any scalar's text (null reads as ""); a collection is the wrong type. */
+static const char *want_string(loader *L, const keel_node *n, const char *path)
+{
+    if (n->kind != KEEL_NODE_SCALAR) {
+        error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a string, got %s", show(n));
+        return NULL;
+    }
+    return keel_node_is_null(n) ? "" : n->text;
+}
+
+static bool want_uuid(loader *L, const keel_node *n, const char *path, keel_uuid *out)
+{
+    if (n->kind != KEEL_NODE_SCALAR || !keel_uuid_parse(n->text, out)) {
+        error(L, KEEL_PARSE_ERROR, path, n, "malformed uuid '%.64s'", show(n));
+        return false;
+    }
+    if (keel_uuid_is_nil(*out)) {
+        error(L, KEEL_PARSE_ERROR, path, n, "the nil uuid is not allowed here");
+        return false;
+    }
+    return true;
+}
+
+static bool is_null(const keel_node *n) { return n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n); }
+
+/* A MAP whose keys must all be among `allowed`; others are ParseError. */
+static bool want_map(loader *L, const keel_node *n, const char *path, const char *what,
+                     const char *const *allowed)
+{
+    if (n->kind != KEEL_NODE_MAP) {
+        error(L, KEEL_PARSE_ERROR, path, n, "%s must be a map", what);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n->count; i++) {
+        const keel_node *k = &n->items[2 * i];
+        bool found = false;
+        for (const char *const *a = allowed; *a && !found; a++) found = strcmp(k->text, *a) == 0;
+        if (!found) {
+            char *p = path[0] ? pathf("%s.%s", path, k->text) : pathf("%s", k->text);
+            error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s' in %s", k->text, what);
+            free(p);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static bool valid_kind_key(const char *s)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon || colon == s || !colon[1]) return false;
+    for (const char *p = s; *p; p++) {
+        if (p == colon) continue;
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return false;
+    }
+    return true;
+}
+
+/* Encoded size of a body, approximated by the text it holds. */
+static size_t body_size(const keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SCALAR) return n->len + 1;
+    size_t total = 2, items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) total += body_size(&n->items[i]);
+    return total;
+}
+
+/* ---- sections ---- */
+
+static void load_grid(loader *L, const keel_node *n)
+{
+    static const char *const keys[] = { "enabled", "origin", "orientation", "base_spacing", "major_line_every", NULL };
+    if (!want_map(L, n, "settings.grid", "settings.grid", keys)) return;
+    keel_grid g = *keel_world_grid(L->w);
+    bool ok = true;
+    const keel_node *v;
+    if ((v = keel_node_get(n, "enabled"))) ok = want_bool(L, v, "settings.grid.enabled", &g.enabled) && ok;
+    if ((v = keel_node_get(n, "origin"))) ok = want_vec(L, v, "settings.grid.origin", 3, g.origin) && ok;
+    if ((v = keel_node_get(n, "orientation"))) {
+        if (want_vec(L, v, "settings.grid.orientation", 4, g.orientation)) {
+            double q = 0;
+            for (int i = 0; i < 4; i++) q += g.orientation[i] * g.orientation[i];
+            if (fabs(sqrt(q) - 1.0) > 1e-6) {
+                error(L, KEEL_INVALID_ARGUMENT, "settings.grid.orientation", v,
+                      "orientation must be a normalized quaternion (length %g)", sqrt(q));
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+    }
+    if ((v = keel_node_get(n, "base_spacing"))) {
+        if (want_float(L, v, "settings.grid.base_spacing", &g.base_spacing)) {
+            if (!(g.base_spacing > 0)) {
+                error(L, KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing", v, "base_spacing must be > 0");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+    }
+    if ((v = keel_node_get(n, "major_line_every"))) {
+        if (want_int(L, v, "settings.grid.major_line_every", &g.major_line_every)) {
+            if (g.major_line_every < 1) {
+                error(L, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every", v, "major_line_every must be >= 1");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+    }
+    if (!ok) return;
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    keel_world_set_grid(L->w, &g, &tmp);
+    forward(L, &tmp, "settings.grid", n);
+}
+
+static void count_unknown(loader *L, const char *key)
+{
+    for (size_t i = 0; i < L->unk_n; i++)
+        if (strcmp(L->unk[i].key, key) == 0) {
+            L->unk[i].count++;
+            return;
+        }
+    if (L->unk_n == L->unk_cap) {
+        L->unk_cap = L->unk_cap ? L->unk_cap * 2 : 4;
+        L->unk = keel__xrealloc(L->unk, L->unk_cap * sizeof *L->unk);
+    }
+    L->unk[L->unk_n].key = keel__strdup(key);
+    L->unk[L->unk_n].count = 1;
+    L->unk_n++;
+}
+
+/* The next free slot among e's entries under `key` (unknown entries with no slot). */
+static uint32_t next_slot(loader *L, keel_entity e, const char *key)
+{
+    uint32_t next = 0;
+    size_t n = keel_member_count(L->w, e);
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (keel_member_at(L->w, e, i, &m) && strcmp(m.key, key) == 0 && m.slot + 1 > next) next = m.slot + 1;
+    }
+    return next;
+}
+
+/* Entity fields must name an entity of the document; asset fields an asset of the manifest. */
+static bool check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    bool ok = true;
+    for (size_t f = 0; kd && f < kd->field_count; f++) {
+        keel_type t = kd->fields[f].type;
+        if (t != KEEL_T_ENTITY && t != KEEL_T_ASSET) continue;
+        keel_value v;
+        if (keel_get(L->w, c, (int)f, &v, NULL) != KEEL_OK || v.nil || keel_uuid_is_nil(v.as.u)) continue;
+        const keel_node *at = body ? keel_node_get(body, kd->fields[f].key) : NULL;
+        char u[37];
+        keel_uuid_format(v.as.u, u);
+        char *p = pathf("%s.%s", bpath, kd->fields[f].key);
+        if (t == KEEL_T_ENTITY && !keel_find(L->w, v.as.u)) {
+            error(L, KEEL_NOT_FOUND, p, at, "entity reference %s is not an entity of this scene", u);
+            ok = false;
+        } else if (t == KEEL_T_ASSET && L->o->assets && !keel_assets_has(L->o->assets, v.as.u)) {
+            if (L->o->strict) {
+                error(L, KEEL_NOT_FOUND, p, at, "asset %s is not in the manifest", u);
+                ok = false;
+            } else {
+                warning(L, KEEL_NOT_FOUND, p, at, "asset %s is not in the manifest; using a placeholder", u);
+            }
+        }
+        free(p);
+    }
+    return ok;
+}
+
+static bool load_component(loader *L, keel_entity e, const keel_node *n, const char *cpath)
+{
+    static const char *const keys[] = { "kind", "version", "slot", "enabled", "body", NULL };
+    if (!want_map(L, n, cpath, "a component", keys)) return false;
+    bool ok = true;
+    const keel_node *kn = keel_node_get(n, "kind"), *vn = keel_node_get(n, "version");
+    const keel_node *sn = keel_node_get(n, "slot"), *en = keel_node_get(n, "enabled");
+    const keel_node *body = keel_node_get(n, "body");
+    const char *key = NULL;
+    int64_t version = 0, slot = -1;
+    bool enabled = true;
+    char *p;
+    if (!kn) {
+        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
+        ok = false;
+    } else if (kn->kind != KEEL_NODE_SCALAR || !valid_kind_key(kn->text)) {
+        p = pathf("%s.kind", cpath);
+        error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", show(kn));
+        free(p);
+        ok = false;
+    } else {
+        key = kn->text;
+    }
+    if (!vn) {
+        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
+        ok = false;
+    } else {
+        p = pathf("%s.version", cpath);
+        if (want_int(L, vn, p, &version) && (version < 1 || version > INT32_MAX)) {
+            error(L, KEEL_INVALID_ARGUMENT, p, vn, "version must be an integer >= 1");
+            ok = false;
+        } else if (version < 1) {
+            ok = false;
+        }
+        free(p);
+    }
+    if (sn) {
+        p = pathf("%s.slot", cpath);
+        if (want_int(L, sn, p, &slot)) {
+            if (slot < 0 || slot >= (int64_t)UINT32_MAX) {
+                error(L, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer >= 0");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        free(p);
+    }
+    if (en) {
+        p = pathf("%s.enabled", cpath);
+        ok = want_bool(L, en, p, &enabled) && ok;
+        free(p);
+    }
+    char *bpath = pathf("%s.body", cpath);
+    if (body && is_null(body)) body = NULL;
+    if (body && body->kind != KEEL_NODE_MAP) {
+        error(L, KEEL_PARSE_ERROR, bpath, body, "a component body must be a map");
+        ok = false;
+    } else if (body && body_size(body) > L->o->limits.body_size) {
+        error(L, KEEL_LIMIT_EXCEEDED, bpath, body, "component body larger than the limit (%zu bytes)",
+              L->o->limits.body_size);
+        ok = false;
+    }
+    if (!ok) {
+        free(bpath);
+        return false;
+    }
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    keel_kind_id k = keel_kind_find(key);
+    const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
+    if (kd && version <= (kd->version < 1 ? 1 : kd->version)) {
+        keel_add_opts ao = KEEL_ADD_OPTS_INIT;
+        ao.slot = slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)slot;
+        ao.body = body;
+        ao.version = (int)version;
+        ao.strict = L->o->strict;
+        ao.skip_rules = true;
+        ao.no_awake = true;
+        ao.path = bpath;
+        ao.file = L->file;
+        keel_comp c;
+        if (keel_add(L->w, e, k, &ao, &c, NULL, &tmp) == KEEL_OK) {
+            if (!enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
+            ok = forward(L, &tmp, cpath, n);
+            ok = check_references(L, c, body, bpath) && ok;
+        } else {
+            forward(L, &tmp, cpath, n);
+            ok = false;
+        }
+    } else {
+        /* Not registered, or newer than the kind knows: kept whole, never guessed at. */
+        uint32_t s = slot < 0 ? next_slot(L, e, key) : (uint32_t)slot;
+        keel_node *empty = body ? NULL : keel_node_new_map();
+        if (keel_add_unknown(L->w, e, key, (int)version, s, body ? body : empty, &tmp) == KEEL_OK) {
+            count_unknown(L, key);
+            if (!enabled && e != keel_world_root(L->w)) {
+                keel_cmd cmd;
+                memset(&cmd, 0, sizeof cmd);
+                cmd.type = KEEL_CMD_ENABLE_COMPONENT;
+                cmd.entity = keel_entity_uuid(L->w, e);
+                cmd.kind_key = (char *)key;
+                cmd.slot = s;
+                cmd.enabled = false;
+                keel_cmd_apply(L->w, &cmd, NULL, &tmp);
+            }
+            ok = forward(L, &tmp, cpath, n);
+        } else {
+            forward(L, &tmp, cpath, n);
+            ok = false;
+        }
+        keel_node_free(empty);
+    }
+    free(bpath);
+    return ok;
+}
+
+/* Components of one entity (or of the root when `prefix` is "root"). */
+static bool load_components(loader *L, keel_entity e, const keel_node *list, const char *prefix)
+{
+    if (!list || is_null(list)) return true;
+    if (list->kind != KEEL_NODE_SEQ) {
+        error(L, KEEL_PARSE_ERROR, prefix, list, "components must be a list");
+        return false;
+    }
+    if (list->count > L->o->limits.components_per_entity) {
+        error(L, KEEL_LIMIT_EXCEEDED, prefix, list, "more components than the limit (%zu)",
+              L->o->limits.components_per_entity);
+        return false;
+    }
+    bool ok = true;
+    for (size_t j = 0; j < list->count; j++) {
+        char *cpath = pathf("%s[%zu]", prefix, j);
+        ok = load_component(L, e, &list->items[j], cpath) && ok;
+        free(cpath);
+    }
+    return ok;
+}
+
+static void describe_entity(const loader *L, keel_entity e, char *out, size_t cap)
+{
+    const char *name = keel_entity_name(L->w, e);
+    char u[37];
+    keel_uuid_format(keel_entity_uuid(L->w, e), u);
+    if (name && *name) snprintf(out, cap, "%s (%s)", name, u);
+    else snprintf(out, cap, "%s", u);
+}
+
+/* Pass 1: validate each record and spawn it at the top level with its UUID. */
+static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
+{
+    static const char *const keys[] = { "uuid", "name", "parent", "enabled", "components", NULL };
+    for (size_t i = 0; i < list->count; i++) {
+        const keel_node *n = &list->items[i];
+        ent_rec *r = &recs[i];
+        r->node = n;
+        char *path = pathf("entities[%zu]", i);
+        if (!want_map(L, n, path, "an entity", keys) && n->kind != KEEL_NODE_MAP) {
+            free(path);
+            continue;
+        }
+        bool ok = true;
+        const keel_node *un = keel_node_get(n, "uuid"), *nn = keel_node_get(n, "name");
+        const keel_node *en = keel_node_get(n, "enabled");
+        r->parent = keel_node_get(n, "parent");
+        r->components = keel_node_get(n, "components");
+        keel_uuid u;
+        char *p = pathf("%s.uuid", path);
+        if (!un) {
+            error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
+            ok = false;
+        } else if (want_uuid(L, un, p, &u)) {
+            keel_entity other = keel_find(L->w, u);
+            if (other) {
+                int first = 0;
+                for (size_t k = 0; k < i; k++)
+                    if (recs[k].e == other) first = recs[k].node->line;
+                error(L, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+        free(p);
+        const char *name = "";
+        if (nn) {
+            p = pathf("%s.name", path);
+            name = want_string(L, nn, p);
+            free(p);
+            if (!name) ok = false;
+        }
+        bool enabled = true;
+        if (en) {
+            p = pathf("%s.enabled", path);
+            ok = want_bool(L, en, p, &enabled) && ok;
+            free(p);
+        }
+        if (ok) {
+            keel_diags tmp;
+            keel_diags_init(&tmp);
+            if (keel_spawn(L->w, name, KEEL_NO_ENTITY, &u, &r->e, NULL, &tmp) == KEEL_OK && !enabled)
+                keel_set_enabled(L->w, r->e, false, NULL, &tmp);
+            forward(L, &tmp, path, n);
+        }
+        free(path);
+    }
+}
+
+/* Pass 2: parents by UUID, in document order; a cycle is refused before it is made. */
+static void link_parents(loader *L, size_t count, ent_rec *recs)
+{
+    for (size_t i = 0; i < count; i++) {
+        ent_rec *r = &recs[i];
+        if (!r->parent || is_null(r->parent)) continue;
+        char *p = pathf("entities[%zu].parent", i);
+        keel_uuid u;
+        if (!want_uuid(L, r->parent, p, &u) || !r->e) {
+            free(p);
+            continue;
+        }
+        keel_entity parent = keel_find(L->w, u);
+        if (!parent) {
+            error(L, KEEL_NOT_FOUND, p, r->parent, "unknown parent %s", r->parent->text);
+            free(p);
+            continue;
+        }
+        /* Walk up from the new parent: meeting r->e means a cycle. */
+        char chain[1024];
+        describe_entity(L, r->e, chain, sizeof chain);
+        size_t steps = 0;
+        bool cycle = false, deep = false;
+        for (keel_entity a = parent; a; a = keel_entity_parent(L->w, a)) {
+            char part[160];
+            describe_entity(L, a, part, sizeof part);
+            size_t len = strlen(chain);
+            if (len + strlen(part) + 8 < sizeof chain) snprintf(chain + len, sizeof chain - len, " -> %s", part);
+            if (a == r->e) {
+                cycle = true;
+                break;
+            }
+            if (++steps > L->o->limits.hierarchy_depth) {
+                deep = true;
+                break;
+            }
+        }
+        if (cycle) {
+            error(L, KEEL_INVALID_OPERATION, p, r->parent, "hierarchy cycle: %s", chain);
+        } else if (deep) {
+            error(L, KEEL_LIMIT_EXCEEDED, p, r->parent, "hierarchy deeper than the limit (%zu)",
+                  L->o->limits.hierarchy_depth);
+        } else {
+            keel_diags tmp;
+            keel_diags_init(&tmp);
+            keel_reparent(L->w, r->e, parent, NULL, &tmp);
+            forward(L, &tmp, p, r->parent);
+        }
+        free(p);
+    }
+}
+
+/* Hierarchy depth over the built tree (pre-order with an ancestor stack). */
+static void check_depth(loader *L)
+{
+    size_t limit = L->o->limits.hierarchy_depth, n = 0, cap = 64;
+    keel_entity *stack = keel__xrealloc(NULL, cap * sizeof *stack);
+    for (keel_entity e = keel_next(L->w, 0); e; e = keel_next(L->w, e)) {
+        keel_entity parent = keel_entity_parent(L->w, e);
+        while (n > 0 && stack[n - 1] != parent) n--;
+        if (n == cap) {
+            cap *= 2;
+            stack = keel__xrealloc(stack, cap * sizeof *stack);
+        }
+        stack[n++] = e;
+        if (n > limit) {
+            char u[37];
+            keel_uuid_format(keel_entity_uuid(L->w, e), u);
+            error(L, KEEL_LIMIT_EXCEEDED, "entities", NULL, "hierarchy deeper than the limit (%zu) at entity %s",
+                  limit, u);
+            break;
+        }
+    }
+    free(stack);
+}
+
+static void build(loader *L, const keel_node *doc)
+{
+    static const char *const top[] = { "keel", "scene", "settings", "root", "entities", NULL };
+    if (doc->kind != KEEL_NODE_MAP) {
+        error(L, KEEL_PARSE_ERROR, "", doc, "a scene document must be a map (keel, scene, settings, root, entities)");
+        return;
+    }
+    want_map(L, doc, "", "the scene document", top);
+    const keel_node *v = keel_node_get(doc, "keel");
+    int64_t version;
+    if (!v) {
+        error(L, KEEL_PARSE_ERROR, "keel", doc, "missing key 'keel' (the document version)");
+    } else if (v->kind != KEEL_NODE_SCALAR || !keel_node_as_int(v, &version) || version != KEEL_DOCUMENT_VERSION) {
+        error(L, KEEL_PARSE_ERROR, "keel", v, "unsupported document version '%.32s'", show(v));
+    }
+    const keel_node *scene = keel_node_get(doc, "scene");
+    if (!scene) {
+        error(L, KEEL_PARSE_ERROR, "scene", doc, "missing key 'scene'");
+    } else {
+        static const char *const keys[] = { "uuid", "name", NULL };
+        if (want_map(L, scene, "scene", "scene", keys) || scene->kind == KEEL_NODE_MAP) {
+            const keel_node *un = keel_node_get(scene, "uuid"), *nn = keel_node_get(scene, "name");
+            keel_uuid u;
+            if (!un) error(L, KEEL_PARSE_ERROR, "scene.uuid", scene, "missing key 'uuid'");
+            else if (want_uuid(L, un, "scene.uuid", &u)) keel_world_set_uuid(L->w, u);
+            if (nn) {
+                const char *name = want_string(L, nn, "scene.name");
+                if (name) {
+                    keel_diags tmp;
+                    keel_diags_init(&tmp);
+                    keel_world_set_name(L->w, name, &tmp);
+                    forward(L, &tmp, "scene.name", nn);
+                }
+            }
+        }
+    }
+    const keel_node *settings = keel_node_get(doc, "settings");
+    if (settings && !is_null(settings)) {
+        static const char *const keys[] = { "grid", NULL };
+        if (want_map(L, settings, "settings", "settings", keys) || settings->kind == KEEL_NODE_MAP) {
+            const keel_node *g = keel_node_get(settings, "grid");
+            if (g && !is_null(g)) load_grid(L, g);
+        }
+    }
+    load_components(L, keel_world_root(L->w), keel_node_get(doc, "root"), "root");
+
+    const keel_node *list = keel_node_get(doc, "entities");
+    if (!list || is_null(list)) return;
+    if (list->kind != KEEL_NODE_SEQ) {
+        error(L, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
+        return;
+    }
+    if (list->count > L->o->limits.entities) {
+        error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)", L->o->limits.entities);
+        return;
+    }
+    ent_rec *recs = list->count ? calloc(list->count, sizeof *recs) : NULL;
+    if (list->count && !recs) abort();
+    spawn_entities(L, list, recs);
+    link_parents(L, list->count, recs);
+    check_depth(L);
+    for (size_t i = 0; i < list->count; i++) {
+        if (!recs[i].e) continue;
+        char *prefix = pathf("entities[%zu].components", i);
+        recs[i].comps_ok = load_components(L, recs[i].e, recs[i].components, prefix);
+        free(prefix);
+    }
+    /* Kind rules once every stack is whole (an entity with a refused
+     * component would only report follow-on noise). */
+    for (size_t i = 0; i < list->count; i++) {
+        if (!recs[i].e || !recs[i].comps_ok) continue;
+        char *path = pathf("entities[%zu]", i);
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        keel_check_rules(L->w, recs[i].e, path, &tmp);
+        forward(L, &tmp, path, recs[i].components ? recs[i].components : recs[i].node);
+        free(path);
+    }
+    free(recs);
+}
+
+keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
+{
+    keel_load_opts defaults = keel_load_opts_default();
+    if (!o) o = &defaults;
+    loader L;
+    memset(&L, 0, sizeof L);
+    L.o = o;
+    L.file = o->file;
+    keel_diags_init(&L.diags);
+    keel_node *doc = NULL;
+    if (keel__yaml_parse(text, len, &o->limits, o->file, &doc, &L.diags) == KEEL_OK) {
+        L.w = keel_world_new("");
+        if (!L.w) abort();
+        build(&L, doc);
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        if (L.diags.errors == 0) {
+            keel_check_rules(L.w, keel_world_root(L.w), "root", &tmp);
+            forward(&L, &tmp, "root", keel_node_get(doc, "root"));
+        }
+        for (size_t i = 0; i < L.unk_n; i++)
+            warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", L.unk[i].key,
+                    L.unk[i].count, L.unk[i].count == 1 ? "" : "s");
+        if (L.diags.errors == 0) {
+            keel_awake_all(L.w, &tmp);
+            forward(&L, &tmp, "", NULL);
+        }
+    }
+    keel_node_free(doc);
+    for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
+    free(L.unk);
+    keel_status st = keel_diags_status(&L.diags);
+    if (st != KEEL_OK) {
+        keel_world_free(L.w);
+    } else {
+        *out = L.w;
+    }
+    keel_diags_append(d, &L.diags, "");
+    keel_diags_free(&L.diags);
+    return st;
+}
+
+keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d)
+{
+    keel_load_opts opts = o ? *o : keel_load_opts_default();
+    opts.file = path;
+    char *data = NULL;
+    size_t len = 0;
+    keel_status st = keel_read_file(path, opts.limits.document_size, &data, &len, d);
+    if (st) return st;
+    if (len >= 8 && memcmp(data, "KEELCOOK", 8) == 0)
+        st = keel_cook_read(data, len, &opts, out, d);
+    else
+        st = keel_scene_parse(data, len, &opts, out, d);
+    free(data);
+    return st;
+}

@@ -1,0 +1,427 @@
+/* scene_write.c — a world to its canonical YAML text (libyaml's emitter): same world, same bytes. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "internal.h"
+
+typedef struct writer {
+    yaml_emitter_t em;
+    char *buf;
+    size_t len, cap;
+    bool failed;
+} writer;
+
+static int out_handler(void *data, unsigned char *bytes, size_t size)
+{
+    writer *wr = data;
+    if (wr->len + size + 1 > wr->cap) {
+        while (wr->len + size + 1 > wr->cap) wr->cap = wr->cap ? wr->cap * 2 : 65536;
+        wr->buf = keel__xrealloc(wr->buf, wr->cap);
+    }
+    memcpy(wr->buf + wr->len, bytes, size);
+    wr->len += size;
+    return 1;
+}
+
+static void emit(writer *wr, yaml_event_t *e)
+{
+    if (wr->failed) {
+        yaml_event_delete(e);
+        return;
+    }
+    if (!yaml_emitter_emit(&wr->em, e)) wr->failed = true; /* the emitter frees the event either way */
+}
+
+static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t style)
+{
+    yaml_event_t e;
+    if (!yaml_scalar_event_initialize(&e, NULL, NULL, (yaml_char_t *)text, (int)len, 1, 1, style)) {
+        wr->failed = true;
+        return;
+    }
+    emit(wr, &e);
+}
+
+static void plain(writer *wr, const char *text) { scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE); }
+
+static void map_start(writer *wr, bool flow)
+{
+    yaml_event_t e;
+    yaml_mapping_start_event_initialize(&e, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+    emit(wr, &e);
+}
+
+static void map_end(writer *wr)
+{
+    yaml_event_t e;
+    yaml_mapping_end_event_initialize(&e);
+    emit(wr, &e);
+}
+
+static void seq_start(writer *wr, bool flow)
+{
+    yaml_event_t e;
+    yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
+                                         flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+    emit(wr, &e);
+}
+
+static void seq_end(writer *wr)
+{
+    yaml_event_t e;
+    yaml_sequence_end_event_initialize(&e);
+    emit(wr, &e);
+}
+
+/* ---- strings: plain only when a core-schema (and a YAML 1.1) reader gets the same string ---- */
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/* Numbers as a YAML 1.1 reader sees them too: 1_000, 1:30, 0b101, 2001-12-14. */
+static bool number_like(const char *s)
+{
+    if (*s == '+' || *s == '-') s++;
+    if (*s == '.') return true; /* .5, .inf, .nan */
+    if (!is_digit(*s)) return false;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b')) return true;
+    if (strlen(s) >= 8 && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) && s[4] == '-') return true;
+    bool exp = false;
+    for (const char *p = s; *p; p++) {
+        char c = *p;
+        if (is_digit(c) || c == '_' || c == '.' || c == ':') continue;
+        if ((c == 'e' || c == 'E') && !exp) {
+            exp = true;
+            if (p[1] == '+' || p[1] == '-') p++;
+            continue;
+        }
+        return false;
+    }
+    return true;
+}
+
+static bool word_in(const char *s, const char *const *words)
+{
+    for (; *words; words++)
+        if (strcmp(s, *words) == 0) return true;
+    return false;
+}
+
+static bool plain_safe(const char *s, size_t len)
+{
+    static const char *const words[] = {
+        "null", "Null", "NULL", "~", "true", "True", "TRUE", "false", "False", "FALSE",
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
+        "=", "<<", NULL,
+    };
+    if (len == 0 || strlen(s) != len) return false;
+    if (s[0] == ' ' || s[len - 1] == ' ') return false;
+    if (strchr("-?:,[]{}#&*!|>'\"%@`", s[0])) return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7f) return false;
+        if (c == ':' && (i + 1 == len || s[i + 1] == ' ')) return false;
+        if (c == '#' && s[i - 1] == ' ') return false;
+        if (c >= 0x80 && i + 2 < len && c == 0xe2 && (unsigned char)s[i + 1] == 0x80 &&
+            ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9))
+            return false; /* U+2028/2029 line separators */
+        if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] == 0x85) return false; /* NEL */
+        if (c == 0xef && i + 2 < len && (unsigned char)s[i + 1] == 0xbb && (unsigned char)s[i + 2] == 0xbf)
+            return false; /* BOM */
+    }
+    if (word_in(s, words)) return false;
+    if (number_like(s)) return false;
+    return true;
+}
+
+static void string(writer *wr, const char *s, size_t len)
+{
+    scalar(wr, s, len, plain_safe(s, len) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+}
+
+static void str(writer *wr, const char *s) { string(wr, s, strlen(s)); }
+
+static void key(writer *wr, const char *k) { str(wr, k); }
+
+static void int_value(writer *wr, int64_t v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    plain(wr, buf);
+}
+
+static void float_value(writer *wr, double v)
+{
+    char buf[64];
+    keel_format_double(v, buf, sizeof buf);
+    plain(wr, buf);
+}
+
+static void vec_value(writer *wr, const double *v, int n)
+{
+    seq_start(wr, true);
+    for (int i = 0; i < n; i++) float_value(wr, v[i]);
+    seq_end(wr);
+}
+
+/* ---- preserved trees (unknown components): each node as it was written ---- */
+
+static void emit_preserved(writer *wr, const keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SCALAR) {
+        yaml_scalar_style_t st;
+        switch (n->style) {
+        case KEEL_STYLE_PLAIN: st = YAML_PLAIN_SCALAR_STYLE; break;
+        case KEEL_STYLE_SINGLE: st = YAML_SINGLE_QUOTED_SCALAR_STYLE; break;
+        case KEEL_STYLE_DOUBLE: st = YAML_DOUBLE_QUOTED_SCALAR_STYLE; break;
+        case KEEL_STYLE_LITERAL: st = YAML_LITERAL_SCALAR_STYLE; break;
+        case KEEL_STYLE_FOLDED: st = YAML_FOLDED_SCALAR_STYLE; break;
+        default: string(wr, n->text ? n->text : "", n->text ? n->len : 0); return;
+        }
+        if (st == YAML_PLAIN_SCALAR_STYLE && n->len == 0) {
+            plain(wr, "null"); /* an empty plain scalar is null; say so where libyaml would quote it */
+            return;
+        }
+        scalar(wr, n->text ? n->text : "", n->text ? n->len : 0, st);
+        return;
+    }
+    bool flow = n->style == KEEL_STYLE_FLOW;
+    if (n->kind == KEEL_NODE_SEQ) {
+        seq_start(wr, flow);
+        for (size_t i = 0; i < n->count; i++) emit_preserved(wr, &n->items[i]);
+        seq_end(wr);
+    } else {
+        map_start(wr, flow);
+        for (size_t i = 0; i < 2 * n->count; i++) emit_preserved(wr, &n->items[i]);
+        map_end(wr);
+    }
+}
+
+/* ---- known bodies: canonical, typed by the kind's fields ---- */
+
+static bool numeric_seq(const keel_node *n)
+{
+    if (n->kind != KEEL_NODE_SEQ) return false;
+    for (size_t i = 0; i < n->count; i++) {
+        double v;
+        if (n->items[i].kind != KEEL_NODE_SCALAR || !keel_node_as_float(&n->items[i], &v)) return false;
+    }
+    return true;
+}
+
+static void emit_canonical(writer *wr, const keel_node *n, int type)
+{
+    if (n->kind == KEEL_NODE_SCALAR) {
+        bool quoted = n->style == KEEL_STYLE_SINGLE || n->style == KEEL_STYLE_DOUBLE ||
+                      n->style == KEEL_STYLE_LITERAL || n->style == KEEL_STYLE_FOLDED || n->style == KEEL_STYLE_ANY;
+        switch (type) {
+        case KEEL_T_STRING:
+        case KEEL_T_ENUM:
+            string(wr, n->text ? n->text : "", n->text ? n->len : 0);
+            return;
+        case KEEL_T_ASSET:
+        case KEEL_T_ENTITY:
+            if (!quoted && keel_node_is_null(n)) plain(wr, "null");
+            else string(wr, n->text ? n->text : "", n->text ? n->len : 0);
+            return;
+        default:
+            if (!quoted && n->text && n->len) plain(wr, n->text);
+            else if (!quoted) plain(wr, "null");
+            else string(wr, n->text ? n->text : "", n->text ? n->len : 0);
+            return;
+        }
+    }
+    if (n->kind == KEEL_NODE_SEQ) {
+        seq_start(wr, numeric_seq(n));
+        for (size_t i = 0; i < n->count; i++) emit_canonical(wr, &n->items[i], -1);
+        seq_end(wr);
+        return;
+    }
+    map_start(wr, false);
+    for (size_t i = 0; i < n->count; i++) {
+        const keel_node *k = &n->items[2 * i];
+        key(wr, k->text ? k->text : "");
+        emit_canonical(wr, &n->items[2 * i + 1], -1);
+    }
+    map_end(wr);
+}
+
+static void emit_body(writer *wr, keel_kind_id k, const keel_node *body)
+{
+    if (!body || body->kind != KEEL_NODE_MAP) {
+        map_start(wr, true);
+        map_end(wr);
+        return;
+    }
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    map_start(wr, false);
+    for (size_t i = 0; i < body->count; i++) {
+        const keel_node *kn = &body->items[2 * i];
+        int f = kd ? keel_kind_field(k, kn->text) : -1;
+        key(wr, kn->text ? kn->text : "");
+        emit_canonical(wr, &body->items[2 * i + 1], f >= 0 ? (int)kd->fields[f].type : -1);
+    }
+    map_end(wr);
+}
+
+static void emit_components(writer *wr, const keel_world *w, keel_entity e)
+{
+    size_t n = keel_member_count(w, e);
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (!keel_member_at(w, e, i, &m)) continue;
+        if (m.loaded) {
+            const keel_kind_desc *kd = keel_kind_describe(m.kind);
+            if (kd && (kd->flags & KEEL_KIND_NOSAVE)) continue;
+        }
+        if (shown++ == 0) seq_start(wr, false);
+        map_start(wr, false);
+        key(wr, "kind");
+        str(wr, m.key);
+        key(wr, "version");
+        int_value(wr, m.version);
+        key(wr, "slot");
+        int_value(wr, m.slot);
+        if (!m.enabled) {
+            key(wr, "enabled");
+            plain(wr, "false");
+        }
+        key(wr, "body");
+        if (m.loaded) {
+            keel_comp c = { e, m.kind, m.slot };
+            keel_node *body = keel_body_encode(w, c, false);
+            emit_body(wr, m.kind, body);
+            keel_node_free(body);
+        } else if (m.preserved) {
+            emit_preserved(wr, m.preserved);
+        } else {
+            map_start(wr, true);
+            map_end(wr);
+        }
+        map_end(wr);
+    }
+    if (shown) {
+        seq_end(wr);
+    } else {
+        seq_start(wr, true);
+        seq_end(wr);
+    }
+}
+
+static void emit_entity(writer *wr, const keel_world *w, keel_entity e)
+{
+    char u[37];
+    map_start(wr, false);
+    key(wr, "uuid");
+    keel_uuid_format(keel_entity_uuid(w, e), u);
+    str(wr, u);
+    key(wr, "name");
+    const char *name = keel_entity_name(w, e);
+    str(wr, name ? name : "");
+    keel_entity parent = keel_entity_parent(w, e);
+    if (parent) {
+        key(wr, "parent");
+        keel_uuid_format(keel_entity_uuid(w, parent), u);
+        str(wr, u);
+    }
+    if (!keel_entity_enabled(w, e)) {
+        key(wr, "enabled");
+        plain(wr, "false");
+    }
+    key(wr, "components");
+    emit_components(wr, w, e);
+    map_end(wr);
+}
+
+static void emit_settings(writer *wr, const keel_world *w)
+{
+    const keel_grid *g = keel_world_grid(w);
+    key(wr, "settings");
+    map_start(wr, false);
+    key(wr, "grid");
+    map_start(wr, false);
+    key(wr, "enabled");
+    plain(wr, g->enabled ? "true" : "false");
+    key(wr, "origin");
+    vec_value(wr, g->origin, 3);
+    key(wr, "orientation");
+    vec_value(wr, g->orientation, 4);
+    key(wr, "base_spacing");
+    float_value(wr, g->base_spacing);
+    key(wr, "major_line_every");
+    int_value(wr, g->major_line_every);
+    map_end(wr);
+    map_end(wr);
+}
+
+keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d)
+{
+    writer wr;
+    memset(&wr, 0, sizeof wr);
+    if (!yaml_emitter_initialize(&wr.em)) abort();
+    yaml_emitter_set_output(&wr.em, out_handler, &wr);
+    yaml_emitter_set_unicode(&wr.em, 1);
+    yaml_emitter_set_width(&wr.em, -1);
+    yaml_emitter_set_indent(&wr.em, 2);
+    yaml_emitter_set_break(&wr.em, YAML_LN_BREAK);
+
+    yaml_event_t e;
+    yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
+    emit(&wr, &e);
+    yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
+    emit(&wr, &e);
+    map_start(&wr, false);
+    key(&wr, "keel");
+    int_value(&wr, KEEL_DOCUMENT_VERSION);
+    key(&wr, "scene");
+    map_start(&wr, false);
+    char u[37];
+    keel_uuid_format(keel_world_uuid(w), u);
+    key(&wr, "uuid");
+    str(&wr, u);
+    key(&wr, "name");
+    const char *name = keel_world_name(w);
+    str(&wr, name ? name : "");
+    map_end(&wr);
+    emit_settings(&wr, w);
+    key(&wr, "root");
+    emit_components(&wr, w, keel_world_root(w));
+    key(&wr, "entities");
+    keel_entity first = keel_next(w, 0);
+    seq_start(&wr, first == KEEL_NO_ENTITY);
+    for (keel_entity ent = first; ent; ent = keel_next(w, ent)) emit_entity(&wr, w, ent);
+    seq_end(&wr);
+    map_end(&wr);
+    yaml_document_end_event_initialize(&e, 1);
+    emit(&wr, &e);
+    yaml_stream_end_event_initialize(&e);
+    emit(&wr, &e);
+    if (!wr.failed && !yaml_emitter_flush(&wr.em)) wr.failed = true;
+    keel_status st = KEEL_OK;
+    if (wr.failed) {
+        st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "cannot write the scene: %s",
+                           wr.em.problem ? wr.em.problem : "emitter error");
+        free(wr.buf);
+    } else {
+        if (!wr.buf) wr.buf = keel__xrealloc(NULL, 1);
+        wr.buf[wr.len] = '\0';
+        *out = wr.buf;
+        if (len) *len = wr.len;
+    }
+    yaml_emitter_delete(&wr.em);
+    return st;
+}
+
+keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    keel_status st = keel_scene_dump(w, &text, &len, d);
+    if (st) return st;
+    st = keel_write_atomic(path, text, len, d);
+    free(text);
+    return st;
+}

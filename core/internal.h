@@ -39,6 +39,22 @@ void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc);
  * under it (decode, migrate, make live in the same slot, awake). */
 void keel__worlds_adopt(keel_kind_id k);
 
+/* ---- kind.c: layout and registry helpers (for hot reload and loaders) ---- */
+
+/* Offset of field `field` / total record size under a description's layout
+ * (declared order, 8-byte aligned; the size is at least 8). Lets a world read
+ * records laid out by a description that has since been replaced. */
+size_t keel__layout_offset(const keel_kind_desc *d, int field);
+size_t keel__layout_size(const keel_kind_desc *d);
+/* keel__record_fini for a record laid out by `d` (e.g. the old desc during relayout). */
+void keel__desc_record_fini(const keel_kind_desc *d, void *record);
+bool keel__kind_key_valid(const char *key);  /* ns:name, [a-z0-9_]+ both sides */
+bool keel__registry_frozen(void);
+
+/* ---- builtins.c ---- */
+/* Declares the built-in kinds (called by keel_init). */
+keel_status keel__builtins_register(keel_diags *d);
+
 /* ---- util ---- */
 char *keel__strdup(const char *s);
 char *keel__strfmt(const char *fmt, ...)

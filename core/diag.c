@@ -1,0 +1,153 @@
+/* diag.c — status names and diagnostic lists (code, message, path, file:line:col). */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *keel_status_name(keel_status s)
+{
+    switch (s) {
+    case KEEL_OK: return "OK";
+    case KEEL_NOT_FOUND: return "NotFound";
+    case KEEL_UNSUPPORTED: return "Unsupported";
+    case KEEL_PROTECTED_ENTITY: return "ProtectedEntity";
+    case KEEL_INVALID_OPERATION: return "InvalidOperation";
+    case KEEL_INVALID_ARGUMENT: return "InvalidArgument";
+    case KEEL_LIMIT_EXCEEDED: return "LimitExceeded";
+    case KEEL_PARSE_ERROR: return "ParseError";
+    case KEEL_IO_ERROR: return "IOError";
+    }
+    return "Unknown";
+}
+
+void keel_diags_init(keel_diags *d)
+{
+    memset(d, 0, sizeof *d);
+}
+
+void keel_diags_free(keel_diags *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->count; i++) {
+        free(d->items[i].message);
+        free(d->items[i].path);
+        free(d->items[i].file);
+    }
+    free(d->items);
+    memset(d, 0, sizeof *d);
+}
+
+static keel_diag *diags_push(keel_diags *d)
+{
+    if (d->count == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 4;
+        d->items = keel__xrealloc(d->items, d->cap * sizeof *d->items);
+    }
+    keel_diag *g = &d->items[d->count++];
+    memset(g, 0, sizeof *g);
+    return g;
+}
+
+keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
+                          const char *path, const char *file, int line, int col,
+                          const char *fmt, ...)
+{
+    if (!d)
+        return code;
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    char *msg = keel__xrealloc(NULL, (size_t)n + 1);
+    vsnprintf(msg, (size_t)n + 1, fmt, aq);
+    va_end(aq);
+
+    keel_diag *g = diags_push(d);
+    g->code = code;
+    g->severity = sev;
+    g->message = msg;
+    g->path = keel__strdup(path ? path : "");
+    g->file = file ? keel__strdup(file) : NULL;
+    g->line = line;
+    g->col = col;
+    if (sev == KEEL_SEV_ERROR)
+        d->errors++;
+    return code;
+}
+
+keel_status keel_diags_status(const keel_diags *d)
+{
+    if (!d)
+        return KEEL_OK;
+    for (size_t i = 0; i < d->count; i++)
+        if (d->items[i].severity == KEEL_SEV_ERROR)
+            return d->items[i].code;
+    return KEEL_OK;
+}
+
+/* "a.b" + "c" -> "a.b.c"; "a" + "[2].x" -> "a[2].x"; either side empty -> the other. */
+static char *join_path(const char *prefix, const char *path)
+{
+    if (!prefix || !*prefix)
+        return keel__strdup(path);
+    if (!path || !*path)
+        return keel__strdup(prefix);
+    return keel__strfmt("%s%s%s", prefix, path[0] == '[' ? "" : ".", path);
+}
+
+void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix)
+{
+    if (!src)
+        return;
+    if (!dst) {
+        keel_diags_free(src);
+        return;
+    }
+    for (size_t i = 0; i < src->count; i++) {
+        keel_diag *s = &src->items[i];
+        keel_diag *g = diags_push(dst);
+        *g = *s;
+        if (prefix && *prefix) {
+            g->path = join_path(prefix, s->path);
+            free(s->path);
+        }
+        if (g->severity == KEEL_SEV_ERROR)
+            dst->errors++;
+    }
+    free(src->items);
+    memset(src, 0, sizeof *src);
+}
+
+const char *keel_diag_format(const keel_diag *g, char *buf, size_t cap)
+{
+    if (!buf || cap == 0)
+        return buf;
+    buf[0] = '\0';
+    size_t at = 0;
+#define PUT(...)                                                            \
+    do {                                                                    \
+        if (at < cap) {                                                     \
+            int n_ = snprintf(buf + at, cap - at, __VA_ARGS__);             \
+            if (n_ > 0)                                                     \
+                at += (size_t)n_ < cap - at ? (size_t)n_ : cap - at - 1;    \
+        }                                                                   \
+    } while (0)
+    if (g->file && *g->file) {
+        if (g->line > 0)
+            PUT("%s:%d:%d: ", g->file, g->line, g->col > 0 ? g->col : 1);
+        else
+            PUT("%s: ", g->file);
+    }
+    PUT("%s: %s: %s", g->severity == KEEL_SEV_WARNING ? "warning" : "error",
+        keel_status_name(g->code), g->message ? g->message : "");
+    if (g->path && *g->path)
+        PUT(" (at %s)", g->path);
+#undef PUT
+    return buf;
+}

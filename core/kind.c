@@ -1,0 +1,821 @@
+/* kind.c — the process-wide kind registry: declaration, layout, field checks, records. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STRING_LIMIT (64u * 1024u)
+
+typedef struct kind {
+    keel_kind_desc desc;  /* deep copy: every string and array owned here */
+    size_t *offsets;      /* per field */
+    size_t size;          /* record size, a multiple of 8, at least 8 */
+} kind;
+
+static struct {
+    bool ready;
+    bool frozen;
+    kind **by_id;         /* id - 1 -> kind; ids are never reused */
+    size_t count;
+    keel_kind_id *sorted; /* ids sorted by key */
+} reg;
+
+/* ---- types ---- */
+
+static const char *const type_names[KEEL_T_COUNT_] = {
+    "bool", "int", "float", "vec2", "vec3", "vec4", "quat", "color", "enum", "string", "asset", "entity"
+};
+
+const char *keel_type_name(keel_type t)
+{
+    return (unsigned)t < KEEL_T_COUNT_ ? type_names[t] : "?";
+}
+
+bool keel_type_parse(const char *name, keel_type *out)
+{
+    for (int t = 0; name && t < KEEL_T_COUNT_; t++)
+        if (!strcmp(name, type_names[t])) {
+            if (out)
+                *out = (keel_type)t;
+            return true;
+        }
+    return false;
+}
+
+int keel_type_width(keel_type t)
+{
+    switch (t) {
+    case KEEL_T_VEC2: return 2;
+    case KEEL_T_VEC3: return 3;
+    case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: return 4;
+    default: return 1;
+    }
+}
+
+static bool is_vector(keel_type t)
+{
+    return t >= KEEL_T_VEC2 && t <= KEEL_T_COLOR;
+}
+
+static bool is_numeric(keel_type t)
+{
+    return t == KEEL_T_INT || t == KEEL_T_FLOAT || is_vector(t);
+}
+
+size_t keel_type_size(keel_type t)
+{
+    if (is_vector(t))
+        return 8u * (size_t)keel_type_width(t);
+    if (t == KEEL_T_ASSET || t == KEEL_T_ENTITY)
+        return sizeof(keel_uuid);
+    return 8; /* bool (padded), int64, double, enum index, char * */
+}
+
+size_t keel__layout_offset(const keel_kind_desc *d, int field)
+{
+    size_t off = 0;
+    for (int i = 0; i < field && (size_t)i < d->field_count; i++)
+        off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
+    return off;
+}
+
+size_t keel__layout_size(const keel_kind_desc *d)
+{
+    size_t s = keel__layout_offset(d, (int)d->field_count);
+    return s ? s : 8;
+}
+
+/* ---- registry lookups ---- */
+
+static kind *kind_get(keel_kind_id k)
+{
+    if (k == KEEL_NO_KIND || k > reg.count)
+        return NULL;
+    return reg.by_id[k - 1];
+}
+
+/* Position in `sorted` where key is or would go. */
+static size_t sorted_pos(const char *key, bool *found)
+{
+    size_t lo = 0, hi = reg.count;
+    *found = false;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(reg.by_id[reg.sorted[mid] - 1]->desc.key, key);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+keel_kind_id keel_kind_find(const char *key)
+{
+    if (!key || !reg.count)
+        return KEEL_NO_KIND;
+    bool found;
+    size_t i = sorted_pos(key, &found);
+    return found ? reg.sorted[i] : KEEL_NO_KIND;
+}
+
+size_t keel_kind_count(void)
+{
+    return reg.count;
+}
+
+keel_kind_id keel_kind_at(size_t i)
+{
+    return i < reg.count ? reg.sorted[i] : KEEL_NO_KIND;
+}
+
+const keel_kind_desc *keel_kind_describe(keel_kind_id k)
+{
+    kind *K = kind_get(k);
+    return K ? &K->desc : NULL;
+}
+
+int keel_kind_field(keel_kind_id k, const char *field)
+{
+    kind *K = kind_get(k);
+    if (!K || !field)
+        return -1;
+    for (size_t i = 0; i < K->desc.field_count; i++)
+        if (!strcmp(K->desc.fields[i].key, field))
+            return (int)i;
+    return -1;
+}
+
+size_t keel_kind_record_size(keel_kind_id k)
+{
+    kind *K = kind_get(k);
+    return K ? K->size : 0;
+}
+
+size_t keel_kind_field_offset(keel_kind_id k, int field)
+{
+    kind *K = kind_get(k);
+    if (!K || field < 0 || (size_t)field >= K->desc.field_count)
+        return 0;
+    return K->offsets[field];
+}
+
+/* ---- value checks ---- */
+
+static void fmt_num(double v, char *buf, size_t cap)
+{
+    keel_format_double(v, buf, cap);
+}
+
+static int choice_index(const keel_field_desc *f, const char *name)
+{
+    for (size_t i = 0; name && i < f->choice_count; i++)
+        if (!strcmp(f->choices[i], name))
+            return (int)i;
+    return -1;
+}
+
+static keel_status check_bounds(const keel_field_desc *f, double x, keel_diags *d)
+{
+    char a[40], b[40];
+    if (f->has_min && (f->min_exclusive ? !(x > f->min) : !(x >= f->min))) {
+        fmt_num(x, a, sizeof a);
+        fmt_num(f->min, b, sizeof b);
+        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is below the minimum (%s %s)",
+                          f->key, a, f->min_exclusive ? ">" : ">=", b);
+    }
+    if (f->has_max && (f->max_exclusive ? !(x < f->max) : !(x <= f->max))) {
+        fmt_num(x, a, sizeof a);
+        fmt_num(f->max, b, sizeof b);
+        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is above the maximum (%s %s)",
+                          f->key, a, f->max_exclusive ? "<" : "<=", b);
+    }
+    return KEEL_OK;
+}
+
+static keel_status check_finite(const keel_field_desc *f, double x, keel_diags *d)
+{
+    if (isfinite(x))
+        return KEEL_OK;
+    char a[40];
+    fmt_num(x, a, sizeof a);
+    return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is not a finite number", f->key, a);
+}
+
+static keel_status wrong_type(const keel_field_desc *f, const keel_value *v, keel_diags *d)
+{
+    return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected %s, got %s", f->key,
+                      keel_type_name(f->type), keel_type_name(v->type));
+}
+
+/* The check behind keel_field_check, usable on a field desc before the kind exists. */
+static keel_status field_check(const keel_field_desc *f, keel_value *v, keel_diags *d)
+{
+    keel_status st;
+    switch (f->type) {
+    case KEEL_T_BOOL:
+        if (v->type != KEEL_T_BOOL)
+            return wrong_type(f, v, d);
+        return KEEL_OK;
+    case KEEL_T_INT:
+        if (v->type == KEEL_T_FLOAT) {
+            double x = v->as.f;
+            if ((st = check_finite(f, x, d)))
+                return st;
+            if (x != floor(x) || x < -9223372036854775808.0 || x >= 9223372036854775808.0) {
+                char a[40];
+                fmt_num(x, a, sizeof a);
+                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected int, got %s",
+                                  f->key, a);
+            }
+            v->type = KEEL_T_INT;
+            v->as.i = (int64_t)x;
+        } else if (v->type != KEEL_T_INT) {
+            return wrong_type(f, v, d);
+        }
+        if (f->has_min || f->has_max) {
+            /* Compare exactly where doubles would round: bounds are doubles anyway. */
+            return check_bounds(f, (double)v->as.i, d);
+        }
+        return KEEL_OK;
+    case KEEL_T_FLOAT:
+        if (v->type == KEEL_T_INT) {
+            double x = (double)v->as.i;
+            v->type = KEEL_T_FLOAT;
+            v->as.f = x;
+        } else if (v->type != KEEL_T_FLOAT) {
+            return wrong_type(f, v, d);
+        }
+        if ((st = check_finite(f, v->as.f, d)))
+            return st;
+        return check_bounds(f, v->as.f, d);
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        int n = keel_type_width(f->type);
+        if (!is_vector(v->type) || keel_type_width(v->type) != n)
+            return wrong_type(f, v, d);
+        v->type = f->type;
+        for (int i = 0; i < n; i++) {
+            if ((st = check_finite(f, v->as.v[i], d)))
+                return st;
+            if ((st = check_bounds(f, v->as.v[i], d)))
+                return st;
+        }
+        if (f->type == KEEL_T_QUAT) {
+            double len = sqrt(v->as.v[0] * v->as.v[0] + v->as.v[1] * v->as.v[1] +
+                              v->as.v[2] * v->as.v[2] + v->as.v[3] * v->as.v[3]);
+            if (!(len > 0) || !isfinite(len))
+                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
+                                  "%s: a zero quaternion cannot be normalized", f->key);
+            if (len != 1.0)
+                for (int i = 0; i < 4; i++)
+                    v->as.v[i] /= len;
+        }
+        return KEEL_OK;
+    }
+    case KEEL_T_ENUM:
+        if (v->type == KEEL_T_STRING) {
+            int c = choice_index(f, v->as.s);
+            if (c < 0)
+                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not one of its choices",
+                                  f->key, v->as.s ? v->as.s : "");
+            v->type = KEEL_T_ENUM;
+            v->as.i = c;
+            return KEEL_OK;
+        }
+        if (v->type != KEEL_T_ENUM && v->type != KEEL_T_INT)
+            return wrong_type(f, v, d);
+        if (v->as.i < 0 || (uint64_t)v->as.i >= f->choice_count)
+            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
+                              "%s: choice %lld is out of range (0 to %zu)", f->key,
+                              (long long)v->as.i, f->choice_count ? f->choice_count - 1 : 0);
+        v->type = KEEL_T_ENUM;
+        return KEEL_OK;
+    case KEEL_T_STRING:
+        if (v->type != KEEL_T_STRING)
+            return wrong_type(f, v, d);
+        if (v->as.s && strlen(v->as.s) > STRING_LIMIT)
+            return keel_error(d, KEEL_LIMIT_EXCEEDED, f->key,
+                              "%s: string of %zu bytes exceeds the limit of %u", f->key,
+                              strlen(v->as.s), STRING_LIMIT);
+        return KEEL_OK;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        if (v->type == KEEL_T_STRING) {
+            keel_uuid u;
+            if (!v->as.s || !*v->as.s) {
+                memset(&u, 0, sizeof u);
+            } else if (!keel_uuid_parse(v->as.s, &u)) {
+                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not a UUID", f->key,
+                                  v->as.s);
+            }
+            v->type = f->type;
+            v->as.u = u;
+            v->nil = keel_uuid_is_nil(u);
+            return KEEL_OK;
+        }
+        if (v->type != KEEL_T_ASSET && v->type != KEEL_T_ENTITY)
+            return wrong_type(f, v, d);
+        v->type = f->type;
+        if (v->nil)
+            memset(&v->as.u, 0, sizeof v->as.u);
+        v->nil = keel_uuid_is_nil(v->as.u);
+        return KEEL_OK;
+    default:
+        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: bad field type %d", f->key, (int)f->type);
+    }
+}
+
+keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diags *d)
+{
+    kind *K = kind_get(k);
+    if (!K)
+        return keel_error(d, KEEL_NOT_FOUND, "", "no kind with id %u", (unsigned)k);
+    if (field < 0 || (size_t)field >= K->desc.field_count)
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field #%d", K->desc.key, field);
+    return field_check(&K->desc.fields[field], v, d);
+}
+
+/* ---- records ---- */
+
+static void put_raw(const keel_field_desc *f, unsigned char *p, const keel_value *v)
+{
+    switch (f->type) {
+    case KEEL_T_BOOL: { bool b = v->as.b; memcpy(p, &b, sizeof b); break; }
+    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(p, &v->as.i, sizeof v->as.i); break;
+    case KEEL_T_FLOAT: memcpy(p, &v->as.f, sizeof v->as.f); break;
+    case KEEL_T_STRING: {
+        char *old;
+        memcpy(&old, p, sizeof old);
+        char *s = keel__strdup(v->as.s ? v->as.s : "");
+        free(old);
+        memcpy(p, &s, sizeof s);
+        break;
+    }
+    case KEEL_T_ASSET: case KEEL_T_ENTITY: {
+        keel_uuid u = v->as.u;
+        if (v->nil)
+            memset(&u, 0, sizeof u);
+        memcpy(p, &u, sizeof u);
+        break;
+    }
+    default: /* vectors */
+        memcpy(p, v->as.v, 8u * (size_t)keel_type_width(f->type));
+        break;
+    }
+}
+
+static void get_raw(const keel_field_desc *f, const unsigned char *p, keel_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->type = f->type;
+    switch (f->type) {
+    case KEEL_T_BOOL: memcpy(&out->as.b, p, sizeof out->as.b); break;
+    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(&out->as.i, p, sizeof out->as.i); break;
+    case KEEL_T_FLOAT: memcpy(&out->as.f, p, sizeof out->as.f); break;
+    case KEEL_T_STRING: {
+        const char *s;
+        memcpy(&s, p, sizeof s);
+        out->as.s = s ? s : "";
+        break;
+    }
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        memcpy(&out->as.u, p, sizeof out->as.u);
+        out->nil = keel_uuid_is_nil(out->as.u);
+        break;
+    default:
+        memcpy(out->as.v, p, 8u * (size_t)keel_type_width(f->type));
+        break;
+    }
+}
+
+void keel__record_init(keel_kind_id k, void *record)
+{
+    kind *K = kind_get(k);
+    if (!K)
+        return;
+    memset(record, 0, K->size);
+    for (size_t i = 0; i < K->desc.field_count; i++)
+        put_raw(&K->desc.fields[i], (unsigned char *)record + K->offsets[i], &K->desc.fields[i].def);
+}
+
+void keel__desc_record_fini(const keel_kind_desc *d, void *record)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < d->field_count; i++) {
+        if (d->fields[i].type == KEEL_T_STRING) {
+            char *s;
+            memcpy(&s, (unsigned char *)record + off, sizeof s);
+            free(s);
+        }
+        off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
+    }
+    memset(record, 0, keel__layout_size(d));
+}
+
+void keel__record_fini(keel_kind_id k, void *record)
+{
+    kind *K = kind_get(k);
+    if (K)
+        keel__desc_record_fini(&K->desc, record);
+}
+
+void keel__record_copy(keel_kind_id k, void *dst, const void *src)
+{
+    kind *K = kind_get(k);
+    if (!K)
+        return;
+    memcpy(dst, src, K->size);
+    for (size_t i = 0; i < K->desc.field_count; i++) {
+        if (K->desc.fields[i].type != KEEL_T_STRING)
+            continue;
+        char *s;
+        memcpy(&s, (unsigned char *)src + K->offsets[i], sizeof s);
+        s = keel__strdup(s ? s : "");
+        memcpy((unsigned char *)dst + K->offsets[i], &s, sizeof s);
+    }
+}
+
+void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out)
+{
+    kind *K = kind_get(k);
+    if (!K || f < 0 || (size_t)f >= K->desc.field_count) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    get_raw(&K->desc.fields[f], (const unsigned char *)record + K->offsets[f], out);
+}
+
+void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v)
+{
+    kind *K = kind_get(k);
+    if (!K || f < 0 || (size_t)f >= K->desc.field_count)
+        return;
+    put_raw(&K->desc.fields[f], (unsigned char *)record + K->offsets[f], v);
+}
+
+/* ---- declaration ---- */
+
+static bool valid_name_part(const char *s, size_t n)
+{
+    if (!n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+            return false;
+    return true;
+}
+
+bool keel__kind_key_valid(const char *key)
+{
+    if (!key)
+        return false;
+    const char *colon = strchr(key, ':');
+    if (!colon)
+        return false;
+    return valid_name_part(key, (size_t)(colon - key)) && valid_name_part(colon + 1, strlen(colon + 1));
+}
+
+/* "core:mesh_renderer" -> "Mesh Renderer" */
+static char *display_from_key(const char *key)
+{
+    const char *name = strchr(key, ':');
+    name = name ? name + 1 : key;
+    char *s = keel__strdup(name);
+    bool start = true;
+    for (char *p = s; *p; p++) {
+        if (*p == '_') {
+            *p = ' ';
+            start = true;
+        } else {
+            if (start && *p >= 'a' && *p <= 'z')
+                *p = (char)(*p - 'a' + 'A');
+            start = false;
+        }
+    }
+    return s;
+}
+
+/* The value a field has when its declaration names none: zero, identity for
+ * quats, the first choice, "" / nil; nudged inside min/max when zero is outside. */
+static keel_value implicit_default(const keel_field_desc *f)
+{
+    keel_value v;
+    memset(&v, 0, sizeof v);
+    v.type = f->type;
+    if (f->type == KEEL_T_STRING)
+        v.as.s = "";
+    if (f->type == KEEL_T_QUAT)
+        v.as.v[3] = 1;
+    if (f->type == KEEL_T_ASSET || f->type == KEEL_T_ENTITY)
+        v.nil = true;
+    if (f->type == KEEL_T_INT || f->type == KEEL_T_FLOAT || (is_vector(f->type) && f->type != KEEL_T_QUAT)) {
+        double x = 0;
+        if (f->has_min && (f->min_exclusive ? !(x > f->min) : !(x >= f->min)))
+            x = f->min_exclusive ? f->min + 1 : f->min;
+        if (f->has_max && (f->max_exclusive ? !(x < f->max) : !(x <= f->max)))
+            x = f->max_exclusive ? f->max - 1 : f->max;
+        if (f->has_min && f->has_max && (f->min_exclusive || f->max_exclusive) &&
+            (!(x > f->min) || !(x < f->max)))
+            x = f->min + (f->max - f->min) / 2;
+        if (f->type == KEEL_T_INT)
+            v.as.i = (int64_t)ceil(x);
+        else if (f->type == KEEL_T_FLOAT)
+            v.as.f = x;
+        else
+            for (int i = 0; i < 4; i++)
+                v.as.v[i] = x;
+    }
+    return v;
+}
+
+static void free_desc(keel_kind_desc *d)
+{
+    free((char *)d->key);
+    free((char *)d->display);
+    free((char *)d->category);
+    for (size_t i = 0; i < d->requires_count; i++)
+        free((char *)d->requires[i]);
+    free((void *)d->requires);
+    for (size_t i = 0; i < d->rejects_count; i++)
+        free((char *)d->rejects[i]);
+    free((void *)d->rejects);
+    for (size_t i = 0; i < d->field_count; i++) {
+        keel_field_desc *f = (keel_field_desc *)&d->fields[i];
+        free((char *)f->key);
+        for (size_t c = 0; c < f->choice_count; c++)
+            free((char *)f->choices[c]);
+        free((void *)f->choices);
+        if (f->type == KEEL_T_STRING)
+            free((char *)f->def.as.s);
+    }
+    free((void *)d->fields);
+    memset(d, 0, sizeof *d);
+}
+
+static const char **copy_strings(const char *const *src, size_t n)
+{
+    if (!n)
+        return NULL;
+    const char **dst = keel__xrealloc(NULL, n * sizeof *dst);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = keel__strdup(src[i]);
+    return dst;
+}
+
+/* Validates one field declaration; on success `*out` is its owned copy. */
+static keel_status field_copy(const char *kkey, const keel_field_desc *src, size_t index,
+                              keel_field_desc *out, keel_diags *d)
+{
+    char path[48];
+    snprintf(path, sizeof path, "fields[%zu]", index);
+    memset(out, 0, sizeof *out);
+    if (!src->key || !*src->key)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field #%zu has no key", kkey, index + 1);
+    if ((unsigned)src->type >= KEEL_T_COUNT_)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s' has an unknown type (%d)", kkey,
+                          src->key, (int)src->type);
+    if ((src->has_min || src->has_max) && !is_numeric(src->type))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max apply to numbers only, not %s",
+                          kkey, src->key, keel_type_name(src->type));
+    if ((src->has_min && !isfinite(src->min)) || (src->has_max && !isfinite(src->max)))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max must be finite", kkey,
+                          src->key);
+    if (src->has_min && src->has_max && src->min > src->max)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min is greater than max", kkey,
+                          src->key);
+    if (src->type == KEEL_T_ENUM) {
+        if (src->choice_count < 1 || !src->choices)
+            return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': an enum needs at least one choice",
+                              kkey, src->key);
+        for (size_t c = 0; c < src->choice_count; c++) {
+            if (!src->choices[c] || !*src->choices[c])
+                return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': choice #%zu is empty", kkey,
+                                  src->key, c + 1);
+            for (size_t e = 0; e < c; e++)
+                if (!strcmp(src->choices[c], src->choices[e]))
+                    return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': choice '%s' appears twice",
+                                      kkey, src->key, src->choices[c]);
+        }
+    } else if (src->choice_count) {
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': only enums have choices", kkey,
+                          src->key);
+    }
+    keel_value def = src->has_default ? src->def : implicit_default(src);
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    keel_status st = field_check(src, &def, &tmp);
+    if (st) {
+        const char *msg = tmp.count ? tmp.items[0].message : "";
+        keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: bad default for %s", kkey, msg);
+        keel_diags_free(&tmp);
+        return KEEL_INVALID_ARGUMENT;
+    }
+    keel_diags_free(&tmp);
+    *out = *src;
+    out->key = keel__strdup(src->key);
+    out->choices = copy_strings(src->choices, src->choice_count);
+    out->has_default = true;
+    out->def = def;
+    if (src->type == KEEL_T_STRING)
+        out->def.as.s = keel__strdup(def.as.s ? def.as.s : "");
+    return KEEL_OK;
+}
+
+static bool same_layout(const keel_kind_desc *a, const keel_kind_desc *b)
+{
+    if (a->field_count != b->field_count)
+        return false;
+    for (size_t i = 0; i < a->field_count; i++)
+        if (a->fields[i].type != b->fields[i].type || strcmp(a->fields[i].key, b->fields[i].key))
+            return false;
+    return true;
+}
+
+static keel_status check_refs(const kind *K, keel_diags *d)
+{
+    keel_status st = KEEL_OK;
+    for (size_t i = 0; i < K->desc.requires_count; i++)
+        if (!keel_kind_find(K->desc.requires[i]) && strcmp(K->desc.requires[i], K->desc.key))
+            st = keel_error(d, KEEL_NOT_FOUND, "requires", "%s requires '%s', which is not declared",
+                            K->desc.key, K->desc.requires[i]);
+    for (size_t i = 0; i < K->desc.rejects_count; i++)
+        if (!keel_kind_find(K->desc.rejects[i]) && strcmp(K->desc.rejects[i], K->desc.key))
+            st = keel_error(d, KEEL_NOT_FOUND, "rejects", "%s rejects '%s', which is not declared",
+                            K->desc.key, K->desc.rejects[i]);
+    return st;
+}
+
+/* Builds an owned, validated copy of `src` (display/category filled in). */
+static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, keel_diags *d)
+{
+    memset(out, 0, sizeof *out);
+    const char *key = src->key ? src->key : "";
+    if (!keel__kind_key_valid(src->key))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "key",
+                          "bad kind key '%s': expected ns:name with [a-z0-9_]+ on both sides", key);
+    if (src->version < 0)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "version", "%s: version %d is below 1", key, src->version);
+    if ((unsigned)src->multiplicity > KEEL_MANY)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "multiplicity", "%s: bad multiplicity %d", key,
+                          (int)src->multiplicity);
+    if (src->multiplicity == KEEL_ONE && src->max)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "max", "%s: max applies to many kinds only", key);
+    if ((src->field_count && !src->fields) || (src->requires_count && !src->requires) ||
+        (src->rejects_count && !src->rejects))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: a count is set but its array is NULL", key);
+    for (size_t i = 0; i < src->requires_count; i++)
+        if (!keel__kind_key_valid(src->requires[i]))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "requires", "%s: requires a bad kind key '%s'", key,
+                              src->requires[i] ? src->requires[i] : "");
+    for (size_t i = 0; i < src->rejects_count; i++)
+        if (!keel__kind_key_valid(src->rejects[i]))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: rejects a bad kind key '%s'", key,
+                              src->rejects[i] ? src->rejects[i] : "");
+    for (size_t i = 0; i < src->field_count; i++)
+        for (size_t j = 0; j < i; j++)
+            if (src->fields[i].key && src->fields[j].key && !strcmp(src->fields[i].key, src->fields[j].key))
+                return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "%s: field '%s' is declared twice", key,
+                                  src->fields[i].key);
+
+    keel_field_desc *fields = src->field_count ? keel__xrealloc(NULL, src->field_count * sizeof *fields) : NULL;
+    for (size_t i = 0; i < src->field_count; i++) {
+        keel_status st = field_copy(key, &src->fields[i], i, &fields[i], d);
+        if (st) {
+            out->fields = fields;
+            out->field_count = i; /* free what was copied so far */
+            free_desc(out);
+            return st;
+        }
+    }
+    *out = *src;
+    out->key = keel__strdup(src->key);
+    out->display = src->display && *src->display ? keel__strdup(src->display) : display_from_key(src->key);
+    out->category = keel__strdup(src->category && *src->category ? src->category : "General");
+    out->version = src->version ? src->version : 1;
+    out->requires = (const char *const *)copy_strings(src->requires, src->requires_count);
+    out->rejects = (const char *const *)copy_strings(src->rejects, src->rejects_count);
+    out->fields = fields;
+    return KEEL_OK;
+}
+
+static void layout(kind *K)
+{
+    free(K->offsets);
+    K->offsets = K->desc.field_count ? keel__xrealloc(NULL, K->desc.field_count * sizeof *K->offsets) : NULL;
+    for (size_t i = 0; i < K->desc.field_count; i++)
+        K->offsets[i] = keel__layout_offset(&K->desc, (int)i);
+    K->size = keel__layout_size(&K->desc);
+}
+
+keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, keel_diags *d)
+{
+    if (out)
+        *out = KEEL_NO_KIND;
+    if (!desc)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no kind description");
+    keel_kind_desc copy;
+    keel_status st = desc_copy(desc, &copy, d);
+    if (st)
+        return st;
+    if (reg.frozen) {
+        kind probe = { .desc = copy };
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        st = check_refs(&probe, &tmp);
+        keel_diags_append(d, &tmp, NULL);
+        if (st) {
+            free_desc(&copy);
+            return st;
+        }
+    }
+
+    keel_kind_id id = keel_kind_find(copy.key);
+    if (id) {
+        kind *K = kind_get(id);
+        keel_kind_desc old = K->desc;
+        bool relayout = !same_layout(&old, &copy);
+        K->desc = copy;
+        layout(K);
+        if (relayout)
+            keel__worlds_relayout(id, &old);
+        if (old.user_free && old.user && old.user != copy.user)
+            old.user_free(old.user);
+        free_desc(&old);
+    } else {
+        kind *K = keel__xrealloc(NULL, sizeof *K);
+        memset(K, 0, sizeof *K);
+        K->desc = copy;
+        layout(K);
+        bool found;
+        size_t pos = sorted_pos(copy.key, &found);
+        reg.by_id = keel__xrealloc(reg.by_id, (reg.count + 1) * sizeof *reg.by_id);
+        reg.sorted = keel__xrealloc(reg.sorted, (reg.count + 1) * sizeof *reg.sorted);
+        reg.by_id[reg.count] = K;
+        id = (keel_kind_id)(reg.count + 1);
+        memmove(reg.sorted + pos + 1, reg.sorted + pos, (reg.count - pos) * sizeof *reg.sorted);
+        reg.sorted[pos] = id;
+        reg.count++;
+    }
+    if (out)
+        *out = id;
+    keel__worlds_adopt(id);
+    return KEEL_OK;
+}
+
+keel_status keel_registry_freeze(keel_diags *d)
+{
+    keel_status first = KEEL_OK;
+    reg.frozen = true;
+    for (size_t i = 0; i < reg.count; i++) {
+        keel_status st = check_refs(reg.by_id[reg.sorted[i] - 1], d);
+        if (st && !first)
+            first = st;
+    }
+    return first;
+}
+
+bool keel__registry_frozen(void)
+{
+    return reg.frozen;
+}
+
+/* Fallbacks for a program linked without worlds (world.c defines the real ones). */
+#if defined(__GNUC__)
+__attribute__((weak)) void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc)
+{
+    (void)k;
+    (void)old_desc;
+}
+__attribute__((weak)) void keel__worlds_adopt(keel_kind_id k)
+{
+    (void)k;
+}
+#endif
+
+keel_status keel_init(void)
+{
+    if (reg.ready)
+        return KEEL_OK;
+    reg.ready = true;
+    return keel__builtins_register(NULL);
+}
+
+void keel_shutdown(void)
+{
+    for (size_t i = 0; i < reg.count; i++) {
+        kind *K = reg.by_id[i];
+        if (K->desc.user_free && K->desc.user)
+            K->desc.user_free(K->desc.user);
+        free_desc(&K->desc);
+        free(K->offsets);
+        free(K);
+    }
+    free(reg.by_id);
+    free(reg.sorted);
+    memset(&reg, 0, sizeof reg);
+}

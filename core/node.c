@@ -1,0 +1,396 @@
+/* node.c — keel_node document trees, YAML 1.2 core-schema scalar reading, shortest doubles. */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static keel_node *node_alloc(keel_node_kind kind, keel_node_style style)
+{
+    keel_node *n = keel__xrealloc(NULL, sizeof *n);
+    memset(n, 0, sizeof *n);
+    n->kind = kind;
+    n->style = style;
+    return n;
+}
+
+keel_node *keel_node_new_scalar(const char *text, keel_node_style style)
+{
+    keel_node *n = node_alloc(KEEL_NODE_SCALAR, style);
+    n->text = keel__strdup(text ? text : "");
+    n->len = strlen(n->text);
+    return n;
+}
+
+keel_node *keel_node_new_seq(void)
+{
+    return node_alloc(KEEL_NODE_SEQ, KEEL_STYLE_ANY);
+}
+
+keel_node *keel_node_new_map(void)
+{
+    return node_alloc(KEEL_NODE_MAP, KEEL_STYLE_ANY);
+}
+
+/* Room for `extra` more child structs; capacity is not stored, so grow by exact size. */
+static void node_reserve(keel_node *n, size_t slots)
+{
+    n->items = keel__xrealloc(n->items, slots * sizeof *n->items);
+}
+
+keel_node *keel_node_push(keel_node *seq, keel_node *item)
+{
+    node_reserve(seq, seq->count + 1);
+    seq->items[seq->count] = *item;
+    free(item);
+    return &seq->items[seq->count++];
+}
+
+keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value)
+{
+    for (size_t i = 0; i < map->count; i++) {
+        keel_node *k = &map->items[2 * i];
+        if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, key) == 0) {
+            keel_node *v = &map->items[2 * i + 1];
+            keel_node_clear(v);
+            *v = *value;
+            free(value);
+            return v;
+        }
+    }
+    keel_node *k = keel_node_new_scalar(key, KEEL_STYLE_ANY);
+    node_reserve(map, 2 * (map->count + 1));
+    map->items[2 * map->count] = *k;
+    map->items[2 * map->count + 1] = *value;
+    free(k);
+    free(value);
+    return &map->items[2 * map->count++ + 1];
+}
+
+static void node_copy_into(keel_node *dst, const keel_node *src)
+{
+    *dst = *src;
+    dst->text = NULL;
+    dst->items = NULL;
+    if (src->text) {
+        dst->text = keel__xrealloc(NULL, src->len + 1);
+        memcpy(dst->text, src->text, src->len);
+        dst->text[src->len] = '\0';
+    }
+    size_t n = src->kind == KEEL_NODE_MAP ? 2 * src->count : src->kind == KEEL_NODE_SEQ ? src->count : 0;
+    if (n) {
+        dst->items = keel__xrealloc(NULL, n * sizeof *dst->items);
+        for (size_t i = 0; i < n; i++)
+            node_copy_into(&dst->items[i], &src->items[i]);
+    }
+}
+
+keel_node *keel_node_copy(const keel_node *n)
+{
+    if (!n)
+        return NULL;
+    keel_node *c = node_alloc(n->kind, n->style);
+    node_copy_into(c, n);
+    return c;
+}
+
+void keel_node_clear(keel_node *n)
+{
+    if (!n)
+        return;
+    size_t cnt = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->kind == KEEL_NODE_SEQ ? n->count : 0;
+    for (size_t i = 0; i < cnt; i++)
+        keel_node_clear(&n->items[i]);
+    free(n->items);
+    free(n->text);
+    n->items = NULL;
+    n->text = NULL;
+    n->count = 0;
+    n->len = 0;
+}
+
+void keel_node_free(keel_node *n)
+{
+    if (!n)
+        return;
+    keel_node_clear(n);
+    free(n);
+}
+
+const keel_node *keel_node_get(const keel_node *map, const char *key)
+{
+    if (!map || map->kind != KEEL_NODE_MAP || !key)
+        return NULL;
+    for (size_t i = 0; i < map->count; i++) {
+        const keel_node *k = &map->items[2 * i];
+        if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, key) == 0)
+            return &map->items[2 * i + 1];
+    }
+    return NULL;
+}
+
+static bool is_quoted(const keel_node *n)
+{
+    return n->style == KEEL_STYLE_SINGLE || n->style == KEEL_STYLE_DOUBLE ||
+           n->style == KEEL_STYLE_LITERAL || n->style == KEEL_STYLE_FOLDED;
+}
+
+/* Equal structure and text. Style matters only where it changes meaning: a quoted
+ * scalar is a string, so `"1"` and `1` differ; flow/block layout does not. */
+bool keel_node_equal(const keel_node *a, const keel_node *b)
+{
+    if (a == b)
+        return true;
+    if (!a || !b || a->kind != b->kind)
+        return false;
+    if (a->kind == KEEL_NODE_SCALAR) {
+        size_t la = a->text ? a->len : 0, lb = b->text ? b->len : 0;
+        if (la != lb || (la && memcmp(a->text, b->text, la) != 0))
+            return false;
+        return is_quoted(a) == is_quoted(b);
+    }
+    if (a->count != b->count)
+        return false;
+    size_t n = a->kind == KEEL_NODE_MAP ? 2 * a->count : a->count;
+    for (size_t i = 0; i < n; i++)
+        if (!keel_node_equal(&a->items[i], &b->items[i]))
+            return false;
+    return true;
+}
+
+/* ---- core schema ---- */
+
+static const char *plain_text(const keel_node *n)
+{
+    if (!n || n->kind != KEEL_NODE_SCALAR || is_quoted(n))
+        return NULL;
+    if (n->text && strlen(n->text) != n->len)
+        return NULL; /* embedded NUL: not a core-schema value */
+    return n->text ? n->text : "";
+}
+
+bool keel_node_is_null(const keel_node *n)
+{
+    if (!n)
+        return true;
+    const char *t = plain_text(n);
+    if (!t)
+        return false;
+    return !*t || !strcmp(t, "~") || !strcmp(t, "null") || !strcmp(t, "Null") || !strcmp(t, "NULL");
+}
+
+bool keel_node_as_bool(const keel_node *n, bool *out)
+{
+    const char *t = plain_text(n);
+    if (!t)
+        return false;
+    if (!strcmp(t, "true") || !strcmp(t, "True") || !strcmp(t, "TRUE")) {
+        if (out)
+            *out = true;
+        return true;
+    }
+    if (!strcmp(t, "false") || !strcmp(t, "False") || !strcmp(t, "FALSE")) {
+        if (out)
+            *out = false;
+        return true;
+    }
+    return false;
+}
+
+static bool all_in(const char *s, const char *set)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!strchr(set, *s))
+            return false;
+    return true;
+}
+
+/* Core-schema int: [-+]?[0-9]+ | 0o[0-7]+ | 0x[0-9a-fA-F]+. Returns the magnitude
+ * via strtoull so callers can range-check; false when not an int at all. */
+static bool parse_int_text(const char *t, bool *neg, unsigned long long *mag, bool *overflow)
+{
+    *neg = false;
+    *overflow = false;
+    int base = 10;
+    const char *digits = t;
+    if (t[0] == '0' && t[1] == 'x') {
+        base = 16;
+        digits = t + 2;
+        if (!all_in(digits, "0123456789abcdefABCDEF"))
+            return false;
+    } else if (t[0] == '0' && t[1] == 'o') {
+        base = 8;
+        digits = t + 2;
+        if (!all_in(digits, "01234567"))
+            return false;
+    } else {
+        if (*digits == '-' || *digits == '+') {
+            *neg = *digits == '-';
+            digits++;
+        }
+        if (!all_in(digits, "0123456789"))
+            return false;
+    }
+    errno = 0;
+    *mag = strtoull(digits, NULL, base);
+    if (errno == ERANGE)
+        *overflow = true;
+    return true;
+}
+
+bool keel_node_as_int(const keel_node *n, int64_t *out)
+{
+    const char *t = plain_text(n);
+    if (!t)
+        return false;
+    bool neg, overflow;
+    unsigned long long mag;
+    if (!parse_int_text(t, &neg, &mag, &overflow) || overflow)
+        return false;
+    int64_t v;
+    if (neg) {
+        if (mag > (unsigned long long)INT64_MAX + 1ull)
+            return false;
+        v = mag == (unsigned long long)INT64_MAX + 1ull ? INT64_MIN : -(int64_t)mag;
+    } else {
+        if (mag > (unsigned long long)INT64_MAX)
+            return false;
+        v = (int64_t)mag;
+    }
+    if (out)
+        *out = v;
+    return true;
+}
+
+/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? */
+static bool is_core_float(const char *s)
+{
+    if (*s == '-' || *s == '+')
+        s++;
+    size_t lead = strspn(s, "0123456789");
+    s += lead;
+    if (*s == '.') {
+        s++;
+        size_t frac = strspn(s, "0123456789");
+        if (!lead && !frac)
+            return false;
+        s += frac;
+    } else if (!lead) {
+        return false;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '-' || *s == '+')
+            s++;
+        size_t ex = strspn(s, "0123456789");
+        if (!ex)
+            return false;
+        s += ex;
+    }
+    return *s == '\0';
+}
+
+bool keel_node_as_float(const keel_node *n, double *out)
+{
+    const char *t = plain_text(n);
+    if (!t)
+        return false;
+    double v;
+    const char *u = t + (*t == '-' || *t == '+');
+    if (!strcmp(u, ".inf") || !strcmp(u, ".Inf") || !strcmp(u, ".INF")) {
+        v = *t == '-' ? -INFINITY : INFINITY;
+    } else if (!strcmp(t, ".nan") || !strcmp(t, ".NaN") || !strcmp(t, ".NAN")) {
+        v = NAN;
+    } else if (is_core_float(t)) {
+        v = strtod(t, NULL); /* decimal ints too: keeps "-0" as negative zero */
+    } else {
+        bool neg, overflow;
+        unsigned long long mag;
+        if (!parse_int_text(t, &neg, &mag, &overflow))
+            return false;
+        if (overflow)
+            return false;
+        v = neg ? -(double)mag : (double)mag;
+    }
+    if (out)
+        *out = v;
+    return true;
+}
+
+/* ---- shortest round-trip doubles ---- */
+
+/* Python repr's layout: positional for decimal exponents in [-4, 16), else
+ * d.ddde+X / d.ddde-X with no leading zeros in the exponent. */
+int keel_format_double(double v, char *buf, size_t cap)
+{
+    char out[64];
+    if (isnan(v)) {
+        strcpy(out, ".nan");
+    } else if (isinf(v)) {
+        strcpy(out, v < 0 ? "-.inf" : ".inf");
+    } else if (v == 0) {
+        strcpy(out, signbit(v) ? "-0" : "0");
+    } else {
+        char tmp[64];
+        int prec;
+        for (prec = 1; prec <= 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+            if (strtod(tmp, NULL) == v)
+                break;
+        }
+        /* tmp: [-]d[.ddd]e[+-]XX */
+        char digits[32];
+        int nd = 0;
+        const char *p = tmp;
+        bool neg = *p == '-';
+        if (neg)
+            p++;
+        for (; *p && *p != 'e'; p++)
+            if (*p >= '0' && *p <= '9')
+                digits[nd++] = *p;
+        while (nd > 1 && digits[nd - 1] == '0')
+            nd--;
+        digits[nd] = '\0';
+        int exp10 = atoi(p + 1);
+        char *o = out;
+        if (neg)
+            *o++ = '-';
+        if (exp10 >= -4 && exp10 < 16) {
+            if (exp10 < 0) {
+                *o++ = '0';
+                *o++ = '.';
+                for (int i = 0; i < -exp10 - 1; i++)
+                    *o++ = '0';
+                for (int i = 0; i < nd; i++)
+                    *o++ = digits[i];
+            } else {
+                for (int i = 0; i <= exp10 || i < nd; i++) {
+                    if (i == exp10 + 1)
+                        *o++ = '.';
+                    *o++ = i < nd ? digits[i] : '0';
+                }
+            }
+            *o = '\0';
+        } else {
+            *o++ = digits[0];
+            if (nd > 1) {
+                *o++ = '.';
+                for (int i = 1; i < nd; i++)
+                    *o++ = digits[i];
+            }
+            snprintf(o, sizeof out - (size_t)(o - out), "e%c%d", exp10 < 0 ? '-' : '+',
+                     exp10 < 0 ? -exp10 : exp10);
+        }
+    }
+    int len = (int)strlen(out);
+    if (buf && cap) {
+        size_t n = (size_t)len < cap ? (size_t)len : cap - 1;
+        memcpy(buf, out, n);
+        buf[n] = '\0';
+    }
+    return len;
+}

@@ -1,0 +1,43 @@
+/* util.c — small allocation and string helpers shared by libkeel's files. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *keel__xrealloc(void *p, size_t n)
+{
+    /* realloc(p, 0) may return NULL legitimately; always ask for at least a byte. */
+    void *q = realloc(p, n ? n : 1);
+    if (!q) {
+        fputs("keel: out of memory\n", stderr);
+        abort();
+    }
+    return q;
+}
+
+char *keel__strdup(const char *s)
+{
+    if (!s)
+        s = "";
+    size_t n = strlen(s) + 1;
+    char *c = keel__xrealloc(NULL, n);
+    memcpy(c, s, n);
+    return c;
+}
+
+char *keel__strfmt(const char *fmt, ...)
+{
+    va_list ap, aq;
+    va_start(ap, fmt);
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    char *s = keel__xrealloc(NULL, (size_t)n + 1);
+    vsnprintf(s, (size_t)n + 1, fmt, aq);
+    va_end(aq);
+    return s;
+}

@@ -1,0 +1,242 @@
+-- repl.lua — the keel REPL's helpers: a readable printer for results, and reload() (hot reload of kinds).
+local repl = {}
+
+local MAX_DEPTH = 4
+local MAX_ITEMS = 64
+
+-- The metatable name of a userdata or table ("keel.Entity", ...), or nil.
+local function kind_of(v)
+  local t = type(v)
+  if t ~= "userdata" and t ~= "table" then return nil end
+  local mt = getmetatable(v)
+  if type(mt) == "table" and type(mt.__name) == "string" then return mt.__name end
+  return nil
+end
+
+local function is_error(v)
+  return type(v) == "table" and type(v.code) == "string" and type(v.message) == "string"
+end
+
+local function is_array(t)
+  local n = #t
+  local count = 0
+  for _ in pairs(t) do
+    count = count + 1
+    if count > n then return false end
+  end
+  return count == n
+end
+
+local function show_number(v)
+  if math.type(v) == "integer" then return tostring(v) end
+  if v ~= v then return "nan" end
+  if v == math.huge then return "inf" end
+  if v == -math.huge then return "-inf" end
+  -- the shortest text that reads back to the same float
+  for prec = 1, 17 do
+    local s = string.format("%." .. prec .. "g", v)
+    if tonumber(s) == v then return s end
+  end
+  return string.format("%.17g", v)
+end
+
+local show -- forward
+
+local function entity_label(e)
+  local ok, name = pcall(function() return e.name end)
+  if not ok then return "Entity (gone)" end
+  return string.format("Entity %q %s", name, e.uuid)
+end
+
+-- A short one-line form for values nested inside others.
+local function inline(v, depth, seen)
+  local k = kind_of(v)
+  if k == "keel.Entity" then
+    return "<" .. entity_label(v) .. ">"
+  elseif k == "keel.Component" then
+    local ok, s = pcall(function() return string.format("<%s[%d]>", v.kind, v.slot) end)
+    return ok and s or "<Component (gone)>"
+  elseif k == "keel.World" then
+    local ok, s = pcall(function() return string.format("<World %q>", v.name) end)
+    return ok and s or "<World (closed)>"
+  end
+  return show(v, depth, seen)
+end
+
+local function show_table(t, depth, seen)
+  if seen[t] then return "{...}" end
+  if depth >= MAX_DEPTH then return "{...}" end
+  seen[t] = true
+  local parts = {}
+  if is_array(t) then
+    for i = 1, math.min(#t, MAX_ITEMS) do parts[#parts + 1] = inline(t[i], depth + 1, seen) end
+    if #t > MAX_ITEMS then parts[#parts + 1] = "..." end
+  else
+    local keys = {}
+    for key in pairs(t) do keys[#keys + 1] = key end
+    table.sort(keys, function(a, b)
+      local ta, tb = type(a), type(b)
+      if ta ~= tb then return ta < tb end
+      if ta == "number" or ta == "string" then return a < b end
+      return tostring(a) < tostring(b)
+    end)
+    for i = 1, math.min(#keys, MAX_ITEMS) do
+      local key = keys[i]
+      local ks = (type(key) == "string" and key:match("^[%a_][%w_]*$")) and key
+        or "[" .. inline(key, depth + 1, seen) .. "]"
+      parts[#parts + 1] = ks .. " = " .. inline(t[key], depth + 1, seen)
+    end
+    if #keys > MAX_ITEMS then parts[#parts + 1] = "..." end
+  end
+  seen[t] = nil
+  local one = "{" .. table.concat(parts, ", ") .. "}"
+  if #one <= 100 then return one end
+  local pad = string.rep("  ", depth + 1)
+  return "{\n" .. pad .. table.concat(parts, ",\n" .. pad) .. "\n" .. string.rep("  ", depth) .. "}"
+end
+
+-- The fields of a component in declared order (kind_info), each as "name = value".
+local function field_lines(c, indent)
+  local lines = {}
+  local keel = package.loaded["keel"]
+  local info = keel and keel.kind_info and keel.kind_info(c.kind)
+  local ok, body = pcall(c.body, c)
+  if not ok or type(body) ~= "table" then return lines end
+  local order = {}
+  if info and info.fields then
+    for _, f in ipairs(info.fields) do order[#order + 1] = f.key or f[1] end
+  else
+    for key in pairs(body) do order[#order + 1] = key end
+    table.sort(order)
+  end
+  local width = 0
+  for _, key in ipairs(order) do width = math.max(width, #key) end
+  for _, key in ipairs(order) do
+    local v = body[key]
+    if v == nil then
+      local okv, live = pcall(function() return c[key] end)
+      v = okv and live or nil
+    end
+    lines[#lines + 1] = string.format("%s%-" .. width .. "s = %s", indent, key, inline(v, 1, {}))
+  end
+  return lines
+end
+
+local function component_head(c)
+  local flags = {}
+  if not c.loaded then flags[#flags + 1] = "not loaded: kind not declared, body kept" end
+  if c.enabled == false then flags[#flags + 1] = "disabled" end
+  local s = string.format("%s[%d]", c.kind, c.slot)
+  if c.loaded and c.version then s = s .. " v" .. tostring(c.version) end
+  if #flags > 0 then s = s .. "  (" .. table.concat(flags, ", ") .. ")" end
+  return s
+end
+
+local function show_entity(e)
+  if not e:alive() then return "Entity (destroyed)" end
+  local lines = { entity_label(e) }
+  local extra = {}
+  if e.parent then extra[#extra + 1] = "parent " .. string.format("%q", e.parent.name) end
+  local kids = e:children()
+  if #kids > 0 then extra[#extra + 1] = #kids .. (#kids == 1 and " child" or " children") end
+  if not e.enabled then extra[#extra + 1] = "disabled" end
+  if #extra > 0 then lines[1] = lines[1] .. "  (" .. table.concat(extra, ", ") .. ")" end
+  local comps = e:components()
+  if #comps == 0 then lines[#lines + 1] = "  (no components)" end
+  for _, c in ipairs(comps) do
+    lines[#lines + 1] = "  " .. component_head(c)
+    if c.loaded then
+      for _, l in ipairs(field_lines(c, "    ")) do lines[#lines + 1] = l end
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
+local function show_component(c)
+  local lines = { component_head(c) .. " on " .. entity_label(c.entity) }
+  if c.loaded then
+    for _, l in ipairs(field_lines(c, "  ")) do lines[#lines + 1] = l end
+  end
+  return table.concat(lines, "\n")
+end
+
+local function show_world(w)
+  return string.format("World %q %s: %d entities, revision %d", w.name, w.uuid, w:count(), w.revision)
+end
+
+function show(v, depth, seen)
+  depth = depth or 0
+  seen = seen or {}
+  local t = type(v)
+  if t == "string" then
+    return depth == 0 and v or string.format("%q", v)
+  elseif t == "number" then
+    return show_number(v)
+  elseif is_error(v) then
+    return v.code .. ": " .. v.message
+  end
+  local k = kind_of(v)
+  local shower = (k == "keel.Entity" and show_entity) or (k == "keel.Component" and show_component)
+    or (k == "keel.World" and show_world)
+  if shower then
+    local ok, s = pcall(shower, v)
+    if ok then return s end
+    return tostring(v) .. "  (" .. tostring(s) .. ")"
+  end
+  if t == "table" and not (getmetatable(v) and getmetatable(v).__tostring) then
+    return show_table(v, depth, seen)
+  end
+  return tostring(v)
+end
+
+-- Every result on its own line; nil results are shown too (as `lua` does).
+function repl.show(...)
+  local n = select("#", ...)
+  local out = {}
+  for i = 1, n do out[i] = show((select(i, ...))) end
+  return table.concat(out, "\n")
+end
+
+repl.format = show
+
+-- Re-runs the kind files (recorded by the program at start-up) whose size or
+-- modification time changed, and any new *.lua file in those directories.
+-- Returns the list of files run again.
+function repl.reload()
+  local reg = debug.getregistry()["keel.kindfiles"]
+  if type(reg) ~= "table" then return {} end
+  local lfs = require "lfs"
+  local known = {}
+  for _, f in ipairs(reg.files) do known[f.path] = f end
+  for _, dir in ipairs(reg.dirs) do
+    if lfs.attributes(dir, "mode") == "directory" then
+      local found = {}
+      for name in lfs.dir(dir) do
+        if name:sub(1, 1) ~= "." and name:match("%.lua$") then found[#found + 1] = dir .. "/" .. name end
+      end
+      table.sort(found)
+      for _, path in ipairs(found) do
+        if not known[path] then
+          known[path] = { path = path }
+          reg.files[#reg.files + 1] = known[path]
+        end
+      end
+    end
+  end
+  local rerun = {}
+  for _, f in ipairs(reg.files) do
+    local attr = lfs.attributes(f.path)
+    if attr and (attr.modification ~= f.mtime or attr.size ~= f.size) then
+      f.mtime, f.size = attr.modification, attr.size
+      local ok, err = pcall(dofile, f.path)
+      if ok then
+        rerun[#rerun + 1] = f.path
+      else
+        io.stderr:write("reload: ", tostring(err), "\n")
+      end
+    end
+  end
+  return rerun
+end
+
+return repl

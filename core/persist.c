@@ -1,0 +1,1263 @@
+/* persist.c — save games: a baseline of the authored scene, slot files holding the difference from it. */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#define SAVE_VERSION 1u
+#define SAVE_HEADER 16u                   /* magic 8, version u32, info length u32 */
+#define SAVE_INFO_MAX (1u << 20)          /* slot details text */
+#define SAVE_STATE_MAX (1024u * 1024u * 1024u) /* decompressed state bound */
+#define SAVE_NODE_DEPTH 64
+
+enum { REC_SPAWNED = 1, REC_NAME = 2, REC_ENABLED = 4, REC_PARENT = 8 };
+enum { OP_ADD = 1, OP_CHANGE = 2 };
+
+/* ================================================================ the baseline */
+
+typedef struct base_comp {
+    char *key;
+    uint32_t slot;
+    int version;
+    bool loaded, enabled;
+    keel_node *body; /* encoded body (loaded) or the preserved tree (unknown) */
+} base_comp;
+
+typedef struct base_ent {
+    keel_uuid uuid; /* nil: the scene root */
+    char *name;
+    keel_uuid parent; /* nil: top level */
+    bool enabled;
+    base_comp *comps;
+    size_t ncomps;
+    size_t *kids; /* baseline children in order (root: the top level) */
+    size_t nkids;
+} base_ent;
+
+struct keel_baseline {
+    keel_uuid scene;
+    base_ent *ents; /* [0] is the root, then hierarchy pre-order */
+    size_t count;
+    size_t *sorted; /* indices sorted by UUID, for lookup */
+};
+
+static int uuid_cmp(const keel_uuid *a, const keel_uuid *b) { return memcmp(a->bytes, b->bytes, 16); }
+
+static const keel_baseline *sort_base;
+static int sorted_cmp(const void *a, const void *b)
+{
+    return uuid_cmp(&sort_base->ents[*(const size_t *)a].uuid, &sort_base->ents[*(const size_t *)b].uuid);
+}
+
+/* Index of the baseline entity with that UUID, or SIZE_MAX. */
+static size_t base_find(const keel_baseline *b, keel_uuid u)
+{
+    size_t lo = 0, hi = b->count;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = uuid_cmp(&b->ents[b->sorted[mid]].uuid, &u);
+        if (c == 0) return b->sorted[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return SIZE_MAX;
+}
+
+static bool kind_saved(keel_kind_id k)
+{
+    const keel_kind_desc *desc = k ? keel_kind_describe(k) : NULL;
+    return !desc || !(desc->flags & KEEL_KIND_NOSAVE);
+}
+
+static void capture_comps(const keel_world *w, keel_entity e, base_ent *be)
+{
+    size_t n = keel_member_count(w, e);
+    be->comps = calloc(n ? n : 1, sizeof *be->comps);
+    if (!be->comps) abort();
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (!keel_member_at(w, e, i, &m) || (m.loaded && !kind_saved(m.kind))) continue;
+        base_comp *bc = &be->comps[be->ncomps++];
+        bc->key = keel__strdup(m.key);
+        bc->slot = m.slot;
+        bc->version = m.version;
+        bc->loaded = m.loaded;
+        bc->enabled = m.enabled;
+        if (m.loaded) bc->body = keel_body_encode(w, (keel_comp){ e, m.kind, m.slot }, false);
+        else bc->body = m.preserved ? keel_node_copy(m.preserved) : keel_node_new_map();
+    }
+}
+
+static keel_uuid parent_uuid(const keel_world *w, keel_entity e)
+{
+    keel_entity p = keel_entity_parent(w, e);
+    return p ? keel_entity_uuid(w, p) : (keel_uuid){ { 0 } };
+}
+
+keel_baseline *keel_baseline_capture(const keel_world *w)
+{
+    if (!w) return NULL;
+    keel_baseline *b = calloc(1, sizeof *b);
+    if (!b) abort();
+    b->scene = keel_world_uuid(w);
+    size_t n = keel_world_entity_count(w) + 1;
+    b->ents = calloc(n, sizeof *b->ents);
+    if (!b->ents) abort();
+    capture_comps(w, keel_world_root(w), &b->ents[0]);
+    b->ents[0].name = keel__strdup("");
+    b->ents[0].enabled = true;
+    b->count = 1;
+    for (keel_entity e = keel_next(w, 0); e && b->count < n; e = keel_next(w, e)) {
+        base_ent *be = &b->ents[b->count++];
+        be->uuid = keel_entity_uuid(w, e);
+        be->name = keel__strdup(keel_entity_name(w, e));
+        be->parent = parent_uuid(w, e);
+        be->enabled = keel_entity_enabled(w, e);
+        capture_comps(w, e, be);
+    }
+    b->sorted = malloc(b->count * sizeof *b->sorted);
+    if (!b->sorted) abort();
+    for (size_t i = 0; i < b->count; i++) b->sorted[i] = i;
+    sort_base = b;
+    qsort(b->sorted, b->count, sizeof *b->sorted, sorted_cmp);
+    /* children lists, in pre-order (= sibling order) */
+    for (size_t i = 1; i < b->count; i++) {
+        size_t p = keel_uuid_is_nil(b->ents[i].parent) ? 0 : base_find(b, b->ents[i].parent);
+        if (p == SIZE_MAX) p = 0;
+        base_ent *pe = &b->ents[p];
+        pe->kids = keel__xrealloc(pe->kids, (pe->nkids + 1) * sizeof *pe->kids);
+        pe->kids[pe->nkids++] = i;
+    }
+    return b;
+}
+
+void keel_baseline_free(keel_baseline *b)
+{
+    if (!b) return;
+    for (size_t i = 0; i < b->count; i++) {
+        base_ent *be = &b->ents[i];
+        for (size_t c = 0; c < be->ncomps; c++) {
+            free(be->comps[c].key);
+            keel_node_free(be->comps[c].body);
+        }
+        free(be->comps);
+        free(be->kids);
+        free(be->name);
+    }
+    free(b->ents);
+    free(b->sorted);
+    free(b);
+}
+
+void keel_slot_info_free(keel_slot_info *i)
+{
+    if (!i) return;
+    free(i->title);
+    keel_node_free(i->fields);
+    memset(i, 0, sizeof *i);
+}
+
+/* ================================================================ bytes */
+
+typedef struct wbuf {
+    uint8_t *p;
+    size_t len, cap;
+} wbuf;
+
+static uint8_t *wb_grow(wbuf *b, size_t n)
+{
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n) cap *= 2;
+        b->p = keel__xrealloc(b->p, cap);
+        b->cap = cap;
+    }
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+static void wb_u8(wbuf *b, uint8_t v) { *wb_grow(b, 1) = v; }
+static void wb_u32(wbuf *b, uint32_t v)
+{
+    uint8_t *at = wb_grow(b, 4);
+    for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
+}
+static void wb_bytes(wbuf *b, const void *p, size_t n)
+{
+    if (n) memcpy(wb_grow(b, n), p, n);
+}
+static void wb_uuid(wbuf *b, keel_uuid u) { wb_bytes(b, u.bytes, 16); }
+static void wb_str(wbuf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    wb_u32(b, (uint32_t)n);
+    wb_bytes(b, s, n);
+}
+static void wb_node(wbuf *b, const keel_node *n)
+{
+    wb_u8(b, (uint8_t)n->kind);
+    wb_u8(b, (uint8_t)n->style);
+    if (n->kind == KEEL_NODE_SCALAR) {
+        wb_u32(b, (uint32_t)n->len);
+        wb_bytes(b, n->text, n->len);
+        return;
+    }
+    wb_u32(b, (uint32_t)n->count);
+    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) wb_node(b, &n->items[i]);
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* A bounded reader: the first failure sticks, with its message. */
+typedef struct rd {
+    const uint8_t *p;
+    size_t len, pos;
+    const char *err;
+} rd;
+
+static bool rd_need(rd *r, size_t n, const char *what)
+{
+    if (r->err) return false;
+    if (n > r->len - r->pos) {
+        r->err = what;
+        return false;
+    }
+    return true;
+}
+static uint8_t rd_u8(rd *r, const char *what) { return rd_need(r, 1, what) ? r->p[r->pos++] : 0; }
+static uint32_t rd_u32(rd *r, const char *what)
+{
+    if (!rd_need(r, 4, what)) return 0;
+    uint32_t v = get_u32(r->p + r->pos);
+    r->pos += 4;
+    return v;
+}
+static keel_uuid rd_uuid(rd *r, const char *what)
+{
+    keel_uuid u = { { 0 } };
+    if (rd_need(r, 16, what)) {
+        memcpy(u.bytes, r->p + r->pos, 16);
+        r->pos += 16;
+    }
+    return u;
+}
+static char *rd_str(rd *r, const char *what)
+{
+    uint32_t n = rd_u32(r, what);
+    if (!rd_need(r, n, what)) return NULL;
+    if (memchr(r->p + r->pos, 0, n)) {
+        r->err = "a string holds a NUL byte";
+        return NULL;
+    }
+    char *s = malloc((size_t)n + 1);
+    if (!s) abort();
+    memcpy(s, r->p + r->pos, n);
+    s[n] = 0;
+    r->pos += n;
+    return s;
+}
+static bool rd_bool(rd *r, const char *what)
+{
+    uint8_t v = rd_u8(r, what);
+    if (v > 1 && !r->err) r->err = "a flag is not 0 or 1";
+    return v == 1;
+}
+/* A count whose items take at least `min` bytes each: bounded by what is left. */
+static uint32_t rd_count(rd *r, size_t min, const char *what)
+{
+    uint32_t n = rd_u32(r, what);
+    if (!r->err && n > (r->len - r->pos) / min) {
+        r->err = "a count runs past the end of the state";
+        return 0;
+    }
+    return n;
+}
+
+static keel_node *rd_node(rd *r, int depth)
+{
+    if (depth > SAVE_NODE_DEPTH) {
+        if (!r->err) r->err = "a body is nested too deeply";
+        return NULL;
+    }
+    uint8_t kind = rd_u8(r, "truncated body");
+    uint8_t style = rd_u8(r, "truncated body");
+    if (r->err) return NULL;
+    if (kind > KEEL_NODE_MAP || style > KEEL_STYLE_BLOCK) {
+        r->err = "a body node has a bad kind or style";
+        return NULL;
+    }
+    if (kind == KEEL_NODE_SCALAR) {
+        char *text = rd_str(r, "truncated scalar");
+        if (!text) return NULL;
+        keel_node *n = keel_node_new_scalar(text, (keel_node_style)style);
+        free(text);
+        return n;
+    }
+    uint32_t count = rd_count(r, kind == KEEL_NODE_MAP ? 12 : 6, "truncated collection");
+    if (r->err) return NULL;
+    keel_node *n = kind == KEEL_NODE_MAP ? keel_node_new_map() : keel_node_new_seq();
+    n->style = (keel_node_style)style;
+    for (uint32_t i = 0; i < count; i++) {
+        if (kind == KEEL_NODE_MAP) {
+            keel_node *k = rd_node(r, depth + 1);
+            keel_node *v = k ? rd_node(r, depth + 1) : NULL;
+            if (!v || k->kind != KEEL_NODE_SCALAR) {
+                if (!r->err) r->err = "a map key is not a scalar";
+                keel_node_free(k);
+                keel_node_free(v);
+                keel_node_free(n);
+                return NULL;
+            }
+            keel_node_put(n, k->text, v);
+            keel_node_free(k);
+        } else {
+            keel_node *v = rd_node(r, depth + 1);
+            if (!v) {
+                keel_node_free(n);
+                return NULL;
+            }
+            keel_node_push(n, v);
+        }
+    }
+    return n;
+}
+
+/* ================================================================ slot details (text) */
+
+static void text_quoted(wbuf *b, const char *s)
+{
+    wb_u8(b, '"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') {
+            wb_u8(b, '\\');
+            wb_u8(b, c);
+        } else if (c == '\n') wb_bytes(b, "\\n", 2);
+        else if (c == '\t') wb_bytes(b, "\\t", 2);
+        else if (c < 0x20 || c == 0x7f) {
+            char esc[5];
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+            wb_bytes(b, esc, 4);
+        } else wb_u8(b, c);
+    }
+    wb_u8(b, '"');
+}
+
+static bool plain_safe(const char *s)
+{
+    if (!*s || *s == '"' || *s == '\'' || *s == ' ') return false;
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == '#' || (*p == ':' && (p[1] == ' ' || !p[1]))) return false;
+    return s[strlen(s) - 1] != ' ';
+}
+
+static bool field_key_ok(const char *k)
+{
+    if (!*k) return false;
+    for (const char *p = k; *p; p++)
+        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
+            return false;
+    return true;
+}
+
+static keel_status info_text(const keel_slot_info *info, time_t now, wbuf *b, keel_diags *d)
+{
+    char num[64];
+    wb_bytes(b, "title: ", 7);
+    text_quoted(b, info && info->title ? info->title : "");
+    snprintf(num, sizeof num, "\nsaved_at: %lld\n",
+             (long long)(info && info->saved_at ? info->saved_at : (int64_t)now));
+    wb_bytes(b, num, strlen(num));
+    double ps = info ? info->play_seconds : 0;
+    if (!isfinite(ps) || ps < 0)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "play_seconds", "play_seconds must be a finite number >= 0");
+    wb_bytes(b, "play_seconds: ", 14);
+    keel_format_double(ps, num, sizeof num);
+    wb_bytes(b, num, strlen(num));
+    wb_u8(b, '\n');
+    const keel_node *f = info ? info->fields : NULL;
+    if (!f || f->count == 0) return KEEL_OK;
+    if (f->kind != KEEL_NODE_MAP)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot fields must be a map of scalars");
+    wb_bytes(b, "fields:\n", 8);
+    for (size_t i = 0; i < f->count; i++) {
+        const keel_node *k = &f->items[2 * i], *v = &f->items[2 * i + 1];
+        if (k->kind != KEEL_NODE_SCALAR || !field_key_ok(k->text))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "fields",
+                              "slot field key \"%s\" is not made of letters, digits and _",
+                              k->kind == KEEL_NODE_SCALAR ? k->text : "?");
+        if (v->kind != KEEL_NODE_SCALAR)
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot field %s is not a scalar", k->text);
+        wb_bytes(b, "  ", 2);
+        wb_bytes(b, k->text, k->len);
+        wb_bytes(b, ": ", 2);
+        bool quoted = v->style == KEEL_STYLE_DOUBLE || v->style == KEEL_STYLE_SINGLE || !plain_safe(v->text);
+        if (quoted) text_quoted(b, v->text);
+        else wb_bytes(b, v->text, v->len);
+        wb_u8(b, '\n');
+    }
+    return KEEL_OK;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* One value up to the end of its line: a double-quoted string or plain text. */
+static keel_node *info_value(const char *s, const char *end)
+{
+    if (s < end && *s == '"') {
+        wbuf b = { 0 };
+        const char *p = s + 1;
+        for (; p < end && *p != '"'; p++) {
+            if (*p != '\\') {
+                wb_u8(&b, (uint8_t)*p);
+                continue;
+            }
+            if (++p >= end) break;
+            if (*p == 'n') wb_u8(&b, '\n');
+            else if (*p == 't') wb_u8(&b, '\t');
+            else if (*p == 'x' && p + 2 < end && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
+                int c = hexval(p[1]) * 16 + hexval(p[2]);
+                if (c == 0) {
+                    free(b.p);
+                    return NULL;
+                }
+                wb_u8(&b, (uint8_t)c);
+                p += 2;
+            } else if (*p == '"' || *p == '\\') wb_u8(&b, (uint8_t)*p);
+            else {
+                free(b.p);
+                return NULL;
+            }
+        }
+        if (p >= end || p + 1 != end) {
+            free(b.p);
+            return NULL;
+        }
+        wb_u8(&b, 0);
+        keel_node *n = keel_node_new_scalar((char *)b.p, KEEL_STYLE_DOUBLE);
+        free(b.p);
+        return n;
+    }
+    char *t = malloc((size_t)(end - s) + 1);
+    if (!t) abort();
+    memcpy(t, s, (size_t)(end - s));
+    t[end - s] = 0;
+    keel_node *n = keel_node_new_scalar(t, KEEL_STYLE_PLAIN);
+    free(t);
+    return n;
+}
+
+static keel_status info_parse(const char *text, size_t len, keel_slot_info *out, keel_diags *d)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = text, *end = text + len;
+    bool in_fields = false;
+    int line = 0;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        line++;
+        bool indented = eol - p >= 2 && p[0] == ' ' && p[1] == ' ';
+        const char *k = indented ? p + 2 : p;
+        const char *colon = memchr(k, ':', (size_t)(eol - k));
+        if (eol == p) { p = eol + 1; continue; }
+        if (!colon || (colon + 1 < eol && colon[1] != ' ') || colon == k || memchr(k, 0, (size_t)(eol - k))) {
+            keel_slot_info_free(out);
+            return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", NULL, line, 1,
+                                 "save slot details: line %d is not `key: value`", line);
+        }
+        size_t klen = (size_t)(colon - k);
+        const char *v = colon + 1 < eol ? colon + 2 : eol;
+        keel_node *val = v < eol ? info_value(v, eol) : NULL;
+        bool ok = true;
+        if (indented && in_fields && val) {
+            char *key = malloc(klen + 1);
+            if (!key) abort();
+            memcpy(key, k, klen);
+            key[klen] = 0;
+            ok = field_key_ok(key);
+            if (ok) keel_node_put(out->fields, key, val), val = NULL;
+            free(key);
+        } else if (!indented && klen == 6 && memcmp(k, "fields", 6) == 0 && v == eol) {
+            in_fields = true;
+            if (!out->fields) out->fields = keel_node_new_map();
+        } else if (!indented && klen == 5 && memcmp(k, "title", 5) == 0 && val && val->style == KEEL_STYLE_DOUBLE) {
+            free(out->title);
+            out->title = keel__strdup(val->text);
+        } else if (!indented && klen == 8 && memcmp(k, "saved_at", 8) == 0 && val) {
+            ok = keel_node_as_int(val, &out->saved_at);
+        } else if (!indented && klen == 12 && memcmp(k, "play_seconds", 12) == 0 && val) {
+            ok = keel_node_as_float(val, &out->play_seconds);
+        } else {
+            ok = false;
+        }
+        keel_node_free(val);
+        if (!ok) {
+            keel_slot_info_free(out);
+            return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", NULL, line, 1,
+                                 "save slot details: line %d is not understood", line);
+        }
+        p = eol + 1;
+    }
+    if (!out->title) out->title = keel__strdup("");
+    return KEEL_OK;
+}
+
+/* ================================================================ the difference (saving) */
+
+static const base_comp *base_comp_find(const base_ent *be, const char *key, uint32_t slot)
+{
+    for (size_t i = 0; i < be->ncomps; i++)
+        if (be->comps[i].slot == slot && strcmp(be->comps[i].key, key) == 0) return &be->comps[i];
+    return NULL;
+}
+
+static bool member_find(const keel_world *w, keel_entity e, const char *key, uint32_t slot, keel_member *out)
+{
+    size_t n = keel_member_count(w, e);
+    for (size_t i = 0; i < n; i++)
+        if (keel_member_at(w, e, i, out) && out->slot == slot && strcmp(out->key, key) == 0) return true;
+    return false;
+}
+
+static void write_add(wbuf *b, const keel_world *w, keel_entity e, const keel_member *m)
+{
+    wb_u8(b, OP_ADD);
+    wb_str(b, m->key);
+    wb_u32(b, m->slot);
+    wb_u32(b, (uint32_t)m->version);
+    wb_u8(b, m->loaded ? 1 : 0);
+    wb_u8(b, m->enabled ? 1 : 0);
+    if (m->loaded) {
+        keel_node *body = keel_body_encode(w, (keel_comp){ e, m->kind, m->slot }, false);
+        wb_node(b, body);
+        keel_node_free(body);
+    } else if (m->preserved) {
+        wb_node(b, m->preserved);
+    } else {
+        keel_node *empty = keel_node_new_map();
+        wb_node(b, empty);
+        keel_node_free(empty);
+    }
+}
+
+/* Components of one entity: removed (key + slot), added (whole), changed (fields that differ). */
+static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps, const keel_world *w,
+                       keel_entity e, const base_ent *be)
+{
+    size_t n = keel_member_count(w, e);
+    keel_member *cur = calloc(n ? n : 1, sizeof *cur);
+    if (!cur) abort();
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (keel_member_at(w, e, i, &cur[nc]) && (!cur[nc].loaded || kind_saved(cur[nc].kind))) nc++;
+    if (be) {
+        for (size_t i = 0; i < be->ncomps; i++) {
+            const base_comp *bc = &be->comps[i];
+            bool kept = false;
+            for (size_t j = 0; j < nc && !kept; j++)
+                kept = cur[j].slot == bc->slot && strcmp(cur[j].key, bc->key) == 0 && cur[j].loaded == bc->loaded;
+            if (!kept) {
+                wb_str(rem, bc->key);
+                wb_u32(rem, bc->slot);
+                (*nrem)++;
+            }
+        }
+    }
+    for (size_t j = 0; j < nc; j++) {
+        const keel_member *m = &cur[j];
+        const base_comp *bc = be ? base_comp_find(be, m->key, m->slot) : NULL;
+        if (bc && bc->loaded != m->loaded) bc = NULL;
+        if (!bc) {
+            write_add(comps, w, e, m);
+            (*ncomps)++;
+            continue;
+        }
+        if (!m->loaded) {
+            if (m->preserved && !keel_node_equal(m->preserved, bc->body)) {
+                /* an unknown body cannot change in place; carry it through whole */
+                write_add(comps, w, e, m);
+                (*ncomps)++;
+            }
+            continue;
+        }
+        keel_node *body = keel_body_encode(w, (keel_comp){ e, m->kind, m->slot }, false);
+        keel_node *delta = keel_node_new_map();
+        for (size_t f = 0; f < body->count; f++) {
+            const keel_node *k = &body->items[2 * f], *v = &body->items[2 * f + 1];
+            const keel_node *old = keel_node_get(bc->body, k->text);
+            if (!old || !keel_node_equal(old, v)) keel_node_put(delta, k->text, keel_node_copy(v));
+        }
+        if (delta->count || m->enabled != bc->enabled || m->version != bc->version) {
+            wb_u8(comps, OP_CHANGE);
+            wb_str(comps, m->key);
+            wb_u32(comps, m->slot);
+            wb_u32(comps, (uint32_t)m->version);
+            wb_u8(comps, m->enabled ? 1 : 0);
+            wb_node(comps, delta);
+            (*ncomps)++;
+        }
+        keel_node_free(delta);
+        keel_node_free(body);
+    }
+    free(cur);
+}
+
+/* One entity record; returns whether anything was written. */
+static bool diff_entity(wbuf *out, const keel_world *w, const keel_baseline *base, keel_entity e, bool root)
+{
+    const base_ent *be = root ? &base->ents[0] : NULL;
+    keel_uuid u = root ? (keel_uuid){ { 0 } } : keel_entity_uuid(w, e);
+    if (!root) {
+        size_t bi = base_find(base, u);
+        be = bi == SIZE_MAX || bi == 0 ? NULL : &base->ents[bi];
+    }
+    uint8_t flags = 0;
+    const char *name = root ? "" : keel_entity_name(w, e);
+    bool enabled = root ? true : keel_entity_enabled(w, e);
+    keel_uuid parent = root ? (keel_uuid){ { 0 } } : parent_uuid(w, e);
+    if (!be) flags = REC_SPAWNED | REC_NAME | REC_ENABLED | REC_PARENT;
+    else if (!root) {
+        if (strcmp(be->name, name) != 0) flags |= REC_NAME;
+        if (be->enabled != enabled) flags |= REC_ENABLED;
+        if (!keel_uuid_equal(be->parent, parent)) flags |= REC_PARENT;
+    }
+    wbuf rem = { 0 }, comps = { 0 };
+    uint32_t nrem = 0, ncomps = 0;
+    diff_comps(&rem, &comps, &nrem, &ncomps, w, e, be);
+    bool any = flags || nrem || ncomps;
+    if (any) {
+        wb_uuid(out, u);
+        wb_u8(out, flags);
+        if (flags & REC_NAME) wb_str(out, name);
+        if (flags & REC_ENABLED) wb_u8(out, enabled ? 1 : 0);
+        if (flags & REC_PARENT) wb_uuid(out, parent);
+        wb_u32(out, nrem);
+        wb_bytes(out, rem.p, rem.len);
+        wb_u32(out, ncomps);
+        wb_bytes(out, comps.p, comps.len);
+    }
+    free(rem.p);
+    free(comps.p);
+    return any;
+}
+
+/* Sibling order: recorded for a parent only when reparenting its newcomers (in run order) to the end
+ * would not give the current order. */
+static bool order_record(wbuf *out, const keel_world *w, const keel_baseline *base, keel_entity pe)
+{
+    keel_uuid pu = pe ? keel_entity_uuid(w, pe) : (keel_uuid){ { 0 } };
+    size_t n = keel_entity_child_count(w, pe ? pe : keel_world_root(w));
+    if (n == 0) return false;
+    keel_entity *cur = malloc(n * sizeof *cur), *want = malloc(n * sizeof *want);
+    if (!cur || !want) abort();
+    for (size_t i = 0; i < n; i++) cur[i] = keel_entity_child(w, pe ? pe : keel_world_root(w), i);
+    size_t nw = 0;
+    size_t bi = pe ? base_find(base, pu) : 0;
+    if (bi != SIZE_MAX) {
+        const base_ent *bp = &base->ents[bi];
+        for (size_t i = 0; i < bp->nkids && nw < n; i++) {
+            keel_entity k = keel_find(w, base->ents[bp->kids[i]].uuid);
+            if (k && keel_entity_parent(w, k) == pe) want[nw++] = k;
+        }
+    }
+    for (size_t i = 0; i < n && nw < n; i++) {
+        size_t ki = base_find(base, keel_entity_uuid(w, cur[i]));
+        if (ki == SIZE_MAX || ki == 0 || !keel_uuid_equal(base->ents[ki].parent, pu)) want[nw++] = cur[i];
+    }
+    bool same = nw == n && memcmp(cur, want, n * sizeof *cur) == 0;
+    if (!same) {
+        wb_uuid(out, pu);
+        wb_u32(out, (uint32_t)n);
+        for (size_t i = 0; i < n; i++) wb_uuid(out, keel_entity_uuid(w, cur[i]));
+    }
+    free(cur);
+    free(want);
+    return !same;
+}
+
+static void encode_state(const keel_world *w, const keel_baseline *base, wbuf *b)
+{
+    wb_uuid(b, keel_world_uuid(w));
+    wbuf recs = { 0 }, dead = { 0 }, orders = { 0 };
+    uint32_t nrecs = 0, ndead = 0, norders = 0;
+    if (diff_entity(&recs, w, base, keel_world_root(w), true)) nrecs++;
+    if (order_record(&orders, w, base, KEEL_NO_ENTITY)) norders++;
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) {
+        if (diff_entity(&recs, w, base, e, false)) nrecs++;
+        if (order_record(&orders, w, base, e)) norders++;
+    }
+    for (size_t i = 1; i < base->count; i++)
+        if (!keel_find(w, base->ents[i].uuid)) {
+            wb_uuid(&dead, base->ents[i].uuid);
+            ndead++;
+        }
+    wb_u32(b, nrecs);
+    wb_bytes(b, recs.p, recs.len);
+    wb_u32(b, ndead);
+    wb_bytes(b, dead.p, dead.len);
+    wb_u32(b, norders);
+    wb_bytes(b, orders.p, orders.len);
+    free(recs.p);
+    free(dead.p);
+    free(orders.p);
+}
+
+keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
+                              const keel_slot_info *info, keel_diags *d)
+{
+    if (!w || !base || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_save: NULL argument");
+    if (!keel_uuid_equal(keel_world_uuid(w), base->scene)) {
+        char a[37], b[37];
+        keel_uuid_format(base->scene, a);
+        keel_uuid_format(keel_world_uuid(w), b);
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
+    }
+    wbuf file = { 0 };
+    wb_bytes(&file, "KEELSAVE", 8);
+    wb_u32(&file, SAVE_VERSION);
+    wb_u32(&file, 0);
+    keel_status s = info_text(info, time(NULL), &file, d);
+    if (s != KEEL_OK) {
+        free(file.p);
+        return s;
+    }
+    uint32_t info_len = (uint32_t)(file.len - SAVE_HEADER);
+    for (int i = 0; i < 4; i++) file.p[12 + i] = (uint8_t)(info_len >> (8 * i));
+
+    wbuf state = { 0 };
+    encode_state(w, base, &state);
+    if (state.len > SAVE_STATE_MAX) {
+        free(state.p);
+        free(file.p);
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "save state of %zu bytes is over the limit", state.len);
+    }
+    uLongf clen = compressBound((uLong)state.len);
+    wb_u32(&file, (uint32_t)state.len);
+    size_t clen_at = file.len;
+    wb_u32(&file, 0);
+    uint8_t *dst = wb_grow(&file, clen);
+    int zr = compress2(dst, &clen, state.p, (uLong)state.len, 6);
+    free(state.p);
+    if (zr != Z_OK) {
+        free(file.p);
+        return keel_error(d, KEEL_IO_ERROR, "", "zlib compress2 failed (%d)", zr);
+    }
+    file.len = clen_at + 4 + clen;
+    for (int i = 0; i < 4; i++) file.p[clen_at + i] = (uint8_t)((uint32_t)clen >> (8 * i));
+    wb_u32(&file, (uint32_t)crc32(0L, file.p, (uInt)file.len));
+    s = keel_write_atomic(path, file.p, file.len, d);
+    free(file.p);
+    return s;
+}
+
+keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d)
+{
+    if (!out) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL path");
+    FILE *f = fopen(path, "rb");
+    if (!f) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_IO_ERROR, "", path, 0, 0, "cannot open: %s", strerror(errno));
+    uint8_t h[SAVE_HEADER];
+    keel_status s = KEEL_OK;
+    char *text = NULL;
+    uint32_t n = 0;
+    if (fread(h, 1, SAVE_HEADER, f) != SAVE_HEADER || memcmp(h, "KEELSAVE", 8) != 0)
+        s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "not a keel save file (bad magic)");
+    else if (get_u32(h + 8) != SAVE_VERSION)
+        s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save format version %u is not supported",
+                          get_u32(h + 8));
+    else if ((n = get_u32(h + 12)) > SAVE_INFO_MAX)
+        s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "slot details length %u is too large", n);
+    else {
+        text = malloc((size_t)n + 1);
+        if (!text) abort();
+        if (fread(text, 1, n, f) != n)
+            s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "truncated slot details");
+    }
+    fclose(f);
+    if (s == KEEL_OK) {
+        keel_diags local;
+        keel_diags_init(&local);
+        s = info_parse(text, n, out, &local);
+        for (size_t i = 0; i < local.count; i++)
+            if (!local.items[i].file) local.items[i].file = keel__strdup(path);
+        keel_diags_append(d, &local, "");
+        keel_diags_free(&local);
+    }
+    free(text);
+    return s;
+}
+
+/* ================================================================ the difference (loading) */
+
+typedef struct s_comp {
+    uint8_t op;
+    char *key;
+    uint32_t slot;
+    int version;
+    bool loaded, enabled;
+    keel_node *body; /* OP_ADD: whole body; OP_CHANGE: the fields that differ */
+} s_comp;
+
+typedef struct s_rem {
+    char *key;
+    uint32_t slot;
+} s_rem;
+
+typedef struct s_ent {
+    keel_uuid uuid;
+    uint8_t flags;
+    char *name;
+    bool enabled;
+    keel_uuid parent;
+    s_rem *rem;
+    uint32_t nrem;
+    s_comp *comps;
+    uint32_t ncomps;
+    keel_entity h; /* resolved while applying */
+} s_ent;
+
+typedef struct s_order {
+    keel_uuid parent;
+    keel_uuid *kids;
+    uint32_t n;
+} s_order;
+
+typedef struct state {
+    keel_uuid scene;
+    s_ent *ents;
+    uint32_t nents;
+    keel_uuid *dead;
+    uint32_t ndead;
+    s_order *orders;
+    uint32_t norders;
+} state;
+
+static void state_free(state *st)
+{
+    for (uint32_t i = 0; i < st->nents; i++) {
+        s_ent *e = &st->ents[i];
+        free(e->name);
+        for (uint32_t j = 0; j < e->nrem; j++) free(e->rem[j].key);
+        for (uint32_t j = 0; j < e->ncomps; j++) {
+            free(e->comps[j].key);
+            keel_node_free(e->comps[j].body);
+        }
+        free(e->rem);
+        free(e->comps);
+    }
+    free(st->ents);
+    free(st->dead);
+    for (uint32_t i = 0; i < st->norders; i++) free(st->orders[i].kids);
+    free(st->orders);
+}
+
+static void decode_state(rd *r, state *st)
+{
+    st->scene = rd_uuid(r, "truncated state");
+    st->nents = rd_count(r, 25, "truncated entity records");
+    st->ents = calloc(st->nents ? st->nents : 1, sizeof *st->ents);
+    if (!st->ents) abort();
+    for (uint32_t i = 0; i < st->nents && !r->err; i++) {
+        s_ent *e = &st->ents[i];
+        e->uuid = rd_uuid(r, "truncated entity record");
+        e->flags = rd_u8(r, "truncated entity record");
+        if (e->flags & ~(REC_SPAWNED | REC_NAME | REC_ENABLED | REC_PARENT)) r->err = "unknown entity record flags";
+        if ((e->flags & REC_SPAWNED) && e->flags != (REC_SPAWNED | REC_NAME | REC_ENABLED | REC_PARENT))
+            r->err = "a spawned entity record is incomplete";
+        if (keel_uuid_is_nil(e->uuid) && e->flags) r->err = "the scene root record has entity flags";
+        if (e->flags & REC_NAME) e->name = rd_str(r, "truncated entity name");
+        if (e->flags & REC_ENABLED) e->enabled = rd_bool(r, "truncated entity record");
+        if (e->flags & REC_PARENT) e->parent = rd_uuid(r, "truncated entity parent");
+        e->nrem = rd_count(r, 8, "truncated removals");
+        e->rem = calloc(e->nrem ? e->nrem : 1, sizeof *e->rem);
+        if (!e->rem) abort();
+        for (uint32_t j = 0; j < e->nrem && !r->err; j++) {
+            e->rem[j].key = rd_str(r, "truncated removal");
+            e->rem[j].slot = rd_u32(r, "truncated removal");
+        }
+        e->ncomps = rd_count(r, 21, "truncated components");
+        e->comps = calloc(e->ncomps ? e->ncomps : 1, sizeof *e->comps);
+        if (!e->comps) abort();
+        for (uint32_t j = 0; j < e->ncomps && !r->err; j++) {
+            s_comp *c = &e->comps[j];
+            c->op = rd_u8(r, "truncated component");
+            if (!r->err && c->op != OP_ADD && c->op != OP_CHANGE) r->err = "unknown component operation";
+            c->key = rd_str(r, "truncated component key");
+            c->slot = rd_u32(r, "truncated component");
+            uint32_t v = rd_u32(r, "truncated component");
+            if (!r->err && (v < 1 || v > INT32_MAX)) r->err = "a component version is out of range";
+            c->version = (int)v;
+            if (c->op == OP_ADD) c->loaded = rd_bool(r, "truncated component");
+            c->enabled = rd_bool(r, "truncated component");
+            if (r->err) break;
+            c->body = rd_node(r, 0);
+            if (c->body && c->body->kind != KEEL_NODE_MAP && !r->err) r->err = "a component body is not a map";
+            if (!r->err && c->key && !keel__kind_key_valid(c->key)) r->err = "a kind key is malformed";
+        }
+    }
+    if (r->err) return;
+    st->ndead = rd_count(r, 16, "truncated destroyed list");
+    st->dead = calloc(st->ndead ? st->ndead : 1, sizeof *st->dead);
+    if (!st->dead) abort();
+    for (uint32_t i = 0; i < st->ndead && !r->err; i++) st->dead[i] = rd_uuid(r, "truncated destroyed list");
+    st->norders = rd_count(r, 20, "truncated order records");
+    st->orders = calloc(st->norders ? st->norders : 1, sizeof *st->orders);
+    if (!st->orders) abort();
+    for (uint32_t i = 0; i < st->norders && !r->err; i++) {
+        s_order *o = &st->orders[i];
+        o->parent = rd_uuid(r, "truncated order record");
+        o->n = rd_count(r, 16, "truncated order record");
+        o->kids = calloc(o->n ? o->n : 1, sizeof *o->kids);
+        if (!o->kids) abort();
+        for (uint32_t j = 0; j < o->n && !r->err; j++) o->kids[j] = rd_uuid(r, "truncated order record");
+    }
+    if (!r->err && r->pos != r->len) r->err = "trailing bytes after the state";
+}
+
+/* Reads, checks (CRC, structure) and decodes a whole slot file. */
+static keel_status read_save(const char *path, state *st, keel_diags *d)
+{
+    char *data = NULL;
+    size_t len = 0;
+    keel_status s = keel_read_file(path, (size_t)SAVE_STATE_MAX + SAVE_INFO_MAX, &data, &len, d);
+    if (s != KEEL_OK) return s;
+    const uint8_t *p = (const uint8_t *)data;
+    const char *err = NULL;
+    uint32_t info_len = 0, raw_len = 0, clen = 0;
+    if (len < 8 || memcmp(p, "KEELSAVE", 8) != 0) err = "not a keel save file (bad magic)";
+    else if (len < SAVE_HEADER + 12) err = "truncated header";
+    else if (get_u32(p + 8) != SAVE_VERSION) err = "unsupported save format version";
+    else if (get_u32(p + len - 4) != (uint32_t)crc32(0L, p, (uInt)(len - 4)))
+        err = "CRC mismatch: the file is damaged or truncated";
+    else if ((info_len = get_u32(p + 12)) > len - SAVE_HEADER - 12)
+        err = "slot details run past the end of the file";
+    else {
+        size_t at = SAVE_HEADER + info_len;
+        raw_len = get_u32(p + at);
+        clen = get_u32(p + at + 4);
+        if ((uint64_t)at + 8 + clen + 4 != len) err = "compressed state length does not match the file size";
+        else if (raw_len > SAVE_STATE_MAX || (uint64_t)raw_len > (uint64_t)clen * 1032u + 64)
+            err = "declared state size is implausible";
+        else {
+            keel_slot_info info;
+            if (info_parse(data + SAVE_HEADER, info_len, &info, NULL) != KEEL_OK) err = "slot details are malformed";
+            keel_slot_info_free(&info);
+        }
+        if (!err) {
+            uint8_t *raw = malloc(raw_len ? raw_len : 1);
+            if (!raw) abort();
+            uLongf out_len = raw_len;
+            int zr = uncompress(raw, &out_len, p + at + 8, clen);
+            if (zr != Z_OK || out_len != raw_len) err = "the compressed state does not inflate to its declared size";
+            else {
+                rd r = { raw, raw_len, 0, NULL };
+                decode_state(&r, st);
+                err = r.err;
+            }
+            free(raw);
+        }
+    }
+    free(data);
+    if (err) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save file: %s", err);
+    return KEEL_OK;
+}
+
+/* ---- applying, all or nothing: every change journals how to undo it ---- */
+
+typedef struct jentry {
+    bool is_field;
+    keel_cmd cmd;  /* the inverse of a command */
+    keel_comp comp;
+    int field;
+    keel_value old;
+    char *old_str;
+} jentry;
+
+typedef struct journal {
+    jentry *items;
+    size_t count, cap;
+} journal;
+
+static jentry *journal_push(journal *j)
+{
+    if (j->count == j->cap) {
+        j->cap = j->cap ? j->cap * 2 : 64;
+        j->items = keel__xrealloc(j->items, j->cap * sizeof *j->items);
+    }
+    jentry *e = &j->items[j->count++];
+    memset(e, 0, sizeof *e);
+    return e;
+}
+
+static void journal_cmd(journal *j, keel_cmd *inv)
+{
+    jentry *e = journal_push(j);
+    e->cmd = *inv;
+    memset(inv, 0, sizeof *inv);
+}
+
+static void journal_rollback(keel_world *w, journal *j)
+{
+    for (size_t i = j->count; i-- > 0;) {
+        jentry *e = &j->items[i];
+        if (e->is_field) {
+            if (e->old_str) e->old.as.s = e->old_str;
+            keel_set_internal(w, e->comp, e->field, &e->old, NULL);
+        } else {
+            keel_cmd_apply(w, &e->cmd, NULL, NULL);
+        }
+    }
+}
+
+static void journal_free(journal *j)
+{
+    for (size_t i = 0; i < j->count; i++) {
+        keel_cmd_free(&j->items[i].cmd);
+        free(j->items[i].old_str);
+    }
+    free(j->items);
+}
+
+static keel_entity resolve(const keel_world *w, keel_uuid u)
+{
+    return keel_uuid_is_nil(u) ? keel_world_root(w) : keel_find(w, u);
+}
+
+static bool value_equal(const keel_value *a, const keel_value *b)
+{
+    if (a->type != b->type || a->nil != b->nil) return false;
+    switch (a->type) {
+    case KEEL_T_BOOL: return a->as.b == b->as.b;
+    case KEEL_T_INT: case KEEL_T_ENUM: return a->as.i == b->as.i;
+    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof a->as.f) == 0;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(a->type)) == 0;
+    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY: return a->nil || keel_uuid_equal(a->as.u, b->as.u);
+    default: return false;
+    }
+}
+
+/* Field changes: the saved fields decoded (migrated when older) over a copy of the live record,
+ * then every field that came out different written through the registry. */
+static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, const char *path, journal *j,
+                                keel_diags *d)
+{
+    void *live = keel_record(w, c);
+    if (!live) return keel_error(d, KEEL_NOT_FOUND, path, "%s slot %u is not live", sc->key, sc->slot);
+    size_t size = keel_kind_record_size(c.kind);
+    void *scratch = calloc(1, size ? size : 1);
+    if (!scratch) abort();
+    keel__record_copy(c.kind, scratch, live);
+    keel_status s = keel__body_decode(c.kind, sc->body, sc->version, false, scratch, path, NULL, d);
+    const keel_kind_desc *desc = keel_kind_describe(c.kind);
+    for (size_t f = 0; s == KEEL_OK && f < desc->field_count; f++) {
+        keel_value nv, ov;
+        keel__record_get(c.kind, scratch, (int)f, &nv);
+        keel__record_get(c.kind, keel_record(w, c), (int)f, &ov);
+        if (value_equal(&nv, &ov)) continue;
+        jentry *e = journal_push(j);
+        e->is_field = true;
+        e->comp = c;
+        e->field = (int)f;
+        e->old = ov;
+        if (ov.type == KEEL_T_STRING) e->old_str = keel__strdup(ov.as.s);
+        s = keel_set_internal(w, c, (int)f, &nv, d);
+        if (s != KEEL_OK) {
+            free(e->old_str);
+            j->count--;
+        }
+    }
+    keel__record_fini(c.kind, scratch);
+    free(scratch);
+    return s;
+}
+
+static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const char *path, journal *j,
+                              keel_diags *d)
+{
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    keel_kind_id k = keel_kind_find(sc->key);
+    const keel_kind_desc *desc = k ? keel_kind_describe(k) : NULL;
+    keel_status s;
+    if (sc->op == OP_ADD) {
+        if (!desc || sc->version > desc->version) {
+            s = keel_add_unknown(w, e->h, sc->key, sc->version, sc->slot, sc->body, d);
+            if (s == KEEL_OK) {
+                inv.type = KEEL_CMD_REMOVE;
+                inv.entity = e->uuid;
+                inv.kind_key = keel__strdup(sc->key);
+                inv.slot = sc->slot;
+                if (keel_uuid_is_nil(e->uuid)) inv.entity = keel_entity_uuid(w, e->h);
+                journal_cmd(j, &inv);
+            }
+            return s;
+        }
+        keel_add_opts o = KEEL_ADD_OPTS_INIT;
+        o.slot = sc->slot;
+        o.body = sc->body;
+        o.version = sc->version;
+        o.path = path;
+        keel_comp c;
+        s = keel_add(w, e->h, k, &o, &c, &inv, d);
+        if (s != KEEL_OK) return s;
+        journal_cmd(j, &inv);
+        if (!sc->enabled) {
+            s = keel_comp_set_enabled(w, c, false, &inv, d);
+            if (s == KEEL_OK) journal_cmd(j, &inv);
+        }
+        return s;
+    }
+    keel_comp c;
+    if (!desc || !keel_get_comp(w, e->h, k, sc->slot, &c) || c.slot != sc->slot)
+        return keel_error(d, KEEL_NOT_FOUND, path, "%s slot %u is not in this world", sc->key, sc->slot);
+    if (keel_comp_enabled(w, c) != sc->enabled) {
+        s = keel_comp_set_enabled(w, c, sc->enabled, &inv, d);
+        if (s != KEEL_OK) return s;
+        journal_cmd(j, &inv);
+    }
+    return apply_fields(w, c, sc, path, j, d);
+}
+
+/* Checks that the save fits this world before touching it. */
+static keel_status check_state(const keel_world *w, const state *st, keel_diags *d)
+{
+    char a[37];
+    if (!keel_uuid_equal(st->scene, keel_world_uuid(w))) {
+        char b[37];
+        keel_uuid_format(st->scene, a);
+        keel_uuid_format(keel_world_uuid(w), b);
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "the save is of scene %s, the world is scene %s", a, b);
+    }
+    for (uint32_t i = 0; i < st->ndead; i++)
+        if (!keel_find(w, st->dead[i])) {
+            keel_uuid_format(st->dead[i], a);
+            keel_error(d, KEEL_NOT_FOUND, "destroyed", "entity %s is not in this world", a);
+        }
+    for (uint32_t i = 0; i < st->nents; i++) {
+        const s_ent *e = &st->ents[i];
+        keel_uuid_format(e->uuid, a);
+        bool there = resolve(w, e->uuid) != KEEL_NO_ENTITY;
+        if ((e->flags & REC_SPAWNED) && there)
+            keel_error(d, KEEL_INVALID_OPERATION, "entities", "spawned entity %s is already in this world", a);
+        if (!(e->flags & REC_SPAWNED) && !there)
+            keel_error(d, KEEL_NOT_FOUND, "entities", "entity %s is not in this world", a);
+        if (!(e->flags & REC_SPAWNED))
+            for (uint32_t r = 0; r < e->nrem; r++) {
+                keel_member m;
+                if (!member_find(w, resolve(w, e->uuid), e->rem[r].key, e->rem[r].slot, &m))
+                    keel_error(d, KEEL_NOT_FOUND, "entities", "%s slot %u of entity %s is not in this world",
+                               e->rem[r].key, e->rem[r].slot, a);
+            }
+    }
+    return keel_diags_status(d);
+}
+
+static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags *d)
+{
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    keel_status s = KEEL_OK;
+    for (uint32_t i = 0; i < st->ndead && s == KEEL_OK; i++) {
+        s = keel_destroy(w, keel_find(w, st->dead[i]), &inv, d);
+        if (s == KEEL_OK) journal_cmd(j, &inv);
+    }
+    for (uint32_t i = 0; i < st->nents && s == KEEL_OK; i++) {
+        s_ent *e = &st->ents[i];
+        if (!(e->flags & REC_SPAWNED)) continue;
+        s = keel_spawn(w, e->name, KEEL_NO_ENTITY, &e->uuid, &e->h, &inv, d);
+        if (s == KEEL_OK) journal_cmd(j, &inv);
+    }
+    for (uint32_t i = 0; i < st->nents && s == KEEL_OK; i++) {
+        s_ent *e = &st->ents[i];
+        e->h = resolve(w, e->uuid);
+        if (!(e->flags & REC_SPAWNED) && (e->flags & REC_NAME)) {
+            s = keel_rename(w, e->h, e->name, &inv, d);
+            if (s == KEEL_OK) journal_cmd(j, &inv);
+        }
+        if (s == KEEL_OK && (e->flags & REC_ENABLED) && keel_entity_enabled(w, e->h) != e->enabled) {
+            s = keel_set_enabled(w, e->h, e->enabled, &inv, d);
+            if (s == KEEL_OK) journal_cmd(j, &inv);
+        }
+        if (s == KEEL_OK && (e->flags & REC_PARENT)) {
+            keel_entity p = keel_uuid_is_nil(e->parent) ? KEEL_NO_ENTITY : keel_find(w, e->parent);
+            if (!keel_uuid_is_nil(e->parent) && !p) {
+                char a[37];
+                keel_uuid_format(e->parent, a);
+                s = keel_error(d, KEEL_NOT_FOUND, "entities", "parent %s is not in this world", a);
+            } else {
+                s = keel_reparent(w, e->h, p, &inv, d);
+                if (s == KEEL_OK) journal_cmd(j, &inv);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < st->norders && s == KEEL_OK; i++) {
+        const s_order *o = &st->orders[i];
+        keel_entity p = keel_uuid_is_nil(o->parent) ? KEEL_NO_ENTITY : keel_find(w, o->parent);
+        if (!keel_uuid_is_nil(o->parent) && !p) s = keel_error(d, KEEL_NOT_FOUND, "order", "an ordered parent is missing");
+        for (uint32_t k = 0; k < o->n && s == KEEL_OK; k++) {
+            keel_entity c = keel_find(w, o->kids[k]);
+            if (!c) s = keel_error(d, KEEL_NOT_FOUND, "order", "an ordered child is missing");
+            else s = keel_reparent(w, c, p, &inv, d);
+            if (s == KEEL_OK) journal_cmd(j, &inv);
+        }
+    }
+    /* removals first (last added first, so requirers go before what they require), then adds and changes */
+    for (uint32_t i = 0; i < st->nents && s == KEEL_OK; i++) {
+        s_ent *e = &st->ents[i];
+        for (uint32_t r = e->nrem; r-- > 0 && s == KEEL_OK;) {
+            s = keel_remove(w, e->h, e->rem[r].key, e->rem[r].slot, &inv, d);
+            if (s == KEEL_OK) journal_cmd(j, &inv);
+        }
+    }
+    for (uint32_t i = 0; i < st->nents && s == KEEL_OK; i++) {
+        s_ent *e = &st->ents[i];
+        for (uint32_t c = 0; c < e->ncomps && s == KEEL_OK; c++) {
+            char path[96];
+            snprintf(path, sizeof path, "entities[%u].components[%u].body", i, c);
+            s = apply_comp(w, e, &e->comps[c], path, j, d);
+        }
+    }
+    if (s != KEEL_OK) keel_cmd_free(&inv);
+    return s;
+}
+
+keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
+{
+    if (!w || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_load: NULL argument");
+    keel_diags local;
+    keel_diags_init(&local);
+    state st;
+    memset(&st, 0, sizeof st);
+    keel_status s = read_save(path, &st, &local);
+    if (s == KEEL_OK) s = check_state(w, &st, &local);
+    if (s == KEEL_OK) {
+        journal j = { 0 };
+        s = apply_state(w, &st, &j, &local);
+        if (s != KEEL_OK) journal_rollback(w, &j);
+        journal_free(&j);
+    }
+    state_free(&st);
+    keel_diags_append(d, &local, "");
+    keel_diags_free(&local);
+    return s;
+}

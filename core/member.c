@@ -1,0 +1,842 @@
+/* member.c — per-kind storage, membership entries, slots and the kind rules; field reads and writes. */
+#include "world_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- storage */
+
+keel__store *keel__store_of(keel_world *w, keel_kind_id k)
+{
+    if (k >= w->store_count) {
+        size_t n = (size_t)k + 8;
+        w->stores = keel__xrealloc(w->stores, n * sizeof *w->stores);
+        memset(w->stores + w->store_count, 0, (n - w->store_count) * sizeof *w->stores);
+        w->store_count = n;
+    }
+    keel__store *s = &w->stores[k];
+    if (!s->cap) s->record_size = keel_kind_record_size(k);
+    return s;
+}
+
+static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, uint32_t slot)
+{
+    keel__store *s = keel__store_of(w, k);
+    if (s->count == s->cap) {
+        size_t np = s->cap / KEEL__PAGE + 1;
+        s->pages = keel__xrealloc(s->pages, np * sizeof *s->pages);
+        s->pages[np - 1] = keel__xrealloc(NULL, KEEL__PAGE * (s->record_size ? s->record_size : 1));
+        s->cap += KEEL__PAGE;
+        s->owner = keel__xrealloc(s->owner, s->cap * sizeof *s->owner);
+        s->slot = keel__xrealloc(s->slot, s->cap * sizeof *s->slot);
+        s->counter = keel__xrealloc(s->counter, s->cap * sizeof *s->counter);
+    }
+    size_t row = s->count++;
+    s->owner[row] = owner;
+    s->slot[row] = slot;
+    s->counter[row] = 0;
+    memset(keel__store_rec(s, row), 0, s->record_size);
+    return (uint32_t)row;
+}
+
+/* Swap-remove: the last row moves into `row` and its membership entry follows it. */
+static void store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
+{
+    keel__store *s = &w->stores[k];
+    keel__record_fini(k, keel__store_rec(s, row));
+    size_t last = s->count - 1;
+    if (row != last) {
+        memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
+        s->owner[row] = s->owner[last];
+        s->slot[row] = s->slot[last];
+        s->counter[row] = s->counter[last];
+        keel__ent *en = keel__ent_get(w, s->owner[row]);
+        keel__entry *m = en ? keel__entry_find(en, k, s->slot[row]) : NULL;
+        if (m) m->row = row;
+    }
+    s->count--;
+}
+
+void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
+{
+    if (!w->in_step) {
+        store_remove_now(w, k, row);
+        return;
+    }
+    /* a hook may still hold this record: free it at the phase boundary */
+    w->stores[k].owner[row] = KEEL_NO_ENTITY;
+    if (w->pending_count == w->pending_cap) {
+        w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
+        w->pending = keel__xrealloc(w->pending, w->pending_cap * sizeof *w->pending);
+    }
+    w->pending[w->pending_count++] = (keel__pending){ k, row };
+}
+
+static int pending_cmp(const void *a, const void *b)
+{
+    const keel__pending *x = a, *y = b;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return x->row < y->row ? 1 : x->row > y->row ? -1 : 0; /* rows descending */
+}
+
+/* Descending rows per kind: each swap-remove pulls in a row that is not pending. */
+void keel__flush_pending(keel_world *w)
+{
+    if (!w->pending_count) return;
+    qsort(w->pending, w->pending_count, sizeof *w->pending, pending_cmp);
+    for (size_t i = 0; i < w->pending_count; i++) store_remove_now(w, w->pending[i].kind, w->pending[i].row);
+    w->pending_count = 0;
+    w->structure++;
+}
+
+void keel__stores_free(keel_world *w)
+{
+    for (size_t k = 0; k < w->store_count; k++) {
+        keel__store *s = &w->stores[k];
+        for (size_t r = 0; r < s->count; r++) keel__record_fini((keel_kind_id)k, keel__store_rec(s, r));
+        for (size_t p = 0; p < s->cap / KEEL__PAGE; p++) free(s->pages[p]);
+        free(s->pages);
+        free(s->owner);
+        free(s->slot);
+        free(s->counter);
+    }
+    free(w->stores);
+    w->stores = NULL;
+    w->store_count = 0;
+}
+
+/* ---------------------------------------------------------------- entries */
+
+const char *keel__entry_key(const keel__entry *m)
+{
+    if (m->kind) {
+        const keel_kind_desc *kd = keel_kind_describe(m->kind);
+        return kd ? kd->key : "";
+    }
+    return m->key;
+}
+
+keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
+{
+    keel__entry *best = NULL;
+    for (uint32_t i = 0; i < en->member_count; i++) {
+        keel__entry *m = &en->members[i];
+        if (m->kind != k) continue;
+        if (slot == KEEL_SLOT_AUTO) {
+            if (!best || m->slot < best->slot) best = m;
+        } else if (m->slot == slot) {
+            return m;
+        }
+    }
+    return best;
+}
+
+/* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
+static keel__entry *entry_by_key(keel__ent *en, const char *key, uint32_t slot)
+{
+    keel__entry *best = NULL;
+    for (uint32_t i = 0; i < en->member_count; i++) {
+        keel__entry *m = &en->members[i];
+        if (strcmp(keel__entry_key(m), key) != 0) continue;
+        if (slot == KEEL_SLOT_AUTO) {
+            if (!best || m->slot < best->slot) best = m;
+        } else if (m->slot == slot) {
+            return m;
+        }
+    }
+    return best;
+}
+
+static uint32_t key_count(const keel__ent *en, const char *key)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < en->member_count; i++)
+        if (strcmp(keel__entry_key(&en->members[i]), key) == 0) n++;
+    return n;
+}
+
+static keel__entry *entry_push(keel__ent *en)
+{
+    if (en->member_count == en->member_cap) {
+        en->member_cap = en->member_cap ? en->member_cap * 2 : 4;
+        en->members = keel__xrealloc(en->members, en->member_cap * sizeof *en->members);
+    }
+    keel__entry *m = &en->members[en->member_count++];
+    memset(m, 0, sizeof *m);
+    m->enabled = true;
+    return m;
+}
+
+static uint64_t born_stamp(const keel_world *w)
+{
+    /* added during a step: first runs in the next one */
+    return w->rolling_back ? 0 : w->frame + (w->in_step ? 1 : 0);
+}
+
+/* The slot a new entry of `key` takes, or an error. */
+static keel_status pick_slot(const keel__ent *en, const char *key, bool one, uint32_t max, bool skip_rules,
+                             uint32_t *slot, keel_diags *d)
+{
+    keel__ent *me = (keel__ent *)en;
+    if (one) {
+        if (*slot != KEEL_SLOT_AUTO && *slot != 0)
+            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
+                              *slot);
+        *slot = 0;
+        if (entry_by_key(me, key, 0))
+            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
+        return KEEL_OK;
+    }
+    if (*slot == KEEL_SLOT_AUTO) {
+        uint32_t next = 0;
+        for (uint32_t i = 0; i < en->member_count; i++)
+            if (strcmp(keel__entry_key(&en->members[i]), key) == 0 && en->members[i].slot + 1 > next)
+                next = en->members[i].slot + 1;
+        *slot = next;
+    } else if (entry_by_key(me, key, *slot)) {
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
+    }
+    if (!skip_rules && max && key_count(en, key) >= max)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, max);
+    return KEEL_OK;
+}
+
+static bool names(const char *const *list, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], key) == 0) return true;
+    return false;
+}
+
+/* The rules a new `k` must pass against the entity's current stack. */
+static keel_status check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    keel__ent *en = &w->ents[i];
+    if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s lives only on the scene root", kd->key);
+    if (i == 0 && strcmp(kd->key, "core:transform") == 0)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "the scene root cannot hold core:transform");
+    for (size_t r = 0; r < kd->requires_count; r++)
+        if (!entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
+    for (uint32_t m = 0; m < en->member_count; m++) {
+        const char *other = keel__entry_key(&en->members[m]);
+        if (names(kd->rejects, kd->rejects_count, other))
+            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", kd->key, other);
+        if (en->members[m].kind) {
+            const keel_kind_desc *od = keel_kind_describe(en->members[m].kind);
+            if (names(od->rejects, od->rejects_count, kd->key))
+                return keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, kd->key);
+        }
+    }
+    return KEEL_OK;
+}
+
+static keel_status entity_for(const keel_world *w, keel_entity e, keel_diags *d)
+{
+    return keel__ent_get(w, e) ? KEEL_OK : keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+}
+
+keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
+                               keel_comp *out, keel_diags *d)
+{
+    static const keel_add_opts defaults = KEEL_ADD_OPTS_INIT;
+    if (!o) o = &defaults;
+    keel_status st = entity_for(w, e, d);
+    if (st) return st;
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd) return keel_error(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)k);
+    uint32_t i = (uint32_t)e;
+    keel__ent *en = &w->ents[i];
+    if (en->member_count >= KEEL__MAX_COMPONENTS)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
+                          KEEL__MAX_COMPONENTS);
+    uint32_t slot = o->slot;
+    st = pick_slot(en, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
+    if (st) return st;
+    if (!o->skip_rules && (st = check_add_rules(w, i, k, d))) return st;
+
+    uint32_t row = store_append(w, k, e, slot);
+    keel__store *s = &w->stores[k];
+    void *rec = keel__store_rec(s, row);
+    keel__record_init(k, rec);
+    if (o->body) {
+        st = keel__body_decode(k, o->body, o->version ? o->version : kd->version, o->strict, rec,
+                               o->path ? o->path : "", o->file, d);
+        if (st) {
+            keel__record_fini(k, rec);
+            s->count--;
+            return st;
+        }
+    }
+    keel__entry *m = entry_push(&w->ents[i]);
+    m->kind = k;
+    m->slot = slot;
+    m->row = row;
+    m->born = born_stamp(w);
+    if (w->rolling_back) m->awoken = m->started = true;
+    keel__touch(w);
+    if (out) *out = (keel_comp){ e, k, slot };
+    if (!o->no_awake && !w->rolling_back) {
+        m->awoken = true;
+        keel__call_hook(w, i, k, slot, KEEL_PHASE_AWAKE, 0);
+    }
+    return KEEL_OK;
+}
+
+keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts, keel_comp *out,
+                     keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel_comp c = { 0, 0, 0 };
+    keel_status st = keel__add_internal(w, e, k, opts, &c, d);
+    if (out) *out = c;
+    if (st == KEEL_OK && inv) {
+        inv->type = KEEL_CMD_REMOVE;
+        inv->entity = w->ents[(uint32_t)e].uuid;
+        inv->kind_key = keel__strdup(keel_kind_describe(k)->key);
+        inv->slot = c.slot;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int version, uint32_t slot,
+                             const keel_node *body, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, NULL, &tmp);
+    keel_status st = entity_for(w, e, d);
+    if (st == KEEL_OK && (!key || !*key))
+        st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "an unknown component needs a kind key");
+    if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
+        st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
+                        KEEL__MAX_COMPONENTS);
+    if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], key, false, 0, true, &slot, d);
+    if (st == KEEL_OK) {
+        keel__entry *m = entry_push(&w->ents[(uint32_t)e]);
+        m->key = keel__strdup(key);
+        m->slot = slot;
+        m->version = version < 1 ? 1 : version;
+        m->preserved = body ? keel_node_copy(body) : keel_node_new_map();
+        m->born = born_stamp(w);
+        keel__touch(w);
+        if (inv) {
+            inv->type = KEEL_CMD_REMOVE;
+            inv->entity = w->ents[(uint32_t)e].uuid;
+            inv->kind_key = keel__strdup(key);
+            inv->slot = slot;
+        }
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+/* Takes entry `m` out of entity i: frees its record (or preserved body) and the entry. */
+static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
+{
+    keel__ent *en = &w->ents[i];
+    if (m->kind) keel__store_free_row(w, m->kind, m->row);
+    free(m->key);
+    keel_node_free(m->preserved);
+    size_t at = (size_t)(m - en->members);
+    memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
+    en->member_count--;
+}
+
+static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *inv)
+{
+    keel_cmd add = { 0 };
+    add.type = KEEL_CMD_ADD;
+    add.entity = w->ents[i].uuid;
+    add.kind_key = keel__strdup(keel__entry_key(m));
+    add.slot = m->slot;
+    add.enabled = true;
+    if (m->kind) {
+        add.version = keel_kind_describe(m->kind)->version;
+        add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), true);
+    } else {
+        add.version = m->version;
+        add.tree = keel_node_copy(m->preserved);
+    }
+    if (m->enabled) {
+        *inv = add;
+        return;
+    }
+    inv->type = KEEL_CMD_BATCH;
+    inv->items = calloc(2, sizeof *inv->items);
+    if (!inv->items) abort();
+    inv->item_count = 2;
+    inv->items[0] = add;
+    inv->items[1].type = KEEL_CMD_ENABLE_COMPONENT;
+    inv->items[1].entity = add.entity;
+    inv->items[1].kind_key = keel__strdup(add.kind_key);
+    inv->items[1].slot = add.slot;
+    inv->items[1].enabled = false;
+}
+
+keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t slot, keel_cmd *inverse,
+                        keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel_status st = entity_for(w, e, d);
+    uint32_t i = (uint32_t)e;
+    keel__entry *m = NULL;
+    if (st == KEEL_OK && !key) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "a kind key is required");
+    if (st == KEEL_OK) {
+        keel__ent *en = &w->ents[i];
+        keel_kind_id k = keel_kind_find(key);
+        const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
+        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && entry_by_key(en, key, KEEL_SLOT_AUTO))
+            st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
+        else if (!(m = entry_by_key(en, key, slot))) {
+            if (!entry_by_key(en, key, KEEL_SLOT_AUTO))
+                st = keel_error(d, KEEL_NOT_FOUND, "", "%s not found", key);
+            else
+                st = keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
+        }
+    }
+    if (st == KEEL_OK && m->kind && key_count(&w->ents[i], key) == 1) {
+        keel__ent *en = &w->ents[i];
+        for (uint32_t o = 0; o < en->member_count; o++) {
+            keel__entry *other = &en->members[o];
+            if (other == m || !other->kind) continue;
+            const keel_kind_desc *od = keel_kind_describe(other->kind);
+            if (names(od->requires, od->requires_count, key)) {
+                st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is required by %s", key, od->key);
+                break;
+            }
+        }
+    }
+    if (st == KEEL_OK) {
+        uint32_t s = m->slot;
+        if (inv) remove_inverse(w, i, m, inv);
+        if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
+            keel__call_hook(w, i, m->kind, s, KEEL_PHASE_ON_DESTROY, 0);
+            m = keel__ent_get(w, e) ? entry_by_key(&w->ents[i], key, s) : NULL;
+        }
+        if (m) entry_delete(w, i, m);
+        keel__touch(w);
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+/* on_destroy for every live component (membership order), then every record freed. */
+void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
+{
+    if (!quiet) {
+        keel__ent *en = &w->ents[i];
+        size_t n = en->member_count;
+        keel_comp *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
+        size_t c = 0;
+        for (size_t m = 0; m < n; m++)
+            if (en->members[m].kind && en->members[m].awoken && !en->members[m].faulted)
+                list[c++] = (keel_comp){ 0, en->members[m].kind, en->members[m].slot };
+        for (size_t m = 0; m < c; m++) {
+            if (!w->ents[i].alive) break;
+            keel__call_hook(w, i, list[m].kind, list[m].slot, KEEL_PHASE_ON_DESTROY, 0);
+        }
+        free(list);
+    }
+    keel__ent *en = &w->ents[i];
+    if (!en->alive) return;
+    while (en->member_count) entry_delete(w, i, &en->members[en->member_count - 1]);
+}
+
+void keel__entry_clone(keel_world *w, uint32_t dst, const keel__ent *src_en, const keel__entry *m)
+{
+    (void)src_en;
+    if (!m->kind) {
+        keel__entry *c = entry_push(&w->ents[dst]);
+        c->key = keel__strdup(m->key);
+        c->slot = m->slot;
+        c->enabled = m->enabled;
+        c->version = m->version;
+        c->preserved = keel_node_copy(m->preserved);
+        c->born = born_stamp(w);
+        return;
+    }
+    uint32_t row = store_append(w, m->kind, keel__handle(w, dst), m->slot);
+    keel__store *s = &w->stores[m->kind];
+    keel__record_copy(m->kind, keel__store_rec(s, row), keel__store_rec(s, m->row));
+    keel__entry *c = entry_push(&w->ents[dst]);
+    c->kind = m->kind;
+    c->slot = m->slot;
+    c->row = row;
+    c->enabled = m->enabled;
+    c->born = born_stamp(w);
+    keel__touch(w);
+}
+
+keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, keel_diags *d)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en) return keel_error(d, KEEL_NOT_FOUND, path ? path : "", "entity not found");
+    keel_status first = KEEL_OK;
+    uint32_t i = (uint32_t)e;
+    for (uint32_t a = 0; a < en->member_count; a++) {
+        keel__entry *m = &en->members[a];
+        char *p = keel__strfmt("%s%scomponents[%u]", path ? path : "", path && *path ? "." : "", a);
+        keel_status st = KEEL_OK;
+        if (m->kind) {
+            const keel_kind_desc *kd = keel_kind_describe(m->kind);
+            if (kd->multiplicity == KEEL_ONE && m->slot != 0)
+                st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u",
+                                kd->key, m->slot);
+            for (uint32_t b = 0; b < a; b++)
+                if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
+                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)",
+                                    kd->key);
+            if (kd->multiplicity == KEEL_MANY && kd->max) {
+                uint32_t seen = 0;
+                for (uint32_t b = 0; b <= a; b++)
+                    if (en->members[b].kind == m->kind) seen++;
+                if (seen > kd->max)
+                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key,
+                                    kd->max);
+            }
+            if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
+                st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s lives only on the scene root", kd->key);
+            if (i == 0 && strcmp(kd->key, "core:transform") == 0)
+                st = keel_error(d, KEEL_INVALID_OPERATION, p, "the scene root cannot hold core:transform");
+            for (size_t r = 0; r < kd->requires_count; r++)
+                if (!entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
+            for (uint32_t b = 0; b < en->member_count; b++) {
+                const char *other = keel__entry_key(&en->members[b]);
+                if (b != a && names(kd->rejects, kd->rejects_count, other))
+                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
+            }
+        }
+        free(p);
+        if (st && !first) first = st;
+    }
+    return first;
+}
+
+keel_status keel_awake_all(keel_world *w, keel_diags *d)
+{
+    for (keel_entity e = keel_world_root(w); e; e = keel_next(w, e == keel_world_root(w) ? 0 : e)) {
+        uint32_t i = (uint32_t)e;
+        for (uint32_t m = 0; m < w->ents[i].member_count; m++) {
+            keel__entry *me = &w->ents[i].members[m];
+            if (!me->kind || me->awoken) continue;
+            me->awoken = true;
+            keel__call_hook(w, i, me->kind, me->slot, KEEL_PHASE_AWAKE, 0);
+        }
+        if (!keel__ent_get(w, e)) break;
+    }
+    return KEEL_OK;
+}
+
+/* ---------------------------------------------------------------- reading membership */
+
+size_t keel_member_count(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en ? en->member_count : 0;
+}
+
+bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *out)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || i >= en->member_count) return false;
+    keel__entry *m = &en->members[i];
+    out->kind = m->kind;
+    out->key = keel__entry_key(m);
+    out->slot = m->slot;
+    out->loaded = m->kind != KEEL_NO_KIND;
+    out->enabled = m->enabled;
+    out->faulted = m->faulted;
+    out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
+    out->counter = m->kind ? w->stores[m->kind].counter[m->row] : 0;
+    out->preserved = m->preserved;
+    return true;
+}
+
+bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel_comp *out)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    keel__entry *m = en && k ? keel__entry_find(en, k, slot) : NULL;
+    if (!m) return false;
+    if (out) *out = (keel_comp){ e, k, m->slot };
+    return true;
+}
+
+static keel__entry *comp_entry(const keel_world *w, keel_comp c)
+{
+    keel__ent *en = keel__ent_get(w, c.entity);
+    return en && c.kind ? keel__entry_find(en, c.kind, c.slot) : NULL;
+}
+
+bool keel_comp_alive(const keel_world *w, keel_comp c) { return comp_entry(w, c) != NULL; }
+
+void *keel_record(const keel_world *w, keel_comp c)
+{
+    keel__entry *m = comp_entry(w, c);
+    return m ? keel__store_rec(&w->stores[c.kind], m->row) : NULL;
+}
+
+uint64_t keel_comp_counter(const keel_world *w, keel_comp c)
+{
+    keel__entry *m = comp_entry(w, c);
+    return m ? w->stores[c.kind].counter[m->row] : 0;
+}
+
+bool keel_comp_enabled(const keel_world *w, keel_comp c)
+{
+    keel__entry *m = comp_entry(w, c);
+    return m && m->enabled;
+}
+
+/* The entry for `c`, or the reason there is none (an unloaded one is Unsupported). */
+static keel_status resolve(const keel_world *w, keel_comp c, keel__entry **out, const char *what, keel_diags *d)
+{
+    keel__ent *en = keel__ent_get(w, c.entity);
+    if (!en) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    const keel_kind_desc *kd = c.kind ? keel_kind_describe(c.kind) : NULL;
+    if (!kd) return keel_error(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)c.kind);
+    *out = keel__entry_find(en, c.kind, c.slot);
+    if (*out) return KEEL_OK;
+    if (entry_by_key(en, kd->key, c.slot))
+        return keel_error(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be %s", kd->key, what);
+    if (c.slot == KEEL_SLOT_AUTO || !entry_by_key(en, kd->key, KEEL_SLOT_AUTO))
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s not found", kd->key);
+    return keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", c.slot, kd->key);
+}
+
+keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel__entry *m = NULL;
+    keel_status st = resolve(w, c, &m, "changed", d);
+    if (st == KEEL_OK) {
+        if (inv) {
+            inv->type = KEEL_CMD_ENABLE_COMPONENT;
+            inv->entity = w->ents[(uint32_t)c.entity].uuid;
+            inv->kind_key = keel__strdup(keel_kind_describe(c.kind)->key);
+            inv->slot = m->slot;
+            inv->enabled = m->enabled;
+        }
+        m->enabled = enabled;
+        w->revision++;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+/* ---------------------------------------------------------------- fields */
+
+keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *out, keel_diags *d)
+{
+    keel__entry *m = NULL;
+    keel_status st = resolve(w, c, &m, "read", d);
+    if (st) return st;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (field < 0 || (size_t)field >= kd->field_count)
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+    keel__record_get(c.kind, keel__store_rec(&w->stores[c.kind], m->row), field, out);
+    return KEEL_OK;
+}
+
+static void value_own(keel_value *v)
+{
+    if (v->type == KEEL_T_STRING && v->as.s) v->as.s = keel__strdup(v->as.s);
+}
+
+static keel_status set_impl(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
+                            keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel__entry *m = NULL;
+    keel_status st = resolve(w, c, &m, "edited", d);
+    const keel_kind_desc *kd = st ? NULL : keel_kind_describe(c.kind);
+    if (st == KEEL_OK && (field < 0 || (size_t)field >= kd->field_count))
+        st = keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+    if (st == KEEL_OK && !internal && (kd->fields[field].flags & KEEL_FIELD_READONLY))
+        st = keel_error(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
+                        kd->fields[field].key, kd->key);
+    if (!v && st == KEEL_OK) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "no value given");
+    keel_value nv;
+    if (st == KEEL_OK) {
+        nv = *v;
+        st = keel_field_check(c.kind, field, &nv, d);
+    }
+    if (st) return keel__cmd_end(w, st, inv, &tmp);
+
+    keel__store *s = &w->stores[c.kind];
+    void *rec = keel__store_rec(s, m->row);
+    keel_value old;
+    keel__record_get(c.kind, rec, field, &old);
+    value_own(&old);
+    keel__record_put(c.kind, rec, field, &nv);
+    if (kd->validate && !w->rolling_back) {
+        size_t before = d ? d->errors : 0;
+        keel_call call = { w, { c.entity, c.kind, m->slot }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d };
+        st = kd->validate(&call, field);
+        if (st) {
+            /* rejected: the old value goes back (the record may have moved) */
+            m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
+            if (m) keel__record_put(c.kind, keel__store_rec(&w->stores[c.kind], m->row), field, &old);
+            if (!d || d->errors == before)
+                keel_error(d, st, kd->fields[field].key, "%s rejected the value of %s", kd->key,
+                           kd->fields[field].key);
+            if (old.type == KEEL_T_STRING) free((char *)old.as.s);
+            return keel__cmd_end(w, st, inv, &tmp);
+        }
+        m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
+    }
+    if (m) w->stores[c.kind].counter[m->row]++;
+    w->revision++;
+    if (inv) {
+        inv->type = KEEL_CMD_SET;
+        inv->entity = w->ents[(uint32_t)c.entity].uuid;
+        inv->kind_key = keel__strdup(kd->key);
+        inv->slot = c.slot == KEEL_SLOT_AUTO && m ? m->slot : c.slot;
+        inv->field = keel__strdup(kd->fields[field].key);
+        inv->value = old;
+    } else if (old.type == KEEL_T_STRING) {
+        free((char *)old.as.s);
+    }
+    return keel__cmd_end(w, KEEL_OK, inv, &tmp);
+}
+
+keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v, keel_cmd *inverse,
+                     keel_diags *d)
+{
+    return set_impl(w, c, field, v, false, inverse, d);
+}
+
+keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_value *v, keel_diags *d)
+{
+    return set_impl(w, c, field, v, true, NULL, d);
+}
+
+/* Internal write used by command replay: readonly fields allowed when `internal`. */
+keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
+                          keel_cmd *inverse, keel_diags *d)
+{
+    return set_impl(w, c, field, v, internal, inverse, d);
+}
+
+keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d)
+{
+    keel__entry *m = NULL;
+    keel_status st = resolve(w, c, &m, "reset", d);
+    if (st) return st;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (field < -1 || field >= (int)kd->field_count)
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+    size_t size = keel_kind_record_size(c.kind);
+    void *def = keel__xrealloc(NULL, size ? size : 1);
+    memset(def, 0, size);
+    keel__record_init(c.kind, def);
+    for (int f = field < 0 ? 0 : field; f < (field < 0 ? (int)kd->field_count : field + 1); f++) {
+        keel_value v;
+        keel__record_get(c.kind, def, f, &v);
+        st = set_impl(w, c, f, &v, true, NULL, d);
+        if (st) break;
+    }
+    keel__record_fini(c.kind, def);
+    free(def);
+    return st;
+}
+
+keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transient)
+{
+    keel__entry *m = comp_entry(w, c);
+    return m ? keel__body_encode(c.kind, keel__store_rec(&w->stores[c.kind], m->row), with_transient) : NULL;
+}
+
+/* ---------------------------------------------------------------- registry changes */
+
+static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
+
+void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc)
+{
+    if (k >= w->store_count || !w->stores[k].cap) return;
+    keel__store *s = &w->stores[k];
+    const keel_kind_desc *nd = keel_kind_describe(k);
+    size_t nsize = keel_kind_record_size(k);
+    size_t *old_off = keel__xrealloc(NULL, (old_desc->field_count + 1) * sizeof *old_off);
+    size_t off = 0;
+    for (size_t f = 0; f < old_desc->field_count; f++) {
+        off = align8(off);
+        old_off[f] = off;
+        off += keel_type_size(old_desc->fields[f].type);
+    }
+    int *from = keel__xrealloc(NULL, (nd->field_count + 1) * sizeof *from); /* new field <- old field */
+    bool *moved = calloc(old_desc->field_count + 1, sizeof *moved);
+    for (size_t f = 0; f < nd->field_count; f++) {
+        from[f] = -1;
+        for (size_t o = 0; o < old_desc->field_count; o++)
+            if (strcmp(nd->fields[f].key, old_desc->fields[o].key) == 0 &&
+                nd->fields[f].type == old_desc->fields[o].type) {
+                from[f] = (int)o;
+                moved[o] = true;
+            }
+    }
+    size_t pages = s->cap / KEEL__PAGE;
+    unsigned char **np = keel__xrealloc(NULL, (pages ? pages : 1) * sizeof *np);
+    for (size_t p = 0; p < pages; p++) np[p] = keel__xrealloc(NULL, KEEL__PAGE * (nsize ? nsize : 1));
+    keel__store ns = *s;
+    ns.pages = np;
+    ns.record_size = nsize;
+    for (size_t r = 0; r < s->count; r++) {
+        unsigned char *orec = keel__store_rec(s, r), *nrec = keel__store_rec(&ns, r);
+        memset(nrec, 0, nsize);
+        keel__record_init(k, nrec);
+        for (size_t f = 0; f < nd->field_count; f++) {
+            if (from[f] < 0) continue;
+            unsigned char *dst = nrec + keel_kind_field_offset(k, (int)f), *src = orec + old_off[from[f]];
+            if (nd->fields[f].type == KEEL_T_STRING) free(*(char **)dst);
+            memcpy(dst, src, keel_type_size(nd->fields[f].type));
+        }
+        for (size_t o = 0; o < old_desc->field_count; o++)
+            if (!moved[o] && old_desc->fields[o].type == KEEL_T_STRING) free(*(char **)(orec + old_off[o]));
+    }
+    for (size_t p = 0; p < pages; p++) free(s->pages[p]);
+    free(s->pages);
+    *s = ns;
+    free(old_off);
+    free(from);
+    free(moved);
+    keel__touch(w);
+}
+
+void keel__world_adopt(keel_world *w, keel_kind_id k)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd) return;
+    bool any = false;
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        if (!w->ents[i].alive) continue;
+        for (uint32_t a = 0; a < w->ents[i].member_count; a++) {
+            keel__entry *m = &w->ents[i].members[a];
+            if (m->kind || strcmp(m->key, kd->key) != 0 || m->version > kd->version) continue;
+            uint32_t row = store_append(w, k, keel__handle(w, i), m->slot);
+            keel__store *s = &w->stores[k];
+            void *rec = keel__store_rec(s, row);
+            keel__record_init(k, rec);
+            if (keel__body_decode(k, m->preserved, m->version, false, rec, "", NULL, NULL)) {
+                keel__record_fini(k, rec);
+                s->count--;
+                continue; /* stays unknown, body kept */
+            }
+            m = &w->ents[i].members[a];
+            free(m->key);
+            keel_node_free(m->preserved);
+            m->key = NULL;
+            m->preserved = NULL;
+            m->kind = k;
+            m->row = row;
+            m->awoken = false;
+            any = true;
+        }
+    }
+    if (!any) return;
+    keel__touch(w);
+    keel_awake_all(w, NULL);
+}

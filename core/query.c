@@ -1,0 +1,121 @@
+/* query.c — dense per-kind storage access and cached multi-kind queries. */
+#include "world_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct keel_query {
+    keel_world *w;
+    size_t n;
+    keel_kind_id *kinds;
+    size_t rows, cap;
+    keel_entity *ents;
+    void ***cols;       /* n columns of `cap` record pointers */
+    uint64_t built;     /* the world's structure counter when built */
+    bool valid;
+};
+
+static const keel__store *store(const keel_world *w, keel_kind_id k)
+{
+    return k && k < w->store_count ? &w->stores[k] : NULL;
+}
+
+size_t keel_storage_count(const keel_world *w, keel_kind_id k)
+{
+    const keel__store *s = store(w, k);
+    return s ? s->count : 0;
+}
+
+/* KEEL_NO_ENTITY for a row freed during a step (it goes at the phase boundary). */
+keel_entity keel_storage_owner(const keel_world *w, keel_kind_id k, size_t i)
+{
+    const keel__store *s = store(w, k);
+    return s && i < s->count ? s->owner[i] : KEEL_NO_ENTITY;
+}
+
+uint32_t keel_storage_slot(const keel_world *w, keel_kind_id k, size_t i)
+{
+    const keel__store *s = store(w, k);
+    return s && i < s->count ? s->slot[i] : 0;
+}
+
+void *keel_storage_record(const keel_world *w, keel_kind_id k, size_t i)
+{
+    const keel__store *s = store(w, k);
+    return s && i < s->count ? keel__store_rec(s, i) : NULL;
+}
+
+keel_query *keel_query_new(keel_world *w, const keel_kind_id *kinds, size_t n)
+{
+    keel_query *q = calloc(1, sizeof *q);
+    if (!q) return NULL;
+    q->w = w;
+    q->n = n;
+    q->kinds = keel__xrealloc(NULL, (n ? n : 1) * sizeof *q->kinds);
+    if (n) memcpy(q->kinds, kinds, n * sizeof *kinds);
+    q->cols = calloc(n ? n : 1, sizeof *q->cols);
+    if (!q->cols) abort();
+    return q;
+}
+
+void keel_query_free(keel_query *q)
+{
+    if (!q) return;
+    for (size_t k = 0; k < q->n; k++) free(q->cols[k]);
+    free(q->cols);
+    free(q->ents);
+    free(q->kinds);
+    free(q);
+}
+
+static void query_grow(keel_query *q, size_t need)
+{
+    if (need <= q->cap) return;
+    q->cap = need;
+    q->ents = keel__xrealloc(q->ents, q->cap * sizeof *q->ents);
+    for (size_t k = 0; k < q->n; k++) q->cols[k] = keel__xrealloc(q->cols[k], q->cap * sizeof **q->cols);
+}
+
+/* Drives from the smallest storage; each entity once, at each kind's lowest slot. */
+static void query_rebuild(keel_query *q)
+{
+    keel_world *w = q->w;
+    q->rows = 0;
+    q->built = w->structure;
+    q->valid = true;
+    if (!q->n) return;
+    size_t drive = 0;
+    for (size_t k = 0; k < q->n; k++) {
+        if (!store(w, q->kinds[k])) return;
+        if (store(w, q->kinds[k])->count < store(w, q->kinds[drive])->count) drive = k;
+    }
+    const keel__store *s = store(w, q->kinds[drive]);
+    query_grow(q, s->count);
+    for (size_t r = 0; r < s->count; r++) {
+        keel__ent *en = keel__ent_get(w, s->owner[r]);
+        if (!en || (uint32_t)s->owner[r] == 0) continue; /* the root is not an entity */
+        keel__entry *m = keel__entry_find(en, q->kinds[drive], KEEL_SLOT_AUTO);
+        if (!m || m->row != r) continue;
+        size_t k = 0;
+        for (; k < q->n; k++) {
+            keel__entry *o = k == drive ? m : keel__entry_find(en, q->kinds[k], KEEL_SLOT_AUTO);
+            if (!o) break;
+            q->cols[k][q->rows] = keel__store_rec(&w->stores[q->kinds[k]], o->row);
+        }
+        if (k < q->n) continue;
+        q->ents[q->rows++] = s->owner[r];
+    }
+}
+
+size_t keel_query_update(keel_query *q)
+{
+    if (!q->valid || q->built != q->w->structure) query_rebuild(q);
+    return q->rows;
+}
+
+keel_entity keel_query_entity(const keel_query *q, size_t row)
+{
+    return row < q->rows ? q->ents[row] : KEEL_NO_ENTITY;
+}
+
+void **keel_query_column(const keel_query *q, size_t k) { return k < q->n ? q->cols[k] : NULL; }

@@ -1,0 +1,783 @@
+/* world.c — worlds, entity handles, the UUID index and the hierarchy (spawn, destroy, reparent, duplicate). */
+#include "world_internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static keel_world *g_worlds;   /* every live world, for registry changes */
+static uint64_t g_epoch;
+
+/* ---------------------------------------------------------------- UUIDs */
+
+static uint64_t rng_next(keel_world *w)
+{
+    /* xorshift128+: seeded once from getrandom; UUIDs need uniqueness, not secrecy */
+    uint64_t s1 = w->rng[0];
+    const uint64_t s0 = w->rng[1];
+    w->rng[0] = s0;
+    s1 ^= s1 << 23;
+    w->rng[1] = s1 ^ s0 ^ (s1 >> 18) ^ (s0 >> 5);
+    return w->rng[1] + s0;
+}
+
+keel_uuid keel__new_uuid(keel_world *w)
+{
+    keel_uuid u;
+    uint64_t a = rng_next(w), b = rng_next(w);
+    memcpy(u.bytes, &a, 8);
+    memcpy(u.bytes + 8, &b, 8);
+    u.bytes[6] = (uint8_t)((u.bytes[6] & 0x0f) | 0x40);
+    u.bytes[8] = (uint8_t)((u.bytes[8] & 0x3f) | 0x80);
+    return u;
+}
+
+static size_t uuid_hash(keel_uuid u)
+{
+    uint64_t a, b;
+    memcpy(&a, u.bytes, 8);
+    memcpy(&b, u.bytes + 8, 8);
+    uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ull));
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    return (size_t)h;
+}
+
+static void hash_insert_raw(keel_world *w, uint32_t i)
+{
+    size_t mask = w->hash_cap - 1, p = uuid_hash(w->ents[i].uuid) & mask;
+    while (w->hash[p]) p = (p + 1) & mask;
+    w->hash[p] = i + 1;
+}
+
+static void hash_insert(keel_world *w, uint32_t i)
+{
+    if ((w->hash_used + 1) * 2 > w->hash_cap) {
+        uint32_t *old = w->hash;
+        size_t old_cap = w->hash_cap;
+        w->hash_cap = old_cap ? old_cap * 2 : 64;
+        w->hash = calloc(w->hash_cap, sizeof *w->hash);
+        if (!w->hash) abort();
+        for (size_t p = 0; p < old_cap; p++)
+            if (old[p]) hash_insert_raw(w, old[p] - 1);
+        free(old);
+    }
+    hash_insert_raw(w, i);
+    w->hash_used++;
+}
+
+static size_t hash_slot(const keel_world *w, keel_uuid u)
+{
+    if (!w->hash_cap) return SIZE_MAX;
+    size_t mask = w->hash_cap - 1, p = uuid_hash(u) & mask;
+    while (w->hash[p]) {
+        if (keel_uuid_equal(w->ents[w->hash[p] - 1].uuid, u)) return p;
+        p = (p + 1) & mask;
+    }
+    return SIZE_MAX;
+}
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void hash_remove(keel_world *w, keel_uuid u)
+{
+    size_t p = hash_slot(w, u);
+    if (p == SIZE_MAX) return;
+    size_t mask = w->hash_cap - 1, q = p;
+    w->hash[p] = 0;
+    for (;;) {
+        q = (q + 1) & mask;
+        if (!w->hash[q]) break;
+        size_t home = uuid_hash(w->ents[w->hash[q] - 1].uuid) & mask;
+        /* move q back into the hole at p if its home is not in (p, q] */
+        bool between = p <= q ? (home > p && home <= q) : (home > p || home <= q);
+        if (!between) {
+            w->hash[p] = w->hash[q];
+            w->hash[q] = 0;
+            p = q;
+        }
+    }
+    w->hash_used--;
+}
+
+/* ---------------------------------------------------------------- worlds */
+
+void keel__touch(keel_world *w)
+{
+    w->structure++;
+    w->revision++;
+}
+
+static uint32_t ent_alloc(keel_world *w)
+{
+    if (w->free_count) return w->free_idx[--w->free_count];
+    if (w->ent_count == w->ent_cap) {
+        w->ent_cap = w->ent_cap ? w->ent_cap * 2 : 64;
+        w->ents = keel__xrealloc(w->ents, w->ent_cap * sizeof *w->ents);
+    }
+    uint32_t i = w->ent_count++;
+    memset(&w->ents[i], 0, sizeof w->ents[i]);
+    w->ents[i].gen = 1;
+    return i;
+}
+
+keel_world *keel_world_new(const char *name)
+{
+    keel_world *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    w->uuid = keel_uuid_v4();
+    keel_uuid seed = keel_uuid_v4();
+    memcpy(w->rng, seed.bytes, 16);
+    if (!w->rng[0] && !w->rng[1]) w->rng[0] = 0x9e3779b97f4a7c15ull;
+    w->name = keel__strdup(name ? name : "");
+    w->grid = (keel_grid){ true, { 0, 0, 0 }, { 0, 0, 0, 1 }, 1.0, 10 };
+    w->epoch = ++g_epoch;
+    w->fixed_dt = 1.0 / 60.0;
+    uint32_t r = ent_alloc(w); /* the root: index 0, generation 1 */
+    keel__ent *root = &w->ents[r];
+    root->alive = root->enabled = true;
+    root->name = keel__strdup("");
+    root->parent = root->first_child = root->last_child = root->next = root->prev = KEEL__NONE;
+    w->next_world = g_worlds;
+    if (g_worlds) g_worlds->prev_world = w;
+    g_worlds = w;
+    return w;
+}
+
+void keel_world_free(keel_world *w)
+{
+    if (!w) return;
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        keel__ent *en = &w->ents[i];
+        if (!en->alive) continue;
+        for (uint32_t m = 0; m < en->member_count; m++) {
+            free(en->members[m].key);
+            keel_node_free(en->members[m].preserved);
+        }
+        free(en->members);
+        free(en->name);
+    }
+    keel__stores_free(w);
+    keel__runs_free(w);
+    keel__faults_free(w);
+    for (size_t i = 0; i < w->log_count; i++) keel_cmd_free(&w->log[i]);
+    free(w->log);
+    free(w->pending);
+    free(w->ents);
+    free(w->free_idx);
+    free(w->hash);
+    free(w->name);
+    if (w->prev_world) w->prev_world->next_world = w->next_world;
+    else g_worlds = w->next_world;
+    if (w->next_world) w->next_world->prev_world = w->prev_world;
+    free(w);
+}
+
+keel_uuid keel_world_uuid(const keel_world *w) { return w->uuid; }
+void keel_world_set_uuid(keel_world *w, keel_uuid u) { w->uuid = u; w->revision++; }
+const char *keel_world_name(const keel_world *w) { return w->name; }
+
+keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d)
+{
+    if (!name) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a scene name cannot be null");
+    char *n = keel__strdup(name);
+    free(w->name);
+    w->name = n;
+    w->revision++;
+    return KEEL_OK;
+}
+
+const keel_grid *keel_world_grid(const keel_world *w) { return &w->grid; }
+
+keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d)
+{
+    for (int k = 0; k < 3; k++)
+        if (!isfinite(g->origin[k]))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.origin", "grid origin is not finite");
+    double len = 0;
+    for (int k = 0; k < 4; k++) {
+        if (!isfinite(g->orientation[k]))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
+                              "grid orientation is not finite");
+        len += g->orientation[k] * g->orientation[k];
+    }
+    if (len <= 0)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
+                          "grid orientation must be a non-zero quaternion");
+    if (!isfinite(g->base_spacing) || g->base_spacing <= 0)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing",
+                          "grid base_spacing must be > 0");
+    if (g->major_line_every < 1)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every",
+                          "grid major_line_every must be >= 1");
+    w->grid = *g;
+    len = sqrt(len);
+    for (int k = 0; k < 4; k++) w->grid.orientation[k] /= len;
+    w->revision++;
+    return KEEL_OK;
+}
+
+uint64_t keel_world_revision(const keel_world *w) { return w->revision; }
+uint64_t keel_world_epoch(const keel_world *w) { return w->epoch; }
+keel_entity keel_world_root(const keel_world *w) { return keel__handle(w, 0); }
+size_t keel_world_entity_count(const keel_world *w) { return w->live; }
+
+/* ---------------------------------------------------------------- handles */
+
+keel__ent *keel__ent_get(const keel_world *w, keel_entity e)
+{
+    uint32_t i = (uint32_t)e, gen = (uint32_t)(e >> 32);
+    if (!w || !gen || i >= w->ent_count) return NULL;
+    keel__ent *en = &w->ents[i];
+    return en->alive && en->gen == gen ? en : NULL;
+}
+
+/* A live non-root entity's index, or KEEL__NONE. */
+static uint32_t live_index(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en && (uint32_t)e != 0 ? (uint32_t)e : KEEL__NONE;
+}
+
+bool keel_alive(const keel_world *w, keel_entity e) { return live_index(w, e) != KEEL__NONE; }
+
+keel_entity keel_find(const keel_world *w, keel_uuid u)
+{
+    size_t p = hash_slot(w, u);
+    return p == SIZE_MAX ? KEEL_NO_ENTITY : keel__handle(w, w->hash[p] - 1);
+}
+
+keel_entity keel_find_name(const keel_world *w, const char *name)
+{
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
+        if (strcmp(w->ents[(uint32_t)e].name, name) == 0) return e;
+    return KEEL_NO_ENTITY;
+}
+
+keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en ? en->uuid : (keel_uuid){ { 0 } };
+}
+
+const char *keel_entity_name(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en ? en->name : NULL;
+}
+
+keel_entity keel_entity_parent(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || en->parent == KEEL__NONE || en->parent == 0) return KEEL_NO_ENTITY;
+    return keel__handle(w, en->parent);
+}
+
+bool keel_entity_enabled(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en && en->enabled;
+}
+
+bool keel_entity_active(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    while (en) {
+        if (!en->enabled) return false;
+        if (en->parent == KEEL__NONE) return true;
+        en = &w->ents[en->parent];
+    }
+    return false;
+}
+
+size_t keel_entity_child_count(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
+    return en ? en->child_count : 0;
+}
+
+keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t n)
+{
+    keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
+    if (!en) return KEEL_NO_ENTITY;
+    for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next)
+        if (n-- == 0) return keel__handle(w, c);
+    return KEEL_NO_ENTITY;
+}
+
+keel_entity keel_next(const keel_world *w, keel_entity prev)
+{
+    uint32_t i;
+    if (!prev) {
+        i = w->ents[0].first_child;
+        return i == KEEL__NONE ? KEEL_NO_ENTITY : keel__handle(w, i);
+    }
+    if (!keel__ent_get(w, prev)) return KEEL_NO_ENTITY;
+    i = (uint32_t)prev;
+    if (w->ents[i].first_child != KEEL__NONE) return keel__handle(w, w->ents[i].first_child);
+    while (i != 0 && i != KEEL__NONE) {
+        if (w->ents[i].next != KEEL__NONE) return keel__handle(w, w->ents[i].next);
+        i = w->ents[i].parent;
+    }
+    return KEEL_NO_ENTITY;
+}
+
+/* ---------------------------------------------------------------- hierarchy */
+
+static void unlink_child(keel_world *w, uint32_t c)
+{
+    keel__ent *en = &w->ents[c];
+    keel__ent *p = &w->ents[en->parent];
+    if (en->prev != KEEL__NONE) w->ents[en->prev].next = en->next;
+    else p->first_child = en->next;
+    if (en->next != KEEL__NONE) w->ents[en->next].prev = en->prev;
+    else p->last_child = en->prev;
+    p->child_count--;
+    en->parent = en->next = en->prev = KEEL__NONE;
+}
+
+/* Inserts c among p's children at `index` (SIZE_MAX or past the end: last). */
+static void link_child(keel_world *w, uint32_t p, uint32_t c, size_t index)
+{
+    keel__ent *pe = &w->ents[p], *en = &w->ents[c];
+    en->parent = p;
+    uint32_t at = KEEL__NONE; /* the sibling c goes before */
+    if (index < pe->child_count) {
+        at = pe->first_child;
+        while (index--) at = w->ents[at].next;
+    }
+    if (at == KEEL__NONE) {
+        en->prev = pe->last_child;
+        en->next = KEEL__NONE;
+        if (pe->last_child != KEEL__NONE) w->ents[pe->last_child].next = c;
+        else pe->first_child = c;
+        pe->last_child = c;
+    } else {
+        en->next = at;
+        en->prev = w->ents[at].prev;
+        if (en->prev != KEEL__NONE) w->ents[en->prev].next = c;
+        else pe->first_child = c;
+        w->ents[at].prev = c;
+    }
+    pe->child_count++;
+}
+
+size_t keel__sibling_index(const keel_world *w, uint32_t i)
+{
+    size_t n = 0;
+    for (uint32_t s = w->ents[i].prev; s != KEEL__NONE; s = w->ents[s].prev) n++;
+    return n;
+}
+
+static size_t depth_of(const keel_world *w, uint32_t i) /* root 0, top level 1 */
+{
+    size_t d = 0;
+    while (i != 0) { i = w->ents[i].parent; d++; }
+    return d;
+}
+
+static size_t height_of(const keel_world *w, uint32_t i) /* 1 for a leaf */
+{
+    size_t h = 1;
+    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next) {
+        size_t ch = height_of(w, c) + 1;
+        if (ch > h) h = ch;
+    }
+    return h;
+}
+
+/* Resolves a parent argument: KEEL_NO_ENTITY and the root both mean top level. */
+static keel_status parent_index(const keel_world *w, keel_entity parent, uint32_t *out, keel_diags *d)
+{
+    if (!parent) { *out = 0; return KEEL_OK; }
+    if (!keel__ent_get(w, parent)) return keel_error(d, KEEL_NOT_FOUND, "", "parent entity not found");
+    *out = (uint32_t)parent;
+    return KEEL_OK;
+}
+
+keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
+                           const keel_uuid *uuid, keel_entity *out, keel_diags *d)
+{
+    keel_uuid u;
+    if (uuid) {
+        if (keel_uuid_is_nil(*uuid))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
+        if (hash_slot(w, *uuid) != SIZE_MAX) {
+            char s[37];
+            keel_uuid_format(*uuid, s);
+            return keel_error(d, KEEL_INVALID_OPERATION, "", "entity %s already exists", s);
+        }
+        u = *uuid;
+    } else {
+        do u = keel__new_uuid(w); while (hash_slot(w, u) != SIZE_MAX);
+    }
+    if (depth_of(w, parent) + 1 > KEEL__MAX_DEPTH)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+    uint32_t i = ent_alloc(w);
+    keel__ent *en = &w->ents[i];
+    en->uuid = u;
+    en->name = keel__strdup(name ? name : "");
+    en->alive = en->enabled = true;
+    en->first_child = en->last_child = KEEL__NONE;
+    en->child_count = 0;
+    en->members = NULL;
+    en->member_count = en->member_cap = 0;
+    link_child(w, parent, i, index);
+    hash_insert(w, i);
+    w->live++;
+    keel__touch(w);
+    if (out) *out = keel__handle(w, i);
+    return KEEL_OK;
+}
+
+keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, const keel_uuid *uuid,
+                       keel_entity *out, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t p;
+    keel_entity e = 0;
+    keel_status st = parent_index(w, parent, &p, d);
+    if (st == KEEL_OK) st = keel__spawn_at(w, name, p, SIZE_MAX, uuid, &e, d);
+    if (st == KEEL_OK && inv) {
+        inv->type = KEEL_CMD_DESTROY;
+        inv->entity = w->ents[(uint32_t)e].uuid;
+    }
+    if (out) *out = e;
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+/* ---------------------------------------------------------------- destroy */
+
+static keel_status destroy_index(keel_world *w, uint32_t i)
+{
+    keel__members_drop(w, i, w->rolling_back);
+    keel__ent *en = &w->ents[i];
+    if (!en->alive) return KEEL_OK; /* an on_destroy hook destroyed it already */
+    while (en->first_child != KEEL__NONE) {
+        uint32_t c = en->first_child;
+        unlink_child(w, c);
+        link_child(w, 0, c, SIZE_MAX);
+        en = &w->ents[i];
+    }
+    unlink_child(w, i);
+    hash_remove(w, en->uuid);
+    free(en->name);
+    free(en->members);
+    en->name = NULL;
+    en->members = NULL;
+    en->member_count = en->member_cap = 0;
+    en->alive = false;
+    /* an index whose generation would wrap is retired, so a stale handle never matches again */
+    if (en->gen < UINT32_MAX) {
+        en->gen++;
+        if (w->free_count == w->free_cap) {
+            w->free_cap = w->free_cap ? w->free_cap * 2 : 64;
+            w->free_idx = keel__xrealloc(w->free_idx, w->free_cap * sizeof *w->free_idx);
+        }
+        w->free_idx[w->free_count++] = i;
+    }
+    w->live--;
+    keel__touch(w);
+    return KEEL_OK;
+}
+
+/* The destroy inverse: SPAWN from the entity document at its sibling index, then
+ * REPARENT each former child back at its index. */
+static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
+{
+    keel__ent *en = &w->ents[i];
+    size_t n = 1 + en->child_count;
+    inv->type = KEEL_CMD_BATCH;
+    inv->items = calloc(n, sizeof *inv->items);
+    if (!inv->items) abort();
+    inv->item_count = n;
+    keel_cmd *sp = &inv->items[0];
+    sp->type = KEEL_CMD_SPAWN;
+    sp->entity = en->uuid;
+    sp->parent = en->parent == 0 ? (keel_uuid){ { 0 } } : w->ents[en->parent].uuid;
+    sp->index = keel__sibling_index(w, i);
+    sp->tree = keel__entity_tree(w, i);
+    size_t k = 1;
+    for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next, k++) {
+        keel_cmd *rp = &inv->items[k];
+        rp->type = KEEL_CMD_REPARENT;
+        rp->entity = w->ents[c].uuid;
+        rp->parent = en->uuid;
+        rp->index = k - 1;
+    }
+}
+
+keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel_status st;
+    if (keel__ent_get(w, e) && (uint32_t)e == 0) {
+        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be destroyed");
+    } else if (live_index(w, e) == KEEL__NONE) {
+        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    } else {
+        if (inv) destroy_inverse(w, (uint32_t)e, inv);
+        st = destroy_index(w, (uint32_t)e);
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+/* ---------------------------------------------------------------- reparent, rename, enable */
+
+keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index, keel_diags *d)
+{
+    if (keel__ent_get(w, e) && (uint32_t)e == 0)
+        return keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be reparented");
+    uint32_t i = live_index(w, e), p;
+    if (i == KEEL__NONE) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    keel_status st = parent_index(w, parent, &p, d);
+    if (st) return st;
+    for (uint32_t a = p; a != 0; a = w->ents[a].parent)
+        if (a == i) return keel_error(d, KEEL_INVALID_OPERATION, "", "reparenting would create a cycle");
+    if (depth_of(w, p) + height_of(w, i) > KEEL__MAX_DEPTH)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+    unlink_child(w, i);
+    link_child(w, p, i, index);
+    keel__touch(w);
+    return KEEL_OK;
+}
+
+keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t i = live_index(w, e);
+    keel_uuid old_parent = { { 0 } };
+    size_t old_index = 0;
+    if (i != KEEL__NONE) {
+        uint32_t op = w->ents[i].parent;
+        if (op != 0) old_parent = w->ents[op].uuid;
+        old_index = keel__sibling_index(w, i);
+    }
+    keel_status st = keel__reparent_at(w, e, parent, SIZE_MAX, d);
+    if (st == KEEL_OK && inv) {
+        inv->type = KEEL_CMD_REPARENT;
+        inv->entity = w->ents[i].uuid;
+        inv->parent = old_parent;
+        inv->index = old_index;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel_status st = KEEL_OK;
+    uint32_t i = live_index(w, e);
+    if (keel__ent_get(w, e) && (uint32_t)e == 0)
+        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be renamed");
+    else if (i == KEEL__NONE)
+        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    else if (!name)
+        st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name cannot be null");
+    else {
+        keel__ent *en = &w->ents[i];
+        if (inv) {
+            inv->type = KEEL_CMD_RENAME;
+            inv->entity = en->uuid;
+            inv->name = en->name; /* hand the old string over */
+        } else {
+            free(en->name);
+        }
+        en->name = keel__strdup(name);
+        w->revision++;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel_status st = KEEL_OK;
+    uint32_t i = live_index(w, e);
+    if (keel__ent_get(w, e) && (uint32_t)e == 0)
+        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be disabled");
+    else if (i == KEEL__NONE)
+        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    else {
+        if (inv) {
+            inv->type = KEEL_CMD_ENABLE;
+            inv->entity = w->ents[i].uuid;
+            inv->enabled = w->ents[i].enabled;
+        }
+        w->ents[i].enabled = enabled;
+        w->revision++;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+/* ---------------------------------------------------------------- duplicate */
+
+static void collect_subtree(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        *list = keel__xrealloc(*list, *cap * sizeof **list);
+    }
+    (*list)[(*n)++] = i;
+    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next)
+        collect_subtree(w, c, list, n, cap);
+}
+
+static void remap_entity_fields(keel_world *w, uint32_t copy, const uint32_t *orig, const uint32_t *copies,
+                                size_t n)
+{
+    keel__ent *en = &w->ents[copy];
+    for (uint32_t m = 0; m < en->member_count; m++) {
+        keel__entry *me = &en->members[m];
+        if (!me->kind) continue;
+        const keel_kind_desc *kd = keel_kind_describe(me->kind);
+        void *rec = keel__store_rec(&w->stores[me->kind], me->row);
+        for (size_t f = 0; f < kd->field_count; f++) {
+            if (kd->fields[f].type != KEEL_T_ENTITY) continue;
+            keel_uuid *u = (keel_uuid *)((unsigned char *)rec + keel_kind_field_offset(me->kind, (int)f));
+            for (size_t k = 0; k < n; k++)
+                if (keel_uuid_equal(*u, w->ents[orig[k]].uuid)) {
+                    *u = w->ents[copies[k]].uuid;
+                    break;
+                }
+        }
+    }
+}
+
+keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, keel_entity *out,
+                           keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    keel_status st = KEEL_OK;
+    uint32_t i = live_index(w, e), p = 0;
+    if (out) *out = KEEL_NO_ENTITY;
+    if (keel__ent_get(w, e) && (uint32_t)e == 0)
+        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be duplicated");
+    else if (i == KEEL__NONE)
+        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    else if (parent)
+        st = parent_index(w, parent, &p, d);
+    else
+        p = w->ents[i].parent;
+    if (st == KEEL_OK && depth_of(w, p) + height_of(w, i) > KEEL__MAX_DEPTH)
+        st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+    if (st) return keel__cmd_end(w, st, inv, &tmp);
+
+    uint32_t *orig = NULL;
+    size_t n = 0, cap = 0;
+    collect_subtree(w, i, &orig, &n, &cap); /* before creating copies: p may lie inside */
+    uint32_t *copies = keel__xrealloc(NULL, n * sizeof *copies);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t op = w->ents[orig[k]].parent, cp = p;
+        if (k > 0)
+            for (size_t j = 0; j < k; j++)
+                if (orig[j] == op) { cp = copies[j]; break; }
+        keel_entity ce;
+        keel__spawn_at(w, w->ents[orig[k]].name, cp, SIZE_MAX, NULL, &ce, NULL);
+        copies[k] = (uint32_t)ce;
+        w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
+        keel__ent *src = &w->ents[orig[k]];
+        for (uint32_t m = 0; m < src->member_count; m++) {
+            keel__entry me = w->ents[orig[k]].members[m]; /* copy: members may move */
+            keel__entry_clone(w, copies[k], &w->ents[orig[k]], &me);
+            src = &w->ents[orig[k]];
+        }
+    }
+    for (size_t k = 0; k < n; k++) remap_entity_fields(w, copies[k], orig, copies, n);
+    /* the copies come to life: awake, in run order */
+    if (!w->rolling_back)
+        for (size_t k = 0; k < n; k++) {
+            for (uint32_t m = 0; m < w->ents[copies[k]].member_count; m++) {
+                keel__entry *me = &w->ents[copies[k]].members[m];
+                if (!me->kind || me->awoken) continue;
+                me->awoken = true;
+                keel__call_hook(w, copies[k], me->kind, me->slot, KEEL_PHASE_AWAKE, 0);
+            }
+        }
+    if (inv) {
+        /* destroy the copies deepest-first so none is reparented to the top level */
+        inv->type = KEEL_CMD_BATCH;
+        inv->items = calloc(n, sizeof *inv->items);
+        if (!inv->items) abort();
+        inv->item_count = n;
+        for (size_t k = 0; k < n; k++) {
+            inv->items[k].type = KEEL_CMD_DESTROY;
+            inv->items[k].entity = w->ents[copies[n - 1 - k]].uuid;
+        }
+    }
+    if (out) *out = keel__handle(w, copies[0]);
+    free(orig);
+    free(copies);
+    return keel__cmd_end(w, KEEL_OK, inv, &tmp);
+}
+
+/* ---------------------------------------------------------------- transforms */
+
+static void trs_matrix(const keel_transform *t, double m[16])
+{
+    double x = t->rotation[0], y = t->rotation[1], z = t->rotation[2], q = t->rotation[3];
+    double r[9] = {
+        1 - 2 * (y * y + z * z), 2 * (x * y + z * q), 2 * (x * z - y * q),
+        2 * (x * y - z * q), 1 - 2 * (x * x + z * z), 2 * (y * z + x * q),
+        2 * (x * z + y * q), 2 * (y * z - x * q), 1 - 2 * (x * x + y * y),
+    }; /* column-major 3x3 */
+    for (int c = 0; c < 3; c++) {
+        for (int k = 0; k < 3; k++) m[c * 4 + k] = r[c * 3 + k] * t->scale[c];
+        m[c * 4 + 3] = 0;
+    }
+    m[12] = t->position[0];
+    m[13] = t->position[1];
+    m[14] = t->position[2];
+    m[15] = 1;
+}
+
+static void mat_mul(const double a[16], const double b[16], double out[16])
+{
+    double r[16];
+    for (int c = 0; c < 4; c++)
+        for (int k = 0; k < 4; k++) {
+            double s = 0;
+            for (int j = 0; j < 4; j++) s += a[j * 4 + k] * b[c * 4 + j];
+            r[c * 4 + k] = s;
+        }
+    memcpy(out, r, sizeof r);
+}
+
+static void identity(double m[16])
+{
+    memset(m, 0, 16 * sizeof *m);
+    m[0] = m[5] = m[10] = m[15] = 1;
+}
+
+keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16])
+{
+    identity(out);
+    if (!keel__ent_get(w, e)) return KEEL_NOT_FOUND;
+    keel_kind_id tk = keel_kind_find("core:transform");
+    for (uint32_t i = (uint32_t)e; i != 0 && i != KEEL__NONE; i = w->ents[i].parent) {
+        keel__entry *m = tk ? keel__entry_find(&w->ents[i], tk, 0) : NULL;
+        if (!m) continue;
+        double local[16];
+        trs_matrix(keel__store_rec(&w->stores[tk], m->row), local);
+        mat_mul(local, out, out);
+    }
+    return KEEL_OK;
+}
+
+/* ---------------------------------------------------------------- registry changes */
+
+void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc)
+{
+    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_relayout(w, k, old_desc);
+}
+
+void keel__worlds_adopt(keel_kind_id k)
+{
+    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_adopt(w, k);
+}

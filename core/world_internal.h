@@ -1,0 +1,153 @@
+/* world_internal.h — the world's private layout, shared by world/member/command/step/query/snapshot. */
+#ifndef KEEL_WORLD_INTERNAL_H
+#define KEEL_WORLD_INTERNAL_H
+
+#include "internal.h"
+
+#define KEEL__NONE UINT32_MAX        /* no entity index */
+#define KEEL__PAGE_SHIFT 10          /* records live in pages of 1024: appends never move them */
+#define KEEL__PAGE (1u << KEEL__PAGE_SHIFT)
+#define KEEL__MAX_COMPONENTS 256
+#define KEEL__MAX_DEPTH 256
+#define KEEL__MAX_FIXED_STEPS 8
+
+/* One membership entry: the component stack of an entity, in order. */
+typedef struct keel__entry {
+    keel_kind_id kind;      /* KEEL_NO_KIND when unknown */
+    uint32_t slot;
+    uint32_t row;           /* index in the kind's storage (loaded only) */
+    bool enabled, started, awoken, faulted;
+    uint64_t born;          /* first frame it may run in */
+    char *key;              /* unknown only (loaded ones read the registry) */
+    int version;            /* unknown only */
+    keel_node *preserved;   /* unknown only */
+} keel__entry;
+
+typedef struct keel__ent {
+    keel_uuid uuid;
+    char *name;
+    uint32_t gen;
+    bool alive, enabled;
+    uint32_t parent, first_child, last_child, next, prev;
+    uint32_t child_count;
+    keel__entry *members;
+    uint32_t member_count, member_cap;
+} keel__ent;
+
+/* Dense per-kind storage with parallel owner/slot/counter arrays. */
+typedef struct keel__store {
+    size_t record_size;
+    size_t count, cap;      /* cap is a multiple of KEEL__PAGE */
+    unsigned char **pages;
+    keel_entity *owner;     /* KEEL_NO_ENTITY: freed at the next phase boundary */
+    uint32_t *slot;
+    uint64_t *counter;
+} keel__store;
+
+typedef struct keel__run_item {
+    uint32_t index, gen;
+    keel_kind_id kind;
+    uint32_t slot;
+} keel__run_item;
+
+typedef struct keel__run {
+    keel__run_item *items;
+    size_t count, cap;
+} keel__run;
+
+typedef struct keel__pending { keel_kind_id kind; uint32_t row; } keel__pending;
+
+typedef struct keel__fault_rec {
+    keel_fault pub;
+} keel__fault_rec;
+
+struct keel_world {
+    keel_uuid uuid;
+    char *name;
+    keel_grid grid;
+    uint64_t revision, epoch, frame;
+    uint64_t structure;               /* bumps on every structural change */
+    keel__ent *ents;
+    uint32_t ent_count, ent_cap;      /* index 0 is the root */
+    uint32_t *free_idx;
+    size_t free_count, free_cap;
+    size_t live;                      /* root excluded */
+    uint32_t *hash;                   /* open addressing: entity index + 1, 0 empty */
+    size_t hash_cap, hash_used;
+    keel__store *stores;              /* by kind id */
+    size_t store_count;
+    uint64_t rng[2];                  /* UUID generator, seeded from getrandom */
+    /* lifecycle */
+    bool in_step;
+    double fixed_dt, acc;
+    keel__run runs[KEEL_PHASE_COUNT_];
+    uint64_t runs_structure;
+    bool runs_valid;
+    keel__pending *pending;
+    size_t pending_count, pending_cap;
+    /* transactions */
+    keel_cmd *log;
+    size_t log_count, log_cap;
+    int txn_depth;
+    int cmd_depth;                    /* only the outermost command logs its inverse */
+    bool rolling_back;                /* no hooks, no logging */
+    keel_fault *faults;
+    size_t fault_count, fault_cap;
+    keel_world *next_world, *prev_world;
+};
+
+/* ---- world.c ---- */
+keel__ent *keel__ent_get(const keel_world *w, keel_entity e); /* NULL when not alive */
+static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
+{
+    return ((keel_entity)w->ents[i].gen << 32) | i;
+}
+keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
+                           const keel_uuid *uuid, keel_entity *out, keel_diags *d);
+keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index,
+                              keel_diags *d);
+size_t keel__sibling_index(const keel_world *w, uint32_t i);
+keel_node *keel__entity_tree(const keel_world *w, uint32_t i); /* entity document form */
+keel_uuid keel__new_uuid(keel_world *w);
+void keel__touch(keel_world *w); /* structural change */
+
+/* ---- member.c ---- */
+keel__store *keel__store_of(keel_world *w, keel_kind_id k); /* grows the table */
+static inline void *keel__store_rec(const keel__store *s, size_t row)
+{
+    return s->pages[row >> KEEL__PAGE_SHIFT] + (row & (KEEL__PAGE - 1)) * s->record_size;
+}
+keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot); /* loaded only */
+const char *keel__entry_key(const keel__entry *m);
+/* Frees every component of the entity (running on_destroy first unless `quiet`). */
+void keel__members_drop(keel_world *w, uint32_t i, bool quiet);
+void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
+void keel__flush_pending(keel_world *w);
+void keel__stores_free(keel_world *w);
+keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
+                               keel_comp *out, keel_diags *d);
+/* Copies entry `m` of `src` onto entity `dst` in the same slot. */
+void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc);
+void keel__world_adopt(keel_world *w, keel_kind_id k);
+void keel__entry_clone(keel_world *w, uint32_t dst, const keel__ent *src_en, const keel__entry *m);
+
+/* ---- command.c ---- */
+/* Every public command brackets its work with these: begin returns where to build the
+ * inverse (the caller's, `tmp` when a hook transaction needs it, or NULL); end logs it
+ * into the open transaction when this is the outermost command, frees `tmp`, returns st. */
+keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp);
+keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp);
+void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src);
+/* Pushes a copy of `inv` onto the open transaction's log (no-op outside one). */
+void keel__txn_log(keel_world *w, const keel_cmd *inv);
+bool keel__txn_wants(const keel_world *w);
+keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, bool internal,
+                            keel_diags *d);
+
+/* ---- step.c ---- */
+/* Runs one hook as a transaction; a failure rolls back, faults and records. */
+void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt);
+void keel__runs_free(keel_world *w);
+void keel__faults_free(keel_world *w);
+
+#endif

@@ -1,0 +1,260 @@
+/* test_node.c — document trees, core-schema scalar reading, shortest round-trip doubles. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel.h"
+
+static keel_node *plain(const char *t)
+{
+    return keel_node_new_scalar(t, KEEL_STYLE_PLAIN);
+}
+
+static void node_null_spellings(void **state)
+{
+    static const char *const yes[] = { "", "~", "null", "Null", "NULL" };
+    static const char *const no[] = { "nul", "NuLL", "none", "0" };
+    for (size_t i = 0; i < 5; i++) {
+        keel_node *n = plain(yes[i]);
+        assert_true(keel_node_is_null(n));
+        keel_node_free(n);
+    }
+    for (size_t i = 0; i < 4; i++) {
+        keel_node *n = plain(no[i]);
+        assert_false(keel_node_is_null(n));
+        keel_node_free(n);
+    }
+    keel_node *q = keel_node_new_scalar("null", KEEL_STYLE_DOUBLE);
+    assert_false(keel_node_is_null(q)); /* quoted: a string */
+    keel_node_free(q);
+}
+
+static void node_bool_spellings(void **state)
+{
+    static const char *const t[] = { "true", "True", "TRUE" }, *const f[] = { "false", "False", "FALSE" };
+    bool b;
+    for (int i = 0; i < 3; i++) {
+        keel_node *n = plain(t[i]);
+        b = false;
+        assert_true(keel_node_as_bool(n, &b));
+        assert_true(b);
+        keel_node_free(n);
+        n = plain(f[i]);
+        b = true;
+        assert_true(keel_node_as_bool(n, &b));
+        assert_false(b);
+        keel_node_free(n);
+    }
+    static const char *const no[] = { "yes", "on", "tRue", "1", "y" };
+    for (int i = 0; i < 5; i++) {
+        keel_node *n = plain(no[i]);
+        assert_false(keel_node_as_bool(n, &b));
+        keel_node_free(n);
+    }
+    keel_node *q = keel_node_new_scalar("true", KEEL_STYLE_SINGLE);
+    assert_false(keel_node_as_bool(q, &b));
+    keel_node_free(q);
+}
+
+static void node_int_forms(void **state)
+{
+    struct { const char *t; int64_t v; } ok[] = {
+        { "0", 0 }, { "42", 42 }, { "-7", -7 }, { "+5", 5 }, { "0x1F", 31 }, { "0o17", 15 },
+        { "9223372036854775807", INT64_MAX }, { "-9223372036854775808", INT64_MIN }, { "007", 7 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        keel_node *n = plain(ok[i].t);
+        int64_t v = 1234;
+        assert_true(keel_node_as_int(n, &v));
+        assert_true(v == ok[i].v);
+        keel_node_free(n);
+    }
+    static const char *const no[] = { "1.5", "1e3", "0x", "0o8", "9223372036854775808", "-", "12a", "", "0b101",
+                                      "1_000" };
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        keel_node *n = plain(no[i]);
+        int64_t v;
+        assert_false(keel_node_as_int(n, &v));
+        keel_node_free(n);
+    }
+    keel_node *q = keel_node_new_scalar("42", KEEL_STYLE_DOUBLE);
+    int64_t v;
+    assert_false(keel_node_as_int(q, &v));
+    keel_node_free(q);
+}
+
+static void node_float_forms(void **state)
+{
+    struct { const char *t; double v; } ok[] = {
+        { "1.5", 1.5 }, { "-2", -2 }, { ".5", 0.5 }, { "1.", 1.0 }, { "1e3", 1000 }, { "2.5E-1", 0.25 },
+        { "+1e+2", 100 }, { "0x10", 16 }, { "0o10", 8 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        keel_node *n = plain(ok[i].t);
+        double v = 0;
+        assert_true(keel_node_as_float(n, &v));
+        assert_true(v == ok[i].v);
+        keel_node_free(n);
+    }
+    double v;
+    keel_node *n = plain(".inf");
+    assert_true(keel_node_as_float(n, &v) && isinf(v) && v > 0);
+    keel_node_free(n);
+    n = plain("-.Inf");
+    assert_true(keel_node_as_float(n, &v) && isinf(v) && v < 0);
+    keel_node_free(n);
+    n = plain(".NaN");
+    assert_true(keel_node_as_float(n, &v) && isnan(v));
+    keel_node_free(n);
+    n = plain("-0");
+    assert_true(keel_node_as_float(n, &v) && v == 0 && signbit(v));
+    keel_node_free(n);
+    static const char *const no[] = { "inf", "nan", "1e", ".", "e3", "1.2.3", "0x1p3", "abc", "", "- 1" };
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+        n = plain(no[i]);
+        assert_false(keel_node_as_float(n, &v));
+        keel_node_free(n);
+    }
+    n = keel_node_new_scalar("1.5", KEEL_STYLE_LITERAL);
+    assert_false(keel_node_as_float(n, &v));
+    keel_node_free(n);
+}
+
+static keel_node *sample(void)
+{
+    keel_node *m = keel_node_new_map();
+    keel_node_put(m, "name", keel_node_new_scalar("Player", KEEL_STYLE_ANY));
+    keel_node *pos = keel_node_new_seq();
+    keel_node_push(pos, plain("0"));
+    keel_node_push(pos, plain("1.5"));
+    keel_node_push(pos, plain("0"));
+    keel_node_put(m, "position", pos);
+    keel_node *inner = keel_node_new_map();
+    keel_node_put(inner, "x", plain("1"));
+    keel_node_put(m, "inner", inner);
+    return m;
+}
+
+static void node_build_get_and_replace(void **state)
+{
+    keel_node *m = sample();
+    assert_int_equal(m->count, 3);
+    const keel_node *p = keel_node_get(m, "position");
+    assert_non_null(p);
+    assert_int_equal(p->kind, KEEL_NODE_SEQ);
+    assert_int_equal(p->count, 3);
+    assert_string_equal(p->items[1].text, "1.5");
+    assert_null(keel_node_get(m, "absent"));
+    keel_node_put(m, "name", plain("Enemy")); /* replaces in place */
+    assert_int_equal(m->count, 3);
+    assert_string_equal(keel_node_get(m, "name")->text, "Enemy");
+    assert_string_equal(m->items[0].text, "name");
+    keel_node_free(m);
+    keel_node_free(NULL);
+}
+
+static void node_copy_is_deep_and_equal(void **state)
+{
+    keel_node *a = sample();
+    keel_node *b = keel_node_copy(a);
+    assert_true(keel_node_equal(a, b));
+    /* Changing the copy leaves the original alone and breaks equality. */
+    keel_node_put(b, "name", plain("Other"));
+    assert_string_equal(keel_node_get(a, "name")->text, "Player");
+    assert_false(keel_node_equal(a, b));
+    keel_node_free(b);
+
+    b = keel_node_copy(a);
+    keel_node_push((keel_node *)keel_node_get(b, "position"), plain("9"));
+    assert_false(keel_node_equal(a, b));
+    keel_node_free(b);
+
+    /* Quoting changes meaning ("1" is a string), layout does not. */
+    keel_node *x = plain("1"), *y = keel_node_new_scalar("1", KEEL_STYLE_DOUBLE), *z = keel_node_new_scalar("1", KEEL_STYLE_ANY);
+    assert_false(keel_node_equal(x, y));
+    assert_true(keel_node_equal(x, z));
+    keel_node_free(x);
+    keel_node_free(y);
+    keel_node_free(z);
+    keel_node_free(a);
+}
+
+static void node_clear_embedded(void **state)
+{
+    keel_node *a = sample();
+    keel_node *inner = (keel_node *)keel_node_get(a, "inner");
+    keel_node_clear(inner);
+    assert_int_equal(inner->count, 0);
+    assert_null(keel_node_get(inner, "x"));
+    keel_node_free(a);
+}
+
+static void check_format(double v, const char *want)
+{
+    char buf[64];
+    int n = keel_format_double(v, buf, sizeof buf);
+    assert_string_equal(buf, want);
+    assert_int_equal(n, (int)strlen(want));
+    if (isfinite(v)) {
+        double back = strtod(buf, NULL);
+        assert_memory_equal(&back, &v, sizeof v); /* bit-exact, sign of zero included */
+        keel_node *node = plain(buf);
+        double read;
+        assert_true(keel_node_as_float(node, &read));
+        assert_memory_equal(&read, &v, sizeof v);
+        keel_node_free(node);
+    }
+}
+
+static void node_format_double_shortest(void **state)
+{
+    check_format(0.1, "0.1");
+    check_format(1.0 / 3, "0.3333333333333333");
+    check_format(1e-7, "1e-7");
+    check_format(-0.0, "-0");
+    check_format(0.0, "0");
+    check_format(5e-324, "5e-324");
+    check_format(1.7976931348623157e308, "1.7976931348623157e+308");
+    check_format(9007199254740994.0, "9007199254740994"); /* 2^53 + 2 */
+    check_format(1.0, "1");
+    check_format(-42.0, "-42");
+    check_format(100.0, "100");
+    check_format(1.5, "1.5");
+    check_format(123.456, "123.456");
+    check_format(0.0001, "0.0001");
+    check_format(1e16, "1e+16");
+    check_format(1e20, "1e+20");
+    check_format(0.30000000000000004, "0.30000000000000004");
+    check_format(NAN, ".nan");
+    check_format(INFINITY, ".inf");
+    check_format(-INFINITY, "-.inf");
+}
+
+static void node_format_double_truncates_safely(void **state)
+{
+    char buf[4];
+    int n = keel_format_double(0.123456, buf, sizeof buf);
+    assert_int_equal(n, 8);
+    assert_string_equal(buf, "0.1");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(node_null_spellings),
+        cmocka_unit_test(node_bool_spellings),
+        cmocka_unit_test(node_int_forms),
+        cmocka_unit_test(node_float_forms),
+        cmocka_unit_test(node_build_get_and_replace),
+        cmocka_unit_test(node_copy_is_deep_and_equal),
+        cmocka_unit_test(node_clear_embedded),
+        cmocka_unit_test(node_format_double_shortest),
+        cmocka_unit_test(node_format_double_truncates_safely),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

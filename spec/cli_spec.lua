@@ -1,0 +1,551 @@
+-- cli_spec.lua — runs the built `keel` program and checks its output and exit codes.
+
+-- The repository root: this file lives in <root>/spec/.
+local ROOT = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$")) or "."
+if ROOT:sub(1, 1) ~= "/" then
+  local pwd = os.getenv("PWD") or "."
+  ROOT = (ROOT == "." and pwd) or (pwd .. "/" .. ROOT)
+end
+
+local function shell_quote(s)
+  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
+end
+
+local function file_exists(p)
+  local f = io.open(p, "rb")
+  if f then f:close() return true end
+  return false
+end
+
+-- KEEL_BIN (set by spec/CMakeLists.txt), else the first build*/keel found.
+local function find_keel()
+  local bin = os.getenv("KEEL_BIN")
+  if bin and bin ~= "" then return bin end
+  local p = io.popen("ls -1t " .. shell_quote(ROOT) .. "/build*/keel 2>/dev/null")
+  local found = p:read("l")
+  p:close()
+  return found
+end
+
+local KEEL = find_keel()
+local SCENES = ROOT .. "/scenes"
+
+local function slurp(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+local function spit(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+-- Runs keel with `args` (a shell-quoted string built by the caller), stdin
+-- from `input` when given. Returns exit code, stdout, stderr.
+local function keel(args, input, cwd)
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = shell_quote(KEEL) .. " " .. args .. " >" .. out .. " 2>" .. err
+  local inp
+  if input then
+    inp = os.tmpname()
+    spit(inp, input)
+    cmd = cmd .. " <" .. inp
+  else
+    cmd = cmd .. " </dev/null"
+  end
+  if cwd then cmd = "cd " .. shell_quote(cwd) .. " && " .. cmd end
+  local _, _, code = os.execute(cmd)
+  local o, e = slurp(out), slurp(err)
+  os.remove(out)
+  os.remove(err)
+  if inp then os.remove(inp) end
+  return code, o, e
+end
+
+local function tmpdir()
+  local p = io.popen("mktemp -d")
+  local d = p:read("l")
+  p:close()
+  return d
+end
+
+local function rmrf(d)
+  if d and d:match("^/tmp/") then os.execute("rm -rf " .. shell_quote(d)) end
+end
+
+-- A small JSON reader: enough for `keel kinds --json`.
+local function json_decode(s)
+  local pos = 1
+  local function ws() pos = s:find("[^ \t\r\n]", pos) or #s + 1 end
+  local value
+  local function str()
+    local out = {}
+    pos = pos + 1
+    while true do
+      local c = s:sub(pos, pos)
+      if c == '"' then pos = pos + 1 break end
+      if c == "" then error("unterminated string") end
+      if c == "\\" then
+        local e = s:sub(pos + 1, pos + 1)
+        local map = { n = "\n", t = "\t", r = "\r", b = "\b", f = "\f", ['"'] = '"', ["\\"] = "\\", ["/"] = "/" }
+        if e == "u" then
+          out[#out + 1] = utf8.char(tonumber(s:sub(pos + 2, pos + 5), 16))
+          pos = pos + 6
+        else
+          out[#out + 1] = assert(map[e], "bad escape")
+          pos = pos + 2
+        end
+      else
+        out[#out + 1] = c
+        pos = pos + 1
+      end
+    end
+    return table.concat(out)
+  end
+  function value()
+    ws()
+    local c = s:sub(pos, pos)
+    if c == "{" then
+      local t = {}
+      pos = pos + 1
+      ws()
+      if s:sub(pos, pos) == "}" then pos = pos + 1 return t end
+      while true do
+        ws()
+        assert(s:sub(pos, pos) == '"', "object key expected at " .. pos)
+        local k = str()
+        ws()
+        assert(s:sub(pos, pos) == ":", "':' expected at " .. pos)
+        pos = pos + 1
+        t[k] = value()
+        ws()
+        local d = s:sub(pos, pos)
+        pos = pos + 1
+        if d == "}" then return t end
+        assert(d == ",", "',' or '}' expected at " .. pos)
+      end
+    elseif c == "[" then
+      local t = {}
+      pos = pos + 1
+      ws()
+      if s:sub(pos, pos) == "]" then pos = pos + 1 return t end
+      while true do
+        t[#t + 1] = value()
+        ws()
+        local d = s:sub(pos, pos)
+        pos = pos + 1
+        if d == "]" then return t end
+        assert(d == ",", "',' or ']' expected at " .. pos)
+      end
+    elseif c == '"' then
+      return str()
+    elseif s:find("^true", pos) then pos = pos + 4 return true
+    elseif s:find("^false", pos) then pos = pos + 5 return false
+    elseif s:find("^null", pos) then pos = pos + 4 return nil
+    else
+      local num = s:match("^-?%d+%.?%d*[eE]?[-+]?%d*", pos)
+      assert(num and #num > 0, "bad JSON at " .. pos)
+      pos = pos + #num
+      return tonumber(num)
+    end
+  end
+  local v = value()
+  ws()
+  assert(pos > #s, "trailing text after JSON")
+  return v
+end
+
+local BUNDLED = { "demo.yaml", "lighting_lab.yaml", "unknown_kind.yaml" }
+
+describe("keel program", function()
+  setup(function()
+    assert(KEEL and file_exists(KEEL), "the keel program was not found: set KEEL_BIN or build into build*/")
+  end)
+
+  describe("usage", function()
+    it("exits 2 on an unknown option", function()
+      local code, _, err = keel("--no-such-option")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("unknown option", 1, true))
+      assert.truthy(err:find("usage:", 1, true))
+    end)
+
+    it("exits 2 on an unknown option of a verb", function()
+      local code, _, err = keel("check --bogus " .. shell_quote(SCENES .. "/demo.yaml"))
+      assert.are.equal(2, code)
+      assert.truthy(err:find("--bogus", 1, true))
+    end)
+
+    it("exits 2 when a verb lacks its arguments", function()
+      assert.are.equal(2, (keel("check")))
+      assert.are.equal(2, (keel("fmt")))
+      assert.are.equal(2, (keel("cook " .. shell_quote(SCENES .. "/demo.yaml"))))
+      assert.are.equal(2, (keel("dump")))
+      assert.are.equal(2, (keel("run --frames")))
+      assert.are.equal(2, (keel("run --frames ten")))
+      assert.are.equal(2, (keel("run --dt -1")))
+      assert.are.equal(2, (keel("kinds extra")))
+    end)
+
+    it("prints usage and exits 0 for --help", function()
+      local code, out = keel("--help")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("keel check FILE", 1, true))
+    end)
+
+    it("exits 2 when a kinds directory is missing", function()
+      local code, _, err = keel("--kinds /nonexistent/kinds kinds")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("/nonexistent/kinds", 1, true))
+    end)
+  end)
+
+  describe("check", function()
+    for _, name in ipairs(BUNDLED) do
+      it("passes the bundled " .. name, function()
+        local code, out, err = keel("check " .. shell_quote(SCENES .. "/" .. name))
+        assert.are.equal(0, code, err)
+        assert.are.equal("", out)
+        assert.falsy(err:find("error:", 1, true), err)
+      end)
+    end
+
+    it("passes the asset manifest", function()
+      local code, _, err = keel("check " .. shell_quote(SCENES .. "/assets.yaml"))
+      assert.are.equal(0, code, err)
+    end)
+
+    it("reports each error as FILE:LINE:COL: error: CODE: message and exits 1", function()
+      local dir = tmpdir()
+      local path = dir .. "/broken.yaml"
+      spit(path, table.concat({
+        "keel: 1",
+        "scene:",
+        "  uuid: 550e8400-e29b-41d4-a716-446655440000",
+        "  name: Broken",
+        "entities:",
+        "  - uuid: 11111111-1111-1111-1111-111111111111",
+        "    name: A",
+        "    components:",
+        "      - kind: core:transform",
+        "        version: 1",
+        "        slot: 0",
+        "        body:",
+        "          position: [0, nope, 0]",
+        "  - uuid: not-a-uuid",
+        "    name: B",
+        "    components: []",
+        "",
+      }, "\n"))
+      local code, _, err = keel("check " .. shell_quote(path))
+      rmrf(dir)
+      assert.are.equal(1, code)
+      local lines = {}
+      for line in err:gmatch("[^\n]+") do
+        if line:find(": error: ", 1, true) then lines[#lines + 1] = line end
+      end
+      assert.is_true(#lines >= 2, err) -- every problem, not only the first
+      for _, line in ipairs(lines) do
+        assert.truthy(line:match("^" .. path:gsub("%p", "%%%0") .. ":%d+:%d+: error: %u%a+: .+"), line)
+      end
+      assert.truthy(err:find("broken.yaml:13:%d+: error: InvalidArgument: "), err)
+      assert.truthy(err:find("broken.yaml:14:%d+: error: ParseError: "), err)
+    end)
+
+    it("exits 1 on a document that is not YAML", function()
+      local dir = tmpdir()
+      spit(dir .. "/bad.yaml", "keel: [1\n")
+      local code, _, err = keel("check " .. shell_quote(dir .. "/bad.yaml"))
+      rmrf(dir)
+      assert.are.equal(1, code)
+      assert.truthy(err:find("bad.yaml:%d+:%d+: error: ParseError: "), err)
+    end)
+
+    it("exits 2 on a file that cannot be read", function()
+      local code, _, err = keel("check /nonexistent/scene.yaml")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("IOError", 1, true), err)
+    end)
+
+    it("makes a missing asset an error with --strict", function()
+      local dir = tmpdir()
+      local text = assert(slurp(SCENES .. "/demo.yaml"))
+      spit(dir .. "/assets.yaml", "assets: []\n")
+      spit(dir .. "/demo.yaml", text)
+      local code1 = keel("check " .. shell_quote(dir .. "/demo.yaml"))
+      local code2, _, err = keel("check --strict " .. shell_quote(dir .. "/demo.yaml"))
+      rmrf(dir)
+      assert.are.equal(0, code1)
+      assert.are.equal(1, code2)
+      assert.truthy(err:find(": error: ", 1, true), err)
+    end)
+  end)
+
+  describe("fmt", function()
+    for _, name in ipairs(BUNDLED) do
+      it("finds the bundled " .. name .. " canonical", function()
+        local code, out, err = keel("fmt --check " .. shell_quote(SCENES .. "/" .. name))
+        assert.are.equal(0, code, err)
+        assert.are.equal("", out)
+      end)
+    end
+
+    it("rewrites a non-canonical file, and --check then finds it clean", function()
+      local dir = tmpdir()
+      local path = dir .. "/s.yaml"
+      spit(path, "keel: 1\nscene: {uuid: 550e8400-e29b-41d4-a716-446655440000, name: S}\n"
+        .. "entities:\n- uuid: 11111111-1111-1111-1111-111111111111\n  name: A\n"
+        .. "  components:\n  - {kind: core:transform, version: 1, slot: 0, body: {position: [1, 2, 3]}}\n")
+      local c1, out1 = keel("fmt --check " .. shell_quote(path))
+      local c2 = keel("fmt " .. shell_quote(path))
+      local once = slurp(path)
+      local c3, out3 = keel("fmt --check " .. shell_quote(path))
+      local c4 = keel("fmt " .. shell_quote(path))
+      local twice = slurp(path)
+      rmrf(dir)
+      assert.are.equal(1, c1)
+      assert.truthy(out1:find("s.yaml", 1, true))
+      assert.are.equal(0, c2)
+      assert.truthy(once:find("position: [1, 2, 3]", 1, true), once)
+      assert.are.equal(0, c3)
+      assert.are.equal("", out3)
+      assert.are.equal(0, c4)
+      assert.are.equal(once, twice)
+    end)
+
+    it("leaves a broken file alone and exits 1", function()
+      local dir = tmpdir()
+      local path = dir .. "/b.yaml"
+      spit(path, "keel: 1\nscene: {uuid: nope}\n")
+      local code, _, err = keel("fmt " .. shell_quote(path))
+      local after = slurp(path)
+      rmrf(dir)
+      assert.are.equal(1, code)
+      assert.truthy(err:find("error:", 1, true))
+      assert.are.equal("keel: 1\nscene: {uuid: nope}\n", after)
+    end)
+  end)
+
+  describe("run", function()
+    it("runs the bundled demo for 10 frames and prints a summary", function()
+      local code, out, err = keel("run --frames 10")
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("10 frames", 1, true), out)
+      assert.truthy(out:match("(%d+) entities"), out)
+      assert.truthy(out:find("ms per frame", 1, true), out)
+      assert.truthy(out:find("0 errors", 1, true), out)
+      assert.falsy(out:find("\r", 1, true)) -- no progress line off a terminal
+    end)
+
+    it("saves the world with --save, and the output loads again", function()
+      local dir = tmpdir()
+      local out_path = dir .. "/after.yaml"
+      local code, out, err = keel("run " .. shell_quote(SCENES .. "/demo.yaml") .. " --frames 120 --dt 0.0166 --save "
+        .. shell_quote(out_path))
+      assert.are.equal(0, code, err)
+      local n = tonumber(out:match("(%d+) entities"))
+      assert.truthy(file_exists(out_path))
+      local c2, _, e2 = keel("check " .. shell_quote(out_path))
+      assert.are.equal(0, c2, e2)
+      local script = dir .. "/count.lua"
+      spit(script, 'local keel = require "keel"\nlocal w = assert(keel.load(arg[1]))\nprint(w:count())\n')
+      local c3, o3, e3 = keel(shell_quote(script) .. " " .. shell_quote(out_path))
+      rmrf(dir)
+      assert.are.equal(0, c3, e3)
+      assert.are.equal(n, tonumber(o3:match("%d+")))
+    end)
+
+    it("exits 1 with diagnostics on a scene that does not load", function()
+      local dir = tmpdir()
+      spit(dir .. "/bad.yaml", "keel: 1\nscene: {uuid: nope, name: X}\n")
+      local code, _, err = keel("run " .. shell_quote(dir .. "/bad.yaml") .. " --frames 1")
+      rmrf(dir)
+      assert.are.equal(1, code)
+      assert.truthy(err:find("bad.yaml:%d+:%d+: error: ParseError: "), err)
+    end)
+  end)
+
+  describe("cook and dump", function()
+    it("cooks the demo and dumps it back to the canonical YAML", function()
+      local dir = tmpdir()
+      local cooked = dir .. "/demo.keelc"
+      local c1, _, e1 = keel("cook " .. shell_quote(SCENES .. "/demo.yaml") .. " -o " .. shell_quote(cooked))
+      local head = slurp(cooked)
+      local c2, yaml, e2 = keel("dump " .. shell_quote(cooked))
+      local c3, _, e3 = keel("dump " .. shell_quote(cooked) .. " -o " .. shell_quote(dir .. "/back.yaml"))
+      local back = slurp(dir .. "/back.yaml")
+      rmrf(dir)
+      assert.are.equal(0, c1, e1)
+      assert.are.equal("KEELCOOK", head:sub(1, 8))
+      assert.are.equal(0, c2, e2)
+      assert.are.equal(0, c3, e3)
+      assert.are.equal(yaml, back)
+      assert.are.equal(slurp(SCENES .. "/demo.yaml"), yaml)
+    end)
+
+    it("refuses to cook a scene with unknown kinds (exit 1)", function()
+      local dir = tmpdir()
+      local code, _, err = keel("cook " .. shell_quote(SCENES .. "/unknown_kind.yaml") .. " -o "
+        .. shell_quote(dir .. "/u.keelc"))
+      local made = file_exists(dir .. "/u.keelc")
+      rmrf(dir)
+      assert.are.equal(1, code)
+      assert.truthy(err:find("mod:winch", 1, true), err)
+      assert.is_false(made)
+    end)
+
+    it("refuses a damaged cooked file (exit 1)", function()
+      local dir = tmpdir()
+      local cooked = dir .. "/demo.keelc"
+      assert.are.equal(0, (keel("cook " .. shell_quote(SCENES .. "/demo.yaml") .. " -o " .. shell_quote(cooked))))
+      local data = slurp(cooked)
+      spit(cooked, data:sub(1, #data // 2))
+      local code, out = keel("dump " .. shell_quote(cooked))
+      rmrf(dir)
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+    end)
+  end)
+
+  describe("kinds", function()
+    it("lists kinds with --json, core:transform and the demo kinds among them", function()
+      local code, out, err = keel("kinds --json")
+      assert.are.equal(0, code, err)
+      local list = json_decode(out)
+      local by = {}
+      for _, k in ipairs(list) do by[k.key] = k end
+      local t = assert(by["core:transform"])
+      assert.are.equal("one", t.multiplicity)
+      assert.is_true(t.builtin)
+      assert.are.same({ "position", "rotation", "scale" }, { t.fields[1].key, t.fields[2].key, t.fields[3].key })
+      assert.are.equal("vec3", t.fields[1].type)
+      local sp = assert(by["game:spawner"])
+      assert.are.equal("many", sp.multiplicity)
+      assert.are.equal(4, sp.max)
+      assert.is_false(sp.builtin)
+      assert.are.same({ "core:transform" }, sp.requires)
+      local keys = {}
+      for _, k in ipairs(list) do keys[#keys + 1] = k.key end
+      local sorted = { table.unpack(keys) }
+      table.sort(sorted)
+      assert.are.same(sorted, keys)
+    end)
+
+    it("lists kinds as text", function()
+      local code, out = keel("kinds")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("core:transform", 1, true))
+      assert.truthy(out:find("position", 1, true))
+    end)
+
+    it("loads only the given --kinds directories", function()
+      local dir = tmpdir()
+      spit(dir .. "/b.lua", 'require("keel").kind{ key = "test:b", fields = { { "x", "int" } } }\n')
+      spit(dir .. "/a.lua", 'require("keel").kind{ key = "test:a", fields = { { "y", "float" } } }\n')
+      local code, out, err = keel("kinds --json --kinds " .. shell_quote(dir))
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      local by = {}
+      for _, k in ipairs(json_decode(out)) do by[k.key] = k end
+      assert.truthy(by["test:a"])
+      assert.truthy(by["test:b"])
+      assert.falsy(by["game:spawner"])
+    end)
+
+    it("exits 2 when a kind file fails", function()
+      local dir = tmpdir()
+      spit(dir .. "/broken.lua", "error('kind file broke')\n")
+      local code, _, err = keel("kinds --kinds " .. shell_quote(dir))
+      rmrf(dir)
+      assert.are.equal(2, code)
+      assert.truthy(err:find("kind file broke", 1, true))
+    end)
+  end)
+
+  describe("repl", function()
+    it("reads piped input and prints an entity readably", function()
+      local code, out, err = keel("repl", table.concat({
+        'e = world:spawn{ name = "Hero", components = { { "core:transform", position = { 1, 2, 3 } } } }',
+        "e",
+        "=1 + 1",
+        "for i = 1, 2 do",
+        "  print('line', i)",
+        "end",
+        "world",
+        "",
+      }, "\n"))
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find('Entity "Hero" %x+%-%x+%-%x+%-%x+%-%x+'), out)
+      assert.truthy(out:find("core:transform[0]", 1, true), out)
+      assert.truthy(out:find("position%s*= {1, 2, 3}"), out)
+      assert.truthy(out:find("\n2\n", 1, true), out)
+      assert.truthy(out:find("line\t1\nline\t2\n", 1, true), out)
+      assert.truthy(out:find('World "untitled"', 1, true), out)
+      assert.falsy(out:find("> ", 1, true)) -- no prompt noise off a terminal
+    end)
+
+    it("prints a keel error object as Code: message and goes on", function()
+      local code, out, err = keel("repl", 'world:spawn("A"):add("core:world_settings")\nprint("after")\n')
+      assert.are.equal(0, code)
+      assert.truthy(err:find("ProtectedEntity: ", 1, true) or err:find("InvalidOperation: ", 1, true), err)
+      assert.truthy(out:find("after", 1, true))
+    end)
+
+    it("binds world to the scene given", function()
+      local code, out, err = keel("repl " .. shell_quote(SCENES .. "/demo.yaml"), "world.name\nworld:count() > 0\n")
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("Demo\ntrue\n", 1, true), out)
+    end)
+
+    it("re-runs changed kind files on reload()", function()
+      local dir = tmpdir()
+      local file = dir .. "/k.lua"
+      spit(file, 'require("keel").kind{ key = "test:hot", fields = { { "a", "int", default = 1 } } }\n')
+      local code, out, err = keel("repl --kinds " .. shell_quote(dir), table.concat({
+        'e = world:spawn{ name = "H", components = { "test:hot" } }',
+        'print(e:get("test:hot").a)',
+        'local f = io.open(' .. string.format("%q", file) .. ', "w") '
+          .. 'f:write(\'require("keel").kind{ key = "test:hot", fields = { { "a", "int", default = 1 }, '
+          .. '{ "b", "int", default = 7 } } }\\n\') f:close()',
+        "#reload()",
+        'print(e:get("test:hot").a, e:get("test:hot").b)',
+        "",
+      }, "\n"))
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("1\n1\n1\t7\n", 1, true), out .. err)
+    end)
+  end)
+
+  describe("scripts", function()
+    it("runs SCRIPT.lua with arg and ... set", function()
+      local dir = tmpdir()
+      local script = dir .. "/s.lua"
+      spit(script, "#!/usr/bin/env keel\nlocal a, b = ...\nprint(arg[0], arg[1], arg[2], #arg, a, b)\n"
+        .. 'print(type(require("keel").world))\n')
+      local code, out, err = keel(shell_quote(script) .. " a b")
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      assert.are.equal(script .. "\ta\tb\t2\ta\tb\nfunction\n", out)
+    end)
+
+    it("exits 1 when the script raises, with the message on stderr", function()
+      local dir = tmpdir()
+      spit(dir .. "/e.lua", "error('boom')\n")
+      local code, _, err = keel(shell_quote(dir .. "/e.lua"))
+      rmrf(dir)
+      assert.are.equal(1, code)
+      assert.truthy(err:find("boom", 1, true))
+    end)
+
+    it("exits 2 when the script does not exist", function()
+      local code, _, err = keel("/nonexistent/script.lua")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("cannot open", 1, true), err)
+    end)
+  end)
+end)

@@ -5,11 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "world_internal.h"
 
 typedef struct unknown_count {
     char *key;
     size_t count;
+    int newer; /* 0: not registered; else the registered version the file's is newer than */
 } unknown_count;
 
 /* What the loader knows about one entity record of the document. */
@@ -264,10 +265,10 @@ static void load_grid(loader *L, const keel_node *n)
     forward(L, &tmp, "settings.grid", n);
 }
 
-static void count_unknown(loader *L, const char *key)
+static void count_unknown(loader *L, const char *key, int newer)
 {
     for (size_t i = 0; i < L->unk_n; i++)
-        if (strcmp(L->unk[i].key, key) == 0) {
+        if (strcmp(L->unk[i].key, key) == 0 && L->unk[i].newer == newer) {
             L->unk[i].count++;
             return;
         }
@@ -277,6 +278,7 @@ static void count_unknown(loader *L, const char *key)
     }
     L->unk[L->unk_n].key = keel__strdup(key);
     L->unk[L->unk_n].count = 1;
+    L->unk[L->unk_n].newer = newer;
     L->unk_n++;
 }
 
@@ -417,17 +419,11 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         uint32_t s = slot < 0 ? next_slot(L, e, key) : (uint32_t)slot;
         keel_node *empty = body ? NULL : keel_node_new_map();
         if (keel_add_unknown(L->w, e, key, (int)version, s, body ? body : empty, &tmp) == KEEL_OK) {
-            count_unknown(L, key);
-            if (!enabled && e != keel_world_root(L->w)) {
-                keel_cmd cmd;
-                memset(&cmd, 0, sizeof cmd);
-                cmd.type = KEEL_CMD_ENABLE_COMPONENT;
-                cmd.entity = keel_entity_uuid(L->w, e);
-                cmd.kind_key = (char *)key;
-                cmd.slot = s;
-                cmd.enabled = false;
-                keel_cmd_apply(L->w, &cmd, NULL, &tmp);
-            }
+            count_unknown(L, key, kd ? (kd->version < 1 ? 1 : kd->version) : 0);
+            /* The public command refuses edits to unknown entries; a loader
+             * restores the flag the file recorded, on the entry just added. */
+            keel__ent *ent = enabled ? NULL : keel__ent_get(L->w, e);
+            if (ent && ent->member_count) ent->members[ent->member_count - 1].enabled = false;
             ok = forward(L, &tmp, cpath, n);
         } else {
             forward(L, &tmp, cpath, n);
@@ -468,6 +464,23 @@ static void describe_entity(const loader *L, keel_entity e, char *out, size_t ca
     keel_uuid_format(keel_entity_uuid(L->w, e), u);
     if (name && *name) snprintf(out, cap, "%s (%s)", name, u);
     else snprintf(out, cap, "%s", u);
+}
+
+/* Rule diagnostics name "entities[i].components[j]": point them at that entry's line. */
+static void locate_components(keel_diags *tmp, const char *prefix, const keel_node *list)
+{
+    if (!list || list->kind != KEEL_NODE_SEQ) return;
+    size_t plen = strlen(prefix);
+    for (size_t i = 0; i < tmp->count; i++) {
+        keel_diag *g = &tmp->items[i];
+        if (g->line || !g->path || strncmp(g->path, prefix, plen) != 0) continue;
+        const char *rest = g->path + plen;
+        size_t j;
+        if (strncmp(rest, ".components[", 12) != 0 || sscanf(rest + 12, "%zu", &j) != 1 || j >= list->count)
+            continue;
+        g->line = list->items[j].line;
+        g->col = list->items[j].col;
+    }
 }
 
 /* Pass 1: validate each record and spawn it at the top level with its UUID. */
@@ -681,6 +694,7 @@ static void build(loader *L, const keel_node *doc)
         keel_diags tmp;
         keel_diags_init(&tmp);
         keel_check_rules(L->w, recs[i].e, path, &tmp);
+        locate_components(&tmp, path, recs[i].components);
         forward(L, &tmp, path, recs[i].components ? recs[i].components : recs[i].node);
         free(path);
     }
@@ -705,11 +719,19 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
         keel_diags_init(&tmp);
         if (L.diags.errors == 0) {
             keel_check_rules(L.w, keel_world_root(L.w), "root", &tmp);
+            locate_components(&tmp, "root", keel_node_get(doc, "root"));
             forward(&L, &tmp, "root", keel_node_get(doc, "root"));
         }
-        for (size_t i = 0; i < L.unk_n; i++)
-            warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", L.unk[i].key,
-                    L.unk[i].count, L.unk[i].count == 1 ? "" : "s");
+        for (size_t i = 0; i < L.unk_n; i++) {
+            const unknown_count *u = &L.unk[i];
+            if (u->newer)
+                warning(&L, KEEL_UNSUPPORTED, "", NULL,
+                        "%s is written in a version newer than the declared %d: %zu component%s kept", u->key,
+                        u->newer, u->count, u->count == 1 ? "" : "s");
+            else
+                warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
+                        u->count == 1 ? "" : "s");
+        }
         if (L.diags.errors == 0) {
             keel_awake_all(L.w, &tmp);
             forward(&L, &tmp, "", NULL);

@@ -1,0 +1,557 @@
+/* test_scene_load.c — loading scene documents: good files, every refusal with its code and position. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "keel.h"
+
+#define FIX(name) KEEL_FIXTURES "/" name
+
+static const char *const E1 = "11111111-1111-1111-1111-111111111111";
+static const char *const E2 = "22222222-2222-2222-2222-222222222222";
+
+static keel_uuid U(const char *s)
+{
+    keel_uuid u;
+    assert_true(keel_uuid_parse(s, &u));
+    return u;
+}
+
+static const keel_diag *first_error(const keel_diags *d)
+{
+    for (size_t i = 0; i < d->count; i++)
+        if (d->items[i].severity == KEEL_SEV_ERROR) return &d->items[i];
+    return NULL;
+}
+
+static void print_diags(const keel_diags *d)
+{
+    char buf[1024];
+    for (size_t i = 0; i < d->count; i++) printf("# %s\n", keel_diag_format(&d->items[i], buf, sizeof buf));
+}
+
+static keel_status load_fixture(const char *name, const keel_load_opts *o, keel_world **w, keel_diags *d)
+{
+    char *path = malloc(strlen(KEEL_FIXTURES) + strlen(name) + 2);
+    sprintf(path, "%s/%s", KEEL_FIXTURES, name);
+    keel_status st = keel_scene_load(path, o, w, d);
+    free(path);
+    return st;
+}
+
+static keel_status parse(const char *text, const keel_load_opts *o, keel_world **w, keel_diags *d)
+{
+    return keel_scene_parse(text, strlen(text), o, w, d);
+}
+
+/* ---- good files ---- */
+
+static void scene_load_design_example(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("good_design_example.yaml", NULL, &w, &d), KEEL_OK);
+    assert_int_equal(d.errors, 0);
+    assert_non_null(w);
+    assert_string_equal(keel_world_name(w), "MainLevel");
+    char u[37];
+    keel_uuid_format(keel_world_uuid(w), u);
+    assert_string_equal(u, "550e8400-e29b-41d4-a716-446655440000");
+    assert_int_equal(keel_world_entity_count(w), 2);
+    keel_entity player = keel_find(w, U(E1));
+    assert_true(player != KEEL_NO_ENTITY);
+    assert_string_equal(keel_entity_name(w, player), "Player");
+    keel_entity child = keel_find_name(w, "Child");
+    assert_int_equal(keel_entity_parent(w, child), player);
+    /* membership order and slots as written */
+    assert_int_equal(keel_member_count(w, player), 3);
+    keel_member m;
+    assert_true(keel_member_at(w, player, 2, &m));
+    assert_string_equal(m.key, "core:audio_source");
+    assert_int_equal(m.slot, 2);
+    keel_comp c;
+    assert_true(keel_get_comp(w, player, keel_kind_find("core:transform"), 0, &c));
+    const keel_transform *t = keel_record(w, c);
+    assert_true(t->position[1] == 1.5);
+    assert_true(keel_get_comp(w, player, keel_kind_find("core:audio_source"), 2, &c));
+    keel_value v;
+    assert_int_equal(keel_get(w, c, keel_kind_field(c.kind, "volume"), &v, NULL), KEEL_OK);
+    assert_true(v.as.f == 0.5);
+    /* root components */
+    assert_int_equal(keel_member_count(w, keel_world_root(w)), 1);
+    const keel_grid *g = keel_world_grid(w);
+    assert_true(g->enabled);
+    assert_int_equal(g->major_line_every, 10);
+    keel_world_free(w);
+    keel_diags_free(&d);
+}
+
+static void scene_load_child_before_parent(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("good_child_before_parent.yaml", NULL, &w, &d), KEEL_OK);
+    keel_entity child = keel_find(w, U(E1)), parent = keel_find(w, U(E2));
+    assert_int_equal(keel_entity_parent(w, child), parent);
+    keel_entity grand = keel_find_name(w, "Grandchild");
+    assert_int_equal(keel_entity_parent(w, grand), child);
+    assert_false(keel_entity_enabled(w, grand));
+    /* pre-order: Parent, Child, Grandchild */
+    assert_int_equal(keel_next(w, 0), parent);
+    assert_int_equal(keel_next(w, parent), child);
+    assert_int_equal(keel_next(w, child), grand);
+    keel_world_free(w);
+    keel_diags_free(&d);
+}
+
+static void scene_load_unknown_kinds_kept_with_one_warning_each(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("good_unknown_kinds.yaml", NULL, &w, &d), KEEL_OK);
+    assert_int_equal(d.errors, 0);
+    int winch = 0, newer = 0;
+    for (size_t i = 0; i < d.count; i++) {
+        if (strstr(d.items[i].message, "mod:winch")) {
+            winch++;
+            assert_string_equal(d.items[i].message, "mod:winch is not declared: 3 components kept");
+            assert_int_equal(d.items[i].severity, KEEL_SEV_WARNING);
+        }
+        if (strstr(d.items[i].message, "core:transform")) {
+            newer++;
+            assert_non_null(strstr(d.items[i].message, "newer"));
+        }
+    }
+    assert_int_equal(winch, 1);
+    assert_int_equal(newer, 1);
+    keel_entity e = keel_find(w, U(E1));
+    assert_int_equal(keel_member_count(w, e), 3);
+    keel_member m;
+    assert_true(keel_member_at(w, e, 1, &m));
+    assert_false(m.loaded);
+    assert_string_equal(m.key, "mod:winch");
+    assert_int_equal(m.version, 3);
+    assert_non_null(m.preserved);
+    assert_true(keel_member_at(w, e, 2, &m));
+    assert_int_equal(m.slot, 4);
+    assert_false(m.enabled);
+    /* a version newer than the kind knows: kept unknown, never guessed at */
+    keel_entity e2 = keel_find(w, U(E2));
+    assert_true(keel_member_at(w, e2, 1, &m));
+    assert_string_equal(m.key, "core:transform");
+    assert_false(m.loaded);
+    assert_int_equal(m.version, 99);
+    keel_world_free(w);
+    keel_diags_free(&d);
+}
+
+/* ---- refusals: one fixture each ---- */
+
+typedef struct refusal {
+    const char *file;
+    keel_status code;
+    const char *path;
+    int line, col;          /* 0: not checked */
+    const char *message;    /* substring */
+    size_t errors;
+} refusal;
+
+static const refusal refusals[] = {
+    { "bad_duplicate_uuid.yaml", KEEL_PARSE_ERROR, "entities[1].uuid", 8, 11, "duplicate entity uuid", 1 },
+    { "bad_malformed_uuid.yaml", KEEL_PARSE_ERROR, "entities[0].uuid", 6, 11, "malformed uuid", 1 },
+    { "bad_uppercase_uuid.yaml", KEEL_PARSE_ERROR, "entities[0].uuid", 6, 11, "malformed uuid", 1 },
+    { "bad_nil_uuid.yaml", KEEL_PARSE_ERROR, "entities[0].uuid", 6, 11, "nil uuid", 1 },
+    { "bad_missing_uuid.yaml", KEEL_PARSE_ERROR, "entities[0]", 6, 5, "missing key 'uuid'", 1 },
+    { "bad_unknown_parent.yaml", KEEL_NOT_FOUND, "entities[0].parent", 8, 13, "unknown parent", 1 },
+    { "bad_cycle.yaml", KEEL_INVALID_OPERATION, "entities[1].parent", 11, 13, "hierarchy cycle: ", 1 },
+    { "bad_self_parent.yaml", KEEL_INVALID_OPERATION, "entities[0].parent", 8, 13, "hierarchy cycle: ", 1 },
+    { "bad_alias.yaml", KEEL_PARSE_ERROR, "entities[0].name", 7, 11, "aliases are not allowed", 1 },
+    { "bad_anchor.yaml", KEEL_PARSE_ERROR, "entities[0].name", 7, 11, "anchors are not allowed", 1 },
+    { "bad_custom_tag.yaml", KEEL_PARSE_ERROR, "entities[0].name", 7, 11, "tag !python/object is not allowed", 1 },
+    { "bad_foreign_core_tag.yaml", KEEL_PARSE_ERROR, "entities[0].name", 7, 11, "is not allowed", 1 },
+    { "bad_nan_float.yaml", KEEL_INVALID_ARGUMENT, "entities[0].components[0].body.position", 12, 0, "finite", 1 },
+    { "bad_inf_float.yaml", KEEL_INVALID_ARGUMENT, "entities[0].components[0].body.position", 12, 0, "finite", 1 },
+    { "bad_wrong_type.yaml", KEEL_INVALID_ARGUMENT, "entities[0].components[1].body.intensity", 17, 0, "bright", 1 },
+    { "bad_out_of_range.yaml", KEEL_INVALID_ARGUMENT, "entities[0].components[1].body.range", 17, 0, "range", 1 },
+    { "bad_second_singleton.yaml", KEEL_INVALID_OPERATION, "entities[0].components[1]", 13, 9, "core:transform", 1 },
+    { "bad_missing_requirement.yaml", KEEL_INVALID_OPERATION, "entities[0].components[0]", 8, 9, "requires core:transform", 1 },
+    { "bad_rejected_pair.yaml", KEEL_INVALID_OPERATION, "entities[0].components[1]", 13, 9, "rejects", 2 },
+    { "bad_root_only_kind.yaml", KEEL_INVALID_OPERATION, "entities[0].components[0]", 8, 9, "root", 1 },
+    { "bad_slot_for_singleton.yaml", KEEL_INVALID_OPERATION, "entities[0].components[0]", 0, 0, "slot 3", 1 },
+    { "bad_kind_key.yaml", KEEL_PARSE_ERROR, "entities[0].components[0].kind", 8, 15, "malformed kind key", 1 },
+    { "bad_document_version.yaml", KEEL_PARSE_ERROR, "keel", 1, 7, "unsupported document version", 1 },
+    { "bad_missing_version.yaml", KEEL_PARSE_ERROR, "keel", 1, 1, "missing key 'keel'", 1 },
+    { "bad_missing_scene_uuid.yaml", KEEL_PARSE_ERROR, "scene.uuid", 3, 3, "missing key 'uuid'", 1 },
+    { "bad_unknown_top_key.yaml", KEEL_PARSE_ERROR, "extras", 5, 1, "unknown key 'extras'", 1 },
+    { "bad_not_yaml.yaml", KEEL_PARSE_ERROR, NULL, 6, 3, "did not find expected", 1 },
+    { "bad_multiple_documents.yaml", KEEL_PARSE_ERROR, "", 5, 1, "multiple documents are not allowed", 1 },
+    { "bad_duplicate_key.yaml", KEEL_PARSE_ERROR, "", 6, 1, "duplicate key 'entities' (first at line 5)", 1 },
+    { "bad_grid_not_normalized.yaml", KEEL_INVALID_ARGUMENT, "settings.grid.orientation", 7, 18, "normalized", 1 },
+    { "bad_grid_spacing.yaml", KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing", 7, 19, "> 0", 2 },
+    { "bad_entities_not_list.yaml", KEEL_PARSE_ERROR, "entities", 5, 11, "must be a list", 1 },
+    { "bad_three_errors.yaml", KEEL_PARSE_ERROR, "entities[0].uuid", 6, 11, "malformed uuid", 3 },
+};
+
+static void scene_load_refusals(void **state)
+{
+    for (size_t i = 0; i < sizeof refusals / sizeof *refusals; i++) {
+        const refusal *r = &refusals[i];
+        keel_world *w = (keel_world *)(uintptr_t)0x1; /* must stay untouched */
+        keel_diags d;
+        keel_diags_init(&d);
+        keel_status st = load_fixture(r->file, NULL, &w, &d);
+        printf("# %s -> %s\n", r->file, keel_status_name(st));
+        print_diags(&d);
+        assert_int_equal(st, r->code);
+        assert_ptr_equal(w, (keel_world *)(uintptr_t)0x1);
+        const keel_diag *g = first_error(&d);
+        assert_non_null(g);
+        assert_int_equal(g->code, r->code);
+        assert_int_equal(d.errors, r->errors);
+        if (r->path) assert_string_equal(g->path, r->path);
+        assert_non_null(strstr(g->message, r->message));
+        assert_non_null(g->file);
+        assert_non_null(strstr(g->file, r->file));
+        if (r->line) assert_int_equal(g->line, r->line);
+        if (r->col) assert_int_equal(g->col, r->col);
+        keel_diags_free(&d);
+    }
+}
+
+static void scene_load_three_errors_all_listed(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("bad_three_errors.yaml", NULL, &w, &d), KEEL_PARSE_ERROR);
+    assert_null(w);
+    assert_int_equal(d.errors, 3);
+    bool uuid = false, parent = false, enabled = false;
+    for (size_t i = 0; i < d.count; i++) {
+        const keel_diag *g = &d.items[i];
+        if (!strcmp(g->path, "entities[0].uuid") && g->code == KEEL_PARSE_ERROR) uuid = true;
+        if (!strcmp(g->path, "entities[1].parent") && g->code == KEEL_NOT_FOUND && g->line == 10) parent = true;
+        if (!strcmp(g->path, "entities[2].enabled") && g->code == KEEL_INVALID_ARGUMENT && g->line == 13) enabled = true;
+    }
+    assert_true(uuid && parent && enabled);
+    keel_diags_free(&d);
+}
+
+static void scene_load_enum_strict_and_lenient(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("bad_enum.yaml", NULL, &w, &d), KEEL_OK);
+    assert_int_equal(d.errors, 0);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(d.items[0].severity, KEEL_SEV_WARNING);
+    assert_string_equal(d.items[0].path, "entities[0].components[1].body.projection");
+    assert_int_equal(d.items[0].line, 17);
+    keel_comp c;
+    assert_true(keel_get_comp(w, keel_find(w, U(E1)), keel_kind_find("core:camera"), 0, &c));
+    keel_value v;
+    keel_get(w, c, keel_kind_field(c.kind, "projection"), &v, NULL);
+    assert_int_equal(v.as.i, 0); /* the default */
+    keel_world_free(w);
+    keel_diags_free(&d);
+
+    keel_load_opts o = keel_load_opts_default();
+    o.strict = true;
+    w = NULL;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("bad_enum.yaml", &o, &w, &d), KEEL_INVALID_ARGUMENT);
+    assert_null(w);
+    assert_string_equal(first_error(&d)->path, "entities[0].components[1].body.projection");
+    keel_diags_free(&d);
+}
+
+static void scene_load_missing_file_is_io_error(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_scene_load(FIX("no_such_file.yaml"), NULL, &w, &d), KEEL_IO_ERROR);
+    assert_null(w);
+    assert_non_null(strstr(d.items[0].message, "no_such_file.yaml"));
+    keel_diags_free(&d);
+}
+
+static void scene_load_not_a_map(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(parse("- 1\n- 2\n", NULL, &w, &d), KEEL_PARSE_ERROR);
+    assert_int_equal(parse("", NULL, &w, &d), KEEL_PARSE_ERROR);
+    assert_null(w);
+    keel_diags_free(&d);
+}
+
+/* ---- limits ---- */
+
+#define HEAD "keel: 1\nscene:\n  uuid: 550e8400-e29b-41d4-a716-446655440000\n  name: L\n"
+#define ENT(n) "  - uuid: " n "1111111-1111-1111-1111-111111111111\n"
+
+static void expect_limit(const char *text, const keel_load_opts *o, const char *path, int line)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status st = parse(text, o, &w, &d);
+    print_diags(&d);
+    assert_int_equal(st, KEEL_LIMIT_EXCEEDED);
+    assert_null(w);
+    const keel_diag *g = first_error(&d);
+    assert_int_equal(g->code, KEEL_LIMIT_EXCEEDED);
+    assert_string_equal(g->path, path);
+    if (line) assert_int_equal(g->line, line);
+    assert_non_null(strstr(g->message, "limit"));
+    keel_diags_free(&d);
+}
+
+static void scene_load_limits(void **state)
+{
+    keel_load_opts o;
+    o = keel_load_opts_default();
+    o.limits.entities = 2;
+    expect_limit(HEAD "entities:\n" ENT("1") ENT("2") ENT("3"), &o, "entities", 6);
+
+    o = keel_load_opts_default();
+    o.limits.components_per_entity = 1;
+    expect_limit(HEAD "entities:\n" ENT("1") "    components:\n"
+                      "      - {kind: core:transform, version: 1, slot: 0}\n"
+                      "      - {kind: core:camera, version: 1, slot: 0}\n",
+                 &o, "entities[0].components", 8);
+
+    o = keel_load_opts_default();
+    o.limits.body_size = 16;
+    expect_limit(HEAD "entities:\n" ENT("1") "    components:\n"
+                      "      - kind: mod:big\n        version: 1\n        slot: 0\n"
+                      "        body: {text: abcdefghijklmnopqrstuvwxyz}\n",
+                 &o, "entities[0].components[0].body", 11);
+
+    o = keel_load_opts_default();
+    o.limits.string_length = 40;
+    expect_limit(HEAD "entities:\n" ENT("1") "    name: averyveryverylongname_averyveryverylongname\n", &o,
+                 "entities[0].name", 7);
+
+    o = keel_load_opts_default();
+    o.limits.nesting_depth = 6;
+    expect_limit(HEAD "entities:\n" ENT("1") "    components:\n"
+                      "      - kind: mod:deep\n        version: 1\n        body: {a: {b: c}}\n",
+                 &o, "entities[0].components[0].body.a", 10);
+
+    o = keel_load_opts_default();
+    o.limits.collection_length = 3;
+    expect_limit(HEAD "entities:\n" ENT("1") "    components:\n"
+                      "      - kind: mod:long\n        version: 1\n        body: {a: [1, 2, 3, 4]}\n",
+                 &o, "entities[0].components[0].body.a[3]", 10);
+
+    o = keel_load_opts_default();
+    o.limits.hierarchy_depth = 2;
+    expect_limit(HEAD "entities:\n" ENT("1") ENT("2") "    parent: 11111111-1111-1111-1111-111111111111\n"
+                      ENT("3") "    parent: 21111111-1111-1111-1111-111111111111\n",
+                 &o, "entities", 0);
+
+    o = keel_load_opts_default();
+    o.limits.document_size = 16;
+    expect_limit(HEAD, &o, "", 0);
+}
+
+/* ---- transactional ---- */
+
+static void scene_load_failed_load_leaves_world_untouched(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(load_fixture("good_design_example.yaml", NULL, &w, &d), KEEL_OK);
+    char *before, *after;
+    size_t n1, n2;
+    assert_int_equal(keel_scene_dump(w, &before, &n1, NULL), KEEL_OK);
+    uint64_t rev = keel_world_revision(w);
+    keel_world *w2 = w;
+    assert_int_equal(load_fixture("bad_rejected_pair.yaml", NULL, &w2, &d), KEEL_INVALID_OPERATION);
+    assert_ptr_equal(w2, w);
+    assert_int_equal(keel_world_revision(w), rev);
+    assert_int_equal(keel_scene_dump(w, &after, &n2, NULL), KEEL_OK);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(before, after, n1);
+    free(before);
+    free(after);
+    keel_world_free(w);
+    keel_diags_free(&d);
+}
+
+/* ---- kinds declared by the test: migrations, references, assets ---- */
+
+static keel_status migrate_speed(keel_node *body, int to_version, void *user, keel_diags *d)
+{
+    if (to_version != 2) return KEEL_OK;
+    for (size_t i = 0; i < body->count; i++) {
+        keel_node *k = &body->items[2 * i], *v = &body->items[2 * i + 1];
+        if (strcmp(k->text, "velocity") != 0) continue;
+        double kmh;
+        if (!keel_node_as_float(v, &kmh)) return keel_error(d, KEEL_INVALID_ARGUMENT, "velocity", "not a number");
+        free(k->text);
+        k->text = strdup("speed");
+        k->len = 5;
+        char buf[64];
+        keel_format_double(kmh / 3.6, buf, sizeof buf);
+        free(v->text);
+        v->text = strdup(buf);
+        v->len = strlen(buf);
+    }
+    return KEEL_OK;
+}
+
+static int setup_kinds(void **state)
+{
+    assert_int_equal(keel_init(), KEEL_OK);
+    static keel_field_desc mig_fields[1];
+    memset(mig_fields, 0, sizeof mig_fields);
+    mig_fields[0].key = "speed";
+    mig_fields[0].type = KEEL_T_FLOAT;
+    keel_kind_desc k;
+    memset(&k, 0, sizeof k);
+    k.key = "test:mover";
+    k.version = 2;
+    k.multiplicity = KEEL_ONE;
+    k.fields = mig_fields;
+    k.field_count = 1;
+    k.migrate = migrate_speed;
+    assert_int_equal(keel_kind_declare(&k, NULL, NULL), KEEL_OK);
+
+    static keel_field_desc ref_fields[2];
+    memset(ref_fields, 0, sizeof ref_fields);
+    ref_fields[0].key = "target";
+    ref_fields[0].type = KEEL_T_ENTITY;
+    ref_fields[1].key = "icon";
+    ref_fields[1].type = KEEL_T_ASSET;
+    memset(&k, 0, sizeof k);
+    k.key = "test:pointer";
+    k.version = 1;
+    k.multiplicity = KEEL_MANY;
+    k.fields = ref_fields;
+    k.field_count = 2;
+    assert_int_equal(keel_kind_declare(&k, NULL, NULL), KEEL_OK);
+    return 0;
+}
+
+static int teardown_kinds(void **state)
+{
+    keel_shutdown();
+    return 0;
+}
+
+static void scene_load_migrations_applied(void **state)
+{
+    const char *text = HEAD "entities:\n" ENT("1") "    components:\n"
+                            "      - kind: test:mover\n        version: 1\n        slot: 0\n"
+                            "        body: {velocity: 36}\n";
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(parse(text, NULL, &w, &d), KEEL_OK);
+    keel_comp c;
+    assert_true(keel_get_comp(w, keel_find(w, U(E1)), keel_kind_find("test:mover"), 0, &c));
+    keel_value v;
+    keel_get(w, c, 0, &v, NULL);
+    assert_true(v.as.f == 10.0);
+    keel_member m;
+    keel_member_at(w, keel_find(w, U(E1)), 0, &m);
+    assert_int_equal(m.version, 2);
+    char *out;
+    keel_scene_dump(w, &out, NULL, NULL);
+    assert_non_null(strstr(out, "version: 2"));
+    assert_non_null(strstr(out, "speed: 10"));
+    free(out);
+    keel_world_free(w);
+    keel_diags_free(&d);
+}
+
+#define POINTER(target, icon)                                                         \
+    "    components:\n      - kind: test:pointer\n        version: 1\n        slot: 0\n" \
+    "        body:\n          target: " target "\n          icon: " icon "\n"
+#define ASSET_A "aaaaaaaa-0000-4000-8000-000000000001"
+#define ASSET_B "bbbbbbbb-0000-4000-8000-000000000002"
+
+static void scene_load_entity_reference_must_resolve(void **state)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    const char *good = HEAD "entities:\n" ENT("1") POINTER("21111111-1111-1111-1111-111111111111", "null") ENT("2");
+    assert_int_equal(parse(good, NULL, &w, &d), KEEL_OK);
+    keel_world_free(w);
+    w = NULL;
+    const char *bad = HEAD "entities:\n" ENT("1") POINTER("99999999-1111-1111-1111-111111111111", "null");
+    assert_int_equal(parse(bad, NULL, &w, &d), KEEL_NOT_FOUND);
+    assert_null(w);
+    const keel_diag *g = first_error(&d);
+    assert_string_equal(g->path, "entities[0].components[0].body.target");
+    assert_int_equal(g->line, 12);
+    assert_non_null(strstr(g->message, "99999999-1111-1111-1111-111111111111"));
+    keel_diags_free(&d);
+}
+
+static void scene_load_assets_checked_against_manifest(void **state)
+{
+    const char *manifest = "assets:\n  - {uuid: " ASSET_A ", path: meshes/a.glb, type: mesh}\n";
+    keel_assets *a = NULL;
+    assert_int_equal(keel_assets_parse(manifest, strlen(manifest), "assets.yaml", &a, NULL), KEEL_OK);
+    keel_load_opts o = keel_load_opts_default();
+    o.assets = a;
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    const char *known = HEAD "entities:\n" ENT("1") POINTER("null", ASSET_A);
+    assert_int_equal(parse(known, &o, &w, &d), KEEL_OK);
+    assert_int_equal(d.count, 0);
+    keel_world_free(w);
+    w = NULL;
+    const char *missing = HEAD "entities:\n" ENT("1") POINTER("null", ASSET_B);
+    assert_int_equal(parse(missing, &o, &w, &d), KEEL_OK);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(d.items[0].severity, KEEL_SEV_WARNING);
+    assert_string_equal(d.items[0].message, "asset " ASSET_B " is not in the manifest; using a placeholder");
+    assert_string_equal(d.items[0].path, "entities[0].components[0].body.icon");
+    keel_world_free(w);
+    w = NULL;
+    keel_diags_free(&d);
+    o.strict = true;
+    assert_int_equal(parse(missing, &o, &w, &d), KEEL_NOT_FOUND);
+    assert_null(w);
+    assert_int_equal(d.errors, 1);
+    keel_diags_free(&d);
+    keel_assets_free(a);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scene_load_design_example),
+        cmocka_unit_test(scene_load_child_before_parent),
+        cmocka_unit_test(scene_load_unknown_kinds_kept_with_one_warning_each),
+        cmocka_unit_test(scene_load_refusals),
+        cmocka_unit_test(scene_load_three_errors_all_listed),
+        cmocka_unit_test(scene_load_enum_strict_and_lenient),
+        cmocka_unit_test(scene_load_missing_file_is_io_error),
+        cmocka_unit_test(scene_load_not_a_map),
+        cmocka_unit_test(scene_load_limits),
+        cmocka_unit_test(scene_load_failed_load_leaves_world_untouched),
+        cmocka_unit_test(scene_load_migrations_applied),
+        cmocka_unit_test(scene_load_entity_reference_must_resolve),
+        cmocka_unit_test(scene_load_assets_checked_against_manifest),
+    };
+    return cmocka_run_group_tests(tests, setup_kinds, teardown_kinds);
+}

@@ -809,6 +809,7 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
 void keel__world_adopt(keel_world *w, keel_kind_id k)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
+    w->runs_valid = false; /* hooks may have changed */
     if (!kd) return;
     bool any = false;
     for (uint32_t i = 0; i < w->ent_count; i++) {

@@ -190,3 +190,13 @@ void keel_world_set_fixed_dt(keel_world *w, double fixed_dt)
 double keel_world_fixed_dt(const keel_world *w) { return w->fixed_dt; }
 bool keel_world_in_step(const keel_world *w) { return w->in_step; }
 uint64_t keel_world_frame(const keel_world *w) { return w->frame; }
+
+/* The registry's file may define this too; the weak one only fills a gap. */
+#if defined(__GNUC__)
+__attribute__((weak))
+#endif
+const char *keel_phase_name(keel_phase p)
+{
+    static const char *const names[] = { "awake", "start", "fixed_update", "update", "late_update", "on_destroy" };
+    return (unsigned)p < KEEL_PHASE_COUNT_ ? names[p] : "?";
+}

@@ -1,0 +1,426 @@
+/* test_slots.c — membership and slots: multiplicity, max+1 slots, requires/rejects, root rules, unknown entries. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel.h"
+
+/* Asserts the status and that the first diagnostic names the code and carries `text`. */
+#define assert_diag(st, d, want, text)                                              \
+    do {                                                                            \
+        assert_int_equal((st), (want));                                             \
+        assert_true((d)->count > 0);                                                \
+        assert_int_equal((d)->items[0].code, (want));                               \
+        if (!strstr((d)->items[0].message, (text)))                                 \
+            fail_msg("diagnostic \"%s\" lacks \"%s\"", (d)->items[0].message, (text)); \
+        keel_diags_free(d);                                                         \
+        keel_diags_init(d);                                                         \
+    } while (0)
+
+typedef struct fx {
+    keel_world *w;
+    keel_diags d;
+} fx;
+
+static int fx_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->w = keel_world_new("Test");
+    keel_diags_init(&f->d);
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx *f = *state;
+    keel_world_free(f->w);
+    keel_diags_free(&f->d);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return keel_init() == KEEL_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    keel_shutdown();
+    return 0;
+}
+
+static keel_kind_id K(const char *key)
+{
+    keel_kind_id k = keel_kind_find(key);
+    if (!k) fail_msg("kind %s not registered", key);
+    return k;
+}
+
+static keel_entity spawn(fx *f, const char *name, keel_entity parent)
+{
+    keel_entity e = 0;
+    assert_int_equal(keel_spawn(f->w, name, parent, NULL, &e, NULL, &f->d), KEEL_OK);
+    return e;
+}
+
+static keel_comp add(fx *f, keel_entity e, const char *key)
+{
+    keel_comp c = { 0, 0, 0 };
+    keel_status st = keel_add(f->w, e, K(key), NULL, &c, NULL, &f->d);
+    if (st) fail_msg("adding %s: %s", key, f->d.count ? f->d.items[0].message : "?");
+    return c;
+}
+
+static keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
+{
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    keel_comp c = { 0, 0, 0 };
+    *st = keel_add(f->w, e, K(key), &o, &c, NULL, &f->d);
+    return c;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+static void slots_one_kind_takes_slot_zero(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_comp c = add(f, e, "core:transform");
+    assert_int_equal(c.slot, 0);
+    keel_status st;
+    add_slot(f, e, "core:transform", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:transform is already present (multiplicity one)");
+}
+
+static void slots_one_kind_refuses_other_slot(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_status st;
+    add_slot(f, e, "core:transform", 2, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:transform is a one kind: only slot 0, not slot 2");
+    assert_int_equal(keel_member_count(f->w, e), 0);
+}
+
+static void slots_many_take_max_plus_one_without_renumbering(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    assert_int_equal(add(f, e, "core:audio_source").slot, 0);
+    assert_int_equal(add(f, e, "core:audio_source").slot, 1);
+    assert_int_equal(add(f, e, "core:audio_source").slot, 2);
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    /* slot 2 keeps its number; the next one is max+1 = 3, not the freed 1 */
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, e, K("core:audio_source"), 2, &c));
+    assert_int_equal(add(f, e, "core:audio_source").slot, 3);
+    keel_member m;
+    assert_true(keel_member_at(f->w, e, 3, &m));
+    assert_int_equal(m.slot, 3);
+}
+
+static void slots_removed_slot_is_not_found(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    keel_comp stale = { e, K("core:audio_source"), 1 };
+    assert_false(keel_comp_alive(f->w, stale));
+    assert_null(keel_record(f->w, stale));
+    keel_value v;
+    keel_status st = keel_get(f->w, stale, 0, &v, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "slot 1 of core:audio_source not found");
+    st = keel_remove(f->w, e, "core:audio_source", 3, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "slot 3 of core:audio_source not found");
+    st = keel_remove(f->w, e, "core:camera", KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "core:camera not found");
+}
+
+static void slots_explicit_free_slot_and_occupied(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    keel_status st;
+    keel_comp c = add_slot(f, e, "core:audio_source", 5, &st);
+    assert_int_equal(st, KEEL_OK);
+    assert_int_equal(c.slot, 5);
+    add_slot(f, e, "core:audio_source", 5, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "slot 5 of core:audio_source is occupied");
+    assert_int_equal(add(f, e, "core:audio_source").slot, 6);
+}
+
+static void slots_many_with_max(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:limited";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    kd.max = 2;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "test:limited");
+    add(f, e, "test:limited");
+    keel_status st;
+    add_slot(f, e, "test:limited", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "test:limited allows at most 2 components");
+}
+
+static void slots_requires_missing(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_status st;
+    add_slot(f, e, "core:camera", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:camera requires core:transform");
+    add(f, e, "core:transform");
+    add(f, e, "core:camera");
+}
+
+static void slots_rejects_both_directions(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:point_light");
+    keel_status st;
+    /* the new kind rejects a present one */
+    add_slot(f, e, "core:spot_light", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:spot_light rejects core:point_light");
+    /* a present kind rejects the new one */
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:shy";
+    kd.version = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    static const char *const rej[] = { "test:shy" };
+    kd.key = "test:bully";
+    kd.rejects = rej;
+    kd.rejects_count = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity g = spawn(f, "B", 0);
+    add(f, g, "test:bully");
+    add_slot(f, g, "test:shy", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "test:bully rejects test:shy");
+}
+
+static void slots_removing_required_is_refused(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:camera");
+    keel_status st = keel_remove(f->w, e, "core:transform", KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:transform is required by core:camera");
+    assert_int_equal(keel_member_count(f->w, e), 2);
+    assert_int_equal(keel_remove(f->w, e, "core:camera", KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_remove(f->w, e, "core:transform", KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_member_count(f->w, e), 0);
+}
+
+static void slots_required_many_kind_with_another_slot_left(void **state)
+{
+    fx *f = *state;
+    static const char *const req[] = { "core:audio_source" };
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:mixer";
+    kd.version = 1;
+    kd.requires = req;
+    kd.requires_count = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    add(f, e, "test:mixer");
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 0, NULL, &f->d), KEEL_OK);
+    keel_status st = keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:audio_source is required by test:mixer");
+}
+
+static void slots_many_remove_needs_slot(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    keel_status st = keel_remove(f->w, e, "core:audio_source", KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:audio_source is a many kind: name the slot");
+}
+
+static void slots_world_settings_only_on_root(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_status st;
+    add_slot(f, e, "core:world_settings", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:world_settings lives only on the scene root");
+    keel_entity root = keel_world_root(f->w);
+    keel_comp c = add(f, root, "core:world_settings");
+    assert_int_equal(c.slot, 0);
+    assert_true(keel_comp_alive(f->w, c));
+}
+
+static void slots_root_refuses_transform_but_holds_gameplay(void **state)
+{
+    fx *f = *state;
+    keel_entity root = keel_world_root(f->w);
+    keel_status st;
+    add_slot(f, root, "core:transform", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "the scene root cannot hold core:transform");
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:match_timer";
+    kd.version = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    add(f, root, "test:match_timer");
+    assert_int_equal(keel_member_count(f->w, root), 1);
+}
+
+static void slots_components_limit(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:many";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity e = spawn(f, "A", 0);
+    for (int i = 0; i < 256; i++) add(f, e, "test:many");
+    keel_status st;
+    add_slot(f, e, "test:many", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_LIMIT_EXCEEDED, "components per entity limit (256) exceeded");
+}
+
+static void slots_unknown_entries(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "pull", keel_node_new_scalar("3.5", KEEL_STYLE_PLAIN));
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 2, 4, body, &f->d), KEEL_OK);
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 2, KEEL_SLOT_AUTO, body, &f->d), KEEL_OK);
+    keel_status st = keel_add_unknown(f->w, e, "mod:winch", 2, 4, body, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "slot 4 of mod:winch is occupied");
+    keel_member m;
+    assert_true(keel_member_at(f->w, e, 0, &m));
+    assert_false(m.loaded);
+    assert_string_equal(m.key, "mod:winch");
+    assert_int_equal(m.slot, 4);
+    assert_int_equal(m.version, 2);
+    assert_true(keel_node_equal(m.preserved, body));
+    assert_true(keel_member_at(f->w, e, 1, &m));
+    assert_int_equal(m.slot, 5);
+    st = keel_remove(f->w, e, "mod:winch", 9, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "slot 9 of mod:winch not found");
+    assert_int_equal(keel_remove(f->w, e, "mod:winch", 4, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_member_count(f->w, e), 1);
+    keel_node_free(body);
+}
+
+static void slots_unknown_of_a_registered_key_refuses_edits(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    /* a newer version than the kind knows is kept unknown */
+    assert_int_equal(keel_add_unknown(f->w, e, "core:camera", 99, 0, NULL, &f->d), KEEL_OK);
+    keel_comp c = { e, K("core:camera"), 0 };
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 70 };
+    keel_status st = keel_set(f->w, c, 1, &v, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_UNSUPPORTED, "core:camera is not loaded");
+    st = keel_get(f->w, c, 1, &v, &f->d);
+    assert_diag(st, &f->d, KEEL_UNSUPPORTED, "core:camera is not loaded");
+}
+
+static void slots_set_checks_readonly_and_range(void **state)
+{
+    fx *f = *state;
+    static const keel_field_desc fields[] = {
+        { .key = "hp", .type = KEEL_T_FLOAT, .has_min = true, .min = 0, .has_max = true, .max = 100 },
+        { .key = "id", .type = KEEL_T_INT, .flags = KEEL_FIELD_READONLY },
+    };
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:health";
+    kd.version = 1;
+    kd.fields = fields;
+    kd.field_count = 2;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity e = spawn(f, "A", 0);
+    keel_comp c = add(f, e, "test:health");
+    uint64_t rev = keel_world_revision(f->w);
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 50 };
+    assert_int_equal(keel_set(f->w, c, 0, &v, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_comp_counter(f->w, c), 1);
+    assert_true(keel_world_revision(f->w) > rev);
+    v.as.f = 500;
+    keel_status st = keel_set(f->w, c, 0, &v, NULL, &f->d);
+    assert_int_equal(st, KEEL_INVALID_ARGUMENT);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    assert_int_equal(keel_comp_counter(f->w, c), 1);
+    keel_value iv = { .type = KEEL_T_INT, .as.i = 7 };
+    st = keel_set(f->w, c, 1, &iv, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_UNSUPPORTED, "field id of test:health is readonly");
+    assert_int_equal(keel_set_internal(f->w, c, 1, &iv, &f->d), KEEL_OK);
+    keel_value out;
+    assert_int_equal(keel_get(f->w, c, 1, &out, &f->d), KEEL_OK);
+    assert_int_equal(out.as.i, 7);
+    assert_int_equal(keel_reset(f->w, c, -1, &f->d), KEEL_OK);
+    assert_int_equal(keel_get(f->w, c, 1, &out, &f->d), KEEL_OK);
+    assert_int_equal(out.as.i, 0);
+}
+
+static void slots_validate_rejects_and_restores(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    keel_comp c = add(f, e, "core:camera");
+    int near = keel_kind_field(c.kind, "near");
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 5000 };
+    keel_status st = keel_set(f->w, c, near, &v, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "far must be greater than near");
+    keel_value out;
+    assert_int_equal(keel_get(f->w, c, near, &out, &f->d), KEEL_OK);
+    assert_true(out.as.f == 0.1);
+    assert_int_equal(keel_comp_counter(f->w, c), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(slots_one_kind_takes_slot_zero),
+        T(slots_one_kind_refuses_other_slot),
+        T(slots_many_take_max_plus_one_without_renumbering),
+        T(slots_removed_slot_is_not_found),
+        T(slots_explicit_free_slot_and_occupied),
+        T(slots_many_with_max),
+        T(slots_requires_missing),
+        T(slots_rejects_both_directions),
+        T(slots_removing_required_is_refused),
+        T(slots_required_many_kind_with_another_slot_left),
+        T(slots_many_remove_needs_slot),
+        T(slots_world_settings_only_on_root),
+        T(slots_root_refuses_transform_but_holds_gameplay),
+        T(slots_components_limit),
+        T(slots_unknown_entries),
+        T(slots_unknown_of_a_registered_key_refuses_edits),
+        T(slots_set_checks_readonly_and_range),
+        T(slots_validate_rejects_and_restores),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -37,6 +37,11 @@ static int msghandler(lua_State *L)
     if (msg == NULL) {
         /* Error objects (keel's carry a __tostring: "Code: message") print as themselves. */
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        if (lua_type(L, 1) == LUA_TTABLE && lua_getfield(L, 1, "code") == LUA_TSTRING &&
+            lua_getfield(L, 1, "message") == LUA_TSTRING) {
+            lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
+            return 1;
+        }
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     luaL_traceback(L, L, msg, 1);

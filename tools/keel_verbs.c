@@ -6,6 +6,36 @@
 
 #include "keel_cli.h"
 
+/* An asset manifest rather than a scene: named assets.yaml, or the --assets file. */
+static bool is_manifest(const keel_cli *cli, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0);
+}
+
+/* Validates a manifest; returns an exit code. */
+static int check_manifest(const char *path)
+{
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_assets *a = NULL;
+    keel_status s = keel_assets_load(path, &a, &d);
+    keel_cli_print_diags(&d, path);
+    keel_diags_free(&d);
+    keel_assets_free(a);
+    if (s == KEEL_OK) return KEEL_EXIT_OK;
+    return s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+}
+
+static int worse(int code, int next)
+{
+    if (next == KEEL_EXIT_OK) return code;
+    /* "the input has errors" outranks "could not read one file" */
+    if (code == KEEL_EXIT_INPUT || next == KEEL_EXIT_INPUT) return KEEL_EXIT_INPUT;
+    return next;
+}
+
 /* ---- check ---- */
 
 int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
@@ -23,6 +53,10 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
 
     int code = KEEL_EXIT_OK;
     for (int i = 0; i < n; i++) {
+        if (is_manifest(cli, argv[i])) {
+            code = worse(code, check_manifest(argv[i]));
+            continue;
+        }
         keel_load_opts o;
         keel_assets *assets;
         if (!keel_cli_load_opts(cli, argv[i], &o, &assets, strict)) {
@@ -36,9 +70,7 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         size_t errors = keel_cli_print_diags(&d, argv[i]);
         if (s != KEEL_OK || errors > 0) {
             /* A file that cannot be read is the environment's problem, not the input's. */
-            if (s == KEEL_IO_ERROR && code == KEEL_EXIT_OK) code = KEEL_EXIT_USAGE;
-            else code = KEEL_EXIT_INPUT;
-            if (s == KEEL_OK) fprintf(stderr, "%s: %zu error(s)\n", argv[i], errors);
+            code = worse(code, s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT);
         }
         keel_world_free(w);
         keel_diags_free(&d);
@@ -84,11 +116,16 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
 
     int code = KEEL_EXIT_OK;
     for (int i = 0; i < n; i++) {
+        /* A manifest has no canonical writer: it is checked and left as written. */
+        if (is_manifest(cli, argv[i])) {
+            code = worse(code, check_manifest(argv[i]));
+            continue;
+        }
         keel_status s;
         size_t len = 0, oldlen = 0;
         char *text = canonical_text(argv[i], &len, &s);
         if (!text) {
-            code = s == KEEL_IO_ERROR && code == KEEL_EXIT_OK ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+            code = worse(code, s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT);
             continue;
         }
         char *old = NULL;
@@ -104,7 +141,7 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
                 code = KEEL_EXIT_INPUT;
             } else if (keel_write_atomic(argv[i], text, len, &d) != KEEL_OK) {
                 keel_cli_print_diags(&d, argv[i]);
-                code = KEEL_EXIT_USAGE;
+                code = worse(code, KEEL_EXIT_USAGE);
             }
             keel_diags_free(&d);
         }
@@ -230,15 +267,12 @@ static void putf(buf *b, const char *fmt, ...)
 /* Shortest text that reads back to the same double; "null" when not finite (JSON has no NaN). */
 static void put_number(buf *b, double v)
 {
-    char tmp[40];
+    char tmp[64];
     if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
         puts_(b, "null");
         return;
     }
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-        if (strtod(tmp, NULL) == v) break;
-    }
+    keel_format_double(v, tmp, sizeof tmp);
     puts_(b, tmp);
 }
 

@@ -1,0 +1,368 @@
+/* test_world.c — worlds, entity handles, UUID lookup, the hierarchy, destroy, duplicate and the root protections. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+#include "keel.h"
+
+/* Asserts the status and that the first diagnostic names the code and carries `text`. */
+#define assert_diag(st, d, want, text)                                              \
+    do {                                                                            \
+        assert_int_equal((st), (want));                                             \
+        assert_true((d)->count > 0);                                                \
+        assert_int_equal((d)->items[0].code, (want));                               \
+        if (!strstr((d)->items[0].message, (text)))                                 \
+            fail_msg("diagnostic \"%s\" lacks \"%s\"", (d)->items[0].message, (text)); \
+        keel_diags_free(d);                                                         \
+        keel_diags_init(d);                                                         \
+    } while (0)
+
+typedef struct fx {
+    keel_world *w;
+    keel_diags d;
+} fx;
+
+static int fx_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->w = keel_world_new("Test");
+    keel_diags_init(&f->d);
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx *f = *state;
+    keel_world_free(f->w);
+    keel_diags_free(&f->d);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return keel_init() == KEEL_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    keel_shutdown();
+    return 0;
+}
+
+static inline keel_kind_id K(const char *key)
+{
+    keel_kind_id k = keel_kind_find(key);
+    if (!k) fail_msg("kind %s not registered", key);
+    return k;
+}
+
+static inline keel_entity spawn(fx *f, const char *name, keel_entity parent)
+{
+    keel_entity e = 0;
+    assert_int_equal(keel_spawn(f->w, name, parent, NULL, &e, NULL, &f->d), KEEL_OK);
+    return e;
+}
+
+static inline keel_comp add(fx *f, keel_entity e, const char *key)
+{
+    keel_comp c = { 0, 0, 0 };
+    keel_status st = keel_add(f->w, e, K(key), NULL, &c, NULL, &f->d);
+    if (st) fail_msg("adding %s: %s", key, f->d.count ? f->d.items[0].message : "?");
+    return c;
+}
+
+static inline keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
+{
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    keel_comp c = { 0, 0, 0 };
+    *st = keel_add(f->w, e, K(key), &o, &c, NULL, &f->d);
+    return c;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+static void world_new_has_root_and_no_entities(void **state)
+{
+    fx *f = *state;
+    assert_string_equal(keel_world_name(f->w), "Test");
+    assert_int_equal(keel_world_entity_count(f->w), 0);
+    keel_entity root = keel_world_root(f->w);
+    assert_true(root != KEEL_NO_ENTITY);
+    assert_false(keel_alive(f->w, root)); /* never listed as an entity */
+    assert_int_equal(keel_next(f->w, 0), KEEL_NO_ENTITY);
+    keel_world *other = keel_world_new("Other");
+    assert_true(keel_world_epoch(other) != keel_world_epoch(f->w));
+    assert_false(keel_uuid_equal(keel_world_uuid(other), keel_world_uuid(f->w)));
+    keel_world_free(other);
+    keel_world_free(NULL);
+}
+
+static void world_spawn_and_find(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "Player", 0);
+    assert_true(keel_alive(f->w, a));
+    assert_string_equal(keel_entity_name(f->w, a), "Player");
+    keel_uuid u = keel_entity_uuid(f->w, a);
+    assert_int_equal(u.bytes[6] >> 4, 4);
+    assert_int_equal(keel_find(f->w, u), a);
+    assert_int_equal(keel_find_name(f->w, "Player"), a);
+    assert_int_equal(keel_find_name(f->w, "Nobody"), KEEL_NO_ENTITY);
+    assert_int_equal(keel_world_entity_count(f->w), 1);
+    assert_int_equal(keel_find(f->w, keel_world_uuid(f->w)), KEEL_NO_ENTITY);
+}
+
+static void world_spawn_uuid_rules(void **state)
+{
+    fx *f = *state;
+    keel_uuid u;
+    assert_true(keel_uuid_parse("11111111-1111-1111-1111-111111111111", &u));
+    keel_entity e;
+    assert_int_equal(keel_spawn(f->w, "A", 0, &u, &e, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_find(f->w, u), e);
+    keel_status st = keel_spawn(f->w, "B", 0, &u, &e, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "entity 11111111-1111-1111-1111-111111111111 already exists");
+    keel_uuid nil = { { 0 } };
+    st = keel_spawn(f->w, "C", 0, &nil, &e, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "an entity UUID cannot be nil");
+    assert_int_equal(keel_world_entity_count(f->w), 1);
+}
+
+static void world_uuid_index_survives_many_removals(void **state)
+{
+    fx *f = *state;
+    enum { N = 2000 };
+    keel_entity *es = calloc(N, sizeof *es);
+    for (int i = 0; i < N; i++) es[i] = spawn(f, "E", 0);
+    for (int i = 0; i < N; i += 3) assert_int_equal(keel_destroy(f->w, es[i], NULL, &f->d), KEEL_OK);
+    for (int i = 0; i < N; i++) {
+        if (i % 3 == 0) continue;
+        assert_int_equal(keel_find(f->w, keel_entity_uuid(f->w, es[i])), es[i]);
+    }
+    assert_int_equal(keel_world_entity_count(f->w), N - (N + 2) / 3);
+    free(es);
+}
+
+static void world_hierarchy_preorder(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    keel_entity a1 = spawn(f, "A1", a), a2 = spawn(f, "A2", a), a11 = spawn(f, "A11", a1);
+    keel_entity want[] = { a, a1, a11, a2, b };
+    size_t n = 0;
+    for (keel_entity e = keel_next(f->w, 0); e; e = keel_next(f->w, e)) assert_int_equal(e, want[n++]);
+    assert_int_equal(n, 5);
+    assert_int_equal(keel_entity_parent(f->w, a1), a);
+    assert_int_equal(keel_entity_parent(f->w, a), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_child_count(f->w, a), 2);
+    assert_int_equal(keel_entity_child(f->w, a, 1), a2);
+    assert_int_equal(keel_entity_child_count(f->w, keel_world_root(f->w)), 2);
+    assert_int_equal(keel_entity_child(f->w, 0, 1), b);
+}
+
+static void world_reparent_and_cycles(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", a), c = spawn(f, "C", b);
+    keel_status st = keel_reparent(f->w, a, c, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "reparenting would create a cycle");
+    st = keel_reparent(f->w, a, a, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "reparenting would create a cycle");
+    assert_int_equal(keel_reparent(f->w, c, 0, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_entity_parent(f->w, c), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_child(f->w, 0, 1), c);
+    st = keel_reparent(f->w, keel_world_root(f->w), a, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_PROTECTED_ENTITY, "the scene root cannot be reparented");
+}
+
+static void world_depth_limit(void **state)
+{
+    fx *f = *state;
+    keel_entity p = 0;
+    for (int i = 0; i < 256; i++) p = spawn(f, "D", p);
+    keel_entity e;
+    keel_status st = keel_spawn(f->w, "deep", p, NULL, &e, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_LIMIT_EXCEEDED, "hierarchy depth limit (256) exceeded");
+    keel_entity x = spawn(f, "X", 0), y = spawn(f, "Y", x);
+    (void)y;
+    st = keel_reparent(f->w, x, keel_entity_parent(f->w, p), NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_LIMIT_EXCEEDED, "hierarchy depth limit (256) exceeded");
+}
+
+static void world_destroy_reparents_children_to_top(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", a), c = spawn(f, "C", a), d = spawn(f, "D", b);
+    add(f, a, "core:transform");
+    assert_int_equal(keel_destroy(f->w, a, NULL, &f->d), KEEL_OK);
+    assert_false(keel_alive(f->w, a));
+    assert_null(keel_entity_name(f->w, a));
+    assert_true(keel_alive(f->w, b));
+    assert_int_equal(keel_entity_parent(f->w, b), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_parent(f->w, c), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_parent(f->w, d), b);
+    assert_int_equal(keel_world_entity_count(f->w), 3);
+    assert_int_equal(keel_storage_count(f->w, K("core:transform")), 0);
+    keel_status st = keel_destroy(f->w, a, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "entity not found");
+}
+
+static void world_root_is_protected(void **state)
+{
+    fx *f = *state;
+    keel_entity root = keel_world_root(f->w), e;
+    keel_status st = keel_destroy(f->w, root, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_PROTECTED_ENTITY, "the scene root cannot be destroyed");
+    st = keel_duplicate(f->w, root, 0, &e, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_PROTECTED_ENTITY, "the scene root cannot be duplicated");
+    st = keel_rename(f->w, root, "x", NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_PROTECTED_ENTITY, "the scene root cannot be renamed");
+    st = keel_set_enabled(f->w, root, false, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_PROTECTED_ENTITY, "the scene root cannot be disabled");
+    assert_int_equal(keel_world_entity_count(f->w), 0);
+}
+
+static void world_rename_and_enable(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", a);
+    assert_int_equal(keel_rename(f->w, a, "Renamed", NULL, &f->d), KEEL_OK);
+    assert_string_equal(keel_entity_name(f->w, a), "Renamed");
+    assert_int_equal(keel_set_enabled(f->w, a, false, NULL, &f->d), KEEL_OK);
+    assert_false(keel_entity_enabled(f->w, a));
+    assert_true(keel_entity_enabled(f->w, b));
+    assert_false(keel_entity_active(f->w, b));
+}
+
+static const keel_field_desc link_fields[] = { { .key = "target", .type = KEEL_T_ENTITY } };
+
+static void world_duplicate_copies_slots_unknowns_and_remaps(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:link";
+    kd.version = 1;
+    kd.fields = link_fields;
+    kd.field_count = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", a), outside = spawn(f, "Out", 0);
+    add(f, a, "core:transform");
+    add(f, a, "core:audio_source");
+    add(f, a, "core:audio_source");
+    add(f, a, "core:audio_source");
+    assert_int_equal(keel_remove(f->w, a, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "pull", keel_node_new_scalar("3", KEEL_STYLE_PLAIN));
+    assert_int_equal(keel_add_unknown(f->w, a, "mod:winch", 1, 7, body, &f->d), KEEL_OK);
+    keel_comp la = add(f, a, "test:link"), lb = add(f, b, "test:link");
+    keel_value v = { .type = KEEL_T_ENTITY, .as.u = keel_entity_uuid(f->w, b) };
+    assert_int_equal(keel_set(f->w, la, 0, &v, NULL, &f->d), KEEL_OK);
+    v.as.u = keel_entity_uuid(f->w, outside);
+    assert_int_equal(keel_set(f->w, lb, 0, &v, NULL, &f->d), KEEL_OK);
+
+    keel_entity copy;
+    assert_int_equal(keel_duplicate(f->w, a, 0, &copy, NULL, &f->d), KEEL_OK);
+    assert_true(copy != a);
+    assert_false(keel_uuid_equal(keel_entity_uuid(f->w, copy), keel_entity_uuid(f->w, a)));
+    assert_int_equal(keel_world_entity_count(f->w), 5);
+    assert_int_equal(keel_member_count(f->w, copy), keel_member_count(f->w, a));
+    for (size_t i = 0; i < keel_member_count(f->w, a); i++) {
+        keel_member m1, m2;
+        keel_member_at(f->w, a, i, &m1);
+        keel_member_at(f->w, copy, i, &m2);
+        assert_string_equal(m1.key, m2.key);
+        assert_int_equal(m1.slot, m2.slot);
+        assert_int_equal(m1.loaded, m2.loaded);
+        if (!m1.loaded) assert_true(keel_node_equal(m1.preserved, m2.preserved));
+    }
+    keel_entity bcopy = keel_entity_child(f->w, copy, 0);
+    assert_string_equal(keel_entity_name(f->w, bcopy), "B");
+    keel_comp cl;
+    assert_true(keel_get_comp(f->w, copy, K("test:link"), KEEL_SLOT_AUTO, &cl));
+    assert_int_equal(keel_get(f->w, cl, 0, &v, &f->d), KEEL_OK);
+    assert_true(keel_uuid_equal(v.as.u, keel_entity_uuid(f->w, bcopy))); /* inside: remapped */
+    assert_true(keel_get_comp(f->w, bcopy, K("test:link"), KEEL_SLOT_AUTO, &cl));
+    assert_int_equal(keel_get(f->w, cl, 0, &v, &f->d), KEEL_OK);
+    assert_true(keel_uuid_equal(v.as.u, keel_entity_uuid(f->w, outside))); /* outside: kept */
+    keel_node_free(body);
+}
+
+static void world_duplicate_under_own_child(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", a), copy;
+    assert_int_equal(keel_duplicate(f->w, a, b, &copy, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_entity_parent(f->w, copy), b);
+    assert_int_equal(keel_world_entity_count(f->w), 4);
+}
+
+static void world_matrix_composes_parent_and_local(void **state)
+{
+    fx *f = *state;
+    keel_entity p = spawn(f, "P", 0), c = spawn(f, "C", p);
+    keel_comp pt = add(f, p, "core:transform"), ct = add(f, c, "core:transform");
+    keel_value v = { .type = KEEL_T_VEC3, .as.v = { 10, 0, 0 } };
+    assert_int_equal(keel_set(f->w, pt, 0, &v, NULL, &f->d), KEEL_OK);
+    keel_value q = { .type = KEEL_T_QUAT, .as.v = { 0, 0, 0.70710678118654752, 0.70710678118654752 } };
+    assert_int_equal(keel_set(f->w, pt, 1, &q, NULL, &f->d), KEEL_OK); /* 90 degrees about z */
+    keel_value s = { .type = KEEL_T_VEC3, .as.v = { 2, 2, 2 } };
+    assert_int_equal(keel_set(f->w, pt, 2, &s, NULL, &f->d), KEEL_OK);
+    v.as.v[0] = 1;
+    assert_int_equal(keel_set(f->w, ct, 0, &v, NULL, &f->d), KEEL_OK);
+    double m[16];
+    assert_int_equal(keel_world_matrix(f->w, c, m), KEEL_OK);
+    /* child's origin: parent (10,0,0) + R(90z) * 2 * (1,0,0) = (10, 2, 0) */
+    assert_true(fabs(m[12] - 10) < 1e-9);
+    assert_true(fabs(m[13] - 2) < 1e-9);
+    assert_true(fabs(m[14]) < 1e-9);
+    keel_entity bare = spawn(f, "Bare", 0);
+    assert_int_equal(keel_world_matrix(f->w, bare, m), KEEL_OK);
+    assert_true(m[0] == 1 && m[5] == 1 && m[10] == 1 && m[15] == 1 && m[12] == 0);
+}
+
+static void world_grid_and_name(void **state)
+{
+    fx *f = *state;
+    keel_grid g = *keel_world_grid(f->w);
+    assert_true(g.enabled);
+    g.base_spacing = 0;
+    keel_status st = keel_world_set_grid(f->w, &g, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "grid base_spacing must be > 0");
+    g.base_spacing = 2;
+    assert_int_equal(keel_world_set_grid(f->w, &g, &f->d), KEEL_OK);
+    assert_true(keel_world_grid(f->w)->base_spacing == 2);
+    assert_int_equal(keel_world_set_name(f->w, "Arena", &f->d), KEEL_OK);
+    assert_string_equal(keel_world_name(f->w), "Arena");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(world_new_has_root_and_no_entities),
+        T(world_spawn_and_find),
+        T(world_spawn_uuid_rules),
+        T(world_uuid_index_survives_many_removals),
+        T(world_hierarchy_preorder),
+        T(world_reparent_and_cycles),
+        T(world_depth_limit),
+        T(world_destroy_reparents_children_to_top),
+        T(world_root_is_protected),
+        T(world_rename_and_enable),
+        T(world_duplicate_copies_slots_unknowns_and_remaps),
+        T(world_duplicate_under_own_child),
+        T(world_matrix_composes_parent_and_local),
+        T(world_grid_and_name),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

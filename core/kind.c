@@ -784,19 +784,6 @@ bool keel__registry_frozen(void)
     return reg.frozen;
 }
 
-/* Fallbacks for a program linked without worlds (world.c defines the real ones). */
-#if defined(__GNUC__)
-__attribute__((weak)) void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc)
-{
-    (void)k;
-    (void)old_desc;
-}
-__attribute__((weak)) void keel__worlds_adopt(keel_kind_id k)
-{
-    (void)k;
-}
-#endif
-
 keel_status keel_init(void)
 {
     if (reg.ready)

@@ -1,0 +1,501 @@
+/* test_scene_save.c — canonical YAML output: round trips of every field type, byte identity, preservation. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "keel.h"
+
+static const char *const choices[] = { "alpha", "beta", "yes" };
+
+static keel_field_desc all_fields[] = {
+    { .key = "b", .type = KEEL_T_BOOL },
+    { .key = "i", .type = KEEL_T_INT },
+    { .key = "f", .type = KEEL_T_FLOAT },
+    { .key = "v2", .type = KEEL_T_VEC2 },
+    { .key = "v3", .type = KEEL_T_VEC3 },
+    { .key = "v4", .type = KEEL_T_VEC4 },
+    { .key = "q", .type = KEEL_T_QUAT },
+    { .key = "c", .type = KEEL_T_COLOR },
+    { .key = "e", .type = KEEL_T_ENUM, .choices = choices, .choice_count = 3 },
+    { .key = "s", .type = KEEL_T_STRING },
+    { .key = "a", .type = KEEL_T_ASSET },
+    { .key = "t", .type = KEEL_T_ENTITY },
+    { .key = "scratch", .type = KEEL_T_FLOAT, .flags = KEEL_FIELD_TRANSIENT },
+};
+enum { F_B, F_I, F_F, F_V2, F_V3, F_V4, F_Q, F_C, F_E, F_S, F_A, F_T, F_SCRATCH };
+
+static keel_field_desc runtime_fields[] = { { .key = "x", .type = KEEL_T_FLOAT } };
+
+static keel_kind_id all_kind;
+
+static int setup(void **state)
+{
+    assert_int_equal(keel_init(), KEEL_OK);
+    keel_kind_desc k;
+    memset(&k, 0, sizeof k);
+    k.key = "test:all";
+    k.version = 1;
+    k.multiplicity = KEEL_MANY;
+    k.fields = all_fields;
+    k.field_count = sizeof all_fields / sizeof *all_fields;
+    assert_int_equal(keel_kind_declare(&k, &all_kind, NULL), KEEL_OK);
+    memset(&k, 0, sizeof k);
+    k.key = "test:runtime";
+    k.version = 1;
+    k.flags = KEEL_KIND_NOSAVE;
+    k.fields = runtime_fields;
+    k.field_count = 1;
+    assert_int_equal(keel_kind_declare(&k, NULL, NULL), KEEL_OK);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    keel_shutdown();
+    return 0;
+}
+
+static char *dump(const keel_world *w)
+{
+    char *out = NULL;
+    size_t len = 0;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_scene_dump(w, &out, &len, &d), KEEL_OK);
+    assert_int_equal(strlen(out), len);
+    keel_diags_free(&d);
+    return out;
+}
+
+static keel_world *reparse(const char *text)
+{
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status st = keel_scene_parse(text, strlen(text), NULL, &w, &d);
+    if (st != KEEL_OK) {
+        char buf[1024];
+        for (size_t i = 0; i < d.count; i++) printf("# %s\n", keel_diag_format(&d.items[i], buf, sizeof buf));
+        printf("%s\n", text);
+    }
+    assert_int_equal(st, KEEL_OK);
+    keel_diags_free(&d);
+    return w;
+}
+
+/* dump -> parse -> dump is byte-identical; returns the reloaded world. */
+static keel_world *round_trip(const keel_world *w)
+{
+    char *a = dump(w);
+    keel_world *w2 = reparse(a);
+    char *b = dump(w2);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    return w2;
+}
+
+static keel_comp add_all(keel_world *w, keel_entity *e_out)
+{
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "Holder", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    keel_comp c;
+    assert_int_equal(keel_add(w, e, all_kind, NULL, &c, NULL, NULL), KEEL_OK);
+    if (e_out) *e_out = e;
+    return c;
+}
+
+static keel_comp find_all(const keel_world *w)
+{
+    keel_entity e = keel_find_name(w, "Holder");
+    assert_true(e != KEEL_NO_ENTITY);
+    keel_comp c;
+    assert_true(keel_get_comp(w, e, all_kind, KEEL_SLOT_AUTO, &c));
+    return c;
+}
+
+static void set_value(keel_world *w, keel_comp c, int f, keel_value v)
+{
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_set(w, c, f, &v, NULL, &d), KEEL_OK);
+    keel_diags_free(&d);
+}
+
+static void scene_save_floats_round_trip_exactly(void **state)
+{
+    const double values[] = { 0.1, 1.0 / 3.0, 1e-7, -0.0, 0.0, 1e300, 5e-324, -123.456, 9007199254740993.0,
+                              1.5, 100, 1e16, 123456789.125 };
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+        keel_world *w = keel_world_new("floats");
+        keel_comp c = add_all(w, NULL);
+        keel_value v = { .type = KEEL_T_FLOAT };
+        v.as.f = values[i];
+        set_value(w, c, F_F, v);
+        keel_value vv = { .type = KEEL_T_VEC3 };
+        vv.as.v[0] = values[i];
+        vv.as.v[1] = -values[i];
+        vv.as.v[2] = 0.25;
+        set_value(w, c, F_V3, vv);
+        keel_world *w2 = round_trip(w);
+        keel_value got;
+        assert_int_equal(keel_get(w2, find_all(w2), F_F, &got, NULL), KEEL_OK);
+        assert_memory_equal(&got.as.f, &values[i], sizeof(double)); /* bitwise: -0.0 stays -0.0 */
+        assert_int_equal(keel_get(w2, find_all(w2), F_V3, &got, NULL), KEEL_OK);
+        assert_memory_equal(got.as.v, vv.as.v, 3 * sizeof(double));
+        keel_world_free(w);
+        keel_world_free(w2);
+    }
+}
+
+static void scene_save_float_text_is_shortest(void **state)
+{
+    keel_world *w = keel_world_new("floats");
+    keel_comp c = add_all(w, NULL);
+    keel_value v = { .type = KEEL_T_FLOAT };
+    v.as.f = 0.1;
+    set_value(w, c, F_F, v);
+    keel_value vv = { .type = KEEL_T_VEC2 };
+    vv.as.v[0] = 1e-7;
+    vv.as.v[1] = -0.0;
+    set_value(w, c, F_V2, vv);
+    char *text = dump(w);
+    assert_non_null(strstr(text, "      f: 0.1\n"));
+    assert_non_null(strstr(text, "      v2: [1e-7, -0]\n"));
+    free(text);
+    keel_world_free(w);
+}
+
+static void scene_save_integers_round_trip(void **state)
+{
+    const int64_t values[] = { 0, -1, 9007199254740993LL, INT64_MIN, INT64_MAX, 42 };
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+        keel_world *w = keel_world_new("ints");
+        keel_comp c = add_all(w, NULL);
+        keel_value v = { .type = KEEL_T_INT };
+        v.as.i = values[i];
+        set_value(w, c, F_I, v);
+        keel_world *w2 = round_trip(w);
+        keel_value got;
+        keel_get(w2, find_all(w2), F_I, &got, NULL);
+        assert_true(got.as.i == values[i]);
+        char *text = dump(w2);
+        char expect[64];
+        snprintf(expect, sizeof expect, "      i: %lld\n", (long long)values[i]);
+        assert_non_null(strstr(text, expect));
+        free(text);
+        keel_world_free(w);
+        keel_world_free(w2);
+    }
+}
+
+static const char *const tricky[] = {
+    "yes", "no", "on", "Off", "y", "123", "-5", "1.5", "1e3", "0x1F", "0o17", ".inf", "-.inf", ".nan", "null", "Null",
+    "~", "true", "FALSE", "", " lead", "trail ", "a: b", "a:b", "#x", "x #y", "x# y", "- dash", "-", "?", "[a]",
+    "{a}", "a, b", "!tag", "&anchor", "*alias", "|", ">", "'single'", "\"double\"", "%pct", "@at", "`tick`",
+    "line\nbreak", "tab\there", "back\\slash", "unicode é 日本語", "emoji 🎉", "2001-12-14", "1_000", "1:30",
+    "plain words", "Player", "under_score", "path/to/thing.glb", "\x7f", "bell\x07", "nbsp\xc2\xa0x", "x\xe2\x80\xa8y",
+};
+
+static void scene_save_strings_round_trip(void **state)
+{
+    for (size_t i = 0; i < sizeof tricky / sizeof *tricky; i++) {
+        keel_world *w = keel_world_new(tricky[i]);
+        keel_entity e;
+        keel_comp c = add_all(w, &e);
+        keel_value v = { .type = KEEL_T_STRING };
+        v.as.s = tricky[i];
+        set_value(w, c, F_S, v);
+        keel_entity named;
+        assert_int_equal(keel_spawn(w, tricky[i], KEEL_NO_ENTITY, NULL, &named, NULL, NULL), KEEL_OK);
+        keel_world *w2 = round_trip(w);
+        keel_value got;
+        keel_get(w2, find_all(w2), F_S, &got, NULL);
+        assert_string_equal(got.as.s, tricky[i]);
+        assert_string_equal(keel_world_name(w2), tricky[i]);
+        keel_entity n2 = keel_find(w2, keel_entity_uuid(w, named));
+        assert_string_equal(keel_entity_name(w2, n2), tricky[i]);
+        keel_world_free(w);
+        keel_world_free(w2);
+    }
+}
+
+static void scene_save_quotes_only_when_needed(void **state)
+{
+    keel_world *w = keel_world_new("plain words");
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "yes", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "Player One", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "123", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "a: b", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    char *text = dump(w);
+    assert_non_null(strstr(text, "  name: plain words\n"));
+    assert_non_null(strstr(text, "  name: \"yes\"\n"));
+    assert_non_null(strstr(text, "  name: Player One\n"));
+    assert_non_null(strstr(text, "  name: \"123\"\n"));
+    assert_non_null(strstr(text, "  name: \"\"\n"));
+    assert_non_null(strstr(text, "  name: \"a: b\"\n"));
+    free(text);
+    keel_world_free(w);
+}
+
+static void scene_save_every_field_type(void **state)
+{
+    keel_world *w = keel_world_new("types");
+    keel_entity e, target;
+    keel_comp c = add_all(w, &e);
+    assert_int_equal(keel_spawn(w, "Target", KEEL_NO_ENTITY, NULL, &target, NULL, NULL), KEEL_OK);
+    keel_value v;
+    memset(&v, 0, sizeof v);
+    v.type = KEEL_T_BOOL, v.as.b = true, set_value(w, c, F_B, v);
+    v.type = KEEL_T_VEC4, v.as.v[0] = 1, v.as.v[1] = 2, v.as.v[2] = 3, v.as.v[3] = 4, set_value(w, c, F_V4, v);
+    v.type = KEEL_T_QUAT, v.as.v[0] = 0, v.as.v[1] = 0, v.as.v[2] = 0.6, v.as.v[3] = 0.8, set_value(w, c, F_Q, v);
+    v.type = KEEL_T_COLOR, v.as.v[0] = 0.5, v.as.v[1] = 0.25, v.as.v[2] = 0, v.as.v[3] = 1, set_value(w, c, F_C, v);
+    v.type = KEEL_T_ENUM, v.as.i = 2, set_value(w, c, F_E, v);
+    keel_uuid asset;
+    assert_true(keel_uuid_parse("aaaaaaaa-0000-4000-8000-000000000001", &asset));
+    v.type = KEEL_T_ASSET, v.nil = false, v.as.u = asset, set_value(w, c, F_A, v);
+    v.type = KEEL_T_ENTITY, v.nil = false, v.as.u = keel_entity_uuid(w, target), set_value(w, c, F_T, v);
+    v.type = KEEL_T_FLOAT, v.nil = false, v.as.f = 7, set_value(w, c, F_SCRATCH, v);
+    keel_world *w2 = round_trip(w);
+    keel_comp c2 = find_all(w2);
+    for (int f = F_B; f <= F_T; f++) {
+        keel_value a, b;
+        keel_get(w, c, f, &a, NULL);
+        keel_get(w2, c2, f, &b, NULL);
+        if (f == F_S) assert_string_equal(a.as.s, b.as.s);
+        else if (f == F_A || f == F_T) assert_true(keel_uuid_equal(a.as.u, b.as.u));
+        else assert_memory_equal(&a.as, &b.as, sizeof(double) * 4 > sizeof a.as ? sizeof a.as : sizeof(double) * 4);
+    }
+    keel_value s;
+    keel_get(w2, c2, F_SCRATCH, &s, NULL);
+    assert_true(s.as.f == 0); /* transient: not saved */
+    char *text = dump(w2);
+    assert_non_null(strstr(text, "      e: \"yes\"\n")); /* an enum choice that looks like a bool is quoted */
+    assert_non_null(strstr(text, "      q: [0, 0, 0.6, 0.8]\n"));
+    assert_non_null(strstr(text, "      a: aaaaaaaa-0000-4000-8000-000000000001\n"));
+    assert_null(strstr(text, "scratch"));
+    free(text);
+    keel_world_free(w);
+    keel_world_free(w2);
+}
+
+static void scene_save_layout_is_canonical(void **state)
+{
+    keel_world *w = keel_world_new("Layout");
+    keel_uuid su;
+    keel_uuid_parse("550e8400-e29b-41d4-a716-446655440000", &su);
+    keel_world_set_uuid(w, su);
+    keel_uuid u1, u2;
+    keel_uuid_parse("11111111-1111-1111-1111-111111111111", &u1);
+    keel_uuid_parse("22222222-2222-2222-2222-222222222222", &u2);
+    keel_entity a, b;
+    assert_int_equal(keel_spawn(w, "A", KEEL_NO_ENTITY, &u1, &a, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "B", a, &u2, &b, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_set_enabled(w, b, false, NULL, NULL), KEEL_OK);
+    keel_comp c;
+    assert_int_equal(keel_add(w, a, keel_kind_find("core:transform"), NULL, &c, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_comp_set_enabled(w, c, false, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, a, keel_kind_find("test:runtime"), NULL, NULL, NULL, NULL), KEEL_OK);
+    char *text = dump(w);
+    const char *expect =
+        "keel: 1\n"
+        "scene:\n"
+        "  uuid: 550e8400-e29b-41d4-a716-446655440000\n"
+        "  name: Layout\n"
+        "settings:\n"
+        "  grid:\n"
+        "    enabled: true\n"
+        "    origin: [0, 0, 0]\n"
+        "    orientation: [0, 0, 0, 1]\n"
+        "    base_spacing: 1\n"
+        "    major_line_every: 10\n"
+        "root: []\n"
+        "entities:\n"
+        "- uuid: 11111111-1111-1111-1111-111111111111\n"
+        "  name: A\n"
+        "  components:\n"
+        "  - kind: core:transform\n"
+        "    version: 1\n"
+        "    slot: 0\n"
+        "    enabled: false\n"
+        "    body:\n"
+        "      position: [0, 0, 0]\n"
+        "      rotation: [0, 0, 0, 1]\n"
+        "      scale: [1, 1, 1]\n"
+        "- uuid: 22222222-2222-2222-2222-222222222222\n"
+        "  name: B\n"
+        "  parent: 11111111-1111-1111-1111-111111111111\n"
+        "  enabled: false\n"
+        "  components: []\n";
+    assert_string_equal(text, expect);
+    free(text);
+    keel_world *w2 = round_trip(w);
+    keel_world_free(w2);
+    keel_world_free(w);
+}
+
+static void scene_save_grid_round_trip(void **state)
+{
+    keel_world *w = keel_world_new("grid");
+    keel_grid g = *keel_world_grid(w);
+    g.enabled = false;
+    g.origin[0] = 0.1;
+    g.origin[2] = -3;
+    g.orientation[0] = 0;
+    g.orientation[1] = 0.6;
+    g.orientation[2] = 0;
+    g.orientation[3] = 0.8;
+    g.base_spacing = 0.25;
+    g.major_line_every = 4;
+    assert_int_equal(keel_world_set_grid(w, &g, NULL), KEEL_OK);
+    keel_world *w2 = round_trip(w);
+    const keel_grid *h = keel_world_grid(w2);
+    assert_false(h->enabled);
+    assert_true(h->origin[0] == 0.1 && h->origin[2] == -3);
+    assert_true(h->orientation[1] == 0.6 && h->orientation[3] == 0.8);
+    assert_true(h->base_spacing == 0.25);
+    assert_int_equal(h->major_line_every, 4);
+    keel_world_free(w);
+    keel_world_free(w2);
+}
+
+static char *fixture_text(const char *name, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KEEL_FIXTURES, name);
+    char *text = NULL;
+    assert_int_equal(keel_read_file(path, 1 << 24, &text, len, NULL), KEEL_OK);
+    return text;
+}
+
+static keel_world *load(const char *name)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", KEEL_FIXTURES, name);
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_scene_load(path, NULL, &w, &d), KEEL_OK);
+    keel_diags_free(&d);
+    return w;
+}
+
+/* keel fmt: load -> save -> load -> save is byte-identical, and a canonical file is a fixed point. */
+static void scene_save_fmt_idempotent(void **state)
+{
+    const char *good[] = { "good_design_example.yaml", "good_child_before_parent.yaml", "good_unknown_kinds.yaml",
+                           "good_canonical.yaml" };
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        keel_world *w = load(good[i]);
+        keel_world *w2 = round_trip(w);
+        keel_world_free(w);
+        keel_world_free(w2);
+    }
+    size_t len;
+    char *text = fixture_text("good_canonical.yaml", &len);
+    keel_world *w = reparse(text);
+    char *again = dump(w);
+    assert_string_equal(again, text);
+    free(again);
+    free(text);
+    keel_world_free(w);
+}
+
+static void scene_save_unknown_bodies_unchanged(void **state)
+{
+    keel_world *w = load("good_unknown_kinds.yaml");
+    char *text = dump(w);
+    assert_non_null(strstr(text, "      rope: {len: 12.50, 'mode': \"fast\"}\n"));
+    assert_non_null(strstr(text, "      tags: [a, 'b', 1e3]\n"));
+    assert_non_null(strstr(text, "      note: |\n        multi\n        line\n"));
+    assert_non_null(strstr(text, "      speed: 0x1F\n"));
+    /* the newer-version transform keeps its own body, unknown key included */
+    assert_non_null(strstr(text, "    version: 99\n    slot: 0\n    body:\n      position: [1, 2, 3]\n      wobble: yes\n"));
+    assert_non_null(strstr(text, "  - kind: mod:winch\n    version: 3\n    slot: 4\n    enabled: false\n    body: {}\n"));
+    free(text);
+    keel_world_free(w);
+}
+
+static size_t count_of(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+static void scene_save_unknown_duplicated_and_removed(void **state)
+{
+    keel_world *w = load("good_unknown_kinds.yaml");
+    keel_uuid u;
+    keel_uuid_parse("11111111-1111-1111-1111-111111111111", &u);
+    keel_entity e = keel_find(w, u), copy;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_duplicate(w, e, KEEL_NO_ENTITY, &copy, NULL, &d), KEEL_OK);
+    char *text = dump(w);
+    assert_int_equal(count_of(text, "rope: {len: 12.50, 'mode': \"fast\"}"), 2);
+    free(text);
+    assert_int_equal(keel_remove(w, e, "mod:winch", 0, NULL, &d), KEEL_OK);
+    text = dump(w);
+    assert_int_equal(count_of(text, "rope: {len: 12.50, 'mode': \"fast\"}"), 1);
+    keel_world *w2 = reparse(text);
+    free(text);
+    keel_world *w3 = round_trip(w2);
+    keel_world_free(w3);
+    keel_world_free(w2);
+    keel_world_free(w);
+    keel_diags_free(&d);
+}
+
+static void scene_save_writes_file_atomically(void **state)
+{
+    char dir[] = "/tmp/keel_save_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/scene.yaml", dir);
+    keel_world *w = load("good_design_example.yaml");
+    assert_int_equal(keel_scene_save(w, path, NULL), KEEL_OK);
+    keel_world *w2 = NULL;
+    assert_int_equal(keel_scene_load(path, NULL, &w2, NULL), KEEL_OK);
+    char *a = dump(w), *b = dump(w2);
+    assert_string_equal(a, b);
+    size_t len;
+    char *onfile = NULL;
+    assert_int_equal(keel_read_file(path, 1 << 20, &onfile, &len, NULL), KEEL_OK);
+    assert_string_equal(onfile, a);
+    free(a);
+    free(b);
+    free(onfile);
+    remove(path);
+    rmdir(dir);
+    keel_world_free(w);
+    keel_world_free(w2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(scene_save_floats_round_trip_exactly),
+        cmocka_unit_test(scene_save_float_text_is_shortest),
+        cmocka_unit_test(scene_save_integers_round_trip),
+        cmocka_unit_test(scene_save_strings_round_trip),
+        cmocka_unit_test(scene_save_quotes_only_when_needed),
+        cmocka_unit_test(scene_save_every_field_type),
+        cmocka_unit_test(scene_save_layout_is_canonical),
+        cmocka_unit_test(scene_save_grid_round_trip),
+        cmocka_unit_test(scene_save_fmt_idempotent),
+        cmocka_unit_test(scene_save_unknown_bodies_unchanged),
+        cmocka_unit_test(scene_save_unknown_duplicated_and_removed),
+        cmocka_unit_test(scene_save_writes_file_atomically),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

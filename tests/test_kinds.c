@@ -535,6 +535,82 @@ static void kinds_redeclare_replaces_fields_and_user(void **state)
     assert_int_equal(keel_kind_count(), 9);
 }
 
+/* ---- diagnostics (diag.c) ---- */
+
+static void diags_status_names(void **state)
+{
+    static const char *const names[] = { "OK", "NotFound", "Unsupported", "ProtectedEntity", "InvalidOperation",
+                                         "InvalidArgument", "LimitExceeded", "ParseError", "IOError" };
+    for (int s = KEEL_OK; s <= KEEL_IO_ERROR; s++)
+        assert_string_equal(keel_status_name((keel_status)s), names[s]);
+}
+
+static void diags_add_count_and_status(void **state)
+{
+    keel_diags g;
+    keel_diags_init(&g);
+    assert_int_equal(keel_diags_status(&g), KEEL_OK);
+    assert_int_equal(keel_diag_add(&g, KEEL_SEV_WARNING, KEEL_NOT_FOUND, NULL, NULL, 0, 0, "w %d", 1), KEEL_NOT_FOUND);
+    assert_int_equal(keel_diags_status(&g), KEEL_OK); /* warnings are not errors */
+    assert_int_equal(keel_error(&g, KEEL_PARSE_ERROR, "a.b", "first %s", "error"), KEEL_PARSE_ERROR);
+    assert_int_equal(keel_error(&g, KEEL_IO_ERROR, "", "second"), KEEL_IO_ERROR);
+    assert_int_equal(g.count, 3);
+    assert_int_equal(g.errors, 2);
+    assert_int_equal(keel_diags_status(&g), KEEL_PARSE_ERROR);
+    assert_string_equal(g.items[0].path, "");
+    assert_null(g.items[0].file);
+    assert_string_equal(g.items[1].message, "first error");
+    assert_int_equal(keel_error(NULL, KEEL_NOT_FOUND, "", "nowhere"), KEEL_NOT_FOUND); /* NULL list */
+    keel_diags_free(&g);
+    keel_diags_free(&g); /* twice is fine */
+    assert_int_equal(g.count, 0);
+}
+
+static void diags_append_prefixes_paths(void **state)
+{
+    keel_diags dst, src;
+    keel_diags_init(&dst);
+    keel_diags_init(&src);
+    keel_error(&dst, KEEL_NOT_FOUND, "x", "already");
+    keel_error(&src, KEEL_INVALID_ARGUMENT, "range", "one");
+    keel_diag_add(&src, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "[2].name", "f.yaml", 3, 4, "two");
+    keel_error(&src, KEEL_PARSE_ERROR, "", "three");
+    keel_diags_append(&dst, &src, "entities[3].components[1].body");
+    assert_int_equal(src.count, 0);
+    assert_int_equal(dst.count, 4);
+    assert_int_equal(dst.errors, 3);
+    assert_string_equal(dst.items[1].path, "entities[3].components[1].body.range");
+    assert_string_equal(dst.items[2].path, "entities[3].components[1].body[2].name");
+    assert_string_equal(dst.items[2].file, "f.yaml");
+    assert_int_equal(dst.items[2].line, 3);
+    assert_string_equal(dst.items[3].path, "entities[3].components[1].body");
+    keel_error(&src, KEEL_IO_ERROR, "p", "four");
+    keel_diags_append(&dst, &src, NULL);
+    assert_string_equal(dst.items[4].path, "p");
+    keel_diags_free(&dst);
+    keel_diags_free(&src);
+}
+
+static void diags_format_lines(void **state)
+{
+    keel_diags g;
+    keel_diags_init(&g);
+    keel_diag_add(&g, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "entities[0].components[0].body.range", "a.yaml", 12, 9,
+                  "range: 0 is below the minimum (> 0)");
+    keel_error(&g, KEEL_NOT_FOUND, "", "no such kind");
+    keel_diag_add(&g, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "", "a.yaml", 0, 0, "mod:winch is not declared: 3 components kept");
+    char buf[256];
+    assert_string_equal(keel_diag_format(&g.items[0], buf, sizeof buf),
+                        "a.yaml:12:9: error: InvalidArgument: range: 0 is below the minimum (> 0) "
+                        "(at entities[0].components[0].body.range)");
+    assert_string_equal(keel_diag_format(&g.items[1], buf, sizeof buf), "error: NotFound: no such kind");
+    assert_string_equal(keel_diag_format(&g.items[2], buf, sizeof buf),
+                        "a.yaml: warning: NotFound: mod:winch is not declared: 3 components kept");
+    char small[12];
+    assert_string_equal(keel_diag_format(&g.items[1], small, sizeof small), "error: NotF");
+    keel_diags_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +630,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(kinds_records_defaults_copy_fini, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_implicit_defaults_respect_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_replaces_fields_and_user, setup, teardown),
+        cmocka_unit_test(diags_status_names),
+        cmocka_unit_test(diags_add_count_and_status),
+        cmocka_unit_test(diags_append_prefixes_paths),
+        cmocka_unit_test(diags_format_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -294,6 +294,17 @@ static keel_status apply_reparent(keel_world *w, const keel_cmd *cmd, keel_cmd *
     return keel__cmd_end(w, st, inv, &tmp);
 }
 
+/* An ADD's `index` puts the new entry back at its old place in the membership list. */
+static void move_last_member(keel_world *w, keel_entity e, size_t index)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || index >= (size_t)en->member_count - 1) return;
+    keel__entry last = en->members[en->member_count - 1];
+    memmove(en->members + index + 1, en->members + index, (en->member_count - 1 - index) * sizeof last);
+    en->members[index] = last;
+    keel__touch(w);
+}
+
 keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, bool internal, keel_diags *d)
 {
     if (inverse) memset(inverse, 0, sizeof *inverse);
@@ -329,17 +340,19 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
             o.slot = cmd->slot;
             o.body = cmd->tree;
             o.version = cmd->version;
-            return keel_add(w, e, k, &o, NULL, inverse, d);
+            st = keel_add(w, e, k, &o, NULL, inverse, d);
+        } else {
+            keel_member m;
+            size_t before = keel_member_count(w, e);
+            st = keel_add_unknown(w, e, cmd->kind_key, cmd->version, cmd->slot, cmd->tree, d);
+            if (st == KEEL_OK && inverse && keel_member_at(w, e, before, &m)) {
+                inverse->type = KEEL_CMD_REMOVE;
+                inverse->entity = cmd->entity;
+                inverse->kind_key = keel__strdup(cmd->kind_key);
+                inverse->slot = m.slot;
+            }
         }
-        keel_member m;
-        size_t before = keel_member_count(w, e);
-        st = keel_add_unknown(w, e, cmd->kind_key, cmd->version, cmd->slot, cmd->tree, d);
-        if (st == KEEL_OK && inverse && keel_member_at(w, e, before, &m)) {
-            inverse->type = KEEL_CMD_REMOVE;
-            inverse->entity = cmd->entity;
-            inverse->kind_key = keel__strdup(cmd->kind_key);
-            inverse->slot = m.slot;
-        }
+        if (st == KEEL_OK) move_last_member(w, e, cmd->index);
         return st;
     }
     case KEEL_CMD_REMOVE:

@@ -358,7 +358,8 @@ typedef enum keel_cmd_type {
     KEEL_CMD_NONE = 0,
     KEEL_CMD_SPAWN,        /* restore an entity from `tree` (entity document form), at `index` among siblings */
     KEEL_CMD_DESTROY,      /* entity */
-    KEEL_CMD_ADD,          /* entity, kind_key, slot, tree = body (or preserved unknown body), version */
+    KEEL_CMD_ADD,          /* entity, kind_key, slot, tree = body (or preserved unknown body), version;
+                              index = place in the membership list (SIZE_MAX = append) */
     KEEL_CMD_REMOVE,       /* entity, kind_key, slot */
     KEEL_CMD_SET,          /* entity, kind_key, slot, field, value */
     KEEL_CMD_REPARENT,     /* entity, parent (nil = top level), index */

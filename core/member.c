@@ -352,6 +352,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
     add.kind_key = keel__strdup(keel__entry_key(m));
     add.slot = m->slot;
     add.enabled = true;
+    add.index = (size_t)(m - w->ents[i].members);
     if (m->kind) {
         add.version = keel_kind_describe(m->kind)->version;
         add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), true);

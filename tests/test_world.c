@@ -59,21 +59,21 @@ static int group_teardown(void **state)
     return 0;
 }
 
-static inline keel_kind_id K(const char *key)
+static __attribute__((unused)) keel_kind_id K(const char *key)
 {
     keel_kind_id k = keel_kind_find(key);
     if (!k) fail_msg("kind %s not registered", key);
     return k;
 }
 
-static inline keel_entity spawn(fx *f, const char *name, keel_entity parent)
+static __attribute__((unused)) keel_entity spawn(fx *f, const char *name, keel_entity parent)
 {
     keel_entity e = 0;
     assert_int_equal(keel_spawn(f->w, name, parent, NULL, &e, NULL, &f->d), KEEL_OK);
     return e;
 }
 
-static inline keel_comp add(fx *f, keel_entity e, const char *key)
+static __attribute__((unused)) keel_comp add(fx *f, keel_entity e, const char *key)
 {
     keel_comp c = { 0, 0, 0 };
     keel_status st = keel_add(f->w, e, K(key), NULL, &c, NULL, &f->d);
@@ -81,7 +81,7 @@ static inline keel_comp add(fx *f, keel_entity e, const char *key)
     return c;
 }
 
-static inline keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
+static __attribute__((unused)) keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
 {
     keel_add_opts o = KEEL_ADD_OPTS_INIT;
     o.slot = slot;

@@ -1,0 +1,340 @@
+/* test_commands.c — every authoring command returns an inverse that undoes it, and the inverse of that redoes it. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel.h"
+#include "world_internal.h"
+
+/* Asserts the status and that the first diagnostic names the code and carries `text`. */
+#define assert_diag(st, d, want, text)                                              \
+    do {                                                                            \
+        assert_int_equal((st), (want));                                             \
+        assert_true((d)->count > 0);                                                \
+        assert_int_equal((d)->items[0].code, (want));                               \
+        if (!strstr((d)->items[0].message, (text)))                                 \
+            fail_msg("diagnostic \"%s\" lacks \"%s\"", (d)->items[0].message, (text)); \
+        keel_diags_free(d);                                                         \
+        keel_diags_init(d);                                                         \
+    } while (0)
+
+typedef struct fx {
+    keel_world *w;
+    keel_diags d;
+} fx;
+
+static int fx_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->w = keel_world_new("Test");
+    keel_diags_init(&f->d);
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx *f = *state;
+    keel_world_free(f->w);
+    keel_diags_free(&f->d);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return keel_init() == KEEL_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    keel_shutdown();
+    return 0;
+}
+
+static __attribute__((unused)) keel_kind_id K(const char *key)
+{
+    keel_kind_id k = keel_kind_find(key);
+    if (!k) fail_msg("kind %s not registered", key);
+    return k;
+}
+
+static __attribute__((unused)) keel_entity spawn(fx *f, const char *name, keel_entity parent)
+{
+    keel_entity e = 0;
+    assert_int_equal(keel_spawn(f->w, name, parent, NULL, &e, NULL, &f->d), KEEL_OK);
+    return e;
+}
+
+static __attribute__((unused)) keel_comp add(fx *f, keel_entity e, const char *key)
+{
+    keel_comp c = { 0, 0, 0 };
+    keel_status st = keel_add(f->w, e, K(key), NULL, &c, NULL, &f->d);
+    if (st) fail_msg("adding %s: %s", key, f->d.count ? f->d.items[0].message : "?");
+    return c;
+}
+
+static __attribute__((unused)) keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
+{
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    keel_comp c = { 0, 0, 0 };
+    *st = keel_add(f->w, e, K(key), &o, &c, NULL, &f->d);
+    return c;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+/* The whole world as one tree: the root's document, then every entity's in run order. */
+static keel_node *snap(fx *f)
+{
+    keel_node *s = keel_node_new_seq();
+    keel_node_push(s, keel__entity_tree(f->w, 0));
+    for (keel_entity e = keel_next(f->w, 0); e; e = keel_next(f->w, e))
+        keel_node_push(s, keel__entity_tree(f->w, (uint32_t)e));
+    return s;
+}
+
+/* Undo with `inv`, redo with its inverse, undo again: the world alternates between the two states. */
+static void undo_redo(fx *f, keel_node *before, keel_cmd *inv)
+{
+    keel_node *after = snap(f);
+    assert_false(keel_node_equal(before, after));
+    keel_cmd redo, undo2;
+    assert_int_equal(keel_cmd_apply(f->w, inv, &redo, &f->d), KEEL_OK);
+    keel_node *s = snap(f);
+    assert_true(keel_node_equal(s, before));
+    keel_node_free(s);
+    assert_int_equal(keel_cmd_apply(f->w, &redo, &undo2, &f->d), KEEL_OK);
+    s = snap(f);
+    assert_true(keel_node_equal(s, after));
+    keel_node_free(s);
+    assert_int_equal(keel_cmd_apply(f->w, &undo2, NULL, &f->d), KEEL_OK);
+    s = snap(f);
+    assert_true(keel_node_equal(s, before));
+    keel_node_free(s);
+    keel_cmd_free(&redo);
+    keel_cmd_free(&undo2);
+    keel_cmd_free(inv);
+    keel_node_free(after);
+    keel_node_free(before);
+}
+
+static keel_entity rich(fx *f, const char *name, keel_entity parent)
+{
+    keel_entity e = spawn(f, name, parent);
+    keel_comp t = add(f, e, "core:transform");
+    keel_value v = { .type = KEEL_T_VEC3, .as.v = { 1, 2, 3 } };
+    assert_int_equal(keel_set(f->w, t, 0, &v, NULL, &f->d), KEEL_OK);
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    keel_comp a2 = add(f, e, "core:audio_source");
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_comp_set_enabled(f->w, a2, false, NULL, &f->d), KEEL_OK);
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "pull", keel_node_new_scalar("3.50", KEEL_STYLE_PLAIN));
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 3, 4, body, &f->d), KEEL_OK);
+    keel_node_free(body);
+    return e;
+}
+
+static void commands_spawn_inverse(void **state)
+{
+    fx *f = *state;
+    rich(f, "First", 0);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    keel_entity e;
+    assert_int_equal(keel_spawn(f->w, "New", 0, NULL, &e, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_DESTROY);
+    undo_redo(f, before, &inv);
+}
+
+static void commands_destroy_inverse_restores_children_and_bodies(void **state)
+{
+    fx *f = *state;
+    keel_entity a = rich(f, "A", 0);
+    keel_entity b = rich(f, "B", a);
+    rich(f, "C", a);
+    rich(f, "D", b);
+    rich(f, "After", 0);
+    keel_entity mid = rich(f, "Mid", a);
+    assert_int_equal(keel_set_enabled(f->w, mid, false, NULL, &f->d), KEEL_OK);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    assert_int_equal(keel_destroy(f->w, a, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_BATCH);
+    assert_int_equal(inv.items[0].type, KEEL_CMD_SPAWN);
+    assert_non_null(inv.items[0].tree);
+    undo_redo(f, before, &inv);
+}
+
+static void commands_add_and_remove_inverse_same_slot(void **state)
+{
+    fx *f = *state;
+    keel_entity e = rich(f, "A", 0);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 2, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_BATCH); /* it was disabled: re-add, then disable */
+    undo_redo(f, before, &inv);
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, e, K("core:audio_source"), 2, &c));
+
+    before = snap(f);
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 0, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_ADD);
+    assert_int_equal(inv.slot, 0);
+    undo_redo(f, before, &inv);
+
+    before = snap(f);
+    assert_int_equal(keel_remove(f->w, e, "mod:winch", 4, &inv, &f->d), KEEL_OK);
+    undo_redo(f, before, &inv);
+
+    before = snap(f);
+    assert_int_equal(keel_add(f->w, e, K("core:camera"), NULL, NULL, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_REMOVE);
+    undo_redo(f, before, &inv);
+}
+
+static void commands_set_inverse(void **state)
+{
+    fx *f = *state;
+    keel_entity e = rich(f, "A", 0);
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, e, K("core:transform"), 0, &c));
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    keel_value v = { .type = KEEL_T_VEC3, .as.v = { 9, 9, 9 } };
+    assert_int_equal(keel_set(f->w, c, 0, &v, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_SET);
+    assert_string_equal(inv.field, "position");
+    assert_true(inv.value.as.v[0] == 1);
+    undo_redo(f, before, &inv);
+}
+
+static void commands_reparent_inverse_keeps_sibling_index(void **state)
+{
+    fx *f = *state;
+    keel_entity p = spawn(f, "P", 0);
+    spawn(f, "A", p);
+    keel_entity b = spawn(f, "B", p);
+    spawn(f, "C", p);
+    keel_entity q = spawn(f, "Q", 0);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    assert_int_equal(keel_reparent(f->w, b, q, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.index, 1);
+    undo_redo(f, before, &inv);
+}
+
+static void commands_rename_enable_inverse(void **state)
+{
+    fx *f = *state;
+    keel_entity e = rich(f, "A", 0);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    assert_int_equal(keel_rename(f->w, e, "B", &inv, &f->d), KEEL_OK);
+    undo_redo(f, before, &inv);
+    before = snap(f);
+    assert_int_equal(keel_set_enabled(f->w, e, false, &inv, &f->d), KEEL_OK);
+    undo_redo(f, before, &inv);
+    before = snap(f);
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, e, K("core:audio_source"), 0, &c));
+    assert_int_equal(keel_comp_set_enabled(f->w, c, false, &inv, &f->d), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_ENABLE_COMPONENT);
+    undo_redo(f, before, &inv);
+}
+
+static void commands_duplicate_inverse(void **state)
+{
+    fx *f = *state;
+    keel_entity a = rich(f, "A", 0);
+    rich(f, "B", a);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    keel_entity copy;
+    assert_int_equal(keel_duplicate(f->w, a, 0, &copy, &inv, &f->d), KEEL_OK);
+    assert_int_equal(keel_world_entity_count(f->w), 4);
+    undo_redo(f, before, &inv);
+    assert_int_equal(keel_world_entity_count(f->w), 2);
+}
+
+static void commands_batch_is_all_or_nothing(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_cmd batch = { 0 };
+    batch.type = KEEL_CMD_BATCH;
+    batch.item_count = 2;
+    batch.items = calloc(2, sizeof *batch.items);
+    batch.items[0].type = KEEL_CMD_RENAME;
+    batch.items[0].entity = keel_entity_uuid(f->w, e);
+    batch.items[0].name = strdup("Changed");
+    batch.items[1].type = KEEL_CMD_DESTROY;
+    assert_true(keel_uuid_parse("22222222-2222-4222-8222-222222222222", &batch.items[1].entity));
+    keel_status st = keel_cmd_apply(f->w, &batch, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "entity 22222222-2222-4222-8222-222222222222 not found");
+    assert_string_equal(keel_entity_name(f->w, e), "A");
+    keel_cmd_free(&batch);
+    assert_int_equal(batch.type, KEEL_CMD_NONE);
+}
+
+static void commands_set_by_key_on_unknown_is_unsupported(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, 0, NULL, &f->d), KEEL_OK);
+    keel_cmd c = { 0 };
+    c.type = KEEL_CMD_SET;
+    c.entity = keel_entity_uuid(f->w, e);
+    c.kind_key = strdup("mod:winch");
+    c.field = strdup("pull");
+    c.value.type = KEEL_T_FLOAT;
+    c.value.as.f = 2;
+    keel_status st = keel_cmd_apply(f->w, &c, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_UNSUPPORTED, "mod:winch is not loaded");
+    keel_cmd_free(&c);
+}
+
+static void commands_revision_bumps(void **state)
+{
+    fx *f = *state;
+    uint64_t r = keel_world_revision(f->w);
+    keel_entity e = spawn(f, "A", 0);
+    assert_true(keel_world_revision(f->w) > r);
+    r = keel_world_revision(f->w);
+    keel_rename(f->w, e, "B", NULL, &f->d);
+    assert_true(keel_world_revision(f->w) > r);
+    r = keel_world_revision(f->w);
+    add(f, e, "core:transform");
+    assert_true(keel_world_revision(f->w) > r);
+    r = keel_world_revision(f->w);
+    keel_destroy(f->w, e, NULL, &f->d);
+    assert_true(keel_world_revision(f->w) > r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(commands_spawn_inverse),
+        T(commands_destroy_inverse_restores_children_and_bodies),
+        T(commands_add_and_remove_inverse_same_slot),
+        T(commands_set_inverse),
+        T(commands_reparent_inverse_keeps_sibling_index),
+        T(commands_rename_enable_inverse),
+        T(commands_duplicate_inverse),
+        T(commands_batch_is_all_or_nothing),
+        T(commands_set_by_key_on_unknown_is_unsupported),
+        T(commands_revision_bumps),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,147 @@
+/* keel_lua.h — internals shared by the files of the Lua module keel.core (not API). */
+#ifndef KEEL_LUA_H
+#define KEEL_LUA_H
+
+#include <lua.h>
+#include <lauxlib.h>
+
+#include "keel.h"
+
+#define KEEL_LUA_WORLD "keel.World"
+#define KEEL_LUA_ENTITY "keel.Entity"
+#define KEEL_LUA_COMPONENT "keel.Component"
+#define KEEL_LUA_ITER "keel.Query"
+#define KEEL_LUA_COMMAND "keel.Command"
+#define KEEL_LUA_ERROR "keel.Error"
+
+#define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
+
+/* ---- for other binding files (lua_persist.c) ---- */
+
+int keel_lua_open_persist(lua_State *L); /* pushes the `persist` table */
+/* The keel_world of a World argument (raises when it is not one, or closed). */
+keel_world *keel_lua_checkworld(lua_State *L, int idx);
+/* Pushes nil and an error object built from `d`; returns 2. Frees d's contents. */
+int keel_lua_fail(lua_State *L, const keel_diags *d);
+/* Raises an error object built from `d` (code `s` when d holds no error).
+ * Frees d's contents first, so nothing leaks across the longjmp. */
+int keel_lua_raise(lua_State *L, keel_status s, const keel_diags *d);
+/* Raises an error object with one diagnostic. */
+int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
+
+/* ---- per lua_State context ---- */
+
+typedef struct keel_lua_kind keel_lua_kind;
+
+/* One per lua_State that opened keel.core. Lives until the state is closed and
+ * every kind it declared is gone (refs counts both), so trampolines of kinds
+ * declared from a closed state can see `alive == false` and do nothing. */
+typedef struct keel_lua_ctx {
+    lua_State *main;
+    bool alive;
+    int refs;
+    int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
+    int depth;         /* callback nesting */
+    keel_world *self_w[KEEL_LUA_MAX_DEPTH];
+    keel_comp self_c[KEEL_LUA_MAX_DEPTH];
+    keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
+    int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
+    int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
+} keel_lua_ctx;
+
+void keel__lua_ctx_release(keel_lua_ctx *ctx);
+keel_lua_ctx *keel__lua_upctx(lua_State *L); /* the ctx upvalue of module functions */
+
+/* The state that entered keel last (from a binding function); trampolines run on it. */
+typedef struct keel_lua_frame {
+    lua_State *L;
+    keel_lua_ctx *ctx;
+    keel_world *w;     /* the world whose entity cache sits at cache_idx, or NULL */
+    int cache_idx;
+} keel_lua_frame;
+extern keel_lua_frame keel__lua_cur;
+
+/* Every binding function that can run hooks (through the core) brackets the call. */
+#define KEEL_LUA_ENTER(L_, ctx_) \
+    keel_lua_frame saved_frame_ = keel__lua_cur; \
+    keel__lua_cur = (keel_lua_frame){ (L_), (ctx_), NULL, 0 }
+#define KEEL_LUA_LEAVE() (keel__lua_cur = saved_frame_)
+
+/* ---- World ---- */
+
+typedef struct keel_lua_world {
+    keel_world *w;     /* NULL once closed */
+    keel_lua_ctx *ctx;
+    bool owned;        /* false: a world made by C code, borrowed */
+    uint64_t epoch;
+    size_t cache_inserts;
+} keel_lua_world;
+
+keel_lua_world *keel__lua_checklw(lua_State *L, int idx);
+/* Pushes a World userdata for `w` (owning it when `owned`). */
+void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned);
+/* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
+void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
+void keel__lua_open_world(lua_State *L);
+void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd); /* takes the contents; leaves *cmd NONE */
+
+/* ---- Entity ---- */
+
+typedef struct keel_lua_entity {
+    keel_lua_world *lw;
+    uint64_t epoch;
+    keel_entity e;
+} keel_lua_entity;
+
+/* Pushes the (cached) handle of `e`; world udata at world_idx. */
+void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
+/* Checks a live entity handle (NotFound when stale). */
+keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
+keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */
+void keel__lua_open_entity(lua_State *L);
+
+/* ---- Component ---- */
+
+typedef struct keel_lua_comp {
+    keel_lua_world *lw;
+    uint64_t epoch;
+    keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 2 */
+} keel_lua_comp;
+
+/* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
+void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
+void keel__lua_open_component(lua_State *L);
+/* Writes pending changes of self tables showing `c` (before a write through a handle). */
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
+/* Re-fills self tables showing `c` after a write through a handle. */
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Component methods, shared with self tables: arg 1 is a Component. */
+int keel__lua_comp_set(lua_State *L);
+int keel__lua_comp_body(lua_State *L);
+int keel__lua_comp_reset(lua_State *L);
+int keel__lua_comp_unpack(lua_State *L);
+
+/* ---- Kinds (lua_kind.c) ---- */
+
+void keel__lua_open_kind(lua_State *L); /* adds kind, kinds, kind_info to the table on top */
+
+/* ---- Values (lua_value.c) ---- */
+
+/* Pushes a field value stored at `p` in a record (entity fields need the world at world_idx). */
+void keel__lua_push_stored(lua_State *L, const keel_field_desc *fd, const void *p, keel_world *w, int world_idx);
+/* Pushes a keel_value. */
+void keel__lua_push_value(lua_State *L, const keel_field_desc *fd, const keel_value *v, keel_world *w, int world_idx);
+/* Converts the Lua value at idx for field fd. Returns false with a message in err. */
+bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_world *w,
+                        keel_value *out, char *err, size_t errcap);
+/* True when the Lua value at idx equals the stored field at p. */
+bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
+/* A body table (field = value) -> a MAP node (checked against the kind). NULL with diag on error. */
+keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
+/* A YAML core-schema node -> plain Lua value, and back. */
+void keel__lua_push_node(lua_State *L, const keel_node *n);
+keel_node *keel__lua_to_node(lua_State *L, int idx, int depth);
+/* Pushes a table of every field of a live component. */
+void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx);
+
+#endif

@@ -1,0 +1,353 @@
+/* lua_component.c — the Component handle (keel.Component): fields read and written through the registry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key)
+{
+    world_idx = lua_absindex(L, world_idx);
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
+    keel_lua_comp *h = lua_newuserdatauv(L, sizeof *h, key ? 2 : 1);
+    h->lw = lw;
+    h->epoch = lw->epoch;
+    h->c = c;
+    luaL_setmetatable(L, KEEL_LUA_COMPONENT);
+    lua_pushvalue(L, world_idx);
+    lua_setiuservalue(L, -2, 1);
+    if (key) {
+        lua_pushstring(L, key);
+        lua_setiuservalue(L, -2, 2);
+    }
+}
+
+/* The key of an unknown component's handle (pushed, then popped; interned in the udata). */
+static const char *unknown_key(lua_State *L, int idx)
+{
+    if (lua_getiuservalue(L, idx, 2) != LUA_TSTRING) {
+        lua_pop(L, 1);
+        return NULL;
+    }
+    const char *k = lua_tostring(L, -1);
+    lua_pop(L, 1);
+    return k;
+}
+
+/* Live? An unknown component adopted since the handle was made turns into a loaded one. */
+static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
+{
+    keel_world *w = h->lw->w;
+    if (!w || keel_world_epoch(w) != h->epoch) return false;
+    if (h->c.kind) return keel_comp_alive(w, h->c);
+    const char *key = unknown_key(L, idx);
+    if (!key) return false;
+    keel_kind_id k = keel_kind_find(key);
+    if (k) {
+        keel_comp c = { h->c.entity, k, h->c.slot };
+        if (keel_comp_alive(w, c)) {
+            h->c = c;
+            return true;
+        }
+    }
+    size_t n = keel_member_count(w, h->c.entity);
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (keel_member_at(w, h->c.entity, i, &m) && !m.loaded && m.slot == h->c.slot && strcmp(m.key, key) == 0) {
+            if (um) *um = m;
+            return true;
+        }
+    }
+    return false;
+}
+
+static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
+{
+    keel_lua_comp *h = luaL_testudata(L, idx, KEEL_LUA_COMPONENT);
+    if (!h) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.Component expected, got %s)", idx, luaL_typename(L, idx));
+    if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
+    return h;
+}
+
+/* A loaded component, for field access (Unsupported for an unknown one). */
+static keel_lua_comp *check_loaded(lua_State *L, int idx)
+{
+    keel_lua_comp *h = check_comp(L, idx, NULL);
+    if (!h->c.kind)
+        keel_lua_raisef(L, KEEL_UNSUPPORTED, "%s is not declared: its component cannot be edited", unknown_key(L, idx));
+    return h;
+}
+
+static int check_field(lua_State *L, keel_lua_comp *h, int idx)
+{
+    if (lua_type(L, idx) != LUA_TSTRING)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, idx));
+    int f = keel_kind_field(h->c.kind, lua_tostring(L, idx));
+    if (f < 0) keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", keel_kind_describe(h->c.kind)->key, lua_tostring(L, idx));
+    return f;
+}
+
+static void flush(lua_State *L, keel_lua_comp *h)
+{
+    if (h->lw->ctx->depth == 0) return;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel__lua_self_flush(L, h->lw->ctx, h->lw->w, h->c, &d);
+    if (s != KEEL_OK) keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
+}
+
+static void sync(lua_State *L, keel_lua_comp *h)
+{
+    if (h->lw->ctx->depth > 0) keel__lua_self_sync(L, h->lw->ctx, h->lw->w, h->c);
+}
+
+/* One write; pushes the inverse when asked. */
+static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_inverse)
+{
+    const keel_kind_desc *kd = keel_kind_describe(h->c.kind);
+    keel_value v;
+    char err[256];
+    if (!keel__lua_to_value(L, vidx, &kd->fields[f], h->lw->w, &v, err, sizeof err))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
+    flush(L, h);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_set(h->lw->w, h->c, f, &v, want_inverse ? &inv : NULL, &d);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) {
+        keel_cmd_free(&inv);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    sync(L, h);
+    if (!want_inverse) return 0;
+    keel__lua_push_cmd(L, &inv);
+    return 1;
+}
+
+static int c__set(lua_State *L)
+{
+    keel_lua_comp *h = check_loaded(L, 1);
+    return set_field(L, h, check_field(L, h, 2), 3, true);
+}
+
+/* c:set{...}: checks every value first, then writes; a refused write undoes the earlier ones. */
+int keel__lua_comp_set(lua_State *L)
+{
+    keel_lua_comp *h = check_loaded(L, 1);
+    if (lua_type(L, 2) != LUA_TTABLE)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "set: a table of fields expected, got %s", luaL_typename(L, 2));
+    const keel_kind_desc *kd = keel_kind_describe(h->c.kind);
+    size_t n = 0;
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        lua_pop(L, 1);
+        int f = check_field(L, h, -1);
+        keel_value v;
+        char err[256];
+        lua_pushvalue(L, -1);
+        lua_gettable(L, 2);
+        if (!keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
+        lua_pop(L, 1);
+        n++;
+    }
+    flush(L, h);
+    keel_cmd *undo = lua_newuserdatauv(L, (n ? n : 1) * sizeof *undo, 0); /* collected, never leaked */
+    memset(undo, 0, (n ? n : 1) * sizeof *undo);
+    size_t done = 0;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = KEEL_OK;
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    lua_pushnil(L);
+    while (s == KEEL_OK && lua_next(L, 2)) {
+        int f = keel_kind_field(h->c.kind, lua_tostring(L, -2));
+        keel_value v;
+        char err[8];
+        keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err);
+        s = keel_set(h->lw->w, h->c, f, &v, &undo[done], &d);
+        if (s == KEEL_OK) done++;
+        lua_pop(L, 1);
+        if (s != KEEL_OK) lua_pop(L, 1);
+    }
+    while (s != KEEL_OK && done > 0) keel_cmd_apply(h->lw->w, &undo[--done], NULL, NULL);
+    for (size_t i = 0; i < n; i++) keel_cmd_free(&undo[i]);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) {
+        sync(L, h);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    sync(L, h);
+    return 0;
+}
+
+int keel__lua_comp_body(lua_State *L)
+{
+    keel_member m;
+    keel_lua_comp *h = check_comp(L, 1, &m);
+    if (!h->c.kind) {
+        keel__lua_push_node(L, m.preserved);
+        return 1;
+    }
+    flush(L, h);
+    lua_getiuservalue(L, 1, 1);
+    keel__lua_push_body(L, h->lw->w, h->c, lua_gettop(L));
+    return 1;
+}
+
+int keel__lua_comp_reset(lua_State *L)
+{
+    keel_lua_comp *h = check_loaded(L, 1);
+    int f = lua_isnoneornil(L, 2) ? -1 : check_field(L, h, 2);
+    flush(L, h);
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_reset(h->lw->w, h->c, f, &d);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
+    sync(L, h);
+    return 0;
+}
+
+/* c:unpack(field): the numbers of a vector field (other fields: the value), no table made. */
+int keel__lua_comp_unpack(lua_State *L)
+{
+    keel_lua_comp *h = check_loaded(L, 1);
+    int f = check_field(L, h, 2);
+    flush(L, h);
+    keel_value v;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_get(h->lw->w, h->c, f, &v, &d);
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
+    const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
+    int n = keel_type_width(fd->type);
+    if (n > 1) {
+        for (int i = 0; i < n; i++) lua_pushnumber(L, v.as.v[i]);
+        return n;
+    }
+    lua_getiuservalue(L, 1, 1);
+    keel__lua_push_value(L, fd, &v, h->lw->w, lua_gettop(L));
+    return 1;
+}
+
+static const luaL_Reg comp_methods[] = {
+    { "set", keel__lua_comp_set }, { "body", keel__lua_comp_body }, { "reset", keel__lua_comp_reset },
+    { "unpack", keel__lua_comp_unpack }, { "_set", c__set }, { NULL, NULL }
+};
+
+static int comp_index(lua_State *L)
+{
+    keel_lua_comp *h = luaL_checkudata(L, 1, KEEL_LUA_COMPONENT);
+    const char *k = lua_tostring(L, 2);
+    if (!k) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, 2));
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
+    lua_pop(L, 1);
+    keel_member m;
+    if (strcmp(k, "kind") == 0) {
+        check_comp(L, 1, &m);
+        lua_pushstring(L, h->c.kind ? keel_kind_describe(h->c.kind)->key : unknown_key(L, 1));
+        return 1;
+    }
+    check_comp(L, 1, &m);
+    keel_world *w = h->lw->w;
+    if (strcmp(k, "slot") == 0) lua_pushinteger(L, (lua_Integer)h->c.slot);
+    else if (strcmp(k, "loaded") == 0) lua_pushboolean(L, h->c.kind != KEEL_NO_KIND);
+    else if (strcmp(k, "entity") == 0) {
+        lua_getiuservalue(L, 1, 1);
+        keel__lua_push_entity(L, lua_gettop(L), h->c.entity);
+    } else if (strcmp(k, "version") == 0) {
+        if (h->c.kind) flush(L, h);
+        lua_pushinteger(L, (lua_Integer)(h->c.kind ? keel_comp_counter(w, h->c) : 0));
+    } else if (strcmp(k, "enabled") == 0) {
+        lua_pushboolean(L, h->c.kind ? keel_comp_enabled(w, h->c) : m.enabled);
+    } else {
+        check_loaded(L, 1);
+        int f = check_field(L, h, 2);
+        flush(L, h);
+        keel_value v;
+        keel_diags d;
+        keel_diags_init(&d);
+        keel_status s = keel_get(w, h->c, f, &v, &d);
+        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+        keel_diags_free(&d);
+        lua_getiuservalue(L, 1, 1);
+        keel__lua_push_value(L, &keel_kind_describe(h->c.kind)->fields[f], &v, w, lua_gettop(L));
+    }
+    return 1;
+}
+
+static int comp_newindex(lua_State *L)
+{
+    keel_lua_comp *h = check_comp(L, 1, NULL);
+    const char *k = lua_tostring(L, 2);
+    if (k && strcmp(k, "enabled") == 0) {
+        if (lua_type(L, 3) != LUA_TBOOLEAN)
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, 3));
+        if (!h->c.kind) return keel_lua_raisef(L, KEEL_UNSUPPORTED, "an unknown component cannot be edited");
+        keel_diags d;
+        keel_diags_init(&d);
+        KEEL_LUA_ENTER(L, h->lw->ctx);
+        keel_status s = keel_comp_set_enabled(h->lw->w, h->c, lua_toboolean(L, 3), NULL, &d);
+        KEEL_LUA_LEAVE();
+        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+        keel_diags_free(&d);
+        return 0;
+    }
+    if (k && (!strcmp(k, "kind") || !strcmp(k, "slot") || !strcmp(k, "entity") || !strcmp(k, "loaded") || !strcmp(k, "version")))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "c.%s is read-only", k);
+    check_loaded(L, 1);
+    return set_field(L, h, check_field(L, h, 2), 3, false);
+}
+
+static int comp_eq(lua_State *L)
+{
+    keel_lua_comp *a = luaL_testudata(L, 1, KEEL_LUA_COMPONENT), *b = luaL_testudata(L, 2, KEEL_LUA_COMPONENT);
+    bool eq = a && b && a->lw->w == b->lw->w && a->epoch == b->epoch && a->c.entity == b->c.entity &&
+              a->c.slot == b->c.slot;
+    if (eq && a->c.kind != b->c.kind) eq = false;
+    if (eq && !a->c.kind) {
+        const char *ka = unknown_key(L, 1), *kb = unknown_key(L, 2);
+        eq = ka && kb && strcmp(ka, kb) == 0;
+    }
+    lua_pushboolean(L, eq);
+    return 1;
+}
+
+static int comp_tostring(lua_State *L)
+{
+    keel_lua_comp *h = luaL_checkudata(L, 1, KEEL_LUA_COMPONENT);
+    if (!comp_live(L, 1, h, NULL)) {
+        lua_pushliteral(L, "keel.Component (removed)");
+        return 1;
+    }
+    const char *key = h->c.kind ? keel_kind_describe(h->c.kind)->key : unknown_key(L, 1);
+    const char *n = keel_entity_name(h->lw->w, h->c.entity);
+    lua_pushfstring(L, "keel.Component %s[%d] of \"%s\"%s", key, (int)h->c.slot, n ? n : "",
+                    h->c.kind ? "" : " (not loaded)");
+    return 1;
+}
+
+void keel__lua_open_component(lua_State *L)
+{
+    luaL_newmetatable(L, KEEL_LUA_COMPONENT);
+    luaL_newlib(L, comp_methods);
+    lua_pushcclosure(L, comp_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, comp_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushcfunction(L, comp_eq);
+    lua_setfield(L, -2, "__eq");
+    lua_pushcfunction(L, comp_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,375 @@
+/* lua_entity.c — the Entity handle (keel.Entity): re-checked on every use, cached per world. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
+{
+    return luaL_testudata(L, idx, KEEL_LUA_ENTITY);
+}
+
+static bool entity_live(const keel_lua_entity *h)
+{
+    keel_world *w = h->lw->w;
+    return w && keel_world_epoch(w) == h->epoch &&
+           (keel_alive(w, h->e) || h->e == keel_world_root(w));
+}
+
+keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx)
+{
+    keel_lua_entity *h = keel__lua_toentity(L, idx);
+    if (!h) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.Entity expected, got %s)", idx, luaL_typename(L, idx));
+    if (!entity_live(h)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
+    return h;
+}
+
+/* Pushes the World udata of a handle; returns its index. */
+static int push_world(lua_State *L, int idx)
+{
+    lua_getiuservalue(L, idx, 1);
+    return lua_gettop(L);
+}
+
+static int e_alive(lua_State *L)
+{
+    keel_lua_entity *h = luaL_checkudata(L, 1, KEEL_LUA_ENTITY);
+    lua_pushboolean(L, entity_live(h));
+    return 1;
+}
+
+static int e_children(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    keel_world *w = h->lw->w;
+    int wi = push_world(L, 1);
+    size_t n = keel_entity_child_count(w, h->e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        keel__lua_push_entity(L, wi, keel_entity_child(w, h->e, i));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static const char *check_key(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TSTRING)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key expected, got %s)", idx - 1, luaL_typename(L, idx));
+    return lua_tostring(L, idx);
+}
+
+static uint32_t opt_slot(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx)) return KEEL_SLOT_AUTO;
+    if (!lua_isinteger(L, idx) || lua_tointeger(L, idx) < 0 || lua_tointeger(L, idx) >= (lua_Integer)UINT32_MAX)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a slot must be a non-negative integer)", idx - 1);
+    return (uint32_t)lua_tointeger(L, idx);
+}
+
+/* Finds a membership entry by key and slot (KEEL_SLOT_AUTO: the lowest). */
+static bool find_member(keel_world *w, keel_entity e, const char *key, uint32_t slot, keel_member *out)
+{
+    bool found = false;
+    size_t n = keel_member_count(w, e);
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (!keel_member_at(w, e, i, &m) || strcmp(m.key, key) != 0) continue;
+        if (slot != KEEL_SLOT_AUTO && m.slot != slot) continue;
+        if (!found || m.slot < out->slot) { *out = m; found = true; }
+    }
+    return found;
+}
+
+static void check_one_slot(lua_State *L, keel_kind_id k, uint32_t slot)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (kd && kd->multiplicity == KEEL_ONE && slot != KEEL_SLOT_AUTO && slot != 0)
+        keel_lua_raisef(L, KEEL_INVALID_OPERATION, "%s is a one kind: its only slot is 0 (asked for %u)", kd->key, (unsigned)slot);
+}
+
+static int e_get(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    const char *key = check_key(L, 2);
+    uint32_t slot = opt_slot(L, 3);
+    keel_world *w = h->lw->w;
+    keel_kind_id k = keel_kind_find(key);
+    int wi = push_world(L, 1);
+    keel_member m;
+    if (k) {
+        check_one_slot(L, k, slot);
+        keel_comp c;
+        if (keel_get_comp(w, h->e, k, slot, &c)) {
+            keel__lua_push_comp(L, wi, c, NULL);
+            return 1;
+        }
+    }
+    if (find_member(w, h->e, key, slot, &m) && !m.loaded) {
+        keel_comp c = { h->e, KEEL_NO_KIND, m.slot };
+        keel__lua_push_comp(L, wi, c, m.key);
+        return 1;
+    }
+    lua_pushnil(L);
+    return 1;
+}
+
+static int e_has(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    const char *key = check_key(L, 2);
+    keel_member m;
+    lua_pushboolean(L, find_member(h->lw->w, h->e, key, KEEL_SLOT_AUTO, &m));
+    return 1;
+}
+
+static int do_add(lua_State *L, bool want_inverse)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    const char *key = check_key(L, 2);
+    uint32_t slot = opt_slot(L, 4);
+    keel_world *w = h->lw->w;
+    keel_kind_id k = keel_kind_find(key);
+    if (!k) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_node *body = keel__lua_body_to_node(L, 3, k, w, &d);
+    if (!body) return keel_lua_raise(L, KEEL_INVALID_ARGUMENT, &d);
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    o.body = body;
+    keel_comp c;
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_add(w, h->e, k, &o, &c, want_inverse ? &inv : NULL, &d);
+    KEEL_LUA_LEAVE();
+    keel_node_free(body);
+    if (s != KEEL_OK) {
+        keel_cmd_free(&inv);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    int wi = push_world(L, 1);
+    keel__lua_push_comp(L, wi, c, NULL);
+    if (!want_inverse) return 1;
+    keel__lua_push_cmd(L, &inv);
+    return 2;
+}
+
+static int e_add(lua_State *L) { return do_add(L, false); }
+static int e__add(lua_State *L) { return do_add(L, true); }
+
+static int do_remove(lua_State *L, bool want_inverse)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    const char *key = check_key(L, 2);
+    uint32_t slot = opt_slot(L, 3);
+    keel_world *w = h->lw->w;
+    keel_kind_id k = keel_kind_find(key);
+    int wi = push_world(L, 1);
+    keel_comp c;
+    keel_member m;
+    if (k) check_one_slot(L, k, slot);
+    /* the body first: the record is gone after the remove */
+    if (k && keel_get_comp(w, h->e, k, slot, &c)) keel__lua_push_body(L, w, c, wi);
+    else if (find_member(w, h->e, key, slot, &m) && !m.loaded) keel__lua_push_node(L, m.preserved);
+    else if (!k && slot == KEEL_SLOT_AUTO) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no component '%s' on this entity", key);
+    else lua_pushnil(L);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_remove(w, h->e, key, slot, want_inverse ? &inv : NULL, &d);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) {
+        keel_cmd_free(&inv);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    if (!want_inverse) return 1;
+    keel__lua_push_cmd(L, &inv);
+    return 2;
+}
+
+static int e_remove(lua_State *L) { return do_remove(L, false); }
+static int e__remove(lua_State *L) { return do_remove(L, true); }
+
+static int e_components(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    keel_world *w = h->lw->w;
+    int wi = push_world(L, 1);
+    size_t n = keel_member_count(w, h->e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        keel_member m;
+        if (!keel_member_at(w, h->e, i, &m)) continue;
+        keel_comp c = { h->e, m.loaded ? m.kind : KEEL_NO_KIND, m.slot };
+        keel__lua_push_comp(L, wi, c, m.loaded ? NULL : m.key);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static keel_entity opt_parent(lua_State *L, int idx, keel_lua_entity *h)
+{
+    if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
+    keel_lua_entity *p = keel__lua_checkentity(L, idx);
+    if (p->lw != h->lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "the parent belongs to another world");
+    return p->e;
+}
+
+static int e_duplicate(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    keel_entity parent = opt_parent(L, 2, h);
+    keel_entity out = KEEL_NO_ENTITY;
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_duplicate(h->lw->w, h->e, parent, &out, NULL, &d);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
+    keel__lua_push_entity(L, push_world(L, 1), out);
+    return 1;
+}
+
+/* Runs a command on the entity; pushes the inverse when asked. */
+enum { OP_DESTROY, OP_RENAME, OP_REPARENT, OP_ENABLE };
+
+static int entity_op(lua_State *L, keel_lua_entity *h, int op, int arg, bool want_inverse)
+{
+    keel_world *w = h->lw->w;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    keel_cmd *pi = want_inverse ? &inv : NULL;
+    keel_status s = KEEL_OK;
+    keel_entity parent = KEEL_NO_ENTITY;
+    if (op == OP_RENAME && lua_type(L, arg) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name must be a string, got %s", luaL_typename(L, arg));
+    if (op == OP_ENABLE && lua_type(L, arg) != LUA_TBOOLEAN)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, arg));
+    if (op == OP_REPARENT) parent = opt_parent(L, arg, h);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    switch (op) {
+    case OP_DESTROY: s = keel_destroy(w, h->e, pi, &d); break;
+    case OP_RENAME: s = keel_rename(w, h->e, lua_tostring(L, arg), pi, &d); break;
+    case OP_REPARENT: s = keel_reparent(w, h->e, parent, pi, &d); break;
+    case OP_ENABLE: s = keel_set_enabled(w, h->e, lua_toboolean(L, arg), pi, &d); break;
+    }
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) {
+        keel_cmd_free(&inv);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    if (!want_inverse) return 0;
+    keel__lua_push_cmd(L, &inv);
+    return 1;
+}
+
+static int e_destroy(lua_State *L) { return entity_op(L, keel__lua_checkentity(L, 1), OP_DESTROY, 0, false); }
+static int e__destroy(lua_State *L) { return entity_op(L, keel__lua_checkentity(L, 1), OP_DESTROY, 0, true); }
+static int e__rename(lua_State *L) { return entity_op(L, keel__lua_checkentity(L, 1), OP_RENAME, 2, true); }
+static int e__reparent(lua_State *L) { return entity_op(L, keel__lua_checkentity(L, 1), OP_REPARENT, 2, true); }
+static int e__enable(lua_State *L) { return entity_op(L, keel__lua_checkentity(L, 1), OP_ENABLE, 2, true); }
+
+static const luaL_Reg entity_methods[] = {
+    { "alive", e_alive }, { "children", e_children }, { "add", e_add }, { "get", e_get },
+    { "has", e_has }, { "remove", e_remove }, { "components", e_components },
+    { "duplicate", e_duplicate }, { "destroy", e_destroy },
+    { "_add", e__add }, { "_remove", e__remove }, { "_destroy", e__destroy },
+    { "_rename", e__rename }, { "_reparent", e__reparent }, { "_enable", e__enable },
+    { NULL, NULL }
+};
+
+static int entity_index(lua_State *L)
+{
+    const char *k = lua_tostring(L, 2);
+    if (k) {
+        if (strcmp(k, "world") == 0) {
+            luaL_checkudata(L, 1, KEEL_LUA_ENTITY);
+            lua_getiuservalue(L, 1, 1);
+            return 1;
+        }
+        bool uuid = strcmp(k, "uuid") == 0, name = strcmp(k, "name") == 0;
+        bool parent = strcmp(k, "parent") == 0, enabled = strcmp(k, "enabled") == 0;
+        if (uuid || name || parent || enabled) {
+            keel_lua_entity *h = keel__lua_checkentity(L, 1);
+            keel_world *w = h->lw->w;
+            if (uuid) {
+                char u[37];
+                keel_uuid_format(keel_entity_uuid(w, h->e), u);
+                lua_pushstring(L, u);
+            } else if (name) {
+                const char *n = keel_entity_name(w, h->e);
+                lua_pushstring(L, n ? n : "");
+            } else if (enabled) {
+                lua_pushboolean(L, keel_entity_enabled(w, h->e));
+            } else {
+                keel_entity p = keel_entity_parent(w, h->e);
+                if (!p || p == keel_world_root(w)) lua_pushnil(L);
+                else keel__lua_push_entity(L, push_world(L, 1), p);
+            }
+            return 1;
+        }
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+static int entity_newindex(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    const char *k = lua_tostring(L, 2);
+    if (k && strcmp(k, "name") == 0) return entity_op(L, h, OP_RENAME, 3, false);
+    if (k && strcmp(k, "parent") == 0) return entity_op(L, h, OP_REPARENT, 3, false);
+    if (k && strcmp(k, "enabled") == 0) return entity_op(L, h, OP_ENABLE, 3, false);
+    if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "world") == 0))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "e.%s is read-only", k);
+    return keel_lua_raisef(L, KEEL_NOT_FOUND, "an entity has no field '%s'", k ? k : luaL_typename(L, 2));
+}
+
+static int entity_eq(lua_State *L)
+{
+    keel_lua_entity *a = keel__lua_toentity(L, 1), *b = keel__lua_toentity(L, 2);
+    lua_pushboolean(L, a && b && a->lw->w == b->lw->w && a->epoch == b->epoch && a->e == b->e);
+    return 1;
+}
+
+static int entity_tostring(lua_State *L)
+{
+    keel_lua_entity *h = luaL_checkudata(L, 1, KEEL_LUA_ENTITY);
+    if (!entity_live(h)) {
+        lua_pushliteral(L, "keel.Entity (destroyed)");
+        return 1;
+    }
+    keel_world *w = h->lw->w;
+    char u[37];
+    keel_uuid_format(keel_entity_uuid(w, h->e), u);
+    const char *n = keel_entity_name(w, h->e);
+    if (h->e == keel_world_root(w)) lua_pushfstring(L, "keel.Entity (root of \"%s\")", keel_world_name(w));
+    else lua_pushfstring(L, "keel.Entity \"%s\" %s", n ? n : "", u);
+    return 1;
+}
+
+void keel__lua_open_entity(lua_State *L)
+{
+    luaL_newmetatable(L, KEEL_LUA_ENTITY);
+    luaL_newlib(L, entity_methods);
+    lua_pushcclosure(L, entity_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, entity_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushcfunction(L, entity_eq);
+    lua_setfield(L, -2, "__eq");
+    lua_pushcfunction(L, entity_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+}

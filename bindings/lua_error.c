@@ -1,0 +1,88 @@
+/* lua_error.c — keel error objects: { code, message, diagnostics } with a __tostring. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+static int error_tostring(lua_State *L)
+{
+    lua_getfield(L, 1, "code");
+    lua_getfield(L, 1, "message");
+    lua_pushfstring(L, "%s: %s", luaL_optstring(L, -2, "Error"), luaL_optstring(L, -1, ""));
+    return 1;
+}
+
+static void push_error_mt(lua_State *L)
+{
+    if (luaL_newmetatable(L, KEEL_LUA_ERROR)) {
+        lua_pushcfunction(L, error_tostring);
+        lua_setfield(L, -2, "__tostring");
+    }
+}
+
+static void set_str(lua_State *L, const char *k, const char *v)
+{
+    if (v) {
+        lua_pushstring(L, v);
+        lua_setfield(L, -2, k);
+    }
+}
+
+/* Pushes the error object for `d`; frees d's contents. */
+static void push_error(lua_State *L, keel_status s, const keel_diags *cd)
+{
+    keel_diags *d = (keel_diags *)cd;
+    const keel_diag *first = NULL;
+    for (size_t i = 0; d && i < d->count; i++)
+        if (d->items[i].severity == KEEL_SEV_ERROR) { first = &d->items[i]; break; }
+    if (!first && d && d->count > 0) first = &d->items[0];
+    lua_createtable(L, 0, 3);
+    keel_status code = first && first->severity == KEEL_SEV_ERROR ? first->code : s;
+    if (code == KEEL_OK) code = s;
+    set_str(L, "code", keel_status_name(code));
+    set_str(L, "message", first ? first->message : keel_status_name(code));
+    lua_createtable(L, d ? (int)d->count : 0, 0);
+    for (size_t i = 0; d && i < d->count; i++) {
+        const keel_diag *g = &d->items[i];
+        lua_createtable(L, 0, 7);
+        set_str(L, "code", keel_status_name(g->code));
+        set_str(L, "message", g->message);
+        set_str(L, "path", g->path ? g->path : "");
+        set_str(L, "file", g->file);
+        if (g->line) { lua_pushinteger(L, g->line); lua_setfield(L, -2, "line"); }
+        if (g->col) { lua_pushinteger(L, g->col); lua_setfield(L, -2, "col"); }
+        set_str(L, "severity", g->severity == KEEL_SEV_ERROR ? "error" : "warning");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "diagnostics");
+    push_error_mt(L);
+    lua_setmetatable(L, -2);
+    if (d) keel_diags_free(d);
+}
+
+int keel_lua_fail(lua_State *L, const keel_diags *d)
+{
+    lua_pushnil(L);
+    push_error(L, KEEL_INVALID_OPERATION, d);
+    return 2;
+}
+
+int keel_lua_raise(lua_State *L, keel_status s, const keel_diags *d)
+{
+    push_error(L, s, d);
+    return lua_error(L);
+}
+
+int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_error(&d, s, "", "%s", buf);
+    return keel_lua_raise(L, s, &d);
+}

@@ -1,0 +1,751 @@
+/* lua_kind.c — Lua-declared kinds: keel.kind{}, keel.kinds(), keel.kind_info(), and the C trampolines
+ * that run their hooks with a reused `self` table (fields copied in, changed ones written back). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+struct keel_lua_kind {
+    keel_lua_ctx *ctx;
+    int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
+    int validate, migrate, keys;
+    int self_tab[KEEL_LUA_MAX_DEPTH];
+    size_t nfields;
+    size_t *offsets;             /* filled on first call (from the registry) */
+    bool ready, has_entity, dead;
+    int busy;                    /* calls running: a replaced kind is freed after the last */
+};
+
+static const char *const phase_keys[KEEL_PHASE_COUNT_] = {
+    "awake", "start", "fixed_update", "update", "late_update", "on_destroy"
+};
+
+/* ---- lifetime ---- */
+
+static void lk_unref(lua_State *L, keel_lua_kind *lk)
+{
+    for (int i = 0; i < KEEL_PHASE_COUNT_; i++) luaL_unref(L, LUA_REGISTRYINDEX, lk->hook[i]);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->validate);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->migrate);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->keys);
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) luaL_unref(L, LUA_REGISTRYINDEX, lk->self_tab[i]);
+}
+
+static void lk_destroy(keel_lua_kind *lk)
+{
+    /* refs can only be dropped from inside this state; otherwise they die with it */
+    if (lk->ctx->alive && keel__lua_cur.ctx == lk->ctx && keel__lua_cur.L) lk_unref(keel__lua_cur.L, lk);
+    keel__lua_ctx_release(lk->ctx);
+    free(lk->offsets);
+    free(lk);
+}
+
+static void lk_user_free(void *user)
+{
+    keel_lua_kind *lk = user;
+    lk->dead = true;
+    if (lk->busy == 0) lk_destroy(lk);
+}
+
+static bool lk_prepare(keel_lua_kind *lk, keel_kind_id k)
+{
+    if (lk->ready) return true;
+    for (size_t i = 0; i < lk->nfields; i++) lk->offsets[i] = keel_kind_field_offset(k, (int)i);
+    lk->ready = true;
+    return true;
+}
+
+/* The state to run on, or NULL when this kind's state is not the one running keel now. */
+static lua_State *lk_state(keel_lua_kind *lk)
+{
+    if (!lk->ctx->alive || keel__lua_cur.ctx != lk->ctx) return NULL;
+    return keel__lua_cur.L;
+}
+
+/* ---- self tables ---- */
+
+static void push_self_mt(lua_State *L, keel_lua_ctx *ctx, int depth);
+
+/* Pushes the self table of this kind at this depth (made on first use). */
+static void push_self(lua_State *L, keel_lua_kind *lk, int depth)
+{
+    if (lk->self_tab[depth] != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->self_tab[depth]);
+        return;
+    }
+    lua_createtable(L, 0, (int)lk->nfields);
+    push_self_mt(L, lk->ctx, depth);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lk->self_tab[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* Pushes the world udata of w when the kind has entity fields (else pushes nothing); returns its index or 0. */
+static int push_world_if(lua_State *L, keel_lua_kind *lk, keel_world *w)
+{
+    if (!lk->has_entity) return 0;
+    keel__lua_push_world_of(L, lk->ctx, w);
+    return lua_gettop(L);
+}
+
+/* Copies the record's fields into the self table at `self` (keys table at `keys`). */
+static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                      const char *rec, int self, int keys, int widx)
+{
+    for (size_t i = 0; i < lk->nfields; i++) {
+        lua_rawgeti(L, keys, (lua_Integer)i + 1);
+        keel__lua_push_stored(L, &kd->fields[i], rec + lk->offsets[i], w, widx);
+        lua_rawset(L, self);
+    }
+}
+
+/* Writes back the fields of `self` that differ from the record, through the registry. */
+static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                              keel_comp c, int self, int keys, keel_diags *d)
+{
+    for (size_t i = 0; i < lk->nfields; i++) {
+        const char *rec = keel_record(w, c);
+        if (!rec) return KEEL_OK; /* removed during the call */
+        lua_rawgeti(L, keys, (lua_Integer)i + 1);
+        lua_rawget(L, self);
+        const keel_field_desc *fd = &kd->fields[i];
+        if (!keel__lua_same(L, -1, fd, rec + lk->offsets[i], w)) {
+            keel_value v;
+            char err[256];
+            keel_status s;
+            if (!keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
+                s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+            else s = keel_set(w, c, (int)i, &v, NULL, d);
+            if (s != KEEL_OK) {
+                lua_pop(L, 1);
+                return s;
+            }
+        }
+        lua_pop(L, 1);
+    }
+    return KEEL_OK;
+}
+
+/* The failure of a pcall as a diagnostic; returns its status. */
+static keel_status record_error(lua_State *L, keel_diags *d, const char *what)
+{
+    keel_status code = KEEL_INVALID_OPERATION;
+    const char *msg = NULL;
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        lua_getfield(L, -1, "code");
+        const char *cn = lua_tostring(L, -1);
+        for (int s = KEEL_NOT_FOUND; cn && s <= KEEL_IO_ERROR; s++)
+            if (strcmp(cn, keel_status_name((keel_status)s)) == 0) code = (keel_status)s;
+        lua_pop(L, 1);
+        lua_getfield(L, -1, "message");
+        msg = lua_tostring(L, -1);
+        lua_pop(L, 1); /* still referenced by the error table on the stack */
+    }
+    if (!msg) msg = luaL_tolstring(L, -1, NULL);
+    keel_diag_add(d, KEEL_SEV_ERROR, code, "", NULL, 0, 0, "%s: %s", what, msg);
+    return code;
+}
+
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d)
+{
+    for (int i = 0; i < ctx->depth; i++) {
+        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
+            ctx->self_c[i].slot != c.slot)
+            continue;
+        keel_lua_kind *lk = ctx->self_k[i];
+        const keel_kind_desc *kd = keel_kind_describe(c.kind);
+        if (lk->dead || !kd) continue;
+        int top = lua_gettop(L);
+        push_self(L, lk, i);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+        keel_status s = write_back(L, lk, kd, w, c, top + 1, top + 2, d);
+        lua_settop(L, top);
+        if (s != KEEL_OK) return s;
+    }
+    return KEEL_OK;
+}
+
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c)
+{
+    for (int i = 0; i < ctx->depth; i++) {
+        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
+            ctx->self_c[i].slot != c.slot)
+            continue;
+        keel_lua_kind *lk = ctx->self_k[i];
+        const keel_kind_desc *kd = keel_kind_describe(c.kind);
+        const char *rec = keel_record(w, c);
+        if (lk->dead || !kd || !rec) continue;
+        int top = lua_gettop(L);
+        push_self(L, lk, i);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+        int widx = push_world_if(L, lk, w);
+        fill_self(L, lk, kd, w, rec, top + 1, top + 2, widx);
+        lua_settop(L, top);
+    }
+}
+
+/* Is the table at idx the live self of `depth`? */
+static bool self_live(lua_State *L, keel_lua_ctx *ctx, int depth, int idx)
+{
+    if (depth >= ctx->depth || ctx->self_k[depth]->dead) return false;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_k[depth]->self_tab[depth]);
+    bool live = lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+    return live && keel_comp_alive(ctx->self_w[depth], ctx->self_c[depth]);
+}
+
+/* A Component handle for the self of `depth`, pushed. */
+static void push_self_comp(lua_State *L, keel_lua_ctx *ctx, int depth)
+{
+    keel__lua_push_world_of(L, ctx, ctx->self_w[depth]);
+    keel__lua_push_comp(L, -1, ctx->self_c[depth], NULL);
+    lua_remove(L, -2);
+}
+
+static int self_method(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    lua_CFunction fn = lua_tocfunction(L, lua_upvalueindex(3));
+    if (!self_live(L, ctx, depth, 1))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+    push_self_comp(L, ctx, depth);
+    lua_replace(L, 1);
+    return fn(L);
+}
+
+static int self_index(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(3)) != LUA_TNIL) return 1; /* a method */
+    const char *k = lua_tostring(L, 2);
+    if (!k || !self_live(L, ctx, depth, 1)) return 1;
+    keel_world *w = ctx->self_w[depth];
+    keel_comp c = ctx->self_c[depth];
+    if (strcmp(k, "kind") == 0) lua_pushstring(L, keel_kind_describe(c.kind)->key);
+    else if (strcmp(k, "slot") == 0) lua_pushinteger(L, (lua_Integer)c.slot);
+    else if (strcmp(k, "loaded") == 0) lua_pushboolean(L, 1);
+    else if (strcmp(k, "enabled") == 0) lua_pushboolean(L, keel_comp_enabled(w, c));
+    else if (strcmp(k, "version") == 0) lua_pushinteger(L, (lua_Integer)keel_comp_counter(w, c));
+    else if (strcmp(k, "entity") == 0) {
+        keel__lua_push_world_of(L, ctx, w);
+        keel__lua_push_entity(L, lua_gettop(L), c.entity);
+    } else lua_pushnil(L);
+    return 1;
+}
+
+static int self_newindex(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    if (!self_live(L, ctx, depth, 1))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+    keel_comp c = ctx->self_c[depth];
+    const char *k = lua_tostring(L, 2);
+    if (k && keel_kind_field(c.kind, k) >= 0) {
+        lua_rawset(L, 1);
+        return 0;
+    }
+    if (k && strcmp(k, "enabled") == 0) {
+        push_self_comp(L, ctx, depth);
+        lua_replace(L, 1);
+        lua_settable(L, 1);
+        return 0;
+    }
+    return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", keel_kind_describe(c.kind)->key,
+                           k ? k : luaL_typename(L, 2));
+}
+
+static int self_tostring(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    if (!self_live(L, ctx, depth, 1)) lua_pushliteral(L, "keel self (outside its callback)");
+    else lua_pushfstring(L, "keel self %s[%d]", keel_kind_describe(ctx->self_c[depth].kind)->key, (int)ctx->self_c[depth].slot);
+    return 1;
+}
+
+static void push_self_mt(lua_State *L, keel_lua_ctx *ctx, int depth)
+{
+    if (ctx->self_mt[depth] != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_mt[depth]);
+        return;
+    }
+    static const struct { const char *name; lua_CFunction fn; } methods[] = {
+        { "set", keel__lua_comp_set }, { "body", keel__lua_comp_body },
+        { "reset", keel__lua_comp_reset }, { "unpack", keel__lua_comp_unpack },
+    };
+    lua_createtable(L, 0, 4);
+    lua_newtable(L);
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        lua_pushlightuserdata(L, ctx);
+        lua_pushinteger(L, depth);
+        lua_pushcfunction(L, methods[i].fn);
+        lua_pushcclosure(L, self_method, 3);
+        lua_setfield(L, -2, methods[i].name);
+    }
+    lua_pushlightuserdata(L, ctx);
+    lua_pushinteger(L, depth);
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, self_index, 3);
+    lua_setfield(L, -3, "__index");
+    lua_pop(L, 1);
+    lua_pushlightuserdata(L, ctx);
+    lua_pushinteger(L, depth);
+    lua_pushcclosure(L, self_newindex, 2);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushlightuserdata(L, ctx);
+    lua_pushinteger(L, depth);
+    lua_pushcclosure(L, self_tostring, 2);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushvalue(L, -1);
+    ctx->self_mt[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* ---- trampolines ---- */
+
+static void push_call_entity(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_entity e)
+{
+    if (keel__lua_cur.w == w && keel__lua_cur.cache_idx &&
+        lua_rawgeti(L, keel__lua_cur.cache_idx, (lua_Integer)e) == LUA_TUSERDATA)
+        return;
+    if (keel__lua_cur.w == w && keel__lua_cur.cache_idx) lua_pop(L, 1);
+    keel__lua_push_world_of(L, ctx, w);
+    keel__lua_push_entity(L, lua_gettop(L), e);
+    lua_remove(L, -2);
+}
+
+static keel_status hook_tramp(const keel_call *call)
+{
+    keel_lua_kind *lk = call->user;
+    lua_State *L = lk_state(lk);
+    if (!L || lk->dead) return KEEL_OK;
+    int ref = lk->hook[call->phase];
+    if (ref == LUA_NOREF) return KEEL_OK;
+    keel_lua_ctx *ctx = lk->ctx;
+    int depth = ctx->depth;
+    if (depth >= KEEL_LUA_MAX_DEPTH)
+        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+    if (!lua_checkstack(L, 12)) return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    const keel_kind_desc *kd = keel_kind_describe(call->comp.kind);
+    keel_world *w = call->world;
+    lk_prepare(lk, call->comp.kind);
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);        /* top+1 function */
+    push_self(L, lk, depth);                       /* top+2 self */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);   /* top+3 keys */
+    int widx = push_world_if(L, lk, w);
+    fill_self(L, lk, kd, w, call->record, top + 2, top + 3, widx);
+    ctx->self_w[depth] = w;
+    ctx->self_c[depth] = call->comp;
+    ctx->self_k[depth] = lk;
+    ctx->depth++;
+    lk->busy++;
+    lua_pushvalue(L, top + 1);
+    lua_pushvalue(L, top + 2);
+    push_call_entity(L, ctx, w, call->comp.entity);
+    int nargs = 2;
+    if (call->phase == KEEL_PHASE_UPDATE || call->phase == KEEL_PHASE_FIXED_UPDATE || call->phase == KEEL_PHASE_LATE_UPDATE) {
+        lua_pushnumber(L, call->dt);
+        nargs = 3;
+    }
+    keel_status s = KEEL_OK;
+    if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
+    else if (!lk->dead) s = write_back(L, lk, kd, w, call->comp, top + 2, top + 3, call->diags);
+    ctx->depth--;
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+    return s;
+}
+
+static keel_status validate_tramp(const keel_call *call, int field)
+{
+    keel_lua_kind *lk = call->user;
+    lua_State *L = lk_state(lk);
+    if (!L || lk->dead || lk->validate == LUA_NOREF) return KEEL_OK;
+    keel_lua_ctx *ctx = lk->ctx;
+    int depth = ctx->depth;
+    if (depth >= KEEL_LUA_MAX_DEPTH)
+        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+    if (!lua_checkstack(L, 12)) return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    const keel_kind_desc *kd = keel_kind_describe(call->comp.kind);
+    lk_prepare(lk, call->comp.kind);
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->validate);
+    push_self(L, lk, depth);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+    int widx = push_world_if(L, lk, call->world);
+    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, widx);
+    ctx->self_w[depth] = call->world;
+    ctx->self_c[depth] = call->comp;
+    ctx->self_k[depth] = lk;
+    ctx->depth++;
+    lk->busy++;
+    lua_pushvalue(L, top + 1);
+    lua_pushvalue(L, top + 2);
+    lua_pushstring(L, kd->fields[field].key);
+    keel_status s = KEEL_OK;
+    if (lua_pcall(L, 2, 2, 0) != LUA_OK) {
+        s = record_error(L, call->diags, "validate");
+    } else if ((lua_type(L, -2) == LUA_TBOOLEAN && !lua_toboolean(L, -2)) || (lua_isnil(L, -2) && !lua_isnil(L, -1))) {
+        const char *msg = lua_tostring(L, -1);
+        s = keel_error(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "%s.%s: %s", kd->key,
+                       kd->fields[field].key, msg ? msg : "rejected by validate");
+    }
+    ctx->depth--;
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+    return s;
+}
+
+static keel_status migrate_tramp(keel_node *body, int to_version, void *user, keel_diags *d)
+{
+    keel_lua_kind *lk = user;
+    lua_State *L = lk_state(lk);
+    if (lk->migrate == LUA_NOREF) return KEEL_OK;
+    if (!L || lk->dead)
+        return keel_error(d, KEEL_UNSUPPORTED, "", "a Lua migration cannot run outside its Lua state");
+    if (!lua_checkstack(L, 8)) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->migrate);
+    if (lua_rawgeti(L, -1, to_version) != LUA_TFUNCTION) {
+        lua_settop(L, top);
+        return KEEL_OK; /* no step for this version */
+    }
+    keel__lua_push_node(L, body);
+    lua_pushvalue(L, -1);
+    lk->busy++;
+    keel_status s = KEEL_OK;
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        char what[32];
+        snprintf(what, sizeof what, "migrate[%d]", to_version);
+        s = record_error(L, d, what);
+    } else {
+        if (lua_isnil(L, -1)) lua_pop(L, 1); /* the step changed the table in place */
+        keel_node *n = lua_type(L, -1) == LUA_TTABLE ? keel__lua_to_node(L, -1, 0) : NULL;
+        if (n && n->kind == KEEL_NODE_SEQ && n->count == 0) { /* an empty table is an empty map */
+            keel_node_free(n);
+            n = keel_node_new_map();
+        }
+        if (!n || n->kind != KEEL_NODE_MAP) {
+            keel_node_free(n);
+            s = keel_error(d, KEEL_INVALID_ARGUMENT, "", "migrate[%d] must return a table of YAML values", to_version);
+        } else {
+            keel_node_clear(body);
+            *body = *n;
+            free(n); /* the struct only: its contents moved into body */
+        }
+    }
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+    return s;
+}
+
+/* ---- keel.kind{} ---- */
+
+static void *scratch(lua_State *L, size_t n)
+{
+    void *p = lua_newuserdatauv(L, n ? n : 1, 0); /* left on the stack: collected after the call */
+    memset(p, 0, n ? n : 1);
+    return p;
+}
+
+static const char *opt_str(lua_State *L, int t, const char *k)
+{
+    lua_getfield(L, t, k);
+    const char *s = NULL;
+    if (lua_type(L, -1) == LUA_TSTRING) s = lua_tostring(L, -1);
+    else if (!lua_isnil(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a string", k);
+    lua_pop(L, 1); /* the string stays in the spec table */
+    return s;
+}
+
+static bool opt_bool(lua_State *L, int t, const char *k)
+{
+    lua_getfield(L, t, k);
+    bool b = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    return b;
+}
+
+static const char *const *str_array(lua_State *L, int t, const char *k, size_t *n)
+{
+    lua_getfield(L, t, k);
+    *n = 0;
+    if (lua_isnil(L, -1)) { lua_pop(L, 1); return NULL; }
+    if (lua_type(L, -1) != LUA_TTABLE) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be an array of strings", k);
+    int a = lua_gettop(L);
+    size_t len = lua_rawlen(L, a);
+    const char **out = scratch(L, len * sizeof *out);
+    lua_replace(L, a); /* the scratch replaces the array... */
+    lua_getfield(L, t, k); /* ...which is fetched again above it */
+    for (size_t i = 0; i < len; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] must be a string", k, (int)i + 1);
+        out[i] = lua_tostring(L, -1);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1); /* the scratch stays */
+    *n = len;
+    return out;
+}
+
+static double num_field(lua_State *L, int idx, const char *what, const char *name)
+{
+    if (lua_type(L, idx) != LUA_TNUMBER) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': %s must be a number", name, what);
+    return (double)lua_tonumber(L, idx);
+}
+
+/* fields[i] = { "name", "type", default=, min=, max=, choices=, transient=, readonly=, hidden= } */
+static void read_field(lua_State *L, int f, keel_field_desc *fd)
+{
+    lua_rawgeti(L, f, 1);
+    lua_rawgeti(L, f, 2);
+    if (lua_type(L, -2) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field needs a name string first");
+    fd->key = lua_tostring(L, -2);
+    if (lua_type(L, -1) != LUA_TSTRING || !keel_type_parse(lua_tostring(L, -1), &fd->type))
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown type '%s'", fd->key, luaL_optstring(L, -1, "nil"));
+    lua_pop(L, 2);
+    lua_getfield(L, f, "choices");
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        size_t n = lua_rawlen(L, -1);
+        const char **ch = scratch(L, n * sizeof *ch);
+        lua_insert(L, -2); /* scratch below the choices table, both kept on the stack */
+        for (size_t i = 0; i < n; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be strings", fd->key);
+            ch[i] = lua_tostring(L, -1);
+            lua_pop(L, 1);
+        }
+        fd->choices = ch;
+        fd->choice_count = n;
+    } else if (!lua_isnil(L, -1)) {
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be an array", fd->key);
+    }
+    if (fd->type == KEEL_T_ENUM && fd->choice_count == 0)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: enum field '%s' needs choices", fd->key);
+    lua_getfield(L, f, "min");
+    if (!lua_isnil(L, -1)) { fd->has_min = true; fd->min = num_field(L, -1, "min", fd->key); }
+    lua_getfield(L, f, "max");
+    if (!lua_isnil(L, -1)) { fd->has_max = true; fd->max = num_field(L, -1, "max", fd->key); }
+    lua_pop(L, 2);
+    lua_getfield(L, f, "default");
+    if (!lua_isnil(L, -1)) {
+        char err[256];
+        if (fd->type == KEEL_T_ENTITY)
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: entity field '%s' cannot have a default", fd->key);
+        if (!keel__lua_to_value(L, -1, fd, NULL, &fd->def, err, sizeof err))
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: default of %s", err);
+        fd->has_default = true; /* strings: borrowed from the spec table, copied by the registry */
+    }
+    lua_pop(L, 1);
+    fd->flags = (opt_bool(L, f, "transient") ? KEEL_FIELD_TRANSIENT : 0) |
+                (opt_bool(L, f, "readonly") ? KEEL_FIELD_READONLY : 0) |
+                (opt_bool(L, f, "hidden") ? KEEL_FIELD_HIDDEN : 0);
+}
+
+static int k_kind(lua_State *L)
+{
+    keel_lua_ctx *ctx = keel__lua_upctx(L);
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a table expected, got %s", luaL_typename(L, 1));
+    lua_settop(L, 1);
+    keel_kind_desc desc;
+    memset(&desc, 0, sizeof desc);
+    desc.key = opt_str(L, 1, "key");
+    if (!desc.key) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: key is required");
+    desc.display = opt_str(L, 1, "display");
+    desc.category = opt_str(L, 1, "category");
+    lua_getfield(L, 1, "version");
+    if (!lua_isnil(L, -1) && !lua_isinteger(L, -1)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: version must be an integer");
+    desc.version = lua_isnil(L, -1) ? 1 : (int)lua_tointeger(L, -1);
+    lua_getfield(L, 1, "max");
+    if (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: max must be a non-negative integer");
+    desc.max = (uint32_t)lua_tointeger(L, -1);
+    lua_pop(L, 2);
+    const char *mult = opt_str(L, 1, "multiplicity");
+    if (!mult || strcmp(mult, "one") == 0) desc.multiplicity = KEEL_ONE;
+    else if (strcmp(mult, "many") == 0) desc.multiplicity = KEEL_MANY;
+    else return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: multiplicity must be \"one\" or \"many\", got \"%s\"", mult);
+    desc.requires = str_array(L, 1, "requires", &desc.requires_count);
+    desc.rejects = str_array(L, 1, "rejects", &desc.rejects_count);
+    desc.flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0);
+
+    lua_getfield(L, 1, "fields");
+    int ft = lua_gettop(L);
+    size_t nf = 0;
+    if (lua_type(L, ft) == LUA_TTABLE) nf = lua_rawlen(L, ft);
+    else if (!lua_isnil(L, ft)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields must be an array");
+    keel_field_desc *fields = scratch(L, nf * sizeof *fields);
+    lua_createtable(L, (int)nf, 0); /* keys */
+    int keys = lua_gettop(L);
+    bool has_entity = false;
+    for (size_t i = 0; i < nf; i++) {
+        lua_rawgeti(L, ft, (lua_Integer)i + 1);
+        if (lua_type(L, -1) != LUA_TTABLE) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields[%d] must be a table", (int)i + 1);
+        read_field(L, lua_gettop(L), &fields[i]);
+        has_entity |= fields[i].type == KEEL_T_ENTITY;
+        lua_pushstring(L, fields[i].key);
+        lua_rawseti(L, keys, (lua_Integer)i + 1);
+        /* the field table (and what read_field left above it) stays on the stack */
+    }
+    desc.fields = fields;
+    desc.field_count = nf;
+    lua_getfield(L, 1, "migrate");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: migrate must be a table { [version] = function }");
+    lua_pop(L, 1);
+
+    /* Everything that can raise on bad input is above; now the owned parts. */
+    keel_lua_kind *lk = calloc(1, sizeof *lk);
+    size_t *offsets = calloc(nf ? nf : 1, sizeof *offsets);
+    if (!lk || !offsets) {
+        free(lk);
+        free(offsets);
+        return luaL_error(L, "out of memory");
+    }
+    lk->ctx = ctx;
+    ctx->refs++;
+    lk->offsets = offsets;
+    lk->nfields = nf;
+    lk->has_entity = has_entity;
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = LUA_NOREF;
+    for (int p = 0; p < KEEL_PHASE_COUNT_; p++) {
+        lk->hook[p] = LUA_NOREF;
+        lua_getfield(L, 1, phase_keys[p]);
+        if (lua_isfunction(L, -1)) {
+            lk->hook[p] = luaL_ref(L, LUA_REGISTRYINDEX);
+            desc.hooks[p] = hook_tramp;
+        } else lua_pop(L, 1);
+    }
+    lk->validate = LUA_NOREF;
+    lua_getfield(L, 1, "validate");
+    if (lua_isfunction(L, -1)) {
+        lk->validate = luaL_ref(L, LUA_REGISTRYINDEX);
+        desc.validate = validate_tramp;
+    } else lua_pop(L, 1);
+    lk->migrate = LUA_NOREF;
+    lua_getfield(L, 1, "migrate");
+    if (lua_istable(L, -1)) {
+        lk->migrate = luaL_ref(L, LUA_REGISTRYINDEX);
+        desc.migrate = migrate_tramp;
+    } else lua_pop(L, 1);
+    lua_pushvalue(L, keys);
+    lk->keys = luaL_ref(L, LUA_REGISTRYINDEX);
+    desc.user = lk;
+    desc.user_free = lk_user_free;
+
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_kind_id id = KEEL_NO_KIND;
+    KEEL_LUA_ENTER(L, ctx);
+    keel_status s = keel_kind_declare(&desc, &id, &d);
+    if (s != KEEL_OK) lk_destroy(lk); /* the registry did not take it */
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
+    lua_pushstring(L, desc.key);
+    return 1;
+}
+
+/* ---- keel.kinds(), keel.kind_info() ---- */
+
+static void push_strs(lua_State *L, const char *const *a, size_t n)
+{
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        lua_pushstring(L, a[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
+static void push_info(lua_State *L, keel_kind_id k)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    lua_createtable(L, 0, 14);
+    lua_pushstring(L, kd->key);
+    lua_setfield(L, -2, "key");
+    lua_pushstring(L, kd->display ? kd->display : kd->key);
+    lua_setfield(L, -2, "display");
+    lua_pushstring(L, kd->category ? kd->category : "General");
+    lua_setfield(L, -2, "category");
+    lua_pushinteger(L, kd->version < 1 ? 1 : kd->version);
+    lua_setfield(L, -2, "version");
+    lua_pushstring(L, kd->multiplicity == KEEL_MANY ? "many" : "one");
+    lua_setfield(L, -2, "multiplicity");
+    if (kd->max) {
+        lua_pushinteger(L, kd->max);
+        lua_setfield(L, -2, "max");
+    }
+    push_strs(L, kd->requires, kd->requires_count);
+    lua_setfield(L, -2, "requires");
+    push_strs(L, kd->rejects, kd->rejects_count);
+    lua_setfield(L, -2, "rejects");
+    lua_pushboolean(L, kd->builtin);
+    lua_setfield(L, -2, "builtin");
+    lua_pushboolean(L, (kd->flags & KEEL_KIND_NOSAVE) != 0);
+    lua_setfield(L, -2, "nosave");
+    lua_pushboolean(L, (kd->flags & KEEL_KIND_EDITOR_ONLY) != 0);
+    lua_setfield(L, -2, "editor_only");
+    lua_createtable(L, (int)kd->field_count, 0);
+    for (size_t i = 0; i < kd->field_count; i++) {
+        const keel_field_desc *fd = &kd->fields[i];
+        lua_createtable(L, 0, 9);
+        lua_pushstring(L, fd->key);
+        lua_setfield(L, -2, "key");
+        lua_pushstring(L, keel_type_name(fd->type));
+        lua_setfield(L, -2, "type");
+        if (fd->has_default) {
+            keel__lua_push_value(L, fd, &fd->def, NULL, 0);
+            lua_setfield(L, -2, "default");
+        }
+        if (fd->has_min) { lua_pushnumber(L, fd->min); lua_setfield(L, -2, "min"); }
+        if (fd->has_max) { lua_pushnumber(L, fd->max); lua_setfield(L, -2, "max"); }
+        if (fd->type == KEEL_T_ENUM) {
+            push_strs(L, fd->choices, fd->choice_count);
+            lua_setfield(L, -2, "choices");
+        }
+        lua_pushboolean(L, (fd->flags & KEEL_FIELD_TRANSIENT) != 0);
+        lua_setfield(L, -2, "transient");
+        lua_pushboolean(L, (fd->flags & KEEL_FIELD_READONLY) != 0);
+        lua_setfield(L, -2, "readonly");
+        lua_pushboolean(L, (fd->flags & KEEL_FIELD_HIDDEN) != 0);
+        lua_setfield(L, -2, "hidden");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "fields");
+}
+
+static int k_kinds(lua_State *L)
+{
+    size_t n = keel_kind_count();
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        push_info(L, keel_kind_at(i));
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int k_kind_info(lua_State *L)
+{
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind_info: a kind key expected, got %s", luaL_typename(L, 1));
+    keel_kind_id k = keel_kind_find(lua_tostring(L, 1));
+    if (!k) lua_pushnil(L);
+    else push_info(L, k);
+    return 1;
+}
+
+static const luaL_Reg kind_funcs[] = {
+    { "kind", k_kind }, { "kinds", k_kinds }, { "kind_info", k_kind_info }, { NULL, NULL }
+};
+
+void keel__lua_open_kind(lua_State *L)
+{
+    luaL_setfuncs(L, kind_funcs, 1);
+}

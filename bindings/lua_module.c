@@ -1,0 +1,86 @@
+/* lua_module.c — luaopen_keel_core: the module table, the per-state context and its sentinel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+keel_lua_frame keel__lua_cur;
+
+#define CTX_KEY "keel.ctx"
+
+void keel__lua_ctx_release(keel_lua_ctx *ctx)
+{
+    if (ctx && --ctx->refs == 0) free(ctx);
+}
+
+keel_lua_ctx *keel__lua_upctx(lua_State *L)
+{
+    return (keel_lua_ctx *)lua_touserdata(L, lua_upvalueindex(1));
+}
+
+/* The sentinel's __gc runs when the state closes: kinds declared from it turn inert. */
+static int sentinel_gc(lua_State *L)
+{
+    keel_lua_ctx **pc = lua_touserdata(L, 1);
+    if (*pc) {
+        (*pc)->alive = false;
+        if (keel__lua_cur.ctx == *pc) memset(&keel__lua_cur, 0, sizeof keel__lua_cur);
+        keel__lua_ctx_release(*pc);
+        *pc = NULL;
+    }
+    return 0;
+}
+
+static keel_lua_ctx *get_ctx(lua_State *L)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CTX_KEY) == LUA_TUSERDATA) {
+        keel_lua_ctx *ctx = *(keel_lua_ctx **)lua_touserdata(L, -1);
+        lua_pop(L, 1);
+        return ctx;
+    }
+    lua_pop(L, 1);
+    keel_lua_ctx **pc = lua_newuserdatauv(L, sizeof *pc, 0);
+    *pc = NULL;
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, sentinel_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_setmetatable(L, -2);
+    keel_lua_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) luaL_error(L, "out of memory");
+    *pc = ctx;
+    lua_setfield(L, LUA_REGISTRYINDEX, CTX_KEY);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    ctx->main = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    ctx->alive = true;
+    ctx->refs = 1;
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
+    lua_newtable(L); /* keel_world* -> World udata, weak values */
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "v");
+    lua_setfield(L, -2, "__mode");
+    lua_setmetatable(L, -2);
+    ctx->worlds_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return ctx;
+}
+
+int luaopen_keel_core(lua_State *L);
+
+int luaopen_keel_core(lua_State *L)
+{
+    keel_status s = keel_init();
+    if (s != KEEL_OK) return keel_lua_raisef(L, s, "keel_init failed");
+    keel_lua_ctx *ctx = get_ctx(L);
+    lua_newtable(L);
+    lua_pushlightuserdata(L, ctx);
+    keel__lua_open_world(L);   /* world, load, parse; pops the ctx upvalue... */
+    keel__lua_open_entity(L);
+    keel__lua_open_component(L);
+    lua_pushlightuserdata(L, ctx);
+    keel__lua_open_kind(L);
+    lua_pushstring(L, KEEL_VERSION_STRING);
+    lua_setfield(L, -2, "version");
+    keel_lua_open_persist(L);
+    lua_setfield(L, -2, "persist");
+    return 1;
+}

@@ -1,0 +1,393 @@
+/* lua_value.c — field values between records, keel_values, Lua values and body nodes. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+static const char *choice_name(const keel_field_desc *fd, int64_t i)
+{
+    return (i >= 0 && (size_t)i < fd->choice_count) ? fd->choices[i] : "";
+}
+
+static void push_vec(lua_State *L, const double *v, int n)
+{
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_pushnumber(L, v[i]);
+        lua_rawseti(L, -2, i + 1);
+    }
+}
+
+static void push_uuid_entity(lua_State *L, keel_uuid u, keel_world *w, int world_idx)
+{
+    keel_entity e = keel_uuid_is_nil(u) || !w ? KEEL_NO_ENTITY : keel_find(w, u);
+    if (e == KEEL_NO_ENTITY || world_idx == 0) lua_pushnil(L);
+    else keel__lua_push_entity(L, world_idx, e);
+}
+
+void keel__lua_push_stored(lua_State *L, const keel_field_desc *fd, const void *p, keel_world *w, int world_idx)
+{
+    switch (fd->type) {
+    case KEEL_T_BOOL: lua_pushboolean(L, *(const bool *)p); break;
+    case KEEL_T_INT: lua_pushinteger(L, (lua_Integer) * (const int64_t *)p); break;
+    case KEEL_T_FLOAT: lua_pushnumber(L, *(const double *)p); break;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        push_vec(L, (const double *)p, keel_type_width(fd->type));
+        break;
+    case KEEL_T_ENUM: lua_pushstring(L, choice_name(fd, *(const int64_t *)p)); break;
+    case KEEL_T_STRING: {
+        const char *s = *(char *const *)p;
+        lua_pushstring(L, s ? s : "");
+        break;
+    }
+    case KEEL_T_ASSET: {
+        keel_uuid u = *(const keel_uuid *)p;
+        if (keel_uuid_is_nil(u)) lua_pushnil(L);
+        else {
+            char buf[37];
+            keel_uuid_format(u, buf);
+            lua_pushstring(L, buf);
+        }
+        break;
+    }
+    case KEEL_T_ENTITY: push_uuid_entity(L, *(const keel_uuid *)p, w, world_idx); break;
+    default: lua_pushnil(L);
+    }
+}
+
+void keel__lua_push_value(lua_State *L, const keel_field_desc *fd, const keel_value *v, keel_world *w, int world_idx)
+{
+    switch (fd->type) {
+    case KEEL_T_BOOL: lua_pushboolean(L, v->as.b); break;
+    case KEEL_T_INT: lua_pushinteger(L, (lua_Integer)v->as.i); break;
+    case KEEL_T_FLOAT: lua_pushnumber(L, v->as.f); break;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        push_vec(L, v->as.v, keel_type_width(fd->type));
+        break;
+    case KEEL_T_ENUM: lua_pushstring(L, choice_name(fd, v->as.i)); break;
+    case KEEL_T_STRING: lua_pushstring(L, v->as.s ? v->as.s : ""); break;
+    case KEEL_T_ASSET:
+        if (v->nil || keel_uuid_is_nil(v->as.u)) lua_pushnil(L);
+        else {
+            char buf[37];
+            keel_uuid_format(v->as.u, buf);
+            lua_pushstring(L, buf);
+        }
+        break;
+    case KEEL_T_ENTITY:
+        if (v->nil) lua_pushnil(L);
+        else push_uuid_entity(L, v->as.u, w, world_idx);
+        break;
+    default: lua_pushnil(L);
+    }
+}
+
+static bool to_int(lua_State *L, int idx, int64_t *out)
+{
+    int isnum = 0;
+    lua_Integer i = lua_tointegerx(L, idx, &isnum);
+    if (!isnum || lua_type(L, idx) != LUA_TNUMBER) return false;
+    *out = (int64_t)i;
+    return true;
+}
+
+bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_world *w,
+                        keel_value *out, char *err, size_t errcap)
+{
+    memset(out, 0, sizeof *out);
+    out->type = fd->type;
+    int t = lua_type(L, idx);
+    const char *want = keel_type_name(fd->type);
+    switch (fd->type) {
+    case KEEL_T_BOOL:
+        if (t != LUA_TBOOLEAN) goto bad;
+        out->as.b = lua_toboolean(L, idx);
+        return true;
+    case KEEL_T_INT:
+        if (!to_int(L, idx, &out->as.i)) goto bad;
+        return true;
+    case KEEL_T_FLOAT:
+        if (t != LUA_TNUMBER) goto bad;
+        out->as.f = (double)lua_tonumber(L, idx);
+        return true;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        int n = keel_type_width(fd->type);
+        if (t != LUA_TTABLE) goto bad;
+        int len = (int)lua_rawlen(L, idx);
+        if (!(len == n || (fd->type == KEEL_T_COLOR && len == 3))) {
+            snprintf(err, errcap, "%s '%s' needs %d numbers, got %d", want, fd->key, n, len);
+            return false;
+        }
+        for (int i = 0; i < n; i++) {
+            if (i >= len) { out->as.v[i] = 1.0; continue; }
+            lua_rawgeti(L, idx, i + 1);
+            if (lua_type(L, -1) != LUA_TNUMBER) {
+                lua_pop(L, 1);
+                snprintf(err, errcap, "%s '%s': item %d is not a number", want, fd->key, i + 1);
+                return false;
+            }
+            out->as.v[i] = (double)lua_tonumber(L, -1);
+            lua_pop(L, 1);
+        }
+        return true;
+    }
+    case KEEL_T_ENUM: {
+        if (t != LUA_TSTRING) goto bad;
+        const char *s = lua_tostring(L, idx);
+        for (size_t i = 0; i < fd->choice_count; i++)
+            if (strcmp(fd->choices[i], s) == 0) { out->as.i = (int64_t)i; return true; }
+        snprintf(err, errcap, "'%s' is not a choice of '%s'", s, fd->key);
+        return false;
+    }
+    case KEEL_T_STRING:
+        if (t != LUA_TSTRING) goto bad;
+        out->as.s = lua_tostring(L, idx);
+        return true;
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY:
+        if (t == LUA_TNIL) { out->nil = true; return true; }
+        if (t == LUA_TSTRING) {
+            if (!keel_uuid_parse(lua_tostring(L, idx), &out->as.u)) {
+                snprintf(err, errcap, "'%s' is not a UUID (field '%s')", lua_tostring(L, idx), fd->key);
+                return false;
+            }
+            out->nil = keel_uuid_is_nil(out->as.u);
+            return true;
+        }
+        if (fd->type == KEEL_T_ENTITY) {
+            keel_lua_entity *he = keel__lua_toentity(L, idx);
+            if (!he) goto bad;
+            if (!he->lw->w || he->lw->w != w || !keel_alive(w, he->e) || he->epoch != keel_world_epoch(w)) {
+                snprintf(err, errcap, "field '%s': the entity is not alive in this world", fd->key);
+                return false;
+            }
+            out->as.u = keel_entity_uuid(w, he->e);
+            return true;
+        }
+        goto bad;
+    default:
+        break;
+    }
+bad:
+    snprintf(err, errcap, "field '%s' wants %s, got %s", fd->key, want,
+             fd->type == KEEL_T_ENTITY ? luaL_typename(L, idx) : lua_typename(L, t));
+    return false;
+}
+
+bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w)
+{
+    int t = lua_type(L, idx);
+    switch (fd->type) {
+    case KEEL_T_BOOL: return t == LUA_TBOOLEAN && lua_toboolean(L, idx) == *(const bool *)p;
+    case KEEL_T_INT: {
+        int64_t i;
+        return to_int(L, idx, &i) && i == *(const int64_t *)p;
+    }
+    case KEEL_T_FLOAT: return t == LUA_TNUMBER && (double)lua_tonumber(L, idx) == *(const double *)p;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        int n = keel_type_width(fd->type);
+        if (t != LUA_TTABLE || (int)lua_rawlen(L, idx) != n) return false;
+        const double *v = p;
+        for (int i = 0; i < n; i++) {
+            lua_rawgeti(L, idx, i + 1);
+            bool same = lua_type(L, -1) == LUA_TNUMBER && (double)lua_tonumber(L, -1) == v[i];
+            lua_pop(L, 1);
+            if (!same) return false;
+        }
+        return true;
+    }
+    case KEEL_T_ENUM:
+        return t == LUA_TSTRING && strcmp(lua_tostring(L, idx), choice_name(fd, *(const int64_t *)p)) == 0;
+    case KEEL_T_STRING: {
+        const char *s = *(char *const *)p;
+        return t == LUA_TSTRING && strcmp(lua_tostring(L, idx), s ? s : "") == 0;
+    }
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: {
+        keel_value v;
+        char err[8];
+        keel_uuid u = *(const keel_uuid *)p;
+        if (fd->type == KEEL_T_ENTITY && !keel_uuid_is_nil(u) && keel_find(w, u) == KEEL_NO_ENTITY)
+            u = (keel_uuid){{0}}; /* a gone target reads as nil */
+        if (!keel__lua_to_value(L, idx, fd, w, &v, err, sizeof err)) return false;
+        if (v.nil) return keel_uuid_is_nil(u);
+        return keel_uuid_equal(v.as.u, u);
+    }
+    default: return false;
+    }
+}
+
+static keel_node *scalar_num(double f)
+{
+    char buf[64];
+    keel_format_double(f, buf, sizeof buf);
+    return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+}
+
+static keel_node *value_to_node(const keel_field_desc *fd, const keel_value *v)
+{
+    char buf[64];
+    switch (fd->type) {
+    case KEEL_T_BOOL: return keel_node_new_scalar(v->as.b ? "true" : "false", KEEL_STYLE_PLAIN);
+    case KEEL_T_INT:
+        snprintf(buf, sizeof buf, "%" PRId64, v->as.i);
+        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+    case KEEL_T_FLOAT: return scalar_num(v->as.f);
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        keel_node *s = keel_node_new_seq();
+        s->style = KEEL_STYLE_FLOW;
+        for (int i = 0; i < keel_type_width(fd->type); i++) keel_node_push(s, scalar_num(v->as.v[i]));
+        return s;
+    }
+    case KEEL_T_ENUM: return keel_node_new_scalar(choice_name(fd, v->as.i), KEEL_STYLE_PLAIN);
+    case KEEL_T_STRING: return keel_node_new_scalar(v->as.s ? v->as.s : "", KEEL_STYLE_DOUBLE);
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY:
+        if (v->nil) return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+        keel_uuid_format(v->as.u, buf);
+        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+    default: return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+    }
+}
+
+keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+{
+    idx = lua_absindex(L, idx);
+    keel_node *map = keel_node_new_map();
+    if (lua_isnoneornil(L, idx)) return map;
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (lua_type(L, idx) != LUA_TTABLE) {
+        keel_error(d, KEEL_INVALID_ARGUMENT, "", "a body must be a table, got %s", luaL_typename(L, idx));
+        keel_node_free(map);
+        return NULL;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING) { /* [1] of a spawn spec entry: the kind key */
+            lua_pop(L, 1);
+            continue;
+        }
+        const char *key = lua_tostring(L, -2);
+        int f = keel_kind_field(k, key);
+        if (f < 0) {
+            keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'", kd->key, key);
+            lua_pop(L, 1);
+            continue;
+        }
+        keel_value v;
+        char err[256];
+        if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
+            keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
+        } else {
+            keel_node_put(map, key, value_to_node(&kd->fields[f], &v));
+        }
+        lua_pop(L, 1);
+    }
+    if (d && keel_diags_status(d) != KEEL_OK) {
+        keel_node_free(map);
+        return NULL;
+    }
+    return map;
+}
+
+void keel__lua_push_node(lua_State *L, const keel_node *n)
+{
+    luaL_checkstack(L, 4, "body too deep");
+    if (!n) { lua_pushnil(L); return; }
+    switch (n->kind) {
+    case KEEL_NODE_SEQ:
+        lua_createtable(L, (int)n->count, 0);
+        for (size_t i = 0; i < n->count; i++) {
+            keel__lua_push_node(L, &n->items[i]);
+            lua_rawseti(L, -2, (lua_Integer)i + 1);
+        }
+        return;
+    case KEEL_NODE_MAP:
+        lua_createtable(L, 0, (int)n->count);
+        for (size_t i = 0; i < n->count; i++) {
+            const keel_node *k = &n->items[2 * i];
+            if (k->kind != KEEL_NODE_SCALAR) continue;
+            lua_pushlstring(L, k->text, k->len);
+            keel__lua_push_node(L, &n->items[2 * i + 1]);
+            lua_rawset(L, -3);
+        }
+        return;
+    default: break;
+    }
+    bool quoted = n->style == KEEL_STYLE_SINGLE || n->style == KEEL_STYLE_DOUBLE ||
+                  n->style == KEEL_STYLE_LITERAL || n->style == KEEL_STYLE_FOLDED;
+    bool b;
+    int64_t i;
+    double f;
+    if (quoted) lua_pushlstring(L, n->text, n->len);
+    else if (keel_node_is_null(n)) lua_pushnil(L);
+    else if (keel_node_as_bool(n, &b)) lua_pushboolean(L, b);
+    else if (keel_node_as_int(n, &i)) lua_pushinteger(L, (lua_Integer)i);
+    else if (keel_node_as_float(n, &f)) lua_pushnumber(L, f);
+    else lua_pushlstring(L, n->text, n->len);
+}
+
+/* Plain Lua value -> node; NULL for values YAML cannot hold (functions, userdata, too deep). */
+keel_node *keel__lua_to_node(lua_State *L, int idx, int depth)
+{
+    char buf[64];
+    idx = lua_absindex(L, idx);
+    switch (lua_type(L, idx)) {
+    case LUA_TNIL: return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+    case LUA_TBOOLEAN: return keel_node_new_scalar(lua_toboolean(L, idx) ? "true" : "false", KEEL_STYLE_PLAIN);
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) {
+            snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
+            return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+        }
+        return scalar_num((double)lua_tonumber(L, idx));
+    case LUA_TSTRING: return keel_node_new_scalar(lua_tostring(L, idx), KEEL_STYLE_DOUBLE);
+    case LUA_TTABLE: break;
+    default: return NULL;
+    }
+    if (depth > 32 || !lua_checkstack(L, 4)) return NULL;
+    size_t n = lua_rawlen(L, idx);
+    if (n > 0) {
+        keel_node *s = keel_node_new_seq();
+        for (size_t i = 1; i <= n; i++) {
+            lua_rawgeti(L, idx, (lua_Integer)i);
+            keel_node *item = keel__lua_to_node(L, -1, depth + 1);
+            lua_pop(L, 1);
+            if (!item) { keel_node_free(s); return NULL; }
+            keel_node_push(s, item);
+        }
+        return s;
+    }
+    keel_node *m = keel_node_new_map();
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        const char *k;
+        if (lua_type(L, -2) == LUA_TSTRING) k = lua_tostring(L, -2);
+        else if (lua_type(L, -2) == LUA_TNUMBER) {
+            lua_pushvalue(L, -2);
+            k = NULL;
+            snprintf(buf, sizeof buf, "%s", lua_tostring(L, -1));
+            lua_pop(L, 1);
+            k = buf;
+        } else { lua_pop(L, 2); keel_node_free(m); return NULL; }
+        keel_node *v = keel__lua_to_node(L, -1, depth + 1);
+        lua_pop(L, 1);
+        if (!v) { lua_pop(L, 1); keel_node_free(m); return NULL; }
+        keel_node_put(m, k, v);
+    }
+    return m;
+}
+
+void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    const char *rec = keel_record(w, c);
+    lua_createtable(L, 0, kd ? (int)kd->field_count : 0);
+    if (!kd || !rec) return;
+    for (size_t i = 0; i < kd->field_count; i++) {
+        keel__lua_push_stored(L, &kd->fields[i], rec + keel_kind_field_offset(c.kind, (int)i), w, world_idx);
+        lua_setfield(L, -2, kd->fields[i].key);
+    }
+}

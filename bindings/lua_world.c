@@ -1,0 +1,843 @@
+/* lua_world.c — the World type (keel.World), its iterators (keel.Query) and commands (keel.Command). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel_lua.h"
+
+/* ---- World userdata ---- */
+
+void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned)
+{
+    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 2);
+    memset(lw, 0, sizeof *lw);
+    lw->ctx = ctx;
+    lw->owned = owned;
+    luaL_setmetatable(L, KEEL_LUA_WORLD);
+    lua_newtable(L); /* entity handle cache: [keel_entity] = handle */
+    lua_setiuservalue(L, -2, 1);
+    lw->w = w; /* only now: a memory error above leaves a closed world, never a leak */
+    lw->epoch = keel_world_epoch(w);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
+    lua_pushlightuserdata(L, w);
+    lua_pushvalue(L, -3);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
+    if (lua_rawgetp(L, -1, w) == LUA_TUSERDATA) {
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 2);
+    keel__lua_push_world(L, ctx, w, false);
+}
+
+keel_lua_world *keel__lua_checklw(lua_State *L, int idx)
+{
+    keel_lua_world *lw = luaL_testudata(L, idx, KEEL_LUA_WORLD);
+    if (!lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.World expected, got %s)", idx, luaL_typename(L, idx));
+    if (!lw->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world is closed");
+    if (keel_world_epoch(lw->w) != lw->epoch) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world handle is stale");
+    return lw;
+}
+
+keel_world *keel_lua_checkworld(lua_State *L, int idx)
+{
+    return keel__lua_checklw(L, idx)->w;
+}
+
+static int world_gc(lua_State *L)
+{
+    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    if (lw->w) {
+        keel_world *w = lw->w;
+        lw->w = NULL;
+        if (lw->ctx->alive) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, lw->ctx->worlds_ref);
+            if (lua_rawgetp(L, -1, w) == LUA_TUSERDATA && lua_touserdata(L, -1) == lw) {
+                lua_pushnil(L);
+                lua_rawsetp(L, -3, w);
+            }
+            lua_pop(L, 2);
+        }
+        if (lw->owned) keel_world_free(w);
+    }
+    return 0;
+}
+
+static int world_tostring(lua_State *L)
+{
+    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    if (!lw->w) {
+        lua_pushliteral(L, "keel.World (closed)");
+        return 1;
+    }
+    char u[37];
+    keel_uuid_format(keel_world_uuid(lw->w), u);
+    lua_pushfstring(L, "keel.World \"%s\" %s", keel_world_name(lw->w), u);
+    return 1;
+}
+
+/* ---- entity cache ---- */
+
+/* Drops cached handles of dead entities once the cache has grown past the live count. */
+static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
+{
+    lua_pushnil(L);
+    while (lua_next(L, cache)) {
+        lua_pop(L, 1);
+        keel_entity e = (keel_entity)lua_tointeger(L, -1);
+        if (!keel_alive(lw->w, e)) {
+            lua_pushvalue(L, -1);
+            lua_pushnil(L);
+            lua_rawset(L, cache);
+        }
+    }
+    lw->cache_inserts = 0;
+}
+
+static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entity e)
+{
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
+    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 1);
+    h->lw = lw;
+    h->epoch = lw->epoch;
+    h->e = e;
+    luaL_setmetatable(L, KEEL_LUA_ENTITY);
+    lua_pushvalue(L, world_idx);
+    lua_setiuservalue(L, -2, 1);
+    if (++lw->cache_inserts > 4096 && lw->cache_inserts > 2 * keel_world_entity_count(lw->w))
+        cache_sweep(L, lw, cache);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, cache, (lua_Integer)e);
+}
+
+void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e)
+{
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
+    if (keel__lua_cur.w == lw->w && keel__lua_cur.L == L && keel__lua_cur.cache_idx) {
+        if (lua_rawgeti(L, keel__lua_cur.cache_idx, (lua_Integer)e) == LUA_TUSERDATA) return;
+        lua_pop(L, 1);
+        new_entity_handle(L, world_idx, keel__lua_cur.cache_idx, e);
+        return;
+    }
+    world_idx = lua_absindex(L, world_idx);
+    lua_getiuservalue(L, world_idx, 1);
+    if (lua_rawgeti(L, -1, (lua_Integer)e) == LUA_TUSERDATA) {
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 1);
+    new_entity_handle(L, world_idx, lua_gettop(L), e);
+    lua_remove(L, -2);
+}
+
+/* ---- commands ---- */
+
+typedef struct lcmd { keel_cmd cmd; } lcmd;
+
+void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd)
+{
+    lcmd *c = lua_newuserdatauv(L, sizeof *c, 0);
+    memset(c, 0, sizeof *c);
+    luaL_setmetatable(L, KEEL_LUA_COMMAND);
+    c->cmd = *cmd;
+    memset(cmd, 0, sizeof *cmd);
+}
+
+static int cmd_gc(lua_State *L)
+{
+    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
+    keel_cmd_free(&c->cmd);
+    return 0;
+}
+
+static const char *const cmd_names[] = { "none", "spawn", "destroy", "add", "remove", "set", "reparent",
+                                         "rename", "enable", "enable_component", "batch" };
+
+static int cmd_tostring(lua_State *L)
+{
+    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
+    int t = (int)c->cmd.type;
+    lua_pushfstring(L, "keel.Command (%s)", t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
+    return 1;
+}
+
+static int cmd_index(lua_State *L)
+{
+    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
+    const char *k = luaL_checkstring(L, 2);
+    if (strcmp(k, "type") == 0) {
+        int t = (int)c->cmd.type;
+        lua_pushstring(L, t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
+    } else if (strcmp(k, "entity") == 0) {
+        char u[37];
+        keel_uuid_format(c->cmd.entity, u);
+        lua_pushstring(L, u);
+    } else lua_pushnil(L);
+    return 1;
+}
+
+/* w:_apply(cmd) -> the inverse command */
+static int w_apply(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    lcmd *c = luaL_testudata(L, 2, KEEL_LUA_COMMAND);
+    if (!c) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #2 (keel.Command expected)");
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel_cmd_apply(lw->w, &c->cmd, &inv, &d);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) {
+        keel_cmd_free(&inv);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    keel__lua_push_cmd(L, &inv);
+    return 1;
+}
+
+/* ---- spawn ---- */
+
+static keel_entity opt_parent(lua_State *L, int idx, keel_lua_world *lw)
+{
+    if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
+    keel_lua_entity *p = keel__lua_checkentity(L, idx);
+    if (p->lw != lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "the parent belongs to another world");
+    return p->e;
+}
+
+/* Adds the components of a spawn spec (array at idx) to e; false with diags on the first failure. */
+static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_entity e, keel_diags *d)
+{
+    size_t n = lua_rawlen(L, idx);
+    for (size_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i);
+        int body = 0;
+        const char *key = NULL;
+        if (lua_type(L, -1) == LUA_TSTRING) key = lua_tostring(L, -1);
+        else if (lua_type(L, -1) == LUA_TTABLE) {
+            lua_rawgeti(L, -1, 1);
+            key = lua_tostring(L, -1);
+            lua_pop(L, 1); /* the string stays alive in the table */
+            body = lua_gettop(L);
+        }
+        if (!key) {
+            keel_error(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
+            lua_pop(L, 1);
+            return false;
+        }
+        keel_kind_id k = keel_kind_find(key);
+        if (!k) {
+            keel_error(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
+            lua_pop(L, 1);
+            return false;
+        }
+        keel_add_opts o = KEEL_ADD_OPTS_INIT;
+        keel_node *node = NULL;
+        if (body) {
+            node = keel__lua_body_to_node(L, body, k, lw->w, d);
+            if (!node) { lua_pop(L, 1); return false; }
+            o.body = node;
+        }
+        keel_status s = keel_add(lw->w, e, k, &o, NULL, NULL, d);
+        keel_node_free(node);
+        lua_pop(L, 1);
+        if (s != KEEL_OK) return false;
+    }
+    return true;
+}
+
+static int do_spawn(lua_State *L, bool want_inverse)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    const char *name = "";
+    keel_entity parent = KEEL_NO_ENTITY;
+    int spec = 0;
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        spec = 2;
+        lua_getfield(L, 2, "name");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: name must be a string");
+        name = lua_isnil(L, -1) ? "" : lua_tostring(L, -1);
+        lua_getfield(L, 2, "parent");
+        parent = opt_parent(L, lua_gettop(L), lw);
+        lua_getfield(L, 2, "components");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
+    } else if (lua_type(L, 2) == LUA_TSTRING) {
+        name = lua_tostring(L, 2);
+    } else if (!lua_isnoneornil(L, 2)) {
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
+    }
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    keel_entity e = KEEL_NO_ENTITY;
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel_spawn(lw->w, name, parent, NULL, &e, want_inverse ? &inv : NULL, &d);
+    if (s == KEEL_OK && spec) {
+        lua_getfield(L, spec, "enabled");
+        if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+            s = keel_set_enabled(lw->w, e, false, NULL, &d);
+        lua_pop(L, 1);
+        if (s == KEEL_OK && lua_type(L, -1) == LUA_TTABLE && !spawn_components(L, lua_gettop(L), lw, e, &d))
+            s = keel_diags_status(&d) ? keel_diags_status(&d) : KEEL_INVALID_OPERATION;
+        if (s != KEEL_OK) keel_destroy(lw->w, e, NULL, NULL); /* all or nothing */
+    }
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) {
+        keel_cmd_free(&inv);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    keel__lua_push_entity(L, 1, e);
+    if (!want_inverse) return 1;
+    keel__lua_push_cmd(L, &inv);
+    return 2;
+}
+
+static int w_spawn(lua_State *L) { return do_spawn(L, false); }
+static int w__spawn(lua_State *L) { return do_spawn(L, true); }
+
+static int w_find(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a UUID or a name expected, got %s", luaL_typename(L, 2));
+    const char *s = lua_tostring(L, 2);
+    keel_uuid u;
+    keel_entity e = KEEL_NO_ENTITY;
+    if (keel_uuid_parse(s, &u)) e = keel_find(lw->w, u);
+    if (!e) e = keel_find_name(lw->w, s);
+    if (!e) lua_pushnil(L);
+    else keel__lua_push_entity(L, 1, e);
+    return 1;
+}
+
+/* ---- iterators: a snapshot held by a to-be-closed userdata ---- */
+
+typedef struct liter {
+    keel_lua_world *lw;
+    size_t n, i;
+    keel_entity *ents;
+    uint32_t *slots;     /* each: the slot per row */
+    keel_kind_id *kinds; /* each: 1 kind; query: nk kinds */
+    size_t nk;
+    int mode;            /* 0 entities, 1 each, 2 query */
+} liter;
+
+static int iter_close(lua_State *L)
+{
+    liter *it = luaL_checkudata(L, 1, KEEL_LUA_ITER);
+    free(it->ents);
+    free(it->slots);
+    free(it->kinds);
+    it->ents = NULL;
+    it->slots = NULL;
+    it->kinds = NULL;
+    it->n = it->i = 0;
+    return 0;
+}
+
+static int iter_tostring(lua_State *L)
+{
+    liter *it = luaL_checkudata(L, 1, KEEL_LUA_ITER);
+    if (!it->ents && !it->n) lua_pushliteral(L, "keel.Query (closed)");
+    else lua_pushfstring(L, "keel.Query (%d of %d)", (int)it->i, (int)it->n);
+    return 1;
+}
+
+static int iter_next(lua_State *L)
+{
+    liter *it = lua_touserdata(L, lua_upvalueindex(1));
+    keel_world *w = it->lw->w;
+    if (!w) return 0;
+    lua_getiuservalue(L, lua_upvalueindex(1), 1);
+    int widx = lua_gettop(L);
+    while (it->i < it->n) {
+        size_t i = it->i++;
+        keel_entity e = it->ents[i];
+        if (!keel_alive(w, e)) continue;
+        if (it->mode == 0) {
+            keel__lua_push_entity(L, widx, e);
+            return 1;
+        }
+        if (it->mode == 1) {
+            keel_comp c = { e, it->kinds[0], it->slots[i] };
+            if (!keel_comp_alive(w, c)) continue;
+            keel__lua_push_entity(L, widx, e);
+            keel__lua_push_comp(L, widx, c, NULL);
+            return 2;
+        }
+        bool all = true;
+        luaL_checkstack(L, (int)it->nk + 2, "too many kinds");
+        keel__lua_push_entity(L, widx, e);
+        for (size_t k = 0; k < it->nk && all; k++) {
+            keel_comp c;
+            if (!keel_get_comp(w, e, it->kinds[k], KEEL_SLOT_AUTO, &c)) all = false;
+            else keel__lua_push_comp(L, widx, c, NULL);
+        }
+        if (all) return 1 + (int)it->nk;
+        lua_settop(L, widx);
+    }
+    return 0;
+}
+
+/* Pushes next, nil, nil, closing value. */
+static liter *push_iter(lua_State *L, keel_lua_world *lw, int mode)
+{
+    liter *it = lua_newuserdatauv(L, sizeof *it, 1);
+    memset(it, 0, sizeof *it);
+    it->lw = lw;
+    it->mode = mode;
+    luaL_setmetatable(L, KEEL_LUA_ITER);
+    lua_pushvalue(L, 1);
+    lua_setiuservalue(L, -2, 1);
+    return it;
+}
+
+static int finish_iter(lua_State *L)
+{
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, iter_next, 1);
+    lua_insert(L, -2);
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    lua_pushnil(L);
+    lua_insert(L, -2);
+    return 4;
+}
+
+static void *xcalloc(lua_State *L, size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) luaL_error(L, "out of memory");
+    return p;
+}
+
+static int w_entities(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    liter *it = push_iter(L, lw, 0);
+    size_t n = keel_world_entity_count(lw->w);
+    it->ents = xcalloc(L, n, sizeof *it->ents);
+    for (keel_entity e = keel_next(lw->w, 0); e && it->n < n; e = keel_next(lw->w, e)) it->ents[it->n++] = e;
+    return finish_iter(L);
+}
+
+static keel_kind_id check_kind(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TSTRING)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key expected, got %s)", idx - 1, luaL_typename(L, idx));
+    keel_kind_id k = keel_kind_find(lua_tostring(L, idx));
+    if (!k) keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", lua_tostring(L, idx));
+    return k;
+}
+
+static int w_each(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    keel_kind_id k = check_kind(L, 2);
+    liter *it = push_iter(L, lw, 1);
+    size_t n = keel_storage_count(lw->w, k);
+    it->ents = xcalloc(L, n, sizeof *it->ents);
+    it->slots = xcalloc(L, n, sizeof *it->slots);
+    it->kinds = xcalloc(L, 1, sizeof *it->kinds);
+    it->kinds[0] = k;
+    for (size_t i = 0; i < n; i++) {
+        it->ents[i] = keel_storage_owner(lw->w, k, i);
+        it->slots[i] = keel_storage_slot(lw->w, k, i);
+    }
+    it->n = n;
+    return finish_iter(L);
+}
+
+static int w_query(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    int nk = lua_gettop(L) - 1;
+    if (nk < 1) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "query: at least one kind expected");
+    for (int i = 0; i < nk; i++) check_kind(L, i + 2);
+    liter *it = push_iter(L, lw, 2);
+    it->kinds = xcalloc(L, (size_t)nk, sizeof *it->kinds);
+    it->nk = (size_t)nk;
+    for (int i = 0; i < nk; i++) it->kinds[i] = keel_kind_find(lua_tostring(L, i + 2));
+    keel_query *q = keel_query_new(lw->w, it->kinds, it->nk);
+    if (!q) return luaL_error(L, "out of memory");
+    size_t n = keel_query_update(q);
+    it->ents = calloc(n ? n : 1, sizeof *it->ents);
+    if (it->ents)
+        for (size_t i = 0; i < n; i++) it->ents[i] = keel_query_entity(q, i);
+    keel_query_free(q);
+    if (!it->ents) return luaL_error(L, "out of memory");
+    it->n = n;
+    return finish_iter(L);
+}
+
+static int w_count(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (lua_isnoneornil(L, 2)) {
+        lua_pushinteger(L, (lua_Integer)keel_world_entity_count(lw->w));
+        return 1;
+    }
+    keel_kind_id k = check_kind(L, 2);
+    lua_pushinteger(L, (lua_Integer)keel_storage_count(lw->w, k));
+    return 1;
+}
+
+/* ---- lifecycle ---- */
+
+static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
+{
+    lua_getiuservalue(L, 1, 1);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel__lua_cur.w = lw->w;
+    keel__lua_cur.cache_idx = lua_gettop(L);
+    keel_status s = keel_step(lw->w, dt, d);
+    KEEL_LUA_LEAVE();
+    lua_pop(L, 1);
+    return s;
+}
+
+static double check_dt(lua_State *L, int idx, keel_lua_world *lw)
+{
+    if (lua_isnoneornil(L, idx)) return keel_world_fixed_dt(lw->w);
+    if (lua_type(L, idx) != LUA_TNUMBER)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "dt must be a number, got %s", luaL_typename(L, idx));
+    return (double)lua_tonumber(L, idx);
+}
+
+static int w_step(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    double dt = check_dt(L, 2, lw);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = step_once(L, lw, dt, &d);
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
+    return 0;
+}
+
+static int w_run(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (!lua_isinteger(L, 2) || lua_tointeger(L, 2) < 0)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "run: frames must be a non-negative integer");
+    lua_Integer frames = lua_tointeger(L, 2);
+    double dt = check_dt(L, 3, lw);
+    lua_settop(L, 1);
+    for (lua_Integer i = 0; i < frames; i++) {
+        keel_diags d;
+        keel_diags_init(&d);
+        keel_status s = step_once(L, lw, dt, &d);
+        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+        keel_diags_free(&d);
+    }
+    return 0;
+}
+
+static int w_errors(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    size_t n = keel_fault_count(lw->w);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        const keel_fault *f = keel_fault_at(lw->w, i);
+        char u[37];
+        keel_uuid_format(f->entity, u);
+        lua_createtable(L, 0, 5);
+        lua_pushstring(L, u);
+        lua_setfield(L, -2, "entity");
+        lua_pushstring(L, f->kind ? f->kind : "");
+        lua_setfield(L, -2, "kind");
+        lua_pushinteger(L, (lua_Integer)f->slot);
+        lua_setfield(L, -2, "slot");
+        lua_pushstring(L, keel_phase_name(f->phase));
+        lua_setfield(L, -2, "phase");
+        lua_pushstring(L, f->message ? f->message : "");
+        lua_setfield(L, -2, "message");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+/* w:warnings(): the warning diagnostics of the load that made this world ({} otherwise). */
+static int w_warnings(lua_State *L)
+{
+    keel__lua_checklw(L, 1);
+    if (lua_getiuservalue(L, 1, 2) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+    }
+    return 1;
+}
+
+static int w_dump(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    char *text = NULL;
+    size_t len = 0;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_scene_dump(lw->w, &text, &len, &d);
+    if (s != KEEL_OK) {
+        free(text);
+        return keel_lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    lua_pushlstring(L, text, len);
+    free(text);
+    return 1;
+}
+
+static int w_save(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: a path expected, got %s", luaL_typename(L, 2));
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_scene_save(lw->w, lua_tostring(L, 2), &d);
+    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int w_close(lua_State *L)
+{
+    return world_gc(L);
+}
+
+static const luaL_Reg world_methods[] = {
+    { "spawn", w_spawn }, { "find", w_find }, { "entities", w_entities }, { "each", w_each },
+    { "query", w_query }, { "count", w_count }, { "step", w_step }, { "run", w_run },
+    { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
+    { "close", w_close }, { "_apply", w_apply }, { "_spawn", w__spawn }, { NULL, NULL }
+};
+
+static int world_index(lua_State *L)
+{
+    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    const char *k = lua_tostring(L, 2);
+    if (k && lw->w) {
+        if (strcmp(k, "name") == 0) { lua_pushstring(L, keel_world_name(lw->w)); return 1; }
+        if (strcmp(k, "uuid") == 0) {
+            char u[37];
+            keel_uuid_format(keel_world_uuid(lw->w), u);
+            lua_pushstring(L, u);
+            return 1;
+        }
+        if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
+        if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, 1, keel_world_root(lw->w)); return 1; }
+    }
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+static int world_newindex(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    const char *k = lua_tostring(L, 2);
+    if (k && strcmp(k, "name") == 0) {
+        if (lua_type(L, 3) != LUA_TSTRING)
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name must be a string, got %s", luaL_typename(L, 3));
+        keel_diags d;
+        keel_diags_init(&d);
+        keel_status s = keel_world_set_name(lw->w, lua_tostring(L, 3), &d);
+        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+        keel_diags_free(&d);
+        return 0;
+    }
+    if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "w.%s is read-only", k);
+    return keel_lua_raisef(L, KEEL_NOT_FOUND, "a world has no field '%s'", k ? k : luaL_typename(L, 2));
+}
+
+/* ---- module functions: keel.world, keel.load, keel.parse ---- */
+
+static int k_world(lua_State *L)
+{
+    keel_lua_ctx *ctx = keel__lua_upctx(L);
+    const char *name = luaL_optstring(L, 1, "");
+    keel_world *w = keel_world_new(name);
+    if (!w) return luaL_error(L, "out of memory");
+    keel__lua_push_world(L, ctx, w, true);
+    return 1;
+}
+
+static size_t opt_size(lua_State *L, int t, const char *k, size_t def)
+{
+    lua_getfield(L, t, k);
+    size_t v = def;
+    if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0) v = (size_t)lua_tointeger(L, -1);
+    else if (!lua_isnil(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "limits.%s must be a non-negative integer", k);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* Reads opts { strict, assets, limits } at idx; assets loaded into *assets (caller frees). */
+static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_assets **assets, keel_diags *d)
+{
+    *o = keel_load_opts_default();
+    *assets = NULL;
+    if (lua_isnoneornil(L, idx)) return KEEL_OK;
+    if (lua_type(L, idx) != LUA_TTABLE)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts must be a table, got %s", luaL_typename(L, idx));
+    lua_getfield(L, idx, "strict");
+    o->strict = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, idx, "limits");
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        int t = lua_gettop(L);
+        keel_limits *l = &o->limits;
+        l->document_size = opt_size(L, t, "document_size", l->document_size);
+        l->entities = opt_size(L, t, "entities", l->entities);
+        l->components_per_entity = opt_size(L, t, "components_per_entity", l->components_per_entity);
+        l->body_size = opt_size(L, t, "body_size", l->body_size);
+        l->string_length = opt_size(L, t, "string_length", l->string_length);
+        l->nesting_depth = opt_size(L, t, "nesting_depth", l->nesting_depth);
+        l->hierarchy_depth = opt_size(L, t, "hierarchy_depth", l->hierarchy_depth);
+        l->collection_length = opt_size(L, t, "collection_length", l->collection_length);
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, idx, "assets");
+    keel_status s = KEEL_OK;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        s = keel_assets_load(lua_tostring(L, -1), assets, d);
+        o->assets = *assets;
+    }
+    lua_pop(L, 1);
+    return s;
+}
+
+/* Pushes the world (with its load warnings) or nil, err. */
+static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_world *w, keel_diags *d)
+{
+    if (s != KEEL_OK || !w) {
+        keel_world_free(w);
+        return keel_lua_fail(L, d);
+    }
+    keel__lua_push_world(L, ctx, w, true);
+    lua_createtable(L, (int)d->count, 0);
+    int n = 0;
+    for (size_t i = 0; i < d->count; i++) {
+        const keel_diag *g = &d->items[i];
+        lua_createtable(L, 0, 7);
+        lua_pushstring(L, keel_status_name(g->code));
+        lua_setfield(L, -2, "code");
+        lua_pushstring(L, g->message);
+        lua_setfield(L, -2, "message");
+        lua_pushstring(L, g->path ? g->path : "");
+        lua_setfield(L, -2, "path");
+        if (g->file) { lua_pushstring(L, g->file); lua_setfield(L, -2, "file"); }
+        lua_pushinteger(L, g->line);
+        lua_setfield(L, -2, "line");
+        lua_pushinteger(L, g->col);
+        lua_setfield(L, -2, "col");
+        lua_pushstring(L, g->severity == KEEL_SEV_ERROR ? "error" : "warning");
+        lua_setfield(L, -2, "severity");
+        lua_rawseti(L, -2, ++n);
+    }
+    lua_setiuservalue(L, -2, 2);
+    keel_diags_free(d);
+    return 1;
+}
+
+static int k_load(lua_State *L)
+{
+    keel_lua_ctx *ctx = keel__lua_upctx(L);
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: a path expected, got %s", luaL_typename(L, 1));
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_load_opts o;
+    keel_assets *assets;
+    keel_status s = read_opts(L, 2, &o, &assets, &d);
+    keel_world *w = NULL;
+    if (s == KEEL_OK) {
+        KEEL_LUA_ENTER(L, ctx);
+        s = keel_scene_load(lua_tostring(L, 1), &o, &w, &d);
+        KEEL_LUA_LEAVE();
+    }
+    keel_assets_free(assets);
+    return finish_load(L, ctx, s, w, &d);
+}
+
+static int k_parse(lua_State *L)
+{
+    keel_lua_ctx *ctx = keel__lua_upctx(L);
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "parse: YAML text expected, got %s", luaL_typename(L, 1));
+    size_t len;
+    const char *text = lua_tolstring(L, 1, &len);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_load_opts o;
+    keel_assets *assets;
+    keel_status s = read_opts(L, 2, &o, &assets, &d);
+    keel_world *w = NULL;
+    if (s == KEEL_OK) {
+        KEEL_LUA_ENTER(L, ctx);
+        s = keel_scene_parse(text, len, &o, &w, &d);
+        KEEL_LUA_LEAVE();
+    }
+    keel_assets_free(assets);
+    return finish_load(L, ctx, s, w, &d);
+}
+
+static const luaL_Reg module_funcs[] = {
+    { "world", k_world }, { "load", k_load }, { "parse", k_parse }, { NULL, NULL }
+};
+
+/* Expects [module, ctx] on top; registers the functions and metatables; pops ctx. */
+void keel__lua_open_world(lua_State *L)
+{
+    luaL_setfuncs(L, module_funcs, 1);
+    luaL_newmetatable(L, KEEL_LUA_WORLD);
+    luaL_newlib(L, world_methods);
+    lua_pushcclosure(L, world_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, world_newindex);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushcfunction(L, world_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, world_gc);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, world_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushliteral(L, KEEL_LUA_WORLD);
+    lua_setfield(L, -2, "__name");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, KEEL_LUA_ITER);
+    lua_pushcfunction(L, iter_close);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, iter_close);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, iter_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pop(L, 1);
+
+    luaL_newmetatable(L, KEEL_LUA_COMMAND);
+    lua_pushcfunction(L, cmd_gc);
+    lua_setfield(L, -2, "__gc");
+    lua_pushcfunction(L, cmd_gc);
+    lua_setfield(L, -2, "__close");
+    lua_pushcfunction(L, cmd_tostring);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushcfunction(L, cmd_index);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+}

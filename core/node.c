@@ -42,6 +42,8 @@ static void node_reserve(keel_node *n, size_t slots)
 
 keel_node *keel_node_push(keel_node *seq, keel_node *item)
 {
+    if (!item)
+        item = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* a null */
     node_reserve(seq, seq->count + 1);
     seq->items[seq->count] = *item;
     free(item);
@@ -50,6 +52,8 @@ keel_node *keel_node_push(keel_node *seq, keel_node *item)
 
 keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value)
 {
+    if (!value)
+        value = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* a null */
     for (size_t i = 0; i < map->count; i++) {
         keel_node *k = &map->items[2 * i];
         if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, key) == 0) {
@@ -335,13 +339,19 @@ int keel_format_double(double v, char *buf, size_t cap)
     } else if (v == 0) {
         strcpy(out, signbit(v) ? "-0" : "0");
     } else {
+        /* If p significant digits read back exactly, so do p+1 (the nearest p+1-digit
+         * decimal is at least as close), so the shortest p can be found by bisection. */
         char tmp[64];
-        int prec;
-        for (prec = 1; prec <= 17; prec++) {
-            snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+        int lo = 1, hi = 17;
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            snprintf(tmp, sizeof tmp, "%.*e", mid - 1, v);
             if (strtod(tmp, NULL) == v)
-                break;
+                hi = mid;
+            else
+                lo = mid + 1;
         }
+        snprintf(tmp, sizeof tmp, "%.*e", lo - 1, v);
         /* tmp: [-]d[.ddd]e[+-]XX */
         char digits[32];
         int nd = 0;

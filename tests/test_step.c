@@ -1,0 +1,474 @@
+/* test_step.c — the lifecycle: phase order, run order, fixed steps, changes during a step, transactions and faults. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel.h"
+#include "world_internal.h"
+
+/* Asserts the status and that the first diagnostic names the code and carries `text`. */
+#define assert_diag(st, d, want, text)                                              \
+    do {                                                                            \
+        assert_int_equal((st), (want));                                             \
+        assert_true((d)->count > 0);                                                \
+        assert_int_equal((d)->items[0].code, (want));                               \
+        if (!strstr((d)->items[0].message, (text)))                                 \
+            fail_msg("diagnostic \"%s\" lacks \"%s\"", (d)->items[0].message, (text)); \
+        keel_diags_free(d);                                                         \
+        keel_diags_init(d);                                                         \
+    } while (0)
+
+typedef struct fx {
+    keel_world *w;
+    keel_diags d;
+} fx;
+
+static int fx_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->w = keel_world_new("Test");
+    keel_diags_init(&f->d);
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx *f = *state;
+    keel_world_free(f->w);
+    keel_diags_free(&f->d);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return keel_init() == KEEL_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    keel_shutdown();
+    return 0;
+}
+
+static __attribute__((unused)) keel_kind_id K(const char *key)
+{
+    keel_kind_id k = keel_kind_find(key);
+    if (!k) fail_msg("kind %s not registered", key);
+    return k;
+}
+
+static __attribute__((unused)) keel_entity spawn(fx *f, const char *name, keel_entity parent)
+{
+    keel_entity e = 0;
+    assert_int_equal(keel_spawn(f->w, name, parent, NULL, &e, NULL, &f->d), KEEL_OK);
+    return e;
+}
+
+static __attribute__((unused)) keel_comp add(fx *f, keel_entity e, const char *key)
+{
+    keel_comp c = { 0, 0, 0 };
+    keel_status st = keel_add(f->w, e, K(key), NULL, &c, NULL, &f->d);
+    if (st) fail_msg("adding %s: %s", key, f->d.count ? f->d.items[0].message : "?");
+    return c;
+}
+
+static __attribute__((unused)) keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
+{
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    keel_comp c = { 0, 0, 0 };
+    *st = keel_add(f->w, e, K(key), &o, &c, NULL, &f->d);
+    return c;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+static char logbuf[8192];
+static keel_status (*act)(const keel_call *c); /* what test:act does in update */
+static keel_entity target;                   /* an entity the act hook works on */
+
+static const char *short_phase(keel_phase p)
+{
+    static const char *const n[] = { "awake", "start", "fixed", "update", "late", "destroy" };
+    return n[p];
+}
+
+static keel_status rec_hook(const keel_call *c)
+{
+    const char *name = c->comp.entity == keel_world_root(c->world) ? "root" : keel_entity_name(c->world, c->comp.entity);
+    char item[128];
+    snprintf(item, sizeof item, "%s%s.%u:%s", logbuf[0] ? " " : "", name ? name : "?", c->comp.slot,
+             short_phase(c->phase));
+    strncat(logbuf, item, sizeof logbuf - strlen(logbuf) - 1);
+    return KEEL_OK;
+}
+
+static keel_status act_hook(const keel_call *c)
+{
+    rec_hook(c);
+    return act ? act(c) : KEEL_OK;
+}
+
+static const keel_field_desc rec_fields[] = { { .key = "n", .type = KEEL_T_INT } };
+
+static int step_group_setup(void **state)
+{
+    if (group_setup(state)) return -1;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:rec";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    kd.fields = rec_fields;
+    kd.field_count = 1;
+    for (int p = 0; p < KEEL_PHASE_COUNT_; p++) kd.hooks[p] = rec_hook;
+    if (keel_kind_declare(&kd, NULL, NULL)) return -1;
+    kd.key = "test:act";
+    kd.multiplicity = KEEL_ONE;
+    memset(kd.hooks, 0, sizeof kd.hooks);
+    kd.hooks[KEEL_PHASE_UPDATE] = act_hook;
+    if (keel_kind_declare(&kd, NULL, NULL)) return -1;
+    kd.key = "test:plain"; /* no hooks at all */
+    memset(kd.hooks, 0, sizeof kd.hooks);
+    return keel_kind_declare(&kd, NULL, NULL) ? -1 : 0;
+}
+
+static int step_setup(void **state)
+{
+    logbuf[0] = 0;
+    act = NULL;
+    target = 0;
+    return fx_setup(state);
+}
+
+#undef T
+#define T(fn) cmocka_unit_test_setup_teardown(fn, step_setup, fx_teardown)
+
+static void step(fx *f, double dt)
+{
+    assert_int_equal(keel_step(f->w, dt, &f->d), KEEL_OK);
+}
+
+static void clear(void) { logbuf[0] = 0; }
+
+static void step_order_root_first_then_preorder_and_membership(void **state)
+{
+    fx *f = *state;
+    keel_world_set_fixed_dt(f->w, 1.0);
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0), a1 = spawn(f, "A1", a);
+    add(f, b, "test:rec");
+    add(f, a1, "test:rec");
+    add(f, a, "test:rec");
+    add(f, a, "test:rec");
+    add(f, keel_world_root(f->w), "test:rec");
+    assert_string_equal(logbuf, "B.0:awake A1.0:awake A.0:awake A.1:awake root.0:awake");
+    clear();
+    step(f, 0.5);
+    assert_string_equal(logbuf, "root.0:start A.0:start A.1:start A1.0:start B.0:start "
+                                "root.0:update A.0:update A.1:update A1.0:update B.0:update "
+                                "root.0:late A.0:late A.1:late A1.0:late B.0:late");
+    clear();
+    step(f, 0.5); /* the accumulator reaches one fixed step; start does not run again */
+    assert_string_equal(logbuf, "root.0:fixed A.0:fixed A.1:fixed A1.0:fixed B.0:fixed "
+                                "root.0:update A.0:update A.1:update A1.0:update B.0:update "
+                                "root.0:late A.0:late A.1:late A1.0:late B.0:late");
+    assert_int_equal(keel_world_frame(f->w), 2);
+}
+
+static size_t count(const char *what)
+{
+    size_t n = 0;
+    for (const char *p = logbuf; (p = strstr(p, what)); p += strlen(what)) n++;
+    return n;
+}
+
+static void step_fixed_update_from_accumulator(void **state)
+{
+    fx *f = *state;
+    keel_world_set_fixed_dt(f->w, 0.125);
+    assert_true(keel_world_fixed_dt(f->w) == 0.125);
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:rec");
+    step(f, 0.3); /* 2 fixed, 0.05 left */
+    assert_int_equal(count(":fixed"), 2);
+    clear();
+    step(f, 0.1); /* 0.175: 1 fixed */
+    assert_int_equal(count(":fixed"), 1);
+    clear();
+    step(f, 10); /* at most 8; the rest is dropped */
+    assert_int_equal(count(":fixed"), 8);
+    clear();
+    step(f, 0);
+    assert_int_equal(count(":fixed"), 0);
+}
+
+static keel_status spawn_one(const keel_call *c)
+{
+    keel_entity e;
+    keel_spawn(c->world, "Late", 0, NULL, &e, NULL, NULL);
+    keel_add(c->world, e, keel_kind_find("test:rec"), NULL, NULL, NULL, NULL);
+    return KEEL_OK;
+}
+
+static void step_spawned_during_step_runs_next_step(void **state)
+{
+    fx *f = *state;
+    keel_world_set_fixed_dt(f->w, 100);
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:act");
+    act = spawn_one;
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:update Late.0:awake");
+    act = NULL;
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "Late.0:start A.0:update Late.0:update Late.0:late");
+}
+
+static keel_status destroy_target(const keel_call *c)
+{
+    keel_status st = keel_destroy(c->world, target, NULL, NULL);
+    assert_int_equal(st, KEEL_OK);
+    assert_false(keel_alive(c->world, target)); /* dead at once */
+    return KEEL_OK;
+}
+
+static void step_destroy_is_visible_at_once(void **state)
+{
+    fx *f = *state;
+    keel_world_set_fixed_dt(f->w, 100);
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "test:act");
+    add(f, b, "test:rec");
+    step(f, 0.1);
+    target = b;
+    act = destroy_target;
+    clear();
+    step(f, 0.1);
+    /* B's on_destroy runs, its update never does */
+    assert_string_equal(logbuf, "A.0:update B.0:destroy");
+    assert_int_equal(keel_storage_count(f->w, K("test:rec")), 0); /* freed at the boundary */
+}
+
+static keel_status destroy_self(const keel_call *c)
+{
+    keel_destroy(c->world, c->comp.entity, NULL, NULL);
+    /* the record stays readable until the phase boundary */
+    return *(int64_t *)c->record == 0 ? KEEL_OK : KEEL_INVALID_ARGUMENT;
+}
+
+static void step_destroy_self_keeps_record_until_boundary(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:act");
+    act = destroy_self;
+    step(f, 0.1);
+    assert_false(keel_alive(f->w, a));
+    assert_int_equal(keel_fault_count(f->w), 0);
+    assert_int_equal(keel_storage_count(f->w, K("test:act")), 0);
+}
+
+static keel_status remove_target(const keel_call *c)
+{
+    assert_int_equal(keel_remove(c->world, target, "test:rec", 0, NULL, NULL), KEEL_OK);
+    return KEEL_OK;
+}
+
+static void step_removed_before_its_turn_does_not_run(void **state)
+{
+    fx *f = *state;
+    keel_world_set_fixed_dt(f->w, 100);
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "test:act");
+    add(f, b, "test:rec");
+    add(f, b, "test:rec");
+    step(f, 0.1);
+    target = b;
+    act = remove_target;
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:update B.0:destroy B.1:update B.1:late");
+}
+
+/* Writes a field, spawns, adds a component to the target, then fails. */
+static keel_status write_then_fail(const keel_call *c)
+{
+    keel_world *w = c->world;
+    keel_comp rc;
+    assert_true(keel_get_comp(w, target, keel_kind_find("test:rec"), 0, &rc));
+    keel_value v = { .type = KEEL_T_INT, .as.i = 42 };
+    assert_int_equal(keel_set(w, rc, 0, &v, NULL, NULL), KEEL_OK);
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "Ghost", 0, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, target, keel_kind_find("test:plain"), NULL, NULL, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_rename(w, target, "Renamed", NULL, NULL), KEEL_OK);
+    return keel_error(c->diags, KEEL_INVALID_OPERATION, "", "boom: the hook gave up");
+}
+
+static void step_failed_hook_rolls_back_and_faults_once(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "test:act");
+    add(f, b, "test:rec");
+    target = b;
+    act = write_then_fail;
+    step(f, 0.1);
+    keel_comp rc;
+    assert_true(keel_get_comp(f->w, b, K("test:rec"), 0, &rc));
+    keel_value v;
+    assert_int_equal(keel_get(f->w, rc, 0, &v, &f->d), KEEL_OK);
+    assert_int_equal(v.as.i, 0);                          /* the write is rolled back */
+    assert_int_equal(keel_find_name(f->w, "Ghost"), 0);   /* the spawn is undone */
+    assert_int_equal(keel_world_entity_count(f->w), 2);
+    assert_int_equal(keel_member_count(f->w, b), 1);      /* the add is undone */
+    assert_string_equal(keel_entity_name(f->w, b), "B");  /* the rename is undone */
+    keel_member m;
+    assert_true(keel_member_at(f->w, a, 0, &m));
+    assert_true(m.faulted);
+    assert_int_equal(keel_fault_count(f->w), 1);
+    const keel_fault *ft = keel_fault_at(f->w, 0);
+    assert_true(keel_uuid_equal(ft->entity, keel_entity_uuid(f->w, a)));
+    assert_string_equal(ft->kind, "test:act");
+    assert_int_equal(ft->slot, 0);
+    assert_int_equal(ft->phase, KEEL_PHASE_UPDATE);
+    assert_string_equal(ft->message, "boom: the hook gave up");
+    clear();
+    step(f, 0.1); /* the faulted component no longer runs; the step succeeds */
+    assert_null(strstr(logbuf, "A.0"));
+    assert_non_null(strstr(logbuf, "B.0:update"));
+    assert_int_equal(keel_fault_count(f->w), 1);
+    assert_null(keel_fault_at(f->w, 1));
+}
+
+static keel_status destroy_then_fail(const keel_call *c)
+{
+    keel_destroy(c->world, target, NULL, NULL);
+    return KEEL_INVALID_OPERATION; /* no message: "failed" */
+}
+
+static void step_failed_hook_restores_destroyed_entity(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0), c = spawn(f, "C", b);
+    add(f, a, "test:act");
+    add(f, b, "test:rec");
+    keel_uuid bu = keel_entity_uuid(f->w, b);
+    target = b;
+    act = destroy_then_fail;
+    step(f, 0.1);
+    keel_entity nb = keel_find(f->w, bu);
+    assert_true(keel_alive(f->w, nb));
+    assert_int_equal(keel_entity_parent(f->w, c), nb);
+    assert_int_equal(keel_member_count(f->w, nb), 1);
+    assert_string_equal(keel_fault_at(f->w, 0)->message, "failed");
+}
+
+static void step_disabled_is_parked(void **state)
+{
+    fx *f = *state;
+    keel_world_set_fixed_dt(f->w, 100);
+    keel_entity a = spawn(f, "A", 0), a1 = spawn(f, "A1", a), b = spawn(f, "B", 0);
+    add(f, a, "test:rec");
+    add(f, a1, "test:rec");
+    keel_comp bc = add(f, b, "test:rec");
+    keel_value v = { .type = KEEL_T_INT, .as.i = 5 };
+    assert_int_equal(keel_set(f->w, bc, 0, &v, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_set_enabled(f->w, a, false, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_comp_set_enabled(f->w, bc, false, NULL, &f->d), KEEL_OK);
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "");
+    assert_int_equal(keel_set_enabled(f->w, a, true, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_comp_set_enabled(f->w, bc, true, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_get(f->w, bc, 0, &v, &f->d), KEEL_OK);
+    assert_int_equal(v.as.i, 5); /* state kept */
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:start A1.0:start B.0:start A.0:update A1.0:update B.0:update "
+                                "A.0:late A1.0:late B.0:late");
+}
+
+static void step_awake_and_on_destroy(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.no_awake = true;
+    assert_int_equal(keel_add(f->w, a, K("test:rec"), &o, NULL, NULL, &f->d), KEEL_OK);
+    assert_string_equal(logbuf, "");
+    assert_int_equal(keel_awake_all(f->w, &f->d), KEEL_OK);
+    assert_string_equal(logbuf, "A.0:awake");
+    assert_int_equal(keel_awake_all(f->w, &f->d), KEEL_OK);
+    assert_string_equal(logbuf, "A.0:awake");
+    add(f, a, "test:rec");
+    clear();
+    assert_int_equal(keel_remove(f->w, a, "test:rec", 1, NULL, &f->d), KEEL_OK);
+    assert_string_equal(logbuf, "A.1:destroy");
+    clear();
+    assert_int_equal(keel_destroy(f->w, a, NULL, &f->d), KEEL_OK);
+    assert_string_equal(logbuf, "A.0:destroy");
+}
+
+static void step_kinds_without_hooks_are_not_listed(void **state)
+{
+    fx *f = *state;
+    for (int i = 0; i < 100; i++) add(f, spawn(f, "P", 0), "test:plain");
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:act");
+    step(f, 0.1);
+    assert_int_equal(f->w->runs[KEEL_PHASE_UPDATE].count, 1);
+    assert_int_equal(f->w->runs[KEEL_PHASE_START].count, 0);
+}
+
+static keel_status nested_step(const keel_call *c)
+{
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status st = keel_step(c->world, 0.1, &d);
+    assert_int_equal(st, KEEL_INVALID_OPERATION);
+    assert_string_equal(d.items[0].message, "a step cannot run inside a step");
+    assert_true(keel_world_in_step(c->world));
+    keel_diags_free(&d);
+    return KEEL_OK;
+}
+
+static void step_refuses_nesting_and_bad_dt(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:act");
+    act = nested_step;
+    step(f, 0.1);
+    assert_false(keel_world_in_step(f->w));
+    keel_status st = keel_step(f->w, -1, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "dt must be a finite number >= 0");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(step_order_root_first_then_preorder_and_membership),
+        T(step_fixed_update_from_accumulator),
+        T(step_spawned_during_step_runs_next_step),
+        T(step_destroy_is_visible_at_once),
+        T(step_destroy_self_keeps_record_until_boundary),
+        T(step_removed_before_its_turn_does_not_run),
+        T(step_failed_hook_rolls_back_and_faults_once),
+        T(step_failed_hook_restores_destroyed_entity),
+        T(step_disabled_is_parked),
+        T(step_awake_and_on_destroy),
+        T(step_kinds_without_hooks_are_not_listed),
+        T(step_refuses_nesting_and_bad_dt),
+    };
+    return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
+}

@@ -535,6 +535,55 @@ static void kinds_redeclare_replaces_fields_and_user(void **state)
     assert_int_equal(keel_kind_count(), 9);
 }
 
+/* Redeclaring through the registry reaches live worlds: carried over by name, unknowns adopted. */
+static void kinds_redeclare_relayouts_and_adopts_in_worlds(void **state)
+{
+    keel_field_desc v1[] = { { .key = "value", .type = KEEL_T_FLOAT, .has_default = true,
+                               .def = { .type = KEEL_T_FLOAT, .as.f = 100 } },
+                             { .key = "name", .type = KEEL_T_STRING } };
+    keel_kind_desc d = { .key = "game:stamina", .fields = v1, .field_count = 2 };
+    keel_kind_id id;
+    assert_int_equal(keel_kind_declare(&d, &id, NULL), KEEL_OK);
+    keel_world *w = keel_world_new("W");
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "E", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    keel_comp c;
+    assert_int_equal(keel_add(w, e, id, NULL, &c, NULL, NULL), KEEL_OK);
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 40 };
+    assert_int_equal(keel_set(w, c, 0, &v, NULL, NULL), KEEL_OK);
+    v = (keel_value){ .type = KEEL_T_STRING, .as.s = "kept" };
+    assert_int_equal(keel_set(w, c, 1, &v, NULL, NULL), KEEL_OK);
+
+    /* v2 puts a new field first: the record is re-laid out, values follow their names. */
+    keel_field_desc v2[] = { { .key = "extra", .type = KEEL_T_VEC3 },
+                             { .key = "name", .type = KEEL_T_STRING },
+                             { .key = "value", .type = KEEL_T_FLOAT } };
+    keel_kind_desc d2 = { .key = "game:stamina", .version = 2, .fields = v2, .field_count = 3 };
+    keel_kind_id again;
+    assert_int_equal(keel_kind_declare(&d2, &again, NULL), KEEL_OK);
+    assert_int_equal(again, id);
+    keel_value got;
+    assert_int_equal(keel_get(w, c, keel_kind_field(id, "value"), &got, NULL), KEEL_OK);
+    assert_true(got.as.f == 40);
+    assert_int_equal(keel_get(w, c, keel_kind_field(id, "name"), &got, NULL), KEEL_OK);
+    assert_string_equal(got.as.s, "kept");
+
+    /* An unknown component under a key declared later comes alive in its slot. */
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "pull", keel_node_new_scalar("3.5", KEEL_STYLE_PLAIN));
+    assert_int_equal(keel_add_unknown(w, e, "mod:winch", 1, 0, body, NULL), KEEL_OK);
+    keel_node_free(body);
+    keel_field_desc wf[] = { { .key = "pull", .type = KEEL_T_FLOAT } };
+    keel_kind_desc wd = { .key = "mod:winch", .fields = wf, .field_count = 1 };
+    keel_kind_id winch;
+    assert_int_equal(keel_kind_declare(&wd, &winch, NULL), KEEL_OK);
+    keel_comp wc;
+    assert_true(keel_get_comp(w, e, winch, 0, &wc));
+    assert_int_equal(keel_get(w, wc, 0, &got, NULL), KEEL_OK);
+    assert_true(got.as.f == 3.5);
+    keel_world_free(w);
+}
+
 /* ---- diagnostics (diag.c) ---- */
 
 static void diags_status_names(void **state)
@@ -630,6 +679,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(kinds_records_defaults_copy_fini, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_implicit_defaults_respect_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_replaces_fields_and_user, setup, teardown),
+        cmocka_unit_test_setup_teardown(kinds_redeclare_relayouts_and_adopts_in_worlds, setup, teardown),
         cmocka_unit_test(diags_status_names),
         cmocka_unit_test(diags_add_count_and_status),
         cmocka_unit_test(diags_append_prefixes_paths),

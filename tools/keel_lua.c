@@ -102,11 +102,9 @@ static bool require_global(const keel_cli *cli, lua_State *L, const char *name, 
 
 int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
 {
-    /* A script declares what it needs; kinds dirs are loaded only when asked for. */
-    if (cli->kinds_given) {
-        int rc = keel_cli_setup(L, cli, false);
-        if (rc >= 0) return rc;
-    }
+    /* As for every verb: a script opening a scene finds the kinds of ./kinds declared. */
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
     lua_createtable(L, argc - si - 1, si + 1);
     for (int i = 0; i < argc; i++) {
         lua_pushstring(L, argv[i]);

@@ -32,7 +32,9 @@ local function show_number(v)
   if v ~= v then return "nan" end
   if v == math.huge then return "inf" end
   if v == -math.huge then return "-inf" end
-  -- the shortest text that reads back to the same float
+  -- as the scene file writes it: whole floats without ".0", others in the
+  -- shortest form that reads back exactly
+  if v == math.floor(v) and math.abs(v) < 1e15 then return string.format("%d", math.tointeger(v)) end
   for prec = 1, 17 do
     local s = string.format("%." .. prec .. "g", v)
     if tonumber(s) == v then return s end
@@ -127,7 +129,6 @@ local function component_head(c)
   if not c.loaded then flags[#flags + 1] = "not loaded: kind not declared, body kept" end
   if c.enabled == false then flags[#flags + 1] = "disabled" end
   local s = string.format("%s[%d]", c.kind, c.slot)
-  if c.loaded and c.version then s = s .. " v" .. tostring(c.version) end
   if #flags > 0 then s = s .. "  (" .. table.concat(flags, ", ") .. ")" end
   return s
 end
@@ -171,7 +172,7 @@ function show(v, depth, seen)
   if t == "string" then
     return depth == 0 and v or string.format("%q", v)
   elseif t == "number" then
-    return show_number(v)
+    return depth == 0 and tostring(v) or show_number(v) -- a bare result prints as `lua` would
   elseif is_error(v) then
     return v.code .. ": " .. v.message
   end

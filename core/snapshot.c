@@ -72,7 +72,19 @@ keel_snapshot *keel_snapshot_extract(const keel_world *w)
                 keel_kind_find("core:spot_light"), keel_kind_find("core:directional_light"),
                 keel_kind_find("core:camera"), keel_kind_find("core:world_settings") };
     const void *ws = comp(w, 0, k.settings);
-    if (ws) vec4(k.settings, ws, "ambient", s->ambient);
+    if (ws) {
+        vec4(k.settings, ws, "ambient", s->ambient);
+    } else if (k.settings) {
+        /* no settings on the root: the kind's declared default */
+        size_t size = keel_kind_record_size(k.settings);
+        void *def = calloc(1, size ? size : 1);
+        if (def) {
+            keel__record_init(k.settings, def);
+            vec4(k.settings, def, "ambient", s->ambient);
+            keel__record_fini(k.settings, def);
+            free(def);
+        }
+    }
     size_t dcap = 0, lcap = 0;
     /* pre-order, skipping a disabled entity's whole subtree */
     keel_entity e = keel_next(w, 0);

@@ -1,0 +1,224 @@
+/* test_query.c — dense per-kind storage and cached multi-kind queries. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel.h"
+
+/* Asserts the status and that the first diagnostic names the code and carries `text`. */
+#define assert_diag(st, d, want, text)                                              \
+    do {                                                                            \
+        assert_int_equal((st), (want));                                             \
+        assert_true((d)->count > 0);                                                \
+        assert_int_equal((d)->items[0].code, (want));                               \
+        if (!strstr((d)->items[0].message, (text)))                                 \
+            fail_msg("diagnostic \"%s\" lacks \"%s\"", (d)->items[0].message, (text)); \
+        keel_diags_free(d);                                                         \
+        keel_diags_init(d);                                                         \
+    } while (0)
+
+typedef struct fx {
+    keel_world *w;
+    keel_diags d;
+} fx;
+
+static int fx_setup(void **state)
+{
+    fx *f = calloc(1, sizeof *f);
+    f->w = keel_world_new("Test");
+    keel_diags_init(&f->d);
+    *state = f;
+    return 0;
+}
+
+static int fx_teardown(void **state)
+{
+    fx *f = *state;
+    keel_world_free(f->w);
+    keel_diags_free(&f->d);
+    free(f);
+    return 0;
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    return keel_init() == KEEL_OK ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    keel_shutdown();
+    return 0;
+}
+
+static __attribute__((unused)) keel_kind_id K(const char *key)
+{
+    keel_kind_id k = keel_kind_find(key);
+    if (!k) fail_msg("kind %s not registered", key);
+    return k;
+}
+
+static __attribute__((unused)) keel_entity spawn(fx *f, const char *name, keel_entity parent)
+{
+    keel_entity e = 0;
+    assert_int_equal(keel_spawn(f->w, name, parent, NULL, &e, NULL, &f->d), KEEL_OK);
+    return e;
+}
+
+static __attribute__((unused)) keel_comp add(fx *f, keel_entity e, const char *key)
+{
+    keel_comp c = { 0, 0, 0 };
+    keel_status st = keel_add(f->w, e, K(key), NULL, &c, NULL, &f->d);
+    if (st) fail_msg("adding %s: %s", key, f->d.count ? f->d.items[0].message : "?");
+    return c;
+}
+
+static __attribute__((unused)) keel_comp add_slot(fx *f, keel_entity e, const char *key, uint32_t slot, keel_status *st)
+{
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    keel_comp c = { 0, 0, 0 };
+    *st = keel_add(f->w, e, K(key), &o, &c, NULL, &f->d);
+    return c;
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, fx_setup, fx_teardown)
+
+static void query_rows_hold_all_kinds_at_lowest_slot(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0), c = spawn(f, "C", 0);
+    add(f, a, "core:transform");
+    add(f, a, "core:audio_source");
+    add(f, a, "core:audio_source");
+    add(f, b, "core:transform");
+    add(f, c, "core:transform");
+    add(f, c, "core:audio_source");
+    assert_int_equal(keel_remove(f->w, a, "core:audio_source", 0, NULL, &f->d), KEEL_OK);
+    keel_kind_id kinds[] = { K("core:audio_source"), K("core:transform") };
+    keel_query *q = keel_query_new(f->w, kinds, 2);
+    assert_int_equal(keel_query_update(q), 2);
+    for (size_t r = 0; r < 2; r++) {
+        keel_entity e = keel_query_entity(q, r);
+        assert_true(e == a || e == c);
+        keel_comp ac, tc;
+        assert_true(keel_get_comp(f->w, e, kinds[0], KEEL_SLOT_AUTO, &ac));
+        assert_true(keel_get_comp(f->w, e, kinds[1], 0, &tc));
+        assert_ptr_equal(keel_query_column(q, 0)[r], keel_record(f->w, ac));
+        assert_ptr_equal(keel_query_column(q, 1)[r], keel_record(f->w, tc));
+    }
+    assert_int_equal(keel_query_entity(q, 2), KEEL_NO_ENTITY);
+    assert_null(keel_query_column(q, 2));
+    keel_query_free(q);
+}
+
+static void query_rebuilds_after_structural_change(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "core:transform");
+    add(f, b, "core:transform");
+    keel_kind_id kinds[] = { K("core:transform"), K("core:camera") };
+    keel_query *q = keel_query_new(f->w, kinds, 2);
+    assert_int_equal(keel_query_update(q), 0);
+    add(f, b, "core:camera");
+    assert_int_equal(keel_query_update(q), 1);
+    assert_int_equal(keel_query_entity(q, 0), b);
+    add(f, a, "core:camera");
+    assert_int_equal(keel_query_update(q), 2);
+    assert_int_equal(keel_destroy(f->w, b, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_query_update(q), 1);
+    assert_int_equal(keel_query_entity(q, 0), a);
+    /* a field write is not structural: rows and records stay */
+    void *rec = keel_query_column(q, 0)[0];
+    keel_comp tc;
+    assert_true(keel_get_comp(f->w, a, kinds[0], 0, &tc));
+    keel_value v = { .type = KEEL_T_VEC3, .as.v = { 4, 5, 6 } };
+    assert_int_equal(keel_set(f->w, tc, 0, &v, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_query_update(q), 1);
+    assert_ptr_equal(keel_query_column(q, 0)[0], rec);
+    assert_true(((keel_transform *)rec)->position[1] == 5);
+    keel_query_free(q);
+}
+
+static void query_excludes_the_root(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:score";
+    kd.version = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    add(f, keel_world_root(f->w), "test:score");
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:score");
+    keel_kind_id k = K("test:score");
+    keel_query *q = keel_query_new(f->w, &k, 1);
+    assert_int_equal(keel_query_update(q), 1);
+    assert_int_equal(keel_query_entity(q, 0), a);
+    keel_query_free(q);
+    assert_int_equal(keel_storage_count(f->w, k), 2); /* storage itself holds both */
+}
+
+static void query_storage_stays_dense_after_removal(void **state)
+{
+    fx *f = *state;
+    keel_kind_id t = K("core:transform");
+    keel_entity es[5];
+    for (int i = 0; i < 5; i++) {
+        es[i] = spawn(f, "E", 0);
+        keel_comp c = add(f, es[i], "core:transform");
+        keel_value v = { .type = KEEL_T_VEC3, .as.v = { i, 0, 0 } };
+        assert_int_equal(keel_set(f->w, c, 0, &v, NULL, &f->d), KEEL_OK);
+    }
+    assert_int_equal(keel_remove(f->w, es[1], "core:transform", 0, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_storage_count(f->w, t), 4);
+    for (size_t i = 0; i < 4; i++) {
+        keel_entity owner = keel_storage_owner(f->w, t, i);
+        assert_true(owner != es[1]);
+        keel_comp c;
+        assert_true(keel_get_comp(f->w, owner, t, 0, &c));
+        assert_ptr_equal(keel_storage_record(f->w, t, i), keel_record(f->w, c));
+        assert_int_equal(keel_storage_slot(f->w, t, i), 0);
+    }
+    /* each record still belongs to its own entity */
+    for (int i = 0; i < 5; i++) {
+        if (i == 1) continue;
+        keel_comp c;
+        assert_true(keel_get_comp(f->w, es[i], t, 0, &c));
+        assert_true(((keel_transform *)keel_record(f->w, c))->position[0] == i);
+    }
+    assert_null(keel_storage_record(f->w, t, 4));
+    assert_int_equal(keel_storage_owner(f->w, t, 9), KEEL_NO_ENTITY);
+}
+
+static void query_of_unused_kind_is_empty(void **state)
+{
+    fx *f = *state;
+    keel_kind_id k = K("core:reflection_probe");
+    keel_query *q = keel_query_new(f->w, &k, 1);
+    assert_int_equal(keel_query_update(q), 0);
+    keel_query_free(q);
+    assert_int_equal(keel_storage_count(f->w, k), 0);
+    q = keel_query_new(f->w, NULL, 0);
+    assert_int_equal(keel_query_update(q), 0);
+    keel_query_free(q);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        T(query_rows_hold_all_kinds_at_lowest_slot),
+        T(query_rebuilds_after_structural_change),
+        T(query_excludes_the_root),
+        T(query_storage_stays_dense_after_removal),
+        T(query_of_unused_kind_is_empty),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

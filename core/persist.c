@@ -319,6 +319,7 @@ static keel_node *rd_node(rd *r, int depth)
                 return NULL;
             }
             keel_node_put(n, k->text, v);
+            n->items[2 * (n->count - 1)].style = k->style; /* unknown bodies keep their key styles */
             keel_node_free(k);
         } else {
             keel_node *v = rd_node(r, depth + 1);
@@ -984,6 +985,7 @@ static keel_status read_save(const char *path, state *st, keel_diags *d)
 
 typedef struct jentry {
     bool is_field;
+    bool on_root;  /* inverses name entities by UUID, and the root has none: undone here */
     keel_cmd cmd;  /* the inverse of a command */
     keel_comp comp;
     int field;
@@ -1014,6 +1016,35 @@ static void journal_cmd(journal *j, keel_cmd *inv)
     memset(inv, 0, sizeof *inv);
 }
 
+static void journal_root_cmd(journal *j, keel_cmd *inv)
+{
+    journal_cmd(j, inv);
+    j->items[j->count - 1].on_root = true;
+}
+
+/* The inverse of a component command on the scene root, applied to the root's handle. */
+static void undo_on_root(keel_world *w, const keel_cmd *cmd)
+{
+    keel_entity root = keel_world_root(w);
+    keel_kind_id k = cmd->kind_key ? keel_kind_find(cmd->kind_key) : KEEL_NO_KIND;
+    keel_comp c;
+    if (cmd->type == KEEL_CMD_REMOVE) {
+        keel_remove(w, root, cmd->kind_key, cmd->slot, NULL, NULL);
+    } else if (cmd->type == KEEL_CMD_ADD) {
+        if (k && cmd->version <= keel_kind_describe(k)->version) {
+            keel_add_opts o = KEEL_ADD_OPTS_INIT;
+            o.slot = cmd->slot;
+            o.body = cmd->tree;
+            o.version = cmd->version;
+            keel_add(w, root, k, &o, NULL, NULL, NULL);
+        } else {
+            keel_add_unknown(w, root, cmd->kind_key, cmd->version, cmd->slot, cmd->tree, NULL);
+        }
+    } else if (cmd->type == KEEL_CMD_ENABLE_COMPONENT && keel_get_comp(w, root, k, cmd->slot, &c)) {
+        keel_comp_set_enabled(w, c, cmd->enabled, NULL, NULL);
+    }
+}
+
 static void journal_rollback(keel_world *w, journal *j)
 {
     for (size_t i = j->count; i-- > 0;) {
@@ -1021,6 +1052,8 @@ static void journal_rollback(keel_world *w, journal *j)
         if (e->is_field) {
             if (e->old_str) e->old.as.s = e->old_str;
             keel_set_internal(w, e->comp, e->field, &e->old, NULL);
+        } else if (e->on_root) {
+            undo_on_root(w, &e->cmd);
         } else {
             keel_cmd_apply(w, &e->cmd, NULL, NULL);
         }
@@ -1096,6 +1129,7 @@ static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const c
 {
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
+    void (*record)(journal *, keel_cmd *) = e->h == keel_world_root(w) ? journal_root_cmd : journal_cmd;
     keel_kind_id k = keel_kind_find(sc->key);
     const keel_kind_desc *desc = k ? keel_kind_describe(k) : NULL;
     keel_status s;
@@ -1107,8 +1141,7 @@ static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const c
                 inv.entity = e->uuid;
                 inv.kind_key = keel__strdup(sc->key);
                 inv.slot = sc->slot;
-                if (keel_uuid_is_nil(e->uuid)) inv.entity = keel_entity_uuid(w, e->h);
-                journal_cmd(j, &inv);
+                record(j, &inv);
             }
             return s;
         }
@@ -1120,10 +1153,10 @@ static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const c
         keel_comp c;
         s = keel_add(w, e->h, k, &o, &c, &inv, d);
         if (s != KEEL_OK) return s;
-        journal_cmd(j, &inv);
+        record(j, &inv);
         if (!sc->enabled) {
             s = keel_comp_set_enabled(w, c, false, &inv, d);
-            if (s == KEEL_OK) journal_cmd(j, &inv);
+            if (s == KEEL_OK) record(j, &inv);
         }
         return s;
     }
@@ -1133,7 +1166,7 @@ static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const c
     if (keel_comp_enabled(w, c) != sc->enabled) {
         s = keel_comp_set_enabled(w, c, sc->enabled, &inv, d);
         if (s != KEEL_OK) return s;
-        journal_cmd(j, &inv);
+        record(j, &inv);
     }
     return apply_fields(w, c, sc, path, j, d);
 }
@@ -1226,7 +1259,8 @@ static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags 
         s_ent *e = &st->ents[i];
         for (uint32_t r = e->nrem; r-- > 0 && s == KEEL_OK;) {
             s = keel_remove(w, e->h, e->rem[r].key, e->rem[r].slot, &inv, d);
-            if (s == KEEL_OK) journal_cmd(j, &inv);
+            if (s == KEEL_OK && e->h == keel_world_root(w)) journal_root_cmd(j, &inv);
+            else if (s == KEEL_OK) journal_cmd(j, &inv);
         }
     }
     for (uint32_t i = 0; i < st->nents && s == KEEL_OK; i++) {

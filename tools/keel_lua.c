@@ -339,17 +339,18 @@ static int read_chunk(lua_State *L, bool tty)
 {
     if (!push_line(L, tty, PROMPT)) return -1;
     const char *line = lua_tostring(L, -1);
-    if (line[0] == '=') { /* =expr, as Lua 5.1-5.3 had it */
-        lua_pushfstring(L, "return %s", line + 1);
-        lua_remove(L, -2);
-        line = lua_tostring(L, -1);
-    }
-    /* An expression first, so `1 + 1` or `world` prints its value. */
-    lua_pushfstring(L, "return %s;", line);
+    /* An expression first, so `1 + 1` or `world` prints its value; `=expr`
+     * as Lua 5.1-5.3 had it. */
+    bool eq = line[0] == '=';
+    lua_pushfstring(L, "return %s;", eq ? line + 1 : line);
     int status = luaL_loadbuffer(L, lua_tostring(L, -1), lua_rawlen(L, -1), "=stdin");
     lua_remove(L, -2);
     if (status == LUA_OK) return status;
     lua_pop(L, 1);
+    if (eq) { /* more lines may follow: go on with the `return` spelled out */
+        lua_pushfstring(L, "return %s", line + 1);
+        lua_remove(L, -2);
+    }
     for (;;) {
         size_t len;
         const char *src = lua_tolstring(L, -1, &len);

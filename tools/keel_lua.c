@@ -130,8 +130,8 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
 /* ---- loading a scene through keel.load ---- */
 
 /* Prints why `path` did not load: the core's diagnostics when it agrees the
- * file is bad, else the Lua error. Pops the error. */
-static void report_load_error(lua_State *L, keel_cli *cli, const char *path)
+ * file is bad, else the Lua error. Pops the error; returns the exit code. */
+static int report_load_error(lua_State *L, keel_cli *cli, const char *path)
 {
     keel_load_opts o;
     keel_assets *assets = NULL;
@@ -139,10 +139,13 @@ static void report_load_error(lua_State *L, keel_cli *cli, const char *path)
     keel_diags_init(&d);
     keel_world *w = NULL;
     bool printed = false;
+    int code = KEEL_EXIT_INPUT;
     if (keel_cli_load_opts(cli, path, &o, &assets, false)) {
-        if (keel_scene_load(path, &o, &w, &d) != KEEL_OK && d.errors > 0) {
+        keel_status s = keel_scene_load(path, &o, &w, &d);
+        if (s != KEEL_OK && d.errors > 0) {
             keel_cli_print_diags(&d, path);
             printed = true;
+            if (s == KEEL_IO_ERROR) code = KEEL_EXIT_USAGE;
         }
     } else {
         printed = true;
@@ -156,6 +159,7 @@ static void report_load_error(lua_State *L, keel_cli *cli, const char *path)
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
+    return code;
 }
 
 /* keel.load(path, opts) -> world | nil, err; opts carries the asset manifest's path. */
@@ -164,12 +168,12 @@ static const char load_chunk[] =
     "local opts = assets and { assets = assets } or nil\n"
     "return keel.load(path, opts)\n";
 
-/* Pushes the loaded world; on failure reports it and returns false. */
-static bool load_world(lua_State *L, keel_cli *cli, const char *path)
+/* Pushes the loaded world and returns -1; on failure reports it and returns the exit code. */
+static int load_world(lua_State *L, keel_cli *cli, const char *path)
 {
     if (luaL_loadbuffer(L, load_chunk, sizeof load_chunk - 1, "=keel.load") != LUA_OK) {
         report(cli, L);
-        return false;
+        return KEEL_EXIT_USAGE;
     }
     lua_getglobal(L, "keel");
     lua_pushstring(L, path);
@@ -179,16 +183,14 @@ static bool load_world(lua_State *L, keel_cli *cli, const char *path)
     free(manifest);
     if (docall(L, 3, 2, false) != LUA_OK) {
         lua_remove(L, -2);
-        report_load_error(L, cli, path);
-        return false;
+        return report_load_error(L, cli, path);
     }
     if (lua_isnil(L, -2)) {
         lua_remove(L, -2);
-        report_load_error(L, cli, path);
-        return false;
+        return report_load_error(L, cli, path);
     }
     lua_pop(L, 1);
-    return true;
+    return -1;
 }
 
 /* ---- keel run ---- */
@@ -264,7 +266,8 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
     if (!require_global(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;
-    if (!load_world(L, cli, scene)) return KEEL_EXIT_INPUT;
+    rc = load_world(L, cli, scene);
+    if (rc >= 0) return rc;
 
     int w = lua_gettop(L);
     if (luaL_loadbuffer(L, run_chunk, sizeof run_chunk - 1, "=keel run") != LUA_OK) {
@@ -415,7 +418,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
 
     bool have_keel = require_global(cli, L, "keel", "keel");
     if (have_keel && scene) {
-        if (!load_world(L, cli, scene)) return KEEL_EXIT_INPUT;
+        int rc = load_world(L, cli, scene);
+        if (rc >= 0) return rc;
         lua_setglobal(L, "world");
     } else if (have_keel) {
         lua_getglobal(L, "keel");

@@ -1,11 +1,228 @@
-/* lua_persist.c — the `keel.persist` table: save games from Lua. */
+/* lua_persist.c — the `keel.persist` table: save games from Lua (baseline, save, load, info). */
 #include <lua.h>
 #include <lauxlib.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
 
-int keel_lua_open_persist(lua_State *L);
+#include "keel_lua.h"
+
+#define KEEL_LUA_BASELINE "keel.Baseline"
+
+typedef struct lbase {
+    keel_baseline *b; /* NULL once freed */
+} lbase;
+
+static lbase *checkbase(lua_State *L, int idx)
+{
+    lbase *lb = luaL_checkudata(L, idx, KEEL_LUA_BASELINE);
+    luaL_argcheck(L, lb->b != NULL, idx, "baseline is freed");
+    return lb;
+}
+
+/* __gc and __close: safe to run twice. */
+static int base_gc(lua_State *L)
+{
+    lbase *lb = luaL_checkudata(L, 1, KEEL_LUA_BASELINE);
+    keel_baseline_free(lb->b);
+    lb->b = NULL;
+    return 0;
+}
+
+static int base_tostring(lua_State *L)
+{
+    lbase *lb = luaL_checkudata(L, 1, KEEL_LUA_BASELINE);
+    if (lb->b) lua_pushfstring(L, "keel.Baseline (%p)", (void *)lb->b);
+    else lua_pushliteral(L, "keel.Baseline (freed)");
+    return 1;
+}
+
+/* keel.persist.baseline(w) -> a value usable with any world loaded from the same scene */
+static int persist_baseline(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    lbase *lb = lua_newuserdatauv(L, sizeof *lb, 0); /* owner first, so an error never leaks */
+    lb->b = NULL;
+    luaL_setmetatable(L, KEEL_LUA_BASELINE);
+    lb->b = keel_baseline_capture(w);
+    return 1;
+}
+
+/* A Lua value as a slot-field scalar: strings quoted, numbers and booleans plain. */
+static keel_node *field_scalar(lua_State *L, int idx, const char *key)
+{
+    char buf[64];
+    switch (lua_type(L, idx)) {
+    case LUA_TSTRING:
+        return keel_node_new_scalar(lua_tostring(L, idx), KEEL_STYLE_DOUBLE);
+    case LUA_TBOOLEAN:
+        return keel_node_new_scalar(lua_toboolean(L, idx) ? "true" : "false", KEEL_STYLE_PLAIN);
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) {
+            snprintf(buf, sizeof buf, "%lld", (long long)lua_tointeger(L, idx));
+        } else {
+            double v = lua_tonumber(L, idx);
+            if (!isfinite(v)) return NULL;
+            keel_format_double(v, buf, sizeof buf);
+            if (!strpbrk(buf, ".eE")) strcat(buf, ".0"); /* stays a float when read back */
+        }
+        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
+    default:
+        (void)key;
+        return NULL;
+    }
+}
+
+/* Reads the info table into `info` (fields a heap MAP). Raises on misuse, before anything is owned. */
+static void check_info(lua_State *L, int idx)
+{
+    if (lua_isnoneornil(L, idx)) return;
+    luaL_checktype(L, idx, LUA_TTABLE);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) != LUA_TSTRING) luaL_argerror(L, idx, "slot details keys must be strings");
+        const char *k = lua_tostring(L, -2);
+        int t = lua_type(L, -1);
+        if (strcmp(k, "title") == 0 && t != LUA_TSTRING) luaL_argerror(L, idx, "title must be a string");
+        else if (strcmp(k, "play_seconds") == 0 && t != LUA_TNUMBER)
+            luaL_argerror(L, idx, "play_seconds must be a number");
+        else if (strcmp(k, "saved_at") == 0 && !lua_isinteger(L, -1))
+            luaL_argerror(L, idx, "saved_at must be an integer");
+        else if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
+            luaL_argerror(L, idx, lua_pushfstring(L, "slot field %s must be a string, number or boolean", k));
+        else if (t == LUA_TNUMBER && !lua_isinteger(L, -1) && !isfinite(lua_tonumber(L, -1)))
+            luaL_argerror(L, idx, lua_pushfstring(L, "slot field %s is not finite", k));
+        lua_pop(L, 1);
+    }
+}
+
+/* keel.persist.save(w, base, path, info) -> true | nil, err */
+static int persist_save(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    lbase *lb = checkbase(L, 2);
+    const char *path = luaL_checkstring(L, 3);
+    check_info(L, 4);
+    keel_slot_info info = { 0 };
+    const char *title = NULL;
+    if (lua_istable(L, 4)) {
+        lua_getfield(L, 4, "title");
+        title = lua_tostring(L, -1); /* kept alive by the table */
+        lua_pop(L, 1);
+        lua_getfield(L, 4, "play_seconds");
+        info.play_seconds = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, 4, "saved_at");
+        info.saved_at = (int64_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+    }
+    info.title = (char *)(title ? title : "");
+    /* nothing below raises: the fields map and diags are freed before returning */
+    keel_node *fields = NULL;
+    if (lua_istable(L, 4)) {
+        lua_pushnil(L);
+        while (lua_next(L, 4)) {
+            const char *k = lua_tostring(L, -2);
+            if (strcmp(k, "title") != 0 && strcmp(k, "play_seconds") != 0 && strcmp(k, "saved_at") != 0) {
+                keel_node *v = field_scalar(L, -1, k);
+                if (v) {
+                    if (!fields) fields = keel_node_new_map();
+                    keel_node_put(fields, k, v);
+                }
+            }
+            lua_pop(L, 1);
+        }
+    }
+    info.fields = fields;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_persist_save(w, lb->b, path, &info, &d);
+    keel_node_free(fields);
+    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* keel.persist.load(w, path) -> true | nil, err (all or nothing) */
+static int persist_load(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    const char *path = luaL_checkstring(L, 2);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_persist_load(w, path, &d);
+    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* A slot field back as a Lua value: quoted text a string; plain text a boolean, integer or number. */
+static void push_field(lua_State *L, const keel_node *v)
+{
+    bool b;
+    int64_t i;
+    double f;
+    if (v->style == KEEL_STYLE_DOUBLE || v->style == KEEL_STYLE_SINGLE) lua_pushstring(L, v->text);
+    else if (keel_node_as_bool(v, &b)) lua_pushboolean(L, b);
+    else if (keel_node_as_int(v, &i)) lua_pushinteger(L, (lua_Integer)i);
+    else if (keel_node_as_float(v, &f)) lua_pushnumber(L, f);
+    else lua_pushstring(L, v->text);
+}
+
+/* keel.persist.info(path) -> { title, saved_at, play_seconds, <game fields>... } | nil, err */
+static int persist_info(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    lua_createtable(L, 0, 4); /* made before anything is owned */
+    keel_slot_info info;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_persist_info(path, &info, &d);
+    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    keel_diags_free(&d);
+    /* the pushes below can only fail on memory; slot details are small */
+    if (info.fields)
+        for (size_t i = 0; i < info.fields->count; i++) {
+            push_field(L, &info.fields->items[2 * i + 1]);
+            lua_setfield(L, -2, info.fields->items[2 * i].text);
+        }
+    lua_pushstring(L, info.title ? info.title : "");
+    lua_setfield(L, -2, "title");
+    lua_pushinteger(L, (lua_Integer)info.saved_at);
+    lua_setfield(L, -2, "saved_at");
+    lua_pushnumber(L, info.play_seconds);
+    lua_setfield(L, -2, "play_seconds");
+    keel_slot_info_free(&info);
+    return 1;
+}
 
 int keel_lua_open_persist(lua_State *L)
 {
-    lua_newtable(L);
+    static const luaL_Reg meta[] = {
+        { "__gc", base_gc },
+        { "__close", base_gc },
+        { "__tostring", base_tostring },
+        { NULL, NULL },
+    };
+    static const luaL_Reg funcs[] = {
+        { "baseline", persist_baseline },
+        { "save", persist_save },
+        { "load", persist_load },
+        { "info", persist_info },
+        { NULL, NULL },
+    };
+    if (luaL_newmetatable(L, KEEL_LUA_BASELINE)) {
+        luaL_setfuncs(L, meta, 0);
+        lua_pushliteral(L, "keel.Baseline");
+        lua_setfield(L, -2, "__name");
+        lua_pushcfunction(L, base_gc);
+        lua_setfield(L, -2, "free");
+        lua_pushvalue(L, -1);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+    luaL_newlib(L, funcs);
     return 1;
 }

@@ -44,39 +44,46 @@ static size_t uuid_hash(keel_uuid u)
     return (size_t)h;
 }
 
-static void hash_insert_raw(keel_world *w, uint32_t i)
+/* Slots hold (low 32 bits of the hash) << 32 | (index + 1): probing and rehashing
+ * compare the stored hash first and only touch an entity on a likely match. */
+static void hash_insert_raw(keel_world *w, uint64_t item)
 {
-    size_t mask = w->hash_cap - 1, p = uuid_hash(w->ents[i].uuid) & mask;
+    size_t mask = w->hash_cap - 1, p = (size_t)(item >> 32) & mask;
     while (w->hash[p]) p = (p + 1) & mask;
-    w->hash[p] = i + 1;
+    w->hash[p] = item;
 }
 
 static void hash_insert(keel_world *w, uint32_t i)
 {
     if ((w->hash_used + 1) * 2 > w->hash_cap) {
-        uint32_t *old = w->hash;
+        uint64_t *old = w->hash;
         size_t old_cap = w->hash_cap;
         w->hash_cap = old_cap ? old_cap * 2 : 64;
         w->hash = calloc(w->hash_cap, sizeof *w->hash);
         if (!w->hash) abort();
         for (size_t p = 0; p < old_cap; p++)
-            if (old[p]) hash_insert_raw(w, old[p] - 1);
+            if (old[p]) hash_insert_raw(w, old[p]);
         free(old);
     }
-    hash_insert_raw(w, i);
+    uint32_t h = (uint32_t)uuid_hash(w->ents[i].uuid);
+    hash_insert_raw(w, (uint64_t)h << 32 | (uint64_t)(i + 1));
     w->hash_used++;
 }
 
 static size_t hash_slot(const keel_world *w, keel_uuid u)
 {
     if (!w->hash_cap) return SIZE_MAX;
-    size_t mask = w->hash_cap - 1, p = uuid_hash(u) & mask;
+    uint32_t h = (uint32_t)uuid_hash(u);
+    size_t mask = w->hash_cap - 1, p = h & mask;
     while (w->hash[p]) {
-        if (keel_uuid_equal(w->ents[w->hash[p] - 1].uuid, u)) return p;
+        uint64_t it = w->hash[p];
+        if ((uint32_t)(it >> 32) == h && keel_uuid_equal(w->ents[(uint32_t)it - 1].uuid, u)) return p;
         p = (p + 1) & mask;
     }
     return SIZE_MAX;
 }
+
+static uint32_t hash_index(const keel_world *w, size_t p) { return (uint32_t)w->hash[p] - 1; }
 
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void hash_remove(keel_world *w, keel_uuid u)
@@ -88,7 +95,7 @@ static void hash_remove(keel_world *w, keel_uuid u)
     for (;;) {
         q = (q + 1) & mask;
         if (!w->hash[q]) break;
-        size_t home = uuid_hash(w->ents[w->hash[q] - 1].uuid) & mask;
+        size_t home = (size_t)(w->hash[q] >> 32) & mask;
         /* move q back into the hole at p if its home is not in (p, q] */
         bool between = p <= q ? (home > p && home <= q) : (home > p || home <= q);
         if (!between) {
@@ -244,7 +251,7 @@ bool keel_alive(const keel_world *w, keel_entity e) { return live_index(w, e) !=
 keel_entity keel_find(const keel_world *w, keel_uuid u)
 {
     size_t p = hash_slot(w, u);
-    return p == SIZE_MAX ? KEEL_NO_ENTITY : keel__handle(w, w->hash[p] - 1);
+    return p == SIZE_MAX ? KEEL_NO_ENTITY : keel__handle(w, hash_index(w, p));
 }
 
 keel_entity keel_find_name(const keel_world *w, const char *name)

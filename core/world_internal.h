@@ -72,7 +72,7 @@ struct keel_world {
     uint32_t *free_idx;
     size_t free_count, free_cap;
     size_t live;                      /* root excluded */
-    uint32_t *hash;                   /* open addressing: entity index + 1, 0 empty */
+    uint64_t *hash;                   /* open addressing: hash << 32 | (index + 1), 0 empty */
     size_t hash_cap, hash_used;
     keel__store *stores;              /* by kind id */
     size_t store_count;

@@ -1,0 +1,129 @@
+/* bench_core.c — C API benchmarks (spawn, iterate, churn, memory) beside plain C arrays, same process run. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "keel.h"
+
+#define N 100000
+#define PASSES 100
+
+typedef struct velocity { double v[3]; } velocity;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void row(const char *name, double keel, double base, const char *unit)
+{
+    if (base < 0) printf("BENCH\t%s\t%.2f\t-\t%s\n", name, keel, unit);
+    else printf("BENCH\t%s\t%.2f\t%.2f\t%s\n", name, keel, base, unit);
+}
+
+static volatile double sink;
+
+int main(void)
+{
+    if (keel_init()) return 2;
+    static const keel_field_desc vel_fields[] = {
+        { .key = "v", .type = KEEL_T_VEC3 },
+    };
+    static const keel_field_desc tag_fields[] = {
+        { .key = "x", .type = KEEL_T_FLOAT },
+    };
+    keel_kind_desc kd = { 0 };
+    kd.key = "bench:velocity";
+    kd.version = 1;
+    kd.fields = vel_fields;
+    kd.field_count = 1;
+    keel_kind_id kvel, ktag, ktr = keel_kind_find("core:transform");
+    if (keel_kind_declare(&kd, &kvel, NULL)) return 2;
+    kd.key = "bench:tag";
+    kd.fields = tag_fields;
+    if (keel_kind_declare(&kd, &ktag, NULL)) return 2;
+
+    /* ---- spawn ---- */
+    keel_world *w = keel_world_new("bench");
+    keel_entity *es = malloc(N * sizeof *es);
+    double t0 = now();
+    for (int i = 0; i < N; i++) {
+        keel_spawn(w, "e", 0, NULL, &es[i], NULL, NULL);
+        keel_add(w, es[i], ktr, NULL, NULL, NULL, NULL);
+        keel_add(w, es[i], kvel, NULL, NULL, NULL, NULL);
+    }
+    double keel_spawn_s = now() - t0;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double rss_per_entity = (double)ru.ru_maxrss * 1024.0 / N;
+
+    t0 = now();
+    keel_transform *ta = malloc(N * sizeof *ta);
+    velocity *va = malloc(N * sizeof *va);
+    for (int i = 0; i < N; i++) {
+        ta[i] = (keel_transform){ { 0, 0, 0 }, { 0, 0, 0, 1 }, { 1, 1, 1 } };
+        va[i] = (velocity){ { 0, 0, 0 } };
+    }
+    double base_spawn_s = now() - t0;
+    row("spawn (C)", keel_spawn_s * 1e9 / N, base_spawn_s * 1e9 / N, "ns/entity");
+
+    /* ---- iterate ---- */
+    for (int i = 0; i < N; i++) {
+        keel_comp c;
+        keel_get_comp(w, es[i], kvel, 0, &c);
+        velocity *v = keel_record(w, c);
+        v->v[0] = 1, v->v[1] = 2, v->v[2] = 3;
+        va[i] = *v;
+    }
+    const double dt = 1.0 / 60.0;
+    keel_kind_id qk[2] = { ktr, kvel };
+    keel_query *q = keel_query_new(w, qk, 2);
+    t0 = now();
+    for (int p = 0; p < PASSES; p++) {
+        size_t n = keel_query_update(q);
+        keel_transform **pos = (keel_transform **)keel_query_column(q, 0);
+        velocity **vel = (velocity **)keel_query_column(q, 1);
+        for (size_t r = 0; r < n; r++) {
+            keel_transform *t = pos[r];
+            const velocity *v = vel[r];
+            t->position[0] += v->v[0] * dt;
+            t->position[1] += v->v[1] * dt;
+            t->position[2] += v->v[2] * dt;
+        }
+    }
+    double keel_iter_s = now() - t0;
+    t0 = now();
+    for (int p = 0; p < PASSES; p++) {
+        for (size_t r = 0; r < N; r++) {
+            ta[r].position[0] += va[r].v[0] * dt;
+            ta[r].position[1] += va[r].v[1] * dt;
+            ta[r].position[2] += va[r].v[2] * dt;
+        }
+    }
+    double base_iter_s = now() - t0;
+    sink = ta[N / 2].position[0];
+    row("iterate (C)", keel_iter_s * 1e9 / ((double)N * PASSES), base_iter_s * 1e9 / ((double)N * PASSES),
+        "ns/entity-pass");
+
+    /* ---- churn ---- */
+    t0 = now();
+    for (int i = 0; i < N; i++) {
+        keel_add(w, es[i], ktag, NULL, NULL, NULL, NULL);
+        keel_remove(w, es[i], "bench:tag", KEEL_SLOT_AUTO, NULL, NULL);
+    }
+    double churn_s = now() - t0;
+    row("churn (C)", churn_s * 1e9 / (2.0 * N), -1, "ns/op");
+    row("memory", rss_per_entity, -1, "bytes/entity");
+
+    keel_query_free(q);
+    keel_world_free(w);
+    free(es);
+    free(ta);
+    free(va);
+    keel_shutdown();
+    return 0;
+}

@@ -41,15 +41,16 @@ static bool exists(const char *p)
     return stat(p, &st) == 0;
 }
 
-char *keel_embed_data_path(const char *what)
+char *keel_embed_data_path(const char *src_rel, const char *inst_rel)
 {
     /* The source tree wins: a build directory runs against the files beside it. */
     const char *roots[] = { KEEL_SOURCE_DIR, KEEL_INSTALL_DATADIR };
+    const char *rels[] = { src_rel, inst_rel };
     for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
-        size_t n = strlen(roots[i]) + strlen(what) + 2;
+        size_t n = strlen(roots[i]) + strlen(rels[i]) + 2;
         char *p = malloc(n);
         if (!p) return NULL;
-        snprintf(p, n, "%s/%s", roots[i], what);
+        snprintf(p, n, "%s/%s", roots[i], rels[i]);
         if (exists(p)) return p;
         free(p);
     }

@@ -362,6 +362,19 @@ describe("keel program", function()
       assert.are.equal(n, tonumber(o3:match("%d+")))
     end)
 
+    it("writes unknown components back unchanged", function()
+      local dir = tmpdir()
+      local out_path = dir .. "/u.yaml"
+      local code, out, err = keel("run " .. shell_quote(SCENES .. "/unknown_kind.yaml") .. " --frames 5 --save "
+        .. shell_quote(out_path))
+      local saved = slurp(out_path)
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      assert.truthy(err:find("mod:winch is not declared: 3 components kept", 1, true), err)
+      assert.truthy(out:find("5 frames", 1, true), out)
+      assert.are.equal(slurp(SCENES .. "/unknown_kind.yaml"), saved)
+    end)
+
     it("exits 1 with diagnostics on a scene that does not load", function()
       local dir = tmpdir()
       spit(dir .. "/bad.yaml", "keel: 1\nscene: {uuid: nope, name: X}\n")
@@ -457,6 +470,19 @@ describe("keel program", function()
       assert.truthy(by["test:a"])
       assert.truthy(by["test:b"])
       assert.falsy(by["game:spawner"])
+    end)
+
+    it("loads ./kinds beside the bundled kinds by default", function()
+      local dir = tmpdir()
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kinds"))
+      spit(dir .. "/kinds/local.lua", 'require("keel").kind{ key = "test:local", fields = { { "n", "int" } } }\n')
+      local code, out, err = keel("kinds --json", nil, dir)
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      local by = {}
+      for _, k in ipairs(json_decode(out)) do by[k.key] = k end
+      assert.truthy(by["test:local"])
+      assert.truthy(by["game:spawner"])
     end)
 
     it("exits 2 when a kind file fails", function()

@@ -208,7 +208,7 @@ int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
         for (size_t i = 0; i < cli->kinds_count; i++)
             failed += keel_embed_load_kinds_dir(L, cli->kinds_dirs[i]);
     } else {
-        char *bundled = keel_embed_data_path("lua/kinds");
+        char *bundled = keel_embed_data_path("lua/kinds", "kinds");
         if (bundled) {
             /* Copied into Lua first: the load may raise. */
             lua_pushstring(L, bundled);

@@ -24,10 +24,10 @@ typedef struct keel_cli {
 /* Opens the standard libraries, preloads keel.core and puts the keel Lua
  * directories (source tree, then installed) ahead of the default package.path. */
 void keel_embed_open(lua_State *L);
-/* The directory holding bundled data (scenes/, lua/): the source tree when it
- * is present, else the installed data directory. `what` is a relative path that
- * must exist there ("scenes/demo.yaml"); returns a malloc'd full path or NULL. */
-char *keel_embed_data_path(const char *what);
+/* A bundled file or directory: `src_rel` under the source tree when that is
+ * present ("lua/kinds"), else `inst_rel` under the installed data directory
+ * ("kinds"). Returns a malloc'd path, or NULL when neither exists. */
+char *keel_embed_data_path(const char *src_rel, const char *inst_rel);
 /* Runs every *.lua file of `dir` (sorted by name), recording its modification
  * time for reload(). Errors are printed to stderr; returns the number that failed
  * (a missing directory counts as one). */

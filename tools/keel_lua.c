@@ -162,11 +162,21 @@ static int report_load_error(lua_State *L, keel_cli *cli, const char *path)
     return code;
 }
 
-/* keel.load(path, opts) -> world | nil, err; opts carries the asset manifest's path. */
+/* keel.load(path, opts) -> world | nil, err; opts carries the asset manifest's
+ * path. The load's warnings are printed as `keel check` prints them. */
 static const char load_chunk[] =
     "local keel, path, assets = ...\n"
     "local opts = assets and { assets = assets } or nil\n"
-    "return keel.load(path, opts)\n";
+    "local w, err = keel.load(path, opts)\n"
+    "if not w then return nil, err end\n"
+    "local ok, warns = pcall(function() return w:warnings() end)\n"
+    "for _, d in ipairs(ok and type(warns) == 'table' and warns or {}) do\n"
+    "  local where = d.file or path\n"
+    "  if d.line and d.line > 0 then where = where .. ':' .. d.line .. ':' .. (d.col or 1) end\n"
+    "  local at = (d.path and d.path ~= '') and (' (at ' .. d.path .. ')') or ''\n"
+    "  io.stderr:write(string.format('%s: warning: %s: %s%s\\n', where, tostring(d.code), tostring(d.message), at))\n"
+    "end\n"
+    "return w\n";
 
 /* Pushes the loaded world and returns -1; on failure reports it and returns the exit code. */
 static int load_world(lua_State *L, keel_cli *cli, const char *path)
@@ -254,7 +264,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     }
     const char *scene = n == 1 ? argv[0] : NULL;
     if (!scene) {
-        char *demo = keel_embed_data_path("scenes/demo.yaml");
+        char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
         if (!demo) {
             fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n", cli->progname);
             return KEEL_EXIT_USAGE;

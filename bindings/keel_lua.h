@@ -58,13 +58,20 @@ typedef struct keel_lua_frame {
     keel_lua_ctx *ctx;
     keel_world *w;     /* the world whose entity cache sits at cache_idx, or NULL */
     int cache_idx;
+    int memo_idx;      /* w:step reserves 3 stack slots: the last depth-0 hook's function, self, keys */
+    void *memo_kind;
+    int memo_phase;
 } keel_lua_frame;
 extern keel_lua_frame keel__lua_cur;
+/* Bumps on every entry into the core from Lua: a trampoline whose callback made no entry
+ * knows its record did not move. */
+extern unsigned long keel__lua_entries;
 
 /* Every binding function that can run hooks (through the core) brackets the call. */
 #define KEEL_LUA_ENTER(L_, ctx_) \
     keel_lua_frame saved_frame_ = keel__lua_cur; \
-    keel__lua_cur = (keel_lua_frame){ (L_), (ctx_), NULL, 0 }
+    keel__lua_entries++; \
+    keel__lua_cur = (keel_lua_frame){ (L_), (ctx_), NULL, 0, 0, NULL, 0 }
 #define KEEL_LUA_LEAVE() (keel__lua_cur = saved_frame_)
 
 /* ---- World ---- */
@@ -141,6 +148,9 @@ keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_wo
 /* A YAML core-schema node -> plain Lua value, and back. */
 void keel__lua_push_node(lua_State *L, const keel_node *n);
 keel_node *keel__lua_to_node(lua_State *L, int idx, int depth);
+/* keel_add with a Lua body table at body_idx (nil: defaults); all or nothing. */
+keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
+                          uint32_t slot, keel_comp *out, keel_cmd *inverse, keel_diags *d);
 /* Pushes a table of every field of a live component. */
 void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx);
 

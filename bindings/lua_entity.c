@@ -133,18 +133,12 @@ static int do_add(lua_State *L, bool want_inverse)
     if (!k) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
     keel_diags d;
     keel_diags_init(&d);
-    keel_node *body = keel__lua_body_to_node(L, 3, k, w, &d);
-    if (!body) return keel_lua_raise(L, KEEL_INVALID_ARGUMENT, &d);
-    keel_add_opts o = KEEL_ADD_OPTS_INIT;
-    o.slot = slot;
-    o.body = body;
     keel_comp c;
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    keel_status s = keel_add(w, h->e, k, &o, &c, want_inverse ? &inv : NULL, &d);
+    keel_status s = keel__lua_add(L, 3, w, h->e, k, slot, &c, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    keel_node_free(body);
     if (s != KEEL_OK) {
         keel_cmd_free(&inv);
         return keel_lua_raise(L, s, &d);

@@ -13,6 +13,7 @@ struct keel_lua_kind {
     int self_tab[KEEL_LUA_MAX_DEPTH];
     size_t nfields;
     size_t *offsets;             /* filled on first call (from the registry) */
+    const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
     bool ready, has_entity, dead;
     int busy;                    /* calls running: a replaced kind is freed after the last */
 };
@@ -52,6 +53,7 @@ static bool lk_prepare(keel_lua_kind *lk, keel_kind_id k)
 {
     if (lk->ready) return true;
     for (size_t i = 0; i < lk->nfields; i++) lk->offsets[i] = keel_kind_field_offset(k, (int)i);
+    lk->kd = keel_kind_describe(k);
     lk->ready = true;
     return true;
 }
@@ -100,20 +102,27 @@ static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd,
     }
 }
 
-/* Writes back the fields of `self` that differ from the record, through the registry. */
+/* Writes back the fields of `self` that differ from the record, through the registry.
+ * `rec` is the record when no entry into the core happened since it was fetched, else NULL. */
 static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                              keel_comp c, int self, int keys, keel_diags *d)
+                              keel_comp c, const char *rec, int self, int keys, keel_diags *d)
 {
     for (size_t i = 0; i < lk->nfields; i++) {
-        const char *rec = keel_record(w, c);
-        if (!rec) return KEEL_OK; /* removed during the call */
+        if (!rec && !(rec = keel_record(w, c))) return KEEL_OK; /* removed during the call */
         lua_rawgeti(L, keys, (lua_Integer)i + 1);
         lua_rawget(L, self);
         const keel_field_desc *fd = &kd->fields[i];
-        if (!keel__lua_same(L, -1, fd, rec + lk->offsets[i], w)) {
+        const char *p = rec + lk->offsets[i];
+        if (fd->type == KEEL_T_FLOAT && lua_type(L, -1) == LUA_TNUMBER &&
+            (double)lua_tonumber(L, -1) == *(const double *)p) {
+            lua_pop(L, 1); /* the common case, unchanged */
+            continue;
+        }
+        if (!keel__lua_same(L, -1, fd, p, w)) {
             keel_value v;
             char err[256];
             keel_status s;
+            unsigned long entries = keel__lua_entries;
             if (!keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
             else s = keel_set(w, c, (int)i, &v, NULL, d);
@@ -121,6 +130,7 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
                 lua_pop(L, 1);
                 return s;
             }
+            if (entries != keel__lua_entries || kd->validate) rec = NULL; /* validate may have moved it */
         }
         lua_pop(L, 1);
     }
@@ -159,7 +169,7 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
         int top = lua_gettop(L);
         push_self(L, lk, i);
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
-        keel_status s = write_back(L, lk, kd, w, c, top + 1, top + 2, d);
+        keel_status s = write_back(L, lk, kd, w, c, NULL, top + 1, top + 2, d);
         lua_settop(L, top);
         if (s != KEEL_OK) return s;
     }
@@ -330,22 +340,42 @@ static keel_status hook_tramp(const keel_call *call)
     if (depth >= KEEL_LUA_MAX_DEPTH)
         return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
     if (!lua_checkstack(L, 12)) return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
-    const keel_kind_desc *kd = keel_kind_describe(call->comp.kind);
-    keel_world *w = call->world;
     lk_prepare(lk, call->comp.kind);
-    int top = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ref);        /* top+1 function */
-    push_self(L, lk, depth);                       /* top+2 self */
-    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);   /* top+3 keys */
+    const keel_kind_desc *kd = lk->kd;
+    keel_world *w = call->world;
+    int top = lua_gettop(L), fn, self, keys;
+    if (depth == 0 && keel__lua_cur.memo_idx && keel__lua_cur.L == L) {
+        /* inside w:step: the function, self and keys of the last kind stay in reserved slots */
+        fn = keel__lua_cur.memo_idx;
+        self = fn + 1;
+        keys = fn + 2;
+        if (keel__lua_cur.memo_kind != lk || keel__lua_cur.memo_phase != (int)call->phase) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+            lua_replace(L, fn);
+            push_self(L, lk, depth);
+            lua_replace(L, self);
+            lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+            lua_replace(L, keys);
+            keel__lua_cur.memo_kind = lk;
+            keel__lua_cur.memo_phase = (int)call->phase;
+        }
+    } else {
+        fn = top + 1;
+        self = top + 2;
+        keys = top + 3;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+        push_self(L, lk, depth);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+    }
     int widx = push_world_if(L, lk, w);
-    fill_self(L, lk, kd, w, call->record, top + 2, top + 3, widx);
+    fill_self(L, lk, kd, w, call->record, self, keys, widx);
     ctx->self_w[depth] = w;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
     ctx->depth++;
     lk->busy++;
-    lua_pushvalue(L, top + 1);
-    lua_pushvalue(L, top + 2);
+    lua_pushvalue(L, fn);
+    lua_pushvalue(L, self);
     push_call_entity(L, ctx, w, call->comp.entity);
     int nargs = 2;
     if (call->phase == KEEL_PHASE_UPDATE || call->phase == KEEL_PHASE_FIXED_UPDATE || call->phase == KEEL_PHASE_LATE_UPDATE) {
@@ -353,8 +383,11 @@ static keel_status hook_tramp(const keel_call *call)
         nargs = 3;
     }
     keel_status s = KEEL_OK;
+    unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
-    else if (!lk->dead) s = write_back(L, lk, kd, w, call->comp, top + 2, top + 3, call->diags);
+    else if (!lk->dead)
+        s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
+                       self, keys, call->diags);
     ctx->depth--;
     lua_settop(L, top);
     if (--lk->busy == 0 && lk->dead) lk_destroy(lk);

@@ -5,6 +5,7 @@
 #include "keel_lua.h"
 
 keel_lua_frame keel__lua_cur;
+unsigned long keel__lua_entries;
 
 #define CTX_KEY "keel.ctx"
 

@@ -391,3 +391,64 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
         lua_setfield(L, -2, kd->fields[i].key);
     }
 }
+
+/* Checks every key and value of a body table before anything is written. */
+static bool body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    bool ok = true;
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char *key = lua_tostring(L, -2);
+            int f = keel_kind_field(k, key);
+            keel_value v;
+            char err[256];
+            if (f < 0) ok = !keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'", kd->key, key) && false;
+            else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err))
+                ok = !keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err) && false;
+        }
+        lua_pop(L, 1);
+    }
+    return ok;
+}
+
+keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
+                          uint32_t slot, keel_comp *out, keel_cmd *inverse, keel_diags *d)
+{
+    body_idx = lua_absindex(L, body_idx);
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.slot = slot;
+    if (lua_type(L, body_idx) == LUA_TTABLE && !kd->hooks[KEEL_PHASE_AWAKE]) {
+        /* No awake sees the body: add with defaults, then write the fields (no text round trip). */
+        if (!body_check(L, body_idx, k, w, d)) return keel_diags_status(d);
+        keel_comp c;
+        keel_status s = keel_add(w, e, k, &o, &c, inverse, d);
+        if (s != KEEL_OK) return s;
+        lua_pushnil(L);
+        while (s == KEEL_OK && lua_next(L, body_idx)) {
+            if (lua_type(L, -2) == LUA_TSTRING) {
+                int f = keel_kind_field(k, lua_tostring(L, -2));
+                keel_value v;
+                char err[8];
+                keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err);
+                s = keel_set_internal(w, c, f, &v, d);
+            }
+            lua_pop(L, s == KEEL_OK ? 1 : 2);
+        }
+        if (s != KEEL_OK) {
+            keel_remove(w, e, kd->key, c.slot, NULL, NULL);
+            if (inverse) keel_cmd_free(inverse);
+            return s;
+        }
+        if (out) *out = c;
+        return KEEL_OK;
+    }
+    keel_node *body = keel__lua_body_to_node(L, body_idx, k, w, d);
+    if (!body) return keel_diags_status(d);
+    o.body = body;
+    keel_status s = keel_add(w, e, k, &o, out, inverse, d);
+    keel_node_free(body);
+    return s;
+}

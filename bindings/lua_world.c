@@ -239,15 +239,7 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             lua_pop(L, 1);
             return false;
         }
-        keel_add_opts o = KEEL_ADD_OPTS_INIT;
-        keel_node *node = NULL;
-        if (body) {
-            node = keel__lua_body_to_node(L, body, k, lw->w, d);
-            if (!node) { lua_pop(L, 1); return false; }
-            o.body = node;
-        }
-        keel_status s = keel_add(lw->w, e, k, &o, NULL, NULL, d);
-        keel_node_free(node);
+        keel_status s = keel__lua_add(L, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
         lua_pop(L, 1);
         if (s != KEEL_OK) return false;
     }
@@ -499,12 +491,14 @@ static int w_count(lua_State *L)
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
 {
     lua_getiuservalue(L, 1, 1);
+    lua_settop(L, lua_gettop(L) + 3); /* memo slots for the trampolines */
     KEEL_LUA_ENTER(L, lw->ctx);
     keel__lua_cur.w = lw->w;
-    keel__lua_cur.cache_idx = lua_gettop(L);
+    keel__lua_cur.cache_idx = lua_gettop(L) - 3;
+    keel__lua_cur.memo_idx = lua_gettop(L) - 2;
     keel_status s = keel_step(lw->w, dt, d);
     KEEL_LUA_LEAVE();
-    lua_pop(L, 1);
+    lua_pop(L, 4);
     return s;
 }
 

@@ -410,6 +410,18 @@ static void scene_save_fmt_idempotent(void **state)
     keel_world_free(w);
 }
 
+/* Found by fuzz_scene: a quaternion that is normalized up to rounding must
+ * not move by an ulp on every load, or load -> save -> load -> save differs. */
+static void scene_save_quaternion_is_a_fixed_point(void **state)
+{
+    keel_world *w = load("good_quat_renormalized.yaml");
+    keel_world *w2 = round_trip(w);
+    keel_world *w3 = round_trip(w2);
+    keel_world_free(w);
+    keel_world_free(w2);
+    keel_world_free(w3);
+}
+
 static void scene_save_unknown_bodies_unchanged(void **state)
 {
     keel_world *w = load("good_unknown_kinds.yaml");
@@ -493,6 +505,7 @@ int main(void)
         cmocka_unit_test(scene_save_layout_is_canonical),
         cmocka_unit_test(scene_save_grid_round_trip),
         cmocka_unit_test(scene_save_fmt_idempotent),
+        cmocka_unit_test(scene_save_quaternion_is_a_fixed_point),
         cmocka_unit_test(scene_save_unknown_bodies_unchanged),
         cmocka_unit_test(scene_save_unknown_duplicated_and_removed),
         cmocka_unit_test(scene_save_writes_file_atomically),

@@ -1,0 +1,291 @@
+-- world_spec.lua — keel.world / keel.load / keel.parse and the World methods.
+local keel = require "keel"
+
+local function fails(code, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected a " .. code .. " error")
+  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
+  assert.are.equal(code, err.code, tostring(err))
+  return err
+end
+
+keel.kind{ key = "sw:tag", fields = { { "n", "int", default = 0 } } }
+keel.kind{ key = "sw:many", multiplicity = "many", fields = { { "v", "float" } } }
+
+local UUID = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"
+
+describe("world", function()
+  describe("keel.world()", function()
+    it("makes an empty named scene with a UUID", function()
+      local w = keel.world("Arena")
+      assert.are.equal("Arena", w.name)
+      assert.truthy(w.uuid:match(UUID))
+      assert.are.equal(0, w:count())
+      assert.truthy(tostring(w):match('^keel%.World "Arena"'))
+    end)
+    it("has a writable name and a revision that moves on change", function()
+      local w = keel.world("A")
+      w.name = "B"
+      assert.are.equal("B", w.name)
+      local r = w.revision
+      w:spawn("E")
+      assert.is_true(w.revision > r)
+      fails("InvalidArgument", function() w.name = 3 end)
+      fails("Unsupported", function() w.uuid = "x" end)
+    end)
+    it("sets no globals", function()
+      assert.is_nil(rawget(_G, "keel"))
+    end)
+  end)
+
+  describe(".root", function()
+    it("is an entity handle that is not listed and cannot be destroyed, renamed or moved", function()
+      local w = keel.world("R")
+      local root = w.root
+      assert.truthy(tostring(root):match("root"))
+      assert.are.equal(root, w.root)
+      local e = w:spawn("E")
+      for x in w:entities() do assert.are_not.equal(root, x) end
+      fails("ProtectedEntity", function() root:destroy() end)
+      fails("ProtectedEntity", function() root.name = "x" end)
+      fails("ProtectedEntity", function() root.parent = e end)
+      assert.are.equal(1, w:count())
+    end)
+    it("holds root-only components", function()
+      local w = keel.world("R")
+      local c = w.root:add("core:world_settings")
+      assert.is_true(c.loaded)
+      assert.are.equal("core:world_settings", c.kind)
+      fails("InvalidOperation", function() w:spawn("E"):add("core:world_settings") end)
+    end)
+  end)
+
+  describe(":spawn()", function()
+    it("takes a name", function()
+      local w = keel.world("S")
+      local e = w:spawn("Player")
+      assert.are.equal("Player", e.name)
+      assert.truthy(e.uuid:match(UUID))
+      assert.are.equal(w, e.world)
+    end)
+    it("takes a spec with parent, enabled and components", function()
+      local w = keel.world("S")
+      local p = w:spawn("P")
+      local e = w:spawn{ name = "C", parent = p, enabled = false,
+        components = { { "core:transform", position = { 0, 1.5, 0 } }, "sw:tag" } }
+      assert.are.equal(p, e.parent)
+      assert.is_false(e.enabled)
+      assert.are.same({ 0, 1.5, 0 }, e:get("core:transform").position)
+      assert.is_true(e:has("sw:tag"))
+    end)
+    it("is all or nothing", function()
+      local w = keel.world("S")
+      fails("NotFound", function() w:spawn{ name = "X", components = { "sw:tag", "nope:kind" } } end)
+      fails("InvalidArgument", function() w:spawn{ name = "X", components = { { "sw:tag", n = "three" } } } end)
+      fails("NotFound", function() w:spawn{ name = "X", components = { { "sw:tag", bogus = 1 } } } end)
+      assert.are.equal(0, w:count())
+    end)
+    it("refuses wrong argument types", function()
+      local w = keel.world("S")
+      fails("InvalidArgument", function() w:spawn(42) end)
+      fails("InvalidArgument", function() w:spawn{ name = 1 } end)
+      fails("InvalidArgument", function() w:spawn{ parent = "nope" } end)
+    end)
+  end)
+
+  describe(":find()", function()
+    it("finds by UUID first, then by name", function()
+      local w = keel.world("F")
+      local a = w:spawn("A")
+      local b = w:spawn("B")
+      assert.are.equal(a, w:find(a.uuid))
+      assert.are.equal(b, w:find("B"))
+      assert.is_nil(w:find("nobody"))
+      assert.is_nil(w:find("00000000-0000-4000-8000-000000000000"))
+      fails("InvalidArgument", function() w:find(1) end)
+    end)
+  end)
+
+  describe(":entities()", function()
+    it("iterates in run order: hierarchy pre-order", function()
+      local w = keel.world("O")
+      local a = w:spawn("a")
+      local b = w:spawn("b")
+      local a1 = w:spawn{ name = "a1", parent = a }
+      local a2 = w:spawn{ name = "a2", parent = a }
+      local b1 = w:spawn{ name = "b1", parent = b }
+      local a11 = w:spawn{ name = "a11", parent = a1 }
+      local names = {}
+      for e in w:entities() do names[#names + 1] = e.name end
+      assert.are.same({ "a", "a1", "a11", "a2", "b", "b1" }, names)
+      assert.are.same({ a1, a2 }, a:children())
+      assert.is_nil(a.parent)
+      assert.are.equal(a1, a11.parent)
+      local _ = b1
+    end)
+    it("is to-be-closed: break frees it", function()
+      local w = keel.world("O")
+      for i = 1, 5 do w:spawn("e" .. i) end
+      local f, s, c, closer = w:entities()
+      assert.truthy(tostring(closer):match("keel%.Query"))
+      local n = 0
+      for e in f, s, c, closer do
+        n = n + 1
+        if n == 2 then break end
+      end
+      assert.are.equal(2, n)
+      assert.are.equal("keel.Query (closed)", tostring(closer))
+    end)
+    it("skips entities destroyed during the loop", function()
+      local w = keel.world("O")
+      local list = {}
+      for i = 1, 4 do list[i] = w:spawn("e" .. i) end
+      local seen = 0
+      for e in w:entities() do
+        seen = seen + 1
+        if e == list[1] then list[3]:destroy() end
+      end
+      assert.are.equal(3, seen)
+    end)
+  end)
+
+  describe(":each()", function()
+    it("gives (entity, component) once per slot", function()
+      local w = keel.world("E")
+      local e = w:spawn("e")
+      e:add("sw:many", { v = 1 })
+      e:add("sw:many", { v = 2 })
+      w:spawn("f"):add("sw:many", { v = 3 })
+      local sum, n = 0, 0
+      for ent, c in w:each("sw:many") do
+        assert.are.equal(ent, c.entity)
+        sum = sum + c.v
+        n = n + 1
+      end
+      assert.are.equal(3, n)
+      assert.are.equal(6, sum)
+      fails("NotFound", function() w:each("nope:kind") end)
+      fails("InvalidArgument", function() w:each(3) end)
+    end)
+    it("closes on break", function()
+      local w = keel.world("E")
+      for i = 1, 3 do w:spawn("e"):add("sw:tag", { n = i }) end
+      local f, s, c, closer = w:each("sw:tag")
+      for _ in f, s, c, closer do break end
+      assert.are.equal("keel.Query (closed)", tostring(closer))
+    end)
+  end)
+
+  describe(":query()", function()
+    it("gives entities holding all kinds, with their components", function()
+      local w = keel.world("Q")
+      local a = w:spawn{ name = "a", components = { "core:transform", "sw:tag" } }
+      w:spawn{ name = "b", components = { "core:transform" } }
+      w:spawn{ name = "c", components = { "sw:tag" } }
+      local rows = {}
+      for e, t, g in w:query("core:transform", "sw:tag") do
+        rows[#rows + 1] = e
+        assert.are.equal("core:transform", t.kind)
+        assert.are.equal("sw:tag", g.kind)
+      end
+      assert.are.same({ a }, rows)
+      fails("InvalidArgument", function() w:query() end)
+    end)
+    it("closes on break", function()
+      local w = keel.world("Q")
+      for _ = 1, 3 do w:spawn{ components = { "sw:tag" } } end
+      local f, s, c, closer = w:query("sw:tag")
+      for _ in f, s, c, closer do break end
+      assert.are.equal("keel.Query (closed)", tostring(closer))
+    end)
+  end)
+
+  describe(":count()", function()
+    it("counts entities, or components of a kind", function()
+      local w = keel.world("C")
+      local e = w:spawn("e")
+      w:spawn("f")
+      e:add("sw:many")
+      e:add("sw:many")
+      assert.are.equal(2, w:count())
+      assert.are.equal(2, w:count("sw:many"))
+      assert.are.equal(0, w:count("sw:tag"))
+    end)
+  end)
+
+  describe(":dump() and keel.parse()", function()
+    it("round-trips a world", function()
+      local w = keel.world("Dump")
+      local e = w:spawn{ name = "Player", components = { { "core:transform", position = { 1, 2, 3 } }, { "sw:tag", n = 7 } } }
+      local text = w:dump()
+      assert.truthy(text:match("name: Player"))
+      local w2 = assert(keel.parse(text))
+      assert.are.equal(w.uuid, w2.uuid)
+      local e2 = w2:find(e.uuid)
+      assert.are.equal(7, e2:get("sw:tag").n)
+      assert.are.same({ 1, 2, 3 }, e2:get("core:transform").position)
+      assert.are.equal(text, w2:dump())
+    end)
+    it("returns nil, err for a bad document", function()
+      local w, err = keel.parse("keel: 1\nscene: [")
+      assert.is_nil(w)
+      assert.are.equal("ParseError", err.code)
+      assert.truthy(tostring(err):match("^ParseError: "))
+      assert.truthy(#err.diagnostics >= 1)
+      assert.are.equal("error", err.diagnostics[1].severity)
+    end)
+    it("applies limits from opts", function()
+      local w = keel.world("L")
+      for i = 1, 3 do w:spawn("e" .. i) end
+      local w2, err = keel.parse(w:dump(), { limits = { entities = 2 } })
+      assert.is_nil(w2)
+      assert.are.equal("LimitExceeded", err.code)
+    end)
+    it("keeps unknown kinds and reports them in w:warnings()", function()
+      local w = keel.world("U")
+      local text = w:dump():gsub("entities: %[%]", [[
+entities:
+  - uuid: 11111111-1111-4111-8111-111111111111
+    name: Winch
+    components:
+      - kind: mod:winch_sw
+        version: 1
+        slot: 0
+        body:
+          length: 3]])
+      local w2 = assert(keel.parse(text))
+      local warns = w2:warnings()
+      assert.are.equal(1, #warns)
+      assert.are.equal("warning", warns[1].severity)
+      assert.truthy(warns[1].message:match("mod:winch_sw"))
+      local e = w2:find("Winch")
+      local c = e:components()[1]
+      assert.is_false(c.loaded)
+      assert.are.equal("mod:winch_sw", c.kind)
+      assert.are.same({ length = 3 }, c:body())
+      local again = w2:dump()
+      assert.truthy(again:match("mod:winch_sw"))
+      assert.are.equal(again, assert(keel.parse(again)):dump())
+    end)
+  end)
+
+  describe("keel.load() and :save()", function()
+    it("returns nil, err for a missing file", function()
+      local w, err = keel.load("/nonexistent/scene.yaml")
+      assert.is_nil(w)
+      assert.are.equal("IOError", err.code)
+    end)
+    it("saves atomically and loads back", function()
+      local w = keel.world("Saved")
+      w:spawn{ name = "A", components = { { "sw:tag", n = 2 } } }
+      local path = os.tmpname()
+      assert.is_true(w:save(path))
+      local w2 = assert(keel.load(path))
+      assert.are.equal(2, w2:find("A"):get("sw:tag").n)
+      os.remove(path)
+      local ok, err = w:save("/nonexistent/dir/x.yaml")
+      assert.is_nil(ok)
+      assert.are.equal("IOError", err.code)
+    end)
+  end)
+end)

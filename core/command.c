@@ -10,13 +10,18 @@ keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_valu
 
 /* ---------------------------------------------------------------- bracketing and the log */
 
+/* `tmp` is only initialised when it is used: commands outside hooks pay nothing for it. */
 keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 {
-    memset(tmp, 0, sizeof *tmp);
-    if (inverse) memset(inverse, 0, sizeof *inverse);
     bool wants = keel__txn_wants(w);
     w->cmd_depth++;
-    return inverse ? inverse : wants ? tmp : NULL;
+    if (inverse) {
+        memset(inverse, 0, sizeof *inverse);
+        return inverse;
+    }
+    if (!wants) return NULL;
+    memset(tmp, 0, sizeof *tmp);
+    return tmp;
 }
 
 bool keel__txn_wants(const keel_world *w)
@@ -49,12 +54,11 @@ keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd
     } else if (inv && keel__txn_wants(w) && inv->type != KEEL_CMD_NONE) {
         if (inv == tmp) {
             log_push(w, tmp);
-            memset(tmp, 0, sizeof *tmp);
-        } else {
-            keel__txn_log(w, inv);
+            return st;
         }
+        keel__txn_log(w, inv);
     }
-    keel_cmd_free(tmp);
+    if (inv == tmp) keel_cmd_free(tmp);
     return st;
 }
 

@@ -23,13 +23,16 @@ static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, u
 {
     keel__store *s = keel__store_of(w, k);
     if (s->count == s->cap) {
-        size_t np = s->cap / KEEL__PAGE + 1;
-        s->pages = keel__xrealloc(s->pages, np * sizeof *s->pages);
-        s->pages[np - 1] = keel__xrealloc(NULL, KEEL__PAGE * (s->record_size ? s->record_size : 1));
-        s->cap += KEEL__PAGE;
-        s->owner = keel__xrealloc(s->owner, s->cap * sizeof *s->owner);
-        s->slot = keel__xrealloc(s->slot, s->cap * sizeof *s->slot);
-        s->counter = keel__xrealloc(s->counter, s->cap * sizeof *s->counter);
+        size_t n = (size_t)KEEL__PAGE << s->npages;
+        s->pages = keel__xrealloc(s->pages, (s->npages + 1) * sizeof *s->pages);
+        s->pages[s->npages++] = keel__xrealloc(NULL, n * (s->record_size ? s->record_size : 1));
+        s->cap += n;
+    }
+    if (s->count == s->acap) { /* the parallel arrays grow geometrically */
+        s->acap = s->acap ? s->acap * 2 : KEEL__PAGE;
+        s->owner = keel__xrealloc(s->owner, s->acap * sizeof *s->owner);
+        s->slot = keel__xrealloc(s->slot, s->acap * sizeof *s->slot);
+        s->counter = keel__xrealloc(s->counter, s->acap * sizeof *s->counter);
     }
     size_t row = s->count++;
     s->owner[row] = owner;
@@ -94,7 +97,7 @@ void keel__stores_free(keel_world *w)
     for (size_t k = 0; k < w->store_count; k++) {
         keel__store *s = &w->stores[k];
         for (size_t r = 0; r < s->count; r++) keel__record_fini((keel_kind_id)k, keel__store_rec(s, r));
-        for (size_t p = 0; p < s->cap / KEEL__PAGE; p++) free(s->pages[p]);
+        for (size_t p = 0; p < s->npages; p++) free(s->pages[p]);
         free(s->pages);
         free(s->owner);
         free(s->slot);
@@ -158,7 +161,7 @@ static uint32_t key_count(const keel__ent *en, const char *key)
 static keel__entry *entry_push(keel__ent *en)
 {
     if (en->member_count == en->member_cap) {
-        en->member_cap = en->member_cap ? en->member_cap * 2 : 4;
+        en->member_cap = en->member_cap ? en->member_cap * 2 : 2;
         en->members = keel__xrealloc(en->members, en->member_cap * sizeof *en->members);
     }
     keel__entry *m = &en->members[en->member_count++];
@@ -779,9 +782,10 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
                 moved[o] = true;
             }
     }
-    size_t pages = s->cap / KEEL__PAGE;
+    size_t pages = s->npages;
     unsigned char **np = keel__xrealloc(NULL, (pages ? pages : 1) * sizeof *np);
-    for (size_t p = 0; p < pages; p++) np[p] = keel__xrealloc(NULL, KEEL__PAGE * (nsize ? nsize : 1));
+    for (size_t p = 0; p < pages; p++)
+        np[p] = keel__xrealloc(NULL, ((size_t)KEEL__PAGE << p) * (nsize ? nsize : 1));
     keel__store ns = *s;
     ns.pages = np;
     ns.record_size = nsize;

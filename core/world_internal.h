@@ -5,7 +5,10 @@
 #include "internal.h"
 
 #define KEEL__NONE UINT32_MAX        /* no entity index */
-#define KEEL__PAGE_SHIFT 10          /* records live in pages of 1024: appends never move them */
+/* Records live in pages that never move (a hook's record pointer survives appends);
+ * page k holds KEEL__PAGE << k records, so a big store has few page breaks and a
+ * small one wastes little. */
+#define KEEL__PAGE_SHIFT 6
 #define KEEL__PAGE (1u << KEEL__PAGE_SHIFT)
 #define KEEL__MAX_COMPONENTS 256
 #define KEEL__MAX_DEPTH 256
@@ -37,7 +40,9 @@ typedef struct keel__ent {
 /* Dense per-kind storage with parallel owner/slot/counter arrays. */
 typedef struct keel__store {
     size_t record_size;
-    size_t count, cap;      /* cap is a multiple of KEEL__PAGE */
+    size_t count, cap;      /* cap = KEEL__PAGE * (2^npages - 1) */
+    size_t npages;
+    size_t acap;            /* capacity of owner/slot/counter */
     unsigned char **pages;
     keel_entity *owner;     /* KEEL_NO_ENTITY: freed at the next phase boundary */
     uint32_t *slot;
@@ -115,7 +120,10 @@ void keel__touch(keel_world *w); /* structural change */
 keel__store *keel__store_of(keel_world *w, keel_kind_id k); /* grows the table */
 static inline void *keel__store_rec(const keel__store *s, size_t row)
 {
-    return s->pages[row >> KEEL__PAGE_SHIFT] + (row & (KEEL__PAGE - 1)) * s->record_size;
+    size_t q = (row >> KEEL__PAGE_SHIFT) + 1;
+    unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)q);
+    size_t first = (((size_t)1 << k) - 1) << KEEL__PAGE_SHIFT;
+    return s->pages[k] + (row - first) * s->record_size;
 }
 keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot); /* loaded only */
 const char *keel__entry_key(const keel__entry *m);

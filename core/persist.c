@@ -660,15 +660,14 @@ static bool diff_entity(wbuf *out, const keel_world *w, const keel_baseline *bas
 }
 
 /* Sibling order: recorded for a parent only when reparenting its newcomers (in run order) to the end
- * would not give the current order. */
-static bool order_record(wbuf *out, const keel_world *w, const keel_baseline *base, keel_entity pe)
+ * would not give the current order. `cur` holds the parent's children in order. */
+static bool order_record(wbuf *out, const keel_world *w, const keel_baseline *base, keel_entity pe,
+                         const keel_entity *cur, size_t n)
 {
-    keel_uuid pu = pe ? keel_entity_uuid(w, pe) : (keel_uuid){ { 0 } };
-    size_t n = keel_entity_child_count(w, pe ? pe : keel_world_root(w));
     if (n == 0) return false;
-    keel_entity *cur = malloc(n * sizeof *cur), *want = malloc(n * sizeof *want);
-    if (!cur || !want) abort();
-    for (size_t i = 0; i < n; i++) cur[i] = keel_entity_child(w, pe ? pe : keel_world_root(w), i);
+    keel_uuid pu = pe ? keel_entity_uuid(w, pe) : (keel_uuid){ { 0 } };
+    keel_entity *want = malloc(n * sizeof *want);
+    if (!want) abort();
     size_t nw = 0;
     size_t bi = pe ? base_find(base, pu) : 0;
     if (bi != SIZE_MAX) {
@@ -688,9 +687,52 @@ static bool order_record(wbuf *out, const keel_world *w, const keel_baseline *ba
         wb_u32(out, (uint32_t)n);
         for (size_t i = 0; i < n; i++) wb_uuid(out, keel_entity_uuid(w, cur[i]));
     }
-    free(cur);
     free(want);
     return !same;
+}
+
+/* Children lists of every parent from one pre-order walk (keel_entity_child is a list walk). */
+typedef struct tree {
+    keel_entity *ents;  /* run order */
+    size_t count;
+    size_t *start;      /* children of run-order entity i (i+1; 0 = top level): kids[start[i]..start[i+1]) */
+    keel_entity *kids;
+} tree;
+
+static void tree_build(const keel_world *w, tree *t)
+{
+    size_t cap = keel_world_entity_count(w) + 1, n = 0;
+    t->ents = malloc(cap * sizeof *t->ents);
+    size_t *parent = malloc(cap * sizeof *parent), *stack = malloc(cap * sizeof *stack);
+    if (!t->ents || !parent || !stack) abort();
+    size_t depth = 0;
+    for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e), n++) {
+        keel_entity p = keel_entity_parent(w, e);
+        while (depth > 0 && t->ents[stack[depth - 1]] != p) depth--;
+        parent[n] = depth > 0 ? stack[depth - 1] + 1 : 0;
+        t->ents[n] = e;
+        stack[depth++] = n;
+    }
+    t->count = n;
+    t->start = calloc(n + 2, sizeof *t->start);
+    t->kids = malloc((n ? n : 1) * sizeof *t->kids);
+    if (!t->start || !t->kids) abort();
+    for (size_t i = 0; i < n; i++) t->start[parent[i] + 1]++;
+    for (size_t i = 1; i < n + 2; i++) t->start[i] += t->start[i - 1];
+    size_t *fill = malloc((n + 1) * sizeof *fill);
+    if (!fill) abort();
+    memcpy(fill, t->start, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < n; i++) t->kids[fill[parent[i]]++] = t->ents[i];
+    free(fill);
+    free(parent);
+    free(stack);
+}
+
+static void tree_free(tree *t)
+{
+    free(t->ents);
+    free(t->start);
+    free(t->kids);
 }
 
 static void encode_state(const keel_world *w, const keel_baseline *base, wbuf *b)
@@ -698,12 +740,17 @@ static void encode_state(const keel_world *w, const keel_baseline *base, wbuf *b
     wb_uuid(b, keel_world_uuid(w));
     wbuf recs = { 0 }, dead = { 0 }, orders = { 0 };
     uint32_t nrecs = 0, ndead = 0, norders = 0;
+    tree t;
+    tree_build(w, &t);
     if (diff_entity(&recs, w, base, keel_world_root(w), true)) nrecs++;
-    if (order_record(&orders, w, base, KEEL_NO_ENTITY)) norders++;
-    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) {
+    if (order_record(&orders, w, base, KEEL_NO_ENTITY, t.kids, t.start[1])) norders++;
+    for (size_t i = 0; i < t.count; i++) {
+        keel_entity e = t.ents[i];
         if (diff_entity(&recs, w, base, e, false)) nrecs++;
-        if (order_record(&orders, w, base, e)) norders++;
+        if (order_record(&orders, w, base, e, t.kids + t.start[i + 1], t.start[i + 2] - t.start[i + 1]))
+            norders++;
     }
+    tree_free(&t);
     for (size_t i = 1; i < base->count; i++)
         if (!keel_find(w, base->ents[i].uuid)) {
             wb_uuid(&dead, base->ents[i].uuid);

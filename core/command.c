@@ -136,9 +136,10 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
     return doc;
 }
 
+/* The nil UUID names the scene root (inverses of commands on its components). */
 static keel_status find_uuid(const keel_world *w, keel_uuid u, keel_entity *out, const char *what, keel_diags *d)
 {
-    *out = keel_find(w, u);
+    *out = keel_uuid_is_nil(u) ? keel_world_root(w) : keel_find(w, u);
     if (*out) return KEEL_OK;
     char s[37];
     keel_uuid_format(u, s);
@@ -315,6 +316,11 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
     keel_entity e = 0;
     keel_comp c;
     keel_status st;
+    if (cmd->type == KEEL__CMD_SET_FAST) {
+        if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
+        c = (keel_comp){ e, (keel_kind_id)cmd->version, cmd->slot };
+        return keel__set_cmd(w, c, (int)cmd->index, &cmd->value, true, inverse, d);
+    }
     switch (cmd->type) {
     case KEEL_CMD_NONE:
         return KEEL_OK;

@@ -519,18 +519,38 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
     return first;
 }
 
+/* Awakes every loaded entry of entity i that has not been (hooks may change the stack). */
+static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id only)
+{
+    for (;;) {
+        keel__ent *en = &w->ents[i];
+        if (!en->alive || en->gen != gen) return;
+        keel__entry *m = NULL;
+        for (uint32_t a = 0; a < en->member_count && !m; a++)
+            if (en->members[a].kind && !en->members[a].awoken && (!only || en->members[a].kind == only))
+                m = &en->members[a];
+        if (!m) return;
+        m->awoken = true;
+        keel__call_hook(w, i, m->kind, m->slot, KEEL_PHASE_AWAKE, 0);
+    }
+}
+
+/* Run order (root first, then pre-order), fixed before any hook runs. */
+static void awake_in_run_order(keel_world *w, keel_kind_id only)
+{
+    size_t n = 0;
+    keel__run_item *list = keel__xrealloc(NULL, (w->live + 1) * sizeof *list);
+    list[n++] = (keel__run_item){ 0, w->ents[0].gen, 0, 0 };
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
+        list[n++] = (keel__run_item){ (uint32_t)e, (uint32_t)(e >> 32), 0, 0 };
+    for (size_t k = 0; k < n; k++) awake_entity(w, list[k].index, list[k].gen, only);
+    free(list);
+}
+
 keel_status keel_awake_all(keel_world *w, keel_diags *d)
 {
-    for (keel_entity e = keel_world_root(w); e; e = keel_next(w, e == keel_world_root(w) ? 0 : e)) {
-        uint32_t i = (uint32_t)e;
-        for (uint32_t m = 0; m < w->ents[i].member_count; m++) {
-            keel__entry *me = &w->ents[i].members[m];
-            if (!me->kind || me->awoken) continue;
-            me->awoken = true;
-            keel__call_hook(w, i, me->kind, me->slot, KEEL_PHASE_AWAKE, 0);
-        }
-        if (!keel__ent_get(w, e)) break;
-    }
+    (void)d;
+    awake_in_run_order(w, KEEL_NO_KIND);
     return KEEL_OK;
 }
 
@@ -695,12 +715,17 @@ static keel_status set_impl(keel_world *w, keel_comp c, int field, const keel_va
     if (m) w->stores[c.kind].counter[m->row]++;
     w->revision++;
     if (inv) {
-        inv->type = KEEL_CMD_SET;
+        inv->type = inv == &tmp ? KEEL__CMD_SET_FAST : KEEL_CMD_SET;
         inv->entity = w->ents[(uint32_t)c.entity].uuid;
-        inv->kind_key = keel__strdup(kd->key);
         inv->slot = c.slot == KEEL_SLOT_AUTO && m ? m->slot : c.slot;
-        inv->field = keel__strdup(kd->fields[field].key);
         inv->value = old;
+        if (inv == &tmp) { /* journal only: the cheap form */
+            inv->version = (int)c.kind;
+            inv->index = (size_t)field;
+        } else {
+            inv->kind_key = keel__strdup(kd->key);
+            inv->field = keel__strdup(kd->fields[field].key);
+        }
     } else if (old.type == KEEL_T_STRING) {
         free((char *)old.as.s);
     }
@@ -844,5 +869,5 @@ void keel__world_adopt(keel_world *w, keel_kind_id k)
     }
     if (!any) return;
     keel__touch(w);
-    keel_awake_all(w, NULL);
+    awake_in_run_order(w, k);
 }

@@ -140,6 +140,9 @@ void keel__world_adopt(keel_world *w, keel_kind_id k);
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__ent *src_en, const keel__entry *m);
 
 /* ---- command.c ---- */
+/* A field write journaled inside a hook: entity UUID, kind id in `version`, field index
+ * in `index`, slot, old value. Lives only in the transaction log (no strings to copy). */
+#define KEEL__CMD_SET_FAST ((keel_cmd_type)100)
 /* Every public command brackets its work with these: begin returns where to build the
  * inverse (the caller's, `tmp` when a hook transaction needs it, or NULL); end logs it
  * into the open transaction when this is the outermost command, frees `tmp`, returns st. */

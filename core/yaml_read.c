@@ -112,13 +112,26 @@ static void attach(reader *r, keel_node *node)
     f->buf[f->n++] = *node;
 }
 
+/* The top-level `entities` list is bounded by the entities limit instead: a
+ * scene may hold more entities than any other collection may hold items. */
+static size_t length_limit(const reader *r)
+{
+    if (r->depth == 2 && r->stack[0].node.kind == KEEL_NODE_MAP && r->stack[1].node.kind == KEEL_NODE_SEQ &&
+        r->stack[0].n % 2 == 1) {
+        const keel_node *key = &r->stack[0].buf[r->stack[0].n - 1];
+        if (key->len == 8 && memcmp(key->text, "entities", 8) == 0 && r->lim->entities > r->lim->collection_length)
+            return r->lim->entities;
+    }
+    return r->lim->collection_length;
+}
+
 static bool check_collection_length(reader *r, int line, int col)
 {
     frame *f = &r->stack[r->depth - 1];
     size_t items = f->node.kind == KEEL_NODE_MAP ? f->n / 2 : f->n;
-    if (items >= r->lim->collection_length) {
-        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col,
-                "collection longer than the limit (%zu items)", r->lim->collection_length);
+    size_t limit = length_limit(r);
+    if (items >= limit) {
+        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col, "collection longer than the limit (%zu items)", limit);
         return false;
     }
     return true;

@@ -322,6 +322,26 @@ static void commands_revision_bumps(void **state)
     assert_true(keel_world_revision(f->w) > r);
 }
 
+static void commands_on_root_components(void **state)
+{
+    fx *f = *state;
+    keel_entity root = keel_world_root(f->w);
+    keel_node *before = snap(f);
+    keel_cmd inv;
+    keel_comp ws;
+    assert_int_equal(keel_add(f->w, root, K("core:world_settings"), NULL, &ws, &inv, &f->d), KEEL_OK);
+    undo_redo(f, before, &inv); /* ends undone: not there */
+    assert_false(keel_get_comp(f->w, root, K("core:world_settings"), 0, &ws));
+    ws = add(f, root, "core:world_settings");
+    before = snap(f);
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 2 };
+    assert_int_equal(keel_set(f->w, ws, keel_kind_field(ws.kind, "exposure"), &v, &inv, &f->d), KEEL_OK);
+    undo_redo(f, before, &inv);
+    before = snap(f);
+    assert_int_equal(keel_remove(f->w, root, "core:world_settings", KEEL_SLOT_AUTO, &inv, &f->d), KEEL_OK);
+    undo_redo(f, before, &inv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,6 +355,7 @@ int main(void)
         T(commands_batch_is_all_or_nothing),
         T(commands_set_by_key_on_unknown_is_unsupported),
         T(commands_revision_bumps),
+        T(commands_on_root_components),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -400,6 +400,86 @@ static void slots_validate_rejects_and_restores(void **state)
     assert_int_equal(keel_comp_counter(f->w, c), 0);
 }
 
+static keel_status count_awake(const keel_call *c)
+{
+    (*(int *)c->user)++;
+    return KEEL_OK;
+}
+
+static void slots_declaring_a_kind_adopts_unknown_entries(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "pull", keel_node_new_scalar("3.5", KEEL_STYLE_PLAIN));
+    assert_int_equal(keel_add_unknown(f->w, e, "test:winch", 1, 3, body, &f->d), KEEL_OK);
+    assert_int_equal(keel_add_unknown(f->w, e, "test:winch", 2, 5, body, &f->d), KEEL_OK); /* too new */
+    keel_node_free(body);
+    static const keel_field_desc fields[] = { { .key = "pull", .type = KEEL_T_FLOAT } };
+    static int awakes;
+    awakes = 0;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:winch";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    kd.fields = fields;
+    kd.field_count = 1;
+    kd.hooks[KEEL_PHASE_AWAKE] = count_awake;
+    kd.user = &awakes;
+    keel_kind_id k;
+    assert_int_equal(keel_kind_declare(&kd, &k, &f->d), KEEL_OK);
+    keel_member m;
+    assert_true(keel_member_at(f->w, e, 0, &m));
+    assert_true(m.loaded);
+    assert_int_equal(m.slot, 3);
+    assert_true(keel_member_at(f->w, e, 1, &m));
+    assert_false(m.loaded); /* a newer version stays unknown */
+    assert_int_equal(awakes, 1);
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, e, k, 3, &c));
+    keel_value v;
+    assert_int_equal(keel_get(f->w, c, 0, &v, &f->d), KEEL_OK);
+    assert_true(v.as.f == 3.5);
+}
+
+static void slots_redeclaring_carries_fields_by_name(void **state)
+{
+    fx *f = *state;
+    static const keel_field_desc v1[] = {
+        { .key = "a", .type = KEEL_T_FLOAT },
+        { .key = "name", .type = KEEL_T_STRING },
+        { .key = "gone", .type = KEEL_T_STRING },
+    };
+    static const keel_field_desc v2[] = {
+        { .key = "fresh", .type = KEEL_T_INT, .has_default = true, .def = { .type = KEEL_T_INT, .as.i = 9 } },
+        { .key = "name", .type = KEEL_T_STRING },
+        { .key = "a", .type = KEEL_T_FLOAT },
+    };
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:reload";
+    kd.version = 1;
+    kd.fields = v1;
+    kd.field_count = 3;
+    keel_kind_id k;
+    assert_int_equal(keel_kind_declare(&kd, &k, &f->d), KEEL_OK);
+    keel_entity e = spawn(f, "A", 0);
+    keel_comp c = add(f, e, "test:reload");
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 2.5 };
+    assert_int_equal(keel_set(f->w, c, 0, &v, NULL, &f->d), KEEL_OK);
+    v = (keel_value){ .type = KEEL_T_STRING, .as.s = "kept" };
+    assert_int_equal(keel_set(f->w, c, 1, &v, NULL, &f->d), KEEL_OK);
+    v = (keel_value){ .type = KEEL_T_STRING, .as.s = "dropped" };
+    assert_int_equal(keel_set(f->w, c, 2, &v, NULL, &f->d), KEEL_OK);
+    kd.fields = v2;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_get(f->w, c, 0, &v, &f->d), KEEL_OK);
+    assert_int_equal(v.as.i, 9);
+    assert_int_equal(keel_get(f->w, c, 1, &v, &f->d), KEEL_OK);
+    assert_string_equal(v.as.s, "kept");
+    assert_int_equal(keel_get(f->w, c, 2, &v, &f->d), KEEL_OK);
+    assert_true(v.as.f == 2.5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -421,6 +501,8 @@ int main(void)
         T(slots_unknown_of_a_registered_key_refuses_edits),
         T(slots_set_checks_readonly_and_range),
         T(slots_validate_rejects_and_restores),
+        T(slots_declaring_a_kind_adopts_unknown_entries),
+        T(slots_redeclaring_carries_fields_by_name),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -454,6 +454,74 @@ static void step_refuses_nesting_and_bad_dt(void **state)
     assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "dt must be a finite number >= 0");
 }
 
+static keel_status failing_awake(const keel_call *c)
+{
+    rec_hook(c);
+    return keel_error(c->diags, KEEL_INVALID_ARGUMENT, "", "awake refused");
+}
+
+static void step_failed_awake_faults_but_add_succeeds(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:bad_awake";
+    kd.version = 1;
+    kd.hooks[KEEL_PHASE_AWAKE] = failing_awake;
+    kd.hooks[KEEL_PHASE_UPDATE] = rec_hook;
+    keel_kind_declare(&kd, NULL, NULL);
+    keel_entity a = spawn(f, "A", 0);
+    keel_comp c = add(f, a, "test:bad_awake");
+    assert_true(keel_comp_alive(f->w, c));
+    assert_int_equal(keel_fault_count(f->w), 1);
+    assert_int_equal(keel_fault_at(f->w, 0)->phase, KEEL_PHASE_AWAKE);
+    assert_string_equal(keel_fault_at(f->w, 0)->message, "awake refused");
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, ""); /* faulted: no update */
+}
+
+static keel_status spawner_awake(const keel_call *c)
+{
+    keel_entity e;
+    keel_spawn(c->world, "FromAwake", 0, NULL, &e, NULL, NULL);
+    return KEEL_OK;
+}
+
+static keel_status add_nested_then_fail(const keel_call *c)
+{
+    keel_comp rc;
+    assert_true(keel_get_comp(c->world, target, keel_kind_find("test:rec"), 0, &rc));
+    keel_value v = { .type = KEEL_T_INT, .as.i = 7 };
+    keel_set(c->world, rc, 0, &v, NULL, NULL);
+    keel_add(c->world, target, keel_kind_find("test:spawner"), NULL, NULL, NULL, NULL);
+    assert_int_equal(keel_find_name(c->world, "FromAwake") != 0, 1);
+    return KEEL_INVALID_OPERATION;
+}
+
+static void step_rollback_covers_nested_hooks(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:spawner";
+    kd.version = 1;
+    kd.hooks[KEEL_PHASE_AWAKE] = spawner_awake;
+    keel_kind_declare(&kd, NULL, NULL);
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "test:act");
+    add(f, b, "test:rec");
+    target = b;
+    act = add_nested_then_fail;
+    step(f, 0.1);
+    assert_int_equal(keel_find_name(f->w, "FromAwake"), 0);
+    assert_int_equal(keel_member_count(f->w, b), 1);
+    keel_comp rc;
+    assert_true(keel_get_comp(f->w, b, K("test:rec"), 0, &rc));
+    keel_value v;
+    assert_int_equal(keel_get(f->w, rc, 0, &v, &f->d), KEEL_OK);
+    assert_int_equal(v.as.i, 0);
+    assert_int_equal(keel_fault_count(f->w), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -469,6 +537,8 @@ int main(void)
         T(step_awake_and_on_destroy),
         T(step_kinds_without_hooks_are_not_listed),
         T(step_refuses_nesting_and_bad_dt),
+        T(step_failed_awake_faults_but_add_succeeds),
+        T(step_rollback_covers_nested_hooks),
     };
     return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
 }

@@ -59,6 +59,7 @@ typedef struct keel_lua_frame {
     keel_world *w;     /* the world whose entity cache sits at cache_idx, or NULL */
     int cache_idx;
     int memo_idx;      /* w:step reserves 3 stack slots: the last depth-0 hook's function, self, keys */
+    void *tag;         /* ...and a 4th holding this lightuserdata: proof that those indices are ours */
     void *memo_kind;
     int memo_phase;
 } keel_lua_frame;
@@ -71,7 +72,7 @@ extern unsigned long keel__lua_entries;
 #define KEEL_LUA_ENTER(L_, ctx_) \
     keel_lua_frame saved_frame_ = keel__lua_cur; \
     keel__lua_entries++; \
-    keel__lua_cur = (keel_lua_frame){ (L_), (ctx_), NULL, 0, 0, NULL, 0 }
+    keel__lua_cur = (keel_lua_frame){ .L = (L_), .ctx = (ctx_) }
 #define KEEL_LUA_LEAVE() (keel__lua_cur = saved_frame_)
 
 /* ---- World ---- */
@@ -100,8 +101,10 @@ typedef struct keel_lua_entity {
     keel_entity e;
 } keel_lua_entity;
 
-/* Pushes the (cached) handle of `e`; world udata at world_idx. */
+/* Pushes the (cached) handle of `e`; world udata at world_idx. `cache` is the world's handle
+ * cache index when the caller has it on its stack, else 0. */
 void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
+void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e);
 /* Checks a live entity handle (NotFound when stale). */
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */
@@ -118,6 +121,8 @@ typedef struct keel_lua_comp {
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
 void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
 void keel__lua_open_component(lua_State *L);
+/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 /* Writes pending changes of self tables showing `c` (before a write through a handle). */
 keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
 /* Re-fills self tables showing `c` after a write through a handle. */

@@ -101,6 +101,27 @@ static void sync(lua_State *L, keel_lua_comp *h)
     if (h->lw->ctx->depth > 0) keel__lua_self_sync(L, h->lw->ctx, h->lw->w, h->c);
 }
 
+/* A readonly-permitting write that still yields its inverse: the old value read first. */
+static keel_status keel__set_undoable(keel_world *w, keel_comp c, int f, const keel_value *v, keel_cmd *undo,
+                                      keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    keel_value old;
+    keel_status s = keel_get(w, c, f, &old, d);
+    if (s != KEEL_OK) return s;
+    memset(undo, 0, sizeof *undo);
+    undo->type = KEEL_CMD_SET;
+    undo->entity = keel_entity_uuid(w, c.entity);
+    undo->kind_key = strdup(kd->key);
+    undo->slot = c.slot;
+    undo->field = strdup(kd->fields[f].key);
+    undo->value = old;
+    if (old.type == KEEL_T_STRING) undo->value.as.s = strdup(old.as.s ? old.as.s : "");
+    s = keel_set_internal(w, c, f, v, d);
+    if (s != KEEL_OK) keel_cmd_free(undo);
+    return s;
+}
+
 /* One write; pushes the inverse when asked. */
 static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_inverse)
 {
@@ -115,7 +136,9 @@ static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    keel_status s = keel_set(h->lw->w, h->c, f, &v, want_inverse ? &inv : NULL, &d);
+    keel_status s = !want_inverse && keel__lua_is_self(h->lw->ctx, h->lw->w, h->c)
+                        ? keel_set_internal(h->lw->w, h->c, f, &v, &d)
+                        : keel_set(h->lw->w, h->c, f, &v, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
     if (s != KEEL_OK) {
         keel_cmd_free(&inv);
@@ -159,6 +182,7 @@ int keel__lua_comp_set(lua_State *L)
     keel_cmd *undo = lua_newuserdatauv(L, (n ? n : 1) * sizeof *undo, 0); /* collected, never leaked */
     memset(undo, 0, (n ? n : 1) * sizeof *undo);
     size_t done = 0;
+    bool internal = keel__lua_is_self(h->lw->ctx, h->lw->w, h->c);
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = KEEL_OK;
@@ -169,7 +193,8 @@ int keel__lua_comp_set(lua_State *L)
         keel_value v;
         char err[8];
         keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err);
-        s = keel_set(h->lw->w, h->c, f, &v, &undo[done], &d);
+        s = internal ? keel__set_undoable(h->lw->w, h->c, f, &v, &undo[done], &d)
+                     : keel_set(h->lw->w, h->c, f, &v, &undo[done], &d);
         if (s == KEEL_OK) done++;
         lua_pop(L, 1);
         if (s != KEEL_OK) lua_pop(L, 1);

@@ -38,6 +38,7 @@ static void lk_destroy(keel_lua_kind *lk)
     /* refs can only be dropped from inside this state; otherwise they die with it */
     if (lk->ctx->alive && keel__lua_cur.ctx == lk->ctx && keel__lua_cur.L) lk_unref(keel__lua_cur.L, lk);
     keel__lua_ctx_release(lk->ctx);
+    if (keel__lua_cur.memo_kind == lk) keel__lua_cur.memo_kind = NULL;
     free(lk->offsets);
     free(lk);
 }
@@ -125,7 +126,7 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             unsigned long entries = keel__lua_entries;
             if (!keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
-            else s = keel_set(w, c, (int)i, &v, NULL, d);
+            else s = keel_set_internal(w, c, (int)i, &v, d); /* a kind's own hooks may write readonly fields */
             if (s != KEEL_OK) {
                 lua_pop(L, 1);
                 return s;
@@ -155,6 +156,15 @@ static keel_status record_error(lua_State *L, keel_diags *d, const char *what)
     if (!msg) msg = luaL_tolstring(L, -1, NULL);
     keel_diag_add(d, KEEL_SEV_ERROR, code, "", NULL, 0, 0, "%s: %s", what, msg);
     return code;
+}
+
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
+{
+    for (int i = 0; i < ctx->depth; i++)
+        if (ctx->self_w[i] == w && ctx->self_c[i].entity == c.entity && ctx->self_c[i].kind == c.kind &&
+            ctx->self_c[i].slot == c.slot)
+            return true;
+    return false;
 }
 
 keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d)
@@ -317,12 +327,19 @@ static void push_self_mt(lua_State *L, keel_lua_ctx *ctx, int depth)
 
 /* ---- trampolines ---- */
 
-static void push_call_entity(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_entity e)
+/* True when the trampoline runs directly under w:step's C frame (its reserved slots are valid). */
+static bool in_step_frame(lua_State *L)
 {
-    if (keel__lua_cur.w == w && keel__lua_cur.cache_idx &&
-        lua_rawgeti(L, keel__lua_cur.cache_idx, (lua_Integer)e) == LUA_TUSERDATA)
+    return keel__lua_cur.L == L && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
+           lua_touserdata(L, keel__lua_cur.memo_idx + 3) == keel__lua_cur.tag;
+}
+
+static void push_call_entity(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_entity e, bool fast)
+{
+    if (fast && keel__lua_cur.w == w) {
+        keel__lua_push_entity_cached(L, 1, keel__lua_cur.cache_idx, e); /* w:step has the World at 1 */
         return;
-    if (keel__lua_cur.w == w && keel__lua_cur.cache_idx) lua_pop(L, 1);
+    }
     keel__lua_push_world_of(L, ctx, w);
     keel__lua_push_entity(L, lua_gettop(L), e);
     lua_remove(L, -2);
@@ -344,7 +361,8 @@ static keel_status hook_tramp(const keel_call *call)
     const keel_kind_desc *kd = lk->kd;
     keel_world *w = call->world;
     int top = lua_gettop(L), fn, self, keys;
-    if (depth == 0 && keel__lua_cur.memo_idx && keel__lua_cur.L == L) {
+    bool fast = depth == 0 && in_step_frame(L);
+    if (fast) {
         /* inside w:step: the function, self and keys of the last kind stay in reserved slots */
         fn = keel__lua_cur.memo_idx;
         self = fn + 1;
@@ -376,7 +394,7 @@ static keel_status hook_tramp(const keel_call *call)
     lk->busy++;
     lua_pushvalue(L, fn);
     lua_pushvalue(L, self);
-    push_call_entity(L, ctx, w, call->comp.entity);
+    push_call_entity(L, ctx, w, call->comp.entity, fast);
     int nargs = 2;
     if (call->phase == KEEL_PHASE_UPDATE || call->phase == KEEL_PHASE_FIXED_UPDATE || call->phase == KEEL_PHASE_LATE_UPDATE) {
         lua_pushnumber(L, call->dt);

@@ -115,15 +115,15 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
     lua_rawseti(L, cache, (lua_Integer)e);
 }
 
+void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e)
+{
+    if (lua_rawgeti(L, cache, (lua_Integer)e) == LUA_TUSERDATA) return;
+    lua_pop(L, 1);
+    new_entity_handle(L, world_idx, cache, e);
+}
+
 void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e)
 {
-    keel_lua_world *lw = lua_touserdata(L, world_idx);
-    if (keel__lua_cur.w == lw->w && keel__lua_cur.L == L && keel__lua_cur.cache_idx) {
-        if (lua_rawgeti(L, keel__lua_cur.cache_idx, (lua_Integer)e) == LUA_TUSERDATA) return;
-        lua_pop(L, 1);
-        new_entity_handle(L, world_idx, keel__lua_cur.cache_idx, e);
-        return;
-    }
     world_idx = lua_absindex(L, world_idx);
     lua_getiuservalue(L, world_idx, 1);
     if (lua_rawgeti(L, -1, (lua_Integer)e) == LUA_TUSERDATA) {
@@ -490,15 +490,19 @@ static int w_count(lua_State *L)
 
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
 {
-    lua_getiuservalue(L, 1, 1);
-    lua_settop(L, lua_gettop(L) + 3); /* memo slots for the trampolines */
+    int tag; /* its address marks this frame's slots */
+    lua_settop(L, 1);
+    lua_getiuservalue(L, 1, 1);       /* 2: the handle cache */
+    lua_settop(L, 5);                 /* 3..5: memo slots for the trampolines */
+    lua_pushlightuserdata(L, &tag);   /* 6 */
     KEEL_LUA_ENTER(L, lw->ctx);
     keel__lua_cur.w = lw->w;
-    keel__lua_cur.cache_idx = lua_gettop(L) - 3;
-    keel__lua_cur.memo_idx = lua_gettop(L) - 2;
+    keel__lua_cur.cache_idx = 2;
+    keel__lua_cur.memo_idx = 3;
+    keel__lua_cur.tag = &tag;
     keel_status s = keel_step(lw->w, dt, d);
     KEEL_LUA_LEAVE();
-    lua_pop(L, 4);
+    lua_settop(L, 1);
     return s;
 }
 

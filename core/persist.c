@@ -21,12 +21,23 @@ enum { OP_ADD = 1, OP_CHANGE = 2 };
 
 /* ================================================================ the baseline */
 
+/* The field keys and types of one kind as it was at capture (a kind may be redeclared later). */
+typedef struct base_kind {
+    keel_kind_id kind;
+    size_t nf;
+    char **keys;
+    keel_type *types;
+    bool *saved; /* not transient */
+} base_kind;
+
 typedef struct base_comp {
     char *key;
     uint32_t slot;
     int version;
     bool loaded, enabled;
-    keel_node *body; /* encoded body (loaded) or the preserved tree (unknown) */
+    uint32_t bk;       /* loaded: index into the baseline's kinds */
+    keel_value *vals;  /* loaded: one per field of bk (strings owned) */
+    keel_node *body;   /* unknown: the preserved tree */
 } base_comp;
 
 typedef struct base_ent {
@@ -42,6 +53,8 @@ typedef struct base_ent {
 
 struct keel_baseline {
     keel_uuid scene;
+    base_kind *kinds;
+    size_t nkinds;
     base_ent *ents; /* [0] is the root, then hierarchy pre-order */
     size_t count;
     size_t *sorted; /* indices sorted by UUID, for lookup */
@@ -75,7 +88,28 @@ static bool kind_saved(keel_kind_id k)
     return !desc || !(desc->flags & KEEL_KIND_NOSAVE);
 }
 
-static void capture_comps(const keel_world *w, keel_entity e, base_ent *be)
+static uint32_t base_kind_of(keel_baseline *b, keel_kind_id k)
+{
+    for (size_t i = 0; i < b->nkinds; i++)
+        if (b->kinds[i].kind == k) return (uint32_t)i;
+    const keel_kind_desc *desc = keel_kind_describe(k);
+    b->kinds = keel__xrealloc(b->kinds, (b->nkinds + 1) * sizeof *b->kinds);
+    base_kind *bk = &b->kinds[b->nkinds];
+    bk->kind = k;
+    bk->nf = desc->field_count;
+    bk->keys = calloc(bk->nf ? bk->nf : 1, sizeof *bk->keys);
+    bk->types = calloc(bk->nf ? bk->nf : 1, sizeof *bk->types);
+    bk->saved = calloc(bk->nf ? bk->nf : 1, sizeof *bk->saved);
+    if (!bk->keys || !bk->types || !bk->saved) abort();
+    for (size_t f = 0; f < bk->nf; f++) {
+        bk->keys[f] = keel__strdup(desc->fields[f].key);
+        bk->types[f] = desc->fields[f].type;
+        bk->saved[f] = !(desc->fields[f].flags & KEEL_FIELD_TRANSIENT);
+    }
+    return (uint32_t)b->nkinds++;
+}
+
+static void capture_comps(keel_baseline *b, const keel_world *w, keel_entity e, base_ent *be)
 {
     size_t n = keel_member_count(w, e);
     be->comps = calloc(n ? n : 1, sizeof *be->comps);
@@ -89,8 +123,19 @@ static void capture_comps(const keel_world *w, keel_entity e, base_ent *be)
         bc->version = m.version;
         bc->loaded = m.loaded;
         bc->enabled = m.enabled;
-        if (m.loaded) bc->body = keel_body_encode(w, (keel_comp){ e, m.kind, m.slot }, false);
-        else bc->body = m.preserved ? keel_node_copy(m.preserved) : keel_node_new_map();
+        if (!m.loaded) {
+            bc->body = m.preserved ? keel_node_copy(m.preserved) : keel_node_new_map();
+            continue;
+        }
+        bc->bk = base_kind_of(b, m.kind);
+        const base_kind *bk = &b->kinds[bc->bk];
+        bc->vals = calloc(bk->nf ? bk->nf : 1, sizeof *bc->vals);
+        if (!bc->vals) abort();
+        keel_comp c = { e, m.kind, m.slot };
+        for (size_t f = 0; f < bk->nf; f++) {
+            if (keel_get(w, c, (int)f, &bc->vals[f], NULL) != KEEL_OK) continue;
+            if (bk->types[f] == KEEL_T_STRING) bc->vals[f].as.s = keel__strdup(bc->vals[f].as.s);
+        }
     }
 }
 
@@ -109,7 +154,7 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
     size_t n = keel_world_entity_count(w) + 1;
     b->ents = calloc(n, sizeof *b->ents);
     if (!b->ents) abort();
-    capture_comps(w, keel_world_root(w), &b->ents[0]);
+    capture_comps(b, w, keel_world_root(w), &b->ents[0]);
     b->ents[0].name = keel__strdup("");
     b->ents[0].enabled = true;
     b->count = 1;
@@ -119,7 +164,7 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
         be->name = keel__strdup(keel_entity_name(w, e));
         be->parent = parent_uuid(w, e);
         be->enabled = keel_entity_enabled(w, e);
-        capture_comps(w, e, be);
+        capture_comps(b, w, e, be);
     }
     b->sorted = malloc(b->count * sizeof *b->sorted);
     if (!b->sorted) abort();
@@ -143,13 +188,25 @@ void keel_baseline_free(keel_baseline *b)
     for (size_t i = 0; i < b->count; i++) {
         base_ent *be = &b->ents[i];
         for (size_t c = 0; c < be->ncomps; c++) {
-            free(be->comps[c].key);
-            keel_node_free(be->comps[c].body);
+            base_comp *bc = &be->comps[c];
+            if (bc->vals)
+                for (size_t f = 0; f < b->kinds[bc->bk].nf; f++)
+                    if (b->kinds[bc->bk].types[f] == KEEL_T_STRING) free((char *)bc->vals[f].as.s);
+            free(bc->vals);
+            free(bc->key);
+            keel_node_free(bc->body);
         }
         free(be->comps);
         free(be->kids);
         free(be->name);
     }
+    for (size_t i = 0; i < b->nkinds; i++) {
+        for (size_t f = 0; f < b->kinds[i].nf; f++) free(b->kinds[i].keys[f]);
+        free(b->kinds[i].keys);
+        free(b->kinds[i].types);
+        free(b->kinds[i].saved);
+    }
+    free(b->kinds);
     free(b->ents);
     free(b->sorted);
     free(b);
@@ -558,9 +615,59 @@ static void write_add(wbuf *b, const keel_world *w, keel_entity e, const keel_me
     }
 }
 
+static bool value_equal(const keel_value *a, const keel_value *b)
+{
+    if (a->type != b->type || a->nil != b->nil) return false;
+    switch (a->type) {
+    case KEEL_T_BOOL: return a->as.b == b->as.b;
+    case KEEL_T_INT: case KEEL_T_ENUM: return a->as.i == b->as.i;
+    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof a->as.f) == 0;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(a->type)) == 0;
+    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY: return a->nil || keel_uuid_equal(a->as.u, b->as.u);
+    default: return false;
+    }
+}
+
+/* The saved fields of a live component that differ from the baseline, as a MAP of encoded values.
+ * Values are compared typed; only a component with a difference is encoded. */
+static keel_node *changed_fields(const keel_baseline *base, const base_comp *bc, const keel_world *w, keel_comp c)
+{
+    const base_kind *bk = &base->kinds[bc->bk];
+    const keel_kind_desc *desc = keel_kind_describe(c.kind);
+    bool *diff = calloc(desc->field_count ? desc->field_count : 1, sizeof *diff);
+    if (!diff) abort();
+    size_t ndiff = 0;
+    for (size_t f = 0; f < desc->field_count; f++) {
+        const keel_field_desc *fd = &desc->fields[f];
+        if (fd->flags & KEEL_FIELD_TRANSIENT) continue;
+        size_t bf = f < bk->nf && strcmp(bk->keys[f], fd->key) == 0 ? f : SIZE_MAX;
+        for (size_t i = 0; bf == SIZE_MAX && i < bk->nf; i++)
+            if (strcmp(bk->keys[i], fd->key) == 0) bf = i;
+        keel_value v;
+        if (bf == SIZE_MAX || bk->types[bf] != fd->type || keel_get(w, c, (int)f, &v, NULL) != KEEL_OK ||
+            !value_equal(&v, &bc->vals[bf])) {
+            diff[f] = true;
+            ndiff++;
+        }
+    }
+    keel_node *delta = keel_node_new_map();
+    if (ndiff) {
+        keel_node *body = keel_body_encode(w, c, false);
+        for (size_t f = 0; f < desc->field_count; f++) {
+            const keel_node *v = diff[f] ? keel_node_get(body, desc->fields[f].key) : NULL;
+            if (v) keel_node_put(delta, desc->fields[f].key, keel_node_copy(v));
+        }
+        keel_node_free(body);
+    }
+    free(diff);
+    return delta;
+}
+
 /* Components of one entity: removed (key + slot), added (whole), changed (fields that differ). */
 static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps, const keel_world *w,
-                       keel_entity e, const base_ent *be)
+                       keel_entity e, const keel_baseline *base, const base_ent *be)
 {
     size_t n = keel_member_count(w, e);
     keel_member *cur = calloc(n ? n : 1, sizeof *cur);
@@ -573,7 +680,8 @@ static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps,
             const base_comp *bc = &be->comps[i];
             bool kept = false;
             for (size_t j = 0; j < nc && !kept; j++)
-                kept = cur[j].slot == bc->slot && strcmp(cur[j].key, bc->key) == 0 && cur[j].loaded == bc->loaded;
+                kept = cur[j].slot == bc->slot && strcmp(cur[j].key, bc->key) == 0 && cur[j].loaded == bc->loaded &&
+                       (bc->loaded || !cur[j].preserved || keel_node_equal(cur[j].preserved, bc->body));
             if (!kept) {
                 wb_str(rem, bc->key);
                 wb_u32(rem, bc->slot);
@@ -598,13 +706,7 @@ static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps,
             }
             continue;
         }
-        keel_node *body = keel_body_encode(w, (keel_comp){ e, m->kind, m->slot }, false);
-        keel_node *delta = keel_node_new_map();
-        for (size_t f = 0; f < body->count; f++) {
-            const keel_node *k = &body->items[2 * f], *v = &body->items[2 * f + 1];
-            const keel_node *old = keel_node_get(bc->body, k->text);
-            if (!old || !keel_node_equal(old, v)) keel_node_put(delta, k->text, keel_node_copy(v));
-        }
+        keel_node *delta = changed_fields(base, bc, w, (keel_comp){ e, m->kind, m->slot });
         if (delta->count || m->enabled != bc->enabled || m->version != bc->version) {
             wb_u8(comps, OP_CHANGE);
             wb_str(comps, m->key);
@@ -615,7 +717,6 @@ static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps,
             (*ncomps)++;
         }
         keel_node_free(delta);
-        keel_node_free(body);
     }
     free(cur);
 }
@@ -641,7 +742,7 @@ static bool diff_entity(wbuf *out, const keel_world *w, const keel_baseline *bas
     }
     wbuf rem = { 0 }, comps = { 0 };
     uint32_t nrem = 0, ncomps = 0;
-    diff_comps(&rem, &comps, &nrem, &ncomps, w, e, be);
+    diff_comps(&rem, &comps, &nrem, &ncomps, w, e, base, be);
     bool any = flags || nrem || ncomps;
     if (any) {
         wb_uuid(out, u);
@@ -1119,21 +1220,6 @@ static void journal_free(journal *j)
 static keel_entity resolve(const keel_world *w, keel_uuid u)
 {
     return keel_uuid_is_nil(u) ? keel_world_root(w) : keel_find(w, u);
-}
-
-static bool value_equal(const keel_value *a, const keel_value *b)
-{
-    if (a->type != b->type || a->nil != b->nil) return false;
-    switch (a->type) {
-    case KEEL_T_BOOL: return a->as.b == b->as.b;
-    case KEEL_T_INT: case KEEL_T_ENUM: return a->as.i == b->as.i;
-    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof a->as.f) == 0;
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
-        return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(a->type)) == 0;
-    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: return a->nil || keel_uuid_equal(a->as.u, b->as.u);
-    default: return false;
-    }
 }
 
 /* Field changes: the saved fields decoded (migrated when older) over a copy of the live record,

@@ -405,7 +405,7 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
  * phase boundary. */
 keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d);
 /* Moves `e` to the end of `parent`'s children (KEEL_NO_ENTITY: top level).
- * A cycle or the hierarchy depth limit is InvalidOperation. */
+ * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
 keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d);
 keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d);
 keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cmd *inverse, keel_diags *d);
@@ -450,8 +450,9 @@ typedef struct keel_add_opts {
 
 /* Adds a component. InvalidOperation: a second one-kind component, a slot other
  * than 0 for a one kind, an occupied slot, beyond max, a missing requirement, a
- * rejected pair (either direction), a root-only kind off the root or any kind
- * but root-only ones on the root (ProtectedEntity for the latter). */
+ * rejected pair (either direction), a root-only kind off the root, core:transform
+ * on the root (scene-wide gameplay kinds may live there). LimitExceeded: more than
+ * 256 components on one entity. */
 keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts,
                      keel_comp *out, keel_cmd *inverse, keel_diags *d);
 /* Adds an entry for a kind that is not registered: key, version, slot and the

@@ -679,7 +679,10 @@ static keel_status set_impl(keel_world *w, keel_comp c, int field, const keel_va
     const keel_kind_desc *kd = st ? NULL : keel_kind_describe(c.kind);
     if (st == KEEL_OK && (field < 0 || (size_t)field >= kd->field_count))
         st = keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
-    if (st == KEEL_OK && !internal && (kd->fields[field].flags & KEEL_FIELD_READONLY))
+    /* readonly means "not from outside": the component's own hooks may write it */
+    bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind && m &&
+               w->hook_comp.slot == m->slot;
+    if (st == KEEL_OK && !internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
         st = keel_error(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
                         kd->fields[field].key, kd->key);
     if (!v && st == KEEL_OK) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "no value given");

@@ -69,7 +69,10 @@ void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, k
     int depth = w->cmd_depth;
     w->cmd_depth = 0; /* commands made by the hook are outermost for the log */
     w->txn_depth++;
+    keel_comp outer = w->hook_comp;
+    w->hook_comp = call.comp;
     keel_status st = fn(&call);
+    w->hook_comp = outer;
     w->txn_depth--;
     w->cmd_depth = depth;
 

@@ -96,6 +96,7 @@ struct keel_world {
     int txn_depth;
     int cmd_depth;                    /* only the outermost command logs its inverse */
     bool rolling_back;                /* no hooks, no logging */
+    keel_comp hook_comp;              /* the component whose hook is running (readonly fields are its own) */
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;

@@ -480,6 +480,34 @@ static void slots_redeclaring_carries_fields_by_name(void **state)
     assert_true(v.as.f == 2.5);
 }
 
+static keel_status write_own_readonly(const keel_call *c)
+{
+    keel_value v = { .type = KEEL_T_INT, .as.i = 11 };
+    return keel_set(c->world, c->comp, 0, &v, NULL, c->diags);
+}
+
+static void slots_readonly_is_writable_by_its_own_hooks(void **state)
+{
+    fx *f = *state;
+    static const keel_field_desc fields[] = { { .key = "spawned", .type = KEEL_T_INT, .flags = KEEL_FIELD_READONLY } };
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:counter";
+    kd.version = 1;
+    kd.fields = fields;
+    kd.field_count = 1;
+    kd.hooks[KEEL_PHASE_UPDATE] = write_own_readonly;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity e = spawn(f, "A", 0);
+    keel_comp c = add(f, e, "test:counter");
+    keel_value v = { .type = KEEL_T_INT, .as.i = 3 };
+    keel_status st = keel_set(f->w, c, 0, &v, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_UNSUPPORTED, "field spawned of test:counter is readonly");
+    assert_int_equal(keel_step(f->w, 0.1, &f->d), KEEL_OK);
+    assert_int_equal(keel_fault_count(f->w), 0);
+    assert_int_equal(keel_get(f->w, c, 0, &v, &f->d), KEEL_OK);
+    assert_int_equal(v.as.i, 11);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -503,6 +531,7 @@ int main(void)
         T(slots_validate_rejects_and_restores),
         T(slots_declaring_a_kind_adopts_unknown_entries),
         T(slots_redeclaring_carries_fields_by_name),
+        T(slots_readonly_is_writable_by_its_own_hooks),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

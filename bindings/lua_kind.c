@@ -466,8 +466,9 @@ static keel_status migrate_tramp(keel_node *body, int to_version, void *user, ke
         lua_settop(L, top);
         return KEEL_OK; /* no step for this version */
     }
-    keel__lua_push_node(L, body);
-    lua_pushvalue(L, -1);
+    keel__lua_push_node(L, body); /* kept below the call: a step may change it in place */
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, -2);
     lk->busy++;
     keel_status s = KEEL_OK;
     if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
@@ -646,6 +647,13 @@ static int k_kind(lua_State *L)
     }
     desc.fields = fields;
     desc.field_count = nf;
+    for (int p = 0; p <= KEEL_PHASE_COUNT_; p++) {
+        const char *hk = p < KEEL_PHASE_COUNT_ ? phase_keys[p] : "validate";
+        lua_getfield(L, 1, hk);
+        if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a function, got %s", hk, luaL_typename(L, -1));
+        lua_pop(L, 1);
+    }
     lua_getfield(L, 1, "migrate");
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: migrate must be a table { [version] = function }");

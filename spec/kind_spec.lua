@@ -1,0 +1,232 @@
+-- kind_spec.lua — keel.kind{}, keel.kinds(), keel.kind_info(): declaration, hot reload,
+-- adoption of unknown components, validate and migrate.
+local keel = require "keel"
+
+local function fails(code, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected a " .. code .. " error")
+  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
+  assert.are.equal(code, err.code, tostring(err))
+  return err
+end
+
+local function scene(entities)
+  local w = keel.world("Doc")
+  return (w:dump():gsub("entities: %[%]", "entities:\n" .. entities))
+end
+
+describe("kinds", function()
+  describe("keel.kind{}", function()
+    it("declares a kind described by keel.kind_info()", function()
+      assert.are.equal("sk:stamina", keel.kind{ key = "sk:stamina", display = "Stamina", category = "Gameplay",
+        version = 2, multiplicity = "one", requires = { "core:transform" }, rejects = {},
+        fields = {
+          { "value", "float", default = 100, min = 0, max = 100 },
+          { "sprinting", "bool" },
+          { "mode", "enum", choices = { "walk", "run" }, default = "walk" },
+          { "secret", "int", hidden = true, transient = true, readonly = true },
+        } })
+      local info = keel.kind_info("sk:stamina")
+      assert.are.equal("sk:stamina", info.key)
+      assert.are.equal("Stamina", info.display)
+      assert.are.equal("Gameplay", info.category)
+      assert.are.equal(2, info.version)
+      assert.are.equal("one", info.multiplicity)
+      assert.are.same({ "core:transform" }, info.requires)
+      assert.are.same({}, info.rejects)
+      assert.is_false(info.builtin)
+      assert.are.equal(4, #info.fields)
+      local v = info.fields[1]
+      assert.are.same({ key = "value", type = "float", default = 100, min = 0, max = 100,
+        transient = false, readonly = false, hidden = false }, v)
+      assert.are.same({ "walk", "run" }, info.fields[3].choices)
+      assert.are.equal("walk", info.fields[3].default)
+      assert.is_true(info.fields[4].hidden and info.fields[4].transient and info.fields[4].readonly)
+      assert.is_nil(keel.kind_info("sk:nothing"))
+    end)
+    it("describes many kinds with max, and built-ins", function()
+      keel.kind{ key = "sk:many", multiplicity = "many", max = 4, fields = {} }
+      assert.are.equal("many", keel.kind_info("sk:many").multiplicity)
+      assert.are.equal(4, keel.kind_info("sk:many").max)
+      local t = keel.kind_info("core:transform")
+      assert.is_true(t.builtin)
+      assert.are.equal("vec3", t.fields[1].type)
+    end)
+    it("keel.kinds() is sorted by key", function()
+      local list = keel.kinds()
+      assert.is_true(#list >= 9)
+      for i = 2, #list do assert.is_true(list[i - 1].key < list[i].key) end
+    end)
+    it("refuses bad declarations with InvalidArgument", function()
+      fails("InvalidArgument", function() keel.kind("x") end)
+      fails("InvalidArgument", function() keel.kind{} end)
+      fails("InvalidArgument", function() keel.kind{ key = "Bad Key" } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b1", multiplicity = "some" } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b2", fields = { { "x", "matrix" } } } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b3", fields = { { "x", "int", default = "one" } } } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b4", fields = { { "x", "int", default = 5, max = 3 } } } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b5", fields = { { "x", "int" }, { "x", "float" } } } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b6", fields = { { "m", "enum" } } } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b7", update = 5 } end)
+      fails("InvalidArgument", function() keel.kind{ key = "sk:b8", max = 2 } end)
+      assert.is_nil(keel.kind_info("sk:b3"))
+    end)
+  end)
+
+  describe("hot reload", function()
+    it("replaces behaviour and carries fields over by name", function()
+      keel.kind{ key = "sk:hot", fields = { { "hp", "int", default = 10 }, { "old", "string" } },
+        update = function(self) self.hp = self.hp - 1 end }
+      local w = keel.world("Hot")
+      local e = w:spawn("e")
+      local c = e:add("sk:hot", { hp = 50, old = "gone" })
+      w:step(1 / 60)
+      assert.are.equal(49, c.hp)
+      keel.kind{ key = "sk:hot", fields = { { "armor", "float", default = 2.5 }, { "hp", "int", default = 10 } },
+        update = function(self) self.hp = self.hp + 100 end }
+      local c2 = e:get("sk:hot")
+      assert.are.equal(49, c2.hp)
+      assert.are.equal(2.5, c2.armor)
+      assert.are.same({ armor = 2.5, hp = 49 }, c2:body())
+      w:step(1 / 60)
+      assert.are.equal(149, c2.hp)
+      assert.are.same({}, w:errors())
+    end)
+  end)
+
+  describe("adoption", function()
+    it("makes unknown components of a later declared kind come alive in the same slots", function()
+      local w = assert(keel.parse(scene([[
+  - uuid: 22222222-2222-4222-8222-222222222222
+    name: Crane
+    components:
+      - kind: sk:winch
+        version: 1
+        slot: 0
+        body:
+          length: 3
+      - kind: sk:winch
+        version: 1
+        slot: 2
+        body:
+          length: 7.5
+]])))
+      local e = w:find("Crane")
+      local list = e:components()
+      assert.are.equal(2, #list)
+      assert.is_false(list[1].loaded)
+      assert.are.equal("sk:winch", list[2].kind)
+      assert.are.equal(2, list[2].slot)
+      assert.are.same({ length = 7.5 }, list[2]:body())
+      fails("Unsupported", function() return list[1].length end)
+      fails("Unsupported", function() list[1].length = 4 end)
+      assert.are.equal(list[2], e:get("sk:winch", 2))
+      local awoken = 0
+      keel.kind{ key = "sk:winch", multiplicity = "many", fields = { { "length", "float", default = 1 } },
+        awake = function() awoken = awoken + 1 end }
+      assert.are.equal(2, awoken)
+      local c = e:get("sk:winch", 2)
+      assert.is_true(c.loaded)
+      assert.are.equal(7.5, c.length)
+      assert.are.equal(3, e:get("sk:winch").length)
+      assert.is_true(list[2].loaded) -- the old handle now reaches the adopted component
+      assert.are.equal(7.5, list[2].length)
+    end)
+    it("lets unknown components be removed and duplicated, not edited", function()
+      local w = assert(keel.parse(scene([[
+  - uuid: 33333333-3333-4333-8333-333333333333
+    name: Odd
+    components:
+      - kind: sk:never_declared
+        version: 3
+        slot: 0
+        body:
+          a: [1, 2]
+          b: text
+]])))
+      local e = w:find("Odd")
+      assert.is_true(e:has("sk:never_declared"))
+      local d = e:duplicate()
+      assert.are.same({ a = { 1, 2 }, b = "text" }, d:components()[1]:body())
+      local body = e:remove("sk:never_declared")
+      assert.are.same({ a = { 1, 2 }, b = "text" }, body)
+      assert.is_false(e:has("sk:never_declared"))
+      fails("NotFound", function() e:add("sk:never_declared") end)
+    end)
+  end)
+
+  describe("validate", function()
+    it("rejects writes by returning false or nil, msg, or by raising", function()
+      keel.kind{ key = "sk:valid", fields = { { "even", "int" }, { "name", "string" } },
+        validate = function(self, field)
+          if field == "even" and self.even % 2 ~= 0 then return false, "must be even" end
+          if field == "name" and self.name == "bad" then return nil, "no bad names" end
+          if field == "name" and self.name == "boom" then error("exploded") end
+          return true
+        end }
+      local w = keel.world("V")
+      local c = w:spawn("e"):add("sk:valid")
+      c.even = 4
+      assert.are.equal(4, c.even)
+      local err = fails("InvalidArgument", function() c.even = 3 end)
+      assert.truthy(tostring(err):match("must be even"))
+      assert.are.equal(4, c.even)
+      fails("InvalidArgument", function() c.name = "bad" end)
+      assert.is_false(pcall(function() c.name = "boom" end))
+      assert.are.equal("", c.name)
+      c.name = "good"
+      assert.are.equal("good", c.name)
+    end)
+    it("rejects writes from hooks, faulting the component", function()
+      keel.kind{ key = "sk:valid2", fields = { { "n", "int" } },
+        validate = function(self, field) return self.n < 10 end,
+        update = function(self) self.n = self.n + 6 end }
+      local w = keel.world("V")
+      local c = w:spawn("e"):add("sk:valid2")
+      w:step(1 / 60)
+      assert.are.equal(6, c.n)
+      w:step(1 / 60)
+      assert.are.equal(6, c.n)
+      assert.are.equal(1, #w:errors())
+    end)
+  end)
+
+  describe("migrate", function()
+    it("runs Lua steps over plain tables when loading older versions", function()
+      keel.kind{ key = "sk:speedy", version = 3, fields = { { "speed", "float" }, { "tags", "string" } },
+        migrate = {
+          [2] = function(body) body.speed = body.velocity / 3.6; body.velocity = nil; return body end,
+          [3] = function(body) body.tags = table.concat(body.list or {}, ","); body.list = nil end,
+        } }
+      local w = assert(keel.parse(scene([[
+  - uuid: 44444444-4444-4444-8444-444444444444
+    name: Car
+    components:
+      - kind: sk:speedy
+        version: 1
+        slot: 0
+        body:
+          velocity: 36
+          list: [a, b]
+]])))
+      local c = w:find("Car"):get("sk:speedy")
+      assert.are.equal(10, c.speed)
+      assert.are.equal("a,b", c.tags)
+    end)
+    it("fails the load when a step raises", function()
+      keel.kind{ key = "sk:broken", version = 2, fields = {},
+        migrate = { [2] = function() error("cannot migrate") end } }
+      local w, err = keel.parse(scene([[
+  - uuid: 55555555-5555-4555-8555-555555555555
+    name: B
+    components:
+      - kind: sk:broken
+        version: 1
+        slot: 0
+        body: {}
+]]))
+      assert.is_nil(w)
+      assert.truthy(tostring(err):match("cannot migrate"))
+    end)
+  end)
+end)

@@ -1235,23 +1235,48 @@ static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, co
     keel__record_copy(c.kind, scratch, live);
     keel_status s = keel__body_decode(c.kind, sc->body, sc->version, false, scratch, path, NULL, d);
     const keel_kind_desc *desc = keel_kind_describe(c.kind);
+    /* A validate hook may tie fields together (inner_angle <= outer_angle): a write it rejects is
+     * retried after the others, for as long as some write succeeds. */
+    bool *pending = calloc(desc->field_count ? desc->field_count : 1, sizeof *pending);
+    if (!pending) abort();
+    size_t left = 0;
     for (size_t f = 0; s == KEEL_OK && f < desc->field_count; f++) {
         keel_value nv, ov;
         keel__record_get(c.kind, scratch, (int)f, &nv);
-        keel__record_get(c.kind, keel_record(w, c), (int)f, &ov);
-        if (value_equal(&nv, &ov)) continue;
-        jentry *e = journal_push(j);
-        e->is_field = true;
-        e->comp = c;
-        e->field = (int)f;
-        e->old = ov;
-        if (ov.type == KEEL_T_STRING) e->old_str = keel__strdup(ov.as.s);
-        s = keel_set_internal(w, c, (int)f, &nv, d);
-        if (s != KEEL_OK) {
-            free(e->old_str);
-            j->count--;
+        keel__record_get(c.kind, live, (int)f, &ov);
+        if (!value_equal(&nv, &ov)) pending[f] = true, left++;
+    }
+    keel_diags last;
+    keel_diags_init(&last);
+    for (bool progress = true; s == KEEL_OK && left && progress;) {
+        progress = false;
+        keel_diags_free(&last);
+        keel_diags_init(&last);
+        for (size_t f = 0; f < desc->field_count; f++) {
+            if (!pending[f]) continue;
+            keel_value nv, ov;
+            keel__record_get(c.kind, scratch, (int)f, &nv);
+            keel__record_get(c.kind, keel_record(w, c), (int)f, &ov);
+            jentry *e = journal_push(j);
+            e->is_field = true;
+            e->comp = c;
+            e->field = (int)f;
+            e->old = ov;
+            if (ov.type == KEEL_T_STRING) e->old_str = keel__strdup(ov.as.s);
+            if (keel_set_internal(w, c, (int)f, &nv, &last) == KEEL_OK) {
+                pending[f] = false;
+                left--;
+                progress = true;
+            } else {
+                free(e->old_str);
+                j->count--;
+            }
         }
     }
+    if (s == KEEL_OK && left) s = keel_diags_status(&last);
+    keel_diags_append(d, &last, path);
+    keel_diags_free(&last);
+    free(pending);
     keel__record_fini(c.kind, scratch);
     free(scratch);
     return s;

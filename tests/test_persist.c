@@ -555,6 +555,45 @@ static void persist_migrates_old_component_versions(void **state)
     keel_world_free(fresh);
 }
 
+/* inner_angle <= outer_angle: raising both needs outer written first, whatever order fields come in */
+static void persist_applies_fields_a_validate_hook_ties_together(void **state)
+{
+    keel_world *w = parse(scene);
+    keel_baseline *b = keel_baseline_capture(w);
+    keel_entity crate = named(w, "Crate");
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    keel_comp spot;
+    assert_int_equal(keel_add(w, crate, keel_kind_find("core:spot_light"), &o, &spot, NULL, NULL), KEEL_OK);
+    keel_baseline_free(b);
+    b = keel_baseline_capture(w); /* the baseline holds the spot light at 30 / 45 */
+    set_field(w, spot, "outer_angle", (keel_value){ .as.f = 90 });
+    set_field(w, spot, "inner_angle", (keel_value){ .as.f = 80 });
+    save(w, b);
+    keel_world *fresh = parse(scene);
+    assert_int_equal(keel_add(fresh, named(fresh, "Crate"), keel_kind_find("core:spot_light"), &o, NULL, NULL, NULL),
+                     KEEL_OK);
+    load_ok(fresh);
+    assert_same_world(fresh, w);
+    /* and the other way round: lowering both needs inner first */
+    keel_baseline_free(b);
+    b = keel_baseline_capture(w);
+    set_field(w, spot, "inner_angle", (keel_value){ .as.f = 5 });
+    set_field(w, spot, "outer_angle", (keel_value){ .as.f = 10 });
+    save(w, b);
+    keel_world_free(fresh);
+    fresh = parse(scene);
+    keel_comp fs;
+    assert_int_equal(keel_add(fresh, named(fresh, "Crate"), keel_kind_find("core:spot_light"), &o, &fs, NULL, NULL),
+                     KEEL_OK);
+    set_field(fresh, fs, "outer_angle", (keel_value){ .as.f = 90 });
+    set_field(fresh, fs, "inner_angle", (keel_value){ .as.f = 80 });
+    load_ok(fresh);
+    assert_same_world(fresh, w);
+    keel_world_free(fresh);
+    keel_world_free(w);
+    keel_baseline_free(b);
+}
+
 static void persist_rejects_null_arguments(void **state)
 {
     keel_diags d;
@@ -580,6 +619,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(persist_refuses_a_save_of_another_scene, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_failed_load_rolls_everything_back, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_migrates_old_component_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(persist_applies_fields_a_validate_hook_ties_together, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_rejects_null_arguments, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -44,9 +44,15 @@ end
 
 local show -- forward
 
+local NIL_UUID = "00000000-0000-0000-0000-000000000000"
+
 local function entity_label(e)
   local ok, name = pcall(function() return e.name end)
   if not ok then return "Entity (gone)" end
+  if e.uuid == NIL_UUID then -- the scene root has no UUID of its own
+    local okw, wname = pcall(function() return e.world.name end)
+    return string.format("Scene root of %q", okw and wname or "?")
+  end
   return string.format("Entity %q %s", name, e.uuid)
 end
 
@@ -139,7 +145,11 @@ local function show_entity(e)
   local extra = {}
   if e.parent then extra[#extra + 1] = "parent " .. string.format("%q", e.parent.name) end
   local kids = e:children()
-  if #kids > 0 then extra[#extra + 1] = #kids .. (#kids == 1 and " child" or " children") end
+  if #kids > 0 then
+    local one, many = "child", "children"
+    if e.uuid == NIL_UUID then one, many = "top-level entity", "top-level entities" end
+    extra[#extra + 1] = #kids .. " " .. (#kids == 1 and one or many)
+  end
   if not e.enabled then extra[#extra + 1] = "disabled" end
   if #extra > 0 then lines[1] = lines[1] .. "  (" .. table.concat(extra, ", ") .. ")" end
   local comps = e:components()

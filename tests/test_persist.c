@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "keel.h"
 
@@ -423,6 +424,77 @@ static void persist_refuses_damaged_files(void **state)
     keel_baseline_free(b);
 }
 
+static uint32_t rd32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void wr32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Damage behind a valid CRC and valid zlib: every byte of the decoded state altered in turn. A load
+ * either succeeds or is refused with the world untouched; never a crash (ASan) or a half-applied save. */
+static void persist_survives_hostile_state_behind_a_valid_crc(void **state)
+{
+    keel_world *w = parse(scene);
+    keel_baseline *b = keel_baseline_capture(w);
+    play(w);
+    save(w, b);
+    char *good = NULL;
+    size_t len;
+    assert_int_equal(keel_read_file(tmp_path, 1 << 20, &good, &len, NULL), KEEL_OK);
+    const uint8_t *g = (const uint8_t *)good;
+    size_t at = 16 + rd32(g + 12);
+    uLongf raw_len = rd32(g + at), clen = rd32(g + at + 4);
+    uint8_t *raw = malloc(raw_len), *mut = malloc(raw_len);
+    assert_int_equal(uncompress(raw, &raw_len, g + at + 8, clen), Z_OK);
+    uLongf bound = compressBound(raw_len);
+    uint8_t *file = malloc(at + 8 + bound + 4);
+    keel_world *fresh = parse(scene);
+    char *pristine = dump(fresh);
+    size_t refused = 0;
+    for (size_t i = 0; i < raw_len; i++) {
+        memcpy(mut, raw, raw_len);
+        mut[i] ^= (i % 3 == 0) ? 0xFF : (uint8_t)(1u << (i % 8));
+        memcpy(file, good, at);
+        uLongf c = bound;
+        assert_int_equal(compress2(file + at + 8, &c, mut, raw_len, 6), Z_OK);
+        wr32(file + at, (uint32_t)raw_len);
+        wr32(file + at + 4, (uint32_t)c);
+        size_t flen = at + 8 + c;
+        wr32(file + flen, (uint32_t)crc32(0L, file, (uInt)flen));
+        flen += 4;
+        FILE *f = fopen(tmp_path, "wb");
+        assert_int_equal(fwrite(file, 1, flen, f), flen);
+        fclose(f);
+        keel_diags d;
+        keel_diags_init(&d);
+        keel_status s = keel_persist_load(fresh, tmp_path, &d);
+        if (s != KEEL_OK) {
+            assert_true(d.errors > 0);
+            char *now = dump(fresh);
+            assert_string_equal(now, pristine);
+            free(now);
+            refused++;
+        } else {
+            keel_world_free(fresh);
+            fresh = parse(scene);
+        }
+        keel_diags_free(&d);
+    }
+    assert_true(refused > raw_len / 2);
+    free(pristine);
+    keel_world_free(fresh);
+    free(file);
+    free(mut);
+    free(raw);
+    free(good);
+    keel_world_free(w);
+    keel_baseline_free(b);
+}
+
 static void persist_refuses_a_save_of_another_scene(void **state)
 {
     keel_world *w = parse(scene);
@@ -616,6 +688,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(persist_two_hundred_cycles_are_identical, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_info_reads_slot_details_alone, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_refuses_damaged_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(persist_survives_hostile_state_behind_a_valid_crc, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_refuses_a_save_of_another_scene, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_failed_load_rolls_everything_back, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_migrates_old_component_versions, setup, teardown),

@@ -21,7 +21,7 @@ static uint64_t rng_next(keel_world *w)
     return w->rng[1] + s0;
 }
 
-keel_uuid keel__new_uuid(keel_world *w)
+static keel_uuid make_uuid(keel_world *w)
 {
     keel_uuid u;
     uint64_t a = rng_next(w), b = rng_next(w);
@@ -29,6 +29,20 @@ keel_uuid keel__new_uuid(keel_world *w)
     memcpy(u.bytes + 8, &b, 8);
     u.bytes[6] = (uint8_t)((u.bytes[6] & 0x0f) | 0x40);
     u.bytes[8] = (uint8_t)((u.bytes[8] & 0x3f) | 0x80);
+    return u;
+}
+
+static size_t uuid_hash(keel_uuid u);
+
+/* The next UUID is drawn one spawn ahead and its index slot prefetched, so the
+ * cache miss of a random hash slot overlaps the caller's work in between. */
+keel_uuid keel__new_uuid(keel_world *w)
+{
+    if (!w->next_ready) w->next_uuid = make_uuid(w);
+    keel_uuid u = w->next_uuid;
+    w->next_uuid = make_uuid(w);
+    w->next_ready = true;
+    if (w->hash_cap) __builtin_prefetch(&w->hash[uuid_hash(w->next_uuid) & (w->hash_cap - 1)], 1);
     return u;
 }
 

@@ -82,6 +82,8 @@ struct keel_world {
     keel__store *stores;              /* by kind id */
     size_t store_count;
     uint64_t rng[2];                  /* UUID generator, seeded from getrandom */
+    keel_uuid next_uuid;              /* drawn ahead (see keel__new_uuid) */
+    bool next_ready;
     /* lifecycle */
     bool in_step;
     double fixed_dt, acc;

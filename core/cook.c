@@ -312,7 +312,7 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
             free(f.p);
         } else {
             for (int i = 0; i < SEC_COUNT_; i++) wb_bytes(&f, secs[i]->p, secs[i]->len);
-            wb_u32(&f, (uint32_t)crc32(0L, f.p, (uInt)f.len));
+            wb_u32(&f, (uint32_t)crc32_z(0L, f.p, f.len));
             *out = f.p;
             *len = f.len;
         }
@@ -421,7 +421,7 @@ static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *
         return bad(d, "", "format version %u is not supported (this reader knows %u)", version, COOK_VERSION);
     if (get_u32(p + 12) != COOK_ENDIAN) return bad(d, "", "bad endianness marker 0x%08x", get_u32(p + 12));
     uint32_t stored = get_u32(p + len - 4);
-    uint32_t crc = (uint32_t)crc32(0L, p, (uInt)(len - 4));
+    uint32_t crc = (uint32_t)crc32_z(0L, p, len - 4);
     if (stored != crc)
         return bad(d, "", "CRC mismatch (stored 0x%08x, computed 0x%08x): file is damaged or truncated", stored, crc);
     uint32_t nsec = get_u32(p + 16);

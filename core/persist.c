@@ -910,7 +910,7 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
     }
     file.len = clen_at + 4 + clen;
     for (int i = 0; i < 4; i++) file.p[clen_at + i] = (uint8_t)((uint32_t)clen >> (8 * i));
-    wb_u32(&file, (uint32_t)crc32(0L, file.p, (uInt)file.len));
+    wb_u32(&file, (uint32_t)crc32_z(0L, file.p, file.len));
     s = keel_write_atomic(path, file.p, file.len, d);
     free(file.p);
     return s;
@@ -1094,7 +1094,7 @@ static keel_status read_save(const char *path, state *st, keel_diags *d)
     if (len < 8 || memcmp(p, "KEELSAVE", 8) != 0) err = "not a keel save file (bad magic)";
     else if (len < SAVE_HEADER + 12) err = "truncated header";
     else if (get_u32(p + 8) != SAVE_VERSION) err = "unsupported save format version";
-    else if (get_u32(p + len - 4) != (uint32_t)crc32(0L, p, (uInt)(len - 4)))
+    else if (get_u32(p + len - 4) != (uint32_t)crc32_z(0L, p, len - 4))
         err = "CRC mismatch: the file is damaged or truncated";
     else if ((info_len = get_u32(p + 12)) > len - SAVE_HEADER - 12)
         err = "slot details run past the end of the file";

@@ -802,7 +802,7 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
 
     const section *sm = &ck->sec[SEC_COMPONENTS];
     r = (rd){ p + sm->offset, sm->length, 0 };
-    for (uint32_t i = 0; i < sm->count && d->errors == 0; i++) {
+    for (uint32_t i = 0; i < sm->count; i++) {
         comp_hdr h;
         h.owner = rd_u32(&r);
         h.key = rd_u32(&r);
@@ -816,7 +816,7 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
         ncomps[h.owner]++;
         keel_entity owner = h.owner == 0 ? keel_world_root(w) : handles[h.owner - 1];
         size_t start = r.pos;
-        build_component(w, owner, &h, &r, ck, o->strict, path, d);
+        if (owner) build_component(w, owner, &h, &r, ck, o->strict, path, d); /* else its spawn failed */
         /* whichever path ran, continue from the next component */
         r.pos = start;
         for (uint32_t f = 0; f < h.nfields; f++) {

@@ -1436,6 +1436,8 @@ static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags 
 keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
 {
     if (!w || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_load: NULL argument");
+    if (keel_world_in_step(w))
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "a save cannot be loaded during a step");
     keel_diags local;
     keel_diags_init(&local);
     state st;

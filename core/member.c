@@ -437,14 +437,10 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
         for (size_t m = 0; m < n; m++)
             if (en->members[m].kind && en->members[m].awoken && !en->members[m].faulted)
                 list[c++] = (keel_comp){ 0, en->members[m].kind, en->members[m].slot };
-        for (size_t m = 0; m < c; m++) {
-            if (!w->ents[i].alive) break;
-            keel__call_hook(w, i, list[m].kind, list[m].slot, KEEL_PHASE_ON_DESTROY, 0);
-        }
+        for (size_t m = 0; m < c; m++) keel__call_hook(w, i, list[m].kind, list[m].slot, KEEL_PHASE_ON_DESTROY, 0);
         free(list);
     }
     keel__ent *en = &w->ents[i];
-    if (!en->alive) return;
     while (en->member_count) entry_delete(w, i, &en->members[en->member_count - 1]);
 }
 

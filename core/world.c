@@ -439,6 +439,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
     en->uuid = u;
     en->name = keel__strdup(name ? name : "");
     en->alive = en->enabled = true;
+    en->dying = false;
     en->first_child = en->last_child = KEEL__NONE;
     en->child_count = 0;
     en->members = NULL;
@@ -472,9 +473,10 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, cons
 
 static keel_status destroy_index(keel_world *w, uint32_t i)
 {
+    w->ents[i].dying = true;
     keel__members_drop(w, i, w->rolling_back);
     keel__ent *en = &w->ents[i];
-    if (!en->alive) return KEEL_OK; /* an on_destroy hook destroyed it already */
+    en->dying = false;
     while (en->first_child != KEEL__NONE) {
         uint32_t c = en->first_child;
         unlink_child(w, c);
@@ -538,6 +540,8 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
         st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be destroyed");
     } else if (live_index(w, e) == KEEL__NONE) {
         st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    } else if (w->ents[(uint32_t)e].dying) {
+        st = KEEL_OK; /* destroyed from its own on_destroy: the outer destroy finishes it */
     } else {
         if (inv) destroy_inverse(w, (uint32_t)e, inv);
         st = destroy_index(w, (uint32_t)e);

@@ -31,6 +31,7 @@ typedef struct keel__ent {
     char *name;
     uint32_t gen;
     bool alive, enabled;
+    bool dying;             /* its on_destroy hooks are running */
     uint32_t parent, first_child, last_child, next, prev;
     uint32_t child_count;
     keel__entry *members;

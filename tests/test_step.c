@@ -522,6 +522,35 @@ static void step_rollback_covers_nested_hooks(void **state)
     assert_int_equal(keel_fault_count(f->w), 1);
 }
 
+static int destroy_calls;
+
+static keel_status destroy_again(const keel_call *c)
+{
+    destroy_calls++;
+    /* a hook destroying its own dying entity: no second on_destroy, no double free */
+    return keel_destroy(c->world, c->comp.entity, NULL, c->diags);
+}
+
+static void step_on_destroy_destroying_itself(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:suicidal";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    kd.hooks[KEEL_PHASE_ON_DESTROY] = destroy_again;
+    keel_kind_declare(&kd, NULL, NULL);
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:suicidal");
+    add(f, a, "test:suicidal");
+    destroy_calls = 0;
+    assert_int_equal(keel_destroy(f->w, a, NULL, &f->d), KEEL_OK);
+    assert_int_equal(destroy_calls, 2);
+    assert_false(keel_alive(f->w, a));
+    assert_int_equal(keel_world_entity_count(f->w), 0);
+    assert_int_equal(keel_fault_count(f->w), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -539,6 +568,7 @@ int main(void)
         T(step_refuses_nesting_and_bad_dt),
         T(step_failed_awake_faults_but_add_succeeds),
         T(step_rollback_covers_nested_hooks),
+        T(step_on_destroy_destroying_itself),
     };
     return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
 }

@@ -530,6 +530,18 @@ describe("keel program", function()
       assert.truthy(out:find("Demo\ntrue\n", 1, true), out)
     end)
 
+    it("completes names for the tab key", function()
+      local code, out, err = keel("repl", table.concat({
+        'c = require("keel.repl").complete',
+        'table.concat(c("world:sp"), " ")',
+        'table.concat(c("keel.pe"), " ")',
+        '#c("nosuchname")',
+        "",
+      }, "\n"))
+      assert.are.equal(0, code, err)
+      assert.are.equal("world:spawn\nkeel.persist\n0\n", out)
+    end)
+
     it("re-runs changed kind files on reload()", function()
       local dir = tmpdir()
       local file = dir .. "/k.lua"

@@ -266,7 +266,13 @@ static int pmain(lua_State *L)
         verb_fn fn = NULL;
         for (size_t v = 0; v < sizeof verbs / sizeof verbs[0]; v++)
             if (strcmp(argv[i], verbs[v].name) == 0) fn = verbs[v].fn;
-        if (fn) {
+        bool help = false;
+        for (int j = i + 1; fn && j < argc && strcmp(argv[j], "--") != 0; j++)
+            help = help || strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0;
+        if (help) {
+            fputs(usage_text, stdout);
+            code = KEEL_EXIT_OK;
+        } else if (fn) {
             code = fn(L, &cli, argc - i - 1, argv + i + 1);
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             keel_cli_usage_error(&cli, "unknown option %s", argv[i]);

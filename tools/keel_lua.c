@@ -407,6 +407,54 @@ static void print_results(lua_State *L, const keel_cli *cli, int first)
     lua_settop(L, first - 1);
 }
 
+/* ---- completion: the tab key asks keel.repl's complete(text) ---- */
+
+static lua_State *completion_state;
+static char **candidates;
+static size_t candidate_count, candidate_next;
+
+static void candidates_free(void)
+{
+    for (size_t i = 0; i < candidate_count; i++) free(candidates[i]);
+    free(candidates);
+    candidates = NULL;
+    candidate_count = candidate_next = 0;
+}
+
+static char *candidate_generator(const char *text, int state)
+{
+    (void)text;
+    if (state == 0) candidate_next = 0;
+    if (candidate_next >= candidate_count) return NULL;
+    return strdup(candidates[candidate_next++]);
+}
+
+/* Called by readline: a Lua error must not unwind through it, so the call is protected. */
+static char **complete(const char *text, int start, int end)
+{
+    (void)start;
+    (void)end;
+    lua_State *L = completion_state;
+    candidates_free();
+    rl_attempted_completion_over = 1;
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
+    lua_pushstring(L, text);
+    if (lua_isfunction(L, -2) && lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+        size_t n = (size_t)lua_rawlen(L, -1);
+        candidates = n ? calloc(n, sizeof *candidates) : NULL;
+        for (size_t i = 0; candidates && i < n; i++) {
+            lua_rawgeti(L, -1, (lua_Integer)i + 1);
+            const char *c = lua_tostring(L, -1);
+            if (c && (candidates[candidate_count] = strdup(c)) != NULL) candidate_count++;
+            lua_pop(L, 1);
+        }
+    }
+    lua_settop(L, top);
+    if (candidate_count == 0) return NULL;
+    return rl_completion_matches(text, candidate_generator);
+}
+
 static const char *history_path(lua_State *L)
 {
     const char *home = getenv("HOME");
@@ -444,6 +492,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (docall(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) {
         lua_getfield(L, -1, "show");
         lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.show");
+        lua_getfield(L, -1, "complete");
+        lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
         lua_getfield(L, -1, "reload");
         lua_setglobal(L, "reload");
         lua_pop(L, 1);
@@ -457,6 +507,12 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (tty) {
         using_history();
         stifle_history(1000);
+        completion_state = L;
+        /* '.' and ':' stay inside a word, so "world:sp" completes as a whole. */
+        rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{}()[],+-*/%^#~";
+        rl_completer_word_break_characters = (char *)rl_basic_word_break_characters;
+        rl_completion_append_character = '\0';
+        rl_attempted_completion_function = complete;
         if (hist) read_history(hist);
         lua_getglobal(L, "world");
         const char *wname = NULL;
@@ -486,6 +542,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (tty) {
         fputs("\n", stdout);
         if (hist) write_history(hist);
+        candidates_free();
+        completion_state = NULL;
     }
     lua_settop(L, top0);
     return KEEL_EXIT_OK;

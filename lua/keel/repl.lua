@@ -210,6 +210,79 @@ end
 
 repl.format = show
 
+-- ---- completion (the REPL's tab key) ----
+
+local KEYWORDS = { "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if",
+  "in", "local", "nil", "not", "or", "repeat", "return", "then", "true", "until", "while" }
+
+-- Properties read through a handle's __index besides its methods.
+local PROPERTIES = {
+  ["keel.World"] = { "uuid", "name", "root", "revision" },
+  ["keel.Entity"] = { "uuid", "name", "parent", "enabled", "world" },
+  ["keel.Component"] = { "kind", "slot", "entity", "loaded", "version", "enabled" },
+}
+
+-- The names `v.` or `v:` may be followed by.
+local function members(v, add)
+  if type(v) == "table" then
+    for k in pairs(v) do add(k) end
+  end
+  local mt = getmetatable(v)
+  if type(mt) ~= "table" then return end
+  local index = rawget(mt, "__index")
+  if type(index) == "table" and index ~= v then
+    for k in pairs(index) do add(k) end
+  elseif type(index) == "function" then
+    -- keel's handles keep their methods table as the __index closure's upvalue
+    local _, methods = debug.getupvalue(index, 1)
+    if type(methods) == "table" then
+      for k in pairs(methods) do add(k) end
+    end
+  end
+  local name = rawget(mt, "__name")
+  for _, k in ipairs(PROPERTIES[name] or {}) do add(k) end
+  if name == "keel.Component" then
+    local keel = package.loaded["keel"]
+    local ok, info = pcall(function() return keel.kind_info(v.kind) end)
+    if ok and info then
+      for _, f in ipairs(info.fields or {}) do add(f.key) end
+    end
+  end
+end
+
+-- Candidates completing `text` ("wor", "world:sp", "keel.per"), whole.
+function repl.complete(text)
+  local head, sep, partial = text:match("^(.-)([%.:]?)([%a_]?[%w_]*)$")
+  if not head then return {} end
+  local found, out = {}, {}
+  local function add(k)
+    -- names starting with "_" are private unless asked for
+    if type(k) == "string" and k:match("^[%a_][%w_]*$") and k:sub(1, #partial) == partial and not found[k]
+      and (k:sub(1, 1) ~= "_" or partial:sub(1, 1) == "_") then
+      found[k] = true
+      out[#out + 1] = head .. sep .. k
+    end
+  end
+  if sep == "" then
+    if head ~= "" and not head:match("[^%w_]$") then return {} end
+    -- a name at the start of an expression: globals and keywords
+    members(_G, add)
+    for _, k in ipairs(KEYWORDS) do add(k) end
+  else
+    local path = head:match("([%a_][%w_%.]*)$")
+    if not path or path:sub(-1) == "." then return {} end
+    local ok, v = pcall(function()
+      local cur = _G
+      for part in path:gmatch("[^%.]+") do cur = cur[part] end
+      return cur
+    end)
+    if not ok or v == nil then return {} end
+    members(v, add)
+  end
+  table.sort(out)
+  return out
+end
+
 -- Re-runs the kind files (recorded by the program at start-up) whose size or
 -- modification time changed, and any new *.lua file in those directories.
 -- Returns the list of files run again.

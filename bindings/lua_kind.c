@@ -98,7 +98,9 @@ static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd,
 {
     for (size_t i = 0; i < lk->nfields; i++) {
         lua_rawgeti(L, keys, (lua_Integer)i + 1);
-        keel__lua_push_stored(L, &kd->fields[i], rec + lk->offsets[i], w, widx);
+        const keel_field_desc *fd = &kd->fields[i];
+        if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
+        else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
         lua_rawset(L, self);
     }
 }
@@ -356,12 +358,13 @@ static keel_status hook_tramp(const keel_call *call)
     int depth = ctx->depth;
     if (depth >= KEEL_LUA_MAX_DEPTH)
         return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
-    if (!lua_checkstack(L, 12)) return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     lk_prepare(lk, call->comp.kind);
     const keel_kind_desc *kd = lk->kd;
     keel_world *w = call->world;
     int top = lua_gettop(L), fn, self, keys;
     bool fast = depth == 0 && in_step_frame(L);
+    if (!fast && !lua_checkstack(L, 12)) /* w:step's frame has room for what a call pushes */
+        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     if (fast) {
         /* inside w:step: the function, self and keys of the last kind stay in reserved slots */
         fn = keel__lua_cur.memo_idx;

@@ -172,8 +172,13 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
     keel_entity e = 0;
     if (st == KEEL_OK) {
         n = keel_node_get(t, "name");
+        if (w->rolling_back) { /* only a rollback may hand an old handle back */
+            w->reuse_index = cmd->slot;
+            w->reuse_gen = (uint32_t)cmd->version;
+        }
         st = keel__spawn_at(w, n && n->kind == KEEL_NODE_SCALAR ? n->text : (cmd->name ? cmd->name : ""), parent,
                             cmd->index, &u, &e, d);
+        w->reuse_index = KEEL__NONE;
     }
     const keel_node *comps = st == KEEL_OK ? keel_node_get(t, "components") : NULL;
     for (size_t c = 0; comps && comps->kind == KEEL_NODE_SEQ && c < comps->count && st == KEEL_OK; c++) {

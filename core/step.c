@@ -78,6 +78,7 @@ void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, k
 
     if (st != KEEL_OK) {
         rollback(w, mark);
+        if (w->txn_depth == 0) keel__held_release(w);
         keel_entity now = keel_find(w, uuid);
         if (i == 0) now = keel_world_root(w);
         keel__ent *en = keel__ent_get(w, now);
@@ -93,6 +94,7 @@ void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, k
     } else if (w->txn_depth == 0) {
         /* the outermost transaction committed: its log is no longer needed */
         while (w->log_count > mark) keel_cmd_free(&w->log[--w->log_count]);
+        keel__held_release(w);
     }
     keel_diags_free(&hd);
 }

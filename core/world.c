@@ -154,6 +154,7 @@ keel_world *keel_world_new(const char *name)
     w->grid = (keel_grid){ true, { 0, 0, 0 }, { 0, 0, 0, 1 }, 1.0, 10 };
     w->epoch = ++g_epoch;
     w->fixed_dt = 1.0 / 60.0;
+    w->reuse_index = KEEL__NONE;
     uint32_t r = ent_alloc(w); /* the root: index 0, generation 1 */
     keel__ent *root = &w->ents[r];
     root->alive = root->enabled = true;
@@ -186,6 +187,7 @@ void keel_world_free(keel_world *w)
     free(w->pending);
     free(w->ents);
     free(w->free_idx);
+    free(w->held);
     free(w->hash);
     free(w->name);
     if (w->prev_world) w->prev_world->next_world = w->next_world;
@@ -434,7 +436,15 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
     }
     if (depth_of(w, parent) + 1 > KEEL__MAX_DEPTH)
         return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
-    uint32_t i = ent_alloc(w);
+    uint32_t i = KEEL__NONE;
+    for (size_t k = 0; w->reuse_index != KEEL__NONE && k < w->held_count; k++)
+        if (w->held[k] == w->reuse_index && w->ents[w->reuse_index].gen == w->reuse_gen + 1) {
+            i = w->reuse_index; /* a rolled-back destroy: the same handle comes back */
+            w->held[k] = w->held[--w->held_count];
+            w->ents[i].gen = w->reuse_gen;
+            break;
+        }
+    if (i == KEEL__NONE) i = ent_alloc(w);
     keel__ent *en = &w->ents[i];
     en->uuid = u;
     en->name = keel__strdup(name ? name : "");
@@ -471,6 +481,21 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, cons
 
 /* ---------------------------------------------------------------- destroy */
 
+static void free_push(keel_world *w, uint32_t i)
+{
+    if (w->free_count == w->free_cap) {
+        w->free_cap = w->free_cap ? w->free_cap * 2 : 64;
+        w->free_idx = keel__xrealloc(w->free_idx, w->free_cap * sizeof *w->free_idx);
+    }
+    w->free_idx[w->free_count++] = i;
+}
+
+void keel__held_release(keel_world *w)
+{
+    for (size_t k = 0; k < w->held_count; k++) free_push(w, w->held[k]);
+    w->held_count = 0;
+}
+
 static keel_status destroy_index(keel_world *w, uint32_t i)
 {
     w->ents[i].dying = true;
@@ -494,11 +519,15 @@ static keel_status destroy_index(keel_world *w, uint32_t i)
     /* an index whose generation would wrap is retired, so a stale handle never matches again */
     if (en->gen < UINT32_MAX) {
         en->gen++;
-        if (w->free_count == w->free_cap) {
-            w->free_cap = w->free_cap ? w->free_cap * 2 : 64;
-            w->free_idx = keel__xrealloc(w->free_idx, w->free_cap * sizeof *w->free_idx);
+        if (w->txn_depth > 0 && !w->rolling_back) {
+            if (w->held_count == w->held_cap) {
+                w->held_cap = w->held_cap ? w->held_cap * 2 : 16;
+                w->held = keel__xrealloc(w->held, w->held_cap * sizeof *w->held);
+            }
+            w->held[w->held_count++] = i;
+        } else {
+            free_push(w, i);
         }
-        w->free_idx[w->free_count++] = i;
     }
     w->live--;
     keel__touch(w);
@@ -521,6 +550,8 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
     sp->parent = en->parent == 0 ? (keel_uuid){ { 0 } } : w->ents[en->parent].uuid;
     sp->index = keel__sibling_index(w, i);
     sp->tree = keel__entity_tree(w, i);
+    sp->slot = i;               /* the old handle, so a rollback can restore it exactly */
+    sp->version = (int)en->gen;
     size_t k = 1;
     for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next, k++) {
         keel_cmd *rp = &inv->items[k];

@@ -77,6 +77,9 @@ struct keel_world {
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
     uint32_t *free_idx;
     size_t free_count, free_cap;
+    uint32_t *held;                   /* indices freed inside a hook: reusable once it commits, */
+    size_t held_count, held_cap;      /* so a rollback can give the entity back its handle */
+    uint32_t reuse_index, reuse_gen;  /* set by a rollback's spawn: come back as this handle */
     size_t live;                      /* root excluded */
     uint64_t *hash;                   /* open addressing: hash << 32 | (index + 1), 0 empty */
     size_t hash_cap, hash_used;
@@ -117,6 +120,7 @@ keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, 
                               keel_diags *d);
 size_t keel__sibling_index(const keel_world *w, uint32_t i);
 keel_node *keel__entity_tree(const keel_world *w, uint32_t i); /* entity document form */
+void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);
 void keel__touch(keel_world *w); /* structural change */
 

@@ -86,4 +86,8 @@ const struct keel__io_ops *keel__io_default_ops(void);
 keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *lim,
                              const char *file, keel_node **out, keel_diags *d);
 
+/* ---- scene_write.c ---- */
+/* true: bodies through keel_body_encode instead of straight from records (tests compare both). */
+void keel__scene_write_via_encode(bool on);
+
 #endif

@@ -1,5 +1,6 @@
 /* scene_write.c — a world to its canonical YAML text (libyaml's emitter): same world, same bytes. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,7 +132,7 @@ static bool plain_safe(const char *s, size_t len)
         if (c == 0xef && i + 2 < len && (unsigned char)s[i + 1] == 0xbb && (unsigned char)s[i + 2] == 0xbf)
             return false; /* BOM */
     }
-    if (word_in(s, words)) return false;
+    if (len <= 5 && word_in(s, words)) return false; /* the longest look-alike word is "False" */
     if (number_like(s)) return false;
     return true;
 }
@@ -152,10 +153,61 @@ static void int_value(writer *wr, int64_t v)
     plain(wr, buf);
 }
 
+/* keel_format_double's text, found with fewer trials: if p significant digits
+ * read back, so does any larger p, and the correctly rounded 15-digit form of a
+ * value whose shortest form has k <= 15 digits is that form padded with zeros.
+ * So %.14e (then 16, 17 digits) with trailing zeros stripped is the shortest.
+ * test_scene_save checks this against keel_format_double. */
+static int format_double(double v, char *out)
+{
+    if (!isfinite(v) || v == 0) return keel_format_double(v, out, 64);
+    char tmp[64];
+    int p;
+    for (p = 15; p < 17; p++) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    if (p == 17) snprintf(tmp, sizeof tmp, "%.16e", v);
+    char digits[32];
+    int nd = 0;
+    const char *q = tmp;
+    char *o = out;
+    if (*q == '-') {
+        *o++ = '-';
+        q++;
+    }
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9') digits[nd++] = *q;
+    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    int exp10 = atoi(q + 1);
+    if (exp10 >= -4 && exp10 < 16) {
+        if (exp10 < 0) {
+            *o++ = '0';
+            *o++ = '.';
+            for (int i = 0; i < -exp10 - 1; i++) *o++ = '0';
+            for (int i = 0; i < nd; i++) *o++ = digits[i];
+        } else {
+            for (int i = 0; i <= exp10 || i < nd; i++) {
+                if (i == exp10 + 1) *o++ = '.';
+                *o++ = i < nd ? digits[i] : '0';
+            }
+        }
+        *o = '\0';
+    } else {
+        *o++ = digits[0];
+        if (nd > 1) {
+            *o++ = '.';
+            for (int i = 1; i < nd; i++) *o++ = digits[i];
+        }
+        snprintf(o, 16, "e%c%d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    }
+    return (int)strlen(out);
+}
+
 static void float_value(writer *wr, double v)
 {
     char buf[64];
-    keel_format_double(v, buf, sizeof buf);
+    format_double(v, buf);
     plain(wr, buf);
 }
 
@@ -257,11 +309,60 @@ static void emit_body(writer *wr, keel_kind_id k, const keel_node *body)
     }
     const keel_kind_desc *kd = keel_kind_describe(k);
     map_start(wr, false);
+    size_t next = 0; /* bodies come in declared order: walk the fields alongside */
     for (size_t i = 0; i < body->count; i++) {
         const keel_node *kn = &body->items[2 * i];
-        int f = kd ? keel_kind_field(k, kn->text) : -1;
+        int f = -1;
+        for (size_t j = next; kd && kn->text && j < kd->field_count; j++)
+            if (strcmp(kd->fields[j].key, kn->text) == 0) {
+                f = (int)j;
+                next = j + 1;
+                break;
+            }
         key(wr, kn->text ? kn->text : "");
         emit_canonical(wr, &body->items[2 * i + 1], f >= 0 ? (int)kd->fields[f].type : -1);
+    }
+    map_end(wr);
+}
+
+/* A loaded component straight from its record: the same text keel_body_encode
+ * gives (declared order, transient fields dropped) without building a tree.
+ * keel__scene_write_via_encode(true) switches to keel_body_encode, and the tests
+ * compare both. */
+static bool via_encode;
+void keel__scene_write_via_encode(bool on) { via_encode = on; }
+
+static void emit_record(writer *wr, const keel_world *w, keel_comp c)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    const void *rec = keel_record(w, c);
+    map_start(wr, false);
+    for (size_t i = 0; kd && rec && i < kd->field_count; i++) {
+        const keel_field_desc *f = &kd->fields[i];
+        if (f->flags & KEEL_FIELD_TRANSIENT) continue;
+        keel_value v;
+        keel__record_get(c.kind, rec, (int)i, &v);
+        key(wr, f->key);
+        switch (f->type) {
+        case KEEL_T_BOOL: plain(wr, v.as.b ? "true" : "false"); break;
+        case KEEL_T_INT: int_value(wr, v.as.i); break;
+        case KEEL_T_FLOAT: float_value(wr, v.as.f); break;
+        case KEEL_T_ENUM:
+            str(wr, v.as.i >= 0 && (size_t)v.as.i < f->choice_count ? f->choices[v.as.i] : f->choices[0]);
+            break;
+        case KEEL_T_STRING: str(wr, v.as.s ? v.as.s : ""); break;
+        case KEEL_T_ASSET:
+        case KEEL_T_ENTITY:
+            if (v.nil) {
+                plain(wr, "null");
+            } else {
+                char u[37];
+                keel_uuid_format(v.as.u, u);
+                str(wr, u);
+            }
+            break;
+        default: vec_value(wr, v.as.v, keel_type_width(f->type)); break;
+        }
     }
     map_end(wr);
 }
@@ -290,7 +391,10 @@ static void emit_components(writer *wr, const keel_world *w, keel_entity e)
             plain(wr, "false");
         }
         key(wr, "body");
-        if (m.loaded) {
+        if (m.loaded && !via_encode) {
+            keel_comp c = { e, m.kind, m.slot };
+            emit_record(wr, w, c);
+        } else if (m.loaded) {
             keel_comp c = { e, m.kind, m.slot };
             keel_node *body = keel_body_encode(w, c, false);
             emit_body(wr, m.kind, body);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "keel.h"
+#include "internal.h"
 
 static const char *const choices[] = { "alpha", "beta", "yes" };
 
@@ -493,6 +493,58 @@ static void scene_save_writes_file_atomically(void **state)
     keel_world_free(w2);
 }
 
+static double random_double(unsigned i)
+{
+    switch (i % 4) {
+    case 0: { /* any finite bit pattern */
+        uint64_t bits = ((uint64_t)rand() << 42) ^ ((uint64_t)rand() << 21) ^ (uint64_t)rand();
+        double v;
+        memcpy(&v, &bits, sizeof v);
+        return isfinite(v) ? v : 1.0 / (i + 1);
+    }
+    case 1: return (double)(rand() % 100000) / 1000.0; /* short decimals */
+    case 2: return (double)rand() / (double)(rand() + 1); /* long ones */
+    default: return ldexp((double)(rand() % 1000), -(rand() % 60)) * ((i & 4) ? -1 : 1);
+    }
+}
+
+/* The writer emits records directly; keel_body_encode must give the same bytes,
+ * and the writer's float text must be keel_format_double's. */
+static void scene_save_direct_matches_body_encode(void **state)
+{
+    srand(7);
+    keel_world *w = keel_world_new("direct");
+    for (unsigned i = 0; i < 3000; i++) {
+        keel_entity e;
+        keel_comp c = add_all(w, &e);
+        keel_value v = { .type = KEEL_T_FLOAT };
+        v.as.f = random_double(i);
+        set_value(w, c, F_F, v);
+        keel_value vv = { .type = KEEL_T_VEC3 };
+        for (int k = 0; k < 3; k++) vv.as.v[k] = random_double(i + (unsigned)k);
+        set_value(w, c, F_V3, vv);
+        keel_value iv = { .type = KEEL_T_INT };
+        iv.as.i = (int64_t)rand() * (i % 2 ? -1 : 1);
+        set_value(w, c, F_I, iv);
+        keel_value sv = { .type = KEEL_T_STRING };
+        sv.as.s = tricky[i % (sizeof tricky / sizeof *tricky)];
+        set_value(w, c, F_S, sv);
+    }
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "lights", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, e, keel_kind_find("core:transform"), NULL, NULL, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, e, keel_kind_find("core:camera"), NULL, NULL, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, e, keel_kind_find("core:audio_source"), NULL, NULL, NULL, NULL), KEEL_OK);
+    char *direct = dump(w);
+    keel__scene_write_via_encode(true);
+    char *encoded = dump(w);
+    keel__scene_write_via_encode(false);
+    assert_string_equal(direct, encoded);
+    free(direct);
+    free(encoded);
+    keel_world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +561,7 @@ int main(void)
         cmocka_unit_test(scene_save_unknown_bodies_unchanged),
         cmocka_unit_test(scene_save_unknown_duplicated_and_removed),
         cmocka_unit_test(scene_save_writes_file_atomically),
+        cmocka_unit_test(scene_save_direct_matches_body_encode),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -362,6 +362,23 @@ describe("keel program", function()
       assert.are.equal(n, tonumber(o3:match("%d+")))
     end)
 
+    it("plays the demo's gameplay: spawners stop at max_count, the match timer counts down", function()
+      local dir = tmpdir()
+      local out_path = dir .. "/played.yaml"
+      local code, out, err = keel("run --frames 600 --save " .. shell_quote(out_path))
+      local saved = slurp(out_path) or ""
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("600 frames, 15 entities", 1, true), out)
+      assert.truthy(saved:find("name: Drone 4\n", 1, true))
+      assert.truthy(saved:find("name: Scout 2\n", 1, true))
+      assert.falsy(saved:find("name: Drone 5\n", 1, true))
+      assert.falsy(saved:find("name: Scout 3\n", 1, true))
+      -- 600 fixed steps of 1/60 s: 90 s - 10 s
+      local remaining = tonumber(saved:match("remaining: ([%d%.e%-]+)"))
+      assert.is_true(math.abs(remaining - 80) < 1e-6, tostring(remaining))
+    end)
+
     it("writes unknown components back unchanged", function()
       local dir = tmpdir()
       local out_path = dir .. "/u.yaml"

@@ -35,6 +35,7 @@ static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, u
         s->counter = keel__xrealloc(s->counter, s->acap * sizeof *s->counter);
     }
     size_t row = s->count++;
+    s->changes++;
     s->owner[row] = owner;
     s->slot[row] = slot;
     s->counter[row] = 0;
@@ -47,6 +48,7 @@ static void store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
 {
     keel__store *s = &w->stores[k];
     keel__record_fini(k, keel__store_rec(s, row));
+    s->changes++;
     size_t last = s->count - 1;
     if (row != last) {
         memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
@@ -68,6 +70,7 @@ void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
     }
     /* a hook may still hold this record: free it at the phase boundary */
     w->stores[k].owner[row] = KEEL_NO_ENTITY;
+    w->stores[k].changes++;
     if (w->pending_count == w->pending_cap) {
         w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
         w->pending = keel__xrealloc(w->pending, w->pending_cap * sizeof *w->pending);
@@ -829,6 +832,7 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
     for (size_t p = 0; p < pages; p++) free(s->pages[p]);
     free(s->pages);
     *s = ns;
+    s->changes++;
     free(old_off);
     free(from);
     free(moved);

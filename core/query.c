@@ -11,7 +11,7 @@ struct keel_query {
     size_t rows, cap;
     keel_entity *ents;
     void ***cols;       /* n columns of `cap` record pointers */
-    uint64_t built;     /* the world's structure counter when built */
+    uint64_t *seen;     /* each kind's storage change counter when built */
     bool valid;
 };
 
@@ -54,7 +54,8 @@ keel_query *keel_query_new(keel_world *w, const keel_kind_id *kinds, size_t n)
     q->kinds = keel__xrealloc(NULL, (n ? n : 1) * sizeof *q->kinds);
     if (n) memcpy(q->kinds, kinds, n * sizeof *kinds);
     q->cols = calloc(n ? n : 1, sizeof *q->cols);
-    if (!q->cols) abort();
+    q->seen = calloc(n ? n : 1, sizeof *q->seen);
+    if (!q->cols || !q->seen) abort();
     return q;
 }
 
@@ -63,6 +64,7 @@ void keel_query_free(keel_query *q)
     if (!q) return;
     for (size_t k = 0; k < q->n; k++) free(q->cols[k]);
     free(q->cols);
+    free(q->seen);
     free(q->ents);
     free(q->kinds);
     free(q);
@@ -81,7 +83,10 @@ static void query_rebuild(keel_query *q)
 {
     keel_world *w = q->w;
     q->rows = 0;
-    q->built = w->structure;
+    for (size_t k = 0; k < q->n; k++) {
+        const keel__store *s = store(w, q->kinds[k]);
+        q->seen[k] = s ? s->changes : 0;
+    }
     q->valid = true;
     if (!q->n) return;
     size_t drive = 0;
@@ -107,9 +112,15 @@ static void query_rebuild(keel_query *q)
     }
 }
 
+/* Only changes to the queried kinds' storage make the rows stale. */
 size_t keel_query_update(keel_query *q)
 {
-    if (!q->valid || q->built != q->w->structure) query_rebuild(q);
+    bool stale = !q->valid;
+    for (size_t k = 0; k < q->n && !stale; k++) {
+        const keel__store *s = store(q->w, q->kinds[k]);
+        stale = (s ? s->changes : 0) != q->seen[k];
+    }
+    if (stale) query_rebuild(q);
     return q->rows;
 }
 

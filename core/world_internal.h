@@ -44,6 +44,7 @@ typedef struct keel__store {
     size_t count, cap;      /* cap = KEEL__PAGE * (2^npages - 1) */
     size_t npages;
     size_t acap;            /* capacity of owner/slot/counter */
+    uint64_t changes;       /* bumps when rows come, go or move: queries over this kind rebuild */
     unsigned char **pages;
     keel_entity *owner;     /* KEEL_NO_ENTITY: freed at the next phase boundary */
     uint32_t *slot;

@@ -211,6 +211,28 @@ static void query_of_unused_kind_is_empty(void **state)
     keel_query_free(q);
 }
 
+static void query_ignores_changes_to_other_kinds(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "core:transform");
+    add(f, a, "core:camera");
+    keel_kind_id kinds[] = { K("core:transform"), K("core:camera") };
+    keel_query *q = keel_query_new(f->w, kinds, 2);
+    assert_int_equal(keel_query_update(q), 1);
+    void **col = keel_query_column(q, 0);
+    keel_entity b = spawn(f, "B", 0); /* structural, but not about these kinds */
+    add(f, b, "core:transform"); /* a transform row: the query must rebuild but B lacks a camera */
+    assert_int_equal(keel_query_update(q), 1);
+    keel_entity c = spawn(f, "C", 0);
+    (void)c;
+    assert_int_equal(keel_query_update(q), 1);
+    assert_ptr_equal(keel_query_column(q, 0), col);
+    add(f, b, "core:camera");
+    assert_int_equal(keel_query_update(q), 2);
+    keel_query_free(q);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +241,7 @@ int main(void)
         T(query_excludes_the_root),
         T(query_storage_stays_dense_after_removal),
         T(query_of_unused_kind_is_empty),
+        T(query_ignores_changes_to_other_kinds),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

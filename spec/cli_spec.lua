@@ -379,6 +379,27 @@ describe("keel program", function()
       assert.is_true(math.abs(remaining - 80) < 1e-6, tostring(remaining))
     end)
 
+    it("reports callback failures and exits 1", function()
+      local dir = tmpdir()
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kinds"))
+      spit(dir .. "/kinds/bad.lua", 'require("keel").kind{ key = "test:bad", fields = { { "n", "int" } },\n'
+        .. '  update = function(self) self.n = self.n + 1; if self.n > 2 then error("too many") end end }\n')
+      spit(dir .. "/make.lua", 'local w = require("keel").world("Bad")\n'
+        .. 'w:spawn{ name = "B", components = { "test:bad" } }\nassert(w:save(arg[1]))\n')
+      local c1, _, e1 = keel("make.lua scene.yaml", nil, dir)
+      local code, out, err = keel("run scene.yaml --frames 10 --save out.yaml", nil, dir)
+      local saved = slurp(dir .. "/out.yaml") or ""
+      rmrf(dir)
+      assert.are.equal(0, c1, e1)
+      assert.are.equal(1, code)
+      assert.truthy(out:find("10 frames, 1 entity, ", 1, true), out)
+      assert.truthy(out:find("1 error", 1, true), out)
+      assert.truthy(err:find("scene.yaml: error: test:bad[0] on entity ", 1, true), err)
+      assert.truthy(err:find("too many", 1, true), err)
+      -- the failing call was rolled back: n stopped at 2
+      assert.truthy(saved:find("n: 2\n", 1, true), saved)
+    end)
+
     it("writes unknown components back unchanged", function()
       local dir = tmpdir()
       local out_path = dir .. "/u.yaml"

@@ -382,8 +382,8 @@ describe("keel program", function()
     it("reports callback failures and exits 1", function()
       local dir = tmpdir()
       os.execute("mkdir -p " .. shell_quote(dir .. "/kinds"))
-      spit(dir .. "/kinds/bad.lua", 'require("keel").kind{ key = "test:bad", fields = { { "n", "int" } },\n'
-        .. '  update = function(self) self.n = self.n + 1; if self.n > 2 then error("too many") end end }\n')
+      spit(dir .. "/kinds/bad.lua", 'require("keel").kind{ key = "test:bad", fields = { { "count", "int" } },\n'
+        .. '  update = function(self) self.count = self.count + 1; if self.count > 2 then error("too many") end end }\n')
       spit(dir .. "/make.lua", 'local w = require("keel").world("Bad")\n'
         .. 'w:spawn{ name = "B", components = { "test:bad" } }\nassert(w:save(arg[1]))\n')
       local c1, _, e1 = keel("make.lua scene.yaml", nil, dir)
@@ -396,8 +396,8 @@ describe("keel program", function()
       assert.truthy(out:find("1 error", 1, true), out)
       assert.truthy(err:find("scene.yaml: error: test:bad[0] on entity ", 1, true), err)
       assert.truthy(err:find("too many", 1, true), err)
-      -- the failing call was rolled back: n stopped at 2
-      assert.truthy(saved:find("n: 2\n", 1, true), saved)
+      -- the failing call was rolled back: count stopped at 2
+      assert.truthy(saved:find("count: 2\n", 1, true), saved)
     end)
 
     it("writes unknown components back unchanged", function()

@@ -85,6 +85,13 @@ const struct keel__io_ops *keel__io_default_ops(void);
  * string length (LimitExceeded). An empty document gives a null scalar. */
 keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *lim,
                              const char *file, keel_node **out, keel_diags *d);
+/* The same, with every node part taken from `arena` (NULL: malloc): the tree
+ * is then freed only by keel__arena_free, never by keel_node_free. */
+typedef struct keel__arena keel__arena;
+keel__arena *keel__arena_new(void);
+void keel__arena_free(keel__arena *a);
+keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limits *lim, const char *file,
+                                   keel__arena *arena, keel_node **out, keel_diags *d);
 
 /* ---- scene_write.c ---- */
 /* true: bodies through keel_body_encode instead of straight from records (tests compare both). */

@@ -80,18 +80,46 @@ static bool forward(loader *L, keel_diags *tmp, const char *path, const keel_nod
     return !had_error;
 }
 
-static char *pathf(const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 1, 2)))
-#endif
-    ;
+/* Paths are built for every record, so this knows only %s, %zu and %d and
+ * skips printf's machinery. */
 static char *pathf(const char *fmt, ...)
 {
     char buf[512];
+    size_t n = 0;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
+    for (const char *f = fmt; *f && n < sizeof buf - 24; f++) {
+        if (*f != '%') {
+            buf[n++] = *f;
+            continue;
+        }
+        f++;
+        if (*f == 's') {
+            for (const char *a = va_arg(ap, const char *); *a && n < sizeof buf - 24; a++) buf[n++] = *a;
+            continue;
+        }
+        unsigned long long v;
+        if (*f == 'z') {
+            f++;
+            v = va_arg(ap, size_t);
+        } else {
+            int i = va_arg(ap, int);
+            if (i < 0) {
+                buf[n++] = '-';
+                i = -i;
+            }
+            v = (unsigned)i;
+        }
+        char digits[24];
+        int k = 0;
+        do {
+            digits[k++] = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        while (k) buf[n++] = digits[--k];
+    }
     va_end(ap);
+    buf[n] = '\0';
     return keel__strdup(buf);
 }
 
@@ -711,7 +739,8 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     L.file = o->file;
     keel_diags_init(&L.diags);
     keel_node *doc = NULL;
-    if (keel__yaml_parse(text, len, &o->limits, o->file, &doc, &L.diags) == KEEL_OK) {
+    keel__arena *arena = keel__arena_new();
+    if (keel__yaml_parse_arena(text, len, &o->limits, o->file, arena, &doc, &L.diags) == KEEL_OK) {
         L.w = keel_world_new("");
         if (!L.w) abort();
         build(&L, doc);
@@ -737,7 +766,7 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
             forward(&L, &tmp, "", NULL);
         }
     }
-    keel_node_free(doc);
+    keel__arena_free(arena);
     for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
     free(L.unk);
     keel_status st = keel_diags_status(&L.diags);

@@ -1,11 +1,58 @@
 /* yaml_read.c — libyaml events to a keel_node tree, with limits and the refusals of a scene file. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "internal.h"
+
+/* ---- arena: a whole document's nodes freed at once ---- */
+
+typedef struct chunk {
+    struct chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} chunk;
+
+struct keel__arena {
+    chunk *head;
+};
+
+keel__arena *keel__arena_new(void)
+{
+    keel__arena *a = keel__xrealloc(NULL, sizeof *a);
+    a->head = NULL;
+    return a;
+}
+
+void keel__arena_free(keel__arena *a)
+{
+    if (!a) return;
+    for (chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(a);
+}
+
+static void *arena_alloc(keel__arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    chunk *c = a->head;
+    if (!c || c->cap - c->used < n) {
+        size_t cap = n > (1u << 20) ? n : (1u << 20);
+        c = keel__xrealloc(NULL, sizeof *c + cap);
+        c->used = 0;
+        c->cap = cap;
+        c->next = a->head;
+        a->head = c;
+    }
+    void *p = (char *)c->data + c->used;
+    c->used += n;
+    return p;
+}
 
 /* One collection under construction. Items accumulate in a scratch array
  * (kept across uses at that depth) and move into the node when it ends. */
@@ -22,6 +69,7 @@ typedef struct reader {
     frame *stack;
     size_t depth, stack_cap;
     keel_node *result;
+    keel__arena *arena; /* NULL: every node part is its own malloc */
     bool failed;
     keel_status code; /* the first error's */
 } reader;
@@ -97,10 +145,15 @@ static keel_node_style scalar_style(yaml_scalar_style_t s)
 }
 
 /* Moves a finished node (struct) into the collection on top, or makes it the result. */
+static void *alloc(reader *r, size_t n)
+{
+    return r->arena ? arena_alloc(r->arena, n) : keel__xrealloc(NULL, n);
+}
+
 static void attach(reader *r, keel_node *node)
 {
     if (r->depth == 0) {
-        r->result = keel__xrealloc(NULL, sizeof *r->result);
+        r->result = alloc(r, sizeof *r->result);
         *r->result = *node;
         return;
     }
@@ -171,7 +224,7 @@ static bool on_scalar(reader *r, const yaml_event_t *ev)
     if (t >= 2 && t <= 5) n.style = KEEL_STYLE_PLAIN;
     n.line = line;
     n.col = col;
-    n.text = keel__xrealloc(NULL, len + 1);
+    n.text = alloc(r, len + 1);
     memcpy(n.text, ev->data.scalar.value, len);
     n.text[len] = '\0';
     n.len = len;
@@ -298,7 +351,7 @@ static bool on_end(reader *r)
     keel_node n = f->node;
     n.count = f->node.kind == KEEL_NODE_MAP ? f->n / 2 : f->n;
     if (f->n) {
-        n.items = keel__xrealloc(NULL, f->n * sizeof *n.items);
+        n.items = alloc(r, f->n * sizeof *n.items);
         memcpy(n.items, f->buf, f->n * sizeof *n.items);
     }
     f->n = 0;
@@ -311,7 +364,7 @@ static void free_frames(reader *r)
 {
     for (size_t i = 0; i < r->stack_cap; i++) {
         frame *f = &r->stack[i];
-        if (i < r->depth)
+        if (i < r->depth && !r->arena)
             for (size_t j = 0; j < f->n; j++) keel_node_clear(&f->buf[j]);
         free(f->buf);
     }
@@ -320,6 +373,12 @@ static void free_frames(reader *r)
 
 keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *lim, const char *file,
                              keel_node **out, keel_diags *d)
+{
+    return keel__yaml_parse_arena(text, len, lim, file, NULL, out, d);
+}
+
+keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limits *lim, const char *file,
+                                   keel__arena *arena, keel_node **out, keel_diags *d)
 {
     keel_limits deflim;
     if (!lim) {
@@ -335,6 +394,7 @@ keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *li
     r.lim = lim;
     r.file = file;
     r.d = d;
+    r.arena = arena;
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) abort();
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -371,10 +431,18 @@ keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *li
     yaml_parser_delete(&p);
     free_frames(&r);
     if (r.failed) {
-        keel_node_free(r.result);
+        if (!arena) keel_node_free(r.result);
         return r.code;
     }
-    if (!r.result) r.result = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* empty stream: null */
+    if (!r.result) { /* empty stream: null */
+        keel_node empty;
+        memset(&empty, 0, sizeof empty);
+        empty.kind = KEEL_NODE_SCALAR;
+        empty.style = KEEL_STYLE_PLAIN;
+        empty.text = alloc(&r, 1);
+        empty.text[0] = '\0';
+        attach(&r, &empty);
+    }
     *out = r.result;
     return KEEL_OK;
 }

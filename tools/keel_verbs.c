@@ -81,6 +81,17 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
 
 /* ---- fmt ---- */
 
+/* A cooked scene (KEELCOOK magic): fmt must not turn it into YAML in place. */
+static bool is_cooked(const char *path)
+{
+    char magic[8];
+    FILE *f = fopen(path, "rb");
+    if (!f) return false;
+    bool cooked = fread(magic, 1, sizeof magic, f) == sizeof magic && memcmp(magic, "KEELCOOK", 8) == 0;
+    fclose(f);
+    return cooked;
+}
+
 /* Loads `path` and returns its canonical text, or NULL after printing diagnostics. */
 static char *canonical_text(const char *path, size_t *len, keel_status *status)
 {
@@ -119,6 +130,12 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
         /* A manifest has no canonical writer: it is checked and left as written. */
         if (is_manifest(cli, argv[i])) {
             code = worse(code, check_manifest(argv[i]));
+            continue;
+        }
+        if (is_cooked(argv[i])) {
+            fprintf(stderr, "%s: error: InvalidArgument: a cooked scene is not formatted in place "
+                    "(keel dump %s -o OUT.yaml writes its YAML)\n", argv[i], argv[i]);
+            code = worse(code, KEEL_EXIT_INPUT);
             continue;
         }
         keel_status s;

@@ -467,7 +467,7 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, cons
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    uint32_t p;
+    uint32_t p = 0;
     keel_entity e = 0;
     keel_status st = parent_index(w, parent, &p, d);
     if (st == KEEL_OK) st = keel__spawn_at(w, name, p, SIZE_MAX, uuid, &e, d);
@@ -586,7 +586,7 @@ keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, 
 {
     if (keel__ent_get(w, e) && (uint32_t)e == 0)
         return keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be reparented");
-    uint32_t i = live_index(w, e), p;
+    uint32_t i = live_index(w, e), p = 0;
     if (i == KEEL__NONE) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
     keel_status st = parent_index(w, parent, &p, d);
     if (st) return st;

@@ -14,6 +14,7 @@ struct keel_lua_kind {
     size_t nfields;
     size_t *offsets;             /* filled on first call (from the registry) */
     const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
+    bool *plain;                 /* per field: never nil, no special name: lua_get/setfield are safe */
     bool ready, has_entity, dead;
     int busy;                    /* calls running: a replaced kind is freed after the last */
 };
@@ -40,6 +41,7 @@ static void lk_destroy(keel_lua_kind *lk)
     keel__lua_ctx_release(lk->ctx);
     if (keel__lua_cur.memo_kind == lk) keel__lua_cur.memo_kind = NULL;
     free(lk->offsets);
+    free(lk->plain);
     free(lk);
 }
 
@@ -53,8 +55,16 @@ static void lk_user_free(void *user)
 static bool lk_prepare(keel_lua_kind *lk, keel_kind_id k)
 {
     if (lk->ready) return true;
-    for (size_t i = 0; i < lk->nfields; i++) lk->offsets[i] = keel_kind_field_offset(k, (int)i);
+    static const char *const special[] = { "kind", "slot", "entity", "enabled", "version", "loaded",
+                                           "set", "body", "reset", "unpack" };
     lk->kd = keel_kind_describe(k);
+    for (size_t i = 0; i < lk->nfields; i++) {
+        lk->offsets[i] = keel_kind_field_offset(k, (int)i);
+        keel_type t = lk->kd->fields[i].type;
+        lk->plain[i] = t != KEEL_T_ASSET && t != KEEL_T_ENTITY;
+        for (size_t j = 0; j < sizeof special / sizeof special[0]; j++)
+            if (strcmp(lk->kd->fields[i].key, special[j]) == 0) lk->plain[i] = false;
+    }
     lk->ready = true;
     return true;
 }
@@ -78,6 +88,11 @@ static void push_self(lua_State *L, keel_lua_kind *lk, int depth)
         return;
     }
     lua_createtable(L, 0, (int)lk->nfields);
+    for (size_t i = 0; i < lk->nfields; i++) { /* every key present: plain fields take the fast set path */
+        lua_pushstring(L, lk->kd->fields[i].key);
+        lua_pushboolean(L, 0);
+        lua_rawset(L, -3);
+    }
     push_self_mt(L, lk->ctx, depth);
     lua_setmetatable(L, -2);
     lua_pushvalue(L, -1);
@@ -97,10 +112,15 @@ static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd,
                       const char *rec, int self, int keys, int widx)
 {
     for (size_t i = 0; i < lk->nfields; i++) {
-        lua_rawgeti(L, keys, (lua_Integer)i + 1);
         const keel_field_desc *fd = &kd->fields[i];
-        if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
-        else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
+        if (lk->plain[i]) {
+            if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
+            else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
+            lua_setfield(L, self, fd->key);
+            continue;
+        }
+        lua_rawgeti(L, keys, (lua_Integer)i + 1);
+        keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
         lua_rawset(L, self);
     }
 }
@@ -112,21 +132,35 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
 {
     for (size_t i = 0; i < lk->nfields; i++) {
         if (!rec && !(rec = keel_record(w, c))) return KEEL_OK; /* removed during the call */
-        lua_rawgeti(L, keys, (lua_Integer)i + 1);
-        lua_rawget(L, self);
         const keel_field_desc *fd = &kd->fields[i];
         const char *p = rec + lk->offsets[i];
-        if (fd->type == KEEL_T_FLOAT && lua_type(L, -1) == LUA_TNUMBER &&
-            (double)lua_tonumber(L, -1) == *(const double *)p) {
-            lua_pop(L, 1); /* the common case, unchanged */
-            continue;
+        int t;
+        if (lk->plain[i]) t = lua_getfield(L, self, fd->key);
+        else {
+            lua_rawgeti(L, keys, (lua_Integer)i + 1);
+            t = lua_rawget(L, self);
         }
-        if (!keel__lua_same(L, -1, fd, p, w)) {
+        bool changed_float = false;
+        double f = 0;
+        if (fd->type == KEEL_T_FLOAT && t == LUA_TNUMBER) {
+            f = (double)lua_tonumber(L, -1);
+            if (f == *(const double *)p) {
+                lua_pop(L, 1); /* the common case, unchanged */
+                continue;
+            }
+            changed_float = true;
+        }
+        if (changed_float || !keel__lua_same(L, -1, fd, p, w)) {
             keel_value v;
             char err[256];
             keel_status s;
             unsigned long entries = keel__lua_entries;
-            if (!keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
+            if (changed_float) {
+                v.type = KEEL_T_FLOAT;
+                v.nil = false;
+                v.as.f = f;
+                s = keel_set_internal(w, c, (int)i, &v, d);
+            } else if (!keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
             else s = keel_set_internal(w, c, (int)i, &v, d); /* a kind's own hooks may write readonly fields */
             if (s != KEEL_OK) {
@@ -389,12 +423,12 @@ static keel_status hook_tramp(const keel_call *call)
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
     }
     int widx = push_world_if(L, lk, w);
-    fill_self(L, lk, kd, w, call->record, self, keys, widx);
     ctx->self_w[depth] = w;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
-    ctx->depth++;
+    ctx->depth++; /* before the fill: a nil-valued key goes through self's __newindex, which checks it */
     lk->busy++;
+    fill_self(L, lk, kd, w, call->record, self, keys, widx);
     lua_pushvalue(L, fn);
     lua_pushvalue(L, self);
     push_call_entity(L, ctx, w, call->comp.entity, fast);
@@ -432,12 +466,12 @@ static keel_status validate_tramp(const keel_call *call, int field)
     push_self(L, lk, depth);
     lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
     int widx = push_world_if(L, lk, call->world);
-    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, widx);
     ctx->self_w[depth] = call->world;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
     ctx->depth++;
     lk->busy++;
+    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, widx);
     lua_pushvalue(L, top + 1);
     lua_pushvalue(L, top + 2);
     lua_pushstring(L, kd->fields[field].key);
@@ -665,14 +699,17 @@ static int k_kind(lua_State *L)
     /* Everything that can raise on bad input is above; now the owned parts. */
     keel_lua_kind *lk = calloc(1, sizeof *lk);
     size_t *offsets = calloc(nf ? nf : 1, sizeof *offsets);
-    if (!lk || !offsets) {
+    bool *plain = calloc(nf ? nf : 1, sizeof *plain);
+    if (!lk || !offsets || !plain) {
         free(lk);
         free(offsets);
+        free(plain);
         return luaL_error(L, "out of memory");
     }
     lk->ctx = ctx;
     ctx->refs++;
     lk->offsets = offsets;
+    lk->plain = plain;
     lk->nfields = nf;
     lk->has_entity = has_entity;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = LUA_NOREF;

@@ -342,6 +342,77 @@ static void commands_on_root_components(void **state)
     undo_redo(f, before, &inv);
 }
 
+static unsigned rnd_state = 12345;
+static unsigned rnd(unsigned n)
+{
+    rnd_state = rnd_state * 1103515245u + 12345u;
+    return (rnd_state >> 8) % n;
+}
+
+static keel_entity pick(fx *f)
+{
+    size_t n = keel_world_entity_count(f->w);
+    if (!n) return 0;
+    size_t k = rnd((unsigned)n);
+    keel_entity e = keel_next(f->w, 0);
+    while (k-- && e) e = keel_next(f->w, e);
+    return e;
+}
+
+/* A random run of commands, then every inverse applied in reverse: back to the start. */
+static void commands_random_run_undoes_to_the_start(void **state)
+{
+    fx *f = *state;
+    static const char *const kinds[] = { "core:transform", "core:audio_source", "core:camera", "core:point_light" };
+    if (getenv("KEEL_SEED")) rnd_state = (unsigned)atoi(getenv("KEEL_SEED")); /* try other runs */
+    for (int i = 0; i < 6; i++) rich(f, "Seed", i % 2 ? pick(f) : 0);
+    keel_node *start = snap(f);
+    enum { OPS = 400 };
+    keel_cmd *invs = calloc(OPS, sizeof *invs);
+    size_t done = 0;
+    for (int op = 0; op < OPS; op++) {
+        keel_entity e = pick(f), p = rnd(3) ? pick(f) : 0;
+        keel_cmd *inv = &invs[done];
+        keel_status st = KEEL_NOT_FOUND;
+        switch (rnd(9)) {
+        case 0: st = keel_spawn(f->w, "S", p, NULL, NULL, inv, NULL); break;
+        case 1: if (e) st = keel_destroy(f->w, e, inv, NULL); break;
+        case 2: if (e) st = keel_reparent(f->w, e, p, inv, NULL); break;
+        case 3: if (e) st = keel_add(f->w, e, K(kinds[rnd(4)]), NULL, NULL, inv, NULL); break;
+        case 4:
+            if (e && keel_member_count(f->w, e)) {
+                keel_member m;
+                keel_member_at(f->w, e, rnd((unsigned)keel_member_count(f->w, e)), &m);
+                st = keel_remove(f->w, e, m.key, m.slot, inv, NULL);
+            }
+            break;
+        case 5: {
+            keel_comp c;
+            if (e && keel_get_comp(f->w, e, K("core:transform"), 0, &c)) {
+                keel_value v = { .type = KEEL_T_VEC3, .as.v = { rnd(100), rnd(100), 0 } };
+                st = keel_set(f->w, c, 0, &v, inv, NULL);
+            }
+            break;
+        }
+        case 6: if (e) st = keel_rename(f->w, e, rnd(2) ? "R1" : "R2", inv, NULL); break;
+        case 7: if (e) st = keel_set_enabled(f->w, e, rnd(2), inv, NULL); break;
+        case 8: if (e && keel_world_entity_count(f->w) < 60) st = keel_duplicate(f->w, e, 0, NULL, inv, NULL); break;
+        }
+        if (st == KEEL_OK) done++;
+        else assert_int_equal(inv->type, KEEL_CMD_NONE);
+    }
+    assert_true(done > OPS / 3);
+    while (done-- > 0) {
+        assert_int_equal(keel_cmd_apply(f->w, &invs[done], NULL, &f->d), KEEL_OK);
+        keel_cmd_free(&invs[done]);
+    }
+    keel_node *end = snap(f);
+    assert_true(keel_node_equal(start, end));
+    keel_node_free(start);
+    keel_node_free(end);
+    free(invs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +427,7 @@ int main(void)
         T(commands_set_by_key_on_unknown_is_unsupported),
         T(commands_revision_bumps),
         T(commands_on_root_components),
+        T(commands_random_run_undoes_to_the_start),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -552,6 +552,94 @@ static void step_on_destroy_destroying_itself(void **state)
     assert_int_equal(keel_fault_count(f->w), 0);
 }
 
+static unsigned chaos_state;
+static unsigned chaos_rnd(unsigned n)
+{
+    chaos_state = chaos_state * 1103515245u + 12345u;
+    return (chaos_state >> 8) % n;
+}
+
+static keel_entity chaos_pick(keel_world *w)
+{
+    size_t n = keel_world_entity_count(w);
+    size_t k = chaos_rnd((unsigned)n);
+    keel_entity e = keel_next(w, 0);
+    while (k-- && e) e = keel_next(w, e);
+    return e;
+}
+
+/* Random commands from inside a hook, then failure: all of it must be undone. */
+static keel_status chaos(const keel_call *c)
+{
+    keel_world *w = c->world;
+    static const char *const kinds[] = { "core:transform", "core:audio_source", "test:rec", "test:plain" };
+    for (int op = 0; op < 60; op++) {
+        keel_entity e = chaos_pick(w), p = chaos_rnd(3) ? chaos_pick(w) : 0;
+        if (e == c->comp.entity) continue; /* leave the failing hook's own entity alone */
+        switch (chaos_rnd(8)) {
+        case 0: keel_spawn(w, "S", p, NULL, NULL, NULL, NULL); break;
+        case 1: keel_destroy(w, e, NULL, NULL); break;
+        case 2: keel_reparent(w, e, p, NULL, NULL); break;
+        case 3: keel_add(w, e, keel_kind_find(kinds[chaos_rnd(4)]), NULL, NULL, NULL, NULL); break;
+        case 4:
+            if (keel_member_count(w, e)) {
+                keel_member m;
+                keel_member_at(w, e, chaos_rnd((unsigned)keel_member_count(w, e)), &m);
+                keel_remove(w, e, m.key, m.slot, NULL, NULL);
+            }
+            break;
+        case 5: {
+            keel_comp rc;
+            if (keel_get_comp(w, e, keel_kind_find("test:rec"), KEEL_SLOT_AUTO, &rc)) {
+                keel_value v = { .type = KEEL_T_INT, .as.i = chaos_rnd(1000) };
+                keel_set(w, rc, 0, &v, NULL, NULL);
+            }
+            break;
+        }
+        case 6: keel_rename(w, e, "Chaos", NULL, NULL); break;
+        case 7: keel_duplicate(w, e, 0, NULL, NULL, NULL); break;
+        }
+    }
+    return KEEL_INVALID_OPERATION;
+}
+
+static keel_node *world_tree(keel_world *w)
+{
+    keel_node *s = keel_node_new_seq();
+    keel_node_push(s, keel__entity_tree(w, 0));
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) keel_node_push(s, keel__entity_tree(w, (uint32_t)e));
+    return s;
+}
+
+static void step_random_hook_changes_roll_back_entirely(void **state)
+{
+    fx *f = *state;
+    chaos_state = getenv("KEEL_SEED") ? (unsigned)atoi(getenv("KEEL_SEED")) : 99;
+    keel_world_set_fixed_dt(f->w, 100);
+    keel_entity a = spawn(f, "A", 0);
+    for (int i = 0; i < 8; i++) {
+        keel_entity e = spawn(f, "E", i % 3 ? chaos_pick(f->w) : 0);
+        add(f, e, "core:transform");
+        add(f, e, "test:rec");
+        add(f, e, "core:audio_source");
+    }
+    keel_entity *handles = calloc(16, sizeof *handles);
+    size_t n = 0;
+    for (keel_entity e = keel_next(f->w, 0); e; e = keel_next(f->w, e)) handles[n++] = e;
+    step(f, 0.1); /* start and awake out of the way */
+    add(f, a, "test:act");
+    act = chaos;
+    keel_node *before = world_tree(f->w);
+    step(f, 0.1);
+    keel_node *after = world_tree(f->w);
+    assert_true(keel_node_equal(before, after));
+    for (size_t i = 0; i < n; i++) assert_true(keel_alive(f->w, handles[i])); /* the same handles */
+    assert_int_equal(keel_fault_count(f->w), 1);
+    keel_node_free(before);
+    keel_node_free(after);
+    free(handles);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +658,7 @@ int main(void)
         T(step_failed_awake_faults_but_add_succeeds),
         T(step_rollback_covers_nested_hooks),
         T(step_on_destroy_destroying_itself),
+        T(step_random_hook_changes_roll_back_entirely),
     };
     return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
 }

@@ -158,9 +158,57 @@ static void int_value(writer *wr, int64_t v)
  * value whose shortest form has k <= 15 digits is that form padded with zeros.
  * So %.14e (then 16, 17 digits) with trailing zeros stripped is the shortest.
  * test_scene_save checks this against keel_format_double. */
+/* Writes |r| (an integer below 1e15) with a decimal point `k` digits from the right. */
+static int fixed_text(double r, int k, bool neg, char *out)
+{
+    char digits[24];
+    int nd = 0;
+    unsigned long long u = (unsigned long long)fabs(r);
+    do {
+        digits[nd++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    char *o = out;
+    if (neg) *o++ = '-';
+    if (nd <= k) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < k - nd; i++) *o++ = '0';
+        while (nd) *o++ = digits[--nd];
+    } else {
+        while (nd) {
+            if (nd == k) *o++ = '.';
+            *o++ = digits[--nd];
+        }
+    }
+    *o = '\0';
+    return (int)(o - out);
+}
+
+/* Most authored numbers have a few decimals: try those first. A candidate that
+ * reads back is the only decimal of its length that does (at <= 15 significant
+ * digits the decimal step exceeds the rounding interval), so it is also the
+ * one keel_format_double finds; the layout is its positional one. */
+static int format_short(double v, char *out)
+{
+    static const double pow10[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+    double a = fabs(v);
+    if (!(a >= 1e-4 && a < 1e15)) return 0;
+    for (int k = 0; k <= 6; k++) {
+        double s = v * pow10[k], r = nearbyint(s);
+        if (fabs(r) >= 1e15) return 0;
+        if (fabs(s - r) > fabs(s) * 1e-15 + 1e-300) continue; /* not near an integer: not k decimals */
+        int n = fixed_text(r, k, v < 0, out);
+        if (strtod(out, NULL) == v) return n;
+    }
+    return 0;
+}
+
 static int format_double(double v, char *out)
 {
     if (!isfinite(v) || v == 0) return keel_format_double(v, out, 64);
+    int n = format_short(v, out);
+    if (n) return n;
     char tmp[64];
     int p;
     for (p = 15; p < 17; p++) {

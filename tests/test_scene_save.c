@@ -495,6 +495,12 @@ static void scene_save_writes_file_atomically(void **state)
 
 static double random_double(unsigned i)
 {
+    static const double edges[] = { 1e-4, 0.00011, 9.9999e-5, 1e15, 999999999999999.0, 1e15 - 0.5, 0.1 + 0.2,
+                                    123456.789012, 1e-6, 1.0000001, 4.35, 2.675, 1e14 + 0.25, 0.3333333 };
+    if (i % 5 == 4) {
+        double scale = pow(10, rand() % 12 - 5);
+        return i % 50 == 4 ? edges[(i / 50) % (sizeof edges / sizeof *edges)] : (double)(rand() % 1000000) / scale;
+    }
     switch (i % 4) {
     case 0: { /* any finite bit pattern */
         uint64_t bits = ((uint64_t)rand() << 42) ^ ((uint64_t)rand() << 21) ^ (uint64_t)rand();
@@ -514,7 +520,7 @@ static void scene_save_direct_matches_body_encode(void **state)
 {
     srand(7);
     keel_world *w = keel_world_new("direct");
-    for (unsigned i = 0; i < 3000; i++) {
+    for (unsigned i = 0; i < 5000; i++) {
         keel_entity e;
         keel_comp c = add_all(w, &e);
         keel_value v = { .type = KEEL_T_FLOAT };

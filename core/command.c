@@ -5,9 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
-                          keel_cmd *inverse, keel_diags *d);
-
 /* ---------------------------------------------------------------- bracketing and the log */
 
 /* `tmp` is only initialised when it is used: commands outside hooks pay nothing for it. */

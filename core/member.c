@@ -447,9 +447,8 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
     while (en->member_count) entry_delete(w, i, &en->members[en->member_count - 1]);
 }
 
-void keel__entry_clone(keel_world *w, uint32_t dst, const keel__ent *src_en, const keel__entry *m)
+void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 {
-    (void)src_en;
     if (!m->kind) {
         keel__entry *c = entry_push(&w->ents[dst]);
         c->key = keel__strdup(m->key);
@@ -745,7 +744,6 @@ keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_
     return set_impl(w, c, field, v, true, NULL, d);
 }
 
-/* Internal write used by command replay: readonly fields allowed when `internal`. */
 keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
                           keel_cmd *inverse, keel_diags *d)
 {

@@ -738,11 +738,9 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
         keel__spawn_at(w, w->ents[orig[k]].name, cp, SIZE_MAX, NULL, &ce, NULL);
         copies[k] = (uint32_t)ce;
         w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
-        keel__ent *src = &w->ents[orig[k]];
-        for (uint32_t m = 0; m < src->member_count; m++) {
-            keel__entry me = w->ents[orig[k]].members[m]; /* copy: members may move */
-            keel__entry_clone(w, copies[k], &w->ents[orig[k]], &me);
-            src = &w->ents[orig[k]];
+        for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
+            keel__entry me = w->ents[orig[k]].members[m]; /* a copy: the entity array may move */
+            keel__entry_clone(w, copies[k], &me);
         }
     }
     for (size_t k = 0; k < n; k++) remap_entity_fields(w, copies[k], orig, copies, n);

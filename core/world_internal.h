@@ -143,10 +143,13 @@ void keel__flush_pending(keel_world *w);
 void keel__stores_free(keel_world *w);
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
                                keel_comp *out, keel_diags *d);
-/* Copies entry `m` of `src` onto entity `dst` in the same slot. */
 void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc);
 void keel__world_adopt(keel_world *w, keel_kind_id k);
-void keel__entry_clone(keel_world *w, uint32_t dst, const keel__ent *src_en, const keel__entry *m);
+/* Copies entry `m` (of another entity) onto entity `dst` in the same slot. */
+void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
+/* keel_set with readonly allowed when `internal` (command replay, rollback). */
+keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
+                          keel_cmd *inverse, keel_diags *d);
 
 /* ---- command.c ---- */
 /* A field write journaled inside a hook: entity UUID, kind id in `version`, field index

@@ -404,9 +404,13 @@ static bool body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, kee
             int f = keel_kind_field(k, key);
             keel_value v;
             char err[256];
-            if (f < 0) ok = !keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'", kd->key, key) && false;
-            else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err))
-                ok = !keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err) && false;
+            if (f < 0) {
+                keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'", kd->key, key);
+                ok = false;
+            } else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
+                keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
+                ok = false;
+            }
         }
         lua_pop(L, 1);
     }

@@ -238,6 +238,24 @@ describe("lifecycle", function()
     end)
   end)
 
+  describe("readonly fields", function()
+    it("are written by the kind's own hooks, not from outside", function()
+      local w = keel.world("RO")
+      keel.kind{ key = "sl:counter", fields = { { "ticks", "int", readonly = true } },
+        update = function(self, e)
+          self.ticks = self.ticks + 1
+          e:get("sl:counter").ticks = self.ticks + 1
+        end }
+      local c = w:spawn("c"):add("sl:counter")
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.are.equal(2, c.ticks)
+      local ok, err = pcall(function() c.ticks = 5 end)
+      assert.is_false(ok)
+      assert.are.equal("Unsupported", err.code)
+    end)
+  end)
+
   describe(":run()", function()
     it("steps n frames", function()
       local w = keel.world("Run")

@@ -413,6 +413,38 @@ static void commands_random_run_undoes_to_the_start(void **state)
     free(invs);
 }
 
+static void commands_spawn_from_a_bad_tree_leaves_nothing(void **state)
+{
+    fx *f = *state;
+    keel_cmd c = { 0 };
+    c.type = KEEL_CMD_SPAWN;
+    c.tree = keel_node_new_map();
+    keel_node_put(c.tree, "name", keel_node_new_scalar("X", KEEL_STYLE_PLAIN));
+    keel_status st = keel_cmd_apply(f->w, &c, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_PARSE_ERROR, "an entity document needs a valid uuid");
+    keel_node_put(c.tree, "uuid", keel_node_new_scalar("33333333-3333-4333-8333-333333333333", KEEL_STYLE_PLAIN));
+    keel_node_put(c.tree, "parent", keel_node_new_scalar("44444444-4444-4444-8444-444444444444", KEEL_STYLE_PLAIN));
+    st = keel_cmd_apply(f->w, &c, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "parent entity 44444444-4444-4444-8444-444444444444 not found");
+    keel_node_free(c.tree);
+    /* a component whose body does not decode: the entity is not left behind */
+    c.tree = keel_node_new_map();
+    keel_node_put(c.tree, "uuid", keel_node_new_scalar("33333333-3333-4333-8333-333333333333", KEEL_STYLE_PLAIN));
+    keel_node *comps = keel_node_new_seq(), *cm = keel_node_new_map(), *body = keel_node_new_map();
+    keel_node_put(body, "volume", keel_node_new_scalar("7", KEEL_STYLE_PLAIN));
+    keel_node_put(cm, "kind", keel_node_new_scalar("core:audio_source", KEEL_STYLE_PLAIN));
+    keel_node_put(cm, "slot", keel_node_new_scalar("2", KEEL_STYLE_PLAIN));
+    keel_node_put(cm, "body", body);
+    keel_node_push(comps, cm);
+    keel_node_put(c.tree, "components", comps);
+    st = keel_cmd_apply(f->w, &c, NULL, &f->d);
+    assert_int_equal(st, KEEL_INVALID_ARGUMENT);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    assert_int_equal(keel_world_entity_count(f->w), 0);
+    keel_cmd_free(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -428,6 +460,7 @@ int main(void)
         T(commands_revision_bumps),
         T(commands_on_root_components),
         T(commands_random_run_undoes_to_the_start),
+        T(commands_spawn_from_a_bad_tree_leaves_nothing),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -508,6 +508,76 @@ static void slots_readonly_is_writable_by_its_own_hooks(void **state)
     assert_int_equal(v.as.i, 11);
 }
 
+static void slots_check_rules_reports_every_problem(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0), root = keel_world_root(f->w);
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.skip_rules = true;
+    assert_int_equal(keel_add(f->w, e, K("core:camera"), &o, NULL, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_add(f->w, e, K("core:world_settings"), &o, NULL, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_add(f->w, root, K("core:transform"), &o, NULL, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_check_rules(f->w, e, "entities[0]", &f->d), KEEL_INVALID_OPERATION);
+    assert_int_equal(f->d.count, 2);
+    assert_string_equal(f->d.items[0].message, "core:camera requires core:transform");
+    assert_string_equal(f->d.items[0].path, "entities[0].components[0]");
+    assert_string_equal(f->d.items[1].message, "core:world_settings lives only on the scene root");
+    assert_string_equal(f->d.items[1].path, "entities[0].components[1]");
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    assert_int_equal(keel_check_rules(f->w, root, "root", &f->d), KEEL_INVALID_OPERATION);
+    assert_string_equal(f->d.items[0].message, "the scene root cannot hold core:transform");
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    keel_entity g = spawn(f, "B", 0);
+    add(f, g, "core:transform");
+    add(f, g, "core:point_light");
+    assert_int_equal(keel_add(f->w, g, K("core:spot_light"), &o, NULL, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_check_rules(f->w, g, "", &f->d), KEEL_INVALID_OPERATION);
+    assert_int_equal(f->d.count, 2); /* both directions */
+    assert_string_equal(f->d.items[0].message, "core:point_light rejects core:spot_light");
+    assert_string_equal(f->d.items[1].message, "core:spot_light rejects core:point_light");
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    keel_entity ok = spawn(f, "C", 0);
+    add(f, ok, "core:transform");
+    add(f, ok, "core:camera");
+    assert_int_equal(keel_check_rules(f->w, ok, "", &f->d), KEEL_OK);
+    assert_int_equal(f->d.count, 0);
+}
+
+static void slots_component_enable_and_body(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_comp c = add(f, e, "core:transform");
+    assert_true(keel_comp_enabled(f->w, c));
+    assert_int_equal(keel_comp_set_enabled(f->w, c, false, NULL, &f->d), KEEL_OK);
+    assert_false(keel_comp_enabled(f->w, c));
+    keel_node *body = keel_body_encode(f->w, c, false);
+    assert_non_null(body);
+    assert_non_null(keel_node_get(body, "position"));
+    assert_non_null(keel_node_get(body, "scale"));
+    keel_node_free(body);
+    keel_comp gone = { e, K("core:camera"), 0 };
+    assert_null(keel_body_encode(f->w, gone, false));
+    assert_false(keel_comp_enabled(f->w, gone));
+    keel_status st = keel_comp_set_enabled(f->w, gone, true, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "core:camera not found");
+    /* a body given to keel_add is decoded; a bad one adds nothing */
+    keel_node *b = keel_node_new_map();
+    keel_node_put(b, "fov", keel_node_new_scalar("500", KEEL_STYLE_PLAIN));
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.body = b;
+    st = keel_add(f->w, e, K("core:camera"), &o, NULL, NULL, &f->d);
+    assert_int_equal(st, KEEL_INVALID_ARGUMENT);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    assert_int_equal(keel_member_count(f->w, e), 1);
+    assert_int_equal(keel_storage_count(f->w, K("core:camera")), 0);
+    keel_node_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +602,8 @@ int main(void)
         T(slots_declaring_a_kind_adopts_unknown_entries),
         T(slots_redeclaring_carries_fields_by_name),
         T(slots_readonly_is_writable_by_its_own_hooks),
+        T(slots_check_rules_reports_every_problem),
+        T(slots_component_enable_and_body),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -640,6 +640,37 @@ static void step_random_hook_changes_roll_back_entirely(void **state)
     free(handles);
 }
 
+static keel_status rename_with_inverse_then_fail(const keel_call *c)
+{
+    keel_cmd inv;
+    assert_int_equal(keel_rename(c->world, target, "Changed", &inv, NULL), KEEL_OK);
+    assert_int_equal(inv.type, KEEL_CMD_RENAME);
+    keel_cmd_free(&inv); /* the caller's copy; the transaction keeps its own */
+    keel_comp rc;
+    assert_true(keel_get_comp(c->world, target, keel_kind_find("test:rec"), 0, &rc));
+    keel_value v = { .type = KEEL_T_INT, .as.i = 5 };
+    assert_int_equal(keel_set(c->world, rc, 0, &v, &inv, NULL), KEEL_OK);
+    keel_cmd_free(&inv);
+    return KEEL_INVALID_OPERATION;
+}
+
+static void step_rollback_when_the_hook_also_took_inverses(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "test:act");
+    add(f, b, "test:rec");
+    target = b;
+    act = rename_with_inverse_then_fail;
+    step(f, 0.1);
+    assert_string_equal(keel_entity_name(f->w, b), "B");
+    keel_comp rc;
+    assert_true(keel_get_comp(f->w, b, K("test:rec"), 0, &rc));
+    keel_value v;
+    assert_int_equal(keel_get(f->w, rc, 0, &v, &f->d), KEEL_OK);
+    assert_int_equal(v.as.i, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -659,6 +690,7 @@ int main(void)
         T(step_rollback_covers_nested_hooks),
         T(step_on_destroy_destroying_itself),
         T(step_random_hook_changes_roll_back_entirely),
+        T(step_rollback_when_the_hook_also_took_inverses),
     };
     return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
 }

@@ -356,6 +356,17 @@ static void scene_load_limits(void **state)
                       "      - kind: mod:long\n        version: 1\n        body: {a: [1, 2, 3, 4]}\n",
                  &o, "entities[0].components[0].body.a[3]", 10);
 
+    /* the entities list answers to the entities limit, not the collection length */
+    o = keel_load_opts_default();
+    o.limits.collection_length = 2;
+    {
+        keel_world *w = NULL;
+        const char *three = HEAD "entities:\n" ENT("1") ENT("2") ENT("3");
+        assert_int_equal(parse(three, &o, &w, NULL), KEEL_OK);
+        assert_int_equal(keel_world_entity_count(w), 3);
+        keel_world_free(w);
+    }
+
     o = keel_load_opts_default();
     o.limits.hierarchy_depth = 2;
     expect_limit(HEAD "entities:\n" ENT("1") ENT("2") "    parent: 11111111-1111-1111-1111-111111111111\n"

@@ -358,12 +358,12 @@ static void scene_load_limits(void **state)
 
     /* the entities list answers to the entities limit, not the collection length */
     o = keel_load_opts_default();
-    o.limits.collection_length = 2;
+    o.limits.collection_length = 3;
     {
         keel_world *w = NULL;
-        const char *three = HEAD "entities:\n" ENT("1") ENT("2") ENT("3");
-        assert_int_equal(parse(three, &o, &w, NULL), KEEL_OK);
-        assert_int_equal(keel_world_entity_count(w), 3);
+        const char *four = HEAD "entities:\n" ENT("1") ENT("2") ENT("3") ENT("4");
+        assert_int_equal(parse(four, &o, &w, NULL), KEEL_OK);
+        assert_int_equal(keel_world_entity_count(w), 4);
         keel_world_free(w);
     }
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "keel.h"
@@ -285,6 +286,37 @@ static void scene_load_missing_file_is_io_error(void **state)
     keel_diags_free(&d);
 }
 
+/* keel_scene_load tells a cooked file by its magic and hands it to the cooked reader. */
+static void scene_load_cooked_file(void **state)
+{
+    keel_world *w = NULL;
+    assert_int_equal(load_fixture("good_design_example.yaml", NULL, &w, NULL), KEEL_OK);
+    void *data = NULL;
+    size_t len = 0;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_cook(w, NULL, &data, &len, &d), KEEL_OK);
+    assert_memory_equal(data, "KEELCOOK", 8);
+    char path[] = "/tmp/keel_cooked_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(keel_write_atomic(path, data, len, &d), KEEL_OK);
+    keel_world *w2 = NULL;
+    assert_int_equal(keel_scene_load(path, NULL, &w2, &d), KEEL_OK);
+    char *a, *b;
+    keel_scene_dump(w, &a, NULL, NULL);
+    keel_scene_dump(w2, &b, NULL, NULL);
+    assert_string_equal(a, b);
+    free(a);
+    free(b);
+    unlink(path);
+    free(data);
+    keel_world_free(w);
+    keel_world_free(w2);
+    keel_diags_free(&d);
+}
+
 static void scene_load_not_a_map(void **state)
 {
     keel_world *w = NULL;
@@ -557,6 +589,7 @@ int main(void)
         cmocka_unit_test(scene_load_three_errors_all_listed),
         cmocka_unit_test(scene_load_enum_strict_and_lenient),
         cmocka_unit_test(scene_load_missing_file_is_io_error),
+        cmocka_unit_test(scene_load_cooked_file),
         cmocka_unit_test(scene_load_not_a_map),
         cmocka_unit_test(scene_load_limits),
         cmocka_unit_test(scene_load_failed_load_leaves_world_untouched),

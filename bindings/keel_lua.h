@@ -41,6 +41,7 @@ typedef struct keel_lua_ctx {
     bool alive;
     int refs;
     int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
+    int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
     int depth;         /* callback nesting */
     keel_world *self_w[KEEL_LUA_MAX_DEPTH];
     keel_comp self_c[KEEL_LUA_MAX_DEPTH];

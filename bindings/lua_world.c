@@ -8,6 +8,15 @@
 
 void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned)
 {
+    /* hooks run during a load may already have wrapped this world (borrowed): take that one over */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
+    if (lua_rawgetp(L, -1, w) == LUA_TUSERDATA) {
+        keel_lua_world *old = lua_touserdata(L, -1);
+        old->owned = old->owned || owned;
+        lua_remove(L, -2);
+        return;
+    }
+    lua_pop(L, 2);
     keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 2);
     memset(lw, 0, sizeof *lw);
     lw->ctx = ctx;
@@ -22,16 +31,47 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
     lua_pushvalue(L, -3);
     lua_rawset(L, -3);
     lua_pop(L, 1);
+    if (!owned && ctx->loading_ref != LUA_NOREF) { /* a load's candidate world: checked after the load */
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->loading_ref);
+        lua_pushvalue(L, -2);
+        lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+        lua_pop(L, 1);
+    }
+}
+
+/* Before a load: collect the worlds hooks wrap. After: close those that are not the result
+ * (a failed load's candidate is freed by the core; its handles must go stale, not dangle). */
+static int begin_load(lua_State *L, keel_lua_ctx *ctx)
+{
+    int prev = ctx->loading_ref;
+    lua_newtable(L);
+    ctx->loading_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    return prev;
+}
+
+static void end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *result)
+{
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->loading_ref);
+    size_t n = lua_rawlen(L, -1);
+    for (size_t i = 1; i <= n; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i);
+        keel_lua_world *lw = lua_touserdata(L, -1);
+        if (lw && lw->w && lw->w != result) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
+            lua_pushnil(L);
+            lua_rawsetp(L, -2, lw->w);
+            lua_pop(L, 1);
+            lw->w = NULL;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    luaL_unref(L, LUA_REGISTRYINDEX, ctx->loading_ref);
+    ctx->loading_ref = prev;
 }
 
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
 {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
-    if (lua_rawgetp(L, -1, w) == LUA_TUSERDATA) {
-        lua_remove(L, -2);
-        return;
-    }
-    lua_pop(L, 2);
     keel__lua_push_world(L, ctx, w, false);
 }
 
@@ -765,9 +805,11 @@ static int k_load(lua_State *L)
     keel_status s = read_opts(L, 2, &o, &assets, &d);
     keel_world *w = NULL;
     if (s == KEEL_OK) {
+        int prev = begin_load(L, ctx);
         KEEL_LUA_ENTER(L, ctx);
         s = keel_scene_load(lua_tostring(L, 1), &o, &w, &d);
         KEEL_LUA_LEAVE();
+        end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
     return finish_load(L, ctx, s, w, &d);
@@ -787,9 +829,11 @@ static int k_parse(lua_State *L)
     keel_status s = read_opts(L, 2, &o, &assets, &d);
     keel_world *w = NULL;
     if (s == KEEL_OK) {
+        int prev = begin_load(L, ctx);
         KEEL_LUA_ENTER(L, ctx);
         s = keel_scene_parse(text, len, &o, &w, &d);
         KEEL_LUA_LEAVE();
+        end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
     return finish_load(L, ctx, s, w, &d);

@@ -165,6 +165,53 @@ describe("kinds", function()
     end)
   end)
 
+  describe("hooks during a load", function()
+    it("see entity handles that stay valid with the loaded world", function()
+      local seen
+      keel.kind{ key = "sk:awake_keep", fields = { { "n", "int" } }, awake = function(self, e) seen = e end }
+      local w = assert(keel.parse(scene([[
+  - uuid: 66666666-6666-4666-8666-666666666666
+    name: A
+    components:
+      - kind: sk:awake_keep
+        version: 1
+        slot: 0
+        body:
+          n: 2
+]])))
+      assert.are.equal(w:find("A"), seen)
+      assert.is_true(rawequal(w, seen.world))
+      w = nil
+      collectgarbage()
+      collectgarbage()
+      assert.are.equal("A", seen.name)
+    end)
+    it("leave stale handles when the load fails after awake", function()
+      local seen
+      keel.kind{ key = "sk:awake_fail", fields = {}, awake = function(self, e) seen = e end }
+      local w, err = keel.parse(scene([[
+  - uuid: 77777777-7777-4777-8777-777777777777
+    name: A
+    components:
+      - kind: sk:awake_fail
+        version: 1
+        slot: 0
+        body: {}
+  - uuid: 88888888-8888-4888-8888-888888888888
+    name: B
+    parent: 99999999-9999-4999-8999-999999999999
+]]))
+      assert.is_nil(w)
+      assert.are.equal("NotFound", err.code)
+      if seen then
+        assert.is_false(seen:alive())
+        local ok, e2 = pcall(function() return seen.name end)
+        assert.is_false(ok)
+        assert.are.equal("NotFound", e2.code)
+      end
+    end)
+  end)
+
   describe("validate", function()
     it("rejects writes by returning false or nil, msg, or by raising", function()
       keel.kind{ key = "sk:valid", fields = { { "even", "int" }, { "name", "string" } },

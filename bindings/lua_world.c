@@ -652,8 +652,12 @@ static int w_save(lua_State *L)
     return 1;
 }
 
+/* w:close() and __close: frees the world now; its handles go stale. Not from inside its own step. */
 static int w_close(lua_State *L)
 {
+    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    if (lw->w && keel_world_in_step(lw->w))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
     return world_gc(L);
 }
 
@@ -855,7 +859,7 @@ void keel__lua_open_world(lua_State *L)
     lua_setfield(L, -2, "__newindex");
     lua_pushcfunction(L, world_gc);
     lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, world_gc);
+    lua_pushcfunction(L, w_close);
     lua_setfield(L, -2, "__close");
     lua_pushcfunction(L, world_tostring);
     lua_setfield(L, -2, "__tostring");

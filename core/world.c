@@ -121,6 +121,65 @@ static void hash_remove(keel_world *w, keel_uuid u)
     w->hash_used--;
 }
 
+/* ---------------------------------------------------------------- interned names */
+
+static uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static keel__name *name_slot(keel__name *t, size_t cap, const char *s, uint32_t h)
+{
+    size_t mask = cap - 1, p = h & mask;
+    while (t[p].s && !(t[p].hash == h && strcmp(t[p].s, s) == 0)) p = (p + 1) & mask;
+    return &t[p];
+}
+
+/* Rebuilds the table without dead names, doubling it when the live ones need room. */
+static void names_rebuild(keel_world *w)
+{
+    size_t live = 0;
+    for (size_t p = 0; p < w->names_cap; p++) live += w->names[p].s && w->names[p].refs;
+    size_t cap = w->names_cap ? w->names_cap : 64;
+    while ((live + 1) * 4 > cap) cap *= 2;
+    keel__name *t = calloc(cap, sizeof *t);
+    if (!t) abort();
+    for (size_t p = 0; p < w->names_cap; p++) {
+        keel__name *n = &w->names[p];
+        if (!n->s) continue;
+        if (!n->refs) { free(n->s); continue; }
+        *name_slot(t, cap, n->s, n->hash) = *n;
+    }
+    free(w->names);
+    w->names = t;
+    w->names_cap = cap;
+    w->names_used = live;
+}
+
+static const char *name_intern(keel_world *w, const char *s)
+{
+    if ((w->names_used + 1) * 2 > w->names_cap) names_rebuild(w);
+    uint32_t h = str_hash(s);
+    keel__name *n = name_slot(w->names, w->names_cap, s, h);
+    if (!n->s) {
+        n->s = keel__strdup(s);
+        n->hash = h;
+        n->refs = 0;
+        w->names_used++;
+    }
+    n->refs++;
+    return n->s;
+}
+
+static void name_release(keel_world *w, const char *s)
+{
+    if (!s) return;
+    keel__name *n = name_slot(w->names, w->names_cap, s, str_hash(s));
+    if (n->s && n->refs) n->refs--;
+}
+
 /* ---------------------------------------------------------------- worlds */
 
 void keel__touch(keel_world *w)
@@ -158,7 +217,7 @@ keel_world *keel_world_new(const char *name)
     uint32_t r = ent_alloc(w); /* the root: index 0, generation 1 */
     keel__ent *root = &w->ents[r];
     root->alive = root->enabled = true;
-    root->name = keel__strdup("");
+    root->name = name_intern(w, "");
     root->parent = root->first_child = root->last_child = root->next = root->prev = KEEL__NONE;
     w->next_world = g_worlds;
     if (g_worlds) g_worlds->prev_world = w;
@@ -177,8 +236,9 @@ void keel_world_free(keel_world *w)
             keel_node_free(en->members[m].preserved);
         }
         free(en->members);
-        free(en->name);
     }
+    for (size_t p = 0; p < w->names_cap; p++) free(w->names[p].s);
+    free(w->names);
     keel__stores_free(w);
     keel__runs_free(w);
     keel__faults_free(w);
@@ -447,7 +507,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
     if (i == KEEL__NONE) i = ent_alloc(w);
     keel__ent *en = &w->ents[i];
     en->uuid = u;
-    en->name = keel__strdup(name ? name : "");
+    en->name = name_intern(w, name ? name : "");
     en->alive = en->enabled = true;
     en->dying = false;
     en->first_child = en->last_child = KEEL__NONE;
@@ -510,7 +570,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i)
     }
     unlink_child(w, i);
     hash_remove(w, en->uuid);
-    free(en->name);
+    name_release(w, en->name);
     free(en->members);
     en->name = NULL;
     en->members = NULL;
@@ -639,11 +699,11 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
         if (inv) {
             inv->type = KEEL_CMD_RENAME;
             inv->entity = en->uuid;
-            inv->name = en->name; /* hand the old string over */
-        } else {
-            free(en->name);
+            inv->name = keel__strdup(en->name);
         }
-        en->name = keel__strdup(name);
+        const char *old = en->name;
+        en->name = name_intern(w, name); /* before the release: the same name stays alive */
+        name_release(w, old);
         w->revision++;
     }
     return keel__cmd_end(w, st, inv, &tmp);

@@ -26,9 +26,15 @@ typedef struct keel__entry {
     keel_node *preserved;   /* unknown only */
 } keel__entry;
 
+/* Entity names are interned per world: entities that share a name share one string. */
+typedef struct keel__name {
+    char *s;                /* NULL: empty slot */
+    uint32_t hash, refs;    /* refs 0: dead, purged at the next rebuild */
+} keel__name;
+
 typedef struct keel__ent {
     keel_uuid uuid;
-    char *name;
+    const char *name;       /* interned */
     uint32_t gen;
     bool alive, enabled;
     bool dying;             /* its on_destroy hooks are running */
@@ -83,6 +89,8 @@ struct keel_world {
     uint32_t reuse_index, reuse_gen;  /* set by a rollback's spawn: come back as this handle */
     size_t live;                      /* root excluded */
     uint64_t *hash;                   /* open addressing: hash << 32 | (index + 1), 0 empty */
+    keel__name *names;
+    size_t names_cap, names_used;     /* used counts dead slots too */
     size_t hash_cap, hash_used;
     keel__store *stores;              /* by kind id */
     size_t store_count;

@@ -346,6 +346,33 @@ static void world_grid_and_name(void **state)
     assert_string_equal(keel_world_name(f->w), "Arena");
 }
 
+static void world_names_are_shared_and_recycled(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "Bullet", 0), b = spawn(f, "Bullet", 0);
+    assert_ptr_equal(keel_entity_name(f->w, a), keel_entity_name(f->w, b));
+    char name[32];
+    for (int round = 0; round < 4; round++) {
+        keel_entity es[500];
+        for (int i = 0; i < 500; i++) {
+            snprintf(name, sizeof name, "Enemy %d", round * 500 + i);
+            es[i] = spawn(f, name, 0);
+        }
+        for (int i = 0; i < 500; i += 7) {
+            snprintf(name, sizeof name, "Enemy %d", round * 500 + i);
+            assert_int_equal(keel_find_name(f->w, name), es[i]);
+            assert_string_equal(keel_entity_name(f->w, es[i]), name);
+        }
+        for (int i = 0; i < 500; i++) assert_int_equal(keel_destroy(f->w, es[i], NULL, &f->d), KEEL_OK);
+    }
+    assert_int_equal(keel_rename(f->w, a, "Bullet", NULL, &f->d), KEEL_OK);
+    assert_string_equal(keel_entity_name(f->w, a), "Bullet");
+    assert_int_equal(keel_rename(f->w, b, "Shell", NULL, &f->d), KEEL_OK);
+    assert_string_equal(keel_entity_name(f->w, a), "Bullet");
+    assert_string_equal(keel_entity_name(f->w, b), "Shell");
+    assert_int_equal(keel_find_name(f->w, "Shell"), b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +390,7 @@ int main(void)
         T(world_duplicate_under_own_child),
         T(world_matrix_composes_parent_and_local),
         T(world_grid_and_name),
+        T(world_names_are_shared_and_recycled),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -38,8 +38,7 @@ static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, u
     s->changes++;
     s->owner[row] = owner;
     s->slot[row] = slot;
-    s->counter[row] = 0;
-    memset(keel__store_rec(s, row), 0, s->record_size);
+    s->counter[row] = 0; /* the record itself is filled by the caller (init, copy or decode) */
     return (uint32_t)row;
 }
 

@@ -62,12 +62,14 @@ typedef struct keel_lua_frame {
     int memo_idx;      /* w:step reserves 3 stack slots: the last depth-0 hook's function, self, keys */
     void *tag;         /* ...and a 4th holding this lightuserdata: proof that those indices are ours */
     void *memo_kind;
+    unsigned long memo_gen; /* keel__lua_kinds_freed when memo_kind was taken (addresses get reused) */
     int memo_phase;
 } keel_lua_frame;
 extern keel_lua_frame keel__lua_cur;
 /* Bumps on every entry into the core from Lua: a trampoline whose callback made no entry
  * knows its record did not move. */
 extern unsigned long keel__lua_entries;
+extern unsigned long keel__lua_kinds_freed;
 
 /* Every binding function that can run hooks (through the core) brackets the call. */
 #define KEEL_LUA_ENTER(L_, ctx_) \

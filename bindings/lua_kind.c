@@ -39,7 +39,7 @@ static void lk_destroy(keel_lua_kind *lk)
     /* refs can only be dropped from inside this state; otherwise they die with it */
     if (lk->ctx->alive && keel__lua_cur.ctx == lk->ctx && keel__lua_cur.L) lk_unref(keel__lua_cur.L, lk);
     keel__lua_ctx_release(lk->ctx);
-    if (keel__lua_cur.memo_kind == lk) keel__lua_cur.memo_kind = NULL;
+    keel__lua_kinds_freed++; /* every memo taken before is void */
     free(lk->offsets);
     free(lk->plain);
     free(lk);
@@ -404,7 +404,8 @@ static keel_status hook_tramp(const keel_call *call)
         fn = keel__lua_cur.memo_idx;
         self = fn + 1;
         keys = fn + 2;
-        if (keel__lua_cur.memo_kind != lk || keel__lua_cur.memo_phase != (int)call->phase) {
+        if (keel__lua_cur.memo_kind != lk || keel__lua_cur.memo_phase != (int)call->phase ||
+            keel__lua_cur.memo_gen != keel__lua_kinds_freed) {
             lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
             lua_replace(L, fn);
             push_self(L, lk, depth);
@@ -412,6 +413,7 @@ static keel_status hook_tramp(const keel_call *call)
             lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
             lua_replace(L, keys);
             keel__lua_cur.memo_kind = lk;
+            keel__lua_cur.memo_gen = keel__lua_kinds_freed;
             keel__lua_cur.memo_phase = (int)call->phase;
         }
     } else {

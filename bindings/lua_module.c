@@ -6,6 +6,7 @@
 
 keel_lua_frame keel__lua_cur;
 unsigned long keel__lua_entries;
+unsigned long keel__lua_kinds_freed;
 
 #define CTX_KEY "keel.ctx"
 

@@ -104,6 +104,28 @@ describe("kinds", function()
     end)
   end)
 
+  describe("hot reload from inside a hook", function()
+    it("finishes the running call with the old behaviour and runs the new one next", function()
+      local w = keel.world("HotInside")
+      local calls = {}
+      local function declare(tag, fields)
+        keel.kind{ key = "sk:selfreload", fields = fields,
+          update = function(self)
+            calls[#calls + 1] = tag
+            if tag == "old" then declare("new", { { "b", "int" }, { "a", "int" } }) end
+            self.a = 5 -- after the reload: dropped (the old layout is gone), never a crash
+          end }
+      end
+      declare("old", { { "a", "int" } })
+      for i = 1, 3 do w:spawn("e" .. i):add("sk:selfreload") end
+      w:step(1 / 60)
+      w:step(1 / 60)
+      assert.are.equal("old", calls[1])
+      assert.are.equal("new", calls[#calls])
+      for e in w:entities() do assert.are.equal(0, e:get("sk:selfreload").b) end
+    end)
+  end)
+
   describe("adoption", function()
     it("makes unknown components of a later declared kind come alive in the same slots", function()
       local w = assert(keel.parse(scene([[

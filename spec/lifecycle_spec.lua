@@ -256,6 +256,28 @@ describe("lifecycle", function()
     end)
   end)
 
+  describe("coroutines", function()
+    it("run hooks on the thread that called w:step(); a yield from a hook is a fault", function()
+      local w = keel.world("Co")
+      local threads = {}
+      keel.kind{ key = "sl:co", fields = { { "n", "int" } },
+        update = function(self) threads[#threads + 1] = coroutine.running(); self.n = self.n + 1 end }
+      keel.kind{ key = "sl:yielder", fields = {}, update = function() coroutine.yield(1) end }
+      local c = w:spawn("a"):add("sl:co")
+      w:spawn("b"):add("sl:yielder")
+      local co = coroutine.create(function() w:step(1 / 60); return "done" end)
+      local ok, res = coroutine.resume(co)
+      assert.is_true(ok)
+      assert.are.equal("done", res)
+      assert.are.equal(co, threads[1])
+      assert.are.equal(1, c.n)
+      assert.are.equal(1, #w:errors())
+      assert.truthy(w:errors()[1].message:match("yield"))
+      w:step(1 / 60)
+      assert.are.equal(2, c.n)
+    end)
+  end)
+
   describe(":run()", function()
     it("steps n frames", function()
       local w = keel.world("Run")

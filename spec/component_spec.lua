@@ -226,6 +226,22 @@ describe("component", function()
       local w2 = keel.world("V2")
       fails("InvalidArgument", function() c.ref = w2:spawn("x") end)
     end)
+    it("reach awake through the body of e:add() (the document path)", function()
+      local seen
+      keel.kind{ key = "sc:awake_all", fields = {
+          { "v", "vec3" }, { "m", "enum", choices = { "a", "b" } }, { "s", "string" },
+          { "t", "entity" }, { "f", "float" }, { "i", "int" }, { "ok", "bool" } },
+        awake = function(self) seen = { v = self.v, m = self.m, s = self.s, t = self.t, f = self.f, i = self.i, ok = self.ok } end }
+      local w = keel.world("V")
+      local target = w:spawn("t")
+      local c = w:spawn("e"):add("sc:awake_all", { v = { 1, 2.5, -3 }, m = "b", s = "x: \"y\" #z", t = target,
+        f = 0.1, i = -7, ok = true })
+      assert.are.same({ v = { 1, 2.5, -3 }, m = "b", s = 'x: "y" #z', t = target, f = 0.1, i = -7, ok = true }, seen)
+      assert.are.equal('x: "y" #z', c.s)
+      local ok, err = pcall(function() w:spawn("f"):add("sc:awake_all", { m = "zzz" }) end)
+      assert.is_false(ok)
+      assert.are.equal("InvalidArgument", err.code)
+    end)
     it("c:unpack() returns the numbers of a vector", function()
       local w = keel.world("V")
       local c = w:spawn("e"):add("sc:all", { v3 = { 7, 8, 9 } })

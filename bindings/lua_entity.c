@@ -33,7 +33,8 @@ static int push_world(lua_State *L, int idx)
 
 static int e_alive(lua_State *L)
 {
-    keel_lua_entity *h = luaL_checkudata(L, 1, KEEL_LUA_ENTITY);
+    keel_lua_entity *h = keel__lua_toentity(L, 1);
+    if (!h) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #1 (keel.Entity expected, got %s)", luaL_typename(L, 1));
     lua_pushboolean(L, entity_live(h));
     return 1;
 }

@@ -655,7 +655,8 @@ static int w_save(lua_State *L)
 /* w:close() and __close: frees the world now; its handles go stale. Not from inside its own step. */
 static int w_close(lua_State *L)
 {
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = luaL_testudata(L, 1, KEEL_LUA_WORLD);
+    if (!lw) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #1 (keel.World expected, got %s)", luaL_typename(L, 1));
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
     return world_gc(L);
@@ -712,6 +713,8 @@ static int world_newindex(lua_State *L)
 static int k_world(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
+    if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TSTRING)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name expected, got %s", luaL_typename(L, 1));
     const char *name = luaL_optstring(L, 1, "");
     keel_world *w = keel_world_new(name);
     if (!w) return luaL_error(L, "out of memory");

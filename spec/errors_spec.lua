@@ -74,6 +74,9 @@ describe("errors", function()
       function() keel.parse("x", 5) end,
       function() keel.kind_info(3) end,
       function() w.spawn(e, "x") end,
+      function() e.alive(w) end,
+      function() w.close(e) end,
+      function() keel.world({}) end,
     } do
       local err = catch(f)
       assert.are.equal("InvalidArgument", err.code, tostring(err))

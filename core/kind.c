@@ -1,6 +1,7 @@
 /* kind.c — the process-wide kind registry: declaration, layout, field checks, records. */
 #include "internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,7 +273,10 @@ static keel_status field_check(const keel_field_desc *f, keel_value *v, keel_dia
             if (!(len > 0) || !isfinite(len))
                 return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
                                   "%s: a zero quaternion cannot be normalized", f->key);
-            if (len != 1.0)
+            /* Near-unit quaternions are left alone: dividing by a length one ulp
+             * off 1 moves the last digit back and forth, and a saved scene
+             * would never reach a fixed point. */
+            if (fabs(len - 1.0) > 4 * DBL_EPSILON)
                 for (int i = 0; i < 4; i++)
                     v->as.v[i] /= len;
         }

@@ -1,6 +1,7 @@
 /* world.c — worlds, entity handles, the UUID index and the hierarchy (spawn, destroy, reparent, duplicate). */
 #include "world_internal.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,7 +296,8 @@ keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d
                           "grid major_line_every must be >= 1");
     w->grid = *g;
     len = sqrt(len);
-    for (int k = 0; k < 4; k++) w->grid.orientation[k] /= len;
+    if (fabs(len - 1.0) > 4 * DBL_EPSILON) /* near-unit stays put: see keel_field_check */
+        for (int k = 0; k < 4; k++) w->grid.orientation[k] /= len;
     w->revision++;
     return KEEL_OK;
 }

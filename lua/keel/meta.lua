@@ -254,8 +254,9 @@ function persist.info(path) end
 ---@field persist KeelPersist
 local keel = {}
 
+---Declares (or redeclares: hot reload) a kind; returns its key.
 ---@param decl KeelKindDecl
----@return KeelKindInfo
+---@return string key
 function keel.kind(decl) end
 
 ---@return KeelKindInfo[]

@@ -21,47 +21,6 @@ static const char *const section_names[] = { "?", "strings", "scene", "entities"
 
 /* ---------------------------------------------------------------- writing */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-} wbuf;
-
-static uint8_t *wb_grow(wbuf *b, size_t n)
-{
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        b->p = keel__xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    uint8_t *at = b->p + b->len;
-    b->len += n;
-    return at;
-}
-
-static void put_u32_at(uint8_t *at, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void wb_u8(wbuf *b, uint8_t v) { *wb_grow(b, 1) = v; }
-static void wb_u32(wbuf *b, uint32_t v) { put_u32_at(wb_grow(b, 4), v); }
-static void wb_u64(wbuf *b, uint64_t v)
-{
-    uint8_t *at = wb_grow(b, 8);
-    for (int i = 0; i < 8; i++) at[i] = (uint8_t)(v >> (8 * i));
-}
-static void wb_f64(wbuf *b, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, 8);
-    wb_u64(b, v);
-}
-static void wb_bytes(wbuf *b, const void *p, size_t n)
-{
-    if (n) memcpy(wb_grow(b, n), p, n);
-}
-
 /* The string table: deduplicated by an open-addressing hash, indices in first-use order. */
 typedef struct strtab {
     char **items;
@@ -167,43 +126,43 @@ static bool kind_cooked(keel_kind_id k)
 /* One component: header then its saved fields under field-key string indices. */
 static void cook_component(const keel_world *w, keel_entity owner, uint32_t owner_ix,
                            const keel_member *m, const char *path, const keel_assets *assets,
-                           strtab *st, wbuf *b, keel_diags *d)
+                           strtab *st, keel__buf *b, keel_diags *d)
 {
     const keel_kind_desc *desc = keel_kind_describe(m->kind);
     keel_comp c = { owner, m->kind, m->slot };
-    wb_u32(b, owner_ix);
-    wb_u32(b, strtab_intern(st, m->key));
-    wb_u32(b, (uint32_t)m->version);
-    wb_u32(b, m->slot);
-    wb_u8(b, m->enabled ? 1 : 0);
+    keel__buf_u32(b, owner_ix);
+    keel__buf_u32(b, strtab_intern(st, m->key));
+    keel__buf_u32(b, (uint32_t)m->version);
+    keel__buf_u32(b, m->slot);
+    keel__buf_u8(b, m->enabled ? 1 : 0);
     size_t count_at = b->len;
-    wb_u32(b, 0);
+    keel__buf_u32(b, 0);
     uint32_t nfields = 0;
     for (size_t f = 0; f < desc->field_count; f++) {
         const keel_field_desc *fd = &desc->fields[f];
         if (fd->flags & KEEL_FIELD_TRANSIENT) continue;
         keel_value v;
         if (keel_get(w, c, (int)f, &v, d) != KEEL_OK) continue;
-        wb_u32(b, strtab_intern(st, fd->key));
-        wb_u8(b, (uint8_t)fd->type);
+        keel__buf_u32(b, strtab_intern(st, fd->key));
+        keel__buf_u8(b, (uint8_t)fd->type);
         nfields++;
         switch (fd->type) {
-        case KEEL_T_BOOL: wb_u8(b, v.as.b ? 1 : 0); break;
-        case KEEL_T_INT: wb_u64(b, (uint64_t)v.as.i); break;
-        case KEEL_T_FLOAT: wb_f64(b, v.as.f); break;
+        case KEEL_T_BOOL: keel__buf_u8(b, v.as.b ? 1 : 0); break;
+        case KEEL_T_INT: keel__buf_u64(b, (uint64_t)v.as.i); break;
+        case KEEL_T_FLOAT: keel__buf_f64(b, v.as.f); break;
         case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
-            for (int i = 0; i < keel_type_width(fd->type); i++) wb_f64(b, v.as.v[i]);
+            for (int i = 0; i < keel_type_width(fd->type); i++) keel__buf_f64(b, v.as.v[i]);
             break;
         case KEEL_T_ENUM: {
             const char *name = (v.as.i >= 0 && (size_t)v.as.i < fd->choice_count) ? fd->choices[v.as.i] : "";
-            wb_u32(b, strtab_intern(st, name));
+            keel__buf_u32(b, strtab_intern(st, name));
             break;
         }
-        case KEEL_T_STRING: wb_u32(b, strtab_intern(st, v.as.s)); break;
+        case KEEL_T_STRING: keel__buf_u32(b, strtab_intern(st, v.as.s)); break;
         case KEEL_T_ASSET:
         case KEEL_T_ENTITY: {
             keel_uuid u = v.nil ? (keel_uuid){ { 0 } } : v.as.u;
-            wb_bytes(b, u.bytes, 16);
+            keel__buf_bytes(b, u.bytes, 16);
             if (keel_uuid_is_nil(u)) break;
             char text[37];
             keel_uuid_format(u, text);
@@ -221,11 +180,11 @@ static void cook_component(const keel_world *w, keel_entity owner, uint32_t owne
         default: break;
         }
     }
-    put_u32_at(b->p + count_at, nfields);
+    keel__put_u32(b->p + count_at, nfields);
 }
 
 static void cook_members(const keel_world *w, keel_entity e, uint32_t owner_ix, const char *prefix,
-                         const keel_assets *assets, strtab *st, wbuf *b, uint32_t *ncomp, keel_diags *d)
+                         const keel_assets *assets, strtab *st, keel__buf *b, uint32_t *ncomp, keel_diags *d)
 {
     size_t n = keel_member_count(w, e);
     for (size_t i = 0; i < n; i++) {
@@ -252,20 +211,20 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     keel_diags local;
     keel_diags_init(&local);
     strtab st = { 0 };
-    wbuf scene = { 0 }, ents = { 0 }, comps = { 0 }, strs = { 0 };
+    keel__buf scene = { 0 }, ents = { 0 }, comps = { 0 }, strs = { 0 };
     emap map;
     emap_init(&map, keel_world_entity_count(w));
 
     /* scene */
     keel_uuid su = keel_world_uuid(w);
-    wb_bytes(&scene, su.bytes, 16);
-    wb_u32(&scene, strtab_intern(&st, keel_world_name(w)));
+    keel__buf_bytes(&scene, su.bytes, 16);
+    keel__buf_u32(&scene, strtab_intern(&st, keel_world_name(w)));
     const keel_grid *g = keel_world_grid(w);
-    wb_u8(&scene, g->enabled ? 1 : 0);
-    for (int i = 0; i < 3; i++) wb_f64(&scene, g->origin[i]);
-    for (int i = 0; i < 4; i++) wb_f64(&scene, g->orientation[i]);
-    wb_f64(&scene, g->base_spacing);
-    wb_u64(&scene, (uint64_t)g->major_line_every);
+    keel__buf_u8(&scene, g->enabled ? 1 : 0);
+    for (int i = 0; i < 3; i++) keel__buf_f64(&scene, g->origin[i]);
+    for (int i = 0; i < 4; i++) keel__buf_f64(&scene, g->orientation[i]);
+    keel__buf_f64(&scene, g->base_spacing);
+    keel__buf_u64(&scene, (uint64_t)g->major_line_every);
 
     /* entities (hierarchy pre-order, so a parent always precedes its children) */
     uint32_t count = 0, ncomp = 0;
@@ -273,11 +232,11 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e), count++) {
         emap_put(&map, e, count);
         keel_uuid u = keel_entity_uuid(w, e);
-        wb_bytes(&ents, u.bytes, 16);
-        wb_u32(&ents, strtab_intern(&st, keel_entity_name(w, e)));
+        keel__buf_bytes(&ents, u.bytes, 16);
+        keel__buf_u32(&ents, strtab_intern(&st, keel_entity_name(w, e)));
         keel_entity p = keel_entity_parent(w, e);
-        wb_u32(&ents, p ? emap_get(&map, p) : COOK_NONE);
-        wb_u8(&ents, keel_entity_enabled(w, e) ? 1 : 0);
+        keel__buf_u32(&ents, p ? emap_get(&map, p) : COOK_NONE);
+        keel__buf_u8(&ents, keel_entity_enabled(w, e) ? 1 : 0);
         char prefix[40];
         snprintf(prefix, sizeof prefix, "entities[%u]", count);
         cook_members(w, e, count + 1, prefix, assets, &st, &comps, &ncomp, &local);
@@ -285,34 +244,34 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
 
     for (size_t i = 0; i < st.count; i++) {
         size_t n = strlen(st.items[i]);
-        wb_u32(&strs, (uint32_t)n);
-        wb_bytes(&strs, st.items[i], n);
+        keel__buf_u32(&strs, (uint32_t)n);
+        keel__buf_bytes(&strs, st.items[i], n);
     }
 
     keel_status s = keel_diags_status(&local);
     if (s == KEEL_OK) {
-        wbuf f = { 0 };
-        wb_bytes(&f, "KEELCOOK", 8);
-        wb_u32(&f, COOK_VERSION);
-        wb_u32(&f, COOK_ENDIAN);
-        wb_u32(&f, SEC_COUNT_);
-        wb_u32(&f, 0);
-        const wbuf *secs[SEC_COUNT_] = { &strs, &scene, &ents, &comps };
+        keel__buf f = { 0 };
+        keel__buf_bytes(&f, "KEELCOOK", 8);
+        keel__buf_u32(&f, COOK_VERSION);
+        keel__buf_u32(&f, COOK_ENDIAN);
+        keel__buf_u32(&f, SEC_COUNT_);
+        keel__buf_u32(&f, 0);
+        const keel__buf *secs[SEC_COUNT_] = { &strs, &scene, &ents, &comps };
         const uint32_t counts[SEC_COUNT_] = { (uint32_t)st.count, 1, count, ncomp };
         uint64_t off = COOK_HEADER + SEC_COUNT_ * COOK_SECTION_ENTRY;
         for (int i = 0; i < SEC_COUNT_; i++) {
-            wb_u32(&f, (uint32_t)(i + 1));
-            wb_u32(&f, (uint32_t)off);
-            wb_u32(&f, (uint32_t)secs[i]->len);
-            wb_u32(&f, counts[i]);
+            keel__buf_u32(&f, (uint32_t)(i + 1));
+            keel__buf_u32(&f, (uint32_t)off);
+            keel__buf_u32(&f, (uint32_t)secs[i]->len);
+            keel__buf_u32(&f, counts[i]);
             off += secs[i]->len;
         }
         if (off + 4 > UINT32_MAX) {
             s = keel_error(&local, KEEL_LIMIT_EXCEEDED, "", "cooked scene would exceed 4 GiB");
             free(f.p);
         } else {
-            for (int i = 0; i < SEC_COUNT_; i++) wb_bytes(&f, secs[i]->p, secs[i]->len);
-            wb_u32(&f, (uint32_t)crc32_z(0L, f.p, f.len));
+            for (int i = 0; i < SEC_COUNT_; i++) keel__buf_bytes(&f, secs[i]->p, secs[i]->len);
+            keel__buf_u32(&f, (uint32_t)crc32_z(0L, f.p, f.len));
             *out = f.p;
             *len = f.len;
         }
@@ -337,20 +296,15 @@ typedef struct rd {
 
 static bool rd_need(rd *r, size_t n) { return n <= r->len - r->pos; }
 static uint8_t rd_u8(rd *r) { return r->p[r->pos++]; }
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 static uint32_t rd_u32(rd *r)
 {
-    uint32_t v = get_u32(r->p + r->pos);
+    uint32_t v = keel__get_u32(r->p + r->pos);
     r->pos += 4;
     return v;
 }
 static uint64_t rd_u64(rd *r)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)r->p[r->pos + i] << (8 * i);
+    uint64_t v = keel__get_u64(r->p + r->pos);
     r->pos += 8;
     return v;
 }
@@ -416,17 +370,17 @@ static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *
                           len, lim->document_size);
     if (len < 8 || memcmp(p, "KEELCOOK", 8) != 0) return bad(d, "", "bad magic (not a KEELCOOK file)");
     if (len < COOK_HEADER + 4) return bad(d, "", "truncated header (%zu bytes)", len);
-    uint32_t version = get_u32(p + 8);
+    uint32_t version = keel__get_u32(p + 8);
     if (version != COOK_VERSION)
         return bad(d, "", "format version %u is not supported (this reader knows %u)", version, COOK_VERSION);
-    if (get_u32(p + 12) != COOK_ENDIAN) return bad(d, "", "bad endianness marker 0x%08x", get_u32(p + 12));
-    uint32_t stored = get_u32(p + len - 4);
+    if (keel__get_u32(p + 12) != COOK_ENDIAN) return bad(d, "", "bad endianness marker 0x%08x", keel__get_u32(p + 12));
+    uint32_t stored = keel__get_u32(p + len - 4);
     uint32_t crc = (uint32_t)crc32_z(0L, p, len - 4);
     if (stored != crc)
         return bad(d, "", "CRC mismatch (stored 0x%08x, computed 0x%08x): file is damaged or truncated", stored, crc);
-    uint32_t nsec = get_u32(p + 16);
+    uint32_t nsec = keel__get_u32(p + 16);
     if (nsec != SEC_COUNT_) return bad(d, "", "section count is %u, expected %u", nsec, (unsigned)SEC_COUNT_);
-    if (get_u32(p + 20) != 0) return bad(d, "", "reserved header word is not zero");
+    if (keel__get_u32(p + 20) != 0) return bad(d, "", "reserved header word is not zero");
     uint64_t table_end = COOK_HEADER + (uint64_t)nsec * COOK_SECTION_ENTRY;
     uint64_t body_end = len - 4;
     if (table_end > body_end) return bad(d, "", "section table runs past the end of the file");
@@ -434,7 +388,7 @@ static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *
     section sorted[SEC_COUNT_];
     for (uint32_t i = 0; i < nsec; i++) {
         const uint8_t *e = p + COOK_HEADER + i * COOK_SECTION_ENTRY;
-        section s = { get_u32(e), get_u32(e + 4), get_u32(e + 8), get_u32(e + 12) };
+        section s = { keel__get_u32(e), keel__get_u32(e + 4), keel__get_u32(e + 8), keel__get_u32(e + 12) };
         if (s.id < 1 || s.id > SEC_COUNT_) return bad(d, "", "section %u has unknown id %u", i, s.id);
         if (ck->sec[s.id].id) return bad(d, "", "section %s appears twice", section_names[s.id]);
         if (s.offset < table_end || (uint64_t)s.offset + s.length > body_end)
@@ -563,7 +517,7 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
             size_t vs = value_size((keel_type)t);
             if (!rd_need(&r, vs)) return bad(d, path, "field %s value truncated", ck->strings[fk]);
             if (t == KEEL_T_BOOL && r.p[r.pos] > 1) return bad(d, path, "field %s is not a boolean", ck->strings[fk]);
-            if ((t == KEEL_T_ENUM || t == KEEL_T_STRING) && !str_ok(ck, get_u32(r.p + r.pos)))
+            if ((t == KEEL_T_ENUM || t == KEEL_T_STRING) && !str_ok(ck, keel__get_u32(r.p + r.pos)))
                 return bad(d, path, "field %s string index out of range", ck->strings[fk]);
             r.pos += vs;
         }

@@ -222,58 +222,27 @@ void keel_slot_info_free(keel_slot_info *i)
 
 /* ================================================================ bytes */
 
-typedef struct wbuf {
-    uint8_t *p;
-    size_t len, cap;
-} wbuf;
-
-static uint8_t *wb_grow(wbuf *b, size_t n)
-{
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        b->p = keel__xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    uint8_t *at = b->p + b->len;
-    b->len += n;
-    return at;
-}
-static void wb_u8(wbuf *b, uint8_t v) { *wb_grow(b, 1) = v; }
-static void wb_u32(wbuf *b, uint32_t v)
-{
-    uint8_t *at = wb_grow(b, 4);
-    for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
-}
-static void wb_bytes(wbuf *b, const void *p, size_t n)
-{
-    if (n) memcpy(wb_grow(b, n), p, n);
-}
-static void wb_uuid(wbuf *b, keel_uuid u) { wb_bytes(b, u.bytes, 16); }
-static void wb_str(wbuf *b, const char *s)
+static void wb_uuid(keel__buf *b, keel_uuid u) { keel__buf_bytes(b, u.bytes, 16); }
+static void wb_str(keel__buf *b, const char *s)
 {
     size_t n = s ? strlen(s) : 0;
-    wb_u32(b, (uint32_t)n);
-    wb_bytes(b, s, n);
+    keel__buf_u32(b, (uint32_t)n);
+    keel__buf_bytes(b, s, n);
 }
-static void wb_node(wbuf *b, const keel_node *n)
+static void wb_node(keel__buf *b, const keel_node *n)
 {
-    wb_u8(b, (uint8_t)n->kind);
-    wb_u8(b, (uint8_t)n->style);
+    keel__buf_u8(b, (uint8_t)n->kind);
+    keel__buf_u8(b, (uint8_t)n->style);
     if (n->kind == KEEL_NODE_SCALAR) {
-        wb_u32(b, (uint32_t)n->len);
-        wb_bytes(b, n->text, n->len);
+        keel__buf_u32(b, (uint32_t)n->len);
+        keel__buf_bytes(b, n->text, n->len);
         return;
     }
-    wb_u32(b, (uint32_t)n->count);
+    keel__buf_u32(b, (uint32_t)n->count);
     size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
     for (size_t i = 0; i < items; i++) wb_node(b, &n->items[i]);
 }
 
-static uint32_t get_u32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 /* A bounded reader: the first failure sticks, with its message. */
 typedef struct rd {
@@ -295,7 +264,7 @@ static uint8_t rd_u8(rd *r, const char *what) { return rd_need(r, 1, what) ? r->
 static uint32_t rd_u32(rd *r, const char *what)
 {
     if (!rd_need(r, 4, what)) return 0;
-    uint32_t v = get_u32(r->p + r->pos);
+    uint32_t v = keel__get_u32(r->p + r->pos);
     r->pos += 4;
     return v;
 }
@@ -392,23 +361,23 @@ static keel_node *rd_node(rd *r, int depth)
 
 /* ================================================================ slot details (text) */
 
-static void text_quoted(wbuf *b, const char *s)
+static void text_quoted(keel__buf *b, const char *s)
 {
-    wb_u8(b, '"');
+    keel__buf_u8(b, '"');
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') {
-            wb_u8(b, '\\');
-            wb_u8(b, c);
-        } else if (c == '\n') wb_bytes(b, "\\n", 2);
-        else if (c == '\t') wb_bytes(b, "\\t", 2);
+            keel__buf_u8(b, '\\');
+            keel__buf_u8(b, c);
+        } else if (c == '\n') keel__buf_bytes(b, "\\n", 2);
+        else if (c == '\t') keel__buf_bytes(b, "\\t", 2);
         else if (c < 0x20 || c == 0x7f) {
             char esc[5];
             snprintf(esc, sizeof esc, "\\x%02x", c);
-            wb_bytes(b, esc, 4);
-        } else wb_u8(b, c);
+            keel__buf_bytes(b, esc, 4);
+        } else keel__buf_u8(b, c);
     }
-    wb_u8(b, '"');
+    keel__buf_u8(b, '"');
 }
 
 static bool plain_safe(const char *s)
@@ -428,26 +397,26 @@ static bool field_key_ok(const char *k)
     return true;
 }
 
-static keel_status info_text(const keel_slot_info *info, time_t now, wbuf *b, keel_diags *d)
+static keel_status info_text(const keel_slot_info *info, time_t now, keel__buf *b, keel_diags *d)
 {
     char num[64];
-    wb_bytes(b, "title: ", 7);
+    keel__buf_bytes(b, "title: ", 7);
     text_quoted(b, info && info->title ? info->title : "");
     snprintf(num, sizeof num, "\nsaved_at: %lld\n",
              (long long)(info && info->saved_at ? info->saved_at : (int64_t)now));
-    wb_bytes(b, num, strlen(num));
+    keel__buf_bytes(b, num, strlen(num));
     double ps = info ? info->play_seconds : 0;
     if (!isfinite(ps) || ps < 0)
         return keel_error(d, KEEL_INVALID_ARGUMENT, "play_seconds", "play_seconds must be a finite number >= 0");
-    wb_bytes(b, "play_seconds: ", 14);
+    keel__buf_bytes(b, "play_seconds: ", 14);
     keel_format_double(ps, num, sizeof num);
-    wb_bytes(b, num, strlen(num));
-    wb_u8(b, '\n');
+    keel__buf_bytes(b, num, strlen(num));
+    keel__buf_u8(b, '\n');
     const keel_node *f = info ? info->fields : NULL;
     if (!f || f->count == 0) return KEEL_OK;
     if (f->kind != KEEL_NODE_MAP)
         return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot fields must be a map of scalars");
-    wb_bytes(b, "fields:\n", 8);
+    keel__buf_bytes(b, "fields:\n", 8);
     for (size_t i = 0; i < f->count; i++) {
         const keel_node *k = &f->items[2 * i], *v = &f->items[2 * i + 1];
         if (k->kind != KEEL_NODE_SCALAR || !field_key_ok(k->text))
@@ -456,13 +425,13 @@ static keel_status info_text(const keel_slot_info *info, time_t now, wbuf *b, ke
                               k->kind == KEEL_NODE_SCALAR ? k->text : "?");
         if (v->kind != KEEL_NODE_SCALAR)
             return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot field %s is not a scalar", k->text);
-        wb_bytes(b, "  ", 2);
-        wb_bytes(b, k->text, k->len);
-        wb_bytes(b, ": ", 2);
+        keel__buf_bytes(b, "  ", 2);
+        keel__buf_bytes(b, k->text, k->len);
+        keel__buf_bytes(b, ": ", 2);
         bool quoted = v->style == KEEL_STYLE_DOUBLE || v->style == KEEL_STYLE_SINGLE || !plain_safe(v->text);
         if (quoted) text_quoted(b, v->text);
-        else wb_bytes(b, v->text, v->len);
-        wb_u8(b, '\n');
+        else keel__buf_bytes(b, v->text, v->len);
+        keel__buf_u8(b, '\n');
     }
     return KEEL_OK;
 }
@@ -479,25 +448,25 @@ static int hexval(char c)
 static keel_node *info_value(const char *s, const char *end)
 {
     if (s < end && *s == '"') {
-        wbuf b = { 0 };
+        keel__buf b = { 0 };
         const char *p = s + 1;
         for (; p < end && *p != '"'; p++) {
             if (*p != '\\') {
-                wb_u8(&b, (uint8_t)*p);
+                keel__buf_u8(&b, (uint8_t)*p);
                 continue;
             }
             if (++p >= end) break;
-            if (*p == 'n') wb_u8(&b, '\n');
-            else if (*p == 't') wb_u8(&b, '\t');
+            if (*p == 'n') keel__buf_u8(&b, '\n');
+            else if (*p == 't') keel__buf_u8(&b, '\t');
             else if (*p == 'x' && p + 2 < end && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
                 int c = hexval(p[1]) * 16 + hexval(p[2]);
                 if (c == 0) {
                     free(b.p);
                     return NULL;
                 }
-                wb_u8(&b, (uint8_t)c);
+                keel__buf_u8(&b, (uint8_t)c);
                 p += 2;
-            } else if (*p == '"' || *p == '\\') wb_u8(&b, (uint8_t)*p);
+            } else if (*p == '"' || *p == '\\') keel__buf_u8(&b, (uint8_t)*p);
             else {
                 free(b.p);
                 return NULL;
@@ -507,7 +476,7 @@ static keel_node *info_value(const char *s, const char *end)
             free(b.p);
             return NULL;
         }
-        wb_u8(&b, 0);
+        keel__buf_u8(&b, 0);
         keel_node *n = keel_node_new_scalar((char *)b.p, KEEL_STYLE_DOUBLE);
         free(b.p);
         return n;
@@ -594,14 +563,14 @@ static bool member_find(const keel_world *w, keel_entity e, const char *key, uin
     return false;
 }
 
-static void write_add(wbuf *b, const keel_world *w, keel_entity e, const keel_member *m)
+static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const keel_member *m)
 {
-    wb_u8(b, OP_ADD);
+    keel__buf_u8(b, OP_ADD);
     wb_str(b, m->key);
-    wb_u32(b, m->slot);
-    wb_u32(b, (uint32_t)m->version);
-    wb_u8(b, m->loaded ? 1 : 0);
-    wb_u8(b, m->enabled ? 1 : 0);
+    keel__buf_u32(b, m->slot);
+    keel__buf_u32(b, (uint32_t)m->version);
+    keel__buf_u8(b, m->loaded ? 1 : 0);
+    keel__buf_u8(b, m->enabled ? 1 : 0);
     if (m->loaded) {
         keel_node *body = keel_body_encode(w, (keel_comp){ e, m->kind, m->slot }, false);
         wb_node(b, body);
@@ -666,7 +635,7 @@ static keel_node *changed_fields(const keel_baseline *base, const base_comp *bc,
 }
 
 /* Components of one entity: removed (key + slot), added (whole), changed (fields that differ). */
-static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps, const keel_world *w,
+static void diff_comps(keel__buf *rem, keel__buf *comps, uint32_t *nrem, uint32_t *ncomps, const keel_world *w,
                        keel_entity e, const keel_baseline *base, const base_ent *be)
 {
     size_t n = keel_member_count(w, e);
@@ -684,7 +653,7 @@ static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps,
                        (bc->loaded || !cur[j].preserved || keel_node_equal(cur[j].preserved, bc->body));
             if (!kept) {
                 wb_str(rem, bc->key);
-                wb_u32(rem, bc->slot);
+                keel__buf_u32(rem, bc->slot);
                 (*nrem)++;
             }
         }
@@ -708,11 +677,11 @@ static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps,
         }
         keel_node *delta = changed_fields(base, bc, w, (keel_comp){ e, m->kind, m->slot });
         if (delta->count || m->enabled != bc->enabled || m->version != bc->version) {
-            wb_u8(comps, OP_CHANGE);
+            keel__buf_u8(comps, OP_CHANGE);
             wb_str(comps, m->key);
-            wb_u32(comps, m->slot);
-            wb_u32(comps, (uint32_t)m->version);
-            wb_u8(comps, m->enabled ? 1 : 0);
+            keel__buf_u32(comps, m->slot);
+            keel__buf_u32(comps, (uint32_t)m->version);
+            keel__buf_u8(comps, m->enabled ? 1 : 0);
             wb_node(comps, delta);
             (*ncomps)++;
         }
@@ -722,7 +691,7 @@ static void diff_comps(wbuf *rem, wbuf *comps, uint32_t *nrem, uint32_t *ncomps,
 }
 
 /* One entity record; returns whether anything was written. */
-static bool diff_entity(wbuf *out, const keel_world *w, const keel_baseline *base, keel_entity e, bool root)
+static bool diff_entity(keel__buf *out, const keel_world *w, const keel_baseline *base, keel_entity e, bool root)
 {
     const base_ent *be = root ? &base->ents[0] : NULL;
     keel_uuid u = root ? (keel_uuid){ { 0 } } : keel_entity_uuid(w, e);
@@ -740,20 +709,20 @@ static bool diff_entity(wbuf *out, const keel_world *w, const keel_baseline *bas
         if (be->enabled != enabled) flags |= REC_ENABLED;
         if (!keel_uuid_equal(be->parent, parent)) flags |= REC_PARENT;
     }
-    wbuf rem = { 0 }, comps = { 0 };
+    keel__buf rem = { 0 }, comps = { 0 };
     uint32_t nrem = 0, ncomps = 0;
     diff_comps(&rem, &comps, &nrem, &ncomps, w, e, base, be);
     bool any = flags || nrem || ncomps;
     if (any) {
         wb_uuid(out, u);
-        wb_u8(out, flags);
+        keel__buf_u8(out, flags);
         if (flags & REC_NAME) wb_str(out, name);
-        if (flags & REC_ENABLED) wb_u8(out, enabled ? 1 : 0);
+        if (flags & REC_ENABLED) keel__buf_u8(out, enabled ? 1 : 0);
         if (flags & REC_PARENT) wb_uuid(out, parent);
-        wb_u32(out, nrem);
-        wb_bytes(out, rem.p, rem.len);
-        wb_u32(out, ncomps);
-        wb_bytes(out, comps.p, comps.len);
+        keel__buf_u32(out, nrem);
+        keel__buf_bytes(out, rem.p, rem.len);
+        keel__buf_u32(out, ncomps);
+        keel__buf_bytes(out, comps.p, comps.len);
     }
     free(rem.p);
     free(comps.p);
@@ -762,7 +731,7 @@ static bool diff_entity(wbuf *out, const keel_world *w, const keel_baseline *bas
 
 /* Sibling order: recorded for a parent only when reparenting its newcomers (in run order) to the end
  * would not give the current order. `cur` holds the parent's children in order. */
-static bool order_record(wbuf *out, const keel_world *w, const keel_baseline *base, keel_entity pe,
+static bool order_record(keel__buf *out, const keel_world *w, const keel_baseline *base, keel_entity pe,
                          const keel_entity *cur, size_t n)
 {
     if (n == 0) return false;
@@ -785,7 +754,7 @@ static bool order_record(wbuf *out, const keel_world *w, const keel_baseline *ba
     bool same = nw == n && memcmp(cur, want, n * sizeof *cur) == 0;
     if (!same) {
         wb_uuid(out, pu);
-        wb_u32(out, (uint32_t)n);
+        keel__buf_u32(out, (uint32_t)n);
         for (size_t i = 0; i < n; i++) wb_uuid(out, keel_entity_uuid(w, cur[i]));
     }
     free(want);
@@ -836,10 +805,10 @@ static void tree_free(tree *t)
     free(t->kids);
 }
 
-static void encode_state(const keel_world *w, const keel_baseline *base, wbuf *b)
+static void encode_state(const keel_world *w, const keel_baseline *base, keel__buf *b)
 {
     wb_uuid(b, keel_world_uuid(w));
-    wbuf recs = { 0 }, dead = { 0 }, orders = { 0 };
+    keel__buf recs = { 0 }, dead = { 0 }, orders = { 0 };
     uint32_t nrecs = 0, ndead = 0, norders = 0;
     tree t;
     tree_build(w, &t);
@@ -857,12 +826,12 @@ static void encode_state(const keel_world *w, const keel_baseline *base, wbuf *b
             wb_uuid(&dead, base->ents[i].uuid);
             ndead++;
         }
-    wb_u32(b, nrecs);
-    wb_bytes(b, recs.p, recs.len);
-    wb_u32(b, ndead);
-    wb_bytes(b, dead.p, dead.len);
-    wb_u32(b, norders);
-    wb_bytes(b, orders.p, orders.len);
+    keel__buf_u32(b, nrecs);
+    keel__buf_bytes(b, recs.p, recs.len);
+    keel__buf_u32(b, ndead);
+    keel__buf_bytes(b, dead.p, dead.len);
+    keel__buf_u32(b, norders);
+    keel__buf_bytes(b, orders.p, orders.len);
     free(recs.p);
     free(dead.p);
     free(orders.p);
@@ -878,10 +847,10 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
         keel_uuid_format(keel_world_uuid(w), b);
         return keel_error(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
     }
-    wbuf file = { 0 };
-    wb_bytes(&file, "KEELSAVE", 8);
-    wb_u32(&file, SAVE_VERSION);
-    wb_u32(&file, 0);
+    keel__buf file = { 0 };
+    keel__buf_bytes(&file, "KEELSAVE", 8);
+    keel__buf_u32(&file, SAVE_VERSION);
+    keel__buf_u32(&file, 0);
     keel_status s = info_text(info, time(NULL), &file, d);
     if (s != KEEL_OK) {
         free(file.p);
@@ -890,7 +859,7 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
     uint32_t info_len = (uint32_t)(file.len - SAVE_HEADER);
     for (int i = 0; i < 4; i++) file.p[12 + i] = (uint8_t)(info_len >> (8 * i));
 
-    wbuf state = { 0 };
+    keel__buf state = { 0 };
     encode_state(w, base, &state);
     if (state.len > SAVE_STATE_MAX) {
         free(state.p);
@@ -898,10 +867,10 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
         return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "save state of %zu bytes is over the limit", state.len);
     }
     uLongf clen = compressBound((uLong)state.len);
-    wb_u32(&file, (uint32_t)state.len);
+    keel__buf_u32(&file, (uint32_t)state.len);
     size_t clen_at = file.len;
-    wb_u32(&file, 0);
-    uint8_t *dst = wb_grow(&file, clen);
+    keel__buf_u32(&file, 0);
+    uint8_t *dst = keel__buf_grow(&file, clen);
     int zr = compress2(dst, &clen, state.p, (uLong)state.len, 6);
     free(state.p);
     if (zr != Z_OK) {
@@ -910,7 +879,7 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
     }
     file.len = clen_at + 4 + clen;
     for (int i = 0; i < 4; i++) file.p[clen_at + i] = (uint8_t)((uint32_t)clen >> (8 * i));
-    wb_u32(&file, (uint32_t)crc32_z(0L, file.p, file.len));
+    keel__buf_u32(&file, (uint32_t)crc32_z(0L, file.p, file.len));
     s = keel_write_atomic(path, file.p, file.len, d);
     free(file.p);
     return s;
@@ -929,10 +898,10 @@ keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags 
     uint32_t n = 0;
     if (fread(h, 1, SAVE_HEADER, f) != SAVE_HEADER || memcmp(h, "KEELSAVE", 8) != 0)
         s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "not a keel save file (bad magic)");
-    else if (get_u32(h + 8) != SAVE_VERSION)
+    else if (keel__get_u32(h + 8) != SAVE_VERSION)
         s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save format version %u is not supported",
-                          get_u32(h + 8));
-    else if ((n = get_u32(h + 12)) > SAVE_INFO_MAX)
+                          keel__get_u32(h + 8));
+    else if ((n = keel__get_u32(h + 12)) > SAVE_INFO_MAX)
         s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "slot details length %u is too large", n);
     else {
         text = malloc((size_t)n + 1);
@@ -1093,15 +1062,15 @@ static keel_status read_save(const char *path, state *st, keel_diags *d)
     uint32_t info_len = 0, raw_len = 0, clen = 0;
     if (len < 8 || memcmp(p, "KEELSAVE", 8) != 0) err = "not a keel save file (bad magic)";
     else if (len < SAVE_HEADER + 12) err = "truncated header";
-    else if (get_u32(p + 8) != SAVE_VERSION) err = "unsupported save format version";
-    else if (get_u32(p + len - 4) != (uint32_t)crc32_z(0L, p, len - 4))
+    else if (keel__get_u32(p + 8) != SAVE_VERSION) err = "unsupported save format version";
+    else if (keel__get_u32(p + len - 4) != (uint32_t)crc32_z(0L, p, len - 4))
         err = "CRC mismatch: the file is damaged or truncated";
-    else if ((info_len = get_u32(p + 12)) > len - SAVE_HEADER - 12)
+    else if ((info_len = keel__get_u32(p + 12)) > len - SAVE_HEADER - 12)
         err = "slot details run past the end of the file";
     else {
         size_t at = SAVE_HEADER + info_len;
-        raw_len = get_u32(p + at);
-        clen = get_u32(p + at + 4);
+        raw_len = keel__get_u32(p + at);
+        clen = keel__get_u32(p + at + 4);
         if ((uint64_t)at + 8 + clen + 4 != len) err = "compressed state length does not match the file size";
         else if (raw_len > SAVE_STATE_MAX || (uint64_t)raw_len > (uint64_t)clen * 1032u + 64)
             err = "declared state size is implausible";

@@ -17,7 +17,9 @@ awk '
 ' dir="$tmp" "$SRC/README.md"
 count=$(ls "$tmp"/block*.sh 2>/dev/null | wc -l)
 [ "$count" -gt 0 ] || { echo "FAIL: no tour blocks found in README.md"; exit 1; }
+# The tour starts at the repository's root: give it the bundled scenes there.
 mkdir "$tmp/home"
+ln -s "$SRC/scenes" "$tmp/home/scenes"
 cd "$tmp/home"
 export PATH="$BIN:$PATH"
 export HOME="$tmp/home"

@@ -345,6 +345,9 @@ uint64_t keel_world_epoch(const keel_world *w);      /* process-unique id of thi
 /* The scene root: a protected object that is never listed among entities. */
 keel_entity keel_world_root(const keel_world *w);
 size_t keel_world_entity_count(const keel_world *w); /* live entities, root excluded */
+/* A capacity hint: room for `entities` live entities in all, so spawning up to there
+ * regrows neither the entity table nor the UUID index. Never shrinks; changes nothing visible. */
+void keel_world_reserve(keel_world *w, size_t entities);
 
 /* ======================================================================
  * Inverse commands
@@ -526,6 +529,16 @@ void keel_query_free(keel_query *q);
 size_t keel_query_update(keel_query *q);               /* refreshes when stale; row count */
 keel_entity keel_query_entity(const keel_query *q, size_t row);
 void **keel_query_column(const keel_query *q, size_t k); /* record pointers, one per row */
+/* The aligned fast path. When each queried kind's storage holds exactly the query's rows
+ * in the same order (row r of every storage belongs to query row r: the usual case for
+ * kinds added together and removed together), the rows come as a few contiguous runs of
+ * records, one per storage page (64, 128, 256, ... rows). For run `chunk` (0, 1, ... while
+ * it returns non-zero) the call gives the count of rows, the first query row in `*first`
+ * and in base[k] kind k's first record; the next one is keel_kind_record_size(kinds[k])
+ * bytes on. 0 when the rows are not aligned (then use keel_query_column) or past the end.
+ * Valid after keel_query_update, until the next structural change. */
+size_t keel_query_chunk(const keel_query *q, size_t chunk, void **base, size_t *first);
+bool keel_query_aligned(const keel_query *q);
 
 /* ======================================================================
  * Lifecycle

@@ -13,6 +13,8 @@ typedef struct kind {
     keel_kind_desc desc;  /* deep copy: every string and array owned here */
     size_t *offsets;      /* per field */
     size_t size;          /* record size, a multiple of 8, at least 8 */
+    unsigned char *defaults; /* a record of the declared defaults, strings NULL: spawning copies it */
+    bool has_strings;     /* records own heap strings (init, fini and copy have work to do) */
 } kind;
 
 static struct {
@@ -402,9 +404,12 @@ void keel__record_init(keel_kind_id k, void *record)
     kind *K = kind_get(k);
     if (!K)
         return;
-    memset(record, 0, K->size);
+    memcpy(record, K->defaults, K->size);
+    if (!K->has_strings)
+        return;
     for (size_t i = 0; i < K->desc.field_count; i++)
-        put_raw(&K->desc.fields[i], (unsigned char *)record + K->offsets[i], &K->desc.fields[i].def);
+        if (K->desc.fields[i].type == KEEL_T_STRING)
+            put_raw(&K->desc.fields[i], (unsigned char *)record + K->offsets[i], &K->desc.fields[i].def);
 }
 
 void keel__desc_record_fini(const keel_kind_desc *d, void *record)
@@ -424,8 +429,12 @@ void keel__desc_record_fini(const keel_kind_desc *d, void *record)
 void keel__record_fini(keel_kind_id k, void *record)
 {
     kind *K = kind_get(k);
-    if (K)
+    if (!K)
+        return;
+    if (K->has_strings)
         keel__desc_record_fini(&K->desc, record);
+    else
+        memset(record, 0, K->size);
 }
 
 void keel__record_copy(keel_kind_id k, void *dst, const void *src)
@@ -434,7 +443,7 @@ void keel__record_copy(keel_kind_id k, void *dst, const void *src)
     if (!K)
         return;
     memcpy(dst, src, K->size);
-    for (size_t i = 0; i < K->desc.field_count; i++) {
+    for (size_t i = 0; K->has_strings && i < K->desc.field_count; i++) {
         if (K->desc.fields[i].type != KEEL_T_STRING)
             continue;
         char *s;
@@ -714,6 +723,16 @@ static void layout(kind *K)
     for (size_t i = 0; i < K->desc.field_count; i++)
         K->offsets[i] = keel__layout_offset(&K->desc, (int)i);
     K->size = keel__layout_size(&K->desc);
+    free(K->defaults);
+    K->defaults = keel__xrealloc(NULL, K->size);
+    memset(K->defaults, 0, K->size);
+    K->has_strings = false;
+    for (size_t i = 0; i < K->desc.field_count; i++) {
+        if (K->desc.fields[i].type == KEEL_T_STRING)
+            K->has_strings = true; /* filled per record: each owns its copy */
+        else
+            put_raw(&K->desc.fields[i], K->defaults + K->offsets[i], &K->desc.fields[i].def);
+    }
 }
 
 keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, keel_diags *d)
@@ -804,6 +823,7 @@ void keel_shutdown(void)
             K->desc.user_free(K->desc.user);
         free_desc(&K->desc);
         free(K->offsets);
+        free(K->defaults);
         free(K);
     }
     free(reg.by_id);

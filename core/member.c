@@ -136,13 +136,21 @@ keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
     return best;
 }
 
+/* Whether entry m holds `key`; `k` is key's kind id when registered (KEEL_NO_KIND
+ * otherwise): loaded entries then compare ids, not strings. */
+static bool entry_is(const keel__entry *m, keel_kind_id k, const char *key)
+{
+    if (m->kind) return k ? m->kind == k : strcmp(keel__entry_key(m), key) == 0;
+    return strcmp(m->key, key) == 0;
+}
+
 /* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
-static keel__entry *entry_by_key(keel__ent *en, const char *key, uint32_t slot)
+static keel__entry *entry_by_key_k(keel__ent *en, keel_kind_id k, const char *key, uint32_t slot)
 {
     keel__entry *best = NULL;
     for (uint32_t i = 0; i < en->member_count; i++) {
         keel__entry *m = &en->members[i];
-        if (strcmp(keel__entry_key(m), key) != 0) continue;
+        if (!entry_is(m, k, key)) continue;
         if (slot == KEEL_SLOT_AUTO) {
             if (!best || m->slot < best->slot) best = m;
         } else if (m->slot == slot) {
@@ -152,19 +160,87 @@ static keel__entry *entry_by_key(keel__ent *en, const char *key, uint32_t slot)
     return best;
 }
 
-static uint32_t key_count(const keel__ent *en, const char *key)
+static keel__entry *entry_by_key(keel__ent *en, const char *key, uint32_t slot)
+{
+    return entry_by_key_k(en, keel_kind_find(key), key, slot);
+}
+
+static uint32_t key_count(const keel__ent *en, keel_kind_id k, const char *key)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < en->member_count; i++)
-        if (strcmp(keel__entry_key(&en->members[i]), key) == 0) n++;
+        if (entry_is(&en->members[i], k, key)) n++;
     return n;
 }
 
-static keel__entry *entry_push(keel__ent *en)
+/* ---------------------------------------------------------------- membership pools */
+
+#define ENTRY_CHUNK (64u * 1024u)
+
+static int entry_class(uint32_t cap) /* cap is 2 << class; -1 beyond the pools */
+{
+    for (int c = 0; c < KEEL__ENTRY_CLASSES; c++)
+        if (cap == (2u << c)) return c;
+    return -1;
+}
+
+static keel__entry *entries_alloc(keel_world *w, uint32_t cap)
+{
+    int c = entry_class(cap);
+    if (c < 0) return keel__xrealloc(NULL, cap * sizeof(keel__entry));
+    if (!w->entry_free[c]) {
+        size_t block = cap * sizeof(keel__entry), n = ENTRY_CHUNK / block;
+        unsigned char *chunk = keel__xrealloc(NULL, n * block);
+        if (w->entry_chunk_count == w->entry_chunk_cap) {
+            w->entry_chunk_cap = w->entry_chunk_cap ? w->entry_chunk_cap * 2 : 16;
+            w->entry_chunks = keel__xrealloc(w->entry_chunks, w->entry_chunk_cap * sizeof *w->entry_chunks);
+        }
+        w->entry_chunks[w->entry_chunk_count++] = chunk;
+        for (size_t b = n; b-- > 0;) { /* lowest address first out */
+            keel__entry *e = (keel__entry *)(chunk + b * block);
+            *(keel__entry **)(void *)e = w->entry_free[c]; /* a free block's first word links the next */
+            w->entry_free[c] = e;
+        }
+    }
+    keel__entry *e = w->entry_free[c];
+    w->entry_free[c] = *(keel__entry **)(void *)e;
+    return e;
+}
+
+static void entries_give_back(keel_world *w, keel__entry *e, uint32_t cap)
+{
+    if (!e) return;
+    int c = entry_class(cap);
+    if (c < 0) { free(e); return; }
+    *(keel__entry **)(void *)e = w->entry_free[c];
+    w->entry_free[c] = e;
+}
+
+void keel__entries_release(keel_world *w, keel__ent *en)
+{
+    entries_give_back(w, en->members, en->member_cap);
+    en->members = NULL;
+    en->member_count = en->member_cap = 0;
+}
+
+void keel__entry_pools_free(keel_world *w)
+{
+    for (size_t i = 0; i < w->entry_chunk_count; i++) free(w->entry_chunks[i]);
+    free(w->entry_chunks);
+    w->entry_chunks = NULL;
+    w->entry_chunk_count = w->entry_chunk_cap = 0;
+    memset(w->entry_free, 0, sizeof w->entry_free);
+}
+
+static keel__entry *entry_push(keel_world *w, keel__ent *en)
 {
     if (en->member_count == en->member_cap) {
-        en->member_cap = en->member_cap ? en->member_cap * 2 : 2;
-        en->members = keel__xrealloc(en->members, en->member_cap * sizeof *en->members);
+        uint32_t cap = en->member_cap ? en->member_cap * 2 : 2;
+        keel__entry *n = entries_alloc(w, cap);
+        if (en->member_count) memcpy(n, en->members, en->member_count * sizeof *n);
+        entries_give_back(w, en->members, en->member_cap);
+        en->members = n;
+        en->member_cap = cap;
     }
     keel__entry *m = &en->members[en->member_count++];
     memset(m, 0, sizeof *m);
@@ -179,8 +255,8 @@ static uint64_t born_stamp(const keel_world *w)
 }
 
 /* The slot a new entry of `key` takes, or an error. */
-static keel_status pick_slot(const keel__ent *en, const char *key, bool one, uint32_t max, bool skip_rules,
-                             uint32_t *slot, keel_diags *d)
+static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *key, bool one, uint32_t max,
+                             bool skip_rules, uint32_t *slot, keel_diags *d)
 {
     keel__ent *me = (keel__ent *)en;
     if (one) {
@@ -188,20 +264,20 @@ static keel_status pick_slot(const keel__ent *en, const char *key, bool one, uin
             return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
-        if (entry_by_key(me, key, 0))
+        if (entry_by_key_k(me, k, key, 0))
             return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
     }
     if (*slot == KEEL_SLOT_AUTO) {
         uint32_t next = 0;
         for (uint32_t i = 0; i < en->member_count; i++)
-            if (strcmp(keel__entry_key(&en->members[i]), key) == 0 && en->members[i].slot + 1 > next)
+            if (entry_is(&en->members[i], k, key) && en->members[i].slot + 1 > next)
                 next = en->members[i].slot + 1;
         *slot = next;
-    } else if (entry_by_key(me, key, *slot)) {
+    } else if (entry_by_key_k(me, k, key, *slot)) {
         return keel_error(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
     }
-    if (!skip_rules && max && key_count(en, key) >= max)
+    if (!skip_rules && max && key_count(en, k, key) >= max)
         return keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, max);
     return KEEL_OK;
 }
@@ -258,7 +334,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
         return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                           KEEL__MAX_COMPONENTS);
     uint32_t slot = o->slot;
-    st = pick_slot(en, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
+    st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
     if (!o->skip_rules && (st = check_add_rules(w, i, k, d))) return st;
 
@@ -275,7 +351,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
             return st;
         }
     }
-    keel__entry *m = entry_push(&w->ents[i]);
+    keel__entry *m = entry_push(w, &w->ents[i]);
     m->kind = k;
     m->slot = slot;
     m->row = row;
@@ -318,9 +394,9 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
         st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
-    if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], key, false, 0, true, &slot, d);
+    if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
-        keel__entry *m = entry_push(&w->ents[(uint32_t)e]);
+        keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
         m->key = keel__strdup(key);
         m->slot = slot;
         m->version = version < 1 ? 1 : version;
@@ -403,7 +479,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
                 st = keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
         }
     }
-    if (st == KEEL_OK && m->kind && key_count(&w->ents[i], key) == 1) {
+    if (st == KEEL_OK && m->kind && key_count(&w->ents[i], m->kind, key) == 1) {
         keel__ent *en = &w->ents[i];
         for (uint32_t o = 0; o < en->member_count; o++) {
             keel__entry *other = &en->members[o];
@@ -449,7 +525,7 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 {
     if (!m->kind) {
-        keel__entry *c = entry_push(&w->ents[dst]);
+        keel__entry *c = entry_push(w, &w->ents[dst]);
         c->key = keel__strdup(m->key);
         c->slot = m->slot;
         c->enabled = m->enabled;
@@ -461,7 +537,7 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
     uint32_t row = store_append(w, m->kind, keel__handle(w, dst), m->slot);
     keel__store *s = &w->stores[m->kind];
     keel__record_copy(m->kind, keel__store_rec(s, row), keel__store_rec(s, m->row));
-    keel__entry *c = entry_push(&w->ents[dst]);
+    keel__entry *c = entry_push(w, &w->ents[dst]);
     c->kind = m->kind;
     c->slot = m->slot;
     c->row = row;

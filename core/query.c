@@ -13,6 +13,7 @@ struct keel_query {
     void ***cols;       /* n columns of `cap` record pointers */
     uint64_t *seen;     /* each kind's storage change counter when built */
     bool valid;
+    bool aligned;       /* query row r is storage row r of every kind (keel_query_chunk) */
 };
 
 static const keel__store *store(const keel_world *w, keel_kind_id k)
@@ -88,6 +89,7 @@ static void query_rebuild(keel_query *q)
         q->seen[k] = s ? s->changes : 0;
     }
     q->valid = true;
+    q->aligned = false;
     if (!q->n) return;
     size_t drive = 0;
     for (size_t k = 0; k < q->n; k++) {
@@ -96,6 +98,7 @@ static void query_rebuild(keel_query *q)
     }
     const keel__store *s = store(w, q->kinds[drive]);
     query_grow(q, s->count);
+    bool aligned = true;
     for (size_t r = 0; r < s->count; r++) {
         keel__ent *en = keel__ent_get(w, s->owner[r]);
         if (!en || (uint32_t)s->owner[r] == 0) continue; /* the root is not an entity */
@@ -106,10 +109,13 @@ static void query_rebuild(keel_query *q)
             keel__entry *o = k == drive ? m : keel__entry_find(en, q->kinds[k], KEEL_SLOT_AUTO);
             if (!o) break;
             q->cols[k][q->rows] = keel__store_rec(&w->stores[q->kinds[k]], o->row);
+            aligned = aligned && o->row == q->rows;
         }
         if (k < q->n) continue;
         q->ents[q->rows++] = s->owner[r];
     }
+    for (size_t k = 0; k < q->n && aligned; k++) aligned = store(w, q->kinds[k])->count == q->rows;
+    q->aligned = aligned; /* no root rows, pending frees, extra slots or strays in any storage */
 }
 
 /* Only changes to the queried kinds' storage make the rows stale. */
@@ -130,3 +136,18 @@ keel_entity keel_query_entity(const keel_query *q, size_t row)
 }
 
 void **keel_query_column(const keel_query *q, size_t k) { return k < q->n ? q->cols[k] : NULL; }
+
+bool keel_query_aligned(const keel_query *q) { return q->valid && q->aligned; }
+
+size_t keel_query_chunk(const keel_query *q, size_t chunk, void **base, size_t *first)
+{
+    if (!q->valid || !q->aligned || chunk >= 63) return 0;
+    /* every storage has the same page geometry: page c holds rows [64 (2^c - 1), 64 (2^(c+1) - 1)) */
+    size_t start = (((size_t)1 << chunk) - 1) << KEEL__PAGE_SHIFT;
+    if (start >= q->rows) return 0;
+    size_t n = (size_t)KEEL__PAGE << chunk;
+    if (n > q->rows - start) n = q->rows - start;
+    for (size_t k = 0; k < q->n; k++) base[k] = keel__store_rec(&q->w->stores[q->kinds[k]], start);
+    if (first) *first = start;
+    return n;
+}

@@ -68,18 +68,21 @@ static void hash_insert_raw(keel_world *w, uint64_t item)
     w->hash[p] = item;
 }
 
+static void hash_grow(keel_world *w, size_t cap)
+{
+    uint64_t *old = w->hash;
+    size_t old_cap = w->hash_cap;
+    w->hash_cap = cap;
+    w->hash = calloc(w->hash_cap, sizeof *w->hash);
+    if (!w->hash) abort();
+    for (size_t p = 0; p < old_cap; p++)
+        if (old[p]) hash_insert_raw(w, old[p]);
+    free(old);
+}
+
 static void hash_insert(keel_world *w, uint32_t i)
 {
-    if ((w->hash_used + 1) * 2 > w->hash_cap) {
-        uint64_t *old = w->hash;
-        size_t old_cap = w->hash_cap;
-        w->hash_cap = old_cap ? old_cap * 2 : 64;
-        w->hash = calloc(w->hash_cap, sizeof *w->hash);
-        if (!w->hash) abort();
-        for (size_t p = 0; p < old_cap; p++)
-            if (old[p]) hash_insert_raw(w, old[p]);
-        free(old);
-    }
+    if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
     uint32_t h = (uint32_t)uuid_hash(w->ents[i].uuid);
     hash_insert_raw(w, (uint64_t)h << 32 | (uint64_t)(i + 1));
     w->hash_used++;
@@ -236,8 +239,8 @@ void keel_world_free(keel_world *w)
             free(en->members[m].key);
             keel_node_free(en->members[m].preserved);
         }
-        free(en->members);
     }
+    keel__entry_pools_free(w); /* every membership array at once */
     for (size_t p = 0; p < w->names_cap; p++) free(w->names[p].s);
     free(w->names);
     keel__stores_free(w);
@@ -306,6 +309,19 @@ uint64_t keel_world_revision(const keel_world *w) { return w->revision; }
 uint64_t keel_world_epoch(const keel_world *w) { return w->epoch; }
 keel_entity keel_world_root(const keel_world *w) { return keel__handle(w, 0); }
 size_t keel_world_entity_count(const keel_world *w) { return w->live; }
+
+void keel_world_reserve(keel_world *w, size_t entities)
+{
+    if (!w || entities >= UINT32_MAX / 4) return;
+    uint32_t n = (uint32_t)entities + 1; /* the root too */
+    if (n > w->ent_cap) {
+        w->ents = keel__xrealloc(w->ents, n * sizeof *w->ents);
+        w->ent_cap = n;
+    }
+    size_t cap = w->hash_cap ? w->hash_cap : 64;
+    while (n * 2 > cap) cap *= 2;
+    if (cap > w->hash_cap) hash_grow(w, cap);
+}
 
 /* ---------------------------------------------------------------- handles */
 
@@ -573,10 +589,8 @@ static keel_status destroy_index(keel_world *w, uint32_t i)
     unlink_child(w, i);
     hash_remove(w, en->uuid);
     name_release(w, en->name);
-    free(en->members);
+    keel__entries_release(w, en);
     en->name = NULL;
-    en->members = NULL;
-    en->member_count = en->member_cap = 0;
     en->alive = false;
     /* an index whose generation would wrap is retired, so a stale handle never matches again */
     if (en->gen < UINT32_MAX) {

@@ -13,6 +13,9 @@
 #define KEEL__MAX_COMPONENTS 256
 #define KEEL__MAX_DEPTH 256
 #define KEEL__MAX_FIXED_STEPS 8
+/* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per
+ * chunk of them instead of one per entity). */
+#define KEEL__ENTRY_CLASSES 8
 
 /* One membership entry: the component stack of an entity, in order. */
 typedef struct keel__entry {
@@ -92,6 +95,9 @@ struct keel_world {
     keel__name *names;
     size_t names_cap, names_used;     /* used counts dead slots too */
     size_t hash_cap, hash_used;
+    keel__entry *entry_free[KEEL__ENTRY_CLASSES]; /* pooled membership arrays by capacity class */
+    void **entry_chunks;              /* what the pools carve from, freed with the world */
+    size_t entry_chunk_count, entry_chunk_cap;
     keel__store *stores;              /* by kind id */
     size_t store_count;
     uint64_t rng[2];                  /* UUID generator, seeded from getrandom */
@@ -149,6 +155,8 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet);
 void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
 void keel__flush_pending(keel_world *w);
 void keel__stores_free(keel_world *w);
+void keel__entries_release(keel_world *w, keel__ent *en); /* back to the pool (entries already emptied) */
+void keel__entry_pools_free(keel_world *w);
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
                                keel_comp *out, keel_diags *d);
 void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc);

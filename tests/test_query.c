@@ -154,6 +154,81 @@ static void query_ignores_changes_to_other_kinds(void **state)
     keel_query_free(q);
 }
 
+static void query_chunks_cover_aligned_rows(void **state)
+{
+    fx *f = *state;
+    keel_kind_id kinds[] = { K("core:transform"), K("core:audio_source") };
+    size_t stride[] = { keel_kind_record_size(kinds[0]), keel_kind_record_size(kinds[1]) };
+    keel_entity es[300];
+    for (int i = 0; i < 300; i++) {
+        es[i] = spawn(f, "E", 0);
+        add(f, es[i], "core:transform");
+        add(f, es[i], "core:audio_source");
+    }
+    keel_query *q = keel_query_new(f->w, kinds, 2);
+    assert_false(keel_query_aligned(q)); /* not built yet */
+    assert_int_equal(keel_query_update(q), 300);
+    assert_true(keel_query_aligned(q));
+    static const size_t want_first[] = { 0, 64, 192 }, want_n[] = { 64, 128, 108 };
+    size_t c = 0, n, first = 99, total = 0;
+    void *base[2];
+    for (; (n = keel_query_chunk(q, c, base, &first)) != 0; c++) {
+        assert_true(c < 3);
+        assert_int_equal(first, want_first[c]);
+        assert_int_equal(n, want_n[c]);
+        for (size_t r = 0; r < n; r++)
+            for (size_t k = 0; k < 2; k++)
+                assert_ptr_equal((unsigned char *)base[k] + r * stride[k], keel_query_column(q, k)[first + r]);
+        total += n;
+    }
+    assert_int_equal(c, 3);
+    assert_int_equal(total, 300);
+    assert_int_equal(keel_query_chunk(q, 62, base, &first), 0);
+    assert_int_equal(keel_query_chunk(q, 1000, base, &first), 0);
+
+    /* a transform without a sound: storage row 300 is not a query row */
+    keel_entity lone = spawn(f, "Lone", 0);
+    add(f, lone, "core:transform");
+    assert_int_equal(keel_query_update(q), 300);
+    assert_false(keel_query_aligned(q));
+    assert_int_equal(keel_query_chunk(q, 0, base, &first), 0);
+    assert_int_equal(keel_destroy(f->w, lone, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_query_update(q), 300);
+    assert_true(keel_query_aligned(q));
+
+    /* a second sound on one entity: an extra row in that storage */
+    add(f, es[5], "core:audio_source");
+    assert_int_equal(keel_query_update(q), 300);
+    assert_false(keel_query_aligned(q));
+    assert_int_equal(keel_remove(f->w, es[5], "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_query_update(q), 300);
+    assert_true(keel_query_aligned(q));
+
+    /* removing one kind from a middle entity swaps rows apart: the query falls back */
+    assert_int_equal(keel_remove(f->w, es[10], "core:audio_source", 0, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_query_update(q), 299);
+    assert_false(keel_query_aligned(q));
+    keel_query_free(q);
+}
+
+static void world_reserve_changes_nothing_visible(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    keel_uuid ua = keel_entity_uuid(f->w, a);
+    uint64_t rev = keel_world_revision(f->w);
+    keel_world_reserve(f->w, 5000);
+    keel_world_reserve(f->w, 10); /* never shrinks */
+    keel_world_reserve(NULL, 10);
+    assert_int_equal(keel_world_revision(f->w), rev);
+    assert_int_equal(keel_find(f->w, ua), a);
+    keel_entity es[3000];
+    for (int i = 0; i < 3000; i++) es[i] = spawn(f, "E", 0);
+    for (int i = 0; i < 3000; i++) assert_int_equal(keel_find(f->w, keel_entity_uuid(f->w, es[i])), es[i]);
+    assert_int_equal(keel_find(f->w, ua), a);
+    assert_int_equal(keel_world_entity_count(f->w), 3001);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +238,8 @@ int main(void)
         T(query_storage_stays_dense_after_removal),
         T(query_of_unused_kind_is_empty),
         T(query_ignores_changes_to_other_kinds),
+        T(query_chunks_cover_aligned_rows),
+        T(world_reserve_changes_nothing_visible),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -15,6 +15,7 @@
 #define KEEL_LUA_ERROR "keel.Error"
 
 #define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
+#define KEEL_LUA_MEMO_KEYS 16 /* field names w:step keeps on its stack for the hooks it runs */
 
 /* ---- for other binding files (lua_persist.c) ---- */
 
@@ -59,8 +60,9 @@ typedef struct keel_lua_frame {
     keel_lua_ctx *ctx;
     keel_world *w;     /* the world whose entity cache sits at cache_idx, or NULL */
     int cache_idx;
-    int memo_idx;      /* w:step reserves 3 stack slots: the last depth-0 hook's function, self, keys */
-    void *tag;         /* ...and a 4th holding this lightuserdata: proof that those indices are ours */
+    int memo_idx;      /* w:step reserves 3 stack slots: the last depth-0 hook's function, self, keys, */
+                       /* then KEEL_LUA_MEMO_KEYS slots for its field names (when it has no more), */
+    void *tag;         /* then one holding this lightuserdata: proof that those indices are ours */
     void *memo_kind;
     unsigned long memo_gen; /* keel__lua_kinds_freed when memo_kind was taken (addresses get reused) */
     int memo_phase;

@@ -1,10 +1,12 @@
 /* lua_kind.c — Lua-declared kinds: keel.kind{}, keel.kinds(), keel.kind_info(), and the C trampolines
  * that run their hooks with a reused `self` table (fields copied in, changed ones written back). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "keel_lua.h"
+#include "world_internal.h" /* txn_depth and keel__put_committed: the hook's copy-back needs no journal */
 
 struct keel_lua_kind {
     keel_lua_ctx *ctx;
@@ -14,7 +16,6 @@ struct keel_lua_kind {
     size_t nfields;
     size_t *offsets;             /* filled on first call (from the registry) */
     const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
-    bool *plain;                 /* per field: never nil, no special name: lua_get/setfield are safe */
     bool ready, has_entity, dead;
     int busy;                    /* calls running: a replaced kind is freed after the last */
 };
@@ -41,7 +42,6 @@ static void lk_destroy(keel_lua_kind *lk)
     keel__lua_ctx_release(lk->ctx);
     keel__lua_kinds_freed++; /* every memo taken before is void */
     free(lk->offsets);
-    free(lk->plain);
     free(lk);
 }
 
@@ -55,16 +55,8 @@ static void lk_user_free(void *user)
 static bool lk_prepare(keel_lua_kind *lk, keel_kind_id k)
 {
     if (lk->ready) return true;
-    static const char *const special[] = { "kind", "slot", "entity", "enabled", "version", "loaded",
-                                           "set", "body", "reset", "unpack" };
     lk->kd = keel_kind_describe(k);
-    for (size_t i = 0; i < lk->nfields; i++) {
-        lk->offsets[i] = keel_kind_field_offset(k, (int)i);
-        keel_type t = lk->kd->fields[i].type;
-        lk->plain[i] = t != KEEL_T_ASSET && t != KEEL_T_ENTITY;
-        for (size_t j = 0; j < sizeof special / sizeof special[0]; j++)
-            if (strcmp(lk->kd->fields[i].key, special[j]) == 0) lk->plain[i] = false;
-    }
+    for (size_t i = 0; i < lk->nfields; i++) lk->offsets[i] = keel_kind_field_offset(k, (int)i);
     lk->ready = true;
     return true;
 }
@@ -88,7 +80,7 @@ static void push_self(lua_State *L, keel_lua_kind *lk, int depth)
         return;
     }
     lua_createtable(L, 0, (int)lk->nfields);
-    for (size_t i = 0; i < lk->nfields; i++) { /* every key present: plain fields take the fast set path */
+    for (size_t i = 0; i < lk->nfields; i++) { /* every key present: raw sets and gets need no metamethod */
         lua_pushstring(L, lk->kd->fields[i].key);
         lua_pushboolean(L, 0);
         lua_rawset(L, -3);
@@ -107,22 +99,74 @@ static int push_world_if(lua_State *L, keel_lua_kind *lk, keel_world *w)
     return lua_gettop(L);
 }
 
-/* Copies the record's fields into the self table at `self` (keys table at `keys`). */
+/* Pushes the name of field i: from the stack at kbase + i when kbase is set, else from the
+ * keys table at `keys` (lua_setfield with a C string costs a strcmp in Lua's string cache). */
+static inline void push_key(lua_State *L, int keys, int kbase, size_t i)
+{
+    if (kbase) lua_pushvalue(L, kbase + (int)i);
+    else lua_rawgeti(L, keys, (lua_Integer)i + 1);
+}
+
+/* Copies the record's fields into the self table at `self` (names: see push_key). */
 static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                      const char *rec, int self, int keys, int widx)
+                      const char *rec, int self, int keys, int kbase, int widx)
 {
     for (size_t i = 0; i < lk->nfields; i++) {
         const keel_field_desc *fd = &kd->fields[i];
-        if (lk->plain[i]) {
-            if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
-            else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
-            lua_setfield(L, self, fd->key);
-            continue;
-        }
-        lua_rawgeti(L, keys, (lua_Integer)i + 1);
-        keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
+        push_key(L, keys, kbase, i);
+        if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
+        else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
         lua_rawset(L, self);
     }
+}
+
+#define KEEL_LUA_COMMIT_MAX 64 /* kinds with more fields write back through keel_set */
+
+/* The copy-back of the outermost hook (the last thing before its transaction commits):
+ * every changed field is converted and checked first, then all are stored with no journal
+ * entry. Returns false when this path does not apply (then nothing was written). */
+static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                                 keel_comp c, const char *rec, int self, int keys, int kbase, keel_diags *d,
+                                 keel_status *out)
+{
+    if (!rec || kd->validate || w->txn_depth != 1 || w->rolling_back || lk->nfields > KEEL_LUA_COMMIT_MAX ||
+        !lua_checkstack(L, (int)lk->nfields + 4))
+        return false;
+    int fields[KEEL_LUA_COMMIT_MAX];
+    keel_value vals[KEEL_LUA_COMMIT_MAX];
+    size_t n = 0;
+    int top = lua_gettop(L);
+    *out = KEEL_OK;
+    for (size_t i = 0; i < lk->nfields; i++) {
+        const keel_field_desc *fd = &kd->fields[i];
+        const char *p = rec + lk->offsets[i];
+        push_key(L, keys, kbase, i);
+        int t = lua_rawget(L, self); /* stays on the stack: string values are borrowed from it */
+        keel_value *v = &vals[n];
+        if (fd->type == KEEL_T_FLOAT && t == LUA_TNUMBER) {
+            double f = (double)lua_tonumber(L, -1);
+            if (f == *(const double *)p) continue; /* the common case, unchanged */
+            v->type = KEEL_T_FLOAT;
+            v->nil = false;
+            v->as.f = f;
+            if (!fd->has_min && !fd->has_max && isfinite(f)) { /* all keel_field_check would ask */
+                fields[n++] = (int)i;
+                continue;
+            }
+        } else {
+            if (keel__lua_same(L, -1, fd, p, w)) continue;
+            char err[256];
+            if (!keel__lua_to_value(L, -1, fd, w, v, err, sizeof err)) {
+                *out = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+                break;
+            }
+        }
+        if ((*out = keel_field_check(c.kind, (int)i, v, d)) != KEEL_OK) break;
+        fields[n++] = (int)i;
+    }
+    if (*out == KEEL_OK && n) keel__put_committed(w, c, n, fields, vals);
+    lua_settop(L, top);
+    return true;
 }
 
 /* Writes back the fields of `self` that differ from the record, through the registry.
@@ -134,12 +178,8 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
         if (!rec && !(rec = keel_record(w, c))) return KEEL_OK; /* removed during the call */
         const keel_field_desc *fd = &kd->fields[i];
         const char *p = rec + lk->offsets[i];
-        int t;
-        if (lk->plain[i]) t = lua_getfield(L, self, fd->key);
-        else {
-            lua_rawgeti(L, keys, (lua_Integer)i + 1);
-            t = lua_rawget(L, self);
-        }
+        lua_rawgeti(L, keys, (lua_Integer)i + 1);
+        int t = lua_rawget(L, self);
         bool changed_float = false;
         double f = 0;
         if (fd->type == KEEL_T_FLOAT && t == LUA_TNUMBER) {
@@ -236,7 +276,7 @@ void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_co
         push_self(L, lk, i);
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
         int widx = push_world_if(L, lk, w);
-        fill_self(L, lk, kd, w, rec, top + 1, top + 2, widx);
+        fill_self(L, lk, kd, w, rec, top + 1, top + 2, 0, widx);
         lua_settop(L, top);
     }
 }
@@ -367,7 +407,7 @@ static void push_self_mt(lua_State *L, keel_lua_ctx *ctx, int depth)
 static bool in_step_frame(lua_State *L)
 {
     return keel__lua_cur.L == L && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
-           lua_touserdata(L, keel__lua_cur.memo_idx + 3) == keel__lua_cur.tag;
+           lua_touserdata(L, keel__lua_cur.memo_idx + 3 + KEEL_LUA_MEMO_KEYS) == keel__lua_cur.tag;
 }
 
 static void push_call_entity(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_entity e, bool fast)
@@ -395,7 +435,7 @@ static keel_status hook_tramp(const keel_call *call)
     lk_prepare(lk, call->comp.kind);
     const keel_kind_desc *kd = lk->kd;
     keel_world *w = call->world;
-    int top = lua_gettop(L), fn, self, keys;
+    int top = lua_gettop(L), fn, self, keys, kbase = 0;
     bool fast = depth == 0 && in_step_frame(L);
     if (!fast && !lua_checkstack(L, 12)) /* w:step's frame has room for what a call pushes */
         return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
@@ -412,10 +452,15 @@ static keel_status hook_tramp(const keel_call *call)
             lua_replace(L, self);
             lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
             lua_replace(L, keys);
+            for (size_t i = 0; i < lk->nfields && lk->nfields <= KEEL_LUA_MEMO_KEYS; i++) {
+                lua_rawgeti(L, keys, (lua_Integer)i + 1);
+                lua_replace(L, keys + 1 + (int)i);
+            }
             keel__lua_cur.memo_kind = lk;
             keel__lua_cur.memo_gen = keel__lua_kinds_freed;
             keel__lua_cur.memo_phase = (int)call->phase;
         }
+        if (lk->nfields <= KEEL_LUA_MEMO_KEYS) kbase = keys + 1;
     } else {
         fn = top + 1;
         self = top + 2;
@@ -430,7 +475,7 @@ static keel_status hook_tramp(const keel_call *call)
     ctx->self_k[depth] = lk;
     ctx->depth++; /* before the fill: a nil-valued key goes through self's __newindex, which checks it */
     lk->busy++;
-    fill_self(L, lk, kd, w, call->record, self, keys, widx);
+    fill_self(L, lk, kd, w, call->record, self, keys, kbase, widx);
     lua_pushvalue(L, fn);
     lua_pushvalue(L, self);
     push_call_entity(L, ctx, w, call->comp.entity, fast);
@@ -442,7 +487,9 @@ static keel_status hook_tramp(const keel_call *call)
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
-    else if (!lk->dead)
+    else if (!lk->dead &&
+             !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
+                                   self, keys, kbase, call->diags, &s))
         s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
                        self, keys, call->diags);
     ctx->depth--;
@@ -473,7 +520,7 @@ static keel_status validate_tramp(const keel_call *call, int field)
     ctx->self_k[depth] = lk;
     ctx->depth++;
     lk->busy++;
-    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, widx);
+    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, 0, widx);
     lua_pushvalue(L, top + 1);
     lua_pushvalue(L, top + 2);
     lua_pushstring(L, kd->fields[field].key);
@@ -701,17 +748,14 @@ static int k_kind(lua_State *L)
     /* Everything that can raise on bad input is above; now the owned parts. */
     keel_lua_kind *lk = calloc(1, sizeof *lk);
     size_t *offsets = calloc(nf ? nf : 1, sizeof *offsets);
-    bool *plain = calloc(nf ? nf : 1, sizeof *plain);
-    if (!lk || !offsets || !plain) {
+    if (!lk || !offsets) {
         free(lk);
         free(offsets);
-        free(plain);
         return luaL_error(L, "out of memory");
     }
     lk->ctx = ctx;
     ctx->refs++;
     lk->offsets = offsets;
-    lk->plain = plain;
     lk->nfields = nf;
     lk->has_entity = has_entity;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = LUA_NOREF;

@@ -533,8 +533,8 @@ static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_d
     int tag; /* its address marks this frame's slots */
     lua_settop(L, 1);
     lua_getiuservalue(L, 1, 1);       /* 2: the handle cache */
-    lua_settop(L, 5);                 /* 3..5: memo slots for the trampolines */
-    lua_pushlightuserdata(L, &tag);   /* 6 */
+    lua_settop(L, 5 + KEEL_LUA_MEMO_KEYS); /* 3..: memo slots for the trampolines */
+    lua_pushlightuserdata(L, &tag);        /* then the tag */
     KEEL_LUA_ENTER(L, lw->ctx);
     keel__lua_cur.w = lw->w;
     keel__lua_cur.cache_idx = 2;

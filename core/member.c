@@ -947,3 +947,16 @@ void keel__world_adopt(keel_world *w, keel_kind_id k)
     keel__touch(w);
     awake_in_run_order(w, k);
 }
+
+/* ---------------------------------------------------------------- committed writes */
+
+void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals)
+{
+    keel__entry *m = comp_entry(w, c);
+    if (!m) return;
+    keel__store *s = &w->stores[c.kind];
+    void *rec = keel__store_rec(s, m->row);
+    for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
+    s->counter[m->row] += n; /* as n keel_set calls would */
+    w->revision += n;
+}

@@ -51,18 +51,16 @@ static void rollback(keel_world *w, size_t mark)
     w->rolling_back = was;
 }
 
-void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
+/* The hook of entry `m` (loaded, not faulted) of live entity i; kd has the hook. */
+static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
+                       keel_phase phase, double dt)
 {
-    if (w->rolling_back) return;
-    const keel_kind_desc *kd = keel_kind_describe(k);
-    keel_hook_fn fn = kd ? kd->hooks[phase] : NULL;
-    if (!fn || !w->ents[i].alive) return;
-    keel__entry *m = keel__entry_find(&w->ents[i], k, slot);
-    if (!m || m->faulted) return;
+    keel_kind_id k = m->kind;
+    uint32_t slot = m->slot;
+    keel_hook_fn fn = kd->hooks[phase];
     keel_entity e = keel__handle(w, i);
     keel_uuid uuid = w->ents[i].uuid;
-    keel_diags hd;
-    keel_diags_init(&hd);
+    keel_diags hd = { 0 }; /* nothing to free unless the hook reports something */
     keel_call call = { w, { e, k, slot }, keel__store_rec(&w->stores[k], m->row), phase, dt, kd->user, &hd };
 
     size_t mark = w->log_count;
@@ -94,9 +92,19 @@ void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, k
     } else if (w->txn_depth == 0) {
         /* the outermost transaction committed: its log is no longer needed */
         while (w->log_count > mark) keel_cmd_free(&w->log[--w->log_count]);
-        keel__held_release(w);
+        if (w->held_count) keel__held_release(w);
     }
-    keel_diags_free(&hd);
+    if (hd.items) keel_diags_free(&hd);
+}
+
+void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
+{
+    if (w->rolling_back) return;
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd || !kd->hooks[phase] || !w->ents[i].alive) return;
+    keel__entry *m = keel__entry_find(&w->ents[i], k, slot);
+    if (!m || m->faulted) return;
+    call_entry(w, i, m, kd, phase, dt);
 }
 
 /* ---------------------------------------------------------------- run lists */
@@ -160,7 +168,9 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         if (phase == KEEL_PHASE_START && m->started) continue;
         if (!active(w, it.index)) continue;
         if (phase == KEEL_PHASE_START) m->started = true;
-        keel__call_hook(w, it.index, it.kind, it.slot, phase, dt);
+        if (w->rolling_back) continue;
+        const keel_kind_desc *kd = keel_kind_describe(it.kind);
+        if (kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt);
     }
     keel__flush_pending(w); /* the phase boundary: records of the dead are freed */
 }

@@ -166,6 +166,10 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
 /* keel_set with readonly allowed when `internal` (command replay, rollback). */
 keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
                           keel_cmd *inverse, keel_diags *d);
+/* Stores values already passed keel_field_check into fields of `c`, with no journal entry:
+ * only for a write that is the last act of an outermost hook transaction (txn_depth 1) that
+ * commits right after, of a kind without validate (the Lua binding's copy-back of self). */
+void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals);
 
 /* ---- command.c ---- */
 /* A field write journaled inside a hook: entity UUID, kind id in `version`, field index

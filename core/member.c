@@ -319,6 +319,41 @@ static keel_status entity_for(const keel_world *w, keel_entity e, keel_diags *d)
     return keel__ent_get(w, e) ? KEEL_OK : keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
 }
 
+static void entry_delete(keel_world *w, uint32_t i, keel__entry *m);
+
+/* The kind's validate for each field a body named, in declared order, on the component
+ * just added: what keel_set would have asked of the same writes. A rejection is reported
+ * at that field's path and source position. */
+static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot,
+                                 const keel_add_opts *o, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd->validate || !o->body || o->body->kind != KEEL_NODE_MAP) return KEEL_OK;
+    for (size_t f = 0; f < kd->field_count; f++) {
+        const keel_node *val = keel_node_get(o->body, kd->fields[f].key);
+        if (!val) continue;
+        keel__ent *en = keel__ent_get(w, e);
+        keel__entry *m = en ? keel__entry_find(en, k, slot) : NULL;
+        if (!m) return KEEL_OK; /* the hook took it away itself */
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        keel_call call = { w, { e, k, slot }, keel__store_rec(&w->stores[k], m->row), KEEL_PHASE_COUNT_, 0,
+                           kd->user, &tmp };
+        keel_status st = kd->validate(&call, (int)f);
+        char *p = o->path && *o->path ? keel__strfmt("%s.%s", o->path, kd->fields[f].key)
+                                      : keel__strdup(kd->fields[f].key);
+        if (st && !tmp.errors)
+            keel_error(&tmp, st, "", "%s rejected the value of %s", kd->key, kd->fields[f].key);
+        for (size_t j = 0; j < tmp.count; j++)
+            keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, o->file, val->line, val->col, "%s",
+                          tmp.items[j].message);
+        free(p);
+        keel_diags_free(&tmp);
+        if (st) return st;
+    }
+    return KEEL_OK;
+}
+
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
                                keel_comp *out, keel_diags *d)
 {
@@ -357,6 +392,11 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     m->row = row;
     m->born = born_stamp(w);
     if (w->rolling_back) m->awoken = m->started = true;
+    if (o->body && !w->rolling_back && (st = validate_body(w, e, k, slot, o, d))) {
+        keel__ent *en2 = keel__ent_get(w, e);
+        if (en2 && (m = keel__entry_find(en2, k, slot))) entry_delete(w, i, m); /* as if never added */
+        return st;
+    }
     keel__touch(w);
     if (out) *out = (keel_comp){ e, k, slot };
     if (!o->no_awake && !w->rolling_back) {

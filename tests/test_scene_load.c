@@ -199,6 +199,8 @@ static const refusal refusals[] = {
     { "bad_grid_spacing.yaml", KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing", 7, 19, "> 0", 2 },
     { "bad_entities_not_list.yaml", KEEL_PARSE_ERROR, "entities", 5, 11, "must be a list", 1 },
     { "bad_three_errors.yaml", KEEL_PARSE_ERROR, "entities[0].uuid", 6, 11, "malformed uuid", 3 },
+    { "bad_spot_angles.yaml", KEEL_INVALID_ARGUMENT, "entities[0].components[1].body.inner_angle", 17, 24,
+      "inner_angle must not exceed outer_angle", 1 },
 };
 
 static void scene_load_refusals(void **state)
@@ -225,6 +227,44 @@ static void scene_load_refusals(void **state)
         if (r->col) assert_int_equal(g->col, r->col);
         keel_diags_free(&d);
     }
+}
+
+/* Validate hooks run on bodies read from a file, as they do on keel_set. */
+static void scene_parse_runs_validate_on_bodies(void **state)
+{
+    (void)state;
+    char *path = malloc(strlen(KEEL_FIXTURES) + 32);
+    sprintf(path, "%s/bad_spot_angles.yaml", KEEL_FIXTURES);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(keel_read_file(path, 1 << 20, &text, &len, NULL), KEEL_OK);
+    free(path);
+    keel_load_opts o = keel_load_opts_default();
+    o.file = "spot.yaml";
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_scene_parse(text, len, &o, &w, &d), KEEL_INVALID_ARGUMENT);
+    assert_null(w);
+    const keel_diag *g = first_error(&d);
+    assert_non_null(g);
+    assert_int_equal(g->code, KEEL_INVALID_ARGUMENT);
+    assert_string_equal(g->path, "entities[0].components[1].body.inner_angle");
+    assert_string_equal(g->file, "spot.yaml");
+    assert_int_equal(g->line, 17);
+    assert_int_equal(g->col, 24);
+    assert_non_null(strstr(g->message, "inner_angle must not exceed outer_angle"));
+    keel_diags_free(&d);
+    /* the same angles the right way round load */
+    char *ok = strstr(text, "inner_angle: 60");
+    assert_non_null(ok);
+    memcpy(ok, "inner_angle: 30", 15);
+    keel_diags_init(&d);
+    assert_int_equal(keel_scene_parse(text, len, &o, &w, &d), KEEL_OK);
+    assert_non_null(w);
+    keel_world_free(w);
+    keel_diags_free(&d);
+    free(text);
 }
 
 static void scene_load_three_errors_all_listed(void **state)
@@ -587,6 +627,7 @@ int main(void)
         cmocka_unit_test(scene_load_unknown_kinds_kept_with_one_warning_each),
         cmocka_unit_test(scene_load_refusals),
         cmocka_unit_test(scene_load_three_errors_all_listed),
+        cmocka_unit_test(scene_parse_runs_validate_on_bodies),
         cmocka_unit_test(scene_load_enum_strict_and_lenient),
         cmocka_unit_test(scene_load_missing_file_is_io_error),
         cmocka_unit_test(scene_load_cooked_file),

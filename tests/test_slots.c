@@ -499,6 +499,52 @@ static void slots_component_enable_and_body(void **state)
     keel_node_free(b);
 }
 
+/* A body goes through the kind's validate like keel_set would: a rejection refuses the add. */
+static void slots_add_body_runs_validate(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "Lamp", 0);
+    add(f, e, "core:transform");
+    keel_kind_id ks = K("core:spot_light");
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "inner_angle", keel_node_new_scalar("60", KEEL_STYLE_PLAIN));
+    keel_node *outer = keel_node_put(body, "outer_angle", keel_node_new_scalar("40", KEEL_STYLE_PLAIN));
+    (void)outer;
+    keel_add_opts o = KEEL_ADD_OPTS_INIT;
+    o.body = body;
+    o.path = "lamp";
+    o.file = "lamp.yaml";
+    uint64_t rev = keel_world_revision(f->w);
+    size_t members = keel_member_count(f->w, e), rows = keel_storage_count(f->w, ks);
+    keel_cmd inv = { 0 };
+    keel_comp c = { 1, 1, 1 };
+    keel_status st = keel_add(f->w, e, ks, &o, &c, &inv, &f->d);
+    assert_int_equal(st, KEEL_INVALID_ARGUMENT);
+    assert_int_equal(f->d.errors, 1);
+    assert_string_equal(f->d.items[0].path, "lamp.inner_angle");
+    assert_string_equal(f->d.items[0].file, "lamp.yaml");
+    assert_non_null(strstr(f->d.items[0].message, "inner_angle must not exceed outer_angle"));
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    /* nothing changed */
+    assert_int_equal(keel_world_revision(f->w), rev);
+    assert_int_equal(keel_member_count(f->w, e), members);
+    assert_int_equal(keel_storage_count(f->w, ks), rows);
+    assert_false(keel_get_comp(f->w, e, ks, KEEL_SLOT_AUTO, NULL));
+    assert_int_equal(inv.type, KEEL_CMD_NONE);
+    /* a consistent body is accepted and stored */
+    keel_node_free(body);
+    body = keel_node_new_map();
+    keel_node_put(body, "inner_angle", keel_node_new_scalar("20", KEEL_STYLE_PLAIN));
+    keel_node_put(body, "outer_angle", keel_node_new_scalar("40", KEEL_STYLE_PLAIN));
+    o.body = body;
+    assert_int_equal(keel_add(f->w, e, ks, &o, &c, NULL, &f->d), KEEL_OK);
+    keel_value v;
+    assert_int_equal(keel_get(f->w, c, keel_kind_field(ks, "inner_angle"), &v, &f->d), KEEL_OK);
+    assert_true(v.as.f == 20);
+    keel_node_free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -525,6 +571,7 @@ int main(void)
         T(slots_readonly_is_writable_by_its_own_hooks),
         T(slots_check_rules_reports_every_problem),
         T(slots_component_enable_and_body),
+        T(slots_add_body_runs_validate),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -121,6 +121,7 @@ typedef struct keel_lua_comp {
     keel_lua_world *lw;
     uint64_t epoch;
     keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 2 */
+    uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
 } keel_lua_comp;
 
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
@@ -153,6 +154,8 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
                         keel_value *out, char *err, size_t errcap);
 /* True when the Lua value at idx equals the stored field at p. */
 bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
+/* Checks every key (NotFound) and value (InvalidArgument) of a body table for kind k. */
+bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A body table (field = value) -> a MAP node (checked against the kind). NULL with diag on error. */
 keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A YAML core-schema node -> plain Lua value, and back. */

@@ -393,7 +393,7 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
 }
 
 /* Checks every key and value of a body table before anything is written. */
-static bool body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     bool ok = true;
@@ -410,6 +410,8 @@ static bool body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, kee
             } else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
                 keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
                 ok = false;
+            } else if (keel_field_check(k, f, &v, d) != KEEL_OK) {
+                ok = false; /* out of range or not a choice: refused before anything is added */
             }
         }
         lua_pop(L, 1);
@@ -426,7 +428,7 @@ keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity
     o.slot = slot;
     if (lua_type(L, body_idx) == LUA_TTABLE && !kd->hooks[KEEL_PHASE_AWAKE]) {
         /* No awake sees the body: add with defaults, then write the fields (no text round trip). */
-        if (!body_check(L, body_idx, k, w, d)) return keel_diags_status(d);
+        if (!keel__lua_body_check(L, body_idx, k, w, d)) return keel_diags_status(d);
         keel_comp c;
         keel_status s = keel_add(w, e, k, &o, &c, inverse, d);
         if (s != KEEL_OK) return s;

@@ -253,6 +253,80 @@ static keel_entity opt_parent(lua_State *L, int idx, keel_lua_world *lw)
     return p->e;
 }
 
+/* True when k is among the first n kinds of ks. */
+static bool spec_in(keel_kind_id k, const keel_kind_id *ks, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ks[i] == k) return true;
+    return false;
+}
+
+/* Checks a spawn spec's components (array at idx) as the adds in order would, before the
+ * entity exists: a refused spec then runs no awake/on_destroy and bumps no revision.
+ * What only the adds can tell (validate hooks, a raising awake) is still undone after. */
+static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags *d)
+{
+    size_t n = lua_rawlen(L, idx);
+    keel_kind_id *ks = lua_newuserdatauv(L, (n ? n : 1) * sizeof *ks, 0);
+    bool ok = true;
+    for (size_t i = 1; ok && i <= n; i++) {
+        lua_rawgeti(L, idx, (lua_Integer)i);
+        int item = lua_gettop(L);
+        const char *key = NULL;
+        if (lua_type(L, item) == LUA_TSTRING) key = lua_tostring(L, item);
+        else if (lua_type(L, item) == LUA_TTABLE) {
+            lua_rawgeti(L, item, 1);
+            key = lua_tostring(L, -1);
+            lua_pop(L, 1);
+        }
+        keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
+        const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
+        if (!key) {
+            keel_error(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
+            ok = false;
+        } else if (!k) {
+            keel_error(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
+            ok = false;
+        } else if (kd->flags & KEEL_KIND_ROOT_ONLY) {
+            keel_error(d, KEEL_INVALID_OPERATION, "", "%s lives only on the scene root", key);
+            ok = false;
+        } else {
+            size_t same = 0;
+            for (size_t j = 0; j < i - 1; j++) same += ks[j] == k;
+            if (same && kd->multiplicity == KEEL_ONE) {
+                keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
+                ok = false;
+            } else if (kd->max && same >= kd->max) {
+                keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, kd->max);
+                ok = false;
+            }
+            for (size_t r = 0; ok && r < kd->requires_count; r++)
+                if (!spec_in(keel_kind_find(kd->requires[r]), ks, i - 1)) {
+                    keel_error(d, KEEL_INVALID_OPERATION, "", "%s requires %s", key, kd->requires[r]);
+                    ok = false;
+                }
+            for (size_t r = 0; ok && r < kd->rejects_count; r++)
+                if (spec_in(keel_kind_find(kd->rejects[r]), ks, i - 1)) {
+                    keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", key, kd->rejects[r]);
+                    ok = false;
+                }
+            for (size_t j = 0; ok && j < i - 1; j++) {
+                const keel_kind_desc *od = keel_kind_describe(ks[j]);
+                for (size_t r = 0; ok && r < od->rejects_count; r++)
+                    if (strcmp(od->rejects[r], key) == 0) {
+                        keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, key);
+                        ok = false;
+                    }
+            }
+            if (ok && lua_type(L, item) == LUA_TTABLE) ok = keel__lua_body_check(L, item, k, lw->w, d);
+            ks[i - 1] = k;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return ok;
+}
+
 /* Adds the components of a spawn spec (array at idx) to e; false with diags on the first failure. */
 static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_entity e, keel_diags *d)
 {
@@ -313,6 +387,8 @@ static int do_spawn(lua_State *L, bool want_inverse)
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     keel_entity e = KEEL_NO_ENTITY;
+    if (spec && lua_type(L, -1) == LUA_TTABLE && !spawn_precheck(L, lua_gettop(L), lw, &d))
+        return keel_lua_raise(L, keel_diags_status(&d), &d);
     KEEL_LUA_ENTER(L, lw->ctx);
     keel_status s = keel_spawn(lw->w, name, parent, NULL, &e, want_inverse ? &inv : NULL, &d);
     if (s == KEEL_OK && spec) {
@@ -522,7 +598,13 @@ static int w_count(lua_State *L)
         return 1;
     }
     keel_kind_id k = check_kind(L, 2);
-    lua_pushinteger(L, (lua_Integer)keel_storage_count(lw->w, k));
+    /* storage holds the root's components too; the root is not an entity here */
+    size_t n = keel_storage_count(lw->w, k);
+    keel_entity root = keel_world_root(lw->w);
+    keel_member m;
+    for (size_t i = 0; keel_member_at(lw->w, root, i, &m); i++)
+        if (m.kind == k && n > 0) n--;
+    lua_pushinteger(L, (lua_Integer)n);
     return 1;
 }
 

@@ -24,7 +24,15 @@ end
 
 local function methods_of(obj)
   local mt = getmetatable(obj)
-  if type(mt) == "table" and type(mt.__index) == "table" then return mt.__index end
+  if type(mt) ~= "table" then return nil end
+  if type(mt.__index) == "table" then return mt.__index end
+  -- a C __index that serves fields first keeps its method table as an upvalue
+  if type(mt.__index) == "function" then
+    for i = 1, 4 do
+      local _, v = debug.getupvalue(mt.__index, i)
+      if type(v) == "table" then return v end
+    end
+  end
   return nil
 end
 

@@ -150,6 +150,10 @@ function World:save(path) end
 ---@return string yaml canonical YAML text
 function World:dump() end
 
+---Frees the world now instead of at collection (also `local w <close> = ...`); its
+---handles go stale. Refused (InvalidOperation) inside its own step; closing twice is a no-op.
+function World:close() end
+
 ---@class KeelEntity
 ---@field uuid string
 ---@field name string

@@ -36,8 +36,9 @@ keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_trans
  * `old_desc` is the previous description, freed by the caller afterwards. */
 void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc);
 /* Called after declaring a key: every world adopts unknown entries held
- * under it (decode, migrate, make live in the same slot, awake). */
-void keel__worlds_adopt(keel_kind_id k);
+ * under it (decode, migrate, make live in the same slot, awake). An entry the
+ * entity's stack would refuse under the kind's rules stays unknown (a warning in d). */
+void keel__worlds_adopt(keel_kind_id k, keel_diags *d);
 
 /* ---- kind.c: layout and registry helpers (for hot reload and loaders) ---- */
 

@@ -296,9 +296,12 @@ void keel_shutdown(void);
 
 /* Declares a kind. A new key gets a new id. An existing key keeps its id and
  * has its behaviour replaced; when the fields changed, live components in every
- * world are carried over by field name (same name and type). Unknown components
+ * world are carried over by field name (same name and type; an enum by choice
+ * name, a choice no longer offered taking the default). Unknown components
  * held under this key in any world are adopted: decoded (migrated when older),
  * made live in the same slots, and awoken.
+ * One that the entity's stack would refuse under the kind's rules (multiplicity,
+ * max, requires, rejects, root only) stays unknown, with a warning in `d`.
  * Refused (InvalidArgument): a bad key, a field type out of range, a duplicate
  * field key, a default outside min/max or not among the choices, max on a one
  * kind, version < 1. After keel_registry_freeze, requires/rejects naming an

@@ -639,12 +639,27 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     return KEEL_OK;
 }
 
+/* Enums are stored as choice indices but mean choice names: new or reordered choices
+ * count as a layout change, so live records are remapped by name (keel__world_relayout). */
+static bool same_choices(const keel_field_desc *a, const keel_field_desc *b)
+{
+    if (a->type != KEEL_T_ENUM)
+        return true;
+    if (a->choice_count != b->choice_count)
+        return false;
+    for (size_t c = 0; c < a->choice_count; c++)
+        if (strcmp(a->choices[c], b->choices[c]))
+            return false;
+    return true;
+}
+
 static bool same_layout(const keel_kind_desc *a, const keel_kind_desc *b)
 {
     if (a->field_count != b->field_count)
         return false;
     for (size_t i = 0; i < a->field_count; i++)
-        if (a->fields[i].type != b->fields[i].type || strcmp(a->fields[i].key, b->fields[i].key))
+        if (a->fields[i].type != b->fields[i].type || strcmp(a->fields[i].key, b->fields[i].key) ||
+            !same_choices(&a->fields[i], &b->fields[i]))
             return false;
     return true;
 }
@@ -786,7 +801,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
     }
     if (out)
         *out = id;
-    keel__worlds_adopt(id);
+    keel__worlds_adopt(id, d);
     return KEEL_OK;
 }
 

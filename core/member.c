@@ -936,6 +936,16 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
         for (size_t f = 0; f < nd->field_count; f++) {
             if (from[f] < 0) continue;
             unsigned char *dst = nrec + keel_kind_field_offset(k, (int)f), *src = orec + old_off[from[f]];
+            if (nd->fields[f].type == KEEL_T_ENUM) { /* by choice name; a vanished one takes the default */
+                const keel_field_desc *of = &old_desc->fields[from[f]];
+                int64_t ix;
+                memcpy(&ix, src, sizeof ix);
+                int64_t to = nd->fields[f].def.as.i;
+                for (size_t c = 0; ix >= 0 && (uint64_t)ix < of->choice_count && c < nd->fields[f].choice_count; c++)
+                    if (strcmp(nd->fields[f].choices[c], of->choices[ix]) == 0) { to = (int64_t)c; break; }
+                memcpy(dst, &to, sizeof to);
+                continue;
+            }
             if (nd->fields[f].type == KEEL_T_STRING) free(*(char **)dst);
             memcpy(dst, src, keel_type_size(nd->fields[f].type));
         }
@@ -952,7 +962,24 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
     keel__touch(w);
 }
 
-void keel__world_adopt(keel_world *w, keel_kind_id k)
+/* Would entry m (unknown, about to become kind k) break a rule of k on entity i? */
+static keel_status adopt_rules(keel_world *w, uint32_t i, keel_kind_id k, const keel__entry *m, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    keel__ent *en = &w->ents[i];
+    if (kd->multiplicity == KEEL_ONE && m->slot != 0)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", kd->key,
+                          m->slot);
+    uint32_t live = 0;
+    for (uint32_t a = 0; a < en->member_count; a++) live += en->members[a].kind == k;
+    if (kd->multiplicity == KEEL_ONE && live)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", kd->key);
+    if (kd->multiplicity == KEEL_MANY && kd->max && live >= kd->max)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", kd->key, kd->max);
+    return check_add_rules(w, i, k, d);
+}
+
+void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     w->runs_valid = false; /* hooks may have changed */
@@ -963,6 +990,18 @@ void keel__world_adopt(keel_world *w, keel_kind_id k)
         for (uint32_t a = 0; a < w->ents[i].member_count; a++) {
             keel__entry *m = &w->ents[i].members[a];
             if (m->kind || strcmp(m->key, kd->key) != 0 || m->version > kd->version) continue;
+            keel_diags why;
+            keel_diags_init(&why);
+            keel_status rs = adopt_rules(w, i, k, m, &why);
+            if (rs) { /* kept unknown, body and slot untouched: the file's stack stays as written */
+                char u[37];
+                keel_uuid_format(w->ents[i].uuid, u);
+                keel_diag_add(d, KEEL_SEV_WARNING, rs, "", NULL, 0, 0, "%s slot %u on entity %s stays unknown: %s",
+                              kd->key, m->slot, u, why.count ? why.items[0].message : "");
+                keel_diags_free(&why);
+                continue;
+            }
+            keel_diags_free(&why);
             uint32_t row = store_append(w, k, keel__handle(w, i), m->slot);
             keel__store *s = &w->stores[k];
             void *rec = keel__store_rec(s, row);

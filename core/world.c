@@ -907,7 +907,7 @@ void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc)
     for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_relayout(w, k, old_desc);
 }
 
-void keel__worlds_adopt(keel_kind_id k)
+void keel__worlds_adopt(keel_kind_id k, keel_diags *d)
 {
-    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_adopt(w, k);
+    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_adopt(w, k, d);
 }

@@ -160,7 +160,7 @@ void keel__entry_pools_free(keel_world *w);
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
                                keel_comp *out, keel_diags *d);
 void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc);
-void keel__world_adopt(keel_world *w, keel_kind_id k);
+void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d);
 /* Copies entry `m` (of another entity) onto entity `dst` in the same slot. */
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
 /* keel_set with readonly allowed when `internal` (command replay, rollback). */

@@ -584,6 +584,114 @@ static void kinds_redeclare_relayouts_and_adopts_in_worlds(void **state)
     keel_world_free(w);
 }
 
+/* Enums mean choice names: a redeclare that reorders or drops choices remaps live
+ * components by name; a choice that is gone takes the new default. */
+static void kinds_redeclare_remaps_enum_choices_by_name(void **state)
+{
+    static const char *const c1[] = { "walk", "run", "swim" };
+    keel_field_desc f1[] = { { .key = "gait", .type = KEEL_T_ENUM, .choices = c1, .choice_count = 3 } };
+    keel_kind_desc d = { .key = "game:gait", .fields = f1, .field_count = 1 };
+    keel_kind_id id;
+    assert_int_equal(keel_kind_declare(&d, &id, NULL), KEEL_OK);
+    keel_world *w = keel_world_new("W");
+    keel_comp c[3];
+    for (int i = 0; i < 3; i++) {
+        keel_entity e;
+        assert_int_equal(keel_spawn(w, "E", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+        assert_int_equal(keel_add(w, e, id, NULL, &c[i], NULL, NULL), KEEL_OK);
+        keel_value v = { .type = KEEL_T_STRING, .as.s = c1[i] };
+        assert_int_equal(keel_set(w, c[i], 0, &v, NULL, NULL), KEEL_OK);
+    }
+    /* same field, same type: only the choices move (and "swim" goes, "fly" comes) */
+    static const char *const c2[] = { "fly", "run", "walk" };
+    keel_field_desc f2[] = { { .key = "gait", .type = KEEL_T_ENUM, .choices = c2, .choice_count = 3,
+                               .has_default = true, .def = { .type = KEEL_T_ENUM, .as.i = 1 } } };
+    keel_kind_desc d2 = { .key = "game:gait", .fields = f2, .field_count = 1 };
+    assert_int_equal(keel_kind_declare(&d2, NULL, NULL), KEEL_OK);
+    static const char *const want[] = { "walk", "run", "run" /* swim is gone: the default */ };
+    for (int i = 0; i < 3; i++) {
+        keel_value got;
+        assert_int_equal(keel_get(w, c[i], 0, &got, NULL), KEEL_OK);
+        assert_true(got.as.i >= 0 && got.as.i < 3);
+        assert_string_equal(c2[got.as.i], want[i]);
+        keel_node *b = keel_body_encode(w, c[i], false);
+        assert_string_equal(keel_node_get(b, "gait")->text, want[i]);
+        keel_node_free(b);
+    }
+    /* fewer choices than a stored index: no out-of-range index survives */
+    static const char *const c3[] = { "walk" };
+    keel_field_desc f3[] = { { .key = "gait", .type = KEEL_T_ENUM, .choices = c3, .choice_count = 1 } };
+    keel_kind_desc d3 = { .key = "game:gait", .fields = f3, .field_count = 1 };
+    assert_int_equal(keel_kind_declare(&d3, NULL, NULL), KEEL_OK);
+    for (int i = 0; i < 3; i++) {
+        keel_value got;
+        assert_int_equal(keel_get(w, c[i], 0, &got, NULL), KEEL_OK);
+        assert_int_equal(got.as.i, 0);
+    }
+    keel_world_free(w);
+}
+
+/* Adoption goes through the kind's rules: what the stack would refuse stays unknown, reported. */
+static void kinds_adoption_keeps_rule_breakers_unknown(void **state)
+{
+    keel_world *w = keel_world_new("W");
+    keel_entity a, b;
+    assert_int_equal(keel_spawn(w, "A", KEEL_NO_ENTITY, NULL, &a, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "B", KEEL_NO_ENTITY, NULL, &b, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, b, keel_kind_find("core:transform"), NULL, NULL, NULL, NULL), KEEL_OK);
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "pull", keel_node_new_scalar("2", KEEL_STYLE_PLAIN));
+    /* a: two under a key that turns out a one kind, and no transform */
+    assert_int_equal(keel_add_unknown(w, a, "mod:hoist", 1, 0, body, NULL), KEEL_OK);
+    assert_int_equal(keel_add_unknown(w, a, "mod:hoist", 1, 1, body, NULL), KEEL_OK);
+    assert_int_equal(keel_add_unknown(w, b, "mod:hoist", 1, 0, body, NULL), KEEL_OK);
+    keel_node_free(body);
+
+    static const char *const needs[] = { "core:transform" };
+    keel_field_desc hf[] = { { .key = "pull", .type = KEEL_T_FLOAT } };
+    keel_kind_desc hd = { .key = "mod:hoist", .fields = hf, .field_count = 1 };
+    keel_kind_id hoist;
+    keel_diags d;
+    keel_diags_init(&d);
+    /* first without requires: slot 0 on A comes alive, slot 1 breaks multiplicity one */
+    assert_int_equal(keel_kind_declare(&hd, &hoist, &d), KEEL_OK);
+    assert_int_equal(d.errors, 0);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(d.items[0].severity, KEEL_SEV_WARNING);
+    assert_int_equal(d.items[0].code, KEEL_INVALID_OPERATION);
+    assert_non_null(strstr(d.items[0].message, "mod:hoist slot 1 on entity"));
+    assert_non_null(strstr(d.items[0].message, "only slot 0"));
+    keel_diags_free(&d);
+    keel_member m;
+    assert_true(keel_member_at(w, a, 0, &m));
+    assert_true(m.loaded);
+    assert_true(keel_member_at(w, a, 1, &m));
+    assert_false(m.loaded);
+    assert_string_equal(m.key, "mod:hoist");
+    assert_int_equal(m.slot, 1);
+    assert_non_null(keel_node_get(m.preserved, "pull"));
+    assert_true(keel_member_at(w, b, 1, &m));
+    assert_true(m.loaded);
+
+    /* a key whose kind requires a transform: adopted on B only */
+    keel_node *e = keel_node_new_map();
+    assert_int_equal(keel_add_unknown(w, a, "mod:crane", 1, 0, e, NULL), KEEL_OK);
+    assert_int_equal(keel_add_unknown(w, b, "mod:crane", 1, 0, e, NULL), KEEL_OK);
+    keel_node_free(e);
+    keel_kind_desc cd = { .key = "mod:crane", .requires = needs, .requires_count = 1 };
+    keel_kind_id crane;
+    keel_diags_init(&d);
+    assert_int_equal(keel_kind_declare(&cd, &crane, &d), KEEL_OK);
+    assert_int_equal(d.count, 1);
+    assert_non_null(strstr(d.items[0].message, "requires core:transform"));
+    keel_diags_free(&d);
+    assert_false(keel_get_comp(w, a, crane, KEEL_SLOT_AUTO, NULL));
+    assert_true(keel_get_comp(w, b, crane, KEEL_SLOT_AUTO, NULL));
+    assert_int_equal(keel_check_rules(w, a, "", NULL), KEEL_OK);
+    assert_int_equal(keel_check_rules(w, b, "", NULL), KEEL_OK);
+    keel_world_free(w);
+}
+
 /* ---- diagnostics (diag.c) ---- */
 
 static void diags_status_names(void **state)
@@ -680,6 +788,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(kinds_implicit_defaults_respect_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_replaces_fields_and_user, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_relayouts_and_adopts_in_worlds, setup, teardown),
+        cmocka_unit_test_setup_teardown(kinds_redeclare_remaps_enum_choices_by_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(kinds_adoption_keeps_rule_breakers_unknown, setup, teardown),
         cmocka_unit_test(diags_status_names),
         cmocka_unit_test(diags_add_count_and_status),
         cmocka_unit_test(diags_append_prefixes_paths),

@@ -540,6 +540,17 @@ describe("entities, membership and slots", function()
     assert.are.equal("InvalidArgument", code_of(function() a.name = 5 end))
   end)
 
+  it("finds an entity by its new name after a rename, not by the old one", function()
+    local w = keel.world()
+    local e = w:spawn("Old")
+    e.name = "New"
+    assert.is_nil(w:find("Old"))
+    assert.are.equal(e, w:find("New"))
+    local twin = w:spawn("New")
+    e:destroy()
+    assert.are.equal(twin, w:find("New"))
+  end)
+
   it("keeps children ordered", function()
     local w = keel.world()
     local p = w:spawn("P")
@@ -819,6 +830,25 @@ describe("lifecycle and order", function()
     assert.are.equal(3, n)
     w:step(0)
     assert.are.equal(3, n)
+  end)
+
+  it("runs a component added during a phase from the next step, and fixed_update with the fixed dt", function()
+    local adder, added = key("adder"), key("added")
+    local log, fixed_dt = {}, nil
+    keel.kind{ key = added, update = function(self, e) log[#log + 1] = "added:" .. e.name end,
+      fixed_update = function(self, e, dt) fixed_dt = dt end }
+    keel.kind{ key = adder, update = function(self, e)
+      log[#log + 1] = "adder:" .. e.name
+      if not e.world:find("B"):has(added) then e.world:find("B"):add(added) end
+    end }
+    local w = keel.world()
+    w:spawn("A"):add(adder)
+    w:spawn("B")
+    w:step(1 / 60)
+    assert.are.same({ "adder:A" }, log)
+    w:step(1 / 60)
+    assert.are.same({ "adder:A", "adder:A", "added:B" }, log)
+    assert.is_true(math.abs(fixed_dt - 1 / 60) < 1e-12)
   end)
 
   it("runs awake for loaded components", function()
@@ -1234,6 +1264,21 @@ describe("the Lua face", function()
     assert.are.equal(0, w:count())
   end)
 
+  it("gives file, line and col in the diagnostics of a load from a file", function()
+    local path = ROOT .. "/tests/fixtures/bad_three_errors.yaml"
+    local w, err = keel.load(path)
+    assert.is_nil(w)
+    assert.are.equal(3, #err.diagnostics)
+    for _, d in ipairs(err.diagnostics) do
+      assert.are.equal(path, d.file)
+      assert.are.equal("number", type(d.line))
+      assert.are.equal("number", type(d.col))
+      assert.are.equal("error", d.severity)
+      assert.truthy(d.path:find("^entities%[%d%]"))
+    end
+    assert.are.equal(err.diagnostics[1].code, err.code)
+  end)
+
   it("keel.load and w:save follow io.open: nil, err", function()
     local w, err = keel.parse("not: [valid")
     assert.is_nil(w)
@@ -1464,6 +1509,7 @@ describe("keel.persist", function()
     local p = w:find("Player")
     p:get("core:transform").position = { 5, 6, 7 }
     p:remove("core:audio_source", 2)
+    p:add("core:camera", { fov = 90 })
     local s = w:spawn{ name = "Spawned", components = { "core:transform" } }
     local gone = w:spawn("Gone")
     gone:destroy()
@@ -1479,6 +1525,7 @@ describe("keel.persist", function()
     local fp = fresh:find("Player")
     assert.are.same({ 5, 6, 7 }, fp:get("core:transform").position)
     assert.is_nil(fp:get("core:audio_source", 2))
+    assert.are.equal(90, fp:get("core:camera").fov)
     assert.truthy(fresh:find(s.uuid))
     assert.is_true(fresh:find(s.uuid):has("core:transform"))
     if child_uuid then assert.is_nil(fresh:find(child_uuid)) end

@@ -470,9 +470,7 @@ describe("kinds", function()
     assert.are.equal("run", again:find("E"):get(k).mode)
   end)
 
-  -- PENDING(cperf, core/kind.c): hot reload carries an enum by its index, so reordering the
-  -- choices turns a live "run" into "walk"; DESIGN.md: carried over by field name, enums by name.
-  pending("keeps a live enum's choice name when a hot reload reorders the choices", function()
+  it("keeps a live enum's choice name when a hot reload reorders the choices", function()
     local k = key("enumreload")
     keel.kind{ key = k, fields = { { "mode", "enum", choices = { "walk", "run" } } } }
     local c = keel.world():spawn("E"):add(k, { mode = "run" })
@@ -1862,6 +1860,36 @@ describe("the keel program", function()
     code, out = run("", nil, script)
     assert.are.equal(0, code)
     assert.truthy(out:find("count=0", 1, true), out)
+  end)
+
+  it("takes --kinds DIR more than once", function()
+    for _, n in ipairs{ "one", "two" } do
+      os.execute("mkdir -p " .. shell_quote(d .. "/" .. n))
+      spit(d .. "/" .. n .. "/k.lua", 'require("keel").kind{ key = "multi:' .. n .. '" }\n')
+    end
+    local code, out = run("kinds --kinds " .. shell_quote(d .. "/one") .. " --kinds " .. shell_quote(d .. "/two"))
+    assert.are.equal(0, code)
+    assert.truthy(out:find("multi:one", 1, true))
+    assert.truthy(out:find("multi:two", 1, true))
+  end)
+
+  it("reload() in the REPL re-runs the kind files that changed (hot reload)", function()
+    local kd = d .. "/kinds"
+    os.execute("mkdir -p " .. shell_quote(kd))
+    local file = kd .. "/hot.lua"
+    spit(file, 'require("keel").kind{ key = "cli:hot", fields = { { "a", "int" } } }\n')
+    local input = d .. "/in.txt"
+    spit(input, table.concat({
+      'f = io.open(' .. ("%q"):format(file) .. ', "w")',
+      'f:write(\'require("keel").kind{ key = "cli:hot", fields = { { "a", "int" }, { "b", "int" } } }\\n\')',
+      'f:close()',
+      'os.execute("touch -d \'+5 seconds\' ' .. file .. '")',
+      'reload()',
+      'print("fields=" .. #require("keel").kind_info("cli:hot").fields)',
+    }, "\n") .. "\n")
+    local code, out, err = run("repl --kinds " .. shell_quote(kd), nil, input)
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("fields=2", 1, true), out .. err)
   end)
 
   it("loads ./kinds when present", function()

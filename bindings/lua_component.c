@@ -4,6 +4,15 @@
 
 #include "keel_lua.h"
 
+/* The serial of the unknown entry `key` at c's entity and slot (0: none). */
+static uint64_t unknown_serial(keel_world *w, keel_comp c, const char *key)
+{
+    keel_member m;
+    for (size_t i = 0; keel_member_at(w, c.entity, i, &m); i++)
+        if (!m.loaded && m.slot == c.slot && strcmp(m.key, key) == 0) return m.serial;
+    return 0;
+}
+
 void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key)
 {
     world_idx = lua_absindex(L, world_idx);
@@ -12,6 +21,7 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
     h->lw = lw;
     h->epoch = lw->epoch;
     h->c = c;
+    h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
     luaL_setmetatable(L, KEEL_LUA_COMPONENT);
     lua_pushvalue(L, world_idx);
     lua_setiuservalue(L, -2, 1);
@@ -38,13 +48,13 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 {
     keel_world *w = h->lw->w;
     if (!w || keel_world_epoch(w) != h->epoch) return false;
-    if (h->c.kind) return keel_comp_alive(w, h->c);
+    if (h->c.kind) return keel_comp_serial(w, h->c) == h->serial; /* 0 when gone; serials start at 1 */
     const char *key = unknown_key(L, idx);
     if (!key) return false;
     keel_kind_id k = keel_kind_find(key);
     if (k) {
         keel_comp c = { h->c.entity, k, h->c.slot };
-        if (keel_comp_alive(w, c)) {
+        if (keel_comp_serial(w, c) == h->serial) { /* adopted in place: the same entry */
             h->c = c;
             return true;
         }
@@ -52,7 +62,8 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
     size_t n = keel_member_count(w, h->c.entity);
     for (size_t i = 0; i < n; i++) {
         keel_member m;
-        if (keel_member_at(w, h->c.entity, i, &m) && !m.loaded && m.slot == h->c.slot && strcmp(m.key, key) == 0) {
+        if (keel_member_at(w, h->c.entity, i, &m) && !m.loaded && m.slot == h->c.slot && m.serial == h->serial &&
+            strcmp(m.key, key) == 0) {
             if (um) *um = m;
             return true;
         }
@@ -338,7 +349,7 @@ static int comp_eq(lua_State *L)
 {
     keel_lua_comp *a = luaL_testudata(L, 1, KEEL_LUA_COMPONENT), *b = luaL_testudata(L, 2, KEEL_LUA_COMPONENT);
     bool eq = a && b && a->lw->w == b->lw->w && a->epoch == b->epoch && a->c.entity == b->c.entity &&
-              a->c.slot == b->c.slot;
+              a->c.slot == b->c.slot && a->serial == b->serial;
     if (eq && a->c.kind != b->c.kind) eq = false;
     if (eq && !a->c.kind) {
         const char *ka = unknown_key(L, 1), *kb = unknown_key(L, 2);

@@ -485,6 +485,8 @@ typedef struct keel_member {
     int version;             /* kind version (loaded) or the file's version (unknown) */
     uint64_t counter;        /* bumps on every write to this component */
     const keel_node *preserved; /* unknown only */
+    uint64_t serial;         /* unique in the world, never reused: a component re-added in the same
+                                slot has a new one (handles compare it to refuse a stale use) */
 } keel_member;
 
 size_t keel_member_count(const keel_world *w, keel_entity e);
@@ -492,6 +494,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
 /* Finds by kind and slot; KEEL_SLOT_AUTO: the lowest slot. */
 bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel_comp *out);
 bool keel_comp_alive(const keel_world *w, keel_comp c);
+uint64_t keel_comp_serial(const keel_world *w, keel_comp c); /* keel_member.serial; 0 when not alive */
 /* The record of a live component; NULL otherwise. Valid until the next
  * structural change to that kind's storage. */
 void *keel_record(const keel_world *w, keel_comp c);

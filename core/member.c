@@ -245,7 +245,38 @@ static keel__entry *entry_push(keel_world *w, keel__ent *en)
     keel__entry *m = &en->members[en->member_count++];
     memset(m, 0, sizeof *m);
     m->enabled = true;
+    m->serial = ++w->last_serial;
     return m;
+}
+
+/* ---- serials across a rollback: the entity comes back with its handle, its entries with their serials */
+
+static void serial_bury(keel_world *w, uint32_t i, const keel__entry *m)
+{
+    if (w->tomb_count == w->tomb_cap) {
+        w->tomb_cap = w->tomb_cap ? w->tomb_cap * 2 : 8;
+        w->tombs = keel__xrealloc(w->tombs, w->tomb_cap * sizeof *w->tombs);
+    }
+    w->tombs[w->tomb_count++] = (keel__tomb){ i, w->ents[i].gen, m->kind, m->slot, m->serial };
+}
+
+static void serial_unbury(keel_world *w, uint32_t i, keel__entry *m)
+{
+    for (size_t t = w->tomb_count; t-- > 0;) {
+        keel__tomb *b = &w->tombs[t];
+        if (b->index == i && b->gen == w->ents[i].gen && b->kind == m->kind && b->slot == m->slot) {
+            m->serial = b->serial;
+            *b = w->tombs[--w->tomb_count];
+            return;
+        }
+    }
+}
+
+void keel__tombs_clear(keel_world *w)
+{
+    free(w->tombs);
+    w->tombs = NULL;
+    w->tomb_count = w->tomb_cap = 0;
 }
 
 static uint64_t born_stamp(const keel_world *w)
@@ -391,7 +422,10 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     m->slot = slot;
     m->row = row;
     m->born = born_stamp(w);
-    if (w->rolling_back) m->awoken = m->started = true;
+    if (w->rolling_back) {
+        m->awoken = m->started = true;
+        serial_unbury(w, i, m);
+    }
     if (o->body && !w->rolling_back && (st = validate_body(w, e, k, slot, o, d))) {
         keel__ent *en2 = keel__ent_get(w, e);
         if (en2 && (m = keel__entry_find(en2, k, slot))) entry_delete(w, i, m); /* as if never added */
@@ -457,6 +491,7 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
 static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
 {
     keel__ent *en = &w->ents[i];
+    if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
     if (m->kind) keel__store_free_row(w, m->kind, m->row);
     free(m->key);
     keel_node_free(m->preserved);
@@ -689,6 +724,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
     out->counter = m->kind ? w->stores[m->kind].counter[m->row] : 0;
     out->preserved = m->preserved;
+    out->serial = m->serial;
     return true;
 }
 
@@ -708,6 +744,12 @@ static keel__entry *comp_entry(const keel_world *w, keel_comp c)
 }
 
 bool keel_comp_alive(const keel_world *w, keel_comp c) { return comp_entry(w, c) != NULL; }
+
+uint64_t keel_comp_serial(const keel_world *w, keel_comp c)
+{
+    keel__entry *m = comp_entry(w, c);
+    return m ? m->serial : 0;
+}
 
 void *keel_record(const keel_world *w, keel_comp c)
 {

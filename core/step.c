@@ -76,7 +76,10 @@ static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const ke
 
     if (st != KEEL_OK) {
         rollback(w, mark);
-        if (w->txn_depth == 0) keel__held_release(w);
+        if (w->txn_depth == 0) {
+            keel__held_release(w);
+            if (w->tomb_cap) keel__tombs_clear(w);
+        }
         keel_entity now = keel_find(w, uuid);
         if (i == 0) now = keel_world_root(w);
         keel__ent *en = keel__ent_get(w, now);
@@ -93,6 +96,7 @@ static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const ke
         /* the outermost transaction committed: its log is no longer needed */
         while (w->log_count > mark) keel_cmd_free(&w->log[--w->log_count]);
         if (w->held_count) keel__held_release(w);
+        if (w->tomb_cap) keel__tombs_clear(w);
     }
     if (hd.items) keel_diags_free(&hd);
 }

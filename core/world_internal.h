@@ -27,7 +27,16 @@ typedef struct keel__entry {
     char *key;              /* unknown only (loaded ones read the registry) */
     int version;            /* unknown only */
     keel_node *preserved;   /* unknown only */
+    uint64_t serial;        /* per world, never reused (a rollback gives a removed entry its own back) */
 } keel__entry;
+
+/* An entry removed inside a hook transaction: if a rollback brings it back, it keeps its serial. */
+typedef struct keel__tomb {
+    uint32_t index, gen;
+    keel_kind_id kind;
+    uint32_t slot;
+    uint64_t serial;
+} keel__tomb;
 
 /* Entity names are interned per world: entities that share a name share one string. */
 typedef struct keel__name {
@@ -121,6 +130,10 @@ struct keel_world {
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;
+    /* membership serials */
+    uint64_t last_serial;
+    keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
+    size_t tomb_count, tomb_cap;
 };
 
 /* ---- world.c ---- */
@@ -166,6 +179,8 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
 /* keel_set with readonly allowed when `internal` (command replay, rollback). */
 keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
                           keel_cmd *inverse, keel_diags *d);
+/* The outermost hook transaction ended: removed entries can no longer come back. */
+void keel__tombs_clear(keel_world *w);
 /* Stores values already passed keel_field_check into fields of `c`, with no journal entry:
  * only for a write that is the last act of an outermost hook transaction (txn_depth 1) that
  * commits right after, of a kind without validate (the Lua binding's copy-back of self). */

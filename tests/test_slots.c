@@ -545,6 +545,38 @@ static void slots_add_body_runs_validate(void **state)
     keel_node_free(body);
 }
 
+/* Serials: every entry gets a new one (never reused), a component re-added in the same slot
+ * too; keel_comp_serial gives 0 once it is gone. */
+static void slots_serials_are_never_reused(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_comp t = add(f, e, "core:transform");
+    keel_comp a = add(f, e, "core:audio_source");
+    keel_comp b = add(f, e, "core:audio_source");
+    uint64_t st = keel_comp_serial(f->w, t), sa = keel_comp_serial(f->w, a), sb = keel_comp_serial(f->w, b);
+    assert_true(st != 0 && sa != 0 && sb != 0);
+    assert_true(st != sa && sa != sb && st != sb);
+    keel_member m;
+    assert_true(keel_member_at(f->w, e, 2, &m));
+    assert_int_equal(m.slot, 1);
+    assert_true(m.serial == sb);
+    /* the highest slot of a many kind comes back in the same slot: a new serial */
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    assert_true(keel_comp_serial(f->w, b) == 0);
+    keel_comp b2 = add(f, e, "core:audio_source");
+    assert_int_equal(b2.slot, 1);
+    uint64_t sb2 = keel_comp_serial(f->w, b2);
+    assert_true(sb2 != 0 && sb2 != sb && sb2 != sa && sb2 != st);
+    /* unknown entries have serials too */
+    keel_node *body = keel_node_new_map();
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, 0, body, &f->d), KEEL_OK);
+    keel_node_free(body);
+    assert_true(keel_member_at(f->w, e, 3, &m));
+    assert_false(m.loaded);
+    assert_true(m.serial != 0 && m.serial != sb2 && m.serial != sb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -572,6 +604,7 @@ int main(void)
         T(slots_check_rules_reports_every_problem),
         T(slots_component_enable_and_body),
         T(slots_add_body_runs_validate),
+        T(slots_serials_are_never_reused),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

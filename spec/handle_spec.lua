@@ -1,0 +1,94 @@
+-- handle_spec.lua — component handles: a stale one raises NotFound and never reaches another
+-- component, even one in the same slot; a rolled-back removal gives the handle back.
+local keel = require "keel"
+
+keel.kind{ key = "hs:one", fields = { { "v", "float", default = 1 } } }
+keel.kind{ key = "hs:many", multiplicity = "many", fields = { { "v", "float", default = 1 } } }
+keel.kind{ key = "hs:remover", fields = { { "what", "string" } },
+  update = function(self, e, dt)
+    if self.what == "destroy" then e:children()[1]:destroy() else e:remove("hs:one") end
+    error("remover failed")
+  end }
+
+local function code_of(f, ...)
+  local ok, err = pcall(f, ...)
+  assert(not ok, "expected an error")
+  return type(err) == "table" and err.code or tostring(err)
+end
+
+describe("component handles", function()
+  it("to a removed one-kind component stay stale when the kind is added again", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    local c = e:add("hs:one", { v = 5 })
+    e:remove("hs:one")
+    local c2 = e:add("hs:one", { v = 7 })
+    assert.are.equal(0, c2.slot)
+    assert.are.equal("NotFound", code_of(function() return c.v end))
+    assert.are.equal("NotFound", code_of(function() c.v = 3 end))
+    assert.are.equal("NotFound", code_of(function() return c:body() end))
+    assert.are_not.equal(c, c2)
+    assert.are.equal(7, c2.v)
+    assert.are.equal(c2, e:get("hs:one"))
+  end)
+
+  it("to the highest slot of a many kind stay stale when a new one takes that slot", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    e:add("hs:many", { v = 1 })
+    local top = e:add("hs:many", { v = 2 })
+    assert.are.equal(1, top.slot)
+    e:remove("hs:many", 1)
+    local again = e:add("hs:many", { v = 3 })
+    assert.are.equal(1, again.slot)
+    assert.are.equal("NotFound", code_of(function() return top.v end))
+    assert.are_not.equal(top, again)
+    assert.are.equal(3, again.v)
+  end)
+
+  it("raise NotFound with the stale-handle message", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    local c = e:add("hs:one")
+    e:remove("hs:one")
+    e:add("hs:one")
+    local ok, err = pcall(function() return c.v end)
+    assert.is_false(ok)
+    assert.are.equal("NotFound", err.code)
+    assert.truthy(err.message:match("stale handle"))
+  end)
+
+  it("survive a removal rolled back by a failing hook", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    local c = e:add("hs:one", { v = 4 })
+    e:add("hs:remover", { what = "remove" })
+    w:step(0.1)
+    assert.are.equal(1, #w:errors())
+    assert.are.equal(4, c.v)
+    assert.are.equal(c, e:get("hs:one"))
+  end)
+
+  it("survive a destroy rolled back by a failing hook", function()
+    local w = keel.world()
+    local p = w:spawn("P")
+    local child = w:spawn{ name = "C", parent = p }
+    local c = child:add("hs:one", { v = 6 })
+    p:add("hs:remover", { what = "destroy" })
+    w:step(0.1)
+    assert.are.equal(1, #w:errors())
+    assert.are.equal(6, c.v)
+    assert.are.equal(c, child:get("hs:one"))
+  end)
+
+  it("to a component removed then brought back by undo stay stale (undo re-adds it anew)", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    local c = e:add("hs:one", { v = 2 })
+    local h = require("keel.history").new(w)
+    h:remove(e, "hs:one")
+    assert.is_true(h:undo())
+    assert.are.equal(2, e:get("hs:one").v)
+    assert.are.equal("NotFound", code_of(function() return c.v end))
+  end)
+end)

@@ -147,11 +147,14 @@ static int persist_save(lua_State *L)
 /* keel.persist.load(w, path) -> true | nil, err (all or nothing) */
 static int persist_load(lua_State *L)
 {
-    keel_world *w = keel_lua_checkworld(L, 1);
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
     const char *path = luaL_checkstring(L, 2);
     keel_diags d;
     keel_diags_init(&d);
-    keel_status s = keel_persist_load(w, path, &d);
+    /* Lua migrations and awake hooks of restored components run in this state */
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel_persist_load(lw->w, path, &d);
+    KEEL_LUA_LEAVE();
     if (s != KEEL_OK) return keel_lua_fail(L, &d);
     keel_diags_free(&d);
     lua_pushboolean(L, 1);

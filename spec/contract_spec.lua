@@ -1209,6 +1209,21 @@ describe("persistence", function()
     assert.are.equal("LimitExceeded", err3.code)
   end)
 
+  it("takes every limit per load (snake_case names of the Limits table)", function()
+    local long = string.rep("n", 40)
+    local text = doc(entity_text(U1, long, comp_text("core:transform", 1, 0, "          position: [1, 2, 3]")
+      .. comp_text("mod:blob", 1, 0, "          list: [1, 2, 3, 4, 5]\n          nested: {a: {b: {c: 1}}}"))
+      .. entity_text(U2, "B", "", "    parent: " .. U1 .. "\n") .. entity_text(U3, "C", "", "    parent: " .. U2 .. "\n"))
+    assert(keel.parse(text))
+    for name, value in pairs{ document_size = 200, entities = 2, components_per_entity = 1, body_size = 16,
+      string_length = 20, nesting_depth = 4, hierarchy_depth = 2, collection_length = 4 } do
+      local w, err = keel.parse(text, { limits = { [name] = value } })
+      assert.is_nil(w, name)
+      assert.are.equal("LimitExceeded", err.code, name .. ": " .. tostring(err))
+      assert.are.equal("string", type(err.diagnostics[1].path), name)
+    end
+  end)
+
   it("warns about a missing asset with a placeholder when loading for editing", function()
     local d = tmpdir()
     spit(d .. "/assets.yaml", "assets: []\n")
@@ -1531,6 +1546,37 @@ describe("keel.persist", function()
     -- the baseline is a value usable with any world loaded from that scene
     local other = assert(keel.load(SCENE))
     assert.is_true(keel.persist.save(other, base, d .. "/slot2.sav"))
+    rmrf(d)
+  end)
+
+  it("keeps game fields in the slot details and migrates saved components as for scenes", function()
+    local d = tmpdir()
+    local k = key("saved")
+    keel.kind{ key = k, fields = { { "kmh", "float" } } }
+    local w = assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 1, 0, "          kmh: 1")))))
+    local text = w:dump()
+    local base = keel.persist.baseline(w)
+    w:find(U1):get(k).kmh = 36
+    assert(keel.persist.save(w, base, d .. "/g.sav", { title = "T", play_seconds = 5, chapter = 2, hero = "Ann" }))
+    local info = keel.persist.info(d .. "/g.sav")
+    assert.are.equal("T", info.title)
+    assert.are.equal(2, info.chapter)
+    assert.are.equal("Ann", info.hero)
+    local woke = key("woke")
+    keel.kind{ key = woke, fields = { { "n", "int" } } }
+    w:spawn{ name = "New", components = { { woke, n = 4 } } }
+    assert(keel.persist.save(w, base, d .. "/g2.sav"))
+    keel.kind{ key = k, version = 2, fields = { { "ms", "float" } },
+      migrate = { [2] = function(body) body.ms = body.kmh / 3.6; body.kmh = nil; return body end } }
+    local fresh = assert(keel.parse(text))
+    assert.is_true(keel.persist.load(fresh, d .. "/g.sav"))
+    assert.are.equal(10, fresh:find(U1):get(k).ms)
+    local awoken = {}
+    keel.kind{ key = woke, fields = { { "n", "int" } }, awake = function(self) awoken[#awoken + 1] = self.n end }
+    local fresh2 = assert(keel.parse(text))
+    local ok, err = keel.persist.load(fresh2, d .. "/g2.sav")
+    assert.is_true(ok, tostring(err))
+    assert.are.same({ 4 }, awoken)
     rmrf(d)
   end)
 

@@ -430,7 +430,13 @@ keel_entity keel_entity_parent(const keel_world *w, keel_entity e); /* KEEL_NO_E
 bool keel_entity_enabled(const keel_world *w, keel_entity e);       /* its own flag */
 bool keel_entity_active(const keel_world *w, keel_entity e);        /* it and all ancestors enabled */
 size_t keel_entity_child_count(const keel_world *w, keel_entity e); /* root: top-level count */
+/* The i-th child (root: top level). Walks on from the previous call's answer, so a loop
+ * over i is O(1) a step until the next structural change. */
 keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t i);
+/* O(1) sibling walk (root: top level); KEEL_NO_ENTITY at the end:
+ *   for (keel_entity c = keel_entity_first_child(w, e); c; c = keel_entity_next_sibling(w, c)) ... */
+keel_entity keel_entity_first_child(const keel_world *w, keel_entity e);
+keel_entity keel_entity_next_sibling(const keel_world *w, keel_entity e);
 /* Hierarchy pre-order walk (the run order), root excluded:
  *   for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) ... */
 keel_entity keel_next(const keel_world *w, keel_entity prev);
@@ -521,7 +527,10 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
  * Iteration and queries
  * ====================================================================== */
 
-/* Dense per-kind storage: i in [0, count) gives owner, slot and record. */
+/* Dense per-kind storage: i in [0, count) gives owner, slot and record. Raw rows: the
+ * scene root's components are among them (owner keel_world_root), and during a step a
+ * component removed or destroyed stays until the phase boundary with owner KEEL_NO_ENTITY
+ * (skip those; its record is dead). Queries never list either. */
 size_t keel_storage_count(const keel_world *w, keel_kind_id k);
 keel_entity keel_storage_owner(const keel_world *w, keel_kind_id k, size_t i);
 uint32_t keel_storage_slot(const keel_world *w, keel_kind_id k, size_t i);

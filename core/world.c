@@ -397,13 +397,48 @@ size_t keel_entity_child_count(const keel_world *w, keel_entity e)
     return en ? en->child_count : 0;
 }
 
+/* Starts from the nearest of the first child, the last child and the previous answer
+ * (cached per world until the next structural change): loops by index run in O(1) a step. */
 keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t n)
 {
     keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
-    if (!en) return KEEL_NO_ENTITY;
-    for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next)
-        if (n-- == 0) return keel__handle(w, c);
-    return KEEL_NO_ENTITY;
+    if (!en || n >= en->child_count) return KEEL_NO_ENTITY;
+    uint32_t p = (uint32_t)(en - w->ents);
+    uint32_t c = en->first_child;
+    size_t at = 0;
+    if (en->child_count - 1 - n < n) {
+        c = en->last_child;
+        at = en->child_count - 1;
+    }
+    bool cached = w->child_structure == w->structure + 1 && w->child_parent == p;
+    if (cached) {
+        size_t dc = w->child_pos > n ? w->child_pos - n : n - w->child_pos, db = at > n ? at - n : n - at;
+        if (dc < db) {
+            c = w->child_at;
+            at = w->child_pos;
+        }
+    }
+    for (; at < n; at++) c = w->ents[c].next;
+    for (; at > n; at--) c = w->ents[c].prev;
+    keel_world *mw = (keel_world *)w; /* a cache only: nothing observable changes */
+    mw->child_parent = p;
+    mw->child_at = c;
+    mw->child_pos = n;
+    mw->child_structure = w->structure + 1;
+    return keel__handle(w, c);
+}
+
+keel_entity keel_entity_first_child(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
+    return en && en->first_child != KEEL__NONE ? keel__handle(w, en->first_child) : KEEL_NO_ENTITY;
+}
+
+keel_entity keel_entity_next_sibling(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || (uint32_t)e == 0 || en->next == KEEL__NONE) return KEEL_NO_ENTITY;
+    return keel__handle(w, en->next);
 }
 
 keel_entity keel_next(const keel_world *w, keel_entity prev)

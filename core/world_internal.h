@@ -104,6 +104,10 @@ struct keel_world {
     keel__name *names;
     size_t names_cap, names_used;     /* used counts dead slots too */
     size_t hash_cap, hash_used;
+    /* keel_entity_child's last answer: walking on from it makes an index loop over children linear */
+    uint32_t child_parent, child_at;
+    size_t child_pos;
+    uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
     keel__entry *entry_free[KEEL__ENTRY_CLASSES]; /* pooled membership arrays by capacity class */
     void **entry_chunks;              /* what the pools carve from, freed with the world */
     size_t entry_chunk_count, entry_chunk_cap;

@@ -229,6 +229,54 @@ static void world_reserve_changes_nothing_visible(void **state)
     assert_int_equal(keel_world_entity_count(f->w), 3001);
 }
 
+static keel_entity victim;
+static size_t seen_rows, seen_pending, seen_query;
+static keel_query *hook_query;
+
+static keel_status destroy_victim(const keel_call *call)
+{
+    if (!victim) return KEEL_OK;
+    keel_status st = keel_destroy(call->world, victim, NULL, call->diags);
+    victim = 0;
+    keel_kind_id k = keel_kind_find("core:transform");
+    seen_rows = keel_storage_count(call->world, k);
+    seen_pending = 0;
+    for (size_t i = 0; i < seen_rows; i++) {
+        if (keel_storage_owner(call->world, k, i) != KEEL_NO_ENTITY) continue;
+        seen_pending++;
+    }
+    seen_query = keel_query_update(hook_query);
+    return st;
+}
+
+/* Rows freed during a step wait for the phase boundary with no owner; queries skip them. */
+static void query_skips_rows_freed_during_a_step(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { .key = "test:reaper", .version = 1 };
+    kd.hooks[KEEL_PHASE_UPDATE] = destroy_victim;
+    keel_kind_id reaper;
+    assert_int_equal(keel_kind_declare(&kd, &reaper, &f->d), KEEL_OK);
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "core:transform");
+    add(f, b, "core:transform");
+    assert_int_equal(keel_add(f->w, a, reaper, NULL, NULL, NULL, &f->d), KEEL_OK);
+    keel_kind_id kinds[] = { K("core:transform") };
+    hook_query = keel_query_new(f->w, kinds, 1);
+    assert_int_equal(keel_query_update(hook_query), 2);
+    victim = b;
+    assert_int_equal(keel_step(f->w, 1.0 / 60.0, &f->d), KEEL_OK);
+    assert_int_equal(f->d.errors, 0);
+    assert_int_equal(seen_rows, 2);    /* B's row still there inside the phase... */
+    assert_int_equal(seen_pending, 1); /* ...without an owner */
+    assert_int_equal(seen_query, 1);   /* and the query lists A only */
+    assert_int_equal(keel_query_entity(hook_query, 0), a);
+    assert_int_equal(keel_storage_count(f->w, kinds[0]), 1); /* freed at the boundary */
+    assert_int_equal(keel_storage_owner(f->w, kinds[0], 0), a);
+    assert_int_equal(keel_query_update(hook_query), 1);
+    keel_query_free(hook_query);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -240,6 +288,7 @@ int main(void)
         T(query_ignores_changes_to_other_kinds),
         T(query_chunks_cover_aligned_rows),
         T(world_reserve_changes_nothing_visible),
+        T(query_skips_rows_freed_during_a_step),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

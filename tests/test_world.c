@@ -294,10 +294,53 @@ static void world_names_are_shared_and_recycled(void **state)
     assert_int_equal(keel_find_name(f->w, "Shell"), b);
 }
 
+/* keel_entity_child answers by index from any starting point, and after every kind of change. */
+static void world_child_by_index_and_sibling_walk(void **state)
+{
+    fx *f = *state;
+    enum { N = 300 };
+    keel_entity p = spawn(f, "P", 0), kids[N];
+    for (int i = 0; i < N; i++) kids[i] = spawn(f, "K", p);
+    for (int i = 0; i < N; i++) assert_int_equal(keel_entity_child(f->w, p, (size_t)i), kids[i]);
+    for (int i = N - 1; i >= 0; i--) assert_int_equal(keel_entity_child(f->w, p, (size_t)i), kids[i]);
+    for (int i = 0; i < N; i++) {
+        size_t j = (size_t)(i * 7919) % N; /* jumping around */
+        assert_int_equal(keel_entity_child(f->w, p, j), kids[j]);
+    }
+    assert_int_equal(keel_entity_child(f->w, p, N), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_child(f->w, 0, 0), p);
+    assert_int_equal(keel_entity_child(f->w, 0, 1), KEEL_NO_ENTITY);
+    /* the cache follows changes: destroy one, move one to the end, index again */
+    assert_int_equal(keel_entity_child(f->w, p, 150), kids[150]);
+    assert_int_equal(keel_destroy(f->w, kids[100], NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_entity_child(f->w, p, 150), kids[151]);
+    assert_int_equal(keel_reparent(f->w, kids[0], p, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_entity_child(f->w, p, 149), kids[151]);
+    assert_int_equal(keel_entity_child(f->w, p, N - 2), kids[0]);
+    assert_int_equal(keel_entity_child(f->w, p, 0), kids[1]);
+    /* a second parent does not read the first one's cache */
+    keel_entity q = spawn(f, "Q", 0), q0 = spawn(f, "Q0", q);
+    assert_int_equal(keel_entity_child(f->w, p, 5), kids[6]);
+    assert_int_equal(keel_entity_child(f->w, q, 0), q0);
+    assert_int_equal(keel_entity_child(f->w, q, 5), KEEL_NO_ENTITY);
+    /* the sibling walk sees the same order */
+    size_t n = 0;
+    for (keel_entity c = keel_entity_first_child(f->w, p); c; c = keel_entity_next_sibling(f->w, c), n++)
+        assert_int_equal(c, keel_entity_child(f->w, p, n));
+    assert_int_equal(n, N - 1);
+    assert_int_equal(keel_entity_first_child(f->w, 0), p);
+    assert_int_equal(keel_entity_next_sibling(f->w, p), q);
+    assert_int_equal(keel_entity_next_sibling(f->w, q), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_first_child(f->w, q0), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_next_sibling(f->w, keel_world_root(f->w)), KEEL_NO_ENTITY);
+    assert_int_equal(keel_entity_next_sibling(f->w, kids[100]), KEEL_NO_ENTITY); /* stale */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(world_new_has_root_and_no_entities),
+        T(world_child_by_index_and_sibling_walk),
         T(world_spawn_and_find),
         T(world_spawn_uuid_rules),
         T(world_uuid_index_survives_many_removals),

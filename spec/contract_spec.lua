@@ -451,6 +451,18 @@ describe("kinds", function()
     assert.truthy(w.revision > r)
   end)
 
+  it("bumps version and revision for writes made by hooks through self", function()
+    local k = key("hookwrite")
+    keel.kind{ key = k, fields = { { "x", "int" } }, update = function(self) self.x = self.x + 1 end }
+    local w = keel.world()
+    local c = w:spawn("E"):add(k)
+    local v, r = c.version, w.revision
+    w:step(1 / 60)
+    assert.are.equal(1, c.x)
+    assert.truthy(c.version > v)
+    assert.truthy(w.revision > r)
+  end)
+
   it("stores quaternions normalized x,y,z,w", function()
     local c = keel.world():spawn("E"):add("core:transform")
     c.rotation = { 0, 0, 2, 0 }
@@ -947,6 +959,26 @@ describe("lifecycle and order", function()
     o:get(k).enabled = true
     w:step(1 / 60)
     assert.are.equal(3, #ran)
+  end)
+
+  it("discards a destroy made by a callback that then fails", function()
+    local k = key("undestroy")
+    keel.kind{ key = k, update = function(self, e)
+      local b = e.world:find("B")
+      b:destroy()
+      assert(not b:alive())
+      error("changed my mind")
+    end }
+    local w = keel.world()
+    w:spawn("A"):add(k)
+    local b = w:spawn{ name = "B", components = { { "core:transform", position = { 1, 2, 3 } } } }
+    w:step(1 / 60)
+    local found = w:find("B")
+    assert.truthy(found)
+    assert.is_true(found:alive())
+    assert.are.same({ 1, 2, 3 }, found:get("core:transform").position)
+    assert.are.equal(1, #w:errors())
+    assert.truthy(b)
   end)
 
   it("runs each callback as a transaction: rollback, discard, fault once, step goes on", function()
@@ -1631,6 +1663,15 @@ describe("keel.history", function()
     assert.truthy(w:find(uuid))
   end)
 
+  it("records nothing for a command that fails", function()
+    local w = keel.world()
+    local h = history.new(w)
+    local e = w:spawn("E")
+    assert.are.equal("InvalidOperation", code_of(function() h:add(e, "core:camera") end))
+    assert.are.equal("NotFound", code_of(function() h:remove(e, "core:transform") end))
+    assert.is_false(h:undo())
+  end)
+
   it("undoes a remove in the same slot with the same body", function()
     local w = keel.world()
     local h = history.new(w)
@@ -1819,11 +1860,22 @@ describe("the keel program", function()
     assert.are.equal(canonical, slurp(f))
   end)
 
+  it("keel fmt leaves a file with errors alone and exits 1", function()
+    local f = d .. "/bad.yaml"
+    local text = doc(entity_text(U1, "E", "", "    parent: " .. U3 .. "\n"))
+    spit(f, text)
+    local code, out, err = run("fmt " .. shell_quote(f))
+    assert.are.equal(1, code)
+    assert.are.equal(text, slurp(f))
+    assert.truthy(((out or "") .. err):find(f .. ":%d+:%d+: error: NotFound: "))
+  end)
+
   it("keel run --frames N --dt S --save OUT runs headless and saves", function()
     local out = d .. "/out.yaml"
     local code = run("run " .. shell_quote(ROOT .. "/scenes/demo.yaml") .. " --frames 5 --dt 0.1 --save " .. shell_quote(out))
     assert.are.equal(0, code)
     assert.truthy(keel.load(out))
+    assert.are.equal(0, (run("fmt --check " .. shell_quote(out))))
     assert.are.equal(0, (run("run --frames 2")))
   end)
 
@@ -1836,6 +1888,10 @@ describe("the keel program", function()
     assert.truthy(out:find('"key": *"core:transform"'))
     assert.truthy(out:find('"multiplicity": *"many"'))
     assert.truthy(out:find('"fields"'))
+    for _, name in ipairs{ "display", "category", "version", "max", "requires", "rejects", "builtin",
+      "type", "default", "min", "choices", "transient", "readonly", "hidden" } do
+      assert.truthy(out:find('"' .. name .. '":'), name)
+    end
   end)
 
   it("--kinds DIR loads Lua kinds at start-up", function()

@@ -507,6 +507,18 @@ describe("kinds", function()
     assert.are.equal("NotFound", code_of(function() return got.a end))
   end)
 
+  it("does not adopt components written by a newer version than the declared kind", function()
+    local k = key("newer")
+    local w = assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 3, 0, "          x: 1")))))
+    local before = w:dump()
+    keel.kind{ key = k, version = 2, fields = { { "x", "int" } } }
+    assert.is_false(w:find(U1):get(k).loaded)
+    assert.are.equal(before, w:dump())
+    keel.kind{ key = k, version = 3, fields = { { "x", "int" } } }
+    assert.is_true(w:find(U1):get(k).loaded)
+    assert.are.equal(1, w:find(U1):get(k).x)
+  end)
+
   it("adopts unknown components when their kind is declared: decoded, migrated, alive in the same slots", function()
     local k = key("adopt")
     local text = doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text(k, 1, 0, "          speed_kmh: 36")
@@ -1073,6 +1085,37 @@ describe("persistence", function()
     local back = assert(keel.parse(text)):find("E"):get("core:transform")
     assert.are.same(c.position, back.position)
     assert.are.same(c.scale, back.scale)
+  end)
+
+  it("round-trips awkward strings, extreme integers and floats exactly, at a fixed point", function()
+    local k = key("roundtrip")
+    keel.kind{ key = k, multiplicity = "many", fields = { { "s", "string" }, { "i", "int" }, { "f", "float" } } }
+    local strs = { "", "true", "null", "~", "123", "1.5", "0x10", "a: b", "#x", "x #y", " lead", "trail ",
+      "multi\nline", "tab\there", 'quote"s', "back\\slash", "ünïcödé", "-", "- a", "[1]", "{a}", "*star",
+      "&amp", "!bang", "%pct", "@at", "`tick", "yes", "No", "on", "OFF", ".inf", ".nan", "1e5", "'single'",
+      "a,b", "?", ":", "\1ctl", "\r", "a\u{2028}b", "2001-01-01" }
+    local ints = { 0, -1, math.maxinteger, math.mininteger, 123456789012345 }
+    local floats = { 0.0, -0.0, 0.1, 1 / 3, 1e300, 5e-324, -2.5e-10, 123456789.125, 1e16, 2 ^ 53 }
+    local w = keel.world("RT")
+    local e = w:spawn("E")
+    for i, str in ipairs(strs) do
+      e:add(k, { s = str, i = ints[i % #ints + 1], f = floats[i % #floats + 1] })
+      w:spawn(str)
+    end
+    local text = w:dump()
+    local again = assert(keel.parse(text))
+    assert.are.equal(text, again:dump())
+    local e2 = again:find(e.uuid)
+    for _, c in ipairs(e:components()) do
+      local c2 = e2:get(k, c.slot)
+      assert.are.equal(c.s, c2.s)
+      assert.are.equal(c.i, c2.i)
+      assert.are.equal(math.type(c.i), math.type(c2.i))
+      assert.are.equal(c.f, c2.f)
+      assert.are.equal(1 / c.f, 1 / c2.f)
+    end
+    local before, after = names(entities(w)), names(entities(again))
+    assert.are.same(before, after)
   end)
 
   it("writes components in membership order and fields in declared order", function()

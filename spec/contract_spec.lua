@@ -1438,6 +1438,22 @@ describe("the Lua face", function()
     assert.are.equal(0.25, last)
   end)
 
+  it("steps 1/60 s when dt is omitted and refuses a negative or non-finite dt", function()
+    local k = key("dt")
+    local dts = {}
+    keel.kind{ key = k, update = function(self, e, dt) dts[#dts + 1] = dt end }
+    local w = keel.world()
+    w:spawn("E"):add(k)
+    w:step()
+    w:run(1)
+    assert.is_true(math.abs(dts[1] - 1 / 60) < 1e-12)
+    assert.is_true(math.abs(dts[2] - 1 / 60) < 1e-12)
+    assert.are.equal("InvalidArgument", code_of(function() w:step(-1) end))
+    assert.are.equal("InvalidArgument", code_of(function() w:step(0 / 0) end))
+    assert.are.equal("InvalidArgument", code_of(function() w:step("x") end))
+    assert.are.equal("InvalidArgument", code_of(function() w:run(-1) end))
+  end)
+
   it("w:dump gives the canonical YAML text", function()
     local w = keel.world("Dumped")
     local text = w:dump()

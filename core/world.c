@@ -35,15 +35,25 @@ static keel_uuid make_uuid(keel_world *w)
 
 static size_t uuid_hash(keel_uuid u);
 
-/* The next UUID is drawn one spawn ahead and its index slot prefetched, so the
- * cache miss of a random hash slot overlaps the caller's work in between. */
+static void uuid_prefetch(const keel_world *w, keel_uuid u)
+{
+    if (w->hash_cap) __builtin_prefetch(&w->hash[uuid_hash(u) & (w->hash_cap - 1)], 1);
+}
+
+/* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
+ * cache miss of a random hash slot overlaps the work of the spawns in between. */
 keel_uuid keel__new_uuid(keel_world *w)
 {
-    if (!w->next_ready) w->next_uuid = make_uuid(w);
-    keel_uuid u = w->next_uuid;
-    w->next_uuid = make_uuid(w);
-    w->next_ready = true;
-    if (w->hash_cap) __builtin_prefetch(&w->hash[uuid_hash(w->next_uuid) & (w->hash_cap - 1)], 1);
+    if (!w->next_ready) {
+        for (int k = 0; k < KEEL__UUID_AHEAD; k++) w->next_uuid[k] = make_uuid(w);
+        w->next_pos = 0;
+        w->next_ready = true;
+    }
+    keel_uuid u = w->next_uuid[w->next_pos];
+    keel_uuid n = make_uuid(w);
+    w->next_uuid[w->next_pos] = n;
+    w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
+    uuid_prefetch(w, n);
     return u;
 }
 
@@ -78,6 +88,7 @@ static void hash_grow(keel_world *w, size_t cap)
     for (size_t p = 0; p < old_cap; p++)
         if (old[p]) hash_insert_raw(w, old[p]);
     free(old);
+    for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
 }
 
 static void hash_insert(keel_world *w, uint32_t i)

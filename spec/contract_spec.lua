@@ -573,6 +573,17 @@ describe("entities, membership and slots", function()
     assert.are.equal(twin, w:find("New"))
   end)
 
+  it("refuses writes to the properties the contract does not make writable (Unsupported)", function()
+    local w = keel.world()
+    local e = w:spawn{ name = "E", components = { "core:transform" } }
+    local c = e:get("core:transform")
+    for _, f in ipairs{ function() e.uuid = U1 end, function() e.world = w end, function() c.kind = "core:camera" end,
+      function() c.slot = 2 end, function() c.loaded = false end, function() c.version = 3 end,
+      function() c.entity = e end, function() w.uuid = U1 end, function() w.revision = 1 end, function() w.root = e end } do
+      assert.are.equal("Unsupported", code_of(f))
+    end
+  end)
+
   it("keeps children ordered", function()
     local w = keel.world()
     local p = w:spawn("P")

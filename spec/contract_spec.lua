@@ -1410,6 +1410,17 @@ describe("the Lua face", function()
     assert.is_nil(w:find("nobody"))
   end)
 
+  -- "the first entity with that name": first in run order (hierarchy pre-order), the order
+  -- that survives save and load (README, "The Lua face").
+  it("w:find by name gives the first match in run order, the same after a reload", function()
+    local w = keel.world()
+    local t1 = w:spawn("T1")
+    w:spawn("X")
+    local x2 = w:spawn{ name = "X", parent = t1 }
+    assert.are.equal(x2, w:find("X"))
+    assert.are.equal(x2.uuid, assert(keel.parse(w:dump())):find("X").uuid)
+  end)
+
   it("w:each gives one (entity, component) per slot; w:query gives entities holding all", function()
     local w = keel.world()
     local a = w:spawn{ name = "A", components = { "core:transform", "core:audio_source", "core:audio_source" } }

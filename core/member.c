@@ -475,7 +475,6 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
         m->slot = slot;
         m->version = version < 1 ? 1 : version;
         m->preserved = body ? keel_node_copy(body) : keel_node_new_map();
-        m->born = born_stamp(w);
         keel__touch(w);
         if (inv) {
             inv->type = KEEL_CMD_REMOVE;
@@ -493,7 +492,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
     keel__ent *en = &w->ents[i];
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
     if (m->kind) keel__store_free_row(w, m->kind, m->row);
-    free(m->key);
+    else free(m->key);
     keel_node_free(m->preserved);
     size_t at = (size_t)(m - en->members);
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
@@ -606,7 +605,6 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
         c->enabled = m->enabled;
         c->version = m->version;
         c->preserved = keel_node_copy(m->preserved);
-        c->born = born_stamp(w);
         return;
     }
     uint32_t row = store_append(w, m->kind, keel__handle(w, dst), m->slot);
@@ -1060,6 +1058,7 @@ void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
             m->preserved = NULL;
             m->kind = k;
             m->row = row;
+            m->born = born_stamp(w);
             m->awoken = false;
             any = true;
         }

@@ -247,7 +247,7 @@ void keel_world_free(keel_world *w)
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
         for (uint32_t m = 0; m < en->member_count; m++) {
-            free(en->members[m].key);
+            if (!en->members[m].kind) free(en->members[m].key);
             keel_node_free(en->members[m].preserved);
         }
     }

@@ -27,8 +27,10 @@ typedef struct keel__entry {
         int version;        /* unknown: the version its body was written in */
     };
     bool enabled, started, awoken, faulted;
-    uint64_t born;          /* first frame it may run in */
-    char *key;              /* unknown only (loaded ones read the registry) */
+    union {                 /* the same again */
+        uint64_t born;      /* loaded: first frame it may run in */
+        char *key;          /* unknown: its kind key (loaded ones read the registry) */
+    };
     keel_node *preserved;   /* unknown only */
     uint64_t serial;        /* per world, never reused (a rollback gives a removed entry its own back) */
 } keel__entry;

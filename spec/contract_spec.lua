@@ -1973,7 +1973,7 @@ describe("the keel program", function()
     assert.are.equal(0, code)
     assert.truthy(keel.load(out))
     assert.are.equal(0, (run("fmt --check " .. shell_quote(out))))
-    assert.are.equal(0, (run("run --frames 2")))
+    assert.are.equal(0, (run("run --frames 2", d)))
   end)
 
   it("keel kinds lists kinds; --json is machine-readable", function()

@@ -431,7 +431,9 @@ bool keel_entity_enabled(const keel_world *w, keel_entity e);       /* its own f
 bool keel_entity_active(const keel_world *w, keel_entity e);        /* it and all ancestors enabled */
 size_t keel_entity_child_count(const keel_world *w, keel_entity e); /* root: top-level count */
 /* The i-th child (root: top level). Walks on from the previous call's answer, so a loop
- * over i is O(1) a step until the next structural change. */
+ * over i is O(1) a step until the next structural change. That answer is cached in the
+ * world: unlike the other readers, this one must not run on one world from two threads
+ * at once (the sibling walk below may). */
 keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t i);
 /* O(1) sibling walk (root: top level); KEEL_NO_ENTITY at the end:
  *   for (keel_entity c = keel_entity_first_child(w, e); c; c = keel_entity_next_sibling(w, c)) ... */

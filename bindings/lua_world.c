@@ -267,7 +267,8 @@ static bool spec_in(keel_kind_id k, const keel_kind_id *ks, size_t n)
 static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags *d)
 {
     size_t n = lua_rawlen(L, idx);
-    keel_kind_id *ks = lua_newuserdatauv(L, (n ? n : 1) * sizeof *ks, 0);
+    keel_kind_id few[16]; /* the usual spec; a longer one borrows a userdata (nothing leaks on a raise) */
+    keel_kind_id *ks = n <= 16 ? few : lua_newuserdatauv(L, n * sizeof *ks, 0);
     bool ok = true;
     for (size_t i = 1; ok && i <= n; i++) {
         lua_rawgeti(L, idx, (lua_Integer)i);
@@ -323,7 +324,7 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
         }
         lua_pop(L, 1);
     }
-    lua_pop(L, 1);
+    if (ks != few) lua_pop(L, 1);
     return ok;
 }
 
@@ -613,6 +614,7 @@ static int w_count(lua_State *L)
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
 {
     int tag; /* its address marks this frame's slots */
+    luaL_checkstack(L, KEEL_LUA_MEMO_KEYS + 24, NULL); /* the slots below and what a hook call pushes */
     lua_settop(L, 1);
     lua_getiuservalue(L, 1, 1);       /* 2: the handle cache */
     lua_settop(L, 5 + KEEL_LUA_MEMO_KEYS); /* 3..: memo slots for the trampolines */

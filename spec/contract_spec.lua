@@ -700,9 +700,15 @@ describe("entities, membership and slots", function()
       { "core:transform", k, "core:point_light", "core:spot_light" }, { "core:transform", k, "core:world_settings" } } do
       raises(function() w:spawn{ name = "Bad", components = comps } end)
     end
+    local long = { "core:transform", k }
+    for _ = 1, 20 do long[#long + 1] = "core:audio_source" end
+    long[#long + 1] = k
+    raises(function() w:spawn{ name = "Long", components = long } end)
     assert.are.same({}, log)
     assert.are.equal(r, w.revision)
     assert.are.equal(0, w:count())
+    long[#long] = nil
+    assert.are.equal(22, #w:spawn{ name = "Long", components = long }:components())
   end)
 
   describe("the scene root", function()

@@ -941,6 +941,44 @@ describe("lifecycle and order", function()
     assert.are.same({ "A", "N" }, log)
   end)
 
+  it("keeps a phase's order when a callback reparents: each entity runs once, the new order next step", function()
+    local k = key("mover")
+    local log, first = {}, true
+    keel.kind{ key = k, update = function(self, e)
+      log[#log + 1] = e.name
+      if e.name == "A" and first then
+        first = false
+        e.world:find("B").parent = e.world:find("C")
+        e.world:find("D").parent = e
+      end
+    end }
+    local w = keel.world()
+    for _, n in ipairs{ "A", "B", "C", "D" } do w:spawn(n):add(k) end
+    w:step(1 / 60)
+    assert.are.same({ "A", "B", "C", "D" }, log)
+    log = {}
+    w:step(1 / 60)
+    assert.are.same({ "A", "D", "C", "B" }, log)
+  end)
+
+  it("runs no later phase of the same step for what was added during update", function()
+    local late, adder = key("late"), key("adder2")
+    local log = {}
+    keel.kind{ key = late, start = function() log[#log + 1] = "start" end, late_update = function() log[#log + 1] = "late" end }
+    keel.kind{ key = adder, update = function(self, e)
+      if not e:has(late) then
+        e:add(late)
+        e.world:spawn{ name = "S", components = { late } }
+      end
+    end }
+    local w = keel.world()
+    w:spawn("A"):add(adder)
+    w:step(1 / 60)
+    assert.are.same({}, log)
+    w:step(1 / 60)
+    assert.are.same({ "start", "start", "late", "late" }, log)
+  end)
+
   it("makes a destroy visible at once and applies queued changes at the boundary in order", function()
     local k = key("killer")
     local log = {}

@@ -1975,6 +1975,17 @@ describe("the keel program", function()
     assert.are.equal(1, (run("check " .. shell_quote(ok) .. " " .. shell_quote(f))))
   end)
 
+  it("keel check warns about an enum choice no longer offered, and --strict makes it an error", function()
+    local f = d .. "/enum.yaml"
+    spit(f, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text("core:camera", 1, 0, "          projection: fisheye"))))
+    local code, out, err = run("check " .. shell_quote(f))
+    assert.are.equal(0, code)
+    assert.truthy(((out or "") .. err):find(f .. ":%d+:%d+: warning: "))
+    code, out, err = run("check --strict " .. shell_quote(f))
+    assert.are.equal(1, code)
+    assert.truthy(((out or "") .. err):find(f .. ":%d+:%d+: error: InvalidArgument: "))
+  end)
+
   it("keel check reports unknown kinds as a warning with a count", function()
     local code, out, err = run("check " .. shell_quote(ROOT .. "/scenes/unknown_kind.yaml"))
     assert.are.equal(0, code)

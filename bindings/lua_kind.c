@@ -498,6 +498,102 @@ static keel_status hook_tramp(const keel_call *call)
     return s;
 }
 
+/* ---- batches: one protected call runs a stretch of a kind's hooks (see keel__batch) ---- */
+
+typedef struct lua_batch {
+    keel__batch *b;
+    keel_lua_kind *lk;
+    bool in_item;      /* an item's hook is running: if the protected call fails, it is that item's failure */
+} lua_batch;
+
+static bool update_phase(keel_phase p)
+{
+    return p == KEEL_PHASE_UPDATE || p == KEEL_PHASE_FIXED_UPDATE || p == KEEL_PHASE_LATE_UPDATE;
+}
+
+/* Runs inside lua_pcall: 1 the lua_batch, 2 the World, 3 its handle cache. Each item as hook_tramp
+ * would at depth 0, with lua_call: an error unwinds to batch_run, which fails that item only. */
+static int batch_loop(lua_State *L)
+{
+    lua_batch *lb = lua_touserdata(L, 1);
+    keel__batch *b = lb->b;
+    keel_lua_kind *lk = lb->lk;
+    keel_lua_ctx *ctx = lk->ctx;
+    keel_world *w = b->w;
+    const keel_kind_desc *kd = lk->kd;
+    luaL_checkstack(L, (int)lk->nfields + 16, NULL);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->hook[b->phase]); /* 4 */
+    push_self(L, lk, 0);                                     /* 5 */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);             /* 6 */
+    int kbase = 0;
+    if (lk->nfields <= KEEL_LUA_MEMO_KEYS) {
+        kbase = 7;
+        for (size_t i = 0; i < lk->nfields; i++) lua_rawgeti(L, 6, (lua_Integer)i + 1);
+    }
+    int widx = lk->has_entity ? 2 : 0;
+    int nargs = update_phase(b->phase) ? 3 : 2;
+    int base = lua_gettop(L);
+    while (keel__batch_next(b)) {
+        const keel_call *call = &b->txn.call;
+        ctx->self_w[0] = w;
+        ctx->self_c[0] = call->comp;
+        ctx->self_k[0] = lk;
+        ctx->depth = 1;
+        lb->in_item = true;
+        fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx);
+        lua_pushvalue(L, 4);
+        lua_pushvalue(L, 5);
+        keel__lua_push_entity_cached(L, 2, 3, call->comp.entity);
+        if (nargs == 3) lua_pushnumber(L, call->dt);
+        unsigned long entries = keel__lua_entries;
+        lua_call(L, nargs, 0);
+        keel_status s = KEEL_OK;
+        const char *rec = entries == keel__lua_entries ? call->record : NULL;
+        if (!lk->dead && !write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, call->diags, &s))
+            s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, call->diags);
+        ctx->depth = 0;
+        lb->in_item = false;
+        lua_settop(L, base);
+        keel__batch_done(b, s);
+    }
+    return 0;
+}
+
+static void batch_run(keel__batch *b)
+{
+    keel_lua_kind *lk = b->user;
+    lua_State *L = lk_state(lk);
+    /* only straight under w:step (its World and handle cache at 1 and 2), not nested */
+    if (!L || lk->dead || lk->ctx->depth != 0 || !in_step_frame(L) || keel__lua_cur.w != b->w ||
+        lk->hook[b->phase] == LUA_NOREF || !lua_checkstack(L, 8)) {
+        while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
+        return;
+    }
+    lk_prepare(lk, b->w->runs[b->phase].items[b->next].kind);
+    lua_batch lb = { b, lk, false };
+    lk->busy++;
+    int top = lua_gettop(L);
+    for (;;) {
+        lua_pushcfunction(L, batch_loop);
+        lua_pushlightuserdata(L, &lb);
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, keel__lua_cur.cache_idx);
+        if (lua_pcall(L, 3, 0, 0) == LUA_OK) break;
+        if (!lb.in_item) { /* failed between items (out of memory): the rest one by one */
+            lua_settop(L, top);
+            while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
+            break;
+        }
+        keel_status s = record_error(L, b->txn.call.diags, phase_keys[b->phase]);
+        lua_settop(L, top);
+        lk->ctx->depth = 0;
+        lb.in_item = false;
+        keel__batch_done(b, s); /* then resume after it */
+    }
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+}
+
 static keel_status validate_tramp(const keel_call *call, int field)
 {
     keel_lua_kind *lk = call->user;
@@ -892,5 +988,7 @@ static const luaL_Reg kind_funcs[] = {
 
 void keel__lua_open_kind(lua_State *L)
 {
+    keel__batch_hook = hook_tramp; /* Lua kinds run their stretches of a phase through batch_run */
+    keel__batch_run = batch_run;
     luaL_setfuncs(L, kind_funcs, 1);
 }

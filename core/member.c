@@ -118,7 +118,7 @@ const char *keel__entry_key(const keel__entry *m)
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         return kd ? kd->key : "";
     }
-    return m->key;
+    return m->unk->key;
 }
 
 keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
@@ -141,7 +141,7 @@ keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
 static bool entry_is(const keel__entry *m, keel_kind_id k, const char *key)
 {
     if (m->kind) return k ? m->kind == k : strcmp(keel__entry_key(m), key) == 0;
-    return strcmp(m->key, key) == 0;
+    return strcmp(m->unk->key, key) == 0;
 }
 
 /* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
@@ -471,10 +471,11 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
-        m->key = keel__strdup(key);
+        m->unk = keel__xrealloc(NULL, sizeof *m->unk);
+        m->unk->key = keel__strdup(key);
         m->slot = slot;
         m->version = version < 1 ? 1 : version;
-        m->preserved = body ? keel_node_copy(body) : keel_node_new_map();
+        m->unk->preserved = body ? keel_node_copy(body) : keel_node_new_map();
         keel__touch(w);
         if (inv) {
             inv->type = KEEL_CMD_REMOVE;
@@ -486,14 +487,21 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     return keel__cmd_end(w, st, inv, &tmp);
 }
 
+void keel__unknown_free(keel__unknown *u)
+{
+    if (!u) return;
+    free(u->key);
+    keel_node_free(u->preserved);
+    free(u);
+}
+
 /* Takes entry `m` out of entity i: frees its record (or preserved body) and the entry. */
 static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
 {
     keel__ent *en = &w->ents[i];
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
     if (m->kind) keel__store_free_row(w, m->kind, m->row);
-    else free(m->key);
-    keel_node_free(m->preserved);
+    else keel__unknown_free(m->unk);
     size_t at = (size_t)(m - en->members);
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
     en->member_count--;
@@ -513,7 +521,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
         add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), true);
     } else {
         add.version = m->version;
-        add.tree = keel_node_copy(m->preserved);
+        add.tree = keel_node_copy(m->unk->preserved);
     }
     if (m->enabled) {
         *inv = add;
@@ -600,11 +608,12 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 {
     if (!m->kind) {
         keel__entry *c = entry_push(w, &w->ents[dst]);
-        c->key = keel__strdup(m->key);
+        c->unk = keel__xrealloc(NULL, sizeof *c->unk);
+        c->unk->key = keel__strdup(m->unk->key);
         c->slot = m->slot;
         c->enabled = m->enabled;
         c->version = m->version;
-        c->preserved = keel_node_copy(m->preserved);
+        c->unk->preserved = keel_node_copy(m->unk->preserved);
         return;
     }
     uint32_t row = store_append(w, m->kind, keel__handle(w, dst), m->slot);
@@ -721,7 +730,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     out->faulted = m->faulted;
     out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
     out->counter = m->kind ? w->stores[m->kind].counter[m->row] : 0;
-    out->preserved = m->preserved;
+    out->preserved = m->kind ? NULL : m->unk->preserved;
     out->serial = m->serial;
     return true;
 }
@@ -1029,7 +1038,7 @@ void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
         if (!w->ents[i].alive) continue;
         for (uint32_t a = 0; a < w->ents[i].member_count; a++) {
             keel__entry *m = &w->ents[i].members[a];
-            if (m->kind || strcmp(m->key, kd->key) != 0 || m->version > kd->version) continue;
+            if (m->kind || strcmp(m->unk->key, kd->key) != 0 || m->version > kd->version) continue;
             keel_diags why;
             keel_diags_init(&why);
             keel_status rs = adopt_rules(w, i, k, m, &why);
@@ -1046,16 +1055,14 @@ void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
             keel__store *s = &w->stores[k];
             void *rec = keel__store_rec(s, row);
             keel__record_init(k, rec);
-            if (keel__body_decode(k, m->preserved, m->version, false, rec, "", NULL, NULL)) {
+            if (keel__body_decode(k, m->unk->preserved, m->version, false, rec, "", NULL, NULL)) {
                 keel__record_fini(k, rec);
                 s->count--;
                 continue; /* stays unknown, body kept */
             }
             m = &w->ents[i].members[a];
-            free(m->key);
-            keel_node_free(m->preserved);
-            m->key = NULL;
-            m->preserved = NULL;
+            keel__unknown_free(m->unk);
+            m->unk = NULL;
             m->kind = k;
             m->row = row;
             m->born = born_stamp(w);

@@ -51,54 +51,66 @@ static void rollback(keel_world *w, size_t mark)
     w->rolling_back = was;
 }
 
-/* The hook of entry `m` (loaded, not faulted) of live entity i; kd has the hook. */
-static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
-                       keel_phase phase, double dt)
+/* Opens the transaction of the hook of entry `m` (loaded, not faulted) of live entity i; kd has the hook. */
+static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
+                       keel_phase phase, double dt, keel__hook_txn *t)
 {
-    keel_kind_id k = m->kind;
-    uint32_t slot = m->slot;
-    keel_hook_fn fn = kd->hooks[phase];
-    keel_entity e = keel__handle(w, i);
-    keel_uuid uuid = w->ents[i].uuid;
-    keel_diags hd = { 0 }; /* nothing to free unless the hook reports something */
-    keel_call call = { w, { e, k, slot }, keel__store_rec(&w->stores[k], m->row), phase, dt, kd->user, &hd };
-
-    size_t mark = w->log_count;
-    int depth = w->cmd_depth;
+    t->index = i;
+    t->kd = kd;
+    t->uuid = w->ents[i].uuid;
+    t->diags = (keel_diags){ 0 }; /* nothing to free unless the hook reports something */
+    keel_comp c = { keel__handle(w, i), m->kind, m->slot };
+    t->call = (keel_call){ w, c, keel__store_rec(&w->stores[m->kind], m->row), phase, dt, kd->user, &t->diags };
+    t->mark = w->log_count;
+    t->cmd_depth = w->cmd_depth;
     w->cmd_depth = 0; /* commands made by the hook are outermost for the log */
     w->txn_depth++;
-    keel_comp outer = w->hook_comp;
-    w->hook_comp = call.comp;
-    keel_status st = fn(&call);
-    w->hook_comp = outer;
+    t->outer = w->hook_comp;
+    w->hook_comp = c; /* from the local: re-reading t->call.comp just after writing it stalls */
+}
+
+/* Closes it: commits, or rolls back, faults the component and records the failure once. */
+static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
+{
+    keel_kind_id k = t->call.comp.kind;
+    uint32_t slot = t->call.comp.slot;
+    w->hook_comp = t->outer;
     w->txn_depth--;
-    w->cmd_depth = depth;
+    w->cmd_depth = t->cmd_depth;
 
     if (st != KEEL_OK) {
-        rollback(w, mark);
+        rollback(w, t->mark);
         if (w->txn_depth == 0) {
             keel__held_release(w);
             if (w->tomb_cap) keel__tombs_clear(w);
         }
-        keel_entity now = keel_find(w, uuid);
-        if (i == 0) now = keel_world_root(w);
+        keel_entity now = keel_find(w, t->uuid);
+        if (t->index == 0) now = keel_world_root(w);
         keel__ent *en = keel__ent_get(w, now);
         keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
         if (fm) fm->faulted = true;
         const char *msg = "failed";
-        for (size_t j = 0; j < hd.count; j++)
-            if (hd.items[j].severity == KEEL_SEV_ERROR) {
-                msg = hd.items[j].message;
+        for (size_t j = 0; j < t->diags.count; j++)
+            if (t->diags.items[j].severity == KEEL_SEV_ERROR) {
+                msg = t->diags.items[j].message;
                 break;
             }
-        fault_record(w, uuid, kd->key, slot, phase, msg);
+        fault_record(w, t->uuid, t->kd->key, slot, t->call.phase, msg);
     } else if (w->txn_depth == 0) {
         /* the outermost transaction committed: its log is no longer needed */
-        while (w->log_count > mark) keel_cmd_free(&w->log[--w->log_count]);
+        while (w->log_count > t->mark) keel_cmd_free(&w->log[--w->log_count]);
         if (w->held_count) keel__held_release(w);
         if (w->tomb_cap) keel__tombs_clear(w);
     }
-    if (hd.items) keel_diags_free(&hd);
+    if (t->diags.items) keel_diags_free(&t->diags);
+}
+
+static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
+                       keel_phase phase, double dt)
+{
+    keel__hook_txn t;
+    hook_begin(w, i, m, kd, phase, dt, &t);
+    hook_end(w, &t, kd->hooks[phase](&t.call));
 }
 
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
@@ -159,22 +171,65 @@ static bool active(const keel_world *w, uint32_t i)
     return true;
 }
 
+/* The entry of run item `it` when its hook is due now (marking it started in the start phase). */
+static keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
+{
+    keel__ent *en = &w->ents[it.index];
+    if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
+    keel__entry *m = keel__entry_find(en, it.kind, it.slot);
+    if (!m || !m->enabled || m->faulted || m->born > w->frame) return NULL;
+    if (phase == KEEL_PHASE_START && m->started) return NULL;
+    if (!active(w, it.index)) return NULL;
+    if (phase == KEEL_PHASE_START) m->started = true;
+    return w->rolling_back ? NULL : m;
+}
+
+/* ---- batches: a binding runs a stretch of one kind's run list in one go */
+
+keel_hook_fn keel__batch_hook;
+void (*keel__batch_run)(keel__batch *b);
+
+bool keel__batch_next(keel__batch *b)
+{
+    keel_world *w = b->w;
+    keel__run *r = &w->runs[b->phase];
+    while (b->next < b->end) {
+        keel__run_item it = r->items[b->next];
+        const keel_kind_desc *kd = keel_kind_describe(it.kind);
+        if (!kd || kd->hooks[b->phase] != keel__batch_hook || kd->user != b->user) {
+            b->end = b->next; /* redeclared meanwhile: the rest go one by one */
+            return false;
+        }
+        b->next++;
+        keel__entry *m = run_due(w, it, b->phase);
+        if (!m) continue;
+        hook_begin(w, it.index, m, kd, b->phase, b->dt, &b->txn);
+        return true;
+    }
+    return false;
+}
+
+void keel__batch_done(keel__batch *b, keel_status st) { hook_end(b->w, &b->txn, st); }
+
 static void run_phase(keel_world *w, keel_phase phase, double dt)
 {
     if (!w->runs_valid || w->runs_structure != w->structure) runs_rebuild(w);
     keel__run *r = &w->runs[phase];
     for (size_t n = 0; n < r->count; n++) {
         keel__run_item it = r->items[n];
-        keel__ent *en = &w->ents[it.index];
-        if (!en->alive || en->gen != it.gen) continue; /* destroyed earlier in this phase */
-        keel__entry *m = keel__entry_find(en, it.kind, it.slot);
-        if (!m || !m->enabled || m->faulted || m->born > w->frame) continue;
-        if (phase == KEEL_PHASE_START && m->started) continue;
-        if (!active(w, it.index)) continue;
-        if (phase == KEEL_PHASE_START) m->started = true;
-        if (w->rolling_back) continue;
         const keel_kind_desc *kd = keel_kind_describe(it.kind);
-        if (kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt);
+        if (keel__batch_run && kd && kd->hooks[phase] == keel__batch_hook && !w->rolling_back) {
+            size_t end = n + 1;
+            while (end < r->count && r->items[end].kind == it.kind) end++;
+            if (end - n >= KEEL__BATCH_MIN) {
+                keel__batch b = { .w = w, .phase = phase, .dt = dt, .user = kd->user, .next = n, .end = end };
+                keel__batch_run(&b);
+                n = b.next - 1; /* a batch that stopped early leaves the rest to the loop */
+                continue;
+            }
+        }
+        keel__entry *m = run_due(w, it, phase);
+        if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt);
     }
     keel__flush_pending(w); /* the phase boundary: records of the dead are freed */
 }

@@ -247,8 +247,7 @@ void keel_world_free(keel_world *w)
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
         for (uint32_t m = 0; m < en->member_count; m++) {
-            if (!en->members[m].kind) free(en->members[m].key);
-            keel_node_free(en->members[m].preserved);
+            if (!en->members[m].kind) keel__unknown_free(en->members[m].unk);
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */

@@ -18,6 +18,12 @@
 #define KEEL__ENTRY_CLASSES 8
 #define KEEL__UUID_AHEAD 8 /* spawns between drawing a UUID and using it (its index slot prefetched) */
 
+/* What only an unknown entry has (kept aside: most entries are loaded). */
+typedef struct keel__unknown {
+    char *key;
+    keel_node *preserved;   /* its body as read */
+} keel__unknown;
+
 /* One membership entry: the component stack of an entity, in order. */
 typedef struct keel__entry {
     keel_kind_id kind;      /* KEEL_NO_KIND when unknown */
@@ -29,9 +35,8 @@ typedef struct keel__entry {
     bool enabled, started, awoken, faulted;
     union {                 /* the same again */
         uint64_t born;      /* loaded: first frame it may run in */
-        char *key;          /* unknown: its kind key (loaded ones read the registry) */
+        keel__unknown *unk; /* unknown: key (loaded ones read the registry) and body */
     };
-    keel_node *preserved;   /* unknown only */
     uint64_t serial;        /* per world, never reused (a rollback gives a removed entry its own back) */
 } keel__entry;
 
@@ -178,6 +183,7 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet);
 void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
 void keel__flush_pending(keel_world *w);
 void keel__stores_free(keel_world *w);
+void keel__unknown_free(keel__unknown *u);
 void keel__entries_release(keel_world *w, keel__ent *en); /* back to the pool (entries already emptied) */
 void keel__entry_pools_free(keel_world *w);
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
@@ -213,6 +219,38 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
                             keel_diags *d);
 
 /* ---- step.c ---- */
+/* An open hook transaction (between its begin and end). */
+typedef struct keel__hook_txn {
+    keel_call call;          /* call.diags points at diags */
+    keel_diags diags;
+    keel_uuid uuid;
+    uint32_t index;
+    size_t mark;
+    int cmd_depth;
+    keel_comp outer;
+    const keel_kind_desc *kd;
+} keel__hook_txn;
+
+/* A stretch [next, end) of one kind's items in a phase's run list, run by a binding in one go
+ * (the Lua binding: one protected Lua call for many hooks). Every item is still its own
+ * transaction: keel__batch_next skips items not due and opens the next one's (false at the
+ * end, or when the kind was redeclared: run_phase takes over from `next`); keel__batch_done
+ * commits it, or rolls it back and faults it, exactly as a single hook call. */
+typedef struct keel__batch {
+    keel_world *w;
+    keel_phase phase;
+    double dt;
+    void *user;              /* the kind's desc.user when the batch began */
+    size_t next, end;
+    keel__hook_txn txn;      /* the open item: txn.call is what the hook gets */
+} keel__batch;
+#define KEEL__BATCH_MIN 4    /* shorter stretches go one call at a time */
+/* Set by a binding: kinds whose hook for a phase is keel__batch_hook run their stretches of
+ * at least KEEL__BATCH_MIN items through keel__batch_run. */
+extern keel_hook_fn keel__batch_hook;
+extern void (*keel__batch_run)(keel__batch *b);
+bool keel__batch_next(keel__batch *b);
+void keel__batch_done(keel__batch *b, keel_status st);
 /* Runs one hook as a transaction; a failure rolls back, faults and records. */
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt);
 void keel__runs_free(keel_world *w);

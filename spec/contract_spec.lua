@@ -1594,6 +1594,18 @@ describe("the Lua face", function()
     assert.are.equal(4, select("#", c:unpack("rotation")))
   end)
 
+  it("c:unpack allocates nothing", function()
+    local c = keel.world():spawn{ name = "E", components = { "core:transform" } }:get("core:transform")
+    c:unpack("position")
+    collectgarbage()
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 1000 do c:unpack("position") end
+    local grown = collectgarbage("count") - before
+    collectgarbage("restart")
+    assert.are.equal(0, grown)
+  end)
+
   it("reads vectors as fresh arrays and accepts any such array", function()
     local c = keel.world():spawn{ name = "E", components = { "core:transform" } }:get("core:transform")
     local p = c.position

@@ -1058,6 +1058,21 @@ describe("lifecycle and order", function()
     assert.truthy(b)
   end)
 
+  it("costs no Lua allocation per step for kinds without callbacks", function()
+    local k = key("quiet")
+    keel.kind{ key = k, fields = { { "x", "float" } } }
+    local w = keel.world()
+    for _ = 1, 200 do w:spawn{ name = "E", components = { "core:transform", k } } end
+    w:step(1 / 60)
+    collectgarbage()
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 50 do w:step(1 / 60) end
+    local grown = collectgarbage("count") - before
+    collectgarbage("restart")
+    assert.are.equal(0, grown)
+  end)
+
   it("runs each callback as a transaction: rollback, discard, fault once, step goes on", function()
     local k, ok_k = key("faulty"), key("fine")
     local calls, fine = 0, 0

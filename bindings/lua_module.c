@@ -67,6 +67,13 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     return ctx;
 }
 
+/* keel.core._invalid(message): raises an InvalidArgument error object, so misuse caught in
+ * lua/keel/*.lua fails like misuse caught in C. */
+static int m_invalid(lua_State *L)
+{
+    return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", luaL_checkstring(L, 1));
+}
+
 int luaopen_keel_core(lua_State *L);
 
 int luaopen_keel_core(lua_State *L)
@@ -83,6 +90,8 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_kind(L);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");
+    lua_pushcfunction(L, m_invalid);
+    lua_setfield(L, -2, "_invalid");
     keel_lua_open_persist(L);
     lua_setfield(L, -2, "persist");
     return 1;

@@ -3,13 +3,24 @@
 -- Inverses name entities by UUID: after undoing a destroy the entity is back with its UUID,
 -- components and children, but handles held from before the destroy stay stale -- look it
 -- up again with w:find(uuid).
+local core = require "keel.core"
+
 local M = {}
 
 local History = {}
 History.__index = History
 
+-- Misuse raises an InvalidArgument error object, as it does everywhere in keel.
+local function check(v, what, where)
+  local mt = getmetatable(v)
+  if not (mt and mt.__name == "keel." .. what) then
+    core._invalid(("%s: a keel.%s expected, got %s"):format(where, what, type(v)))
+  end
+  return v
+end
+
 function M.new(w)
-  assert(getmetatable(w) and tostring(w):match("^keel%.World"), "history.new: a keel.World expected")
+  check(w, "World", "history.new")
   return setmetatable({ world = w, undos = {}, redos = {} }, History)
 end
 
@@ -25,30 +36,36 @@ function History:spawn(spec)
 end
 
 function History:destroy(e)
+  check(e, "Entity", "history:destroy")
   record(self, e:_destroy())
 end
 
 function History:add(e, kind, body)
+  check(e, "Entity", "history:add")
   local c, inverse = e:_add(kind, body)
   record(self, inverse)
   return c
 end
 
 function History:remove(e, kind, slot)
+  check(e, "Entity", "history:remove")
   local body, inverse = e:_remove(kind, slot)
   record(self, inverse)
   return body
 end
 
 function History:set(c, field, value)
+  check(c, "Component", "history:set")
   record(self, c:_set(field, value))
 end
 
 function History:reparent(e, parent)
+  check(e, "Entity", "history:reparent")
   record(self, e:_reparent(parent))
 end
 
 function History:rename(e, name)
+  check(e, "Entity", "history:rename")
   record(self, e:_rename(name))
 end
 

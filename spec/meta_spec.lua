@@ -57,6 +57,16 @@ describe("lua/keel/meta.lua", function()
     end
   end)
 
+  it("annotates every function of keel.history", function()
+    local mod = require "keel.history"
+    for name in pairs(public_functions(mod)) do
+      assert.is_truthy(names.history and names.history[name], "history." .. name .. " has no annotation")
+    end
+    for name in pairs(names.history) do
+      assert.are.equal("function", type(mod[name]), "history." .. name .. " is annotated but missing")
+    end
+  end)
+
   it("annotates the methods of worlds, entities, components and histories", function()
     keel.kind{ key = "meta:probe", fields = { { "x", "float" } } }
     local w = keel.world("Meta")

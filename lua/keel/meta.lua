@@ -286,6 +286,15 @@ function keel.load(path, opts) end
 ---@return KeelError? err
 function keel.parse(yaml, opts) end
 
+---`require "keel.history"`: the undo stack module.
+---@class KeelHistoryModule
+local history = {}
+
+---A history of `w`; misuse (not a world) raises InvalidArgument.
+---@param w KeelWorld
+---@return KeelHistory
+function history.new(w) end
+
 ---@class KeelHistory
 local History = {}
 

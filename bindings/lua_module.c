@@ -68,7 +68,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
 }
 
 /* keel.core._invalid(message): raises an InvalidArgument error object, so misuse caught in
- * lua/keel/*.lua fails like misuse caught in C. */
+ * the Lua modules (keel.history) fails like misuse caught in C. */
 static int m_invalid(lua_State *L)
 {
     return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", luaL_checkstring(L, 1));

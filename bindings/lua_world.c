@@ -816,6 +816,24 @@ static size_t opt_size(lua_State *L, int t, const char *k, size_t def)
     return v;
 }
 
+/* Raises InvalidArgument for a key of the table at t that is not among `known` (a typo
+ * such as `entites` would otherwise load with the default silently). */
+static void check_keys(lua_State *L, int t, const char *what, const char *const *known)
+{
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        size_t i = 0;
+        while (k && known[i] && strcmp(known[i], k) != 0) i++;
+        if (!k || !known[i]) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: unknown key '%s'", what, k ? k : luaL_typename(L, -1));
+    }
+}
+
+static const char *const opt_keys[] = { "strict", "assets", "limits", NULL };
+static const char *const limit_keys[] = { "document_size", "entities", "components_per_entity", "body_size",
+                                          "string_length", "nesting_depth", "hierarchy_depth", "collection_length", NULL };
+
 /* Reads opts { strict, assets, limits } at idx; assets loaded into *assets (caller frees). */
 static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_assets **assets, keel_diags *d)
 {
@@ -824,12 +842,16 @@ static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_asse
     if (lua_isnoneornil(L, idx)) return KEEL_OK;
     if (lua_type(L, idx) != LUA_TTABLE)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts must be a table, got %s", luaL_typename(L, idx));
+    check_keys(L, idx, "opts", opt_keys);
     lua_getfield(L, idx, "strict");
     o->strict = lua_toboolean(L, -1);
     lua_pop(L, 1);
     lua_getfield(L, idx, "limits");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.limits must be a table, got %s", luaL_typename(L, -1));
     if (lua_type(L, -1) == LUA_TTABLE) {
         int t = lua_gettop(L);
+        check_keys(L, t, "opts.limits", limit_keys);
         keel_limits *l = &o->limits;
         l->document_size = opt_size(L, t, "document_size", l->document_size);
         l->entities = opt_size(L, t, "entities", l->entities);
@@ -842,6 +864,8 @@ static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_asse
     }
     lua_pop(L, 1);
     lua_getfield(L, idx, "assets");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets must be a path, got %s", luaL_typename(L, -1));
     keel_status s = KEEL_OK;
     if (lua_type(L, -1) == LUA_TSTRING) {
         s = keel_assets_load(lua_tostring(L, -1), assets, d);

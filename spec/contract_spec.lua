@@ -1379,6 +1379,17 @@ describe("persistence", function()
     end
   end)
 
+  it("refuses unknown load options and limit names with InvalidArgument", function()
+    local text = doc("")
+    assert.are.equal("InvalidArgument", code_of(keel.parse, text, { limits = { entites = 1 } }))
+    assert.are.equal("InvalidArgument", code_of(keel.parse, text, { strcit = true }))
+    assert.are.equal("InvalidArgument", code_of(keel.parse, text, { limits = 5 }))
+    assert.are.equal("InvalidArgument", code_of(keel.parse, text, { assets = true }))
+    assert.are.equal("InvalidArgument", code_of(keel.parse, text, { limits = { entities = -1 } }))
+    assert.are.equal("InvalidArgument", code_of(keel.load, ROOT .. "/scenes/demo.yaml", { limits = { [1] = 2 } }))
+    assert.truthy(keel.parse(text, { strict = true, limits = { entities = 5 } }))
+  end)
+
   it("warns about a missing asset with a placeholder when loading for editing", function()
     local d = tmpdir()
     spit(d .. "/assets.yaml", "assets: []\n")

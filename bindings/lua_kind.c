@@ -129,22 +129,23 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
                                  keel_comp c, const char *rec, int self, int keys, int kbase, keel_diags *d,
                                  keel_status *out)
 {
-    if (!rec || kd->validate || w->txn_depth != 1 || w->rolling_back || lk->nfields > KEEL_LUA_COMMIT_MAX ||
-        !lua_checkstack(L, (int)lk->nfields + 4))
+    if (!rec || kd->validate || w->txn_depth != 1 || w->rolling_back || lk->nfields > KEEL_LUA_COMMIT_MAX)
         return false;
     int fields[KEEL_LUA_COMMIT_MAX];
     keel_value vals[KEEL_LUA_COMMIT_MAX];
     size_t n = 0;
     int top = lua_gettop(L);
+    bool kept = false; /* values left on the stack (borrowed strings): room checked once, settop at the end */
     *out = KEEL_OK;
     for (size_t i = 0; i < lk->nfields; i++) {
         const keel_field_desc *fd = &kd->fields[i];
         const char *p = rec + lk->offsets[i];
         push_key(L, keys, kbase, i);
-        int t = lua_rawget(L, self); /* stays on the stack: string values are borrowed from it */
+        int t = lua_rawget(L, self);
         keel_value *v = &vals[n];
         if (fd->type == KEEL_T_FLOAT && t == LUA_TNUMBER) {
             double f = (double)lua_tonumber(L, -1);
+            lua_pop(L, 1); /* a number: nothing borrowed */
             if (f == *(const double *)p) continue; /* the common case, unchanged */
             v->type = KEEL_T_FLOAT;
             v->nil = false;
@@ -154,6 +155,12 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
                 continue;
             }
         } else {
+            /* stays on the stack: string values are borrowed from it */
+            if (!kept && !lua_checkstack(L, (int)lk->nfields + 4)) {
+                *out = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+                break;
+            }
+            kept = true;
             if (keel__lua_same(L, -1, fd, p, w)) continue;
             char err[256];
             if (!keel__lua_to_value(L, -1, fd, w, v, err, sizeof err)) {
@@ -165,7 +172,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
         fields[n++] = (int)i;
     }
     if (*out == KEEL_OK && n) keel__put_committed(w, c, n, fields, vals);
-    lua_settop(L, top);
+    if (kept) lua_settop(L, top);
     return true;
 }
 

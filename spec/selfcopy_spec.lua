@@ -27,6 +27,14 @@ keel.kind{ key = "sc:remover", fields = {},
 keel.kind{ key = "sc:inner", fields = { { "v", "float", default = 1 } },
   update = function(self, e, dt) self.v = self.v * 2 end }
 
+keel.kind{ key = "sc:ref", fields = { { "target", "entity" }, { "label", "string", default = "" },
+  { "dir", "vec3" } },
+  update = function(self, e, dt)
+    self.target = e
+    self.label = "seen " .. e.name
+    self.dir = { 1, 2, 3 }
+  end }
+
 describe("self", function()
   describe("write-back", function()
     it("stores every changed field and bumps the version once per field", function()
@@ -40,6 +48,17 @@ describe("self", function()
       assert.are.equal(v0 + 3, c.version)
       assert.is_true(w.revision >= r0 + 3)
       assert.are.same({}, w:errors())
+    end)
+
+    it("stores entity, string and vector fields", function()
+      local w = keel.world()
+      local e = w:spawn("E")
+      local c = e:add("sc:ref")
+      w:step(0.1)
+      assert.are.same({}, w:errors())
+      assert.are.equal(e, c.target)
+      assert.are.equal("seen E", c.label)
+      assert.are.same({ 1, 2, 3 }, c.dir)
     end)
 
     it("writes nothing when a later field is out of range, and faults the component", function()

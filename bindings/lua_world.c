@@ -253,6 +253,9 @@ static keel_entity opt_parent(lua_State *L, int idx, keel_lua_world *lw)
     return p->e;
 }
 
+static void check_keys(lua_State *L, int t, const char *what, const char *const *known);
+static const char *const spawn_keys[] = { "name", "parent", "enabled", "components", NULL };
+
 /* True when k is among the first n kinds of ks. */
 static bool spec_in(keel_kind_id k, const keel_kind_id *ks, size_t n)
 {
@@ -369,6 +372,11 @@ static int do_spawn(lua_State *L, bool want_inverse)
     int spec = 0;
     if (lua_type(L, 2) == LUA_TTABLE) {
         spec = 2;
+        check_keys(L, 2, "spawn", spawn_keys);
+        lua_getfield(L, 2, "enabled");
+        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: enabled must be a boolean, got %s", luaL_typename(L, -1));
+        lua_pop(L, 1);
         lua_getfield(L, 2, "name");
         if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: name must be a string");

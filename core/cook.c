@@ -193,8 +193,13 @@ static void cook_members(const keel_world *w, keel_entity e, uint32_t owner_ix, 
         char path[96];
         snprintf(path, sizeof path, "%s.components[%zu]", prefix, i);
         if (!m.loaded) {
-            keel_error(d, KEEL_UNSUPPORTED, path,
-                       "%s is not declared: an unknown component cannot be cooked", m.key);
+            keel_kind_id k = keel_kind_find(m.key); /* declared, but the file's version is newer */
+            if (k)
+                keel_error(d, KEEL_UNSUPPORTED, path, "%s is written in version %d, newer than the declared %d: "
+                           "it is kept unknown and cannot be cooked", m.key, m.version, keel_kind_describe(k)->version);
+            else
+                keel_error(d, KEEL_UNSUPPORTED, path,
+                           "%s is not declared: an unknown component cannot be cooked", m.key);
             continue;
         }
         if (!kind_cooked(m.kind)) continue;

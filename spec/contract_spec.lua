@@ -2245,6 +2245,14 @@ describe("the keel program", function()
     assert.truthy(out:find("game:health", 1, true))
   end)
 
+  it("keel cook refuses a component written by a newer version, and says so", function()
+    local src = d .. "/newer.yaml"
+    spit(src, doc(entity_text(U1, "E", comp_text("core:transform", 9, 0))))
+    local code, out, err = run("cook " .. shell_quote(src) .. " -o " .. shell_quote(d .. "/n.keelc"))
+    assert.are.equal(1, code)
+    assert.truthy(((out or "") .. err):find("core:transform is written in version 9, newer than the declared 1", 1, true), err)
+  end)
+
   it("runs a Lua script with arg set and require 'keel' available", function()
     local script = d .. "/s.lua"
     spit(script, 'local keel = require "keel"\nprint(arg[1], arg[2], keel.world("X").name)\n')

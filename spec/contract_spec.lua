@@ -1078,6 +1078,24 @@ describe("lifecycle and order", function()
     assert.truthy(b)
   end)
 
+  it("treats a failing awake like any callback: rolled back, recorded, faulted (on add and on load)", function()
+    local k = key("badawake")
+    local updates = 0
+    keel.kind{ key = k, fields = { { "x", "int" } }, awake = function(self) self.x = 5; error("awake boom") end,
+      update = function() updates = updates + 1 end }
+    local w = keel.world()
+    local e = w:spawn("E")
+    local c = e:add(k)
+    assert.are.equal(0, c.x)
+    assert.are.equal(1, #w:errors())
+    assert.are.equal("awake", w:errors()[1].phase)
+    w:step(1 / 60)
+    assert.are.equal(0, updates)
+    local loaded = assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 1, 0)))))
+    assert.are.equal(1, #loaded:errors())
+    assert.are.equal(0, loaded:find(U1):get(k).x)
+  end)
+
   it("costs no Lua allocation per step for kinds without callbacks", function()
     local k = key("quiet")
     keel.kind{ key = k, fields = { { "x", "float" } } }

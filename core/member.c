@@ -28,17 +28,14 @@ static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, u
         s->pages[s->npages++] = keel__xrealloc(NULL, n * (s->record_size ? s->record_size : 1));
         s->cap += n;
     }
-    if (s->count == s->acap) { /* the parallel arrays grow geometrically */
+    if (s->count == s->acap) { /* the parallel array grows geometrically */
         s->acap = s->acap ? s->acap * 2 : KEEL__PAGE;
-        s->owner = keel__xrealloc(s->owner, s->acap * sizeof *s->owner);
-        s->slot = keel__xrealloc(s->slot, s->acap * sizeof *s->slot);
-        s->counter = keel__xrealloc(s->counter, s->acap * sizeof *s->counter);
+        s->rows = keel__xrealloc(s->rows, s->acap * sizeof *s->rows);
     }
     size_t row = s->count++;
     s->changes++;
-    s->owner[row] = owner;
-    s->slot[row] = slot;
-    s->counter[row] = 0; /* the record itself is filled by the caller (init, copy or decode) */
+    /* the record itself is filled by the caller (init, copy or decode) */
+    s->rows[row] = (keel__row){ (uint32_t)owner, slot, 0 };
     return (uint32_t)row;
 }
 
@@ -51,11 +48,10 @@ static void store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
     size_t last = s->count - 1;
     if (row != last) {
         memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
-        s->owner[row] = s->owner[last];
-        s->slot[row] = s->slot[last];
-        s->counter[row] = s->counter[last];
-        keel__ent *en = keel__ent_get(w, s->owner[row]);
-        keel__entry *m = en ? keel__entry_find(en, k, s->slot[row]) : NULL;
+        s->rows[row] = s->rows[last];
+        uint32_t o = s->rows[row].owner; /* never a pending row: those go last first */
+        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? keel__entry_find(&w->ents[o], k, s->rows[row].slot)
+                                                             : NULL;
         if (m) m->row = row;
     }
     s->count--;
@@ -68,7 +64,7 @@ void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
         return;
     }
     /* a hook may still hold this record: free it at the phase boundary */
-    w->stores[k].owner[row] = KEEL_NO_ENTITY;
+    w->stores[k].rows[row].owner = KEEL__NONE;
     w->stores[k].changes++;
     if (w->pending_count == w->pending_cap) {
         w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
@@ -101,9 +97,7 @@ void keel__stores_free(keel_world *w)
         for (size_t r = 0; r < s->count; r++) keel__record_fini((keel_kind_id)k, keel__store_rec(s, r));
         for (size_t p = 0; p < s->npages; p++) free(s->pages[p]);
         free(s->pages);
-        free(s->owner);
-        free(s->slot);
-        free(s->counter);
+        free(s->rows);
     }
     free(w->stores);
     w->stores = NULL;
@@ -729,7 +723,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     out->enabled = m->enabled;
     out->faulted = m->faulted;
     out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
-    out->counter = m->kind ? w->stores[m->kind].counter[m->row] : 0;
+    out->counter = m->kind ? w->stores[m->kind].rows[m->row].counter : 0;
     out->preserved = m->kind ? NULL : m->unk->preserved;
     out->serial = m->serial;
     return true;
@@ -767,7 +761,7 @@ void *keel_record(const keel_world *w, keel_comp c)
 uint64_t keel_comp_counter(const keel_world *w, keel_comp c)
 {
     keel__entry *m = comp_entry(w, c);
-    return m ? w->stores[c.kind].counter[m->row] : 0;
+    return m ? w->stores[c.kind].rows[m->row].counter : 0;
 }
 
 bool keel_comp_enabled(const keel_world *w, keel_comp c)
@@ -877,7 +871,7 @@ static keel_status set_impl(keel_world *w, keel_comp c, int field, const keel_va
         }
         m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
     }
-    if (m) w->stores[c.kind].counter[m->row]++;
+    if (m) w->stores[c.kind].rows[m->row].counter++;
     w->revision++;
     if (inv) {
         inv->type = inv == &tmp ? KEEL__CMD_SET_FAST : KEEL_CMD_SET;
@@ -1084,6 +1078,6 @@ void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields
     keel__store *s = &w->stores[c.kind];
     void *rec = keel__store_rec(s, m->row);
     for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
-    s->counter[m->row] += n; /* as n keel_set calls would */
+    s->rows[m->row].counter += n; /* as n keel_set calls would */
     w->revision += n;
 }

@@ -31,13 +31,14 @@ size_t keel_storage_count(const keel_world *w, keel_kind_id k)
 keel_entity keel_storage_owner(const keel_world *w, keel_kind_id k, size_t i)
 {
     const keel__store *s = store(w, k);
-    return s && i < s->count ? s->owner[i] : KEEL_NO_ENTITY;
+    if (!s || i >= s->count || s->rows[i].owner == KEEL__NONE) return KEEL_NO_ENTITY;
+    return keel__handle(w, s->rows[i].owner);
 }
 
 uint32_t keel_storage_slot(const keel_world *w, keel_kind_id k, size_t i)
 {
     const keel__store *s = store(w, k);
-    return s && i < s->count ? s->slot[i] : 0;
+    return s && i < s->count ? s->rows[i].slot : 0;
 }
 
 void *keel_storage_record(const keel_world *w, keel_kind_id k, size_t i)
@@ -100,19 +101,20 @@ static void query_rebuild(keel_query *q)
     query_grow(q, s->count);
     bool aligned = true;
     for (size_t r = 0; r < s->count; r++) {
-        keel__ent *en = keel__ent_get(w, s->owner[r]);
-        if (!en || (uint32_t)s->owner[r] == 0) continue; /* the root is not an entity */
+        uint32_t o = s->rows[r].owner;
+        if (o == KEEL__NONE || o == 0) continue; /* freed during a step; the root is not an entity */
+        keel__ent *en = &w->ents[o];
         keel__entry *m = keel__entry_find(en, q->kinds[drive], KEEL_SLOT_AUTO);
         if (!m || m->row != r) continue;
         size_t k = 0;
         for (; k < q->n; k++) {
-            keel__entry *o = k == drive ? m : keel__entry_find(en, q->kinds[k], KEEL_SLOT_AUTO);
-            if (!o) break;
-            q->cols[k][q->rows] = keel__store_rec(&w->stores[q->kinds[k]], o->row);
-            aligned = aligned && o->row == q->rows;
+            keel__entry *x = k == drive ? m : keel__entry_find(en, q->kinds[k], KEEL_SLOT_AUTO);
+            if (!x) break;
+            q->cols[k][q->rows] = keel__store_rec(&w->stores[q->kinds[k]], x->row);
+            aligned = aligned && x->row == q->rows;
         }
         if (k < q->n) continue;
-        q->ents[q->rows++] = s->owner[r];
+        q->ents[q->rows++] = keel__handle(w, o);
     }
     for (size_t k = 0; k < q->n && aligned; k++) aligned = store(w, q->kinds[k])->count == q->rows;
     q->aligned = aligned; /* no root rows, pending frees, extra slots or strays in any storage */

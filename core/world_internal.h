@@ -66,17 +66,23 @@ typedef struct keel__ent {
     uint32_t member_count, member_cap;
 } keel__ent;
 
-/* Dense per-kind storage with parallel owner/slot/counter arrays. */
+/* What a storage row knows besides its record. */
+typedef struct keel__row {
+    uint32_t owner;         /* entity index (rows belong to live entities); KEEL__NONE: freed at
+                               the next phase boundary */
+    uint32_t slot;
+    uint64_t counter;       /* bumps on every write */
+} keel__row;
+
+/* Dense per-kind storage: records in pages, and a parallel array of row facts. */
 typedef struct keel__store {
     size_t record_size;
     size_t count, cap;      /* cap = KEEL__PAGE * (2^npages - 1) */
     size_t npages;
-    size_t acap;            /* capacity of owner/slot/counter */
+    size_t acap;            /* capacity of rows */
     uint64_t changes;       /* bumps when rows come, go or move: queries over this kind rebuild */
     unsigned char **pages;
-    keel_entity *owner;     /* KEEL_NO_ENTITY: freed at the next phase boundary */
-    uint32_t *slot;
-    uint64_t *counter;
+    keel__row *rows;
 } keel__store;
 
 typedef struct keel__run_item {

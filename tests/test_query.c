@@ -85,6 +85,17 @@ static void query_excludes_the_root(void **state)
     assert_int_equal(keel_query_entity(q, 0), a);
     keel_query_free(q);
     assert_int_equal(keel_storage_count(f->w, k), 2); /* storage itself holds both */
+    assert_int_equal(keel_storage_owner(f->w, k, 0), keel_world_root(f->w));
+    assert_int_equal(keel_storage_owner(f->w, k, 1), a);
+    assert_int_equal(keel_storage_slot(f->w, k, 1), 0);
+    assert_int_equal(keel_storage_owner(f->w, k, 2), KEEL_NO_ENTITY);
+    /* a handle out of storage stays right after its index is reused */
+    assert_int_equal(keel_destroy(f->w, a, NULL, &f->d), KEEL_OK);
+    keel_entity b = spawn(f, "B", 0);
+    add(f, b, "test:score");
+    assert_int_equal((uint32_t)b, (uint32_t)a);
+    assert_int_equal(keel_storage_owner(f->w, k, 1), b);
+    assert_false(keel_storage_owner(f->w, k, 1) == a);
 }
 
 static void query_storage_stays_dense_after_removal(void **state)

@@ -2079,6 +2079,10 @@ describe("the keel program", function()
     assert.are.equal(1, code)
     local text = (out or "") .. (err or "")
     assert.truthy(text:find(f .. ":%d+:%d+: error: InvalidArgument: "), text)
+    local _, lerr = keel.load(f)
+    local d1 = lerr.diagnostics[1]
+    local line = ("%s:%d:%d: error: %s: %s (at %s)"):format(f, d1.line, d1.col, d1.code, d1.message, d1.path)
+    assert.truthy(text:find(line, 1, true), text)
     local ok = d .. "/ok.yaml"
     spit(ok, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0))))
     assert.are.equal(0, (run("check " .. shell_quote(ok))))

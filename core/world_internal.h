@@ -58,13 +58,15 @@ typedef struct keel__ent {
     keel_uuid uuid;
     const char *name;       /* interned */
     uint32_t gen;
-    bool alive, enabled;
-    bool dying;             /* its on_destroy hooks are running */
+    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 64 bytes an entity */
+    unsigned alive : 1, enabled : 1;
+    unsigned dying : 1;     /* its on_destroy hooks are running */
+    unsigned member_count : 10, member_cap : 10;
     uint32_t parent, first_child, last_child, next, prev;
     uint32_t child_count;
     keel__entry *members;
-    uint32_t member_count, member_cap;
 } keel__ent;
+_Static_assert(KEEL__MAX_COMPONENTS * 2 < 1024, "member_count and member_cap are 10-bit fields");
 
 /* What a storage row knows besides its record. */
 typedef struct keel__row {

@@ -891,7 +891,7 @@ keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags 
     memset(out, 0, sizeof *out);
     if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL path");
     FILE *f = fopen(path, "rb");
-    if (!f) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_IO_ERROR, "", path, 0, 0, "cannot open: %s", strerror(errno));
+    if (!f) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_IO_ERROR, "", path, 0, 0, "cannot open %s: %s", path, strerror(errno));
     uint8_t h[SAVE_HEADER];
     keel_status s = KEEL_OK;
     char *text = NULL;

@@ -1742,6 +1742,18 @@ describe("the Lua face", function()
     assert.are.equal("NotFound", code_of(function() return c.volume end))
   end)
 
+  it("writes entity and asset fields as UUIDs, null when empty", function()
+    local k = key("refs")
+    keel.kind{ key = k, fields = { { "target", "entity" }, { "clip", "asset" }, { "none", "entity" } } }
+    local w = keel.world()
+    local t = w:spawn("T")
+    w:spawn("E"):add(k, { target = t, clip = U2 })
+    local text = w:dump()
+    assert.truthy(text:find("target: " .. t.uuid, 1, true), text)
+    assert.truthy(text:find("clip: " .. U2, 1, true), text)
+    assert.truthy(text:find("none: null", 1, true) or not text:find("none:", 1, true), text)
+  end)
+
   it("makes stale component handles raise NotFound and never reach another component", function()
     local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
     local c = e:add("core:audio_source", { volume = 0.1 })

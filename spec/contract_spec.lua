@@ -681,6 +681,19 @@ describe("entities, membership and slots", function()
     assert.are.equal(p, d.parent)
   end)
 
+  it("keeps the hierarchy depth and components per entity limits at run time too (LimitExceeded)", function()
+    local w = keel.world()
+    local p
+    for i = 1, 256 do p = w:spawn{ name = "N" .. i, parent = p } end
+    assert.are.equal("LimitExceeded", code_of(function() w:spawn{ name = "Deep", parent = p } end))
+    local top = w:spawn("Top")
+    assert.are.equal("LimitExceeded", code_of(function() w:find("N1").parent = top end))
+    local m = w:spawn{ name = "M", components = { "core:transform" } }
+    for _ = 1, 255 do m:add("core:audio_source") end
+    assert.are.equal("LimitExceeded", code_of(function() m:add("core:audio_source") end))
+    assert.are.equal(256, #m:components())
+  end)
+
   it("refuses a parent that would make a cycle with InvalidOperation", function()
     local w = keel.world()
     local a = w:spawn("A")

@@ -119,7 +119,7 @@ static void clear_dir(void)
     struct dirent *de;
     while (dd && (de = readdir(dd))) {
         if (de->d_name[0] == '.') continue;
-        char p[256];
+        char p[sizeof dir + sizeof de->d_name + 2];
         snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
         unlink(p);
     }

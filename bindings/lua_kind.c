@@ -1,5 +1,6 @@
 /* lua_kind.c — Lua-declared kinds: keel.kind{}, keel.kinds(), keel.kind_info(), and the C trampolines
  * that run their hooks with a reused `self` table (fields copied in, changed ones written back). */
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -740,6 +741,41 @@ static double num_field(lua_State *L, int idx, const char *what, const char *nam
     return (double)lua_tonumber(L, idx);
 }
 
+/* The keys a declaration may hold: a typo (`multiplicty`, `defualt`) must not declare a
+ * different kind silently. NULL-terminated. */
+static const char *const kind_keys[] = {
+    "key", "display", "category", "version", "multiplicity", "max", "requires", "rejects",
+    "nosave", "editor_only", "root_only", "fields", "awake", "start", "fixed_update", "update", "late_update",
+    "on_destroy", "validate", "migrate", NULL
+};
+static const char *const field_keys[] = {
+    "default", "min", "max", "choices", "transient", "readonly", "hidden", NULL
+};
+
+/* Raises InvalidArgument naming the first key of table t not in `allowed` (integer keys
+ * 1..npos are the positional entries). `field` names the field declaration, or NULL. */
+static void check_keys(lua_State *L, int t, const char *const *allowed, lua_Integer npos, const char *field)
+{
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        lua_pop(L, 1);
+        bool ok = false;
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            const char *k = lua_tostring(L, -1);
+            for (size_t i = 0; allowed[i] && !ok; i++) ok = strcmp(k, allowed[i]) == 0;
+        } else if (lua_isinteger(L, -1)) {
+            lua_Integer i = lua_tointeger(L, -1);
+            ok = i >= 1 && i <= npos;
+        }
+        if (ok) continue;
+        /* luaL_tolstring on a copy: converting the key itself in place would break lua_next */
+        lua_pushvalue(L, -1);
+        const char *shown = luaL_tolstring(L, -1, NULL);
+        if (field) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown key '%s'", field, shown);
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: unknown key '%s'", shown);
+    }
+}
+
 /* fields[i] = { "name", "type", default=, min=, max=, choices=, transient=, readonly=, hidden= } */
 static void read_field(lua_State *L, int f, keel_field_desc *fd)
 {
@@ -750,6 +786,7 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
     if (lua_type(L, -1) != LUA_TSTRING || !keel_type_parse(lua_tostring(L, -1), &fd->type))
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown type '%s'", fd->key, luaL_optstring(L, -1, "nil"));
     lua_pop(L, 2);
+    check_keys(L, f, field_keys, 2, fd->key);
     lua_getfield(L, f, "choices");
     if (lua_type(L, -1) == LUA_TTABLE) {
         size_t n = lua_rawlen(L, -1);
@@ -798,10 +835,12 @@ static int k_kind(lua_State *L)
     memset(&desc, 0, sizeof desc);
     desc.key = opt_str(L, 1, "key");
     if (!desc.key) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: key is required");
+    check_keys(L, 1, kind_keys, 0, NULL);
     desc.display = opt_str(L, 1, "display");
     desc.category = opt_str(L, 1, "category");
     lua_getfield(L, 1, "version");
-    if (!lua_isnil(L, -1) && !lua_isinteger(L, -1)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: version must be an integer");
+    if (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > INT_MAX))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: version must be an integer >= 1, got %s", luaL_tolstring(L, -1, NULL));
     desc.version = lua_isnil(L, -1) ? 1 : (int)lua_tointeger(L, -1);
     lua_getfield(L, 1, "max");
     if (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0))
@@ -814,7 +853,8 @@ static int k_kind(lua_State *L)
     else return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: multiplicity must be \"one\" or \"many\", got \"%s\"", mult);
     desc.requires = str_array(L, 1, "requires", &desc.requires_count);
     desc.rejects = str_array(L, 1, "rejects", &desc.rejects_count);
-    desc.flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0);
+    desc.flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0) |
+                 (opt_bool(L, 1, "root_only") ? KEEL_KIND_ROOT_ONLY : 0);
 
     lua_getfield(L, 1, "fields");
     int ft = lua_gettop(L);

@@ -267,18 +267,64 @@ describe("kinds", function()
     assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vec"), fields = { { "x", "vec3", default = { 1, 2 } } } }))
   end)
 
-  -- PENDING(luaperf, bindings/lua_kind.c): keel.kind{ version = 0 } is accepted (read as 1);
   -- DESIGN.md: "schema version (integer >= 1)".
-  pending("refuses a schema version below 1 with InvalidArgument", function()
+  it("refuses a schema version below 1 with InvalidArgument", function()
     assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("v0"), version = 0 }))
+    assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vneg"), version = -3 }))
+    assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vstr"), version = "2" }))
+    local err = raises(keel.kind, { key = key("v0m"), version = 0 })
+    assert.truthy(err.message:find("version must be an integer >= 1", 1, true), err.message)
+    assert.is_nil(keel.kind_info(key("v0")))
   end)
 
-  -- PENDING(luaperf, bindings/lua_kind.c): keel.kind{} ignores keys it does not know, so a typo
-  -- (`multiplicty = "many"`, a field's `defualt`) declares a different kind silently; load
-  -- options and spawn specs refuse unknown keys with InvalidArgument.
-  pending("refuses unknown declaration keys with InvalidArgument", function()
+  -- A typo (`multiplicty = "many"`, a field's `defualt`) must not declare a different kind
+  -- silently: load options and spawn specs refuse unknown keys too.
+  it("refuses unknown declaration keys with InvalidArgument", function()
     assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("typo"), multiplicty = "many" }))
     assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("ftypo"), fields = { { "x", "int", defualt = 1 } } }))
+  end)
+
+  it("names the unknown key, the field and the bad type or hook in the message", function()
+    local k = key("named")
+    local err = raises(keel.kind, { key = k, multiplicty = "many" })
+    assert.are.equal("InvalidArgument", err.code)
+    assert.truthy(err.message:find("unknown key 'multiplicty'", 1, true), err.message)
+    assert.is_nil(keel.kind_info(k))
+    err = raises(keel.kind, { key = key("fnamed"), fields = { { "x", "int" }, { "speed", "float", defualt = 1 } } })
+    assert.are.equal("InvalidArgument", err.code)
+    assert.truthy(err.message:find("field 'speed': unknown key 'defualt'", 1, true), err.message)
+    err = raises(keel.kind, { key = key("fpos"), fields = { { "x", "int", 3 } } })
+    assert.are.equal("InvalidArgument", err.code)
+    assert.truthy(err.message:find("field 'x': unknown key '3'", 1, true), err.message)
+    err = raises(keel.kind, { key = key("pos"), "stray" })
+    assert.are.equal("InvalidArgument", err.code)
+    assert.truthy(err.message:find("unknown key '1'", 1, true), err.message)
+    err = raises(keel.kind, { key = key("ftype"), fields = { { "speed", "flaot" } } })
+    assert.are.equal("InvalidArgument", err.code)
+    assert.truthy(err.message:find("field 'speed': unknown type 'flaot'", 1, true), err.message)
+    for _, hk in ipairs { "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "validate" } do
+      err = raises(keel.kind, { key = key("h"), [hk] = "not a function" })
+      assert.are.equal("InvalidArgument", err.code)
+      assert.truthy(err.message:find(hk .. " must be a function, got string", 1, true), err.message)
+    end
+    -- every documented key is still accepted
+    local full = key("full")
+    keel.kind{ key = full, display = "Full", category = "Test", version = 2, multiplicity = "many", max = 3,
+      requires = {}, rejects = {}, nosave = false, editor_only = false,
+      fields = { { "m", "enum", choices = { "a", "b" }, default = "a", transient = false, readonly = false, hidden = false },
+                 { "n", "float", default = 1, min = 0, max = 2 } },
+      awake = function() end, start = function() end, fixed_update = function() end, update = function() end,
+      late_update = function() end, on_destroy = function() end, validate = function() return true end,
+      migrate = {} }
+    assert.are.equal(2, keel.kind_info(full).version)
+  end)
+
+  it("honours root_only: the kind goes on the scene root and nowhere else", function()
+    local k = key("rootonly")
+    keel.kind{ key = k, root_only = true }
+    local w = keel.world()
+    assert.are.equal("InvalidOperation", code_of(function() w:spawn("E"):add(k) end))
+    assert.are.equal(k, w.root:add(k).kind)
   end)
 
   it("defaults multiplicity to one... and a one kind is always slot 0", function()

@@ -68,6 +68,7 @@
 ---@field rejects? string[]
 ---@field nosave? boolean
 ---@field editor_only? boolean
+---@field root_only? boolean          # only on the scene root
 ---@field fields? KeelFieldDecl[]
 ---@field awake? fun(self: KeelComponent, entity: KeelEntity)
 ---@field start? fun(self: KeelComponent, entity: KeelEntity)

@@ -90,12 +90,26 @@ void keel_embed_open(lua_State *L)
     lua_setfield(L, LUA_REGISTRYINDEX, KINDFILES);
 }
 
+/* The error handler of a kind file (its path is upvalue 1). An error object
+ * (keel.kind's InvalidArgument, ...) carries no position, so it is prefixed
+ * with the file's line that made the failing call: "FILE:LINE: Code: message". */
 static int msghandler(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
-        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING)
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+            const char *path = lua_tostring(L, lua_upvalueindex(1));
+            lua_Debug ar;
+            for (int level = 1; path && lua_getstack(L, level, &ar); level++) {
+                if (lua_getinfo(L, "Sl", &ar) && ar.source[0] == '@' && strcmp(ar.source + 1, path) == 0
+                    && ar.currentline > 0) {
+                    lua_pushfstring(L, "%s:%d: %s", path, ar.currentline, lua_tostring(L, -1));
+                    return 1;
+                }
+            }
+            lua_pushfstring(L, "%s: %s", path ? path : "?", lua_tostring(L, -1));
             return 1;
+        }
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
     }
     luaL_traceback(L, L, msg, 1);
@@ -118,7 +132,8 @@ static int run_kind_file(lua_State *L, const char *path)
 {
     struct stat st;
     int failed = 0;
-    lua_pushcfunction(L, msghandler);
+    lua_pushstring(L, path);
+    lua_pushcclosure(L, msghandler, 1);
     int base = lua_gettop(L);
     if (luaL_loadfile(L, path) != LUA_OK || lua_pcall(L, 0, 0, base) != LUA_OK) {
         fprintf(stderr, "keel: %s\n", lua_tostring(L, -1));

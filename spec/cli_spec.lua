@@ -200,6 +200,27 @@ describe("keel program", function()
       assert.truthy(out:find("keel check FILE", 1, true))
     end)
 
+    it("prints a verb's own usage for VERB --help, and on a usage error in that verb", function()
+      for _, verb in ipairs({ "repl", "run", "check", "fmt", "cook", "dump", "kinds" }) do
+        local code, out = keel(verb .. " --help")
+        assert.are.equal(0, code, verb)
+        assert.truthy(out:find("^usage: keel " .. verb .. " "), out)
+        assert.falsy(out:find("keel SCRIPT.lua", 1, true), out) -- not the whole list
+        assert.truthy(out:find("exit codes:", 1, true), out)
+      end
+      local code, out, err = keel("run --frame 3")
+      assert.are.equal(2, code)
+      assert.are.equal("", out)
+      assert.truthy(err:find("^keel: unknown option %-%-frame\nusage: keel run %[SCENE%]"), err)
+      assert.truthy(err:find("(default 600)", 1, true), err)
+      code, _, err = keel("cook " .. shell_quote(SCENES .. "/demo.yaml"))
+      assert.are.equal(2, code)
+      assert.truthy(err:find("^keel: cook: expected SCENE %-o OUT%.keelc\nusage: keel cook SCENE"), err)
+      assert.falsy(err:find("keel kinds", 1, true), err)
+      _, out = keel("--help")
+      assert.truthy(out:find("keel VERB --help", 1, true), out)
+    end)
+
     it("exits 2 when a kinds directory is missing", function()
       local code, _, err = keel("--kinds /nonexistent/kinds kinds")
       assert.are.equal(2, code)
@@ -523,6 +544,17 @@ describe("keel program", function()
       assert.truthy(by["game:spawner"])
     end)
 
+    it("names the kind file and line of a keel.kind{} that raises an error object", function()
+      local dir = tmpdir()
+      spit(dir .. "/typo.lua", 'local keel = require "keel"\n\n'
+        .. 'keel.kind{ key = "test:typo", fields = { { "value", "flaot" } } }\n')
+      local code, _, err = keel("kinds --kinds " .. shell_quote(dir))
+      rmrf(dir)
+      assert.are.equal(2, code)
+      assert.truthy(err:find("keel: " .. dir .. "/typo.lua:3: InvalidArgument: ", 1, true), err)
+      assert.truthy(err:find("'flaot'", 1, true), err)
+    end)
+
     it("exits 2 when a kind file fails", function()
       local dir = tmpdir()
       spit(dir .. "/broken.lua", "error('kind file broke')\n")
@@ -597,6 +629,54 @@ describe("keel program", function()
       rmrf(dir)
       assert.are.equal(0, code, err)
       assert.truthy(out:find("1\n1\n1\t7\n", 1, true), out .. err)
+    end)
+  end)
+
+  describe("repl fixes", function()
+    it("says 1 entity, not 1 entities", function()
+      local code, out, err = keel("repl", 'world:spawn("A")\nworld\nworld:spawn("B")\nworld\n')
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find(": 1 entity, revision", 1, true), out)
+      assert.truthy(out:find(": 2 entities, revision", 1, true), out)
+    end)
+
+    it("names the file and line when reload() meets a kind error", function()
+      local dir = tmpdir()
+      local file = dir .. "/k.lua"
+      spit(file, 'require("keel").kind{ key = "test:hot2", fields = { { "a", "int" } } }\n')
+      local code, out, err = keel("repl --kinds " .. shell_quote(dir), table.concat({
+        'local f = io.open(' .. string.format("%q", file) .. ', "w") '
+          .. 'f:write(\'local keel = require("keel")\\nkeel.kind{ key = "test:hot2", '
+          .. 'fields = { { "a", "itn" } } }\\n\') f:close()',
+        "#reload()",
+        'print("after")',
+        "",
+      }, "\n"))
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      assert.truthy(err:find("reload: " .. file .. ":2: InvalidArgument: ", 1, true), err)
+      assert.truthy(out:find("0\nafter\n", 1, true), out)
+    end)
+
+    it("drops the line on ctrl-c at the prompt and goes on (on a terminal)", function()
+      if not os.execute("command -v script >/dev/null 2>&1") then
+        pending("needs script(1) for a terminal")
+        return
+      end
+      local home = tmpdir()
+      -- script(1) gives keel a terminal; the pauses let each prompt come up
+      -- before the next keys, as a person types.
+      local cmd = "(sleep 2; printf 'x = 1 +'; sleep 1; printf '\\003'; sleep 1; "
+        .. "printf 'print(\"alive\", x)\\n'; sleep 1; printf 'if true then\\n'; sleep 1; printf '\\003'; "
+        .. "sleep 1; printf 'print(\"still\")\\n'; sleep 1; printf '\\004') | HOME=" .. shell_quote(home)
+        .. " script -qfec " .. shell_quote(KEEL) .. " /dev/null"
+      local p = io.popen(cmd .. "; echo \"rc=$?\"")
+      local out = p:read("a")
+      p:close()
+      rmrf(home)
+      assert.truthy(out:find("alive\tnil", 1, true), out)
+      assert.truthy(out:find("still", 1, true), out)
+      assert.truthy(out:find("rc=0", 1, true), out)
     end)
   end)
 

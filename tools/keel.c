@@ -22,9 +22,72 @@ static const char *const usage_text =
     "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
     "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
     "       keel kinds [--json]                   list registered kinds and their fields\n"
+    "       keel VERB --help                      what the verb does\n";
+
+static const char *const common_text =
     "common: --kinds DIR (repeatable; default: the bundled lua/kinds and ./kinds if present)\n"
     "        --assets FILE (default: assets.yaml beside the scene)\n"
     "exit codes: 0 ok, 1 the input has errors, 2 usage or environment\n";
+
+/* `keel VERB --help`, and what a usage error in that verb prints: the verb's
+ * own lines rather than the whole list. */
+static const struct { const char *verb, *text; } verb_help[] = {
+    { "repl",
+      "usage: keel repl [SCENE]\n"
+      "  A Lua REPL with SCENE (else an empty world \"untitled\") bound to `world`.\n"
+      "  Line editing, history (~/.keel_history), tab completion, =expr; results print\n"
+      "  readably. reload() re-runs the kind files that changed. ctrl-c drops the line\n"
+      "  (or stops running code), ctrl-d quits. Piped input runs without prompts.\n" },
+    { "run",
+      "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT]\n"
+      "  Runs gameplay headless: SCENE (default: the bundled demo) for N frames\n"
+      "  (default 600) of S seconds (default 1/60), then prints frames, entities,\n"
+      "  ms per frame and callback errors; --save writes the world to OUT after.\n"
+      "  Exits 1 when a callback failed.\n" },
+    { "check",
+      "usage: keel check FILE... [--strict]\n"
+      "  Validates scenes and assets.yaml manifests; one line per diagnostic:\n"
+      "  FILE:LINE:COL: error: CODE: message (at PATH). --strict makes the warnings\n"
+      "  about enum choices and assets errors. Exits 1 when any file has an error.\n" },
+    { "fmt",
+      "usage: keel fmt FILE... [--check]\n"
+      "  Rewrites each scene in canonical form (atomically, only when the bytes\n"
+      "  differ); manifests are checked, not rewritten. --check writes nothing and\n"
+      "  exits 1 when a file is not canonical.\n" },
+    { "cook",
+      "usage: keel cook SCENE -o OUT.keelc\n"
+      "  Builds the cooked binary scene. Refuses unknown kinds, unresolved entity\n"
+      "  references and assets missing from the manifest.\n" },
+    { "dump",
+      "usage: keel dump FILE.keelc [-o OUT]\n"
+      "  Prints a cooked scene back as canonical YAML (to OUT with -o).\n" },
+    { "kinds",
+      "usage: keel kinds [--json]\n"
+      "  Lists the registered kinds (built-in, the kinds directories') with their\n"
+      "  fields, defaults and bounds; --json prints them for tools.\n" },
+};
+
+/* The verb being run, for its usage errors; NULL before dispatch. */
+static const char *current_verb;
+
+static const char *help_of(const char *verb)
+{
+    for (size_t i = 0; verb && i < sizeof verb_help / sizeof verb_help[0]; i++)
+        if (strcmp(verb_help[i].verb, verb) == 0) return verb_help[i].text;
+    return NULL;
+}
+
+static void print_usage(FILE *f, const char *verb)
+{
+    const char *text = help_of(verb);
+    if (text) {
+        fputs(text, f);
+        fputs(common_text, f);
+    } else {
+        fputs(usage_text, f);
+        fputs(common_text, f);
+    }
+}
 
 void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
 {
@@ -33,7 +96,8 @@ void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n%s", usage_text);
+    fputc('\n', stderr);
+    print_usage(stderr, current_verb);
 }
 
 size_t keel_cli_print_diags(const keel_diags *d, const char *file)
@@ -257,7 +321,7 @@ static int pmain(lua_State *L)
     if (i >= argc) {
         code = keel_cli_repl(L, &cli, 0, argv + i);
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "help") == 0) {
-        fputs(usage_text, stdout);
+        print_usage(stdout, NULL);
         code = KEEL_EXIT_OK;
     } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "version") == 0) {
         printf("keel %s (%s)\n", KEEL_VERSION_STRING, LUA_RELEASE);
@@ -270,9 +334,10 @@ static int pmain(lua_State *L)
         for (int j = i + 1; fn && j < argc && strcmp(argv[j], "--") != 0; j++)
             help = help || strcmp(argv[j], "-h") == 0 || strcmp(argv[j], "--help") == 0;
         if (help) {
-            fputs(usage_text, stdout);
+            print_usage(stdout, argv[i]);
             code = KEEL_EXIT_OK;
         } else if (fn) {
+            current_verb = argv[i];
             code = fn(L, &cli, argc - i - 1, argv + i + 1);
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             keel_cli_usage_error(&cli, "unknown option %s", argv[i]);

@@ -311,15 +311,41 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 #define PROMPT "> "
 #define PROMPT2 ">> "
 
-/* One line of input without its newline, pushed as a string; false at EOF. */
-static bool push_line(lua_State *L, bool tty, const char *prompt)
+enum { LINE_EOF = 0, LINE_OK = 1, LINE_INTERRUPTED = 2 };
+enum { CHUNK_EOF = -1, CHUNK_INTERRUPTED = -2 };
+
+static volatile sig_atomic_t prompt_interrupted;
+
+static void on_prompt_sigint(int sig)
+{
+    (void)sig;
+    prompt_interrupted = 1;
+}
+
+/* One line of input without its newline, pushed as a string (LINE_OK); at
+ * EOF or after ctrl-c at the prompt nothing is pushed. */
+static int push_line(lua_State *L, bool tty, const char *prompt)
 {
     if (tty) {
+        /* ctrl-c drops the line being typed, as a shell does, rather than
+         * killing the REPL (and its unsaved history); no SA_RESTART, so the
+         * read inside readline returns. */
+        struct sigaction sa, old;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_prompt_sigint;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old);
+        prompt_interrupted = 0;
         char *line = readline(prompt);
-        if (!line) return false;
+        sigaction(SIGINT, &old, NULL);
+        if (prompt_interrupted) {
+            free(line);
+            return LINE_INTERRUPTED;
+        }
+        if (!line) return LINE_EOF;
         lua_pushstring(L, line);
         free(line);
-        return true;
+        return LINE_OK;
     }
     luaL_Buffer b;
     luaL_buffinit(L, &b);
@@ -333,9 +359,9 @@ static bool push_line(lua_State *L, bool tty, const char *prompt)
     luaL_pushresult(&b);
     if (!any) {
         lua_pop(L, 1);
-        return false;
+        return LINE_EOF;
     }
-    return true;
+    return LINE_OK;
 }
 
 static bool incomplete(lua_State *L, int status)
@@ -348,11 +374,14 @@ static bool incomplete(lua_State *L, int status)
 }
 
 /* Reads one complete chunk and leaves its compiled function on the stack,
- * or an error message. Returns -1 at EOF, else the load status. The source
- * text stays below it (for history). */
+ * or an error message. Returns CHUNK_EOF, CHUNK_INTERRUPTED (ctrl-c: the
+ * chunk is dropped), else the load status. The source text stays below it
+ * (for history). */
 static int read_chunk(lua_State *L, bool tty)
 {
-    if (!push_line(L, tty, PROMPT)) return -1;
+    int got = push_line(L, tty, PROMPT);
+    if (got == LINE_EOF) return CHUNK_EOF;
+    if (got == LINE_INTERRUPTED) return CHUNK_INTERRUPTED;
     const char *line = lua_tostring(L, -1);
     /* An expression first, so `1 + 1` or `world` prints its value; `=expr`
      * as Lua 5.1-5.3 had it. */
@@ -372,8 +401,12 @@ static int read_chunk(lua_State *L, bool tty)
         status = luaL_loadbuffer(L, src, len, "=stdin");
         if (!incomplete(L, status)) return status;
         lua_pop(L, 1);
-        if (!push_line(L, tty, PROMPT2)) {
-            /* EOF inside a statement: report it as the syntax error it is. */
+        got = push_line(L, tty, PROMPT2);
+        if (got == LINE_INTERRUPTED) return CHUNK_INTERRUPTED;
+        if (got == LINE_EOF) {
+            /* EOF inside a statement: report it as the syntax error it is
+             * (on a line of its own: ctrl-d left the cursor after the prompt). */
+            if (tty) fputs("\n", stdout);
             luaL_loadbuffer(L, src, len, "=stdin");
             return LUA_ERRSYNTAX;
         }
@@ -528,7 +561,12 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
     }
     int base = lua_gettop(L);
     int status;
-    while ((status = read_chunk(L, tty)) != -1) {
+    while ((status = read_chunk(L, tty)) != CHUNK_EOF) {
+        if (status == CHUNK_INTERRUPTED) {
+            fputs("\n", stdout);
+            lua_settop(L, base);
+            continue;
+        }
         /* stack: base | source | function-or-error */
         if (tty) {
             const char *src = lua_tostring(L, base + 1);

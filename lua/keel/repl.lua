@@ -172,7 +172,9 @@ local function show_component(c)
 end
 
 local function show_world(w)
-  return string.format("World %q %s: %d entities, revision %d", w.name, w.uuid, w:count(), w.revision)
+  local n = w:count()
+  return string.format("World %q %s: %d %s, revision %d", w.name, w.uuid, n, n == 1 and "entity" or "entities",
+    w.revision)
 end
 
 function show(v, depth, seen)
@@ -283,6 +285,22 @@ function repl.complete(text)
   return out
 end
 
+-- An error raised by a kind file as text, positioned as Lua positions a
+-- string error: keel's error objects (keel.kind's InvalidArgument, ...) get
+-- the line of the file that made the failing call.
+local function where(e, path)
+  if type(e) == "string" then return e end
+  local text = is_error(e) and (e.code .. ": " .. e.message) or tostring(e)
+  for level = 2, 64 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then break end
+    if info.source == "@" .. path and info.currentline > 0 then
+      return path .. ":" .. info.currentline .. ": " .. text
+    end
+  end
+  return path .. ": " .. text
+end
+
 -- Re-runs the kind files (recorded by the program at start-up) whose size or
 -- modification time changed, and any new *.lua file in those directories.
 -- Returns the list of files run again.
@@ -312,7 +330,7 @@ function repl.reload()
     local attr = lfs.attributes(f.path)
     if attr and (attr.modification ~= f.mtime or attr.size ~= f.size) then
       f.mtime, f.size = attr.modification, attr.size
-      local ok, err = pcall(dofile, f.path)
+      local ok, err = xpcall(dofile, function(e) return where(e, f.path) end, f.path)
       if ok then
         rerun[#rerun + 1] = f.path
       else

@@ -640,6 +640,40 @@ describe("keel program", function()
       assert.truthy(out:find(": 2 entities, revision", 1, true), out)
     end)
 
+    it("lists an iterator's rows instead of printing a generic-for triple", function()
+      local code, out, err = keel("repl " .. shell_quote(SCENES .. "/demo.yaml"),
+        'world:each("game:health")\nworld:entities()\nworld:each("core:camera")\n')
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find('^keel%.Query: 2 rows %(an iterator: use it in a for loop%)\n'
+        .. '  <Entity "Player" [%x%-]+>  <game:health%[0%]>\n  <Entity "Chaser" [%x%-]+>  <game:health%[0%]>\n'
+        .. 'keel%.Query: 9 rows'), out)
+      assert.truthy(out:find('keel.Query: 1 row (an iterator: use it in a for loop)\n  <Entity "Camera"', 1, true), out)
+      assert.falsy(out:find("function: ", 1, true), out)
+    end)
+
+    it("prints an error object's diagnostics with file, line, column and path", function()
+      local dir = tmpdir()
+      spit(dir .. "/bad.yaml", "keel: 1\nscene: {uuid: 550e8400-e29b-41d4-a716-446655440000, name: [S}\n")
+      local code, out, err = keel("repl", 'select(2, keel.load("' .. dir .. '/bad.yaml"))\n'
+        .. 'select(2, keel.load("' .. dir .. '/none.yaml"))\n')
+      rmrf(dir)
+      assert.are.equal(0, code, err)
+      local first, rest = out:match("^(ParseError: [^\n]*)\n  ([^\n]*)\n(.*)$")
+      assert.truthy(first, out)
+      assert.truthy(rest:find("^" .. dir:gsub("%p", "%%%0") .. "/bad%.yaml:2:%d+: error: ParseError: "), out)
+      -- nothing to add to an IOError's message: one line
+      assert.are.equal("IOError: cannot open " .. dir .. "/none.yaml: No such file or directory\n",
+        out:match("\n(IOError:.*)$"))
+    end)
+
+    it("says an asset manifest is not a scene", function()
+      local code, out, err = keel("run " .. shell_quote(SCENES .. "/assets.yaml"))
+      assert.are.equal(1, code)
+      assert.are.equal("", out)
+      assert.are.equal("keel: " .. SCENES .. "/assets.yaml is an asset manifest, not a scene "
+        .. "(`keel check` validates it; it is used by the scenes beside it)\n", err)
+    end)
+
     it("names the file and line when reload() meets a kind error", function()
       local dir = tmpdir()
       local file = dir .. "/k.lua"

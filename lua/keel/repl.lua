@@ -44,6 +44,47 @@ end
 
 local show -- forward
 
+-- A diagnostic as `keel check` prints it: FILE:LINE:COL: severity: CODE:
+-- message (at PATH), each part when known.
+local function diag_line(d)
+  local where = ""
+  if type(d.file) == "string" and d.file ~= "" then
+    where = d.file
+    if math.type(d.line) == "integer" and d.line > 0 then
+      where = where .. ":" .. d.line .. ":" .. ((math.type(d.col) == "integer" and d.col > 0) and d.col or 1)
+    end
+    where = where .. ": "
+  end
+  local sev = type(d.severity) == "string" and (d.severity .. ": ") or ""
+  local at = (type(d.path) == "string" and d.path ~= "") and (" (at " .. d.path .. ")") or ""
+  return where .. sev .. d.code .. ": " .. d.message .. at
+end
+
+-- An error object as "Code: message", then its diagnostics when they say
+-- more (several, or a line or path in the file); a bare diagnostic as diag_line.
+local function show_error(v, depth)
+  if type(v.diagnostics) ~= "table" then
+    if v.severity or v.file or (v.path and v.path ~= "") then return diag_line(v) end
+    return v.code .. ": " .. v.message
+  end
+  local lines = { v.code .. ": " .. v.message }
+  local more = #v.diagnostics > 1
+  for _, d in ipairs(v.diagnostics) do
+    if type(d) == "table" and ((math.type(d.line) == "integer" and d.line > 0) or (d.path and d.path ~= "")) then
+      more = true
+    end
+  end
+  if more and depth == 0 then
+    for i, d in ipairs(v.diagnostics) do
+      if i > MAX_ITEMS then lines[#lines + 1] = "  ..." break end
+      if type(d) == "table" and type(d.code) == "string" and type(d.message) == "string" then
+        lines[#lines + 1] = "  " .. diag_line(d)
+      end
+    end
+  end
+  return table.concat(lines, "\n")
+end
+
 local NIL_UUID = "00000000-0000-0000-0000-000000000000"
 
 local function entity_label(e)
@@ -186,7 +227,7 @@ function show(v, depth, seen)
   elseif t == "number" then
     return depth == 0 and tostring(v) or show_number(v) -- a bare result prints as `lua` would
   elseif is_error(v) then
-    return v.code .. ": " .. v.message
+    return show_error(v, depth)
   end
   local k = kind_of(v)
   local shower = (k == "keel.Entity" and show_entity) or (k == "keel.Component" and show_component)
@@ -202,9 +243,42 @@ function show(v, depth, seen)
   return tostring(v)
 end
 
+-- `w:entities()`, `w:each(k)` and `w:query(...)` typed alone return a
+-- generic-for triple and its to-be-closed keel.Query; printing that
+-- ("function: 0x..., nil, nil, keel.Query (0 of 2)") says nothing, so the
+-- rows are listed instead (the snapshot is not kept anywhere, so using it up
+-- here changes nothing).
+local function show_rows(f, s, c, q)
+  local rows = {}
+  local ok, err = pcall(function()
+    while true do
+      local vals = table.pack(f(s, c))
+      if vals[1] == nil then break end
+      c = vals[1]
+      if #rows >= MAX_ITEMS then
+        rows[#rows + 1] = "  ..."
+        break
+      end
+      local parts = {}
+      for i = 1, vals.n do parts[i] = inline(vals[i], 1, {}) end
+      rows[#rows + 1] = "  " .. table.concat(parts, "  ")
+    end
+  end)
+  local head = string.format("%s: %d %s (an iterator: use it in a for loop)", kind_of(q), #rows,
+    #rows == 1 and "row" or "rows")
+  if rows[#rows] == "  ..." then head = string.format("%s: more than %d rows (an iterator: use it in a for loop)",
+    kind_of(q), MAX_ITEMS) end
+  if not ok then rows[#rows + 1] = "  (stopped: " .. show(err) .. ")" end
+  return head .. (#rows > 0 and "\n" .. table.concat(rows, "\n") or "")
+end
+
 -- Every result on its own line; nil results are shown too (as `lua` does).
 function repl.show(...)
   local n = select("#", ...)
+  local f, s, c, q = ...
+  if n == 4 and type(f) == "function" and s == nil and c == nil and kind_of(q) == "keel.Query" then
+    return show_rows(f, s, c, q)
+  end
   local out = {}
   for i = 1, n do out[i] = show((select(i, ...))) end
   return table.concat(out, "\n")

@@ -30,6 +30,16 @@ int keel_lua_raise(lua_State *L, keel_status s, const keel_diags *d);
 /* Raises an error object with one diagnostic. */
 int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
 
+/* ---- handle metatables by address ---- */
+
+/* The World, Entity and Component metatables are also kept in the registry under these
+ * addresses: a lua_rawgetp is cheaper than luaL_testudata's lookup by name (the name string
+ * is hashed and compared on each call, and these run on every handle made or used). */
+extern const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
+void keel__lua_register_mt(lua_State *L, const void *key); /* the metatable on top (stays) */
+void *keel__lua_testudata(lua_State *L, int idx, const void *key); /* NULL when not one */
+void keel__lua_setmt(lua_State *L, const void *key);                 /* on the value on top */
+
 /* ---- per lua_State context ---- */
 
 typedef struct keel_lua_kind keel_lua_kind;

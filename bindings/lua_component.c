@@ -22,7 +22,7 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
     h->epoch = lw->epoch;
     h->c = c;
     h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
-    luaL_setmetatable(L, KEEL_LUA_COMPONENT);
+    keel__lua_setmt(L, &keel__lua_mt_comp);
     lua_pushvalue(L, world_idx);
     lua_setiuservalue(L, -2, 1);
     if (key) {
@@ -73,7 +73,7 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 
 static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
-    keel_lua_comp *h = luaL_testudata(L, idx, KEEL_LUA_COMPONENT);
+    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
     if (!h) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.Component expected, got %s)", idx, luaL_typename(L, idx));
     if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
     return h;
@@ -376,6 +376,7 @@ static int comp_tostring(lua_State *L)
 void keel__lua_open_component(lua_State *L)
 {
     luaL_newmetatable(L, KEEL_LUA_COMPONENT);
+    keel__lua_register_mt(L, &keel__lua_mt_comp);
     luaL_newlib(L, comp_methods);
     lua_pushcclosure(L, comp_index, 1);
     lua_setfield(L, -2, "__index");

@@ -6,7 +6,7 @@
 
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
 {
-    return luaL_testudata(L, idx, KEEL_LUA_ENTITY);
+    return keel__lua_testudata(L, idx, &keel__lua_mt_entity);
 }
 
 static bool entity_live(const keel_lua_entity *h)
@@ -285,6 +285,9 @@ static const luaL_Reg entity_methods[] = {
 
 static int entity_index(lua_State *L)
 {
+    lua_pushvalue(L, 2); /* methods first: no property shares a method's name */
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
     const char *k = lua_tostring(L, 2);
     if (k) {
         if (strcmp(k, "world") == 0) {
@@ -357,6 +360,7 @@ static int entity_tostring(lua_State *L)
 void keel__lua_open_entity(lua_State *L)
 {
     luaL_newmetatable(L, KEEL_LUA_ENTITY);
+    keel__lua_register_mt(L, &keel__lua_mt_entity);
     luaL_newlib(L, entity_methods);
     lua_pushcclosure(L, entity_index, 1);
     lua_setfield(L, -2, "__index");

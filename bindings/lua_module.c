@@ -10,6 +10,30 @@ unsigned long keel__lua_kinds_freed;
 
 #define CTX_KEY "keel.ctx"
 
+const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
+
+void keel__lua_register_mt(lua_State *L, const void *key)
+{
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+}
+
+void *keel__lua_testudata(lua_State *L, int idx, const void *key)
+{
+    void *p = lua_touserdata(L, idx);
+    if (!p || !lua_getmetatable(L, idx)) return NULL;
+    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
+    bool same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same ? p : NULL;
+}
+
+void keel__lua_setmt(lua_State *L, const void *key)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
+    lua_setmetatable(L, -2);
+}
+
 void keel__lua_ctx_release(keel_lua_ctx *ctx)
 {
     if (ctx && --ctx->refs == 0) free(ctx);

@@ -21,8 +21,8 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
     memset(lw, 0, sizeof *lw);
     lw->ctx = ctx;
     lw->owned = owned;
-    luaL_setmetatable(L, KEEL_LUA_WORLD);
-    lua_newtable(L); /* entity handle cache: [keel_entity] = handle */
+    keel__lua_setmt(L, &keel__lua_mt_world);
+    lua_newtable(L); /* entity handle cache: [index + 1] = handle (see keel__lua_push_entity_cached) */
     lua_setiuservalue(L, -2, 1);
     lw->w = w; /* only now: a memory error above leaves a closed world, never a leak */
     lw->epoch = keel_world_epoch(w);
@@ -77,7 +77,7 @@ void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx)
 {
-    keel_lua_world *lw = luaL_testudata(L, idx, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_testudata(L, idx, &keel__lua_mt_world);
     if (!lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.World expected, got %s)", idx, luaL_typename(L, idx));
     if (!lw->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world is closed");
     if (keel_world_epoch(lw->w) != lw->epoch) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world handle is stale");
@@ -123,17 +123,23 @@ static int world_tostring(lua_State *L)
 
 /* ---- entity cache ---- */
 
-/* Drops cached handles of dead entities once the cache has grown past the live count. */
+/* The cache is keyed by entity index + 1, not by the handle's 64-bit value: the keys are
+ * dense, so the table is an array (16 bytes a slot, grown by doubling, traversed linearly by
+ * the GC) instead of a hash part that rehashes every node as it grows; a slot's handle is
+ * replaced when the index is reused by another generation. */
+
+/* Drops cached handles of dead entities once the cache has grown past the live count (the
+ * slots of entities destroyed for good would keep their handles until the index is reused). */
 static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
 {
     lua_pushnil(L);
-    while (lua_next(L, cache)) {
+    while (lua_next(L, cache)) { /* not 1..#cache: the slots of swept handles are holes */
+        const keel_lua_entity *h = lua_touserdata(L, -1);
         lua_pop(L, 1);
-        keel_entity e = (keel_entity)lua_tointeger(L, -1);
-        if (!keel_alive(lw->w, e)) {
+        if (h && !keel_alive(lw->w, h->e) && h->e != keel_world_root(lw->w)) {
             lua_pushvalue(L, -1);
             lua_pushnil(L);
-            lua_rawset(L, cache);
+            lua_rawset(L, cache); /* clearing a present field during lua_next is allowed */
         }
     }
     lw->cache_inserts = 0;
@@ -146,18 +152,20 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
     h->lw = lw;
     h->epoch = lw->epoch;
     h->e = e;
-    luaL_setmetatable(L, KEEL_LUA_ENTITY);
+    keel__lua_setmt(L, &keel__lua_mt_entity);
     lua_pushvalue(L, world_idx);
     lua_setiuservalue(L, -2, 1);
     if (++lw->cache_inserts > 4096 && lw->cache_inserts > 2 * keel_world_entity_count(lw->w))
         cache_sweep(L, lw, cache);
     lua_pushvalue(L, -1);
-    lua_rawseti(L, cache, (lua_Integer)e);
+    lua_rawseti(L, cache, (lua_Integer)(uint32_t)e + 1);
 }
 
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e)
 {
-    if (lua_rawgeti(L, cache, (lua_Integer)e) == LUA_TUSERDATA) return;
+    if (lua_rawgeti(L, cache, (lua_Integer)(uint32_t)e + 1) == LUA_TUSERDATA &&
+        ((const keel_lua_entity *)lua_touserdata(L, -1))->e == e)
+        return;
     lua_pop(L, 1);
     new_entity_handle(L, world_idx, cache, e);
 }
@@ -166,12 +174,7 @@ void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e)
 {
     world_idx = lua_absindex(L, world_idx);
     lua_getiuservalue(L, world_idx, 1);
-    if (lua_rawgeti(L, -1, (lua_Integer)e) == LUA_TUSERDATA) {
-        lua_remove(L, -2);
-        return;
-    }
-    lua_pop(L, 1);
-    new_entity_handle(L, world_idx, lua_gettop(L), e);
+    keel__lua_push_entity_cached(L, world_idx, lua_gettop(L), e);
     lua_remove(L, -2);
 }
 
@@ -763,6 +766,9 @@ static const luaL_Reg world_methods[] = {
 
 static int world_index(lua_State *L)
 {
+    lua_pushvalue(L, 2); /* methods first: no property shares a method's name */
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
     keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
     const char *k = lua_tostring(L, 2);
     if (k && lw->w) {
@@ -971,6 +977,7 @@ void keel__lua_open_world(lua_State *L)
 {
     luaL_setfuncs(L, module_funcs, 1);
     luaL_newmetatable(L, KEEL_LUA_WORLD);
+    keel__lua_register_mt(L, &keel__lua_mt_world);
     luaL_newlib(L, world_methods);
     lua_pushcclosure(L, world_index, 1);
     lua_setfield(L, -2, "__index");

@@ -170,6 +170,10 @@ static uint32_t key_count(const keel__ent *en, keel_kind_id k, const char *key)
 /* ---------------------------------------------------------------- membership pools */
 
 #define ENTRY_CHUNK (64u * 1024u)
+/* Chunks double with their count up to 64 << 6 KiB: a big spawn makes a few large mallocs, not
+ * one every 64 KiB (each one below glibc's mmap threshold consolidates the fastbins the Lua GC
+ * filled; that was ~11% of a Lua spawn), and at most half of what the pools hold is unused. */
+#define ENTRY_CHUNK_MAX_SHIFT 6
 
 static int entry_class(uint32_t cap) /* cap is 2 << class; -1 beyond the pools */
 {
@@ -183,7 +187,8 @@ static keel__entry *entries_alloc(keel_world *w, uint32_t cap)
     int c = entry_class(cap);
     if (c < 0) return keel__xrealloc(NULL, cap * sizeof(keel__entry));
     if (!w->entry_free[c]) {
-        size_t block = cap * sizeof(keel__entry), n = ENTRY_CHUNK / block;
+        size_t grow = w->entry_chunk_count < ENTRY_CHUNK_MAX_SHIFT ? w->entry_chunk_count : ENTRY_CHUNK_MAX_SHIFT;
+        size_t block = cap * sizeof(keel__entry), n = ((size_t)ENTRY_CHUNK << grow) / block;
         unsigned char *chunk = keel__xrealloc(NULL, n * block);
         if (w->entry_chunk_count == w->entry_chunk_cap) {
             w->entry_chunk_cap = w->entry_chunk_cap ? w->entry_chunk_cap * 2 : 16;

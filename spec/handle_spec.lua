@@ -92,3 +92,65 @@ describe("component handles", function()
     assert.are.equal("NotFound", code_of(function() return c.v end))
   end)
 end)
+
+describe("entity handles", function()
+  it("are one object per live entity: spawn, find, root, children and hooks hand out the same", function()
+    local w = keel.world("eh")
+    local a = w:spawn("A")
+    local b = w:spawn { name = "B", parent = a }
+    assert.is_true(rawequal(a, w:find("A")))
+    assert.is_true(rawequal(a, w:find(a.uuid)))
+    assert.is_true(rawequal(b, a:children()[1]))
+    assert.is_true(rawequal(a, b.parent))
+    assert.is_true(rawequal(w.root, w.root))
+    local seen = {}
+    for e in w:entities() do seen[e] = true end
+    assert.is_true(seen[a] and seen[b])
+  end)
+
+  it("to a destroyed entity stay stale when its index is reused; the new entity gets its own", function()
+    local w = keel.world("eh")
+    local old = w:spawn("Old")
+    old:add("hs:one")
+    old:destroy()
+    local new = w:spawn("New") -- takes the freed index
+    assert.is_false(rawequal(old, new))
+    assert.are_not.equal(old, new)
+    assert.are.equal("NotFound", code_of(function() return old.name end))
+    assert.are.equal("New", new.name)
+    assert.is_true(rawequal(new, w:find("New")))
+    assert.is_nil(w:find("Old"))
+  end)
+
+  it("stay right across many destroyed entities (the cache drops their handles)", function()
+    local w = keel.world("eh")
+    local keep = {}
+    for i = 1, 10000 do
+      local e = w:spawn("e" .. i)
+      if i % 100 == 0 then keep[#keep + 1] = e else e:destroy() end
+    end
+    for i = 1, 10000 do w:spawn("f" .. i):destroy() end
+    for _, e in ipairs(keep) do
+      assert.is_true(e:alive())
+      assert.is_true(rawequal(e, w:find(e.name)))
+    end
+    assert.are.equal(#keep, w:count())
+  end)
+
+  it("are told apart from other userdata and tables by their metatable", function()
+    local w = keel.world("eh")
+    local e = w:spawn("E")
+    local c = e:add("hs:one")
+    local fake = setmetatable({}, getmetatable(e))
+    assert.are.equal("InvalidArgument", code_of(e.add, fake, "hs:one"))
+    assert.are.equal("InvalidArgument", code_of(e.add, w, "hs:one"))
+    assert.are.equal("InvalidArgument", code_of(e.add, c, "hs:one"))
+    assert.are.equal("InvalidArgument", code_of(w.spawn, e, "X"))
+    assert.are.equal("InvalidArgument", code_of(w.spawn, c, "X"))
+    assert.are.equal("InvalidArgument", code_of(c.set, e, "v", 2))
+    assert.are.equal("E", e.name)
+    assert.are.equal(w, e.world)
+    assert.are.equal("eh", w.name)
+    assert.are.equal("hs:one", c.kind)
+  end)
+end)

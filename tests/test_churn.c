@@ -98,12 +98,47 @@ static void churn_add_remove_keeps_storage_dense(void **state)
     free(es);
 }
 
+/* Membership arrays come from pooled chunks that double as they are added: many entities with
+ * a few components each take a handful of large allocations, and every entry stays its own. */
+static void churn_membership_pools_grow_geometrically(void **state)
+{
+    fx *f = *state;
+    enum { N = 20000 };
+    keel_kind_desc kd = { .key = "churn:tag", .version = 1, .multiplicity = KEEL_MANY };
+    keel_kind_id tag;
+    assert_int_equal(keel_kind_declare(&kd, &tag, NULL), KEEL_OK);
+    keel_entity *es = calloc(N, sizeof *es);
+    for (int i = 0; i < N; i++) {
+        es[i] = spawn(f, "E", 0);
+        for (int j = 0; j <= i % 5; j++) add(f, es[i], "churn:tag"); /* 1..5: capacities 2, 4, 8 */
+    }
+    /* 64 KiB chunks would take ~80 here (2.9 MiB of entries over three classes); doubling ones ~15 */
+    assert_true(f->w->entry_chunk_count <= 20);
+    for (int i = 0; i < N; i += 7) {
+        keel_member m;
+        size_t n = 0;
+        while (keel_member_at(f->w, es[i], n, &m)) {
+            assert_int_equal(m.slot, n);
+            n++;
+        }
+        assert_int_equal(n, (size_t)(i % 5) + 1);
+    }
+    for (int i = 0; i < N; i += 2) assert_int_equal(keel_destroy(f->w, es[i], NULL, &f->d), KEEL_OK);
+    for (int i = 1; i < N; i += 2) {
+        keel_comp c;
+        assert_true(keel_get_comp(f->w, es[i], tag, (uint32_t)(i % 5), &c));
+        assert_false(keel_get_comp(f->w, es[i], tag, (uint32_t)(i % 5) + 1, &c));
+    }
+    free(es);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(churn_stale_handles_fail_after_reuse),
         T(churn_index_retired_before_generation_wraps),
         T(churn_add_remove_keeps_storage_dense),
+        T(churn_membership_pools_grow_geometrically),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -674,6 +674,30 @@ describe("keel program", function()
         .. "(`keel check` validates it; it is used by the scenes beside it)\n", err)
     end)
 
+    it("stops keel run after the current frame on SIGINT, prints the summary, and dies of the signal", function()
+      local dir = tmpdir()
+      -- the kind's 10th update sends keel (the process reading /proc/self) a
+      -- SIGINT; through popen, as system() ignores SIGINT while it waits
+      os.execute("mkdir " .. shell_quote(dir .. "/kinds"))
+      spit(dir .. "/kinds/sigint.lua", 'local n = 0\n'
+        .. 'local pid = io.open("/proc/self/stat"):read("l"):match("^(%d+)")\n'
+        .. 'require("keel").kind{ key = "test:sigint", fields = { { "x", "int" } },\n'
+        .. '  update = function() n = n + 1; if n == 10 then io.popen("kill -INT " .. pid):close() end end }\n')
+      spit(dir .. "/s.yaml", "keel: 1\nscene: {uuid: 550e8400-e29b-41d4-a716-446655440000, name: S}\n"
+        .. "entities:\n- uuid: 550e8400-e29b-41d4-a716-446655440001\n  name: A\n"
+        .. "  components:\n  - kind: test:sigint\n    version: 1\n    body: {x: 1}\n")
+      os.execute("cd " .. shell_quote(dir) .. " && (timeout 120 " .. shell_quote(KEEL)
+        .. " run s.yaml --frames 1000000 --save out.yaml >o.txt 2>e.txt; echo $? >rc.txt)")
+      local out, err, rc = slurp(dir .. "/o.txt"), slurp(dir .. "/e.txt"), slurp(dir .. "/rc.txt")
+      local saved = file_exists(dir .. "/out.yaml")
+      rmrf(dir)
+      assert.are.equal("130\n", rc, out .. err)
+      assert.truthy(out:find("^s%.yaml: interrupted after 1%d of 1000000 frames, 1 entity, [%d.]+ ms per frame, 0 errors\n$"),
+        out .. err)
+      assert.are.equal("keel: run: interrupted: out.yaml not written\n", err)
+      assert.falsy(saved)
+    end)
+
     it("names the file and line when reload() meets a kind error", function()
       local dir = tmpdir()
       local file = dir .. "/k.lua"

@@ -216,10 +216,12 @@ static int load_world(lua_State *L, keel_cli *cli, const char *path)
 /* ---- keel run ---- */
 
 static const char run_chunk[] =
-    "local w, name, frames, dt, save, tty, now = ...\n"
+    "local w, name, frames, dt, save, tty, now, interrupted = ...\n"
     "local t0 = now()\n"
     "local every = math.max(1, frames // 100)\n"
+    "local ran = frames\n"
     "for i = 1, frames do\n"
+    "  if interrupted() then ran = i - 1; break end\n"
     "  w:step(dt)\n"
     "  if tty and (i % every == 0 or i == frames) then\n"
     "    io.stdout:write(string.format('\\rframe %d/%d', i, frames)); io.stdout:flush()\n"
@@ -229,13 +231,19 @@ static const char run_chunk[] =
     "if tty and frames > 0 then io.stdout:write('\\r\\27[K') end\n"
     "local errs = w:errors()\n"
     "local function n(k, one, many) return k .. ' ' .. (k == 1 and one or many) end\n"
-    "print(string.format('%s: %s, %s, %.4f ms per frame, %s', name, n(frames, 'frame', 'frames'),\n"
-    "  n(w:count(), 'entity', 'entities'), frames > 0 and elapsed * 1000 / frames or 0, n(#errs, 'error', 'errors')))\n"
+    "local done = ran == frames and n(frames, 'frame', 'frames') or\n"
+    "  string.format('interrupted after %d of %s', ran, n(frames, 'frame', 'frames'))\n"
+    "print(string.format('%s: %s, %s, %.4f ms per frame, %s', name, done,\n"
+    "  n(w:count(), 'entity', 'entities'), ran > 0 and elapsed * 1000 / ran or 0, n(#errs, 'error', 'errors')))\n"
     "for _, e in ipairs(errs) do\n"
     "  local msg, phase = tostring(e.message), tostring(e.phase)\n"
     "  if msg:sub(1, #phase + 1) ~= phase .. ':' then msg = phase .. ': ' .. msg end\n"
     "  io.stderr:write(string.format('%s: error: %s[%s] on entity %s: %s\\n', name,\n"
     "    tostring(e.kind), tostring(e.slot), tostring(e.entity), msg))\n"
+    "end\n"
+    "if ran < frames then\n"
+    "  if save then io.stderr:write('keel: run: interrupted: ' .. save .. ' not written\\n') end\n"
+    "  return #errs\n"
     "end\n"
     "if save then\n"
     "  local ok, err = w:save(save)\n"
@@ -243,6 +251,23 @@ static const char run_chunk[] =
     "  print('saved ' .. save)\n"
     "end\n"
     "return #errs\n";
+
+/* ctrl-c in `keel run` stops after the current frame (the summary is still
+ * printed): a Lua error raised by a hook would be caught by the callback that
+ * happened to be running and recorded as its failure. A second ctrl-c kills. */
+static volatile sig_atomic_t run_interrupted;
+
+static void on_run_sigint(int sig)
+{
+    run_interrupted = 1;
+    signal(sig, SIG_DFL);
+}
+
+static int l_interrupted(lua_State *L)
+{
+    lua_pushboolean(L, run_interrupted);
+    return 1;
+}
 
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
@@ -304,7 +329,19 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     else lua_pushnil(L);
     lua_pushboolean(L, isatty(STDOUT_FILENO));
     lua_pushcfunction(L, l_now);
-    if (docall(L, 7, 2, true) != LUA_OK) {
+    lua_pushcfunction(L, l_interrupted);
+    run_interrupted = 0;
+    signal(SIGINT, on_run_sigint);
+    int status = docall(L, 8, 2, false);
+    signal(SIGINT, SIG_DFL);
+    if (run_interrupted) {
+        /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */
+        if (status != LUA_OK) report(cli, L);
+        fflush(stdout);
+        fflush(stderr);
+        raise(SIGINT);
+    }
+    if (status != LUA_OK) {
         report(cli, L);
         return KEEL_EXIT_INPUT;
     }

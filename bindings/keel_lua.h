@@ -32,13 +32,19 @@ int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
 
 /* ---- handle metatables by address ---- */
 
-/* The World, Entity and Component metatables are also kept in the registry under these
- * addresses: a lua_rawgetp is cheaper than luaL_testudata's lookup by name (the name string
- * is hashed and compared on each call, and these run on every handle made or used). */
+/* The World, Entity and Component metatables are kept in the registry under these addresses
+ * and hold `[address] = true`: checking a handle is a lua_rawgetp on its metatable, not
+ * luaL_testudata's lookup by name (hashed and compared on every call).
+ * Every World has its own copies of the Entity and Component metatables (user values 3 and 4)
+ * holding `[1] = the World`: a handle reaches and keeps alive its World through its
+ * metatable, so handles carry no user value (16 bytes less, and the GC marks them at once
+ * instead of queueing each one to traverse). */
 extern const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
 void keel__lua_register_mt(lua_State *L, const void *key); /* the metatable on top (stays) */
 void *keel__lua_testudata(lua_State *L, int idx, const void *key); /* NULL when not one */
 void keel__lua_setmt(lua_State *L, const void *key);                 /* on the value on top */
+/* Pushes the World udata of the Entity or Component handle at idx; returns its index. */
+int keel__lua_push_handle_world(lua_State *L, int idx);
 
 /* ---- per lua_State context ---- */
 
@@ -130,7 +136,7 @@ void keel__lua_open_entity(lua_State *L);
 typedef struct keel_lua_comp {
     keel_lua_world *lw;
     uint64_t epoch;
-    keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 2 */
+    keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 1 */
     uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
 } keel_lua_comp;
 

@@ -17,24 +17,30 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
 {
     world_idx = lua_absindex(L, world_idx);
     keel_lua_world *lw = lua_touserdata(L, world_idx);
-    keel_lua_comp *h = lua_newuserdatauv(L, sizeof *h, key ? 2 : 1);
+    keel_lua_comp *h = lua_newuserdatauv(L, sizeof *h, key ? 1 : 0);
     h->lw = lw;
     h->epoch = lw->epoch;
     h->c = c;
     h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
-    keel__lua_setmt(L, &keel__lua_mt_comp);
-    lua_pushvalue(L, world_idx);
-    lua_setiuservalue(L, -2, 1);
+    lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
     if (key) {
         lua_pushstring(L, key);
-        lua_setiuservalue(L, -2, 2);
+        lua_setiuservalue(L, -2, 1);
     }
+}
+
+static keel_lua_comp *check_comp_type(lua_State *L, int idx)
+{
+    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
+    if (!h) luaL_typeerror(L, idx, KEEL_LUA_COMPONENT);
+    return h;
 }
 
 /* The key of an unknown component's handle (pushed, then popped; interned in the udata). */
 static const char *unknown_key(lua_State *L, int idx)
 {
-    if (lua_getiuservalue(L, idx, 2) != LUA_TSTRING) {
+    if (lua_getiuservalue(L, idx, 1) != LUA_TSTRING) {
         lua_pop(L, 1);
         return NULL;
     }
@@ -231,8 +237,7 @@ int keel__lua_comp_body(lua_State *L)
         return 1;
     }
     flush(L, h);
-    lua_getiuservalue(L, 1, 1);
-    keel__lua_push_body(L, h->lw->w, h->c, lua_gettop(L));
+    keel__lua_push_body(L, h->lw->w, h->c, keel__lua_push_handle_world(L, 1));
     return 1;
 }
 
@@ -270,8 +275,7 @@ int keel__lua_comp_unpack(lua_State *L)
         for (int i = 0; i < n; i++) lua_pushnumber(L, v.as.v[i]);
         return n;
     }
-    lua_getiuservalue(L, 1, 1);
-    keel__lua_push_value(L, fd, &v, h->lw->w, lua_gettop(L));
+    keel__lua_push_value(L, fd, &v, h->lw->w, keel__lua_push_handle_world(L, 1));
     return 1;
 }
 
@@ -282,7 +286,7 @@ static const luaL_Reg comp_methods[] = {
 
 static int comp_index(lua_State *L)
 {
-    keel_lua_comp *h = luaL_checkudata(L, 1, KEEL_LUA_COMPONENT);
+    keel_lua_comp *h = check_comp_type(L, 1);
     const char *k = lua_tostring(L, 2);
     if (!k) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, 2));
     lua_pushvalue(L, 2);
@@ -299,8 +303,7 @@ static int comp_index(lua_State *L)
     if (strcmp(k, "slot") == 0) lua_pushinteger(L, (lua_Integer)h->c.slot);
     else if (strcmp(k, "loaded") == 0) lua_pushboolean(L, h->c.kind != KEEL_NO_KIND);
     else if (strcmp(k, "entity") == 0) {
-        lua_getiuservalue(L, 1, 1);
-        keel__lua_push_entity(L, lua_gettop(L), h->c.entity);
+        keel__lua_push_entity(L, keel__lua_push_handle_world(L, 1), h->c.entity);
     } else if (strcmp(k, "version") == 0) {
         if (h->c.kind) flush(L, h);
         lua_pushinteger(L, (lua_Integer)(h->c.kind ? keel_comp_counter(w, h->c) : 0));
@@ -316,8 +319,7 @@ static int comp_index(lua_State *L)
         keel_status s = keel_get(w, h->c, f, &v, &d);
         if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
         keel_diags_free(&d);
-        lua_getiuservalue(L, 1, 1);
-        keel__lua_push_value(L, &keel_kind_describe(h->c.kind)->fields[f], &v, w, lua_gettop(L));
+        keel__lua_push_value(L, &keel_kind_describe(h->c.kind)->fields[f], &v, w, keel__lua_push_handle_world(L, 1));
     }
     return 1;
 }
@@ -347,7 +349,7 @@ static int comp_newindex(lua_State *L)
 
 static int comp_eq(lua_State *L)
 {
-    keel_lua_comp *a = luaL_testudata(L, 1, KEEL_LUA_COMPONENT), *b = luaL_testudata(L, 2, KEEL_LUA_COMPONENT);
+    keel_lua_comp *a = keel__lua_testudata(L, 1, &keel__lua_mt_comp), *b = keel__lua_testudata(L, 2, &keel__lua_mt_comp);
     bool eq = a && b && a->lw->w == b->lw->w && a->epoch == b->epoch && a->c.entity == b->c.entity &&
               a->c.slot == b->c.slot && a->serial == b->serial;
     if (eq && a->c.kind != b->c.kind) eq = false;
@@ -361,7 +363,7 @@ static int comp_eq(lua_State *L)
 
 static int comp_tostring(lua_State *L)
 {
-    keel_lua_comp *h = luaL_checkudata(L, 1, KEEL_LUA_COMPONENT);
+    keel_lua_comp *h = check_comp_type(L, 1);
     if (!comp_live(L, 1, h, NULL)) {
         lua_pushliteral(L, "keel.Component (removed)");
         return 1;

@@ -27,8 +27,7 @@ keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx)
 /* Pushes the World udata of a handle; returns its index. */
 static int push_world(lua_State *L, int idx)
 {
-    lua_getiuservalue(L, idx, 1);
-    return lua_gettop(L);
+    return keel__lua_push_handle_world(L, idx);
 }
 
 static int e_alive(lua_State *L)
@@ -291,8 +290,8 @@ static int entity_index(lua_State *L)
     const char *k = lua_tostring(L, 2);
     if (k) {
         if (strcmp(k, "world") == 0) {
-            luaL_checkudata(L, 1, KEEL_LUA_ENTITY);
-            lua_getiuservalue(L, 1, 1);
+            if (!keel__lua_toentity(L, 1)) luaL_typeerror(L, 1, KEEL_LUA_ENTITY);
+            push_world(L, 1);
             return 1;
         }
         bool uuid = strcmp(k, "uuid") == 0, name = strcmp(k, "name") == 0;
@@ -343,7 +342,8 @@ static int entity_eq(lua_State *L)
 
 static int entity_tostring(lua_State *L)
 {
-    keel_lua_entity *h = luaL_checkudata(L, 1, KEEL_LUA_ENTITY);
+    keel_lua_entity *h = keel__lua_toentity(L, 1);
+    if (!h) return luaL_typeerror(L, 1, KEEL_LUA_ENTITY);
     if (!entity_live(h)) {
         lua_pushliteral(L, "keel.Entity (destroyed)");
         return 1;

@@ -14,6 +14,8 @@ const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
 
 void keel__lua_register_mt(lua_State *L, const void *key)
 {
+    lua_pushboolean(L, 1);
+    lua_rawsetp(L, -2, key);
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, key);
 }
@@ -21,11 +23,18 @@ void keel__lua_register_mt(lua_State *L, const void *key)
 void *keel__lua_testudata(lua_State *L, int idx, const void *key)
 {
     void *p = lua_touserdata(L, idx);
-    if (!p || !lua_getmetatable(L, idx)) return NULL;
-    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
-    bool same = lua_rawequal(L, -1, -2);
+    if (!p || lua_islightuserdata(L, idx) || !lua_getmetatable(L, idx)) return NULL;
+    bool is = lua_rawgetp(L, -1, key) == LUA_TBOOLEAN;
     lua_pop(L, 2);
-    return same ? p : NULL;
+    return is ? p : NULL;
+}
+
+int keel__lua_push_handle_world(lua_State *L, int idx)
+{
+    lua_getmetatable(L, idx);
+    lua_rawgeti(L, -1, 1);
+    lua_remove(L, -2);
+    return lua_gettop(L);
 }
 
 void keel__lua_setmt(lua_State *L, const void *key)

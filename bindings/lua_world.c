@@ -6,6 +6,24 @@
 
 /* ---- World userdata ---- */
 
+/* The World on top gets its own copy of a handle metatable, holding [1] = the World (keel_lua.h). */
+static void handle_mt(lua_State *L, const void *key, int uv)
+{
+    int world = lua_gettop(L);
+    lua_newtable(L);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -5);
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, world);
+    lua_rawseti(L, -2, 1);
+    lua_setiuservalue(L, world, uv);
+}
+
 void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned)
 {
     /* hooks run during a load may already have wrapped this world (borrowed): take that one over */
@@ -17,13 +35,15 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
         return;
     }
     lua_pop(L, 2);
-    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 2);
+    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 4);
     memset(lw, 0, sizeof *lw);
     lw->ctx = ctx;
     lw->owned = owned;
     keel__lua_setmt(L, &keel__lua_mt_world);
-    lua_newtable(L); /* entity handle cache: [index + 1] = handle (see keel__lua_push_entity_cached) */
+    lua_newtable(L); /* entity handle cache: [2 index + 1] = handle (see keel__lua_push_entity_cached) */
     lua_setiuservalue(L, -2, 1);
+    handle_mt(L, &keel__lua_mt_entity, 3);
+    handle_mt(L, &keel__lua_mt_comp, 4);
     lw->w = w; /* only now: a memory error above leaves a closed world, never a leak */
     lw->epoch = keel_world_epoch(w);
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
@@ -123,10 +143,13 @@ static int world_tostring(lua_State *L)
 
 /* ---- entity cache ---- */
 
-/* The cache is keyed by entity index + 1, not by the handle's 64-bit value: the keys are
- * dense, so the table is an array (16 bytes a slot, grown by doubling, traversed linearly by
- * the GC) instead of a hash part that rehashes every node as it grows; a slot's handle is
- * replaced when the index is reused by another generation. */
+/* The cache is keyed by entity index, not by the handle's 64-bit value: [2i + 1] = the handle,
+ * [2i + 2] = its generation. The keys are dense, so the table is an array (grown by doubling,
+ * traversed linearly by the GC) instead of a hash part that rehashes every node as it grows;
+ * the generation beside the handle tells a hit without touching the handle's memory (a hook
+ * call per entity per step looks its entity up here). A reused index gets a new handle. */
+#define SLOT_HANDLE(e) (2 * (lua_Integer)(uint32_t)(e) + 1)
+#define SLOT_GEN(e) (2 * (lua_Integer)(uint32_t)(e) + 2)
 
 /* Drops cached handles of dead entities once the cache has grown past the live count (the
  * slots of entities destroyed for good would keep their handles until the index is reused). */
@@ -134,12 +157,14 @@ static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
 {
     lua_pushnil(L);
     while (lua_next(L, cache)) { /* not 1..#cache: the slots of swept handles are holes */
-        const keel_lua_entity *h = lua_touserdata(L, -1);
+        const keel_lua_entity *h = lua_type(L, -1) == LUA_TUSERDATA ? lua_touserdata(L, -1) : NULL;
         lua_pop(L, 1);
         if (h && !keel_alive(lw->w, h->e) && h->e != keel_world_root(lw->w)) {
+            lua_pushnil(L);
+            lua_rawseti(L, cache, SLOT_GEN(h->e)); /* clearing present fields during lua_next is allowed */
             lua_pushvalue(L, -1);
             lua_pushnil(L);
-            lua_rawset(L, cache); /* clearing a present field during lua_next is allowed */
+            lua_rawset(L, cache);
         }
     }
     lw->cache_inserts = 0;
@@ -148,25 +173,26 @@ static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
 static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entity e)
 {
     keel_lua_world *lw = lua_touserdata(L, world_idx);
-    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 1);
+    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->lw = lw;
     h->epoch = lw->epoch;
     h->e = e;
-    keel__lua_setmt(L, &keel__lua_mt_entity);
-    lua_pushvalue(L, world_idx);
-    lua_setiuservalue(L, -2, 1);
+    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
     if (++lw->cache_inserts > 4096 && lw->cache_inserts > 2 * keel_world_entity_count(lw->w))
         cache_sweep(L, lw, cache);
     lua_pushvalue(L, -1);
-    lua_rawseti(L, cache, (lua_Integer)(uint32_t)e + 1);
+    lua_rawseti(L, cache, SLOT_HANDLE(e));
+    lua_pushinteger(L, (lua_Integer)(e >> 32));
+    lua_rawseti(L, cache, SLOT_GEN(e));
 }
 
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e)
 {
-    if (lua_rawgeti(L, cache, (lua_Integer)(uint32_t)e + 1) == LUA_TUSERDATA &&
-        ((const keel_lua_entity *)lua_touserdata(L, -1))->e == e)
-        return;
+    bool hit = lua_rawgeti(L, cache, SLOT_GEN(e)) == LUA_TNUMBER && lua_tointeger(L, -1) == (lua_Integer)(e >> 32);
     lua_pop(L, 1);
+    if (hit && lua_rawgeti(L, cache, SLOT_HANDLE(e)) == LUA_TUSERDATA) return;
+    if (hit) lua_pop(L, 1);
     new_entity_handle(L, world_idx, cache, e);
 }
 

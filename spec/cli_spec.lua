@@ -640,6 +640,26 @@ describe("keel program", function()
       assert.truthy(out:find(": 2 entities, revision", 1, true), out)
     end)
 
+    it("completes only methods after ':', properties too after '.'", function()
+      local code, out, err = keel("repl " .. shell_quote(SCENES .. "/demo.yaml"), table.concat({
+        'c = require("keel.repl").complete',
+        'p = world:find("Player")',
+        'table.concat(c("p:"), " ")',
+        'table.concat(c("p.n"), " ")',
+        'table.concat(c("keel:l"), " ")',
+        "",
+      }, "\n"))
+      assert.are.equal(0, code, err)
+      local methods, rest = out:match("^([^\n]*)\n(.*)$")
+      for _, m in ipairs({ "p:add", "p:get", "p:destroy", "p:children" }) do
+        assert.truthy((" " .. methods .. " "):find(" " .. m .. " ", 1, true), methods)
+      end
+      for _, prop in ipairs({ "p:name", "p:uuid", "p:enabled", "p:parent", "p:world" }) do
+        assert.falsy((" " .. methods .. " "):find(" " .. prop .. " ", 1, true), methods)
+      end
+      assert.are.equal("p.name\nkeel:load\n", rest)
+    end)
+
     it("lists an iterator's rows instead of printing a generic-for triple", function()
       local code, out, err = keel("repl " .. shell_quote(SCENES .. "/demo.yaml"),
         'world:each("game:health")\nworld:entities()\nworld:each("core:camera")\n')

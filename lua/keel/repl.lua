@@ -298,23 +298,26 @@ local PROPERTIES = {
   ["keel.Component"] = { "kind", "slot", "entity", "loaded", "version", "enabled" },
 }
 
--- The names `v.` or `v:` may be followed by.
-local function members(v, add)
-  if type(v) == "table" then
-    for k in pairs(v) do add(k) end
+-- The names `v.` or `v:` may be followed by; after `:` (methods_only) only
+-- functions, so `e:` does not offer `e:name`.
+local function members(v, add, methods_only)
+  local function add_from(t)
+    for k, x in pairs(t) do
+      if not methods_only or type(x) == "function" then add(k) end
+    end
   end
+  if type(v) == "table" then add_from(v) end
   local mt = getmetatable(v)
   if type(mt) ~= "table" then return end
   local index = rawget(mt, "__index")
   if type(index) == "table" and index ~= v then
-    for k in pairs(index) do add(k) end
+    add_from(index)
   elseif type(index) == "function" then
     -- keel's handles keep their methods table as the __index closure's upvalue
     local _, methods = debug.getupvalue(index, 1)
-    if type(methods) == "table" then
-      for k in pairs(methods) do add(k) end
-    end
+    if type(methods) == "table" then add_from(methods) end
   end
+  if methods_only then return end
   local name = rawget(mt, "__name")
   for _, k in ipairs(PROPERTIES[name] or {}) do add(k) end
   if name == "keel.Component" then
@@ -353,7 +356,7 @@ function repl.complete(text)
       return cur
     end)
     if not ok or v == nil then return {} end
-    members(v, add)
+    members(v, add, sep == ":")
   end
   table.sort(out)
   return out

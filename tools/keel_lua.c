@@ -608,6 +608,9 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
     }
     int base = lua_gettop(L);
     int status;
+    /* Piped input goes on after an error, as a session does, but the exit
+     * code tells a calling script (`keel <<EOF` under `set -e`) that a line failed. */
+    bool failed = false;
     while ((status = read_chunk(L, tty)) != CHUNK_EOF) {
         if (status == CHUNK_INTERRUPTED) {
             fputs("\n", stdout);
@@ -621,8 +624,12 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
         }
         lua_remove(L, base + 1);
         if (status == LUA_OK) status = docall(L, 0, LUA_MULTRET, true);
-        if (status == LUA_OK) print_results(L, cli, base + 1);
-        else report(cli, L);
+        if (status == LUA_OK) {
+            print_results(L, cli, base + 1);
+        } else {
+            report(cli, L);
+            failed = true;
+        }
         lua_settop(L, base);
         fflush(stdout);
     }
@@ -633,5 +640,5 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
         completion_state = NULL;
     }
     lua_settop(L, top0);
-    return KEEL_EXIT_OK;
+    return failed && !tty ? KEEL_EXIT_INPUT : KEEL_EXIT_OK;
 }

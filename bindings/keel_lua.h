@@ -104,6 +104,8 @@ typedef struct keel_lua_world {
     bool owned;        /* false: a world made by C code, borrowed */
     uint64_t epoch;
     size_t cache_inserts;
+    uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
+    size_t gens_cap;
 } keel_lua_world;
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx);

@@ -40,7 +40,7 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
     lw->ctx = ctx;
     lw->owned = owned;
     keel__lua_setmt(L, &keel__lua_mt_world);
-    lua_newtable(L); /* entity handle cache: [2 index + 1] = handle (see keel__lua_push_entity_cached) */
+    lua_newtable(L); /* entity handle cache: [index + 1] = handle (see keel__lua_push_entity_cached) */
     lua_setiuservalue(L, -2, 1);
     handle_mt(L, &keel__lua_mt_entity, 3);
     handle_mt(L, &keel__lua_mt_comp, 4);
@@ -125,6 +125,9 @@ static int world_gc(lua_State *L)
         }
         if (lw->owned) keel_world_free(w);
     }
+    free(lw->gens); /* no handle is made for a closed world */
+    lw->gens = NULL;
+    lw->gens_cap = 0;
     return 0;
 }
 
@@ -143,13 +146,11 @@ static int world_tostring(lua_State *L)
 
 /* ---- entity cache ---- */
 
-/* The cache is keyed by entity index, not by the handle's 64-bit value: [2i + 1] = the handle,
- * [2i + 2] = its generation. The keys are dense, so the table is an array (grown by doubling,
- * traversed linearly by the GC) instead of a hash part that rehashes every node as it grows;
- * the generation beside the handle tells a hit without touching the handle's memory (a hook
- * call per entity per step looks its entity up here). A reused index gets a new handle. */
-#define SLOT_HANDLE(e) (2 * (lua_Integer)(uint32_t)(e) + 1)
-#define SLOT_GEN(e) (2 * (lua_Integer)(uint32_t)(e) + 2)
+/* The cache is keyed by entity index + 1, not by the handle's 64-bit value: the keys are dense,
+ * so the table is an array (grown by doubling, traversed linearly by the GC) instead of a hash
+ * part that rehashes every node as it grows. lw->gens holds the generation of each cached
+ * handle: a hit is told without touching the handle's memory (a hook call per entity per step
+ * looks its entity up here). A reused index gets a new handle. */
 
 /* Drops cached handles of dead entities once the cache has grown past the live count (the
  * slots of entities destroyed for good would keep their handles until the index is reused). */
@@ -157,14 +158,13 @@ static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
 {
     lua_pushnil(L);
     while (lua_next(L, cache)) { /* not 1..#cache: the slots of swept handles are holes */
-        const keel_lua_entity *h = lua_type(L, -1) == LUA_TUSERDATA ? lua_touserdata(L, -1) : NULL;
+        const keel_lua_entity *h = lua_touserdata(L, -1);
         lua_pop(L, 1);
         if (h && !keel_alive(lw->w, h->e) && h->e != keel_world_root(lw->w)) {
-            lua_pushnil(L);
-            lua_rawseti(L, cache, SLOT_GEN(h->e)); /* clearing present fields during lua_next is allowed */
+            if ((uint32_t)h->e < lw->gens_cap) lw->gens[(uint32_t)h->e] = 0;
             lua_pushvalue(L, -1);
             lua_pushnil(L);
-            lua_rawset(L, cache);
+            lua_rawset(L, cache); /* clearing a present field during lua_next is allowed */
         }
     }
     lw->cache_inserts = 0;
@@ -173,6 +173,16 @@ static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
 static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entity e)
 {
     keel_lua_world *lw = lua_touserdata(L, world_idx);
+    uint32_t i = (uint32_t)e;
+    if (i >= lw->gens_cap) {
+        size_t cap = lw->gens_cap ? lw->gens_cap * 2 : 64;
+        while (cap <= i) cap *= 2;
+        uint32_t *g = realloc(lw->gens, cap * sizeof *g);
+        if (!g) luaL_error(L, "out of memory");
+        memset(g + lw->gens_cap, 0, (cap - lw->gens_cap) * sizeof *g);
+        lw->gens = g;
+        lw->gens_cap = cap;
+    }
     keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->lw = lw;
     h->epoch = lw->epoch;
@@ -182,17 +192,18 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
     if (++lw->cache_inserts > 4096 && lw->cache_inserts > 2 * keel_world_entity_count(lw->w))
         cache_sweep(L, lw, cache);
     lua_pushvalue(L, -1);
-    lua_rawseti(L, cache, SLOT_HANDLE(e));
-    lua_pushinteger(L, (lua_Integer)(e >> 32));
-    lua_rawseti(L, cache, SLOT_GEN(e));
+    lua_rawseti(L, cache, (lua_Integer)i + 1);
+    lw->gens[i] = (uint32_t)(e >> 32);
 }
 
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e)
 {
-    bool hit = lua_rawgeti(L, cache, SLOT_GEN(e)) == LUA_TNUMBER && lua_tointeger(L, -1) == (lua_Integer)(e >> 32);
-    lua_pop(L, 1);
-    if (hit && lua_rawgeti(L, cache, SLOT_HANDLE(e)) == LUA_TUSERDATA) return;
-    if (hit) lua_pop(L, 1);
+    const keel_lua_world *lw = lua_touserdata(L, world_idx);
+    uint32_t i = (uint32_t)e;
+    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+        if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
+        lua_pop(L, 1);
+    }
     new_entity_handle(L, world_idx, cache, e);
 }
 

@@ -321,7 +321,8 @@ static int pmain(lua_State *L)
     if (i >= argc) {
         code = keel_cli_repl(L, &cli, 0, argv + i);
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "help") == 0) {
-        print_usage(stdout, NULL);
+        /* `keel help run` as `keel run --help` */
+        print_usage(stdout, i + 1 < argc ? argv[i + 1] : NULL);
         code = KEEL_EXIT_OK;
     } else if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "version") == 0) {
         printf("keel %s (%s)\n", KEEL_VERSION_STRING, LUA_RELEASE);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
+#include "world_internal.h" /* keel__put_committed: a new component's body written without a journal */
 
 static const char *choice_name(const keel_field_desc *fd, int64_t i)
 {
@@ -392,11 +393,16 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
     }
 }
 
-/* Checks every key and value of a body table before anything is written. */
-bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+#define BODY_FAST 16 /* bodies naming up to this many fields are converted once, on the C stack */
+
+/* Checks every key and value of a body table before anything is written; with `fields`, also
+ * keeps the checked values of up to `cap` of them (*n of them; *n > cap: too many to keep). */
+static bool body_collect(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
+                         int *fields, keel_value *vals, size_t cap, size_t *n)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     bool ok = true;
+    size_t got = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) == LUA_TSTRING) {
@@ -412,11 +418,21 @@ bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, 
                 ok = false;
             } else if (keel_field_check(k, f, &v, d) != KEEL_OK) {
                 ok = false; /* out of range or not a choice: refused before anything is added */
+            } else {
+                /* strings stay borrowed from the body table, which the caller keeps on its stack */
+                if (got < cap) fields[got] = f, vals[got] = v;
+                got++;
             }
         }
         lua_pop(L, 1);
     }
+    if (n) *n = got;
     return ok;
+}
+
+bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+{
+    return body_collect(L, idx, k, w, d, NULL, NULL, 0, NULL);
 }
 
 keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
@@ -428,10 +444,20 @@ keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity
     o.slot = slot;
     if (lua_type(L, body_idx) == LUA_TTABLE && !kd->hooks[KEEL_PHASE_AWAKE]) {
         /* No awake sees the body: add with defaults, then write the fields (no text round trip). */
-        if (!keel__lua_body_check(L, body_idx, k, w, d)) return keel_diags_status(d);
+        int fields[BODY_FAST];
+        keel_value vals[BODY_FAST];
+        size_t n = 0;
+        if (!body_collect(L, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
         keel_comp c;
         keel_status s = keel_add(w, e, k, &o, &c, inverse, d);
         if (s != KEEL_OK) return s;
+        if (n <= BODY_FAST && !kd->validate) {
+            /* Values checked above, no validate to ask, and the component is new: a rollback of
+             * the add takes it whole, so the writes need no journal (counters as keel_set's). */
+            keel__put_committed(w, c, n, fields, vals);
+            if (out) *out = c;
+            return KEEL_OK;
+        }
         lua_pushnil(L);
         while (s == KEEL_OK && lua_next(L, body_idx)) {
             if (lua_type(L, -2) == LUA_TSTRING) {

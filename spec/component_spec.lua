@@ -282,3 +282,70 @@ describe("component", function()
     end)
   end)
 end)
+
+describe("e:add with a body table", function()
+  local wide = { key = "sc:wide", fields = {} }
+  for i = 1, 20 do wide.fields[i] = { "f" .. i, "int", default = i } end
+  keel.kind(wide)
+  keel.kind{ key = "sc:txt", fields = { { "s", "string", default = "d" }, { "n", "int", min = 0, max = 9 },
+    { "ref", "entity" }, { "ro", "int", readonly = true } } }
+  keel.kind{ key = "sc:adder", fields = {},
+    update = function(self, e)
+      e:add("sc:txt", { s = "from a hook", n = 3 })
+      error("the hook fails after adding")
+    end }
+
+  it("writes every named field, counting one write each as keel_set would", function()
+    local w = keel.world("body")
+    local c = w:spawn("A"):add("sc:all", { i = 7, s = "x", mode = "walk", v3 = { 1, 2, 3 } })
+    local d = w:spawn("B"):add("sc:all")
+    d.i, d.s, d.mode, d.v3 = 7, "x", "walk", { 1, 2, 3 }
+    assert.are.equal(d.version, c.version)
+    assert.are.same(d:body(), c:body())
+    assert.are.equal(true, c.b) -- untouched fields keep their defaults
+  end)
+
+  it("owns its strings and takes readonly fields and entity handles", function()
+    local w = keel.world("body")
+    local target = w:spawn("T")
+    local cs = {}
+    for i = 1, 50 do cs[i] = w:spawn("E"):add("sc:txt", { s = ("s"):rep(i) .. i, ref = target, ro = i }) end
+    collectgarbage()
+    collectgarbage()
+    for i = 1, 50 do
+      assert.are.equal(("s"):rep(i) .. i, cs[i].s)
+      assert.are.equal(target, cs[i].ref)
+      assert.are.equal(i, cs[i].ro)
+    end
+  end)
+
+  it("refuses a bad body whole: nothing is added", function()
+    local w = keel.world("body")
+    local e = w:spawn("E")
+    local err = fails("InvalidArgument", e.add, e, "sc:txt", { n = 12, s = "ok" })
+    assert.truthy(err.message:find("n", 1, true))
+    fails("NotFound", e.add, e, "sc:txt", { nope = 1 })
+    fails("InvalidArgument", e.add, e, "sc:txt", { s = 5 })
+    assert.is_false(e:has("sc:txt"))
+  end)
+
+  it("writes bodies naming more fields than fit the fast path the same way", function()
+    local w = keel.world("body")
+    local body = {}
+    for i = 1, 20 do body["f" .. i] = 100 + i end
+    local c = w:spawn("W"):add("sc:wide", body)
+    for i = 1, 20 do assert.are.equal(100 + i, c["f" .. i]) end
+    local d = w:spawn("V"):add("sc:wide")
+    for i = 1, 20 do d["f" .. i] = 100 + i end
+    assert.are.equal(d.version, c.version)
+  end)
+
+  it("added by a hook that then fails is taken away with the rest", function()
+    local w = keel.world("body")
+    local e = w:spawn("E")
+    e:add("sc:adder")
+    w:step(1 / 60)
+    assert.is_false(e:has("sc:txt"))
+    assert.are.equal(1, #w:errors())
+  end)
+end)

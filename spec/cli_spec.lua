@@ -675,6 +675,17 @@ describe("keel program", function()
       assert.are.equal("p.name\nkeel:load\n", rest)
     end)
 
+    it("shows an unknown component's kept body", function()
+      local code, out, err = keel("repl " .. shell_quote(SCENES .. "/unknown_kind.yaml"),
+        'world:find("Crane")\nworld:find("Crane"):get("mod:winch", 2)\n')
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("  mod:winch[0]  (not loaded: kind not declared, body kept)\n"
+        .. "    motor       = {reversible = false, torque = 1200}\n    rope_length = 30\n", 1, true), out)
+      assert.truthy(out:find('mod:winch[2]  (not loaded: kind not declared, body kept) on Entity "Crane" '
+        .. "0c0c0c0c-0000-4000-8000-000000000002\n"
+        .. '  label       = "aux: backup"\n  rope_length = 8\n', 1, true), out)
+    end)
+
     it("lists an iterator's rows instead of printing a generic-for triple", function()
       local code, out, err = keel("repl " .. shell_quote(SCENES .. "/demo.yaml"),
         'world:each("game:health")\nworld:entities()\nworld:each("core:camera")\n')

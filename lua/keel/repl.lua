@@ -148,7 +148,11 @@ end
 local function field_lines(c, indent)
   local lines = {}
   local keel = package.loaded["keel"]
-  local info = keel and keel.kind_info and keel.kind_info(c.kind)
+  local info = nil
+  if keel and keel.kind_info then
+    local ok, got = pcall(keel.kind_info, c.kind) -- an undeclared kind has none
+    if ok then info = got end
+  end
   local ok, body = pcall(c.body, c)
   if not ok or type(body) ~= "table" then return lines end
   local order = {}
@@ -197,18 +201,15 @@ local function show_entity(e)
   if #comps == 0 then lines[#lines + 1] = "  (no components)" end
   for _, c in ipairs(comps) do
     lines[#lines + 1] = "  " .. component_head(c)
-    if c.loaded then
-      for _, l in ipairs(field_lines(c, "    ")) do lines[#lines + 1] = l end
-    end
+    -- an unknown component's kept body is shown too (read-only, as kept)
+    for _, l in ipairs(field_lines(c, "    ")) do lines[#lines + 1] = l end
   end
   return table.concat(lines, "\n")
 end
 
 local function show_component(c)
   local lines = { component_head(c) .. " on " .. entity_label(c.entity) }
-  if c.loaded then
-    for _, l in ipairs(field_lines(c, "  ")) do lines[#lines + 1] = l end
-  end
+  for _, l in ipairs(field_lines(c, "  ")) do lines[#lines + 1] = l end
   return table.concat(lines, "\n")
 end
 

@@ -675,6 +675,18 @@ describe("keel program", function()
       assert.are.equal("p.name\nkeel:load\n", rest)
     end)
 
+    it("completes kind keys inside a string", function()
+      local code, out, err = keel("repl", table.concat({
+        'c = require("keel.repl").complete',
+        'table.concat(c("game:h", \'p:get("\'), " ")',
+        'table.concat(c("core:tr", "x = \'"), " ")',
+        '#c("game:h", "p:get(")', -- not after a quote: a name, and there is no global game
+        "",
+      }, "\n"))
+      assert.are.equal(0, code, err)
+      assert.are.equal("game:health\ncore:transform\n0\n", out)
+    end)
+
     it("shows an unknown component's kept body", function()
       local code, out, err = keel("repl " .. shell_quote(SCENES .. "/unknown_kind.yaml"),
         'world:find("Crane")\nworld:find("Crane"):get("mod:winch", 2)\n')

@@ -514,7 +514,6 @@ static char *candidate_generator(const char *text, int state)
 /* Called by readline: a Lua error must not unwind through it, so the call is protected. */
 static char **complete(const char *text, int start, int end)
 {
-    (void)start;
     (void)end;
     lua_State *L = completion_state;
     candidates_free();
@@ -522,7 +521,9 @@ static char **complete(const char *text, int start, int end)
     int top = lua_gettop(L);
     lua_getfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
     lua_pushstring(L, text);
-    if (lua_isfunction(L, -2) && lua_pcall(L, 1, 1, 0) == LUA_OK && lua_istable(L, -1)) {
+    /* the line before the word: after a quote it is a string (a kind key) */
+    lua_pushlstring(L, rl_line_buffer ? rl_line_buffer : "", rl_line_buffer && start > 0 ? (size_t)start : 0);
+    if (lua_isfunction(L, -3) && lua_pcall(L, 2, 1, 0) == LUA_OK && lua_istable(L, -1)) {
         size_t n = (size_t)lua_rawlen(L, -1);
         candidates = n ? calloc(n, sizeof *candidates) : NULL;
         for (size_t i = 0; candidates && i < n; i++) {

@@ -330,8 +330,20 @@ local function members(v, add, methods_only)
   end
 end
 
--- Candidates completing `text` ("wor", "world:sp", "keel.per"), whole.
-function repl.complete(text)
+-- Candidates completing `text` ("wor", "world:sp", "keel.per"), whole;
+-- `before` is the line before it: after a quote, `text` starts a string,
+-- and the kind keys are offered (e:get("game:h).
+function repl.complete(text, before)
+  if before and before:match("[\"']$") then
+    local out = {}
+    local keel = package.loaded["keel"]
+    local ok, kinds = pcall(function() return keel.kinds() end)
+    for _, k in ipairs(ok and type(kinds) == "table" and kinds or {}) do
+      if type(k.key) == "string" and k.key:sub(1, #text) == text then out[#out + 1] = k.key end
+    end
+    table.sort(out)
+    return out
+  end
   local head, sep, partial = text:match("^(.-)([%.:]?)([%a_]?[%w_]*)$")
   if not head then return {} end
   local found, out = {}, {}

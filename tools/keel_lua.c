@@ -31,15 +31,45 @@ static void on_sigint(int sig)
     lua_sethook(interrupted_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Pushes "FILE:LINE: " of the innermost Lua code that is the user's (not
+ * keel's own Lua modules, not the program's built-in chunks), or "". */
+static void push_user_where(lua_State *L)
+{
+    static const char *const own[] = { "/keel/init.lua", "/keel/history.lua", "/keel/repl.lua" };
+    lua_Debug ar;
+    for (int level = 1; lua_getstack(L, level, &ar); level++) {
+        if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
+        bool skip = strncmp(ar.source, "=keel", 5) == 0;
+        for (size_t i = 0; !skip && i < sizeof own / sizeof own[0]; i++) skip = ends_with(ar.source, own[i]);
+        if (skip) continue;
+        lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);
+        return;
+    }
+    lua_pushliteral(L, "");
+}
+
 static int msghandler(lua_State *L)
 {
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
-        /* Error objects (keel's carry a __tostring: "Code: message") print as themselves. */
-        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
+        /* Error objects (keel's carry a __tostring: "Code: message") print as
+         * themselves, after the line of the user's code that raised them. */
+        if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
+            push_user_where(L);
+            lua_insert(L, -2);
+            lua_concat(L, 2);
+            return 1;
+        }
         if (lua_type(L, 1) == LUA_TTABLE && lua_getfield(L, 1, "code") == LUA_TSTRING &&
             lua_getfield(L, 1, "message") == LUA_TSTRING) {
-            lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
+            push_user_where(L);
+            lua_pushfstring(L, "%s%s: %s", lua_tostring(L, -1), lua_tostring(L, -3), lua_tostring(L, -2));
             return 1;
         }
         msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,10 +43,30 @@ static void fill_random(uint8_t *p, size_t n)
     }
 }
 
+/* One getrandom(2) call per 256 UUIDs: a syscall per UUID was most of the cost
+ * of a spawn. The pool is per thread; a forked child empties it (pthread_atfork)
+ * so that two processes never hand out the same bytes. */
+static _Thread_local struct {
+    uint8_t bytes[4096];
+    size_t used;
+} pool = { .used = sizeof pool.bytes };
+
+static void pool_forget(void) { pool.used = sizeof pool.bytes; }
+static void pool_register(void) { pthread_atfork(NULL, NULL, pool_forget); }
+
 keel_uuid keel_uuid_v4(void)
 {
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, pool_register);
     keel_uuid u;
-    fill_random(u.bytes, sizeof u.bytes);
+    if (pool.used + sizeof u.bytes > sizeof pool.bytes) {
+        fill_random(pool.bytes, sizeof pool.bytes);
+        pool.used = 0;
+    }
+    memcpy(u.bytes, pool.bytes + pool.used, sizeof u.bytes);
+    /* Used bytes are wiped: a later memory disclosure cannot predict past or future ids from them. */
+    memset(pool.bytes + pool.used, 0, sizeof u.bytes);
+    pool.used += sizeof u.bytes;
     u.bytes[6] = (uint8_t)((u.bytes[6] & 0x0f) | 0x40); /* version 4 */
     u.bytes[8] = (uint8_t)((u.bytes[8] & 0x3f) | 0x80); /* RFC 4122 variant */
     return u;

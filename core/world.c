@@ -11,26 +11,14 @@ static uint64_t g_epoch;
 
 /* ---------------------------------------------------------------- UUIDs */
 
-static uint64_t rng_next(keel_world *w)
-{
-    /* xorshift128+: seeded once from getrandom; UUIDs need uniqueness, not secrecy */
-    uint64_t s1 = w->rng[0];
-    const uint64_t s0 = w->rng[1];
-    w->rng[0] = s0;
-    s1 ^= s1 << 23;
-    w->rng[1] = s1 ^ s0 ^ (s1 >> 18) ^ (s0 >> 5);
-    return w->rng[1] + s0;
-}
-
+/* Entity UUIDs come from the system's random source like every v4 UUID in keel:
+ * keel_uuid_v4 draws them from a per-thread pool that one getrandom(2) call
+ * fills for 256 UUIDs, and refills in a forked child (a seeded generator
+ * would repeat the parent's sequence there). */
 static keel_uuid make_uuid(keel_world *w)
 {
-    keel_uuid u;
-    uint64_t a = rng_next(w), b = rng_next(w);
-    memcpy(u.bytes, &a, 8);
-    memcpy(u.bytes + 8, &b, 8);
-    u.bytes[6] = (uint8_t)((u.bytes[6] & 0x0f) | 0x40);
-    u.bytes[8] = (uint8_t)((u.bytes[8] & 0x3f) | 0x80);
-    return u;
+    (void)w;
+    return keel_uuid_v4();
 }
 
 static size_t uuid_hash(keel_uuid u);
@@ -221,9 +209,6 @@ keel_world *keel_world_new(const char *name)
     keel_world *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->uuid = keel_uuid_v4();
-    keel_uuid seed = keel_uuid_v4();
-    memcpy(w->rng, seed.bytes, 16);
-    if (!w->rng[0] && !w->rng[1]) w->rng[0] = 0x9e3779b97f4a7c15ull;
     w->name = keel__strdup(name ? name : "");
     w->grid = (keel_grid){ true, { 0, 0, 0 }, { 0, 0, 0, 1 }, 1.0, 10 };
     w->epoch = ++g_epoch;

@@ -131,7 +131,6 @@ struct keel_world {
     size_t entry_chunk_count, entry_chunk_cap;
     keel__store *stores;              /* by kind id */
     size_t store_count;
-    uint64_t rng[2];                  /* UUID generator, seeded from getrandom */
     keel_uuid next_uuid[KEEL__UUID_AHEAD]; /* drawn ahead (see keel__new_uuid) */
     uint32_t next_pos;
     bool next_ready;

@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "keel.h"
 
@@ -81,11 +83,36 @@ static void uuid_parse_refuses_non_canonical(void **state)
     assert_false(keel_uuid_parse(NULL, &u));
 }
 
+/* A forked child must not hand out the UUIDs its parent hands out next. */
+static void uuid_v4_differs_across_fork(void **state)
+{
+    (void)state;
+    (void)keel_uuid_v4(); /* the pool is filled */
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        keel_uuid c = keel_uuid_v4();
+        ssize_t n = write(fds[1], c.bytes, sizeof c.bytes);
+        _exit(n == (ssize_t)sizeof c.bytes ? 0 : 1);
+    }
+    keel_uuid mine = keel_uuid_v4(), theirs;
+    assert_int_equal(read(fds[0], theirs.bytes, sizeof theirs.bytes), (ssize_t)sizeof theirs.bytes);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    close(fds[1]);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_false(keel_uuid_equal(mine, theirs));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(uuid_v4_sets_version_and_variant),
         cmocka_unit_test(uuid_v4_differs_each_time),
+        cmocka_unit_test(uuid_v4_differs_across_fork),
         cmocka_unit_test(uuid_format_parse_round_trip),
         cmocka_unit_test(uuid_format_is_lowercase_canonical),
         cmocka_unit_test(uuid_parse_reads_any_version),

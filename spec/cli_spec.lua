@@ -675,6 +675,13 @@ describe("keel program", function()
       assert.are.equal("p.name\nkeel:load\n", rest)
     end)
 
+    it("has help()", function()
+      local code, out, err = keel("repl", "help()\n")
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("^world%s+the World: world:spawn"), out)
+      assert.truthy(out:find("reload()", 1, true), out)
+    end)
+
     it("completes kind keys inside a string", function()
       local code, out, err = keel("repl", table.concat({
         'c = require("keel.repl").complete',
@@ -790,6 +797,7 @@ describe("keel program", function()
       local out = p:read("a")
       p:close()
       rmrf(home)
+      assert.truthy(out:find("help() to start", 1, true), out) -- the banner names help()
       assert.truthy(out:find("alive\tnil", 1, true), out)
       assert.truthy(out:find("still", 1, true), out)
       assert.truthy(out:find("rc=0", 1, true), out)

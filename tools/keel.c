@@ -36,8 +36,9 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "usage: keel repl [SCENE]\n"
       "  A Lua REPL with SCENE (else an empty world \"untitled\") bound to `world`.\n"
       "  Line editing, history (~/.keel_history), tab completion, =expr; results print\n"
-      "  readably. reload() re-runs the kind files that changed. ctrl-c drops the line\n"
-      "  (or stops running code), ctrl-d quits. Piped input runs without prompts.\n" },
+      "  readably; help() lists where to start. reload() re-runs the kind files that\n"
+      "  changed. ctrl-c drops the line or stops a Lua loop, ctrl-d quits. Piped input\n"
+      "  runs without prompts; keel exits 1 at its end if a line failed.\n" },
     { "run",
       "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT]\n"
       "  Runs gameplay headless: SCENE (default: the bundled demo) for N frames\n"

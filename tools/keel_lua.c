@@ -609,6 +609,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
         lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
         lua_getfield(L, -1, "reload");
         lua_setglobal(L, "reload");
+        lua_getfield(L, -1, "help");
+        lua_setglobal(L, "help");
         lua_pop(L, 1);
     } else {
         report(cli, L);
@@ -633,7 +635,7 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
             lua_getfield(L, -1, "name");
             wname = lua_tostring(L, -1);
         }
-        printf("keel %s (%s)  world: %s  -- reload() re-runs changed kinds; ctrl-d quits\n",
+        printf("keel %s (%s)  world: %s  -- help() to start; reload() re-runs changed kinds; ctrl-d quits\n",
                KEEL_VERSION_STRING, LUA_RELEASE, wname ? wname : "(none)");
         lua_settop(L, top0 + 1);
     }

@@ -391,6 +391,25 @@ local function where(e, path)
   return path .. ": " .. text
 end
 
+-- help(): where to start, for someone who has not read the README yet.
+local HELP = [[
+world                          the World: world:spawn{ name = "A", components = { "core:transform" } },
+                               world:find(name or uuid), world:count([kind]), world:step(dt), world:run(n, dt),
+                               world:save(path), world:dump(), world:errors(), world:warnings()
+world:entities(), world:each(kind), world:query(kind, ...)   in a for loop; typed alone, their rows
+e = world:find("A")            an entity: e:get(kind[, slot]), e:add(kind[, body]), e:remove(kind[, slot]),
+                               e:components(), e:children(), e.name, e.parent, e.enabled, e:destroy()
+c = e:get("core:transform")    a component: c.position = { 1, 2, 3 } writes through the registry
+keel.kinds(), keel.kind_info(key), keel.kind{ ... }   the kinds; ./kinds/*.lua are loaded at start-up
+keel.load(path), keel.persist  scenes and save games
+reload()                       re-runs the kind files that changed
+=expr or expr                  prints the value; Tab completes (kind keys inside quotes)
+ctrl-c drops the line or stops a Lua loop (not a world:run: twice quits); ctrl-d quits]]
+
+function repl.help()
+  return HELP
+end
+
 -- Re-runs the kind files (recorded by the program at start-up) whose size or
 -- modification time changed, and any new *.lua file in those directories.
 -- Returns the list of files run again.

@@ -26,7 +26,8 @@ int luaopen_keel_core(lua_State *L) __attribute__((weak));
 #define KEEL_INSTALL_DATADIR "/usr/local/share/keel"
 #endif
 
-/* The registry key of the table of kind files: { dirs = {...}, files = { {path, mtime, size}, ... } } */
+/* The registry key of the table of kind files: { dirs = {...}, files = { {path, mtime, size}, ... },
+ * keys = { [kind key] = path of the file that declared it, or true } } */
 #define KINDFILES "keel.kindfiles"
 
 static bool is_dir(const char *p)
@@ -87,6 +88,8 @@ void keel_embed_open(lua_State *L)
     lua_setfield(L, -2, "dirs");
     lua_newtable(L);
     lua_setfield(L, -2, "files");
+    lua_newtable(L);
+    lua_setfield(L, -2, "keys");
     lua_setfield(L, LUA_REGISTRYINDEX, KINDFILES);
 }
 
@@ -127,11 +130,42 @@ static bool ends_with_lua(const char *s)
     return n > 4 && strcmp(s + n - 4, ".lua") == 0;
 }
 
+/* KINDFILES.keys[key] = `path` (a string), or true, for every registered kind
+ * key not there yet (stack: KINDFILES at top). Called before and after a
+ * file runs, it tells which file declared a key (for the freeze's diagnostics). */
+static void note_keys(lua_State *L, const char *path)
+{
+    lua_getfield(L, -1, "keys");
+    for (size_t i = 0, n = keel_kind_count(); i < n; i++) {
+        const keel_kind_desc *desc = keel_kind_describe(keel_kind_at(i));
+        if (!desc || !desc->key) continue;
+        if (lua_getfield(L, -1, desc->key) == LUA_TNIL) {
+            if (path) lua_pushstring(L, path);
+            else lua_pushboolean(L, 1);
+            lua_setfield(L, -3, desc->key);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+const char *keel_embed_kind_file(lua_State *L, const char *key)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, KINDFILES);
+    lua_getfield(L, -1, "keys");
+    lua_getfield(L, -1, key);
+    /* the string stays referenced by the registry table */
+    const char *path = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    lua_pop(L, 3);
+    return path;
+}
+
 /* Runs one kind file and records it in the KINDFILES table (stack: the table at top). */
 static int run_kind_file(lua_State *L, const char *path)
 {
     struct stat st;
     int failed = 0;
+    note_keys(L, NULL);
     lua_pushstring(L, path);
     lua_pushcclosure(L, msghandler, 1);
     int base = lua_gettop(L);
@@ -141,6 +175,7 @@ static int run_kind_file(lua_State *L, const char *path)
         failed = 1;
     }
     lua_pop(L, 1); /* msghandler */
+    note_keys(L, path);
     /* Recorded even when it failed, so reload() retries it once it changes. */
     lua_getfield(L, -1, "files");
     lua_createtable(L, 0, 3);

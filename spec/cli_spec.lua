@@ -558,6 +558,17 @@ describe("keel program", function()
       assert.truthy(err:find("'flaot'", 1, true), err)
     end)
 
+    it("names the kind file whose requires names an undeclared kind", function()
+      local dir = tmpdir()
+      spit(dir .. "/x.lua", 'local keel = require "keel"\n'
+        .. 'keel.kind{ key = "test:needy", requires = { "core:transfrom" }, fields = { { "v", "float" } } }\n')
+      local code, _, err = keel("kinds --kinds " .. shell_quote(dir))
+      rmrf(dir)
+      assert.are.equal(2, code)
+      assert.are.equal(dir .. "/x.lua: error: NotFound: test:needy requires 'core:transfrom', which is not declared "
+        .. "(at requires)\nkeel: the kinds could not be loaded\n", err)
+    end)
+
     it("exits 2 when a kind file fails", function()
       local dir = tmpdir()
       spit(dir .. "/broken.lua", "error('kind file broke')\n")

@@ -101,23 +101,45 @@ void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
     print_usage(stderr, current_verb);
 }
 
+static void print_diag(const keel_diag *g, const char *file)
+{
+    const char *f = g->file ? g->file : file;
+    bool err = g->severity == KEEL_SEV_ERROR;
+    if (f && g->line > 0)
+        fprintf(stderr, "%s:%d:%d: ", f, g->line, g->col > 0 ? g->col : 1);
+    else if (f)
+        fprintf(stderr, "%s: ", f);
+    fprintf(stderr, "%s: %s: %s", err ? "error" : "warning", keel_status_name(g->code), g->message);
+    if (g->path && g->path[0]) fprintf(stderr, " (at %s)", g->path);
+    fputc('\n', stderr);
+}
+
 size_t keel_cli_print_diags(const keel_diags *d, const char *file)
 {
     size_t errors = 0;
     for (size_t i = 0; d && i < d->count; i++) {
-        const keel_diag *g = &d->items[i];
-        const char *f = g->file ? g->file : file;
-        bool err = g->severity == KEEL_SEV_ERROR;
-        errors += err;
-        if (f && g->line > 0)
-            fprintf(stderr, "%s:%d:%d: ", f, g->line, g->col > 0 ? g->col : 1);
-        else if (f)
-            fprintf(stderr, "%s: ", f);
-        fprintf(stderr, "%s: %s: %s", err ? "error" : "warning", keel_status_name(g->code), g->message);
-        if (g->path && g->path[0]) fprintf(stderr, " (at %s)", g->path);
-        fputc('\n', stderr);
+        errors += d->items[i].severity == KEEL_SEV_ERROR;
+        print_diag(&d->items[i], file);
     }
     return errors;
+}
+
+/* The freeze's diagnostics ("game:x requires 'core:transfrom', which is not
+ * declared") name the kind first: they are printed under the file that declared it. */
+static void print_freeze_diags(lua_State *L, const keel_diags *d, const char *progname)
+{
+    for (size_t i = 0; i < d->count; i++) {
+        const keel_diag *g = &d->items[i];
+        char key[128];
+        size_t n = strcspn(g->message, " ");
+        const char *file = NULL;
+        if (n > 0 && n < sizeof key) {
+            memcpy(key, g->message, n);
+            key[n] = '\0';
+            file = keel_embed_kind_file(L, key);
+        }
+        print_diag(g, file ? file : progname);
+    }
 }
 
 static bool file_exists(const char *p)
@@ -286,7 +308,7 @@ int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
     keel_diags d;
     keel_diags_init(&d);
     if (keel_registry_freeze(&d) != KEEL_OK) failed++;
-    keel_cli_print_diags(&d, NULL);
+    print_freeze_diags(L, &d, cli->progname);
     keel_diags_free(&d);
     if (failed && !lenient) {
         fprintf(stderr, "%s: the kinds could not be loaded\n", cli->progname);

@@ -32,6 +32,8 @@ char *keel_embed_data_path(const char *src_rel, const char *inst_rel);
  * time for reload(). Errors are printed to stderr; returns the number that failed
  * (a missing directory counts as one). */
 int keel_embed_load_kinds_dir(lua_State *L, const char *dir);
+/* The kind file that first declared `key` (NULL: built in, or not from a file). */
+const char *keel_embed_kind_file(lua_State *L, const char *key);
 
 /* ---- tools/keel_verbs.c: verbs written against the C API ---- */
 /* Each takes the arguments after the verb and returns an exit code. */

@@ -854,6 +854,28 @@ describe("keel program", function()
       assert.are.equal("keel: stdin:2: InvalidArgument: spawn: name must be a string\n", err)
     end)
 
+    it("says a scene given as a script is a scene, and a mistyped verb is no verb (exit 2)", function()
+      local code, out, err = keel(shell_quote(SCENES .. "/demo.yaml"))
+      assert.are.equal(2, code)
+      assert.are.equal("", out)
+      local s = SCENES .. "/demo.yaml"
+      assert.are.equal("keel: " .. s .. " is a scene, not a Lua script: `keel run " .. s .. "` plays it, `keel repl "
+        .. s .. "` opens it\n", err)
+      code, _, err = keel("chek x.yaml")
+      assert.are.equal(2, code)
+      assert.truthy(err:find("^keel: no verb or script named 'chek' %(verbs: repl run check fmt cook dump kinds%)\n"), err)
+      -- a script from stdin, and one without an extension, still run
+      code, out = keel("-", "print('from stdin')\n")
+      assert.are.equal(0, code)
+      assert.are.equal("from stdin\n", out)
+      local dir = tmpdir()
+      spit(dir .. "/tool", "print('no ext')\n")
+      code, out = keel("tool", nil, dir)
+      rmrf(dir)
+      assert.are.equal(0, code)
+      assert.are.equal("no ext\n", out)
+    end)
+
     it("exits 2 when the script does not exist", function()
       local code, _, err = keel("/nonexistent/script.lua")
       assert.are.equal(2, code)

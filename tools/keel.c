@@ -317,6 +317,17 @@ int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
     return -1;
 }
 
+static bool is_scene_name(const char *p)
+{
+    static const char *const exts[] = { ".yaml", ".yml", ".keelc" };
+    size_t n = strlen(p);
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        size_t m = strlen(exts[i]);
+        if (n > m && strcmp(p + n - m, exts[i]) == 0) return true;
+    }
+    return false;
+}
+
 typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 static const struct { const char *name; verb_fn fn; } verbs[] = {
@@ -365,6 +376,15 @@ static int pmain(lua_State *L)
             code = fn(L, &cli, argc - i - 1, argv + i + 1);
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             keel_cli_usage_error(&cli, "unknown option %s", argv[i]);
+            code = KEEL_EXIT_USAGE;
+        } else if (is_scene_name(argv[i])) {
+            /* not run as Lua (a syntax error at line 1 would be all it said) */
+            fprintf(stderr, "%s: %s is a scene, not a Lua script: `keel run %s` plays it, `keel repl %s` opens it\n",
+                    cli.progname, argv[i], argv[i], argv[i]);
+            code = KEEL_EXIT_USAGE;
+        } else if (strcmp(argv[i], "-") != 0 && !file_exists(argv[i]) && strpbrk(argv[i], "/.") == NULL) {
+            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds)",
+                                 argv[i]);
             code = KEEL_EXIT_USAGE;
         } else {
             code = keel_cli_script(L, &cli, argc, argv, i);

@@ -418,7 +418,7 @@ describe("keel program", function()
       assert.are.equal(1, code)
       assert.truthy(out:find("10 frames, 1 entity, ", 1, true), out)
       assert.truthy(out:find("1 error", 1, true), out)
-      assert.truthy(err:find("scene.yaml: error: test:bad[0] on entity ", 1, true), err)
+      assert.truthy(err:find('scene.yaml: error: test:bad%[0%] on entity "B" %x+%-%x+%-%x+%-%x+%-%x+: '), err)
       assert.truthy(err:find("too many", 1, true), err)
       -- the failing call was rolled back: count stopped at 2
       assert.truthy(saved:find("count: 2\n", 1, true), saved)

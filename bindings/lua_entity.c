@@ -62,9 +62,11 @@ static const char *check_key(lua_State *L, int idx)
 static uint32_t opt_slot(lua_State *L, int idx)
 {
     if (lua_isnoneornil(L, idx)) return KEEL_SLOT_AUTO;
-    if (!lua_isinteger(L, idx) || lua_tointeger(L, idx) < 0 || lua_tointeger(L, idx) >= (lua_Integer)UINT32_MAX)
+    int isint = 0;
+    lua_Integer slot = lua_tointegerx(L, idx, &isint); /* 2.0 is slot 2, as Lua reads integers */
+    if (lua_type(L, idx) != LUA_TNUMBER || !isint || slot < 0 || slot >= (lua_Integer)UINT32_MAX)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a slot must be a non-negative integer)", idx - 1);
-    return (uint32_t)lua_tointeger(L, idx);
+    return (uint32_t)slot;
 }
 
 /* Finds a membership entry by key and slot (KEEL_SLOT_AUTO: the lowest). */

@@ -701,9 +701,11 @@ static int w_step(lua_State *L)
 static int w_run(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    if (!lua_isinteger(L, 2) || lua_tointeger(L, 2) < 0)
+    /* Like Lua's own integer arguments, 3e5 counts: a float with an exact integer value. */
+    int isint = 0;
+    lua_Integer frames = lua_tointegerx(L, 2, &isint);
+    if (lua_type(L, 2) != LUA_TNUMBER || !isint || frames < 0)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "run: frames must be a non-negative integer");
-    lua_Integer frames = lua_tointeger(L, 2);
     double dt = check_dt(L, 3, lw);
     lua_settop(L, 1);
     for (lua_Integer i = 0; i < frames; i++) {

@@ -289,5 +289,18 @@ describe("lifecycle", function()
       assert.are.equal("InvalidArgument", err.code)
       local _ = ok
     end)
+
+    it("takes a float with an integer value as a frame count, and refuses 2.5 and '3'", function()
+      local w = keel.world("Run")
+      w:spawn("e"):add("sl:trace", { tag = "r" })
+      fresh()
+      w:run(2.0, 1 / 60)
+      assert.are.equal(2, #only("update"))
+      for _, bad in ipairs{ 2.5, "3" } do
+        local ok, err = pcall(w.run, w, bad)
+        assert.is_false(ok)
+        assert.are.equal("InvalidArgument", err.code)
+      end
+    end)
   end)
 end)

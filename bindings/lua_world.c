@@ -1,5 +1,6 @@
 /* lua_world.c — the World type (keel.World), its iterators (keel.Query) and commands (keel.Command). */
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 
 #include "keel_lua.h"
@@ -659,6 +660,22 @@ static int w_count(lua_State *L)
 
 /* ---- lifecycle ---- */
 
+/* Ctrl-C during w:step/w:run: a host's SIGINT handler calls keel_lua_interrupt
+ * while keel_lua_stepping() is true; the frame under way finishes (no callback
+ * is blamed for the signal) and the call then raises "interrupted!". */
+static volatile sig_atomic_t g_interrupt;
+static volatile sig_atomic_t g_stepping;
+
+void keel_lua_interrupt(void) { g_interrupt = 1; }
+int keel_lua_stepping(void) { return g_stepping; }
+
+static int raise_if_interrupted(lua_State *L)
+{
+    if (!g_interrupt) return 0;
+    g_interrupt = 0;
+    return luaL_error(L, "interrupted!");
+}
+
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
 {
     int tag; /* its address marks this frame's slots */
@@ -672,7 +689,9 @@ static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_d
     keel__lua_cur.cache_idx = 2;
     keel__lua_cur.memo_idx = 3;
     keel__lua_cur.tag = &tag;
+    g_stepping++;
     keel_status s = keel_step(lw->w, dt, d);
+    g_stepping--;
     KEEL_LUA_LEAVE();
     lua_settop(L, 1);
     return s;
@@ -695,7 +714,7 @@ static int w_step(lua_State *L)
     keel_status s = step_once(L, lw, dt, &d);
     if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
     keel_diags_free(&d);
-    return 0;
+    return raise_if_interrupted(L);
 }
 
 static int w_run(lua_State *L)
@@ -714,6 +733,7 @@ static int w_run(lua_State *L)
         keel_status s = step_once(L, lw, dt, &d);
         if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
         keel_diags_free(&d);
+        raise_if_interrupted(L);
     }
     return 0;
 }

@@ -774,6 +774,27 @@ describe("keel program", function()
       assert.falsy(saved)
     end)
 
+    it("stops w:run in a script after the current frame on SIGINT, blaming no callback", function()
+      local dir = tmpdir()
+      os.execute("mkdir " .. shell_quote(dir .. "/kinds"))
+      spit(dir .. "/kinds/sigint.lua", 'local n = 0\n'
+        .. 'local pid = io.open("/proc/self/stat"):read("l"):match("^(%d+)")\n'
+        .. 'require("keel").kind{ key = "test:sigint", fields = { { "x", "int" } },\n'
+        .. '  update = function(self) n = n + 1; self.x = n\n'
+        .. '    if n == 10 then io.popen("kill -INT " .. pid):close() end end }\n')
+      spit(dir .. "/s.lua", 'local keel = require "keel"\n'
+        .. 'local w = keel.world("S")\n'
+        .. 'local c = w:spawn("A"):add("test:sigint")\n'
+        .. 'local ok, err = pcall(w.run, w, 1000000, 1 / 60)\n'
+        .. 'print(ok, tostring(err):match("interrupted!") ~= nil, #w:errors(), c.x >= 10 and c.x < 20)\n')
+      os.execute("cd " .. shell_quote(dir) .. " && (timeout 120 " .. shell_quote(KEEL)
+        .. " s.lua >o.txt 2>e.txt; echo $? >rc.txt)")
+      local out, err, rc = slurp(dir .. "/o.txt"), slurp(dir .. "/e.txt"), slurp(dir .. "/rc.txt")
+      rmrf(dir)
+      assert.are.equal("0\n", rc, out .. err)
+      assert.are.equal("false\ttrue\t0\ttrue\n", out, err)
+    end)
+
     it("names the file and line when reload() meets a kind error", function()
       local dir = tmpdir()
       local file = dir .. "/k.lua"

@@ -11,11 +11,14 @@
 #include <lua.h>
 #include <lualib.h>
 
+#include "keel_lua.h"
+
 #include "keel_cli.h"
 
 /* ---- running Lua code (as lua.c does) ---- */
 
 static lua_State *interrupted_state;
+static volatile sig_atomic_t stepping_interrupted;
 
 static void stop_hook(lua_State *L, lua_Debug *ar)
 {
@@ -24,9 +27,17 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
     luaL_error(L, "interrupted!");
 }
 
-/* SIGINT while Lua runs: stop at the next hook point rather than kill the REPL. */
+/* SIGINT while Lua runs: stop at the next hook point rather than kill the REPL.
+ * Inside w:step/w:run the first Ctrl-C stops after the current frame instead
+ * (a hook raising inside a callback would be recorded as that callback's
+ * fault); a second one stops at once, as outside. */
 static void on_sigint(int sig)
 {
+    if (keel_lua_stepping() && !stepping_interrupted) {
+        stepping_interrupted = 1;
+        keel_lua_interrupt();
+        return;
+    }
     signal(sig, SIG_DFL);
     lua_sethook(interrupted_state, stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
 }
@@ -86,6 +97,7 @@ static int docall(lua_State *L, int narg, int nres, bool interruptible)
     lua_insert(L, base);
     if (interruptible) {
         interrupted_state = L;
+        stepping_interrupted = 0;
         signal(SIGINT, on_sigint);
     }
     int status = lua_pcall(L, narg, nres, base);

@@ -160,12 +160,60 @@ const char *keel_embed_kind_file(lua_State *L, const char *key)
     return path;
 }
 
+/* keel.kind while a kind file runs at start-up (upvalues: the real keel.kind,
+ * the file's path, KINDFILES.keys). Two files declaring one key is legal (the
+ * later replaces the earlier) but almost never meant: say so. */
+static int kind_from_file(lua_State *L)
+{
+    const char *path = lua_tostring(L, lua_upvalueindex(2));
+    if (lua_type(L, 1) == LUA_TTABLE && lua_getfield(L, 1, "key") == LUA_TSTRING) {
+        const char *key = lua_tostring(L, -1);
+        if (lua_getfield(L, lua_upvalueindex(3), key) == LUA_TSTRING && strcmp(lua_tostring(L, -1), path) != 0)
+            fprintf(stderr, "keel: %s: warning: %s was already declared by %s; this declaration replaces it\n",
+                    path, key, lua_tostring(L, -1));
+        lua_pop(L, 2);
+    } else if (lua_type(L, 1) == LUA_TTABLE) {
+        lua_pop(L, 1);
+    }
+    int n = lua_gettop(L);
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, n, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* Swaps keel.kind for kind_from_file (on = true) or puts the real one back. */
+static void watch_declarations(lua_State *L, const char *path, bool on)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    if (lua_getfield(L, -1, "keel") != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return;
+    }
+    if (on) {
+        lua_getfield(L, -1, "kind");
+        lua_pushstring(L, path);
+        lua_getfield(L, LUA_REGISTRYINDEX, KINDFILES);
+        lua_getfield(L, -1, "keys");
+        lua_remove(L, -2);
+        lua_pushcclosure(L, kind_from_file, 3);
+    } else {
+        lua_getfield(L, -1, "kind");
+        if (lua_tocfunction(L, -1) == kind_from_file) lua_getupvalue(L, -1, 1);
+        else lua_pushvalue(L, -1);
+        lua_remove(L, -2);
+    }
+    lua_setfield(L, -2, "kind");
+    lua_pop(L, 2);
+}
+
 /* Runs one kind file and records it in the KINDFILES table (stack: the table at top). */
 static int run_kind_file(lua_State *L, const char *path)
 {
     struct stat st;
     int failed = 0;
     note_keys(L, NULL);
+    watch_declarations(L, path, true);
     lua_pushstring(L, path);
     lua_pushcclosure(L, msghandler, 1);
     int base = lua_gettop(L);
@@ -175,6 +223,7 @@ static int run_kind_file(lua_State *L, const char *path)
         failed = 1;
     }
     lua_pop(L, 1); /* msghandler */
+    watch_declarations(L, path, false);
     note_keys(L, path);
     /* Recorded even when it failed, so reload() retries it once it changes. */
     lua_getfield(L, -1, "files");

@@ -123,9 +123,10 @@ void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd); /* takes the contents; lea
 
 /* ---- Entity ---- */
 
+/* Handles hold no epoch of their own: lw->epoch never changes (lw->w only turns NULL), so
+ * h->lw->epoch is the one they were made with (16 bytes less a handle: less GC debt a spawn). */
 typedef struct keel_lua_entity {
     keel_lua_world *lw;
-    uint64_t epoch;
     keel_entity e;
 } keel_lua_entity;
 
@@ -142,7 +143,6 @@ void keel__lua_open_entity(lua_State *L);
 
 typedef struct keel_lua_comp {
     keel_lua_world *lw;
-    uint64_t epoch;
     keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 1 */
     uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
 } keel_lua_comp;

@@ -19,7 +19,6 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
     keel_lua_world *lw = lua_touserdata(L, world_idx);
     keel_lua_comp *h = lua_newuserdatauv(L, sizeof *h, key ? 1 : 0);
     h->lw = lw;
-    h->epoch = lw->epoch;
     h->c = c;
     h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
@@ -53,7 +52,7 @@ static const char *unknown_key(lua_State *L, int idx)
 static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 {
     keel_world *w = h->lw->w;
-    if (!w || keel_world_epoch(w) != h->epoch) return false;
+    if (!w || keel_world_epoch(w) != h->lw->epoch) return false;
     if (h->c.kind) return keel_comp_serial(w, h->c) == h->serial; /* 0 when gone; serials start at 1 */
     const char *key = unknown_key(L, idx);
     if (!key) return false;
@@ -350,7 +349,7 @@ static int comp_newindex(lua_State *L)
 static int comp_eq(lua_State *L)
 {
     keel_lua_comp *a = keel__lua_testudata(L, 1, &keel__lua_mt_comp), *b = keel__lua_testudata(L, 2, &keel__lua_mt_comp);
-    bool eq = a && b && a->lw->w == b->lw->w && a->epoch == b->epoch && a->c.entity == b->c.entity &&
+    bool eq = a && b && a->lw->w == b->lw->w && a->lw->epoch == b->lw->epoch && a->c.entity == b->c.entity &&
               a->c.slot == b->c.slot && a->serial == b->serial;
     if (eq && a->c.kind != b->c.kind) eq = false;
     if (eq && !a->c.kind) {

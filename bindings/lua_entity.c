@@ -12,7 +12,7 @@ keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
 static bool entity_live(const keel_lua_entity *h)
 {
     keel_world *w = h->lw->w;
-    return w && keel_world_epoch(w) == h->epoch &&
+    return w && keel_world_epoch(w) == h->lw->epoch &&
            (keel_alive(w, h->e) || h->e == keel_world_root(w));
 }
 
@@ -83,6 +83,19 @@ static bool find_member(keel_world *w, keel_entity e, const char *key, uint32_t 
     return found;
 }
 
+/* keel_kind_find with a one-entry memo: a loop adding one kind looks it up once. A key keeps
+ * its id while the registry lives, and the memo is re-checked against the registry's own key
+ * (a shutdown and re-init may hand the id to another kind). */
+static keel_kind_id find_kind(const char *key)
+{
+    static keel_kind_id memo;
+    const keel_kind_desc *kd = memo ? keel_kind_describe(memo) : NULL;
+    if (kd && strcmp(kd->key, key) == 0) return memo;
+    keel_kind_id k = keel_kind_find(key);
+    if (k) memo = k;
+    return k;
+}
+
 static void check_one_slot(lua_State *L, keel_kind_id k, uint32_t slot)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
@@ -131,7 +144,7 @@ static int do_add(lua_State *L, bool want_inverse)
     const char *key = check_key(L, 2);
     uint32_t slot = opt_slot(L, 4);
     keel_world *w = h->lw->w;
-    keel_kind_id k = keel_kind_find(key);
+    keel_kind_id k = find_kind(key);
     if (!k) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
     keel_diags d;
     keel_diags_init(&d);
@@ -338,7 +351,7 @@ static int entity_newindex(lua_State *L)
 static int entity_eq(lua_State *L)
 {
     keel_lua_entity *a = keel__lua_toentity(L, 1), *b = keel__lua_toentity(L, 2);
-    lua_pushboolean(L, a && b && a->lw->w == b->lw->w && a->epoch == b->epoch && a->e == b->e);
+    lua_pushboolean(L, a && b && a->lw->w == b->lw->w && a->lw->epoch == b->lw->epoch && a->e == b->e);
     return 1;
 }
 

@@ -160,7 +160,7 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
         if (fd->type == KEEL_T_ENTITY) {
             keel_lua_entity *he = keel__lua_toentity(L, idx);
             if (!he) goto bad;
-            if (!he->lw->w || he->lw->w != w || !keel_alive(w, he->e) || he->epoch != keel_world_epoch(w)) {
+            if (!he->lw->w || he->lw->w != w || !keel_alive(w, he->e) || he->lw->epoch != keel_world_epoch(w)) {
                 snprintf(err, errcap, "field '%s': the entity is not alive in this world", fd->key);
                 return false;
             }

@@ -186,7 +186,6 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
     }
     keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
     h->lw = lw;
-    h->epoch = lw->epoch;
     h->e = e;
     lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
     lua_setmetatable(L, -2);

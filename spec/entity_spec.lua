@@ -173,5 +173,21 @@ describe("entity", function()
       fails("InvalidArgument", function() e:add("se:tag", 5) end)
       assert.is_false(e:has("se:tag"))
     end)
+    it("finds the kind of each key when adds of different kinds alternate (the key lookup is memoized)", function()
+      local w = keel.world("A")
+      for i = 1, 3 do
+        local e = w:spawn("e" .. i)
+        local t = e:add("se:tag", { n = i })
+        local l = e:add("se:link", { target = e })
+        assert.are.equal(i, t.n)
+        assert.are.equal(e, l.target)
+        assert.is_true(e:has("se:tag") and e:has("se:link"))
+        local err = fails("NotFound", function() e:add("se:tagx") end)
+        assert.are.equal("no kind 'se:tagx'", err.message)
+        assert.are.equal(i, e:get("se:tag").n) -- the miss did not disturb the memo
+      end
+      keel.kind{ key = "se:late", fields = { { "z", "int", default = 7 } } }
+      assert.are.equal(7, w:spawn("late"):add("se:late").z)
+    end)
   end)
 end)

@@ -15,6 +15,7 @@ typedef struct kind {
     size_t size;          /* record size, a multiple of 8, at least 8 */
     unsigned char *defaults; /* a record of the declared defaults, strings NULL: spawning copies it */
     bool has_strings;     /* records own heap strings (init, fini and copy have work to do) */
+    bool rejected;        /* some declared kind names it in rejects */
 } kind;
 
 static struct {
@@ -750,6 +751,26 @@ static void layout(kind *K)
     }
 }
 
+/* Recomputed on every declaration (rare): an add of a kind nobody rejects, that itself
+ * requires and rejects nothing, skips the scan of the entity's stack. */
+static void mark_rejected(void)
+{
+    for (size_t i = 0; i < reg.count; i++)
+        reg.by_id[i]->rejected = false;
+    for (size_t i = 0; i < reg.count; i++)
+        for (size_t r = 0; r < reg.by_id[i]->desc.rejects_count; r++) {
+            kind *R = kind_get(keel_kind_find(reg.by_id[i]->desc.rejects[r]));
+            if (R)
+                R->rejected = true;
+        }
+}
+
+bool keel__kind_rejected(keel_kind_id k)
+{
+    kind *K = kind_get(k);
+    return !K || K->rejected;
+}
+
 keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, keel_diags *d)
 {
     if (out)
@@ -799,6 +820,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         reg.sorted[pos] = id;
         reg.count++;
     }
+    mark_rejected();
     if (out)
         *out = id;
     keel__worlds_adopt(id, d);

@@ -324,6 +324,10 @@ static keel_status check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, ke
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     keel__ent *en = &w->ents[i];
+    /* the common case: k requires and rejects nothing and no kind rejects k */
+    if (i != 0 && !(kd->flags & KEEL_KIND_ROOT_ONLY) && !kd->requires_count && !kd->rejects_count &&
+        !keel__kind_rejected(k))
+        return KEEL_OK;
     if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
         return keel_error(d, KEEL_INVALID_OPERATION, "", "%s lives only on the scene root", kd->key);
     if (i == 0 && strcmp(kd->key, "core:transform") == 0)
@@ -434,7 +438,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     if (out) *out = (keel_comp){ e, k, slot };
     if (!o->no_awake && !w->rolling_back) {
         m->awoken = true;
-        keel__call_hook(w, i, k, slot, KEEL_PHASE_AWAKE, 0);
+        if (kd->hooks[KEEL_PHASE_AWAKE]) keel__call_hook(w, i, k, slot, KEEL_PHASE_AWAKE, 0);
     }
     return KEEL_OK;
 }

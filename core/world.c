@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static keel_world *g_worlds;   /* every live world, for registry changes */
 static uint64_t g_epoch;
@@ -45,6 +46,27 @@ keel_uuid keel__new_uuid(keel_world *w)
     return u;
 }
 
+/* ---------------------------------------------------------------- big tables */
+
+#define HUGE_PAGE ((size_t)2 << 20)
+
+/* `n` bytes aligned to 2 MiB, the first `used` of which the caller will write all over (the
+ * UUID index, reserved entity records): those are asked for transparent huge pages. A 4 KiB
+ * page fault per 4 KiB and a TLB miss per random index probe were the bulk of a big spawn's
+ * kernel time; the kernel may refuse (THP off), and then they fault as before. */
+static void *huge_alloc(size_t n, size_t used)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, HUGE_PAGE, n)) abort();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    used &= ~(HUGE_PAGE - 1);
+    if (used) (void)madvise(p, used, MADV_HUGEPAGE);
+#else
+    (void)used;
+#endif
+    return p;
+}
+
 static size_t uuid_hash(keel_uuid u)
 {
     uint64_t a, b;
@@ -71,8 +93,14 @@ static void hash_grow(keel_world *w, size_t cap)
     uint64_t *old = w->hash;
     size_t old_cap = w->hash_cap;
     w->hash_cap = cap;
-    w->hash = calloc(w->hash_cap, sizeof *w->hash);
-    if (!w->hash) abort();
+    size_t bytes = w->hash_cap * sizeof *w->hash;
+    if (bytes >= HUGE_PAGE) { /* random UUIDs touch every page of a table at least a quarter full */
+        w->hash = huge_alloc(bytes, bytes);
+        memset(w->hash, 0, bytes);
+    } else {
+        w->hash = calloc(w->hash_cap, sizeof *w->hash);
+        if (!w->hash) abort();
+    }
     for (size_t p = 0; p < old_cap; p++)
         if (old[p]) hash_insert_raw(w, old[p]);
     free(old);
@@ -310,7 +338,15 @@ void keel_world_reserve(keel_world *w, size_t entities)
     if (!w || entities >= UINT32_MAX / 4) return;
     uint32_t n = (uint32_t)entities + 1; /* the root too */
     if (n > w->ent_cap) {
-        w->ents = keel__xrealloc(w->ents, n * sizeof *w->ents);
+        size_t bytes = n * sizeof *w->ents;
+        if (bytes >= 2 * HUGE_PAGE) { /* every reserved record is to be written */
+            keel__ent *ents = huge_alloc(bytes, bytes);
+            memcpy(ents, w->ents, w->ent_count * sizeof *w->ents);
+            free(w->ents);
+            w->ents = ents;
+        } else {
+            w->ents = keel__xrealloc(w->ents, bytes);
+        }
         w->ent_cap = n;
     }
     size_t cap = w->hash_cap ? w->hash_cap : 64;

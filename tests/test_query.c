@@ -247,6 +247,31 @@ static void world_reserve_changes_nothing_visible(void **state)
     assert_int_equal(keel_world_entity_count(f->w), 3001);
 }
 
+/* Past 64k entities the reservation and the UUID index take 2 MiB-aligned blocks (huge pages):
+ * what was spawned before survives the move, and every UUID is still found. */
+static void world_reserve_big_keeps_entities(void **state)
+{
+    fx *f = *state;
+    enum { BIG = 70000 };
+    keel_entity a = spawn(f, "A", 0);
+    keel_entity b = spawn(f, "B", a);
+    keel_uuid ua = keel_entity_uuid(f->w, a);
+    keel_world_reserve(f->w, BIG);
+    assert_int_equal(keel_find(f->w, ua), a);
+    assert_int_equal(keel_entity_parent(f->w, b), a);
+    assert_string_equal(keel_entity_name(f->w, b), "B");
+    keel_entity *es = malloc(BIG * sizeof *es);
+    for (int i = 0; i < BIG; i++) es[i] = spawn(f, "E", 0);
+    keel_entity more = spawn(f, "past the reservation", 0); /* grows as before */
+    for (int i = 0; i < BIG; i++) assert_int_equal(keel_find(f->w, keel_entity_uuid(f->w, es[i])), es[i]);
+    assert_int_equal(keel_find(f->w, keel_entity_uuid(f->w, more)), more);
+    assert_int_equal(keel_find(f->w, ua), a);
+    assert_int_equal(keel_world_entity_count(f->w), BIG + 3);
+    for (int i = 0; i < BIG; i += 2) assert_int_equal(keel_destroy(f->w, es[i], NULL, &f->d), KEEL_OK);
+    for (int i = 1; i < BIG; i += 2) assert_int_equal(keel_find(f->w, keel_entity_uuid(f->w, es[i])), es[i]);
+    free(es);
+}
+
 static keel_entity victim;
 static size_t seen_rows, seen_pending, seen_query;
 static keel_query *hook_query;
@@ -306,6 +331,7 @@ int main(void)
         T(query_ignores_changes_to_other_kinds),
         T(query_chunks_cover_aligned_rows),
         T(world_reserve_changes_nothing_visible),
+        T(world_reserve_big_keeps_entities),
         T(query_skips_rows_freed_during_a_step),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

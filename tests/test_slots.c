@@ -139,6 +139,54 @@ static void slots_rejects_both_directions(void **state)
     assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "test:bully rejects test:shy");
 }
 
+/* An add skips the rule scan for a kind no declared kind rejects: that knowledge must follow
+ * every declaration, including one that names a kind declared only later. */
+static void slots_rejects_follow_redeclarations(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.version = 1;
+    kd.key = "test:meek";
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    kd.key = "test:grump";
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:grump");
+    add(f, a, "test:meek"); /* nobody rejects it yet */
+
+    static const char *const rej[] = { "test:meek" };
+    kd.rejects = rej;
+    kd.rejects_count = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK); /* test:grump now rejects it */
+    keel_entity b = spawn(f, "B", 0);
+    add(f, b, "test:grump");
+    keel_status st;
+    add_slot(f, b, "test:meek", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "test:grump rejects test:meek");
+    assert_int_equal(keel_member_count(f->w, b), 1);
+
+    kd.rejects = NULL;
+    kd.rejects_count = 0;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK); /* and no longer does */
+    add(f, b, "test:meek");
+    assert_int_equal(keel_member_count(f->w, b), 2);
+
+    /* rejecting a key before it is declared */
+    static const char *const rej_late[] = { "test:late" };
+    kd.key = "test:early";
+    kd.rejects = rej_late;
+    kd.rejects_count = 1;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    kd.key = "test:late";
+    kd.rejects = NULL;
+    kd.rejects_count = 0;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    keel_entity c = spawn(f, "C", 0);
+    add(f, c, "test:early");
+    add_slot(f, c, "test:late", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "test:early rejects test:late");
+}
+
 static void slots_removing_required_is_refused(void **state)
 {
     fx *f = *state;
@@ -588,6 +636,7 @@ int main(void)
         T(slots_many_with_max),
         T(slots_requires_missing),
         T(slots_rejects_both_directions),
+        T(slots_rejects_follow_redeclarations),
         T(slots_removing_required_is_refused),
         T(slots_required_many_kind_with_another_slot_left),
         T(slots_many_remove_needs_slot),

@@ -127,6 +127,8 @@ struct keel_world {
     size_t child_pos;
     uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
     keel__entry *entry_free[KEEL__ENTRY_CLASSES]; /* pooled membership arrays by capacity class */
+    unsigned char *entry_tail[KEEL__ENTRY_CLASSES];     /* the newest chunk's blocks never handed out: */
+    unsigned char *entry_tail_end[KEEL__ENTRY_CLASSES]; /* [tail, tail_end) of each class */
     void **entry_chunks;              /* what the pools carve from, freed with the world */
     size_t entry_chunk_count, entry_chunk_cap;
     keel__store *stores;              /* by kind id */

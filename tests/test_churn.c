@@ -132,6 +132,33 @@ static void churn_membership_pools_grow_geometrically(void **state)
     free(es);
 }
 
+/* Fresh membership blocks are carved off the newest chunk as entities need them (the rest of
+ * the chunk is never written, so never faulted in), lowest address first; a block given back
+ * is reused before the chunk's tail. */
+static void churn_membership_blocks_carved_as_needed(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0), c = spawn(f, "C", 0);
+    add(f, a, "core:transform");
+    add(f, b, "core:transform");
+    assert_int_equal(f->w->entry_chunk_count, 1);
+    keel__entry *ma = f->w->ents[(uint32_t)a].members, *mb = f->w->ents[(uint32_t)b].members;
+    assert_ptr_equal(mb, ma + 2); /* capacity 2: next block, next address */
+    assert_ptr_equal(f->w->entry_tail[0], (unsigned char *)(mb + 2));
+    assert_int_equal(f->w->entry_tail_end[0] - f->w->entry_tail[0], 64 * 1024 - 2 * 2 * sizeof(keel__entry));
+    assert_int_equal(keel_destroy(f->w, a, NULL, &f->d), KEEL_OK);
+    add(f, c, "core:transform");
+    assert_ptr_equal(f->w->ents[(uint32_t)c].members, ma); /* given back first */
+    assert_ptr_equal(f->w->entry_tail[0], (unsigned char *)(mb + 2));
+    keel_entity d = spawn(f, "D", 0);
+    add(f, d, "core:transform");
+    assert_ptr_equal(f->w->ents[(uint32_t)d].members, mb + 2);
+    keel_comp cc;
+    assert_true(keel_get_comp(f->w, b, K("core:transform"), 0, &cc));
+    assert_true(keel_get_comp(f->w, c, K("core:transform"), 0, &cc));
+    assert_true(keel_get_comp(f->w, d, K("core:transform"), 0, &cc));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +166,7 @@ int main(void)
         T(churn_index_retired_before_generation_wraps),
         T(churn_add_remove_keeps_storage_dense),
         T(churn_membership_pools_grow_geometrically),
+        T(churn_membership_blocks_carved_as_needed),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -25,6 +26,9 @@ int luaopen_keel_core(lua_State *L) __attribute__((weak));
 #ifndef KEEL_INSTALL_DATADIR
 #define KEEL_INSTALL_DATADIR "/usr/local/share/keel"
 #endif
+#ifndef KEEL_INSTALL_BINDIR
+#define KEEL_INSTALL_BINDIR "/usr/local/bin"
+#endif
 
 /* The registry key of the table of kind files: { dirs = {...}, files = { {path, mtime, size}, ... },
  * keys = { [kind key] = path of the file that declared it, or true } } */
@@ -42,11 +46,27 @@ static bool exists(const char *p)
     return stat(p, &st) == 0;
 }
 
+/* An installed keel uses its installed files; a keel in a build directory uses
+ * the source tree it was built from (so edits there take effect at once). */
+static bool running_installed(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        char self[4096], bindir[4096];
+        known = realpath("/proc/self/exe", self) && realpath(KEEL_INSTALL_BINDIR, bindir)
+                && strncmp(self, bindir, strlen(bindir)) == 0 && self[strlen(bindir)] == '/';
+    }
+    return known;
+}
+
 char *keel_embed_data_path(const char *src_rel, const char *inst_rel)
 {
-    /* The source tree wins: a build directory runs against the files beside it. */
-    const char *roots[] = { KEEL_SOURCE_DIR, KEEL_INSTALL_DATADIR };
-    const char *rels[] = { src_rel, inst_rel };
+    const char *roots[2] = { KEEL_SOURCE_DIR, KEEL_INSTALL_DATADIR };
+    const char *rels[2] = { src_rel, inst_rel };
+    if (running_installed()) {
+        roots[0] = KEEL_INSTALL_DATADIR, roots[1] = KEEL_SOURCE_DIR;
+        rels[0] = inst_rel, rels[1] = src_rel;
+    }
     for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++) {
         size_t n = strlen(roots[i]) + strlen(rels[i]) + 2;
         char *p = malloc(n);
@@ -63,7 +83,7 @@ static void set_package_path(lua_State *L)
     lua_getglobal(L, "package");
     luaL_Buffer b;
     luaL_buffinit(L, &b);
-    if (is_dir(KEEL_SOURCE_DIR "/lua/keel"))
+    if (!running_installed() && is_dir(KEEL_SOURCE_DIR "/lua/keel"))
         luaL_addstring(&b, KEEL_SOURCE_DIR "/lua/?.lua;" KEEL_SOURCE_DIR "/lua/?/init.lua;");
     luaL_addstring(&b, KEEL_INSTALL_LUADIR "/?.lua;" KEEL_INSTALL_LUADIR "/?/init.lua;");
     lua_getfield(L, -2, "path");

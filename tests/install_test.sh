@@ -54,4 +54,6 @@ grep -q "example:health" "$tmp/example.yaml" || { echo "FAIL: saved scene lacks 
 echo "== the installed keel program runs the bundled demo"
 "$prefix/bin/keel" run --frames 5 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
 cat "$tmp/run.log"
+grep -q "^$prefix/share/keel/scenes/demo.yaml: 5 frames" "$tmp/run.log" || {
+    echo "FAIL: the installed keel did not play its installed demo scene"; exit 1; }
 echo "install: ok"

@@ -80,7 +80,8 @@ static void push_self(lua_State *L, keel_lua_kind *lk, int depth)
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->self_tab[depth]);
         return;
     }
-    lua_createtable(L, 0, (int)lk->nfields);
+    /* a hash part four times the fields: fewer keys share a main position, so lookups are shorter */
+    lua_createtable(L, 0, 4 * (int)lk->nfields);
     for (size_t i = 0; i < lk->nfields; i++) { /* every key present: raw sets and gets need no metamethod */
         lua_pushstring(L, lk->kd->fields[i].key);
         lua_pushboolean(L, 0);
@@ -514,6 +515,38 @@ typedef struct lua_batch {
     bool in_item;      /* an item's hook is running: if the protected call fails, it is that item's failure */
 } lua_batch;
 
+/* Whether every field is an unbounded float (the batch's fast fill and copy-back apply). */
+static bool all_plain_floats(const keel_lua_kind *lk, const keel_kind_desc *kd)
+{
+    for (size_t i = 0; i < lk->nfields; i++)
+        if (kd->fields[i].type != KEEL_T_FLOAT || kd->fields[i].has_min || kd->fields[i].has_max) return false;
+    return true;
+}
+
+/* write_back_committed for a batch of plain floats (names at kbase, self at 5), with no
+ * conversion or check left to make: the values read stay on the stack (the caller's settop drops
+ * them). False when it does not apply or a field is not a finite number: then nothing was
+ * written and the general path decides. */
+static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, const keel__hook_txn *t,
+                              const char *rec, int kbase)
+{
+    if (!rec || lk->kd->validate || w->txn_depth != 1 || w->rolling_back) return false;
+    int fields[KEEL_LUA_MEMO_KEYS];
+    keel_value vals[KEEL_LUA_MEMO_KEYS];
+    size_t n = 0;
+    for (size_t i = 0; i < lk->nfields; i++) {
+        lua_pushvalue(L, kbase + (int)i);
+        if (lua_rawget(L, 5) != LUA_TNUMBER) return false;
+        double f = (double)lua_tonumber(L, -1);
+        if (f == *(const double *)(rec + lk->offsets[i])) continue;
+        if (!isfinite(f)) return false;
+        vals[n] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+        fields[n++] = (int)i;
+    }
+    if (n) keel__put_committed_row(w, t->call.comp.kind, t->row, n, fields, vals);
+    return true;
+}
+
 static bool update_phase(keel_phase p)
 {
     return p == KEEL_PHASE_UPDATE || p == KEEL_PHASE_FIXED_UPDATE || p == KEEL_PHASE_LATE_UPDATE;
@@ -540,6 +573,8 @@ static int batch_loop(lua_State *L)
     }
     int widx = lk->has_entity ? 2 : 0;
     int nargs = update_phase(b->phase) ? 3 : 2;
+    int nf = (int)lk->nfields;
+    bool floats = kbase && all_plain_floats(lk, kd);
     int base = lua_gettop(L);
     while (keel__batch_next(b)) {
         const keel_call *call = &b->txn.call;
@@ -548,7 +583,13 @@ static int batch_loop(lua_State *L)
         ctx->self_k[0] = lk;
         ctx->depth = 1;
         lb->in_item = true;
-        fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx);
+        if (floats) { /* fill_self, less its per-field type dispatch */
+            for (int i = 0; i < nf; i++) {
+                lua_pushvalue(L, kbase + i);
+                lua_pushnumber(L, *(const double *)(call->record + lk->offsets[i]));
+                lua_rawset(L, 5);
+            }
+        } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx);
         lua_pushvalue(L, 4);
         lua_pushvalue(L, 5);
         keel__lua_push_entity_cached(L, 2, 3, call->comp.entity);
@@ -557,8 +598,11 @@ static int batch_loop(lua_State *L)
         lua_call(L, nargs, 0);
         keel_status s = KEEL_OK;
         const char *rec = entries == keel__lua_entries ? call->record : NULL;
-        if (!lk->dead && !write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, call->diags, &s))
-            s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, call->diags);
+        if (!lk->dead && !(floats && write_back_floats(L, lk, w, &b->txn, rec, kbase))) {
+            lua_settop(L, base);
+            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, call->diags, &s))
+                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, call->diags);
+        }
         ctx->depth = 0;
         lb->in_item = false;
         lua_settop(L, base);

@@ -56,6 +56,7 @@ static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const ke
                        keel_phase phase, double dt, keel__hook_txn *t)
 {
     t->index = i;
+    t->row = m->row;
     t->kd = kd;
     t->uuid = w->ents[i].uuid;
     t->diags = (keel_diags){ 0 }; /* nothing to free unless the hook reports something */

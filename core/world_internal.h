@@ -210,6 +210,9 @@ void keel__tombs_clear(keel_world *w);
  * only for a write that is the last act of an outermost hook transaction (txn_depth 1) that
  * commits right after, of a kind without validate (the Lua binding's copy-back of self). */
 void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals);
+/* The same for the component at `row` of kind k, when nothing can have moved it since it was found. */
+void keel__put_committed_row(keel_world *w, keel_kind_id k, uint32_t row, size_t n, const int *fields,
+                             const keel_value *vals);
 
 /* ---- command.c ---- */
 /* A field write journaled inside a hook: entity UUID, kind id in `version`, field index
@@ -234,6 +237,7 @@ typedef struct keel__hook_txn {
     keel_diags diags;
     keel_uuid uuid;
     uint32_t index;
+    uint32_t row;            /* the component's storage row when the hook began */
     size_t mark;
     int cmd_depth;
     keel_comp outer;

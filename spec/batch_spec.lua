@@ -140,4 +140,30 @@ describe("a stretch of one kind's hooks", function()
     w:step(0.1)
     assert.are.same({ "K1", "K2", "K3", "K6", "K7", "K8" }, names)
   end)
+
+  it("stores a kind of plain floats: changed fields only, integers as floats, a bad value fails its hook alone", function()
+    local bad = {}
+    keel.kind{ key = "bt:mover", fields = { { "x", "float", default = 0 }, { "vx", "float", default = 1 } },
+      update = function(self, e, dt)
+        self.x = self.x + self.vx * dt
+        if bad[e.name] ~= nil then self.vx = bad[e.name] end
+      end }
+    local w = keel.world()
+    local cs = {}
+    for i = 1, 8 do cs[i] = w:spawn("M" .. i):add("bt:mover", { vx = i }) end
+    bad.M3, bad.M5, bad.M6, bad.M7 = "fast", 0 / 0, 7, math.huge
+    local v, r = cs[1].version, w.revision
+    w:step(0.5)
+    for _, i in ipairs{ 1, 2, 4, 8 } do assert.are.equal(i * 0.5, cs[i].x) end
+    assert.are.equal(3, cs[6].x)
+    assert.are.equal(7, cs[6].vx)
+    assert.are.equal(math.type(cs[6].vx), "float")
+    for _, i in ipairs{ 3, 5, 7 } do
+      assert.are.equal(0, cs[i].x) -- rolled back: its x too
+      assert.are.equal(i, cs[i].vx)
+    end
+    assert.are.equal(3, #w:errors())
+    assert.are.equal(v + 1, cs[1].version) -- x changed, vx did not
+    assert.are.equal(r + 6, w.revision) -- 5 hooks wrote x, one vx too
+  end)
 end)

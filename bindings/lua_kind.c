@@ -532,7 +532,7 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
 {
     if (!rec || lk->kd->validate || w->txn_depth != 1 || w->rolling_back) return false;
     int fields[KEEL_LUA_MEMO_KEYS];
-    keel_value vals[KEEL_LUA_MEMO_KEYS];
+    double vals[KEEL_LUA_MEMO_KEYS];
     size_t n = 0;
     for (size_t i = 0; i < lk->nfields; i++) {
         lua_pushvalue(L, kbase + (int)i);
@@ -540,10 +540,13 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
         double f = (double)lua_tonumber(L, -1);
         if (f == *(const double *)(rec + lk->offsets[i])) continue;
         if (!isfinite(f)) return false;
-        vals[n] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+        vals[n] = f;
         fields[n++] = (int)i;
     }
-    if (n) keel__put_committed_row(w, t->call.comp.kind, t->row, n, fields, vals);
+    /* all checked: the record is the transaction's own (nothing entered the core since) */
+    char *out = t->call.record;
+    for (size_t j = 0; j < n; j++) memcpy(out + lk->offsets[fields[j]], &vals[j], sizeof vals[j]);
+    if (n) keel__committed_count(w, t->call.comp.kind, t->row, n);
     return true;
 }
 

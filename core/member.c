@@ -1091,15 +1091,8 @@ void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
 void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals)
 {
     keel__entry *m = comp_entry(w, c);
-    if (m) keel__put_committed_row(w, c.kind, m->row, n, fields, vals);
-}
-
-void keel__put_committed_row(keel_world *w, keel_kind_id k, uint32_t row, size_t n, const int *fields,
-                             const keel_value *vals)
-{
-    keel__store *s = &w->stores[k];
-    void *rec = keel__store_rec(s, row);
-    for (size_t j = 0; j < n; j++) keel__record_put(k, rec, fields[j], &vals[j]);
-    s->rows[row].counter += n; /* as n keel_set calls would */
-    w->revision += n;
+    if (!m) return;
+    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
+    for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
+    keel__committed_count(w, c.kind, m->row, n);
 }

@@ -210,9 +210,13 @@ void keel__tombs_clear(keel_world *w);
  * only for a write that is the last act of an outermost hook transaction (txn_depth 1) that
  * commits right after, of a kind without validate (the Lua binding's copy-back of self). */
 void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals);
-/* The same for the component at `row` of kind k, when nothing can have moved it since it was found. */
-void keel__put_committed_row(keel_world *w, keel_kind_id k, uint32_t row, size_t n, const int *fields,
-                             const keel_value *vals);
+/* Counts n such writes that the caller stored into the record itself (plain floats, which need no
+ * conversion, into the record at `row` of kind k): the bumps n keel_set calls would make. */
+static inline void keel__committed_count(keel_world *w, keel_kind_id k, uint32_t row, size_t n)
+{
+    w->stores[k].rows[row].counter += n;
+    w->revision += n;
+}
 
 /* ---- command.c ---- */
 /* A field write journaled inside a hook: entity UUID, kind id in `version`, field index

@@ -3,11 +3,8 @@
 local keel = require "keel"
 local history = require "keel.history"
 
-local ROOT = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$")) or "."
-if ROOT:sub(1, 1) ~= "/" then
-  local pwd = os.getenv("PWD") or "."
-  ROOT = (ROOT == "." and pwd) or (pwd .. "/" .. ROOT)
-end
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local ROOT, slurp, spit, shell_quote, tmpdir, rmrf = H.ROOT, H.slurp, H.spit, H.shell_quote, H.tmpdir, H.rmrf
 
 local UUID_PATTERN = "^%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$"
 
@@ -29,35 +26,6 @@ local function code_of(fn, ...)
   local err = raises(fn, ...)
   assert.are.equal("table", type(err), "error is not an object: " .. tostring(err))
   return err.code
-end
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function shell_quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-local function rmrf(d)
-  if d and d:match("^/tmp/") then os.execute("rm -rf " .. shell_quote(d)) end
 end
 
 local function collect(iter, ...)
@@ -2129,22 +2097,8 @@ end)
 
 -- ---------------------------------------------------------------------------
 describe("the keel program", function()
-  local function file_exists(p)
-    local f = io.open(p, "rb")
-    if f then f:close() return true end
-    return false
-  end
-  local function find_keel()
-    local bin = os.getenv("KEEL_BIN")
-    if bin and bin ~= "" then return bin end
-    local self = rawget(_G, "arg") and arg[-1]
-    if type(self) == "string" and self:match("/keel$") and file_exists(self) then return self end
-    local p = io.popen("ls -1t " .. shell_quote(ROOT) .. "/build*/keel 2>/dev/null")
-    local found = p:read("l")
-    p:close()
-    return found
-  end
-  local KEEL = find_keel()
+  local file_exists = H.file_exists
+  local KEEL = H.find_keel()
 
   local function run(args, cwd, input)
     local out, err = os.tmpname(), os.tmpname()

@@ -14,6 +14,12 @@ static bool is_manifest(const keel_cli *cli, const char *path)
     return strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0);
 }
 
+/* A load that failed: a file that cannot be read is the environment's problem, not the input's. */
+static int status_exit(keel_status s)
+{
+    return s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+}
+
 /* Validates a manifest; returns an exit code. */
 static int check_manifest(const char *path)
 {
@@ -24,8 +30,7 @@ static int check_manifest(const char *path)
     keel_cli_print_diags(&d, path);
     keel_diags_free(&d);
     keel_assets_free(a);
-    if (s == KEEL_OK) return KEEL_EXIT_OK;
-    return s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+    return s == KEEL_OK ? KEEL_EXIT_OK : status_exit(s);
 }
 
 static int worse(int code, int next)
@@ -36,22 +41,35 @@ static int worse(int code, int next)
     return next;
 }
 
+/* The start of check and fmt: the verb's one flag parsed, at least one FILE,
+ * the kinds loaded. Returns the FILE count, or 0 with *code the exit code. */
+static int files_verb_start(lua_State *L, keel_cli *cli, int argc, char **argv,
+                            const keel_cli_opt *flag, const char *verb, int *code)
+{
+    *code = KEEL_EXIT_USAGE;
+    int n = keel_cli_parse(cli, argc, argv, flag, 1);
+    if (n < 0) return 0;
+    if (n == 0) {
+        keel_cli_usage_error(cli, "%s: no FILE given", verb);
+        return 0;
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) {
+        *code = rc;
+        return 0;
+    }
+    *code = KEEL_EXIT_OK;
+    return n;
+}
+
 /* ---- check ---- */
 
 int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     bool strict = false;
-    const keel_cli_opt opts[] = { { "--strict", NULL, &strict } };
-    int n = keel_cli_parse(cli, argc, argv, opts, 1);
-    if (n < 0) return KEEL_EXIT_USAGE;
-    if (n == 0) {
-        keel_cli_usage_error(cli, "check: no FILE given");
-        return KEEL_EXIT_USAGE;
-    }
-    int rc = keel_cli_setup(L, cli, false);
-    if (rc >= 0) return rc;
-
-    int code = KEEL_EXIT_OK;
+    const keel_cli_opt opt = { "--strict", NULL, &strict };
+    int code;
+    int n = files_verb_start(L, cli, argc, argv, &opt, "check", &code);
     for (int i = 0; i < n; i++) {
         if (is_manifest(cli, argv[i])) {
             code = worse(code, check_manifest(argv[i]));
@@ -68,10 +86,7 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_world *w = NULL;
         keel_status s = keel_scene_load(argv[i], &o, &w, &d);
         size_t errors = keel_cli_print_diags(&d, argv[i]);
-        if (s != KEEL_OK || errors > 0) {
-            /* A file that cannot be read is the environment's problem, not the input's. */
-            code = worse(code, s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT);
-        }
+        if (s != KEEL_OK || errors > 0) code = worse(code, status_exit(s));
         keel_world_free(w);
         keel_diags_free(&d);
         keel_assets_free(assets);
@@ -115,17 +130,9 @@ static char *canonical_text(const char *path, size_t *len, keel_status *status)
 int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     bool check = false;
-    const keel_cli_opt opts[] = { { "--check", NULL, &check } };
-    int n = keel_cli_parse(cli, argc, argv, opts, 1);
-    if (n < 0) return KEEL_EXIT_USAGE;
-    if (n == 0) {
-        keel_cli_usage_error(cli, "fmt: no FILE given");
-        return KEEL_EXIT_USAGE;
-    }
-    int rc = keel_cli_setup(L, cli, false);
-    if (rc >= 0) return rc;
-
-    int code = KEEL_EXIT_OK;
+    const keel_cli_opt opt = { "--check", NULL, &check };
+    int code;
+    int n = files_verb_start(L, cli, argc, argv, &opt, "fmt", &code);
     for (int i = 0; i < n; i++) {
         /* A manifest has no canonical writer: it is checked and left as written. */
         if (is_manifest(cli, argv[i])) {
@@ -142,7 +149,7 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
         size_t len = 0, oldlen = 0;
         char *text = canonical_text(argv[i], &len, &s);
         if (!text) {
-            code = worse(code, s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT);
+            code = worse(code, status_exit(s));
             continue;
         }
         char *old = NULL;
@@ -197,7 +204,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
         s = keel_write_atomic(out, data, len, &d);
         if (s != KEEL_OK) code = KEEL_EXIT_USAGE;
     } else {
-        code = s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+        code = status_exit(s);
     }
     keel_cli_print_diags(&d, argv[0]);
     free(data);
@@ -230,7 +237,7 @@ int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv)
     keel_status s = keel_scene_load(argv[0], &o, &w, &d);
     if (s == KEEL_OK) s = keel_scene_dump(w, &text, &len, &d);
     if (s != KEEL_OK) {
-        code = s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+        code = status_exit(s);
     } else if (out) {
         if (keel_write_atomic(out, text, len, &d) != KEEL_OK) code = KEEL_EXIT_USAGE;
     } else if (fwrite(text, 1, len, stdout) != len || fflush(stdout) != 0) {

@@ -376,16 +376,14 @@ static int comp_tostring(lua_State *L)
 
 void keel__lua_open_component(lua_State *L)
 {
+    static const luaL_Reg mt[] = {
+        { "__newindex", comp_newindex }, { "__eq", comp_eq }, { "__tostring", comp_tostring }, { NULL, NULL }
+    };
     luaL_newmetatable(L, KEEL_LUA_COMPONENT);
     keel__lua_register_mt(L, &keel__lua_mt_comp);
+    luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, comp_methods);
     lua_pushcclosure(L, comp_index, 1);
     lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, comp_newindex);
-    lua_setfield(L, -2, "__newindex");
-    lua_pushcfunction(L, comp_eq);
-    lua_setfield(L, -2, "__eq");
-    lua_pushcfunction(L, comp_tostring);
-    lua_setfield(L, -2, "__tostring");
     lua_pop(L, 1);
 }

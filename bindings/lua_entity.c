@@ -374,16 +374,14 @@ static int entity_tostring(lua_State *L)
 
 void keel__lua_open_entity(lua_State *L)
 {
+    static const luaL_Reg mt[] = {
+        { "__newindex", entity_newindex }, { "__eq", entity_eq }, { "__tostring", entity_tostring }, { NULL, NULL }
+    };
     luaL_newmetatable(L, KEEL_LUA_ENTITY);
     keel__lua_register_mt(L, &keel__lua_mt_entity);
+    luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, entity_methods);
     lua_pushcclosure(L, entity_index, 1);
     lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, entity_newindex);
-    lua_setfield(L, -2, "__newindex");
-    lua_pushcfunction(L, entity_eq);
-    lua_setfield(L, -2, "__eq");
-    lua_pushcfunction(L, entity_tostring);
-    lua_setfield(L, -2, "__tostring");
     lua_pop(L, 1);
 }

@@ -217,9 +217,7 @@ int keel_lua_open_persist(lua_State *L)
         { NULL, NULL },
     };
     if (luaL_newmetatable(L, KEEL_LUA_BASELINE)) {
-        luaL_setfuncs(L, meta, 0);
-        lua_pushliteral(L, "keel.Baseline");
-        lua_setfield(L, -2, "__name");
+        luaL_setfuncs(L, meta, 0); /* luaL_newmetatable set __name */
         lua_pushcfunction(L, base_gc);
         lua_setfield(L, -2, "free");
         lua_pushvalue(L, -1);

@@ -1034,40 +1034,29 @@ static const luaL_Reg module_funcs[] = {
 void keel__lua_open_world(lua_State *L)
 {
     luaL_setfuncs(L, module_funcs, 1);
-    luaL_newmetatable(L, KEEL_LUA_WORLD);
+    static const luaL_Reg world_mt[] = {
+        { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", w_close },
+        { "__tostring", world_tostring }, { NULL, NULL }
+    };
+    luaL_newmetatable(L, KEEL_LUA_WORLD); /* sets __name */
     keel__lua_register_mt(L, &keel__lua_mt_world);
+    luaL_setfuncs(L, world_mt, 0);
     luaL_newlib(L, world_methods);
     lua_pushcclosure(L, world_index, 1);
     lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, world_newindex);
-    lua_setfield(L, -2, "__newindex");
-    lua_pushcfunction(L, world_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, w_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, world_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushliteral(L, KEEL_LUA_WORLD);
-    lua_setfield(L, -2, "__name");
     lua_pop(L, 1);
 
+    static const luaL_Reg iter_mt[] = {
+        { "__gc", iter_close }, { "__close", iter_close }, { "__tostring", iter_tostring }, { NULL, NULL }
+    };
     luaL_newmetatable(L, KEEL_LUA_ITER);
-    lua_pushcfunction(L, iter_close);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, iter_close);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, iter_tostring);
-    lua_setfield(L, -2, "__tostring");
+    luaL_setfuncs(L, iter_mt, 0);
     lua_pop(L, 1);
 
+    static const luaL_Reg cmd_mt[] = {
+        { "__gc", cmd_gc }, { "__close", cmd_gc }, { "__tostring", cmd_tostring }, { "__index", cmd_index }, { NULL, NULL }
+    };
     luaL_newmetatable(L, KEEL_LUA_COMMAND);
-    lua_pushcfunction(L, cmd_gc);
-    lua_setfield(L, -2, "__gc");
-    lua_pushcfunction(L, cmd_gc);
-    lua_setfield(L, -2, "__close");
-    lua_pushcfunction(L, cmd_tostring);
-    lua_setfield(L, -2, "__tostring");
-    lua_pushcfunction(L, cmd_index);
-    lua_setfield(L, -2, "__index");
+    luaL_setfuncs(L, cmd_mt, 0);
     lua_pop(L, 1);
 }

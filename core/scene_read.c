@@ -222,17 +222,6 @@ static bool want_map(loader *L, const keel_node *n, const char *path, const char
     return ok;
 }
 
-static bool valid_kind_key(const char *s)
-{
-    const char *colon = strchr(s, ':');
-    if (!colon || colon == s || !colon[1]) return false;
-    for (const char *p = s; *p; p++) {
-        if (p == colon) continue;
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return false;
-    }
-    return true;
-}
-
 /* Encoded size of a body, approximated by the text it holds. */
 static size_t body_size(const keel_node *n)
 {
@@ -367,7 +356,7 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
     if (!kn) {
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
         ok = false;
-    } else if (kn->kind != KEEL_NODE_SCALAR || !valid_kind_key(kn->text)) {
+    } else if (kn->kind != KEEL_NODE_SCALAR || !keel__kind_key_valid(kn->text)) {
         p = pathf("%s.kind", cpath);
         error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", show(kn));
         free(p);

@@ -194,30 +194,13 @@ static int parse_leading(keel_cli *cli, int argc, char **argv)
 {
     int i = 1;
     while (i < argc) {
-        if (strcmp(argv[i], "--kinds") == 0 || strcmp(argv[i], "--assets") == 0) {
-            if (i + 1 >= argc) {
-                keel_cli_usage_error(cli, "%s needs an argument", argv[i]);
-                return -1;
-            }
-            if (argv[i][2] == 'k') {
-                cli->kinds_dirs[cli->kinds_count++] = argv[i + 1];
-                cli->kinds_given = true;
-            } else {
-                cli->assets = argv[i + 1];
-            }
-            i += 2;
-        } else if (strncmp(argv[i], "--kinds=", 8) == 0) {
-            cli->kinds_dirs[cli->kinds_count++] = argv[i] + 8;
-            cli->kinds_given = true;
-            i++;
-        } else if (strncmp(argv[i], "--assets=", 9) == 0) {
-            cli->assets = argv[i] + 9;
-            i++;
-        } else {
-            break;
-        }
+        if (strcmp(argv[i], "--kinds") == 0 || strcmp(argv[i], "--assets") == 0) i += 2;
+        else if (strncmp(argv[i], "--kinds=", 8) == 0 || strncmp(argv[i], "--assets=", 9) == 0) i++;
+        else break;
     }
-    return i;
+    if (i > argc) i = argc; /* the last one's value is missing: keel_cli_parse says so */
+    /* options only, so nothing is moved */
+    return keel_cli_parse(cli, i - 1, argv + 1, NULL, 0) < 0 ? -1 : i;
 }
 
 int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opts, size_t nopts)
@@ -272,12 +255,8 @@ int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opt
             }
             value = argv[++i];
         }
-        if (is_kinds) {
-            cli->kinds_dirs[cli->kinds_count++] = value;
-            cli->kinds_given = true;
-        } else {
-            *dest = value;
-        }
+        if (is_kinds) cli->kinds_dirs[cli->kinds_count++] = value;
+        else *dest = value;
     }
     return npos;
 }
@@ -291,7 +270,7 @@ static bool dir_exists(const char *p)
 int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
 {
     int failed = 0;
-    if (cli->kinds_given) {
+    if (cli->kinds_count > 0) {
         for (size_t i = 0; i < cli->kinds_count; i++)
             failed += keel_embed_load_kinds_dir(L, cli->kinds_dirs[i]);
     } else {

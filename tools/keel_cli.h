@@ -14,8 +14,7 @@ enum { KEEL_EXIT_OK = 0, KEEL_EXIT_INPUT = 1, KEEL_EXIT_USAGE = 2 };
 typedef struct keel_cli {
     const char *progname;
     const char **kinds_dirs;   /* --kinds, in order given */
-    size_t kinds_count;
-    bool kinds_given;          /* false: the defaults apply */
+    size_t kinds_count;        /* 0: the defaults apply */
     const char *assets;        /* --assets FILE, or NULL */
 } keel_cli;
 

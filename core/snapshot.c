@@ -91,10 +91,7 @@ keel_snapshot *keel_snapshot_extract(const keel_world *w)
     while (e) {
         uint32_t i = (uint32_t)e;
         if (!w->ents[i].enabled) {
-            keel_entity n = KEEL_NO_ENTITY;
-            for (uint32_t a = i; a != 0; a = w->ents[a].parent)
-                if (w->ents[a].next != KEEL__NONE) { n = keel__handle(w, w->ents[a].next); break; }
-            e = n;
+            e = keel__next_after_subtree(w, i);
             continue;
         }
         const void *mr = comp(w, i, k.mesh);

@@ -482,10 +482,13 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
     if (!keel__ent_get(w, prev)) return KEEL_NO_ENTITY;
     i = (uint32_t)prev;
     if (w->ents[i].first_child != KEEL__NONE) return keel__handle(w, w->ents[i].first_child);
-    while (i != 0 && i != KEEL__NONE) {
+    return keel__next_after_subtree(w, i);
+}
+
+keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i)
+{
+    for (; i != 0 && i != KEEL__NONE; i = w->ents[i].parent)
         if (w->ents[i].next != KEEL__NONE) return keel__handle(w, w->ents[i].next);
-        i = w->ents[i].parent;
-    }
     return KEEL_NO_ENTITY;
 }
 

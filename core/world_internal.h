@@ -171,6 +171,8 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
 keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index,
                               keel_diags *d);
 size_t keel__sibling_index(const keel_world *w, uint32_t i);
+/* Pre-order's next entity once i's whole subtree is done (KEEL_NO_ENTITY at the end). */
+keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i);
 keel_node *keel__entity_tree(const keel_world *w, uint32_t i); /* entity document form */
 void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);

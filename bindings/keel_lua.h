@@ -34,6 +34,15 @@ int keel_lua_fail(lua_State *L, const keel_diags *d);
 int keel_lua_raise(lua_State *L, keel_status s, const keel_diags *d);
 /* Raises an error object with one diagnostic. */
 int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
+/* After a core call: when s failed, frees *inv (unless NULL) and raises d's error; else frees d's contents. */
+static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, keel_cmd *inv)
+{
+    if (s != KEEL_OK) {
+        if (inv) keel_cmd_free(inv);
+        keel_lua_raise(L, s, d);
+    }
+    keel_diags_free(d);
+}
 
 /* ---- handle metatables by address ---- */
 

@@ -156,11 +156,7 @@ static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_
                         ? keel_set_internal(h->lw->w, h->c, f, &v, &d)
                         : keel_set(h->lw->w, h->c, f, &v, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        keel_cmd_free(&inv);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, &inv);
     sync(L, h);
     if (!want_inverse) return 0;
     keel__lua_push_cmd(L, &inv);
@@ -250,8 +246,7 @@ int keel__lua_comp_reset(lua_State *L)
     KEEL_LUA_ENTER(L, h->lw->ctx);
     keel_status s = keel_reset(h->lw->w, h->c, f, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, NULL);
     sync(L, h);
     return 0;
 }
@@ -266,8 +261,7 @@ int keel__lua_comp_unpack(lua_State *L)
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_get(h->lw->w, h->c, f, &v, &d);
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, NULL);
     const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
     int n = keel_type_width(fd->type);
     if (n > 1) {
@@ -316,8 +310,7 @@ static int comp_index(lua_State *L)
         keel_diags d;
         keel_diags_init(&d);
         keel_status s = keel_get(w, h->c, f, &v, &d);
-        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-        keel_diags_free(&d);
+        keel__lua_check(L, s, &d, NULL);
         keel__lua_push_value(L, &keel_kind_describe(h->c.kind)->fields[f], &v, w, keel__lua_push_handle_world(L, 1));
     }
     return 1;
@@ -336,8 +329,7 @@ static int comp_newindex(lua_State *L)
         KEEL_LUA_ENTER(L, h->lw->ctx);
         keel_status s = keel_comp_set_enabled(h->lw->w, h->c, lua_toboolean(L, 3), NULL, &d);
         KEEL_LUA_LEAVE();
-        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-        keel_diags_free(&d);
+        keel__lua_check(L, s, &d, NULL);
         return 0;
     }
     if (k && (!strcmp(k, "kind") || !strcmp(k, "slot") || !strcmp(k, "entity") || !strcmp(k, "loaded") || !strcmp(k, "version")))

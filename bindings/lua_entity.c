@@ -154,11 +154,7 @@ static int do_add(lua_State *L, bool want_inverse)
     KEEL_LUA_ENTER(L, h->lw->ctx);
     keel_status s = keel__lua_add(L, 3, w, h->e, k, slot, &c, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        keel_cmd_free(&inv);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, &inv);
     int wi = push_world(L, 1);
     keel__lua_push_comp(L, wi, c, NULL);
     if (!want_inverse) return 1;
@@ -192,11 +188,7 @@ static int do_remove(lua_State *L, bool want_inverse)
     KEEL_LUA_ENTER(L, h->lw->ctx);
     keel_status s = keel_remove(w, h->e, key, slot, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        keel_cmd_free(&inv);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, &inv);
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;
@@ -240,8 +232,7 @@ static int e_duplicate(lua_State *L)
     KEEL_LUA_ENTER(L, h->lw->ctx);
     keel_status s = keel_duplicate(h->lw->w, h->e, parent, &out, NULL, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, NULL);
     keel__lua_push_entity(L, push_world(L, 1), out);
     return 1;
 }
@@ -272,11 +263,7 @@ static int entity_op(lua_State *L, keel_lua_entity *h, int op, int arg, bool wan
     case OP_ENABLE: s = keel_set_enabled(w, h->e, lua_toboolean(L, arg), pi, &d); break;
     }
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        keel_cmd_free(&inv);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, &inv);
     if (!want_inverse) return 0;
     keel__lua_push_cmd(L, &inv);
     return 1;

@@ -981,8 +981,7 @@ static int k_kind(lua_State *L)
     keel_status s = keel_kind_declare(&desc, &id, &d);
     if (s != KEEL_OK) lk_destroy(lk); /* the registry did not take it */
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, NULL);
     lua_pushstring(L, desc.key);
     return 1;
 }

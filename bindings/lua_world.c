@@ -274,11 +274,7 @@ static int w_apply(lua_State *L)
     KEEL_LUA_ENTER(L, lw->ctx);
     keel_status s = keel_cmd_apply(lw->w, &c->cmd, &inv, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        keel_cmd_free(&inv);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, &inv);
     keel__lua_push_cmd(L, &inv);
     return 1;
 }
@@ -450,11 +446,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
         if (s != KEEL_OK) keel_destroy(lw->w, e, NULL, NULL); /* all or nothing */
     }
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        keel_cmd_free(&inv);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, &inv);
     keel__lua_push_entity(L, 1, e);
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
@@ -711,8 +703,7 @@ static int w_step(lua_State *L)
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = step_once(L, lw, dt, &d);
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-    keel_diags_free(&d);
+    keel__lua_check(L, s, &d, NULL);
     return raise_if_interrupted(L);
 }
 
@@ -730,8 +721,7 @@ static int w_run(lua_State *L)
         keel_diags d;
         keel_diags_init(&d);
         keel_status s = step_once(L, lw, dt, &d);
-        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-        keel_diags_free(&d);
+        keel__lua_check(L, s, &d, NULL);
         raise_if_interrupted(L);
     }
     return 0;
@@ -855,8 +845,7 @@ static int world_newindex(lua_State *L)
         keel_diags d;
         keel_diags_init(&d);
         keel_status s = keel_world_set_name(lw->w, lua_tostring(L, 3), &d);
-        if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
-        keel_diags_free(&d);
+        keel__lua_check(L, s, &d, NULL);
         return 0;
     }
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0))

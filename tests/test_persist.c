@@ -186,6 +186,15 @@ static void load_ok(keel_world *w)
     keel_diags_free(&d);
 }
 
+/* Loads the slot over a fresh parse of the scene and checks it matches `w`. */
+static void assert_reload_matches(keel_world *w)
+{
+    keel_world *fresh = parse(scene);
+    load_ok(fresh);
+    assert_same_world(fresh, w);
+    keel_world_free(fresh);
+}
+
 /* Every kind of change a game makes. */
 static void play(keel_world *w)
 {
@@ -249,10 +258,7 @@ static void persist_baseline_serves_any_world_of_the_scene(void **state)
     keel_world *w = parse(scene);
     play(w);
     save(w, b);
-    keel_world *fresh = parse(scene);
-    load_ok(fresh);
-    assert_same_world(fresh, w);
-    keel_world_free(fresh);
+    assert_reload_matches(w);
     keel_world_free(w);
     keel_baseline_free(b);
 }
@@ -310,10 +316,7 @@ static void persist_field_back_to_baseline_comes_back_as_baseline(void **state)
     set_field(w, c, "hp", (keel_value){ .as.i = 10 });
     set_field(w, c, "title", (keel_value){ .as.s = "changed" });
     save(w, b);
-    keel_world *fresh = parse(scene);
-    load_ok(fresh);
-    assert_same_world(fresh, w);
-    keel_world_free(fresh);
+    assert_reload_matches(w);
     keel_world_free(w);
     keel_baseline_free(b);
 }

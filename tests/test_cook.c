@@ -325,15 +325,20 @@ static void cook_refuses_unknown_components(void **state)
     keel_world_free(w);
 }
 
+/* Sets the UUID field `field` (entity or asset) of First's test:all. */
+static void set_first_uuid(keel_world *w, const char *field, keel_type type, const char *uuid)
+{
+    keel_comp c;
+    assert_true(keel_get_comp(w, keel_find_name(w, "First"), keel_kind_find("test:all"), 0, &c));
+    keel_value v = { .type = type };
+    assert_true(keel_uuid_parse(uuid, &v.as.u));
+    assert_int_equal(keel_set(w, c, keel_kind_field(c.kind, field), &v, NULL, NULL), KEEL_OK);
+}
+
 static void cook_refuses_unresolved_entity_reference(void **state)
 {
     keel_world *w = parse(all_types_scene, NULL);
-    keel_entity e = keel_find_name(w, "First");
-    keel_comp c;
-    assert_true(keel_get_comp(w, e, keel_kind_find("test:all"), 0, &c));
-    keel_value v = { .type = KEEL_T_ENTITY };
-    assert_true(keel_uuid_parse("99999999-0000-4000-8000-000000000009", &v.as.u));
-    assert_int_equal(keel_set(w, c, keel_kind_field(c.kind, "target"), &v, NULL, NULL), KEEL_OK);
+    set_first_uuid(w, "target", KEEL_T_ENTITY, "99999999-0000-4000-8000-000000000009");
     assert_cook_refused(w, NULL, KEEL_NOT_FOUND, "which is not in the scene");
     keel_world_free(w);
 }
@@ -341,12 +346,7 @@ static void cook_refuses_unresolved_entity_reference(void **state)
 static void cook_refuses_assets_missing_from_manifest(void **state)
 {
     keel_world *w = parse(all_types_scene, NULL);
-    keel_entity e = keel_find_name(w, "First");
-    keel_comp c;
-    assert_true(keel_get_comp(w, e, keel_kind_find("test:all"), 0, &c));
-    keel_value v = { .type = KEEL_T_ASSET };
-    assert_true(keel_uuid_parse("aaaaaaaa-0000-4000-8000-000000000001", &v.as.u));
-    assert_int_equal(keel_set(w, c, keel_kind_field(c.kind, "icon"), &v, NULL, NULL), KEEL_OK);
+    set_first_uuid(w, "icon", KEEL_T_ASSET, "aaaaaaaa-0000-4000-8000-000000000001");
     /* no manifest: a non-nil asset cannot be checked, so it is refused */
     assert_cook_refused(w, NULL, KEEL_NOT_FOUND, "no asset manifest was given");
     const char *manifest = "assets:\n- uuid: bbbbbbbb-0000-4000-8000-000000000002\n  path: a.png\n  type: texture\n";

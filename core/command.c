@@ -7,10 +7,18 @@
 
 /* ---------------------------------------------------------------- bracketing and the log */
 
+/* Only the outermost command inside an open hook transaction logs its inverse. */
+static bool txn_wants(const keel_world *w)
+{
+    return w->txn_depth > 0 && w->cmd_depth == 0 && !w->rolling_back;
+}
+
+static void cmd_copy(keel_cmd *dst, const keel_cmd *src);
+
 /* `tmp` is only initialised when it is used: commands outside hooks pay nothing for it. */
 keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 {
-    bool wants = keel__txn_wants(w);
+    bool wants = txn_wants(w);
     w->cmd_depth++;
     if (inverse) {
         memset(inverse, 0, sizeof *inverse);
@@ -19,11 +27,6 @@ keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
     if (!wants) return NULL;
     memset(tmp, 0, sizeof *tmp);
     return tmp;
-}
-
-bool keel__txn_wants(const keel_world *w)
-{
-    return w->txn_depth > 0 && w->cmd_depth == 0 && !w->rolling_back;
 }
 
 static void log_push(keel_world *w, keel_cmd *moved)
@@ -37,9 +40,9 @@ static void log_push(keel_world *w, keel_cmd *moved)
 
 void keel__txn_log(keel_world *w, const keel_cmd *inv)
 {
-    if (!keel__txn_wants(w) || !inv || inv->type == KEEL_CMD_NONE) return;
+    if (!txn_wants(w) || !inv || inv->type == KEEL_CMD_NONE) return;
     keel_cmd c;
-    keel__cmd_copy(&c, inv);
+    cmd_copy(&c, inv);
     log_push(w, &c);
 }
 
@@ -48,7 +51,7 @@ keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd
     w->cmd_depth--;
     if (st != KEEL_OK) {
         if (inv) keel_cmd_free(inv);
-    } else if (inv && keel__txn_wants(w) && inv->type != KEEL_CMD_NONE) {
+    } else if (inv && txn_wants(w) && inv->type != KEEL_CMD_NONE) {
         if (inv == tmp) {
             log_push(w, tmp);
             return st;
@@ -61,7 +64,7 @@ keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd
 
 /* ---------------------------------------------------------------- copy and free */
 
-void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src)
+static void cmd_copy(keel_cmd *dst, const keel_cmd *src)
 {
     *dst = *src;
     dst->kind_key = src->kind_key ? keel__strdup(src->kind_key) : NULL;
@@ -73,7 +76,7 @@ void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src)
     if (src->item_count) {
         dst->items = calloc(src->item_count, sizeof *dst->items);
         if (!dst->items) abort();
-        for (size_t i = 0; i < src->item_count; i++) keel__cmd_copy(&dst->items[i], &src->items[i]);
+        for (size_t i = 0; i < src->item_count; i++) cmd_copy(&dst->items[i], &src->items[i]);
     }
 }
 

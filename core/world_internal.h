@@ -100,10 +100,6 @@ typedef struct keel__run {
 
 typedef struct keel__pending { keel_kind_id kind; uint32_t row; } keel__pending;
 
-typedef struct keel__fault_rec {
-    keel_fault pub;
-} keel__fault_rec;
-
 struct keel_world {
     keel_uuid uuid;
     char *name;
@@ -229,10 +225,8 @@ static inline void keel__committed_count(keel_world *w, keel_kind_id k, uint32_t
  * into the open transaction when this is the outermost command, frees `tmp`, returns st. */
 keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp);
 keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp);
-void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src);
 /* Pushes a copy of `inv` onto the open transaction's log (no-op outside one). */
 void keel__txn_log(keel_world *w, const keel_cmd *inv);
-bool keel__txn_wants(const keel_world *w);
 keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, bool internal,
                             keel_diags *d);
 

@@ -13,9 +13,8 @@
 
 #include "../tools/keel_cli.h"
 
-/* Weak so the program still links while the binding is being written; the
- * preload is skipped when it is absent. */
-int luaopen_keel_core(lua_State *L) __attribute__((weak));
+/* bindings/lua_module.c, linked into the program. */
+int luaopen_keel_core(lua_State *L);
 
 #ifndef KEEL_SOURCE_DIR
 #define KEEL_SOURCE_DIR "."
@@ -97,12 +96,10 @@ void keel_embed_open(lua_State *L)
 {
     luaL_openlibs(L);
     set_package_path(L);
-    if (luaopen_keel_core) {
-        luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-        lua_pushcfunction(L, luaopen_keel_core);
-        lua_setfield(L, -2, "keel.core");
-        lua_pop(L, 1);
-    }
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    lua_pushcfunction(L, luaopen_keel_core);
+    lua_setfield(L, -2, "keel.core");
+    lua_pop(L, 1);
     lua_newtable(L);
     lua_newtable(L);
     lua_setfield(L, -2, "dirs");

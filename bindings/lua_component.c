@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
+#include "world_internal.h" /* keel__set_cmd: keel_set that may write readonly fields */
 
 /* The serial of the unknown entry `key` at c's entity and slot (0: none). */
 static uint64_t unknown_serial(keel_world *w, keel_comp c, const char *key)
@@ -107,35 +108,12 @@ static void flush(lua_State *L, keel_lua_comp *h)
     if (h->lw->ctx->depth == 0) return;
     keel_diags d;
     keel_diags_init(&d);
-    keel_status s = keel__lua_self_flush(L, h->lw->ctx, h->lw->w, h->c, &d);
-    if (s != KEEL_OK) keel_lua_raise(L, s, &d);
-    keel_diags_free(&d);
+    keel__lua_check(L, keel__lua_self_flush(L, h->lw->ctx, h->lw->w, h->c, &d), &d, NULL);
 }
 
 static void sync(lua_State *L, keel_lua_comp *h)
 {
     if (h->lw->ctx->depth > 0) keel__lua_self_sync(L, h->lw->ctx, h->lw->w, h->c);
-}
-
-/* A readonly-permitting write that still yields its inverse: the old value read first. */
-static keel_status keel__set_undoable(keel_world *w, keel_comp c, int f, const keel_value *v, keel_cmd *undo,
-                                      keel_diags *d)
-{
-    const keel_kind_desc *kd = keel_kind_describe(c.kind);
-    keel_value old;
-    keel_status s = keel_get(w, c, f, &old, d);
-    if (s != KEEL_OK) return s;
-    memset(undo, 0, sizeof *undo);
-    undo->type = KEEL_CMD_SET;
-    undo->entity = keel_entity_uuid(w, c.entity);
-    undo->kind_key = strdup(kd->key);
-    undo->slot = c.slot;
-    undo->field = strdup(kd->fields[f].key);
-    undo->value = old;
-    if (old.type == KEEL_T_STRING) undo->value.as.s = strdup(old.as.s ? old.as.s : "");
-    s = keel_set_internal(w, c, f, v, d);
-    if (s != KEEL_OK) keel_cmd_free(undo);
-    return s;
 }
 
 /* One write; pushes the inverse when asked. */
@@ -152,9 +130,8 @@ static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    keel_status s = !want_inverse && keel__lua_is_self(h->lw->ctx, h->lw->w, h->c)
-                        ? keel_set_internal(h->lw->w, h->c, f, &v, &d)
-                        : keel_set(h->lw->w, h->c, f, &v, want_inverse ? &inv : NULL, &d);
+    bool internal = !want_inverse && keel__lua_is_self(h->lw->ctx, h->lw->w, h->c);
+    keel_status s = keel__set_cmd(h->lw->w, h->c, f, &v, internal, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, &inv);
     sync(L, h);
@@ -205,8 +182,7 @@ int keel__lua_comp_set(lua_State *L)
         keel_value v;
         char err[8];
         keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err);
-        s = internal ? keel__set_undoable(h->lw->w, h->c, f, &v, &undo[done], &d)
-                     : keel_set(h->lw->w, h->c, f, &v, &undo[done], &d);
+        s = keel__set_cmd(h->lw->w, h->c, f, &v, internal, &undo[done], &d);
         if (s == KEEL_OK) done++;
         lua_pop(L, 1);
         if (s != KEEL_OK) lua_pop(L, 1);

@@ -148,6 +148,13 @@ static bool file_exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+bool keel_cli_is_manifest(const keel_cli *cli, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0);
+}
+
 char *keel_cli_manifest(const keel_cli *cli, const char *scene)
 {
     if (cli->assets) return strdup(cli->assets);

@@ -72,6 +72,8 @@ void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
 /* Prints every diagnostic as FILE:LINE:COL: error: CODE: message; `file` is
  * used when a diagnostic has none. Returns the number of errors. */
 size_t keel_cli_print_diags(const keel_diags *d, const char *file);
+/* An asset manifest rather than a scene: named assets.yaml, or the --assets file. */
+bool keel_cli_is_manifest(const keel_cli *cli, const char *path);
 /* The asset manifest for `scene`: --assets, else assets.yaml beside the scene
  * when present; NULL when none (malloc'd). */
 char *keel_cli_manifest(const keel_cli *cli, const char *scene);

@@ -177,9 +177,7 @@ static int report_load_error(lua_State *L, keel_cli *cli, const char *path)
 {
     /* The bundled scenes/ holds assets.yaml beside the scenes: say what it is
      * rather than list the scene keys it lacks. */
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0)) {
+    if (keel_cli_is_manifest(cli, path)) {
         fprintf(stderr, "%s: %s is an asset manifest, not a scene (`keel check` validates it; "
                 "it is used by the scenes beside it)\n", cli->progname, path);
         lua_pop(L, 1);

@@ -6,14 +6,6 @@
 
 #include "keel_cli.h"
 
-/* An asset manifest rather than a scene: named assets.yaml, or the --assets file. */
-static bool is_manifest(const keel_cli *cli, const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0);
-}
-
 /* A load that failed: a file that cannot be read is the environment's problem, not the input's. */
 static int status_exit(keel_status s)
 {
@@ -71,7 +63,7 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
     int code;
     int n = files_verb_start(L, cli, argc, argv, &opt, "check", &code);
     for (int i = 0; i < n; i++) {
-        if (is_manifest(cli, argv[i])) {
+        if (keel_cli_is_manifest(cli, argv[i])) {
             code = worse(code, check_manifest(argv[i]));
             continue;
         }
@@ -135,7 +127,7 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
     int n = files_verb_start(L, cli, argc, argv, &opt, "fmt", &code);
     for (int i = 0; i < n; i++) {
         /* A manifest has no canonical writer: it is checked and left as written. */
-        if (is_manifest(cli, argv[i])) {
+        if (keel_cli_is_manifest(cli, argv[i])) {
             code = worse(code, check_manifest(argv[i]));
             continue;
         }

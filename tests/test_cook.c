@@ -73,19 +73,11 @@ static int group_teardown(void **state)
 
 /* ---- helpers ---- */
 
-static char *read_all(const char *path, size_t *len)
+/* A fixture's text, or NULL when it cannot be read. */
+static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    if (fread(s, 1, (size_t)n, f) != (size_t)n) n = 0;
-    s[n] = 0;
-    fclose(f);
-    if (len) *len = (size_t)n;
-    return s;
+    char *s = NULL;
+    return keel_read_file(path, keel_limits_default().document_size, &s, NULL, NULL) == KEEL_OK ? s : NULL;
 }
 
 static keel_world *parse(const char *text, const keel_assets *assets)
@@ -200,7 +192,7 @@ static const char *const all_types_scene =
 
 static void cook_identity_design_example(void **state)
 {
-    char *text = read_all(KEEL_FIXTURES "/good_design_example.yaml", NULL);
+    char *text = read_all(KEEL_FIXTURES "/good_design_example.yaml");
     assert_non_null(text);
     assert_identity(text, NULL);
     free(text);
@@ -240,7 +232,7 @@ static void cook_identity_every_fixture_and_scene(void **state)
                          strcmp(de->d_name, "assets.yaml") != 0;
             if (!(di == 0 ? cookable_fixture(de->d_name) : scene)) continue;
             snprintf(path, sizeof path, "%s/%s", dirs[di], de->d_name);
-            char *text = read_all(path, NULL);
+            char *text = read_all(path);
             keel_world *w = NULL;
             keel_load_opts o = keel_load_opts_default();
             o.assets = assets;
@@ -317,7 +309,7 @@ static void assert_cook_refused(const keel_world *w, const keel_assets *a, keel_
 
 static void cook_refuses_unknown_components(void **state)
 {
-    char *text = read_all(KEEL_FIXTURES "/good_unknown_kinds.yaml", NULL);
+    char *text = read_all(KEEL_FIXTURES "/good_unknown_kinds.yaml");
     assert_non_null(text);
     keel_world *w = parse(text, NULL);
     assert_cook_refused(w, NULL, KEEL_UNSUPPORTED, "unknown component cannot be cooked");

@@ -49,7 +49,7 @@ static int persist_baseline(lua_State *L)
 }
 
 /* A Lua value as a slot-field scalar: strings quoted, numbers and booleans plain. */
-static keel_node *field_scalar(lua_State *L, int idx, const char *key)
+static keel_node *field_scalar(lua_State *L, int idx)
 {
     char buf[64];
     switch (lua_type(L, idx)) {
@@ -67,9 +67,7 @@ static keel_node *field_scalar(lua_State *L, int idx, const char *key)
             if (!strpbrk(buf, ".eE")) strcat(buf, ".0"); /* stays a float when read back */
         }
         return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    default:
-        (void)key;
-        return NULL;
+    default: return NULL;
     }
 }
 
@@ -124,7 +122,7 @@ static int persist_save(lua_State *L)
         while (lua_next(L, 4)) {
             const char *k = lua_tostring(L, -2);
             if (strcmp(k, "title") != 0 && strcmp(k, "play_seconds") != 0 && strcmp(k, "saved_at") != 0) {
-                keel_node *v = field_scalar(L, -1, k);
+                keel_node *v = field_scalar(L, -1);
                 if (v) {
                     if (!fields) fields = keel_node_new_map();
                     keel_node_put(fields, k, v);
@@ -161,19 +159,6 @@ static int persist_load(lua_State *L)
     return 1;
 }
 
-/* A slot field back as a Lua value: quoted text a string; plain text a boolean, integer or number. */
-static void push_field(lua_State *L, const keel_node *v)
-{
-    bool b;
-    int64_t i;
-    double f;
-    if (v->style == KEEL_STYLE_DOUBLE || v->style == KEEL_STYLE_SINGLE) lua_pushstring(L, v->text);
-    else if (keel_node_as_bool(v, &b)) lua_pushboolean(L, b);
-    else if (keel_node_as_int(v, &i)) lua_pushinteger(L, (lua_Integer)i);
-    else if (keel_node_as_float(v, &f)) lua_pushnumber(L, f);
-    else lua_pushstring(L, v->text);
-}
-
 /* keel.persist.info(path) -> { title, saved_at, play_seconds, <game fields>... } | nil, err */
 static int persist_info(lua_State *L)
 {
@@ -188,7 +173,7 @@ static int persist_info(lua_State *L)
     /* the pushes below can only fail on memory; slot details are small */
     if (info.fields)
         for (size_t i = 0; i < info.fields->count; i++) {
-            push_field(L, &info.fields->items[2 * i + 1]);
+            keel__lua_push_node(L, &info.fields->items[2 * i + 1]); /* quoted: a string; plain: bool/int/number */
             lua_setfield(L, -2, info.fields->items[2 * i].text);
         }
     lua_pushstring(L, info.title ? info.title : "");

@@ -80,6 +80,24 @@ static void step(fx *f, double dt)
 
 static void clear(void) { logbuf[0] = 0; }
 
+/* A holds test:act, B `recs` test:rec components; A's update then runs `fn` on B (the target).
+ * `warm`: a large fixed step and one quiet step first, so the next step's log is only the act's. */
+static keel_entity act_on_b(fx *f, int recs, keel_status (*fn)(const keel_call *), bool warm, keel_entity *a_out)
+{
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "test:act");
+    for (int i = 0; i < recs; i++) add(f, b, "test:rec");
+    if (warm) {
+        keel_world_set_fixed_dt(f->w, 100);
+        step(f, 0.1);
+        clear();
+    }
+    target = b;
+    act = fn;
+    if (a_out) *a_out = a;
+    return b;
+}
+
 static void step_order_root_first_then_preorder_and_membership(void **state)
 {
     fx *f = *state;
@@ -166,14 +184,7 @@ static keel_status destroy_target(const keel_call *c)
 static void step_destroy_is_visible_at_once(void **state)
 {
     fx *f = *state;
-    keel_world_set_fixed_dt(f->w, 100);
-    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
-    add(f, a, "test:act");
-    add(f, b, "test:rec");
-    step(f, 0.1);
-    target = b;
-    act = destroy_target;
-    clear();
+    act_on_b(f, 1, destroy_target, true, NULL);
     step(f, 0.1);
     /* B's on_destroy runs, its update never does */
     assert_string_equal(logbuf, "A.0:update B.0:destroy");
@@ -208,15 +219,7 @@ static keel_status remove_target(const keel_call *c)
 static void step_removed_before_its_turn_does_not_run(void **state)
 {
     fx *f = *state;
-    keel_world_set_fixed_dt(f->w, 100);
-    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
-    add(f, a, "test:act");
-    add(f, b, "test:rec");
-    add(f, b, "test:rec");
-    step(f, 0.1);
-    target = b;
-    act = remove_target;
-    clear();
+    act_on_b(f, 2, remove_target, true, NULL);
     step(f, 0.1);
     assert_string_equal(logbuf, "A.0:update B.0:destroy B.1:update B.1:late");
 }
@@ -239,11 +242,8 @@ static keel_status write_then_fail(const keel_call *c)
 static void step_failed_hook_rolls_back_and_faults_once(void **state)
 {
     fx *f = *state;
-    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
-    add(f, a, "test:act");
-    add(f, b, "test:rec");
-    target = b;
-    act = write_then_fail;
+    keel_entity a;
+    keel_entity b = act_on_b(f, 1, write_then_fail, false, &a);
     step(f, 0.1);
     keel_comp rc;
     assert_true(keel_get_comp(f->w, b, K("test:rec"), 0, &rc));
@@ -428,11 +428,7 @@ static void step_rollback_covers_nested_hooks(void **state)
     kd.version = 1;
     kd.hooks[KEEL_PHASE_AWAKE] = spawner_awake;
     keel_kind_declare(&kd, NULL, NULL);
-    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
-    add(f, a, "test:act");
-    add(f, b, "test:rec");
-    target = b;
-    act = add_nested_then_fail;
+    keel_entity b = act_on_b(f, 1, add_nested_then_fail, false, NULL);
     step(f, 0.1);
     assert_int_equal(keel_find_name(f->w, "FromAwake"), 0);
     assert_int_equal(keel_member_count(f->w, b), 1);
@@ -578,11 +574,7 @@ static keel_status rename_with_inverse_then_fail(const keel_call *c)
 static void step_rollback_when_the_hook_also_took_inverses(void **state)
 {
     fx *f = *state;
-    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
-    add(f, a, "test:act");
-    add(f, b, "test:rec");
-    target = b;
-    act = rename_with_inverse_then_fail;
+    keel_entity b = act_on_b(f, 1, rename_with_inverse_then_fail, false, NULL);
     step(f, 0.1);
     assert_string_equal(keel_entity_name(f->w, b), "B");
     keel_comp rc;

@@ -39,8 +39,7 @@ static uint64_t str_hash(const char *s)
 static void strtab_rehash(strtab *t, size_t nslots)
 {
     free(t->slots);
-    t->slots = calloc(nslots, sizeof *t->slots);
-    if (!t->slots) abort();
+    t->slots = keel__xcalloc(nslots, sizeof *t->slots);
     t->nslots = nslots;
     for (size_t i = 0; i < t->count; i++) {
         size_t h = (size_t)(str_hash(t->items[i]) & (nslots - 1));
@@ -86,9 +85,8 @@ static void emap_init(emap *m, size_t count)
 {
     m->n = 16;
     while (m->n < count * 2 + 2) m->n *= 2;
-    m->keys = calloc(m->n, sizeof *m->keys);
-    m->vals = calloc(m->n, sizeof *m->vals);
-    if (!m->keys || !m->vals) abort();
+    m->keys = keel__xcalloc(m->n, sizeof *m->keys);
+    m->vals = keel__xcalloc(m->n, sizeof *m->vals);
 }
 
 static size_t emap_pos(const emap *m, uint64_t k)
@@ -422,9 +420,8 @@ static keel_status read_strings(const uint8_t *p, const keel_limits *lim, cooked
     if (s->count > s->length / 4)
         return bad(d, "", "string table claims %u strings in %u bytes", s->count, s->length);
     rd r = { p + s->offset, s->length, 0 };
-    ck->strings = calloc(s->count ? s->count : 1, sizeof *ck->strings);
-    ck->string_pool = malloc((size_t)s->length + 1);
-    if (!ck->strings || !ck->string_pool) abort();
+    ck->strings = keel__xcalloc(s->count, sizeof *ck->strings);
+    ck->string_pool = keel__xrealloc(NULL, (size_t)s->length + 1);
     char *pool = ck->string_pool;
     for (uint32_t i = 0; i < s->count; i++) {
         if (!rd_need(&r, 4)) return bad(d, "", "string %u: truncated length", i);
@@ -464,8 +461,7 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
                           se->count, lim->entities);
     if ((uint64_t)se->count * COOK_ENTITY_SIZE != se->length)
         return bad(d, "entities", "entity section length %u does not hold %u entities", se->length, se->count);
-    uint32_t *depth = calloc(se->count ? se->count : 1, sizeof *depth);
-    if (!depth) abort();
+    uint32_t *depth = keel__xcalloc(se->count, sizeof *depth);
     keel_status st = KEEL_OK;
     r = (rd){ p + se->offset, se->length, 0 };
     for (uint32_t i = 0; i < se->count && st == KEEL_OK; i++) {
@@ -732,9 +728,8 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
     keel_world_set_grid(w, &g, d);
 
     const section *se = &ck->sec[SEC_ENTITIES];
-    keel_entity *handles = calloc(se->count ? se->count : 1, sizeof *handles);
-    uint32_t *ncomps = calloc((size_t)se->count + 1, sizeof *ncomps);
-    if (!handles || !ncomps) abort();
+    keel_entity *handles = keel__xcalloc(se->count, sizeof *handles);
+    uint32_t *ncomps = keel__xcalloc((size_t)se->count + 1, sizeof *ncomps);
     r = (rd){ p + se->offset, se->length, 0 };
     for (uint32_t i = 0; i < se->count; i++) {
         keel_uuid u = rd_uuid(&r);

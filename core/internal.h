@@ -65,6 +65,7 @@ char *keel__strfmt(const char *fmt, ...)
 #endif
     ;
 void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
+void *keel__xcalloc(size_t n, size_t size); /* zeroed; aborts on OOM too */
 
 /* ---- io.c: the syscall seam (tests swap it to inject faults) ---- */
 #include <sys/types.h>

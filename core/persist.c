@@ -97,10 +97,9 @@ static uint32_t base_kind_of(keel_baseline *b, keel_kind_id k)
     base_kind *bk = &b->kinds[b->nkinds];
     bk->kind = k;
     bk->nf = desc->field_count;
-    bk->keys = calloc(bk->nf ? bk->nf : 1, sizeof *bk->keys);
-    bk->types = calloc(bk->nf ? bk->nf : 1, sizeof *bk->types);
-    bk->saved = calloc(bk->nf ? bk->nf : 1, sizeof *bk->saved);
-    if (!bk->keys || !bk->types || !bk->saved) abort();
+    bk->keys = keel__xcalloc(bk->nf, sizeof *bk->keys);
+    bk->types = keel__xcalloc(bk->nf, sizeof *bk->types);
+    bk->saved = keel__xcalloc(bk->nf, sizeof *bk->saved);
     for (size_t f = 0; f < bk->nf; f++) {
         bk->keys[f] = keel__strdup(desc->fields[f].key);
         bk->types[f] = desc->fields[f].type;
@@ -112,8 +111,7 @@ static uint32_t base_kind_of(keel_baseline *b, keel_kind_id k)
 static void capture_comps(keel_baseline *b, const keel_world *w, keel_entity e, base_ent *be)
 {
     size_t n = keel_member_count(w, e);
-    be->comps = calloc(n ? n : 1, sizeof *be->comps);
-    if (!be->comps) abort();
+    be->comps = keel__xcalloc(n, sizeof *be->comps);
     for (size_t i = 0; i < n; i++) {
         keel_member m;
         if (!keel_member_at(w, e, i, &m) || (m.loaded && !kind_saved(m.kind))) continue;
@@ -129,8 +127,7 @@ static void capture_comps(keel_baseline *b, const keel_world *w, keel_entity e, 
         }
         bc->bk = base_kind_of(b, m.kind);
         const base_kind *bk = &b->kinds[bc->bk];
-        bc->vals = calloc(bk->nf ? bk->nf : 1, sizeof *bc->vals);
-        if (!bc->vals) abort();
+        bc->vals = keel__xcalloc(bk->nf, sizeof *bc->vals);
         keel_comp c = { e, m.kind, m.slot };
         for (size_t f = 0; f < bk->nf; f++) {
             if (keel_get(w, c, (int)f, &bc->vals[f], NULL) != KEEL_OK) continue;
@@ -148,12 +145,10 @@ static keel_uuid parent_uuid(const keel_world *w, keel_entity e)
 keel_baseline *keel_baseline_capture(const keel_world *w)
 {
     if (!w) return NULL;
-    keel_baseline *b = calloc(1, sizeof *b);
-    if (!b) abort();
+    keel_baseline *b = keel__xcalloc(1, sizeof *b);
     b->scene = keel_world_uuid(w);
     size_t n = keel_world_entity_count(w) + 1;
-    b->ents = calloc(n, sizeof *b->ents);
-    if (!b->ents) abort();
+    b->ents = keel__xcalloc(n, sizeof *b->ents);
     capture_comps(b, w, keel_world_root(w), &b->ents[0]);
     b->ents[0].name = keel__strdup("");
     b->ents[0].enabled = true;
@@ -166,8 +161,7 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
         be->enabled = keel_entity_enabled(w, e);
         capture_comps(b, w, e, be);
     }
-    b->sorted = malloc(b->count * sizeof *b->sorted);
-    if (!b->sorted) abort();
+    b->sorted = keel__xrealloc(NULL, b->count * sizeof *b->sorted);
     for (size_t i = 0; i < b->count; i++) b->sorted[i] = i;
     sort_base = b;
     qsort(b->sorted, b->count, sizeof *b->sorted, sorted_cmp);
@@ -285,8 +279,7 @@ static char *rd_str(rd *r, const char *what)
         r->err = "a string holds a NUL byte";
         return NULL;
     }
-    char *s = malloc((size_t)n + 1);
-    if (!s) abort();
+    char *s = keel__xrealloc(NULL, (size_t)n + 1);
     memcpy(s, r->p + r->pos, n);
     s[n] = 0;
     r->pos += n;
@@ -481,8 +474,7 @@ static keel_node *info_value(const char *s, const char *end)
         free(b.p);
         return n;
     }
-    char *t = malloc((size_t)(end - s) + 1);
-    if (!t) abort();
+    char *t = keel__xrealloc(NULL, (size_t)(end - s) + 1);
     memcpy(t, s, (size_t)(end - s));
     t[end - s] = 0;
     keel_node *n = keel_node_new_scalar(t, KEEL_STYLE_PLAIN);
@@ -514,8 +506,7 @@ static keel_status info_parse(const char *text, size_t len, keel_slot_info *out,
         keel_node *val = v < eol ? info_value(v, eol) : NULL;
         bool ok = true;
         if (indented && in_fields && val) {
-            char *key = malloc(klen + 1);
-            if (!key) abort();
+            char *key = keel__xrealloc(NULL, klen + 1);
             memcpy(key, k, klen);
             key[klen] = 0;
             ok = field_key_ok(key);
@@ -605,8 +596,7 @@ static keel_node *changed_fields(const keel_baseline *base, const base_comp *bc,
 {
     const base_kind *bk = &base->kinds[bc->bk];
     const keel_kind_desc *desc = keel_kind_describe(c.kind);
-    bool *diff = calloc(desc->field_count ? desc->field_count : 1, sizeof *diff);
-    if (!diff) abort();
+    bool *diff = keel__xcalloc(desc->field_count, sizeof *diff);
     size_t ndiff = 0;
     for (size_t f = 0; f < desc->field_count; f++) {
         const keel_field_desc *fd = &desc->fields[f];
@@ -639,8 +629,7 @@ static void diff_comps(keel__buf *rem, keel__buf *comps, uint32_t *nrem, uint32_
                        keel_entity e, const keel_baseline *base, const base_ent *be)
 {
     size_t n = keel_member_count(w, e);
-    keel_member *cur = calloc(n ? n : 1, sizeof *cur);
-    if (!cur) abort();
+    keel_member *cur = keel__xcalloc(n, sizeof *cur);
     size_t nc = 0;
     for (size_t i = 0; i < n; i++)
         if (keel_member_at(w, e, i, &cur[nc]) && (!cur[nc].loaded || kind_saved(cur[nc].kind))) nc++;
@@ -736,8 +725,7 @@ static bool order_record(keel__buf *out, const keel_world *w, const keel_baselin
 {
     if (n == 0) return false;
     keel_uuid pu = pe ? keel_entity_uuid(w, pe) : (keel_uuid){ { 0 } };
-    keel_entity *want = malloc(n * sizeof *want);
-    if (!want) abort();
+    keel_entity *want = keel__xrealloc(NULL, n * sizeof *want);
     size_t nw = 0;
     size_t bi = pe ? base_find(base, pu) : 0;
     if (bi != SIZE_MAX) {
@@ -772,9 +760,8 @@ typedef struct tree {
 static void tree_build(const keel_world *w, tree *t)
 {
     size_t cap = keel_world_entity_count(w) + 1, n = 0;
-    t->ents = malloc(cap * sizeof *t->ents);
-    size_t *parent = malloc(cap * sizeof *parent), *stack = malloc(cap * sizeof *stack);
-    if (!t->ents || !parent || !stack) abort();
+    t->ents = keel__xrealloc(NULL, cap * sizeof *t->ents);
+    size_t *parent = keel__xrealloc(NULL, cap * sizeof *parent), *stack = keel__xrealloc(NULL, cap * sizeof *stack);
     size_t depth = 0;
     for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e), n++) {
         keel_entity p = keel_entity_parent(w, e);
@@ -784,13 +771,11 @@ static void tree_build(const keel_world *w, tree *t)
         stack[depth++] = n;
     }
     t->count = n;
-    t->start = calloc(n + 2, sizeof *t->start);
-    t->kids = malloc((n ? n : 1) * sizeof *t->kids);
-    if (!t->start || !t->kids) abort();
+    t->start = keel__xcalloc(n + 2, sizeof *t->start);
+    t->kids = keel__xrealloc(NULL, n * sizeof *t->kids);
     for (size_t i = 0; i < n; i++) t->start[parent[i] + 1]++;
     for (size_t i = 1; i < n + 2; i++) t->start[i] += t->start[i - 1];
-    size_t *fill = malloc((n + 1) * sizeof *fill);
-    if (!fill) abort();
+    size_t *fill = keel__xrealloc(NULL, (n + 1) * sizeof *fill);
     memcpy(fill, t->start, (n + 1) * sizeof *fill);
     for (size_t i = 0; i < n; i++) t->kids[fill[parent[i]]++] = t->ents[i];
     free(fill);
@@ -904,8 +889,7 @@ keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags 
     else if ((n = keel__get_u32(h + 12)) > SAVE_INFO_MAX)
         s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "slot details length %u is too large", n);
     else {
-        text = malloc((size_t)n + 1);
-        if (!text) abort();
+        text = keel__xrealloc(NULL, (size_t)n + 1);
         if (fread(text, 1, n, f) != n)
             s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "truncated slot details");
     }
@@ -991,8 +975,7 @@ static void decode_state(rd *r, state *st)
 {
     st->scene = rd_uuid(r, "truncated state");
     st->nents = rd_count(r, 25, "truncated entity records");
-    st->ents = calloc(st->nents ? st->nents : 1, sizeof *st->ents);
-    if (!st->ents) abort();
+    st->ents = keel__xcalloc(st->nents, sizeof *st->ents);
     for (uint32_t i = 0; i < st->nents && !r->err; i++) {
         s_ent *e = &st->ents[i];
         e->uuid = rd_uuid(r, "truncated entity record");
@@ -1005,15 +988,13 @@ static void decode_state(rd *r, state *st)
         if (e->flags & REC_ENABLED) e->enabled = rd_bool(r, "truncated entity record");
         if (e->flags & REC_PARENT) e->parent = rd_uuid(r, "truncated entity parent");
         e->nrem = rd_count(r, 8, "truncated removals");
-        e->rem = calloc(e->nrem ? e->nrem : 1, sizeof *e->rem);
-        if (!e->rem) abort();
+        e->rem = keel__xcalloc(e->nrem, sizeof *e->rem);
         for (uint32_t j = 0; j < e->nrem && !r->err; j++) {
             e->rem[j].key = rd_str(r, "truncated removal");
             e->rem[j].slot = rd_u32(r, "truncated removal");
         }
         e->ncomps = rd_count(r, 21, "truncated components");
-        e->comps = calloc(e->ncomps ? e->ncomps : 1, sizeof *e->comps);
-        if (!e->comps) abort();
+        e->comps = keel__xcalloc(e->ncomps, sizeof *e->comps);
         for (uint32_t j = 0; j < e->ncomps && !r->err; j++) {
             s_comp *c = &e->comps[j];
             c->op = rd_u8(r, "truncated component");
@@ -1033,18 +1014,15 @@ static void decode_state(rd *r, state *st)
     }
     if (r->err) return;
     st->ndead = rd_count(r, 16, "truncated destroyed list");
-    st->dead = calloc(st->ndead ? st->ndead : 1, sizeof *st->dead);
-    if (!st->dead) abort();
+    st->dead = keel__xcalloc(st->ndead, sizeof *st->dead);
     for (uint32_t i = 0; i < st->ndead && !r->err; i++) st->dead[i] = rd_uuid(r, "truncated destroyed list");
     st->norders = rd_count(r, 20, "truncated order records");
-    st->orders = calloc(st->norders ? st->norders : 1, sizeof *st->orders);
-    if (!st->orders) abort();
+    st->orders = keel__xcalloc(st->norders, sizeof *st->orders);
     for (uint32_t i = 0; i < st->norders && !r->err; i++) {
         s_order *o = &st->orders[i];
         o->parent = rd_uuid(r, "truncated order record");
         o->n = rd_count(r, 16, "truncated order record");
-        o->kids = calloc(o->n ? o->n : 1, sizeof *o->kids);
-        if (!o->kids) abort();
+        o->kids = keel__xcalloc(o->n, sizeof *o->kids);
         for (uint32_t j = 0; j < o->n && !r->err; j++) o->kids[j] = rd_uuid(r, "truncated order record");
     }
     if (!r->err && r->pos != r->len) r->err = "trailing bytes after the state";
@@ -1080,8 +1058,7 @@ static keel_status read_save(const char *path, state *st, keel_diags *d)
             keel_slot_info_free(&info);
         }
         if (!err) {
-            uint8_t *raw = malloc(raw_len ? raw_len : 1);
-            if (!raw) abort();
+            uint8_t *raw = keel__xrealloc(NULL, raw_len);
             uLongf out_len = raw_len;
             int zr = uncompress(raw, &out_len, p + at + 8, clen);
             if (zr != Z_OK || out_len != raw_len) err = "the compressed state does not inflate to its declared size";
@@ -1199,15 +1176,13 @@ static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, co
     void *live = keel_record(w, c);
     if (!live) return keel_error(d, KEEL_NOT_FOUND, path, "%s slot %u is not live", sc->key, sc->slot);
     size_t size = keel_kind_record_size(c.kind);
-    void *scratch = calloc(1, size ? size : 1);
-    if (!scratch) abort();
+    void *scratch = keel__xcalloc(1, size);
     keel__record_copy(c.kind, scratch, live);
     keel_status s = keel__body_decode(c.kind, sc->body, sc->version, false, scratch, path, NULL, d);
     const keel_kind_desc *desc = keel_kind_describe(c.kind);
     /* A validate hook may tie fields together (inner_angle <= outer_angle): a write it rejects is
      * retried after the others, for as long as some write succeeds. */
-    bool *pending = calloc(desc->field_count ? desc->field_count : 1, sizeof *pending);
-    if (!pending) abort();
+    bool *pending = keel__xcalloc(desc->field_count, sizeof *pending);
     size_t left = 0;
     for (size_t f = 0; s == KEEL_OK && f < desc->field_count; f++) {
         keel_value nv, ov;

@@ -692,8 +692,7 @@ static void build(loader *L, const keel_node *doc)
         error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)", L->o->limits.entities);
         return;
     }
-    ent_rec *recs = list->count ? calloc(list->count, sizeof *recs) : NULL;
-    if (list->count && !recs) abort();
+    ent_rec *recs = keel__xcalloc(list->count, sizeof *recs);
     spawn_entities(L, list, recs);
     link_parents(L, list->count, recs);
     check_depth(L);

@@ -6,16 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-void *keel__xrealloc(void *p, size_t n)
+static void *must(void *q)
 {
-    /* realloc(p, 0) may return NULL legitimately; always ask for at least a byte. */
-    void *q = realloc(p, n ? n : 1);
     if (!q) {
         fputs("keel: out of memory\n", stderr);
         abort();
     }
     return q;
 }
+
+/* realloc(p, 0) and calloc(0, ...) may return NULL legitimately: both always ask for at least a byte. */
+void *keel__xrealloc(void *p, size_t n) { return must(realloc(p, n ? n : 1)); }
+void *keel__xcalloc(size_t n, size_t size) { return must(calloc(n ? n : 1, size ? size : 1)); }
 
 char *keel__strdup(const char *s)
 {

@@ -204,12 +204,8 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             char err[256];
             keel_status s;
             unsigned long entries = keel__lua_entries;
-            if (changed_float) {
-                v.type = KEEL_T_FLOAT;
-                v.nil = false;
-                v.as.f = f;
-                s = keel_set_internal(w, c, (int)i, &v, d);
-            } else if (!keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
+            if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+            if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
             else s = keel_set_internal(w, c, (int)i, &v, d); /* a kind's own hooks may write readonly fields */
             if (s != KEEL_OK) {

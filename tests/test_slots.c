@@ -113,6 +113,17 @@ static void slots_requires_missing(void **state)
     add(f, e, "core:camera");
 }
 
+/* Declares (or redeclares) a bare kind: version 1, a singleton, no fields, rejecting `rejects`. */
+static void declare_bare(fx *f, const char *key, const char *const *rejects, size_t rejects_count)
+{
+    keel_kind_desc kd = { 0 };
+    kd.key = key;
+    kd.version = 1;
+    kd.rejects = rejects;
+    kd.rejects_count = rejects_count;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+}
+
 static void slots_rejects_both_directions(void **state)
 {
     fx *f = *state;
@@ -124,15 +135,9 @@ static void slots_rejects_both_directions(void **state)
     add_slot(f, e, "core:spot_light", KEEL_SLOT_AUTO, &st);
     assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:spot_light rejects core:point_light");
     /* a present kind rejects the new one */
-    keel_kind_desc kd = { 0 };
-    kd.key = "test:shy";
-    kd.version = 1;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    declare_bare(f, "test:shy", NULL, 0);
     static const char *const rej[] = { "test:shy" };
-    kd.key = "test:bully";
-    kd.rejects = rej;
-    kd.rejects_count = 1;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    declare_bare(f, "test:bully", rej, 1);
     keel_entity g = spawn(f, "B", 0);
     add(f, g, "test:bully");
     add_slot(f, g, "test:shy", KEEL_SLOT_AUTO, &st);
@@ -144,20 +149,14 @@ static void slots_rejects_both_directions(void **state)
 static void slots_rejects_follow_redeclarations(void **state)
 {
     fx *f = *state;
-    keel_kind_desc kd = { 0 };
-    kd.version = 1;
-    kd.key = "test:meek";
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
-    kd.key = "test:grump";
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    declare_bare(f, "test:meek", NULL, 0);
+    declare_bare(f, "test:grump", NULL, 0);
     keel_entity a = spawn(f, "A", 0);
     add(f, a, "test:grump");
     add(f, a, "test:meek"); /* nobody rejects it yet */
 
     static const char *const rej[] = { "test:meek" };
-    kd.rejects = rej;
-    kd.rejects_count = 1;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK); /* test:grump now rejects it */
+    declare_bare(f, "test:grump", rej, 1); /* test:grump now rejects it */
     keel_entity b = spawn(f, "B", 0);
     add(f, b, "test:grump");
     keel_status st;
@@ -165,22 +164,14 @@ static void slots_rejects_follow_redeclarations(void **state)
     assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "test:grump rejects test:meek");
     assert_int_equal(keel_member_count(f->w, b), 1);
 
-    kd.rejects = NULL;
-    kd.rejects_count = 0;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK); /* and no longer does */
+    declare_bare(f, "test:grump", NULL, 0); /* and no longer does */
     add(f, b, "test:meek");
     assert_int_equal(keel_member_count(f->w, b), 2);
 
     /* rejecting a key before it is declared */
     static const char *const rej_late[] = { "test:late" };
-    kd.key = "test:early";
-    kd.rejects = rej_late;
-    kd.rejects_count = 1;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
-    kd.key = "test:late";
-    kd.rejects = NULL;
-    kd.rejects_count = 0;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    declare_bare(f, "test:early", rej_late, 1);
+    declare_bare(f, "test:late", NULL, 0);
     keel_entity c = spawn(f, "C", 0);
     add(f, c, "test:early");
     add_slot(f, c, "test:late", KEEL_SLOT_AUTO, &st);
@@ -251,10 +242,7 @@ static void slots_root_refuses_transform_but_holds_gameplay(void **state)
     keel_status st;
     add_slot(f, root, "core:transform", KEEL_SLOT_AUTO, &st);
     assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "the scene root cannot hold core:transform");
-    keel_kind_desc kd = { 0 };
-    kd.key = "test:match_timer";
-    kd.version = 1;
-    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    declare_bare(f, "test:match_timer", NULL, 0);
     add(f, root, "test:match_timer");
     assert_int_equal(keel_member_count(f->w, root), 1);
 }

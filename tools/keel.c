@@ -101,17 +101,17 @@ void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
     print_usage(stderr, current_verb);
 }
 
+/* keel_diag_format's line, under `file` when the diagnostic names none. */
 static void print_diag(const keel_diag *g, const char *file)
 {
-    const char *f = g->file ? g->file : file;
-    bool err = g->severity == KEEL_SEV_ERROR;
-    if (f && g->line > 0)
-        fprintf(stderr, "%s:%d:%d: ", f, g->line, g->col > 0 ? g->col : 1);
-    else if (f)
-        fprintf(stderr, "%s: ", f);
-    fprintf(stderr, "%s: %s: %s", err ? "error" : "warning", keel_status_name(g->code), g->message);
-    if (g->path && g->path[0]) fprintf(stderr, " (at %s)", g->path);
-    fputc('\n', stderr);
+    keel_diag named = *g;
+    if (!named.file) named.file = (char *)file;
+    /* room for all of it: the texts, plus line, col, severity, code name and separators */
+    size_t cap = 128 + strlen(g->message) + (g->path ? strlen(g->path) : 0) + (named.file ? strlen(named.file) : 0);
+    char *line = malloc(cap);
+    if (!line) abort(); /* keel treats OOM as fatal */
+    fprintf(stderr, "%s\n", keel_diag_format(&named, line, cap));
+    free(line);
 }
 
 size_t keel_cli_print_diags(const keel_diags *d, const char *file)

@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "keel.h"
+#include "internal.h" /* keel__get_u32, keel__put_u32 */
 
 static const char *const moods[] = { "calm", "angry" };
 static const keel_field_desc stats_fields[] = {
@@ -457,16 +457,6 @@ static void persist_refuses_damaged_files(void **state)
     keel_baseline_free(b);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static void wr32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* Damage behind a valid CRC and valid zlib: every byte of the decoded state altered in turn. A load
  * either succeeds or is refused with the world untouched; never a crash (ASan) or a half-applied save. */
 static void persist_survives_hostile_state_behind_a_valid_crc(void **state)
@@ -479,8 +469,8 @@ static void persist_survives_hostile_state_behind_a_valid_crc(void **state)
     size_t len;
     assert_int_equal(keel_read_file(tmp_path, 1 << 20, &good, &len, NULL), KEEL_OK);
     const uint8_t *g = (const uint8_t *)good;
-    size_t at = 16 + rd32(g + 12);
-    uLongf raw_len = rd32(g + at), clen = rd32(g + at + 4);
+    size_t at = 16 + keel__get_u32(g + 12);
+    uLongf raw_len = keel__get_u32(g + at), clen = keel__get_u32(g + at + 4);
     uint8_t *raw = malloc(raw_len), *mut = malloc(raw_len);
     assert_int_equal(uncompress(raw, &raw_len, g + at + 8, clen), Z_OK);
     uLongf bound = compressBound(raw_len);
@@ -494,10 +484,10 @@ static void persist_survives_hostile_state_behind_a_valid_crc(void **state)
         memcpy(file, good, at);
         uLongf c = bound;
         assert_int_equal(compress2(file + at + 8, &c, mut, raw_len, 6), Z_OK);
-        wr32(file + at, (uint32_t)raw_len);
-        wr32(file + at + 4, (uint32_t)c);
+        keel__put_u32(file + at, (uint32_t)raw_len);
+        keel__put_u32(file + at + 4, (uint32_t)c);
         size_t flen = at + 8 + c;
-        wr32(file + flen, (uint32_t)crc32(0L, file, (uInt)flen));
+        keel__put_u32(file + flen, (uint32_t)crc32(0L, file, (uInt)flen));
         flen += 4;
         FILE *f = fopen(tmp_path, "wb");
         assert_int_equal(fwrite(file, 1, flen, f), flen);

@@ -28,6 +28,18 @@ static void push_uuid_entity(lua_State *L, keel_uuid u, keel_world *w, int world
     else keel__lua_push_entity(L, world_idx, e);
 }
 
+/* An asset field: its UUID string, nil when none. */
+static void push_asset(lua_State *L, keel_uuid u)
+{
+    if (keel_uuid_is_nil(u)) {
+        lua_pushnil(L);
+        return;
+    }
+    char buf[37];
+    keel_uuid_format(u, buf);
+    lua_pushstring(L, buf);
+}
+
 void keel__lua_push_stored(lua_State *L, const keel_field_desc *fd, const void *p, keel_world *w, int world_idx)
 {
     switch (fd->type) {
@@ -43,16 +55,7 @@ void keel__lua_push_stored(lua_State *L, const keel_field_desc *fd, const void *
         lua_pushstring(L, s ? s : "");
         break;
     }
-    case KEEL_T_ASSET: {
-        keel_uuid u = *(const keel_uuid *)p;
-        if (keel_uuid_is_nil(u)) lua_pushnil(L);
-        else {
-            char buf[37];
-            keel_uuid_format(u, buf);
-            lua_pushstring(L, buf);
-        }
-        break;
-    }
+    case KEEL_T_ASSET: push_asset(L, *(const keel_uuid *)p); break;
     case KEEL_T_ENTITY: push_uuid_entity(L, *(const keel_uuid *)p, w, world_idx); break;
     default: lua_pushnil(L);
     }
@@ -70,12 +73,8 @@ void keel__lua_push_value(lua_State *L, const keel_field_desc *fd, const keel_va
     case KEEL_T_ENUM: lua_pushstring(L, choice_name(fd, v->as.i)); break;
     case KEEL_T_STRING: lua_pushstring(L, v->as.s ? v->as.s : ""); break;
     case KEEL_T_ASSET:
-        if (v->nil || keel_uuid_is_nil(v->as.u)) lua_pushnil(L);
-        else {
-            char buf[37];
-            keel_uuid_format(v->as.u, buf);
-            lua_pushstring(L, buf);
-        }
+        if (v->nil) lua_pushnil(L);
+        else push_asset(L, v->as.u);
         break;
     case KEEL_T_ENTITY:
         if (v->nil) lua_pushnil(L);

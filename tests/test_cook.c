@@ -10,7 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "keel.h"
+#include "internal.h" /* keel__get_u32, keel__put_u32 */
 
 /* ---- test kinds: every field type, an editor-only kind, a runtime-only kind ---- */
 
@@ -387,17 +387,7 @@ static void *cooked_example(size_t *len)
 static void recrc(uint8_t *p, size_t len)
 {
     uint32_t c = (uint32_t)crc32(0L, p, (uInt)(len - 4));
-    for (int i = 0; i < 4; i++) p[len - 4 + i] = (uint8_t)(c >> (8 * i));
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+    keel__put_u32(p + len - 4, c);
 }
 
 static void cook_read_refuses_every_bit_flip(void **state)
@@ -440,12 +430,12 @@ static void cook_read_names_what_is_wrong(void **state)
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "bad magic"));
 
     memcpy(c, data, len);
-    put32(c + 8, 99);
+    keel__put_u32(c + 8, 99);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "format version 99"));
 
     memcpy(c, data, len);
-    put32(c + 12, 0x04030201);
+    keel__put_u32(c + 12, 0x04030201);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "endianness"));
 
@@ -455,51 +445,51 @@ static void cook_read_names_what_is_wrong(void **state)
 
     /* valid CRC, hostile table: an offset past the end */
     memcpy(c, data, len);
-    put32(c + 24 + 16 * 2 + 4, (uint32_t)len);
+    keel__put_u32(c + 24 + 16 * 2 + 4, (uint32_t)len);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "outside the file body"));
 
     /* a length that overflows 32 bits when added to its offset */
     memcpy(c, data, len);
-    put32(c + 24 + 16 * 2 + 8, 0xFFFFFFF0u);
+    keel__put_u32(c + 24 + 16 * 2 + 8, 0xFFFFFFF0u);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "outside the file body"));
 
     /* two sections overlapping */
     memcpy(c, data, len);
-    put32(c + 24 + 16 * 1 + 4, get32(c + 24 + 4));
-    put32(c + 24 + 16 * 1 + 8, 1);
+    keel__put_u32(c + 24 + 16 * 1 + 4, keel__get_u32(c + 24 + 4));
+    keel__put_u32(c + 24 + 16 * 1 + 8, 1);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "overlap"));
 
     /* a section id twice */
     memcpy(c, data, len);
-    put32(c + 24 + 16 * 3, 1);
+    keel__put_u32(c + 24 + 16 * 3, 1);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "appears twice"));
 
     /* a huge entity count */
     memcpy(c, data, len);
-    put32(c + 24 + 16 * 2 + 12, 0x7FFFFFFF);
+    keel__put_u32(c + 24 + 16 * 2 + 12, 0x7FFFFFFF);
     recrc(c, len);
     read_fails(c, len, KEEL_LIMIT_EXCEEDED);
 
     /* a huge string count */
     memcpy(c, data, len);
-    put32(c + 24 + 12, 0xFFFFFFFF);
+    keel__put_u32(c + 24 + 12, 0xFFFFFFFF);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "string table claims"));
 
     /* a parent index that does not precede its child */
     memcpy(c, data, len);
-    uint32_t ents = get32(c + 24 + 16 * 2 + 4);
-    put32(c + ents + 20, 3);
+    uint32_t ents = keel__get_u32(c + 24 + 16 * 2 + 4);
+    keel__put_u32(c + ents + 20, 3);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "does not precede"));
 
     /* a name string index out of range */
     memcpy(c, data, len);
-    put32(c + ents + 16, 0xFFFFFF);
+    keel__put_u32(c + ents + 16, 0xFFFFFF);
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "out of range"));
 
@@ -511,7 +501,7 @@ static void cook_read_names_what_is_wrong(void **state)
 
     /* a component type tag that does not exist */
     memcpy(c, data, len);
-    uint32_t comps = get32(c + 24 + 16 * 3 + 4);
+    uint32_t comps = keel__get_u32(c + 24 + 16 * 3 + 4);
     c[comps + 21 + 4] = 200; /* root's world_settings: first field's type tag */
     recrc(c, len);
     assert_non_null(strstr(read_fails(c, len, KEEL_PARSE_ERROR), "unknown type tag"));
@@ -527,18 +517,18 @@ static void cook_read_checks_values_and_rules(void **state)
     uint8_t *c = malloc(len);
     /* a float out of range (speed >= 0): find test:all's "speed" (tag float) and negate it */
     memcpy(c, data, len);
-    uint32_t strs = get32(c + 24 + 4), nstr = get32(c + 24 + 12);
+    uint32_t strs = keel__get_u32(c + 24 + 4), nstr = keel__get_u32(c + 24 + 12);
     uint32_t speed = UINT32_MAX, at = strs;
     for (uint32_t i = 0; i < nstr; i++) {
-        uint32_t n = get32(c + at);
+        uint32_t n = keel__get_u32(c + at);
         if (n == 5 && memcmp(c + at + 4, "speed", 5) == 0) speed = i;
         at += 4 + n;
     }
     assert_true(speed != UINT32_MAX);
-    uint32_t comps = get32(c + 24 + 16 * 3 + 4), clen = get32(c + 24 + 16 * 3 + 8);
+    uint32_t comps = keel__get_u32(c + 24 + 16 * 3 + 4), clen = keel__get_u32(c + 24 + 16 * 3 + 8);
     bool patched = false;
     for (uint32_t p = comps; p + 13 < comps + clen && !patched; p++)
-        if (get32(c + p) == speed && c[p + 4] == 2 /* KEEL_T_FLOAT */) {
+        if (keel__get_u32(c + p) == speed && c[p + 4] == 2 /* KEEL_T_FLOAT */) {
             c[p + 5 + 7] |= 0x80; /* sign bit of the double */
             patched = true;
         }

@@ -12,16 +12,6 @@ static uint64_t g_epoch;
 
 /* ---------------------------------------------------------------- UUIDs */
 
-/* Entity UUIDs come from the system's random source like every v4 UUID in keel:
- * keel_uuid_v4 draws them from a per-thread pool that one getrandom(2) call
- * fills for 256 UUIDs, and refills in a forked child (a seeded generator
- * would repeat the parent's sequence there). */
-static keel_uuid make_uuid(keel_world *w)
-{
-    (void)w;
-    return keel_uuid_v4();
-}
-
 static size_t uuid_hash(keel_uuid u);
 
 static void uuid_prefetch(const keel_world *w, keel_uuid u)
@@ -30,16 +20,19 @@ static void uuid_prefetch(const keel_world *w, keel_uuid u)
 }
 
 /* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
- * cache miss of a random hash slot overlaps the work of the spawns in between. */
+ * cache miss of a random hash slot overlaps the work of the spawns in between. They come
+ * from keel_uuid_v4 like every v4 UUID in keel: a per-thread pool that one getrandom(2)
+ * fills for 256 UUIDs, and refills in a forked child (a seeded generator would repeat the
+ * parent's sequence there). */
 keel_uuid keel__new_uuid(keel_world *w)
 {
     if (!w->next_ready) {
-        for (int k = 0; k < KEEL__UUID_AHEAD; k++) w->next_uuid[k] = make_uuid(w);
+        for (int k = 0; k < KEEL__UUID_AHEAD; k++) w->next_uuid[k] = keel_uuid_v4();
         w->next_pos = 0;
         w->next_ready = true;
     }
     keel_uuid u = w->next_uuid[w->next_pos];
-    keel_uuid n = make_uuid(w);
+    keel_uuid n = keel_uuid_v4();
     w->next_uuid[w->next_pos] = n;
     w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
     uuid_prefetch(w, n);

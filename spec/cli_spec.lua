@@ -1,51 +1,11 @@
 -- cli_spec.lua — runs the built `keel` program and checks its output and exit codes.
 
--- The repository root: this file lives in <root>/spec/.
-local ROOT = (debug.getinfo(1, "S").source:match("^@(.*)/spec/[^/]*$")) or "."
-if ROOT:sub(1, 1) ~= "/" then
-  local pwd = os.getenv("PWD") or "."
-  ROOT = (ROOT == "." and pwd) or (pwd .. "/" .. ROOT)
-end
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local ROOT, shell_quote, file_exists, slurp, spit, tmpdir, rmrf =
+  H.ROOT, H.shell_quote, H.file_exists, H.slurp, H.spit, H.tmpdir, H.rmrf
 
-local function shell_quote(s)
-  return "'" .. tostring(s):gsub("'", "'\\''") .. "'"
-end
-
-local function file_exists(p)
-  local f = io.open(p, "rb")
-  if f then f:close() return true end
-  return false
-end
-
--- KEEL_BIN, else the keel program running this spec (`keel busted spec`:
--- arg[-1]), else the newest build*/keel.
-local function find_keel()
-  local bin = os.getenv("KEEL_BIN")
-  if bin and bin ~= "" then return bin end
-  local self = rawget(_G, "arg") and arg[-1]
-  if type(self) == "string" and self:match("/keel$") and file_exists(self) then return self end
-  local p = io.popen("ls -1t " .. shell_quote(ROOT) .. "/build*/keel 2>/dev/null")
-  local found = p:read("l")
-  p:close()
-  return found
-end
-
-local KEEL = find_keel()
+local KEEL = H.find_keel()
 local SCENES = ROOT .. "/scenes"
-
-local function slurp(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("a")
-  f:close()
-  return s
-end
-
-local function spit(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
 
 -- Runs keel with `args` (a shell-quoted string built by the caller), stdin
 -- from `input` when given. Returns exit code, stdout, stderr.
@@ -67,17 +27,6 @@ local function keel(args, input, cwd)
   os.remove(err)
   if inp then os.remove(inp) end
   return code, o, e
-end
-
-local function tmpdir()
-  local p = io.popen("mktemp -d")
-  local d = p:read("l")
-  p:close()
-  return d
-end
-
-local function rmrf(d)
-  if d and d:match("^/tmp/") then os.execute("rm -rf " .. shell_quote(d)) end
 end
 
 -- A small JSON reader: enough for `keel kinds --json`.

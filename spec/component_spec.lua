@@ -1,13 +1,7 @@
 -- component_spec.lua — Component handles: slots, kind rules, field access and every value type.
 local keel = require "keel"
 
-local function fails(code, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
-  assert.are.equal(code, err.code, tostring(err))
-  return err
-end
+local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
 
 keel.kind{ key = "sc:one", fields = { { "n", "int", default = 1, min = 0, max = 10 } } }
 keel.kind{ key = "sc:many", multiplicity = "many", max = 3, fields = { { "v", "float", default = 0.5 } } }

@@ -1,13 +1,7 @@
 -- entity_spec.lua — Entity handles: staleness, identity, hierarchy, components.
 local keel = require "keel"
 
-local function fails(code, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
-  assert.are.equal(code, err.code, tostring(err))
-  return err
-end
+local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
 
 keel.kind{ key = "se:tag", fields = { { "n", "int", default = 0 } } }
 keel.kind{ key = "se:link", fields = { { "target", "entity" } } }

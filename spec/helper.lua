@@ -58,4 +58,14 @@ function H.rmrf(d)
   if d and d:match("^/tmp/") then os.execute("rm -rf " .. H.shell_quote(d)) end
 end
 
+-- Runs f and checks it raised a keel error object with this code; returns the object.
+local assert = require "luassert"
+function H.fails(code, f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected a " .. code .. " error")
+  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
+  assert.are.equal(code, err.code, tostring(err))
+  return err
+end
+
 return H

@@ -2,13 +2,7 @@
 -- adoption of unknown components, validate and migrate.
 local keel = require "keel"
 
-local function fails(code, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
-  assert.are.equal(code, err.code, tostring(err))
-  return err
-end
+local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
 
 local function scene(entities)
   local w = keel.world("Doc")

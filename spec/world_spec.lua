@@ -1,13 +1,7 @@
 -- world_spec.lua — keel.world / keel.load / keel.parse and the World methods.
 local keel = require "keel"
 
-local function fails(code, f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected a " .. code .. " error")
-  assert.are.equal("table", type(err), "error objects are tables: " .. tostring(err))
-  assert.are.equal(code, err.code, tostring(err))
-  return err
-end
+local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
 
 keel.kind{ key = "sw:tag", fields = { { "n", "int", default = 0 } } }
 keel.kind{ key = "sw:many", multiplicity = "many", fields = { { "v", "float" } } }

@@ -1,4 +1,5 @@
 /* assets.c — the asset manifest (assets.yaml): uuid -> path and type. */
+#include <stdarg.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,10 +34,20 @@ void keel_assets_free(keel_assets *a)
     free(a);
 }
 
-static keel_status bad(keel_diags *d, keel_status code, const char *path, const char *file,
-                       const keel_node *n, const char *msg)
+/* A ParseError at node `n` of the manifest. */
+static keel_status bad(keel_diags *d, const char *path, const char *file, const keel_node *n, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+static keel_status bad(keel_diags *d, const char *path, const char *file, const keel_node *n, const char *fmt, ...)
 {
-    return keel_diag_add(d, KEEL_SEV_ERROR, code, path, file, n ? n->line : 0, n ? n->col : 0, "%s", msg);
+    char msg[160];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, path, file, n ? n->line : 0, n ? n->col : 0, "%s", msg);
 }
 
 /* A required string entry of an asset record. */
@@ -45,12 +56,10 @@ static const char *str_key(const keel_node *rec, const char *key, const char *pa
 {
     const keel_node *v = keel_node_get(rec, key);
     if (!v || v->kind != KEEL_NODE_SCALAR || keel_node_is_null(v)) {
-        char *p = keel__strfmt("%s.%s", path, key);
-        char *m = keel__strfmt("missing or non-string '%s'", key);
-        keel_status s = bad(d, KEEL_PARSE_ERROR, p, file, v ? v : rec, m);
+        char p[64];
+        snprintf(p, sizeof p, "%s.%s", path, key);
+        keel_status s = bad(d, p, file, v ? v : rec, "missing or non-string '%s'", key);
         if (!*st) *st = s;
-        free(p);
-        free(m);
         return NULL;
     }
     return v->text;
@@ -63,7 +72,7 @@ keel_status keel_assets_parse(const char *text, size_t len, const char *file, ke
     if (st) return st;
     const keel_node *list = doc->kind == KEEL_NODE_MAP ? keel_node_get(doc, "assets") : NULL;
     if (!list || list->kind != KEEL_NODE_SEQ) {
-        st = bad(d, KEEL_PARSE_ERROR, "assets", file, list ? list : doc,
+        st = bad(d, "assets", file, list ? list : doc,
                  "an asset manifest is a map with an 'assets' list");
         keel_node_free(doc);
         return st;
@@ -76,7 +85,7 @@ keel_status keel_assets_parse(const char *text, size_t len, const char *file, ke
         char path[48];
         snprintf(path, sizeof path, "assets[%zu]", i);
         if (rec->kind != KEEL_NODE_MAP) {
-            keel_status s = bad(d, KEEL_PARSE_ERROR, path, file, rec, "an asset entry is a map of uuid, path, type");
+            keel_status s = bad(d, path, file, rec, "an asset entry is a map of uuid, path, type");
             if (!st) st = s;
             continue;
         }
@@ -86,12 +95,10 @@ keel_status keel_assets_parse(const char *text, size_t len, const char *file, ke
         if (!u || !p || !t) continue;
         keel_uuid uuid;
         if (!keel_uuid_parse(u, &uuid) || keel_uuid_is_nil(uuid)) {
-            char *pp = keel__strfmt("%s.uuid", path);
-            char *m = keel__strfmt("malformed asset uuid '%.64s'", u);
-            keel_status s = bad(d, KEEL_PARSE_ERROR, pp, file, keel_node_get(rec, "uuid"), m);
+            char pp[64];
+            snprintf(pp, sizeof pp, "%s.uuid", path);
+            keel_status s = bad(d, pp, file, keel_node_get(rec, "uuid"), "malformed asset uuid '%.64s'", u);
             if (!st) st = s;
-            free(pp);
-            free(m);
             continue;
         }
         asset *it = &a->items[a->count++];

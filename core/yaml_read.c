@@ -144,12 +144,12 @@ static keel_node_style scalar_style(yaml_scalar_style_t s)
     }
 }
 
-/* Moves a finished node (struct) into the collection on top, or makes it the result. */
 static void *alloc(reader *r, size_t n)
 {
     return r->arena ? arena_alloc(r->arena, n) : keel__xrealloc(NULL, n);
 }
 
+/* Moves a finished node (struct) into the collection on top, or makes it the result. */
 static void attach(reader *r, keel_node *node)
 {
     if (r->depth == 0) {

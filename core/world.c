@@ -366,6 +366,17 @@ static uint32_t live_index(const keel_world *w, keel_entity e)
 
 bool keel_alive(const keel_world *w, keel_entity e) { return live_index(w, e) != KEEL__NONE; }
 
+/* A command's entity: live and not the root (ProtectedEntity: "the scene root cannot be <what>"). */
+static keel_status command_target(const keel_world *w, keel_entity e, const char *what, uint32_t *out,
+                                  keel_diags *d)
+{
+    *out = live_index(w, e);
+    if (keel__ent_get(w, e) && (uint32_t)e == 0)
+        return keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be %s", what);
+    if (*out == KEEL__NONE) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    return KEEL_OK;
+}
+
 keel_entity keel_find(const keel_world *w, keel_uuid u)
 {
     size_t p = hash_slot(w, u);
@@ -704,16 +715,12 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    keel_status st;
-    if (keel__ent_get(w, e) && (uint32_t)e == 0) {
-        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be destroyed");
-    } else if (live_index(w, e) == KEEL__NONE) {
-        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
-    } else if (w->ents[(uint32_t)e].dying) {
-        st = KEEL_OK; /* destroyed from its own on_destroy: the outer destroy finishes it */
-    } else {
-        if (inv) destroy_inverse(w, (uint32_t)e, inv);
-        st = destroy_index(w, (uint32_t)e);
+    uint32_t i;
+    keel_status st = command_target(w, e, "destroyed", &i, d);
+    /* a dying entity is destroyed from its own on_destroy: the outer destroy finishes it */
+    if (st == KEEL_OK && !w->ents[i].dying) {
+        if (inv) destroy_inverse(w, i, inv);
+        st = destroy_index(w, i);
     }
     return keel__cmd_end(w, st, inv, &tmp);
 }
@@ -722,11 +729,9 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
 
 keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index, keel_diags *d)
 {
-    if (keel__ent_get(w, e) && (uint32_t)e == 0)
-        return keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be reparented");
-    uint32_t i = live_index(w, e), p = 0;
-    if (i == KEEL__NONE) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
-    keel_status st = parent_index(w, parent, &p, d);
+    uint32_t i, p = 0;
+    keel_status st = command_target(w, e, "reparented", &i, d);
+    if (st == KEEL_OK) st = parent_index(w, parent, &p, d);
     if (st) return st;
     for (uint32_t a = p; a != 0; a = w->ents[a].parent)
         if (a == i) return keel_error(d, KEEL_INVALID_OPERATION, "", "reparenting would create a cycle");
@@ -764,15 +769,10 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    keel_status st = KEEL_OK;
-    uint32_t i = live_index(w, e);
-    if (keel__ent_get(w, e) && (uint32_t)e == 0)
-        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be renamed");
-    else if (i == KEEL__NONE)
-        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
-    else if (!name)
-        st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name cannot be null");
-    else {
+    uint32_t i;
+    keel_status st = command_target(w, e, "renamed", &i, d);
+    if (st == KEEL_OK && !name) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name cannot be null");
+    if (st == KEEL_OK) {
         keel__ent *en = &w->ents[i];
         if (inv) {
             inv->type = KEEL_CMD_RENAME;
@@ -791,13 +791,9 @@ keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cm
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    keel_status st = KEEL_OK;
-    uint32_t i = live_index(w, e);
-    if (keel__ent_get(w, e) && (uint32_t)e == 0)
-        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be disabled");
-    else if (i == KEEL__NONE)
-        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
-    else {
+    uint32_t i;
+    keel_status st = command_target(w, e, "disabled", &i, d);
+    if (st == KEEL_OK) {
         if (inv) {
             inv->type = KEEL_CMD_ENABLE;
             inv->entity = w->ents[i].uuid;
@@ -848,17 +844,11 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    keel_status st = KEEL_OK;
-    uint32_t i = live_index(w, e), p = 0;
+    uint32_t i, p = 0;
     if (out) *out = KEEL_NO_ENTITY;
-    if (keel__ent_get(w, e) && (uint32_t)e == 0)
-        st = keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be duplicated");
-    else if (i == KEEL__NONE)
-        st = keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
-    else if (parent)
-        st = parent_index(w, parent, &p, d);
-    else
-        p = w->ents[i].parent;
+    keel_status st = command_target(w, e, "duplicated", &i, d);
+    if (st == KEEL_OK && parent) st = parent_index(w, parent, &p, d);
+    else if (st == KEEL_OK) p = w->ents[i].parent;
     if (st == KEEL_OK && depth_of(w, p) + height_of(w, i) > KEEL__MAX_DEPTH)
         st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
     if (st) return keel__cmd_end(w, st, inv, &tmp);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h" /* keel__buf */
 #include "keel_cli.h"
 
 /* A load that failed: a file that cannot be read is the environment's problem, not the input's. */
@@ -245,31 +246,11 @@ int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv)
 
 /* ---- kinds ---- */
 
-/* A growable byte buffer for the JSON and text listings. */
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
+/* The JSON and text listings are built in a keel__buf (core/bytes.c). */
+static void puts_(keel__buf *b, const char *s) { keel__buf_bytes(b, s, strlen(s)); }
 
-static void put(buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 1024;
-        while (cap < b->len + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) abort(); /* keel treats OOM as fatal */
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void puts_(buf *b, const char *s) { put(b, s, strlen(s)); }
-
-static void putf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void putf(buf *b, const char *fmt, ...)
+static void putf(keel__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void putf(keel__buf *b, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -277,11 +258,11 @@ static void putf(buf *b, const char *fmt, ...)
     int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
     if (n < 0) return;
-    put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    keel__buf_bytes(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* Shortest text that reads back to the same double; "null" when not finite (JSON has no NaN). */
-static void put_number(buf *b, double v)
+static void put_number(keel__buf *b, double v)
 {
     char tmp[64];
     if (v != v || v > 1.7976931348623157e308 || v < -1.7976931348623157e308) {
@@ -292,7 +273,7 @@ static void put_number(buf *b, double v)
     puts_(b, tmp);
 }
 
-static void put_json_string(buf *b, const char *s)
+static void put_json_string(keel__buf *b, const char *s)
 {
     puts_(b, "\"");
     for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
@@ -304,13 +285,13 @@ static void put_json_string(buf *b, const char *s)
         case '\t': puts_(b, "\\t"); break;
         default:
             if (*p < 0x20) putf(b, "\\u%04x", *p);
-            else put(b, (const char *)p, 1);
+            else keel__buf_u8(b, *p);
         }
     }
     puts_(b, "\"");
 }
 
-static void put_key_list(buf *b, const char *const *keys, size_t n, bool json)
+static void put_key_list(keel__buf *b, const char *const *keys, size_t n, bool json)
 {
     if (json) puts_(b, "[");
     for (size_t i = 0; i < n; i++) {
@@ -323,7 +304,7 @@ static void put_key_list(buf *b, const char *const *keys, size_t n, bool json)
 }
 
 /* A field's default, in JSON (also readable as text). */
-static void put_default(buf *b, const keel_field_desc *f)
+static void put_default(keel__buf *b, const keel_field_desc *f)
 {
     if (!f->has_default) {
         puts_(b, "null");
@@ -364,7 +345,7 @@ static void put_default(buf *b, const keel_field_desc *f)
 
 static const char *const kind_flag_names[] = { "nosave", "editor_only", "root_only" };
 
-static void json_kind(buf *b, const keel_kind_desc *k)
+static void json_kind(keel__buf *b, const keel_kind_desc *k)
 {
     puts_(b, "  {\"key\": ");
     put_json_string(b, k->key);
@@ -417,7 +398,7 @@ static void json_kind(buf *b, const keel_kind_desc *k)
     puts_(b, k->field_count ? "\n   ]}" : "]}");
 }
 
-static void text_kind(buf *b, const keel_kind_desc *k)
+static void text_kind(keel__buf *b, const keel_kind_desc *k)
 {
     putf(b, "%s  %s (%s)  v%d  %s", k->key, k->display ? k->display : "", k->category ? k->category : "",
          k->version < 1 ? 1 : k->version, k->multiplicity == KEEL_MANY ? "many" : "one");
@@ -473,7 +454,7 @@ int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv)
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
 
-    buf b = { 0 };
+    keel__buf b = { 0 };
     size_t count = keel_kind_count();
     if (json) puts_(&b, "[\n");
     for (size_t i = 0; i < count; i++) {

@@ -1808,6 +1808,15 @@ end)
 describe("keel.persist", function()
   local SCENE = ROOT .. "/tests/fixtures/good_design_example.yaml"
 
+  -- Loads SCENE, moves the Player to `position` and saves that to `path`; returns the world and its baseline.
+  local function save_moved(path, position)
+    local w = assert(keel.load(SCENE))
+    local base = keel.persist.baseline(w)
+    w:find("Player"):get("core:transform").position = position
+    assert(keel.persist.save(w, base, path))
+    return w, base
+  end
+
   it("saves a difference from the baseline and restores it over a freshly loaded scene", function()
     local d = tmpdir()
     local w = assert(keel.load(SCENE))
@@ -1895,10 +1904,7 @@ describe("keel.persist", function()
 
   it("refuses a save of another scene, a missing slot file and an unwritable path", function()
     local d = tmpdir()
-    local w = assert(keel.load(SCENE))
-    local base = keel.persist.baseline(w)
-    w:find("Player"):get("core:transform").position = { 1, 1, 1 }
-    assert(keel.persist.save(w, base, d .. "/x.sav"))
+    local w, base = save_moved(d .. "/x.sav", { 1, 1, 1 })
     local other = assert(keel.load(ROOT .. "/scenes/demo.yaml"))
     local before = other:dump()
     local ok, err = keel.persist.load(other, d .. "/x.sav")
@@ -1917,10 +1923,7 @@ describe("keel.persist", function()
 
   it("refuses a damaged file with an error, never half-applied", function()
     local d = tmpdir()
-    local w = assert(keel.load(SCENE))
-    local base = keel.persist.baseline(w)
-    w:find("Player"):get("core:transform").position = { 9, 9, 9 }
-    assert(keel.persist.save(w, base, d .. "/s.sav"))
+    save_moved(d .. "/s.sav", { 9, 9, 9 })
     local bytes = slurp(d .. "/s.sav")
     spit(d .. "/bad.sav", bytes:sub(1, #bytes - 10) .. string.rep("\0", 10))
     local fresh = assert(keel.load(SCENE))

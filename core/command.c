@@ -284,24 +284,10 @@ static keel_status apply_batch(keel_world *w, const keel_cmd *cmd, keel_cmd *inv
 
 static keel_status apply_reparent(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, keel_diags *d)
 {
-    keel_cmd tmp;
-    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     keel_entity e, p = KEEL_NO_ENTITY;
     keel_status st = find_uuid(w, cmd->entity, &e, "entity", d);
     if (st == KEEL_OK && !keel_uuid_is_nil(cmd->parent)) st = find_uuid(w, cmd->parent, &p, "parent entity", d);
-    if (st == KEEL_OK) {
-        uint32_t i = (uint32_t)e, op = w->ents[i].parent;
-        keel_uuid old_parent = op == 0 ? (keel_uuid){ { 0 } } : w->ents[op].uuid;
-        size_t old_index = keel__sibling_index(w, i);
-        st = keel__reparent_at(w, e, p, cmd->index, d);
-        if (st == KEEL_OK && inv) {
-            inv->type = KEEL_CMD_REPARENT;
-            inv->entity = cmd->entity;
-            inv->parent = old_parent;
-            inv->index = old_index;
-        }
-    }
-    return keel__cmd_end(w, st, inv, &tmp);
+    return st ? st : keel__reparent_at(w, e, p, cmd->index, inverse, d);
 }
 
 /* An ADD's `index` puts the new entry back at its old place in the membership list. */

@@ -727,12 +727,9 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
 
 /* ---------------------------------------------------------------- reparent, rename, enable */
 
-keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index, keel_diags *d)
+/* Moves live entity i under p at `index`, or says why not. */
+static keel_status move_under(keel_world *w, uint32_t i, uint32_t p, size_t index, keel_diags *d)
 {
-    uint32_t i, p = 0;
-    keel_status st = command_target(w, e, "reparented", &i, d);
-    if (st == KEEL_OK) st = parent_index(w, parent, &p, d);
-    if (st) return st;
     for (uint32_t a = p; a != 0; a = w->ents[a].parent)
         if (a == i) return keel_error(d, KEEL_INVALID_OPERATION, "", "reparenting would create a cycle");
     if (depth_of(w, p) + height_of(w, i) > KEEL__MAX_DEPTH)
@@ -743,26 +740,32 @@ keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, 
     return KEEL_OK;
 }
 
-keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d)
+keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index, keel_cmd *inverse,
+                              keel_diags *d)
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    uint32_t i = live_index(w, e);
-    keel_uuid old_parent = { { 0 } };
-    size_t old_index = 0;
-    if (i != KEEL__NONE) {
+    uint32_t i, p = 0;
+    keel_status st = command_target(w, e, "reparented", &i, d);
+    if (st == KEEL_OK) st = parent_index(w, parent, &p, d);
+    if (st == KEEL_OK) {
         uint32_t op = w->ents[i].parent;
-        if (op != 0) old_parent = w->ents[op].uuid;
-        old_index = keel__sibling_index(w, i);
-    }
-    keel_status st = keel__reparent_at(w, e, parent, SIZE_MAX, d);
-    if (st == KEEL_OK && inv) {
-        inv->type = KEEL_CMD_REPARENT;
-        inv->entity = w->ents[i].uuid;
-        inv->parent = old_parent;
-        inv->index = old_index;
+        keel_uuid old_parent = op == 0 ? (keel_uuid){ { 0 } } : w->ents[op].uuid;
+        size_t old_index = keel__sibling_index(w, i);
+        st = move_under(w, i, p, index, d);
+        if (st == KEEL_OK && inv) {
+            inv->type = KEEL_CMD_REPARENT;
+            inv->entity = w->ents[i].uuid;
+            inv->parent = old_parent;
+            inv->index = old_index;
+        }
     }
     return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d)
+{
+    return keel__reparent_at(w, e, parent, SIZE_MAX, inverse, d);
 }
 
 keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d)

@@ -164,8 +164,9 @@ static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 }
 keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d);
+/* keel_reparent to sibling position `index` (SIZE_MAX: last). */
 keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index,
-                              keel_diags *d);
+                              keel_cmd *inverse, keel_diags *d);
 size_t keel__sibling_index(const keel_world *w, uint32_t i);
 /* Pre-order's next entity once i's whole subtree is done (KEEL_NO_ENTITY at the end). */
 keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i);

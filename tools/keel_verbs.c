@@ -252,13 +252,16 @@ static void puts_(keel__buf *b, const char *s) { keel__buf_bytes(b, s, strlen(s)
 static void putf(keel__buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void putf(keel__buf *b, const char *fmt, ...)
 {
-    char tmp[256];
-    va_list ap;
+    va_list ap, aq;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    keel__buf_bytes(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    if (n >= 0) { /* written whole (a long kind key or display name is not cut at a fixed size) */
+        vsnprintf((char *)keel__buf_grow(b, (size_t)n + 1), (size_t)n + 1, fmt, aq);
+        b->len--; /* not the NUL */
+    }
+    va_end(aq);
 }
 
 /* Shortest text that reads back to the same double; "null" when not finite (JSON has no NaN). */

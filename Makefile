@@ -3,13 +3,16 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 ARGS ?=
 
-.PHONY: run test bench deps clean
+.PHONY: run test bench deps release clean
 deps:
 	@sh tools/deps.sh
 
-run: deps
+# the Release build in build/, for run and bench
+release: deps
 	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@cmake --build build -j $(JOBS) >/dev/null
+
+run: release
 	@./build/keel run $(ARGS)
 
 test: deps
@@ -18,9 +21,7 @@ test: deps
 	@cmake --build build-test -j $(JOBS)
 	@cd build-test && ctest --output-on-failure -j $(JOBS)
 
-bench: deps
-	@cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-	@cmake --build build -j $(JOBS) >/dev/null
+bench: release
 	@sh tools/bench/run.sh build
 
 clean:

@@ -28,10 +28,10 @@ int keel_lua_stepping(void);
 /* The keel_world of a World argument (raises when it is not one, or closed). */
 keel_world *keel_lua_checkworld(lua_State *L, int idx);
 /* Pushes nil and an error object built from `d`; returns 2. Frees d's contents. */
-int keel_lua_fail(lua_State *L, const keel_diags *d);
+int keel_lua_fail(lua_State *L, keel_diags *d);
 /* Raises an error object built from `d` (code `s` when d holds no error).
  * Frees d's contents first, so nothing leaks across the longjmp. */
-int keel_lua_raise(lua_State *L, keel_status s, const keel_diags *d);
+int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d);
 /* Raises an error object with one diagnostic. */
 int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
 /* After a core call: when s failed, frees *inv (unless NULL) and raises d's error; else frees d's contents. */

@@ -30,9 +30,8 @@ static void set_str(lua_State *L, const char *k, const char *v)
 }
 
 /* Pushes the error object for `d`; frees d's contents. */
-static void push_error(lua_State *L, keel_status s, const keel_diags *cd)
+static void push_error(lua_State *L, keel_status s, keel_diags *d)
 {
-    keel_diags *d = (keel_diags *)cd;
     const keel_diag *first = NULL;
     for (size_t i = 0; d && i < d->count; i++)
         if (d->items[i].severity == KEEL_SEV_ERROR) { first = &d->items[i]; break; }
@@ -61,14 +60,14 @@ static void push_error(lua_State *L, keel_status s, const keel_diags *cd)
     if (d) keel_diags_free(d);
 }
 
-int keel_lua_fail(lua_State *L, const keel_diags *d)
+int keel_lua_fail(lua_State *L, keel_diags *d)
 {
     lua_pushnil(L);
     push_error(L, KEEL_INVALID_OPERATION, d);
     return 2;
 }
 
-int keel_lua_raise(lua_State *L, keel_status s, const keel_diags *d)
+int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d)
 {
     push_error(L, s, d);
     return lua_error(L);

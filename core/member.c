@@ -327,6 +327,16 @@ static bool names(const char *const *list, size_t n, const char *key)
     return false;
 }
 
+/* Where kind kd may live: some kinds only on the scene root, core:transform never there. */
+static keel_status root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d)
+{
+    if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
+        return keel_error(d, KEEL_INVALID_OPERATION, path, "%s lives only on the scene root", kd->key);
+    if (i == 0 && strcmp(kd->key, "core:transform") == 0)
+        return keel_error(d, KEEL_INVALID_OPERATION, path, "the scene root cannot hold core:transform");
+    return KEEL_OK;
+}
+
 /* The rules a new `k` must pass against the entity's current stack. */
 static keel_status check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d)
 {
@@ -336,10 +346,8 @@ static keel_status check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, ke
     if (i != 0 && !(kd->flags & KEEL_KIND_ROOT_ONLY) && !kd->requires_count && !kd->rejects_count &&
         !keel__kind_rejected(k))
         return KEEL_OK;
-    if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s lives only on the scene root", kd->key);
-    if (i == 0 && strcmp(kd->key, "core:transform") == 0)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "the scene root cannot hold core:transform");
+    keel_status st = root_rules(i, kd, "", d);
+    if (st) return st;
     for (size_t r = 0; r < kd->requires_count; r++)
         if (!entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
             return keel_error(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
@@ -666,10 +674,8 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
                     st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key,
                                     kd->max);
             }
-            if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
-                st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s lives only on the scene root", kd->key);
-            if (i == 0 && strcmp(kd->key, "core:transform") == 0)
-                st = keel_error(d, KEEL_INVALID_OPERATION, p, "the scene root cannot hold core:transform");
+            keel_status rs = root_rules(i, kd, p, d);
+            if (rs) st = rs;
             for (size_t r = 0; r < kd->requires_count; r++)
                 if (!entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
                     st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);

@@ -146,6 +146,8 @@ void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_e
 /* Checks a live entity handle (NotFound when stale). */
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */
+/* The kind key string at idx (raises InvalidArgument naming argument idx - 1 otherwise). */
+const char *keel__lua_checkkey(lua_State *L, int idx);
 void keel__lua_open_entity(lua_State *L);
 
 /* ---- Component ---- */

@@ -52,7 +52,7 @@ static int e_children(lua_State *L)
     return 1;
 }
 
-static const char *check_key(lua_State *L, int idx)
+const char *keel__lua_checkkey(lua_State *L, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key expected, got %s)", idx - 1, luaL_typename(L, idx));
@@ -106,7 +106,7 @@ static void check_one_slot(lua_State *L, keel_kind_id k, uint32_t slot)
 static int e_get(lua_State *L)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);
-    const char *key = check_key(L, 2);
+    const char *key = keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 3);
     keel_world *w = h->lw->w;
     keel_kind_id k = keel_kind_find(key);
@@ -132,7 +132,7 @@ static int e_get(lua_State *L)
 static int e_has(lua_State *L)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);
-    const char *key = check_key(L, 2);
+    const char *key = keel__lua_checkkey(L, 2);
     keel_member m;
     lua_pushboolean(L, find_member(h->lw->w, h->e, key, KEEL_SLOT_AUTO, &m));
     return 1;
@@ -141,7 +141,7 @@ static int e_has(lua_State *L)
 static int do_add(lua_State *L, bool want_inverse)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);
-    const char *key = check_key(L, 2);
+    const char *key = keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 4);
     keel_world *w = h->lw->w;
     keel_kind_id k = find_kind(key);
@@ -168,7 +168,7 @@ static int e__add(lua_State *L) { return do_add(L, true); }
 static int do_remove(lua_State *L, bool want_inverse)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);
-    const char *key = check_key(L, 2);
+    const char *key = keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 3);
     keel_world *w = h->lw->w;
     keel_kind_id k = keel_kind_find(key);

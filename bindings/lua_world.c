@@ -584,9 +584,7 @@ static int w_entities(lua_State *L)
 
 static keel_kind_id check_kind(lua_State *L, int idx)
 {
-    if (lua_type(L, idx) != LUA_TSTRING)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key expected, got %s)", idx - 1, luaL_typename(L, idx));
-    keel_kind_id k = keel_kind_find(lua_tostring(L, idx));
+    keel_kind_id k = keel_kind_find(keel__lua_checkkey(L, idx));
     if (!k) keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", lua_tostring(L, idx));
     return k;
 }

@@ -38,7 +38,8 @@ static void log_push(keel_world *w, keel_cmd *moved)
     w->log[w->log_count++] = *moved;
 }
 
-void keel__txn_log(keel_world *w, const keel_cmd *inv)
+/* Pushes a copy of `inv` onto the open transaction's log (no-op outside one). */
+static void txn_log(keel_world *w, const keel_cmd *inv)
 {
     if (!txn_wants(w) || !inv || inv->type == KEEL_CMD_NONE) return;
     keel_cmd c;
@@ -56,7 +57,7 @@ keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd
             log_push(w, tmp);
             return st;
         }
-        keel__txn_log(w, inv);
+        txn_log(w, inv);
     }
     if (inv == tmp) keel_cmd_free(tmp);
     return st;

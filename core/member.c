@@ -6,7 +6,8 @@
 
 /* ---------------------------------------------------------------- storage */
 
-keel__store *keel__store_of(keel_world *w, keel_kind_id k)
+/* Grows the table as needed. */
+static keel__store *store_of(keel_world *w, keel_kind_id k)
 {
     if (k >= w->store_count) {
         size_t n = (size_t)k + 8;
@@ -21,7 +22,7 @@ keel__store *keel__store_of(keel_world *w, keel_kind_id k)
 
 static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, uint32_t slot)
 {
-    keel__store *s = keel__store_of(w, k);
+    keel__store *s = store_of(w, k);
     if (s->count == s->cap) {
         size_t n = (size_t)KEEL__PAGE << s->npages;
         s->pages = keel__xrealloc(s->pages, (s->npages + 1) * sizeof *s->pages);
@@ -57,7 +58,7 @@ static void store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
     s->count--;
 }
 
-void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
+static void store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
 {
     if (!w->in_step) {
         store_remove_now(w, k, row);
@@ -519,7 +520,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
 {
     keel__ent *en = &w->ents[i];
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
-    if (m->kind) keel__store_free_row(w, m->kind, m->row);
+    if (m->kind) store_free_row(w, m->kind, m->row);
     else keel__unknown_free(m->unk);
     size_t at = (size_t)(m - en->members);
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);

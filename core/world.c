@@ -536,7 +536,7 @@ static void link_child(keel_world *w, uint32_t p, uint32_t c, size_t index)
     pe->child_count++;
 }
 
-size_t keel__sibling_index(const keel_world *w, uint32_t i)
+static size_t sibling_index(const keel_world *w, uint32_t i)
 {
     size_t n = 0;
     for (uint32_t s = w->ents[i].prev; s != KEEL__NONE; s = w->ents[s].prev) n++;
@@ -697,7 +697,7 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
     sp->type = KEEL_CMD_SPAWN;
     sp->entity = en->uuid;
     sp->parent = en->parent == 0 ? (keel_uuid){ { 0 } } : w->ents[en->parent].uuid;
-    sp->index = keel__sibling_index(w, i);
+    sp->index = sibling_index(w, i);
     sp->tree = keel__entity_tree(w, i);
     sp->slot = i;               /* the old handle, so a rollback can restore it exactly */
     sp->version = (int)en->gen;
@@ -751,7 +751,7 @@ keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, 
     if (st == KEEL_OK) {
         uint32_t op = w->ents[i].parent;
         keel_uuid old_parent = op == 0 ? (keel_uuid){ { 0 } } : w->ents[op].uuid;
-        size_t old_index = keel__sibling_index(w, i);
+        size_t old_index = sibling_index(w, i);
         st = move_under(w, i, p, index, d);
         if (st == KEEL_OK && inv) {
             inv->type = KEEL_CMD_REPARENT;

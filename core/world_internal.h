@@ -167,7 +167,6 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
 /* keel_reparent to sibling position `index` (SIZE_MAX: last). */
 keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index,
                               keel_cmd *inverse, keel_diags *d);
-size_t keel__sibling_index(const keel_world *w, uint32_t i);
 /* Pre-order's next entity once i's whole subtree is done (KEEL_NO_ENTITY at the end). */
 keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i);
 keel_node *keel__entity_tree(const keel_world *w, uint32_t i); /* entity document form */
@@ -176,7 +175,6 @@ keel_uuid keel__new_uuid(keel_world *w);
 void keel__touch(keel_world *w); /* structural change */
 
 /* ---- member.c ---- */
-keel__store *keel__store_of(keel_world *w, keel_kind_id k); /* grows the table */
 static inline void *keel__store_rec(const keel__store *s, size_t row)
 {
     size_t q = (row >> KEEL__PAGE_SHIFT) + 1;
@@ -188,7 +186,6 @@ keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot); /* 
 const char *keel__entry_key(const keel__entry *m);
 /* Frees every component of the entity (running on_destroy first unless `quiet`). */
 void keel__members_drop(keel_world *w, uint32_t i, bool quiet);
-void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
 void keel__flush_pending(keel_world *w);
 void keel__stores_free(keel_world *w);
 void keel__unknown_free(keel__unknown *u);
@@ -226,8 +223,6 @@ static inline void keel__committed_count(keel_world *w, keel_kind_id k, uint32_t
  * into the open transaction when this is the outermost command, frees `tmp`, returns st. */
 keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp);
 keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp);
-/* Pushes a copy of `inv` onto the open transaction's log (no-op outside one). */
-void keel__txn_log(keel_world *w, const keel_cmd *inv);
 keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, bool internal,
                             keel_diags *d);
 

@@ -89,37 +89,6 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
 
 /* ---- fmt ---- */
 
-/* A cooked scene (KEELCOOK magic): fmt must not turn it into YAML in place. */
-static bool is_cooked(const char *path)
-{
-    char magic[8];
-    FILE *f = fopen(path, "rb");
-    if (!f) return false;
-    bool cooked = fread(magic, 1, sizeof magic, f) == sizeof magic && memcmp(magic, "KEELCOOK", 8) == 0;
-    fclose(f);
-    return cooked;
-}
-
-/* Loads `path` and returns its canonical text, or NULL after printing diagnostics. */
-static char *canonical_text(const char *path, size_t *len, keel_status *status)
-{
-    keel_load_opts o = keel_load_opts_default();
-    keel_diags d;
-    keel_diags_init(&d);
-    keel_world *w = NULL;
-    char *text = NULL;
-    *status = keel_scene_load(path, &o, &w, &d);
-    if (*status == KEEL_OK) *status = keel_scene_dump(w, &text, len, &d);
-    keel_cli_print_diags(&d, path);
-    keel_diags_free(&d);
-    keel_world_free(w);
-    if (*status != KEEL_OK) {
-        free(text);
-        return NULL;
-    }
-    return text;
-}
-
 int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     bool check = false;
@@ -132,36 +101,38 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
             code = worse(code, check_manifest(argv[i]));
             continue;
         }
-        if (is_cooked(argv[i])) {
+        /* Read once: the cooked check, the parse and the comparison all use these bytes. */
+        keel_load_opts o = keel_load_opts_default();
+        o.file = argv[i];
+        keel_diags d;
+        keel_diags_init(&d);
+        char *old = NULL, *text = NULL;
+        size_t oldlen = 0, len = 0;
+        keel_status s = keel_read_file(argv[i], o.limits.document_size, &old, &oldlen, &d);
+        if (s == KEEL_OK && oldlen >= 8 && memcmp(old, "KEELCOOK", 8) == 0) {
+            /* fmt must not turn a cooked scene into YAML in place */
             fprintf(stderr, "%s: error: InvalidArgument: a cooked scene is not formatted in place "
                     "(keel dump %s -o OUT.yaml writes its YAML)\n", argv[i], argv[i]);
             code = worse(code, KEEL_EXIT_INPUT);
-            continue;
+        } else {
+            keel_world *w = NULL;
+            if (s == KEEL_OK) s = keel_scene_parse(old, oldlen, &o, &w, &d);
+            if (s == KEEL_OK) s = keel_scene_dump(w, &text, &len, &d);
+            keel_world_free(w);
+            if (s != KEEL_OK) {
+                code = worse(code, status_exit(s));
+            } else if (oldlen != len || memcmp(old, text, len) != 0) {
+                if (check) {
+                    printf("%s\n", argv[i]);
+                    code = KEEL_EXIT_INPUT;
+                } else if (keel_write_atomic(argv[i], text, len, &d) != KEEL_OK) {
+                    code = worse(code, KEEL_EXIT_USAGE);
+                }
+            }
         }
-        keel_status s;
-        size_t len = 0, oldlen = 0;
-        char *text = canonical_text(argv[i], &len, &s);
-        if (!text) {
-            code = worse(code, status_exit(s));
-            continue;
-        }
-        char *old = NULL;
-        keel_diags d;
-        keel_diags_init(&d);
-        bool same = keel_read_file(argv[i], (size_t)-1, &old, &oldlen, &d) == KEEL_OK &&
-                    oldlen == len && memcmp(old, text, len) == 0;
+        keel_cli_print_diags(&d, argv[i]);
         keel_diags_free(&d);
         free(old);
-        if (!same) {
-            if (check) {
-                printf("%s\n", argv[i]);
-                code = KEEL_EXIT_INPUT;
-            } else if (keel_write_atomic(argv[i], text, len, &d) != KEEL_OK) {
-                keel_cli_print_diags(&d, argv[i]);
-                code = worse(code, KEEL_EXIT_USAGE);
-            }
-            keel_diags_free(&d);
-        }
         free(text);
     }
     return code;

@@ -165,13 +165,6 @@ static void runs_rebuild(keel_world *w)
     w->runs_valid = true;
 }
 
-static bool active(const keel_world *w, uint32_t i)
-{
-    for (; i != KEEL__NONE; i = w->ents[i].parent)
-        if (!w->ents[i].enabled) return false;
-    return true;
-}
-
 /* The entry of run item `it` when its hook is due now (marking it started in the start phase). */
 static keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
 {
@@ -180,7 +173,7 @@ static keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
     keel__entry *m = keel__entry_find(en, it.kind, it.slot);
     if (!m || !m->enabled || m->faulted || m->born > w->frame) return NULL;
     if (phase == KEEL_PHASE_START && m->started) return NULL;
-    if (!active(w, it.index)) return NULL;
+    if (!keel__active(w, it.index)) return NULL;
     if (phase == KEEL_PHASE_START) m->started = true;
     return w->rolling_back ? NULL : m;
 }

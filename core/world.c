@@ -417,13 +417,7 @@ bool keel_entity_enabled(const keel_world *w, keel_entity e)
 
 bool keel_entity_active(const keel_world *w, keel_entity e)
 {
-    keel__ent *en = keel__ent_get(w, e);
-    while (en) {
-        if (!en->enabled) return false;
-        if (en->parent == KEEL__NONE) return true;
-        en = &w->ents[en->parent];
-    }
-    return false;
+    return keel__ent_get(w, e) && keel__active(w, (uint32_t)e);
 }
 
 size_t keel_entity_child_count(const keel_world *w, keel_entity e)

@@ -162,6 +162,13 @@ static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;
 }
+/* Whether entity i and all its ancestors are enabled (a disabled one parks its subtree). */
+static inline bool keel__active(const keel_world *w, uint32_t i)
+{
+    for (; i != KEEL__NONE; i = w->ents[i].parent)
+        if (!w->ents[i].enabled) return false;
+    return true;
+}
 keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d);
 /* keel_reparent to sibling position `index` (SIZE_MAX: last). */

@@ -81,13 +81,8 @@ static const char *help_of(const char *verb)
 static void print_usage(FILE *f, const char *verb)
 {
     const char *text = help_of(verb);
-    if (text) {
-        fputs(text, f);
-        fputs(common_text, f);
-    } else {
-        fputs(usage_text, f);
-        fputs(common_text, f);
-    }
+    fputs(text ? text : usage_text, f);
+    fputs(common_text, f);
 }
 
 void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)

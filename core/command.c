@@ -75,8 +75,7 @@ static void cmd_copy(keel_cmd *dst, const keel_cmd *src)
     dst->tree = src->tree ? keel_node_copy(src->tree) : NULL;
     dst->items = NULL;
     if (src->item_count) {
-        dst->items = calloc(src->item_count, sizeof *dst->items);
-        if (!dst->items) abort();
+        dst->items = keel__xcalloc(src->item_count, sizeof *dst->items);
         for (size_t i = 0; i < src->item_count; i++) cmd_copy(&dst->items[i], &src->items[i]);
     }
 }
@@ -253,8 +252,7 @@ static keel_status comp_by_key(keel_world *w, const keel_cmd *cmd, keel_comp *ou
 static keel_status apply_batch(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, bool internal, keel_diags *d)
 {
     size_t n = cmd->item_count;
-    keel_cmd *invs = calloc(n ? n : 1, sizeof *invs);
-    if (!invs) abort();
+    keel_cmd *invs = keel__xcalloc(n, sizeof *invs);
     keel_status st = KEEL_OK;
     size_t done = 0;
     for (; done < n; done++) {
@@ -273,8 +271,7 @@ static keel_status apply_batch(keel_world *w, const keel_cmd *cmd, keel_cmd *inv
     if (inverse) {
         inverse->type = KEEL_CMD_BATCH;
         inverse->item_count = n;
-        inverse->items = calloc(n ? n : 1, sizeof *inverse->items);
-        if (!inverse->items) abort();
+        inverse->items = keel__xcalloc(n, sizeof *inverse->items);
         for (size_t i = 0; i < n; i++) inverse->items[i] = invs[n - 1 - i];
     } else {
         for (size_t i = 0; i < n; i++) keel_cmd_free(&invs[i]);

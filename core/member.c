@@ -548,8 +548,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
         return;
     }
     inv->type = KEEL_CMD_BATCH;
-    inv->items = calloc(2, sizeof *inv->items);
-    if (!inv->items) abort();
+    inv->items = keel__xcalloc(2, sizeof *inv->items);
     inv->item_count = 2;
     inv->items[0] = add;
     inv->items[1].type = KEEL_CMD_ENABLE_COMPONENT;
@@ -979,7 +978,7 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
         off += keel_type_size(old_desc->fields[f].type);
     }
     int *from = keel__xrealloc(NULL, (nd->field_count + 1) * sizeof *from); /* new field <- old field */
-    bool *moved = calloc(old_desc->field_count + 1, sizeof *moved);
+    bool *moved = keel__xcalloc(old_desc->field_count + 1, sizeof *moved);
     for (size_t f = 0; f < nd->field_count; f++) {
         from[f] = -1;
         for (size_t o = 0; o < old_desc->field_count; o++)

@@ -55,9 +55,8 @@ keel_query *keel_query_new(keel_world *w, const keel_kind_id *kinds, size_t n)
     q->n = n;
     q->kinds = keel__xrealloc(NULL, (n ? n : 1) * sizeof *q->kinds);
     if (n) memcpy(q->kinds, kinds, n * sizeof *kinds);
-    q->cols = calloc(n ? n : 1, sizeof *q->cols);
-    q->seen = calloc(n ? n : 1, sizeof *q->seen);
-    if (!q->cols || !q->seen) abort();
+    q->cols = keel__xcalloc(n, sizeof *q->cols);
+    q->seen = keel__xcalloc(n, sizeof *q->seen);
     return q;
 }
 

@@ -91,8 +91,7 @@ static void hash_grow(keel_world *w, size_t cap)
         w->hash = huge_alloc(bytes, bytes);
         memset(w->hash, 0, bytes);
     } else {
-        w->hash = calloc(w->hash_cap, sizeof *w->hash);
-        if (!w->hash) abort();
+        w->hash = keel__xcalloc(w->hash_cap, sizeof *w->hash);
     }
     for (size_t p = 0; p < old_cap; p++)
         if (old[p]) hash_insert_raw(w, old[p]);
@@ -168,8 +167,7 @@ static void names_rebuild(keel_world *w)
     for (size_t p = 0; p < w->names_cap; p++) live += w->names[p].s && w->names[p].refs;
     size_t cap = w->names_cap ? w->names_cap : 64;
     while ((live + 1) * 4 > cap) cap *= 2;
-    keel__name *t = calloc(cap, sizeof *t);
-    if (!t) abort();
+    keel__name *t = keel__xcalloc(cap, sizeof *t);
     for (size_t p = 0; p < w->names_cap; p++) {
         keel__name *n = &w->names[p];
         if (!n->s) continue;
@@ -684,8 +682,7 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
     keel__ent *en = &w->ents[i];
     size_t n = 1 + en->child_count;
     inv->type = KEEL_CMD_BATCH;
-    inv->items = calloc(n, sizeof *inv->items);
-    if (!inv->items) abort();
+    inv->items = keel__xcalloc(n, sizeof *inv->items);
     inv->item_count = n;
     keel_cmd *sp = &inv->items[0];
     sp->type = KEEL_CMD_SPAWN;
@@ -882,8 +879,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
     if (inv) {
         /* destroy the copies deepest-first so none is reparented to the top level */
         inv->type = KEEL_CMD_BATCH;
-        inv->items = calloc(n, sizeof *inv->items);
-        if (!inv->items) abort();
+        inv->items = keel__xcalloc(n, sizeof *inv->items);
         inv->item_count = n;
         for (size_t k = 0; k < n; k++) {
             inv->items[k].type = KEEL_CMD_DESTROY;

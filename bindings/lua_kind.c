@@ -788,7 +788,7 @@ static double num_field(lua_State *L, int idx, const char *what, const char *nam
  * different kind silently. NULL-terminated. */
 static const char *const kind_keys[] = {
     "key", "display", "category", "version", "multiplicity", "max", "requires", "rejects",
-    "nosave", "editor_only", "root_only", "fields", "awake", "start", "fixed_update", "update", "late_update",
+    "nosave", "editor_only", "root_only", "not_on_root", "fields", "awake", "start", "fixed_update", "update", "late_update",
     "on_destroy", "validate", "migrate", NULL
 };
 static const char *const field_keys[] = {
@@ -897,7 +897,8 @@ static int k_kind(lua_State *L)
     desc.requires = str_array(L, 1, "requires", &desc.requires_count);
     desc.rejects = str_array(L, 1, "rejects", &desc.rejects_count);
     desc.flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0) |
-                 (opt_bool(L, 1, "root_only") ? KEEL_KIND_ROOT_ONLY : 0);
+                 (opt_bool(L, 1, "root_only") ? KEEL_KIND_ROOT_ONLY : 0) |
+                 (opt_bool(L, 1, "not_on_root") ? KEEL_KIND_NOT_ON_ROOT : 0);
 
     lua_getfield(L, 1, "fields");
     int ft = lua_gettop(L);

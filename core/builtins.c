@@ -140,7 +140,7 @@ static const keel_field_desc world_settings_fields[] = {
 
 static const keel_kind_desc builtins[] = {
     { .key = "core:transform", .display = "Transform", .category = "Scene", .version = 1,
-      REJECTS(no_world_settings), FIELDS(transform_fields), .builtin = true },
+      .flags = KEEL_KIND_NOT_ON_ROOT, REJECTS(no_world_settings), FIELDS(transform_fields), .builtin = true },
     { .key = "core:mesh_renderer", .display = "Mesh Renderer", .category = "Rendering", .version = 1,
       REQUIRES(needs_transform), FIELDS(mesh_renderer_fields), .builtin = true },
     { .key = "core:point_light", .display = "Point Light", .category = "Lighting", .version = 1,

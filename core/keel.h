@@ -217,7 +217,8 @@ enum keel_field_flags {
 enum keel_kind_flags {
     KEEL_KIND_NOSAVE = 1u << 0,      /* runtime only: never written to any file */
     KEEL_KIND_EDITOR_ONLY = 1u << 1, /* kept in YAML, dropped by cooking */
-    KEEL_KIND_ROOT_ONLY = 1u << 2    /* only on the scene root (core:world_settings) */
+    KEEL_KIND_ROOT_ONLY = 1u << 2,   /* only on the scene root (core:world_settings) */
+    KEEL_KIND_NOT_ON_ROOT = 1u << 3  /* never on the scene root (core:transform: the scene has no place) */
 };
 
 typedef struct keel_field_desc {

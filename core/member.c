@@ -328,13 +328,13 @@ static bool names(const char *const *list, size_t n, const char *key)
     return false;
 }
 
-/* Where kind kd may live: some kinds only on the scene root, core:transform never there. */
+/* Where kind kd may live, as its flags say: some kinds only on the scene root, some never there. */
 static keel_status root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d)
 {
     if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
         return keel_error(d, KEEL_INVALID_OPERATION, path, "%s lives only on the scene root", kd->key);
-    if (i == 0 && strcmp(kd->key, "core:transform") == 0)
-        return keel_error(d, KEEL_INVALID_OPERATION, path, "the scene root cannot hold core:transform");
+    if (i == 0 && (kd->flags & KEEL_KIND_NOT_ON_ROOT))
+        return keel_error(d, KEEL_INVALID_OPERATION, path, "the scene root cannot hold %s", kd->key);
     return KEEL_OK;
 }
 

@@ -30,7 +30,7 @@ typedef struct want_kind {
 } want_kind;
 
 static const want_kind table[] = {
-    { "core:transform", "Scene", KEEL_ONE, 0, "", "core:world_settings",
+    { "core:transform", "Scene", KEEL_ONE, KEEL_KIND_NOT_ON_ROOT, "", "core:world_settings",
       "position:vec3 rotation:quat scale:vec3" },
     { "core:mesh_renderer", "Rendering", KEEL_ONE, 0, "core:transform", "",
       "mesh:asset material:asset visible:bool casts_shadow:bool color:color metallic:float roughness:float" },

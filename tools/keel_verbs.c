@@ -317,7 +317,7 @@ static void put_default(keel__buf *b, const keel_field_desc *f)
     }
 }
 
-static const char *const kind_flag_names[] = { "nosave", "editor_only", "root_only" };
+static const char *const kind_flag_names[] = { "nosave", "editor_only", "root_only", "not_on_root" };
 
 static void json_kind(keel__buf *b, const keel_kind_desc *k)
 {

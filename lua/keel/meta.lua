@@ -69,6 +69,7 @@
 ---@field nosave? boolean
 ---@field editor_only? boolean
 ---@field root_only? boolean          # only on the scene root
+---@field not_on_root? boolean               # never on the scene root (as core:transform)
 ---@field fields? KeelFieldDecl[]
 ---@field awake? fun(self: KeelComponent, entity: KeelEntity)
 ---@field start? fun(self: KeelComponent, entity: KeelEntity)

@@ -1,0 +1,28 @@
+-- root_flags_spec.lua — where a kind may live is kind metadata (root_only, not_on_root), not a special case.
+local keel = require "keel"
+
+describe("kind placement flags", function()
+  it("not_on_root keeps a kind off the scene root and nowhere else", function()
+    keel.kind{ key = "rf:spatial", not_on_root = true, fields = { { "x", "float" } } }
+    local w = keel.world("RF")
+    local ok, err = pcall(function() w.root:add("rf:spatial") end)
+    assert.is_false(ok)
+    assert.are.equal("InvalidOperation", err.code)
+    assert.are.equal("InvalidOperation: the scene root cannot hold rf:spatial", tostring(err))
+    assert.are.equal(0, #w.root:components())
+    assert.is_truthy(w:spawn("E"):add("rf:spatial"))
+  end)
+
+  it("core:transform is kept off the root by that flag, with the same message", function()
+    local w = keel.world("RF")
+    local ok, err = pcall(function() w.root:add("core:transform") end)
+    assert.is_false(ok)
+    assert.are.equal("InvalidOperation: the scene root cannot hold core:transform", tostring(err))
+  end)
+
+  it("a kind without the flag may live on the root", function()
+    keel.kind{ key = "rf:rule", fields = { { "n", "int" } } }
+    local w = keel.world("RF")
+    assert.are.equal("rf:rule", w.root:add("rf:rule").kind)
+  end)
+end)

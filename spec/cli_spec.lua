@@ -782,11 +782,13 @@ describe("keel program", function()
       end
       local home = tmpdir()
       -- script(1) gives keel a terminal; the pauses let each prompt come up
-      -- before the next keys, as a person types.
+      -- before the next keys, as a person types. `exec`: script runs the
+      -- command through $SHELL, and a shell such as dash would stay in keel's
+      -- process group, take the terminal's SIGINT itself and die of it.
       local cmd = "(sleep 2; printf 'x = 1 +'; sleep 1; printf '\\003'; sleep 1; "
         .. "printf 'print(\"alive\", x)\\n'; sleep 1; printf 'if true then\\n'; sleep 1; printf '\\003'; "
         .. "sleep 1; printf 'print(\"still\")\\n'; sleep 1; printf '\\004') | HOME=" .. shell_quote(home)
-        .. " script -qfec " .. shell_quote(KEEL) .. " /dev/null"
+        .. " script -qfec " .. shell_quote("exec " .. shell_quote(KEEL)) .. " /dev/null"
       local p = io.popen(cmd .. "; echo \"rc=$?\"")
       local out = p:read("a")
       p:close()

@@ -1022,6 +1022,10 @@ static void push_info(lua_State *L, keel_kind_id k)
     lua_setfield(L, -2, "nosave");
     lua_pushboolean(L, (kd->flags & KEEL_KIND_EDITOR_ONLY) != 0);
     lua_setfield(L, -2, "editor_only");
+    lua_pushboolean(L, (kd->flags & KEEL_KIND_ROOT_ONLY) != 0);
+    lua_setfield(L, -2, "root_only");
+    lua_pushboolean(L, (kd->flags & KEEL_KIND_NOT_ON_ROOT) != 0);
+    lua_setfield(L, -2, "not_on_root");
     lua_createtable(L, (int)kd->field_count, 0);
     for (size_t i = 0; i < kd->field_count; i++) {
         const keel_field_desc *fd = &kd->fields[i];

@@ -42,6 +42,10 @@
 ---@field requires string[]
 ---@field rejects string[]
 ---@field builtin boolean
+---@field nosave boolean                 # never written to any file
+---@field editor_only boolean            # kept in YAML, dropped by cooking
+---@field root_only boolean              # only on the scene root
+---@field not_on_root boolean            # never on the scene root
 ---@field fields KeelFieldInfo[]
 
 ---A field declaration: `{ "name", "type", default = ..., min = ..., max = ..., choices = {...},

@@ -57,16 +57,10 @@ keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
 {
     if (!d)
         return code;
-    va_list ap, aq;
+    va_list ap;
     va_start(ap, fmt);
-    va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *msg = keel__vstrfmt(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        n = 0;
-    char *msg = keel__xrealloc(NULL, (size_t)n + 1);
-    vsnprintf(msg, (size_t)n + 1, fmt, aq);
-    va_end(aq);
 
     keel_diag *g = diags_push(d);
     g->code = code;

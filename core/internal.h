@@ -4,6 +4,8 @@
 
 #include "keel.h"
 
+#include <stdarg.h>
+
 /* ---- kind.c: records (owned by kind.c, used by world/member/step) ---- */
 
 /* Fills a fresh record with the kind's declared defaults. */
@@ -64,6 +66,7 @@ char *keel__strfmt(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
+char *keel__vstrfmt(const char *fmt, va_list ap); /* consumes ap */
 void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
 void *keel__xcalloc(size_t n, size_t size); /* zeroed; aborts on OOM too */
 

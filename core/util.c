@@ -29,17 +29,24 @@ char *keel__strdup(const char *s)
     return c;
 }
 
-char *keel__strfmt(const char *fmt, ...)
+char *keel__vstrfmt(const char *fmt, va_list ap)
 {
-    va_list ap, aq;
-    va_start(ap, fmt);
+    va_list aq;
     va_copy(aq, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
     if (n < 0)
         n = 0;
     char *s = keel__xrealloc(NULL, (size_t)n + 1);
-    vsnprintf(s, (size_t)n + 1, fmt, aq);
-    va_end(aq);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    return s;
+}
+
+char *keel__strfmt(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = keel__vstrfmt(fmt, ap);
+    va_end(ap);
     return s;
 }

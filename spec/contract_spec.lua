@@ -152,7 +152,7 @@ end)
 describe("kinds", function()
   local INFO_KEYS = { key = true, display = true, category = true, version = true, multiplicity = true,
     max = true, requires = true, rejects = true, builtin = true, fields = true,
-    nosave = true, editor_only = true }
+    nosave = true, editor_only = true, root_only = true, not_on_root = true }
   local FIELD_KEYS = { key = true, type = true, default = true, min = true, max = true, choices = true,
     transient = true, readonly = true, hidden = true }
 

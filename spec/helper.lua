@@ -26,7 +26,11 @@ function H.find_keel()
   local bin = os.getenv("KEEL_BIN")
   if bin and bin ~= "" then return bin end
   local self = rawget(_G, "arg") and arg[-1]
-  if type(self) == "string" and self:match("/keel$") and H.file_exists(self) then return self end
+  if type(self) == "string" and self:match("/keel$") and H.file_exists(self) then
+    -- absolute: specs run it from other directories
+    if self:sub(1, 1) ~= "/" then self = os.getenv("PWD") .. "/" .. self end
+    return self
+  end
   local p = io.popen("ls -1t " .. H.shell_quote(ROOT) .. "/build*/keel 2>/dev/null")
   local found = p:read("l")
   p:close()

@@ -7,27 +7,7 @@ local ROOT, shell_quote, file_exists, slurp, spit, tmpdir, rmrf =
 local KEEL = H.find_keel()
 local SCENES = ROOT .. "/scenes"
 
--- Runs keel with `args` (a shell-quoted string built by the caller), stdin
--- from `input` when given. Returns exit code, stdout, stderr.
-local function keel(args, input, cwd)
-  local out, err = os.tmpname(), os.tmpname()
-  local cmd = shell_quote(KEEL) .. " " .. args .. " >" .. out .. " 2>" .. err
-  local inp
-  if input then
-    inp = os.tmpname()
-    spit(inp, input)
-    cmd = cmd .. " <" .. inp
-  else
-    cmd = cmd .. " </dev/null"
-  end
-  if cwd then cmd = "cd " .. shell_quote(cwd) .. " && " .. cmd end
-  local _, _, code = os.execute(cmd)
-  local o, e = slurp(out), slurp(err)
-  os.remove(out)
-  os.remove(err)
-  if inp then os.remove(inp) end
-  return code, o, e
-end
+local function keel(args, input, cwd) return H.run_keel(KEEL, args, input, cwd) end
 
 -- A small JSON reader: enough for `keel kinds --json`.
 local function json_decode(s)

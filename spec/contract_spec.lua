@@ -2103,16 +2103,8 @@ describe("the keel program", function()
   local file_exists = H.file_exists
   local KEEL = H.find_keel()
 
-  local function run(args, cwd, input)
-    local out, err = os.tmpname(), os.tmpname()
-    local cmd = shell_quote(KEEL) .. " " .. args .. " >" .. out .. " 2>" .. err .. " <" .. shell_quote(input or "/dev/null")
-    if cwd then cmd = "cd " .. shell_quote(cwd) .. " && " .. cmd end
-    local _, _, code = os.execute(cmd)
-    local o, e = slurp(out), slurp(err)
-    os.remove(out)
-    os.remove(err)
-    return code, o, e
-  end
+  -- `input`: a file for stdin
+  local function run(args, cwd, input) return H.run_keel(KEEL, args, input and slurp(input), cwd) end
 
   local d
   before_each(function() d = tmpdir() end)

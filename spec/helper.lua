@@ -64,6 +64,29 @@ end
 
 -- Runs f and checks it raised a keel error object with this code; returns the object.
 local assert = require "luassert"
+-- Runs the keel program `bin` with `args` (a shell-quoted string built by the
+-- caller), stdin from `input` when given, in `cwd` when given.
+-- Returns exit code, stdout, stderr.
+function H.run_keel(bin, args, input, cwd)
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = H.shell_quote(bin) .. " " .. args .. " >" .. out .. " 2>" .. err
+  local inp
+  if input then
+    inp = os.tmpname()
+    H.spit(inp, input)
+    cmd = cmd .. " <" .. inp
+  else
+    cmd = cmd .. " </dev/null"
+  end
+  if cwd then cmd = "cd " .. H.shell_quote(cwd) .. " && " .. cmd end
+  local _, _, code = os.execute(cmd)
+  local o, e = H.slurp(out) or "", H.slurp(err) or ""
+  os.remove(out)
+  os.remove(err)
+  if inp then os.remove(inp) end
+  return code, o, e
+end
+
 function H.fails(code, f, ...)
   local ok, err = pcall(f, ...)
   assert.is_false(ok, "expected a " .. code .. " error")

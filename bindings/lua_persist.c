@@ -13,11 +13,25 @@ typedef struct lbase {
     keel_baseline *b; /* NULL once freed */
 } lbase;
 
+/* Misuse raises InvalidArgument error objects, as the rest of keel does (not luaL_argerror's strings). */
+static void bad_arg(lua_State *L, int idx, const char *what)
+{
+    keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (%s)", idx, what);
+}
+
 static lbase *checkbase(lua_State *L, int idx)
 {
-    lbase *lb = luaL_checkudata(L, idx, KEEL_LUA_BASELINE);
-    luaL_argcheck(L, lb->b != NULL, idx, "baseline is freed");
+    lbase *lb = luaL_testudata(L, idx, KEEL_LUA_BASELINE);
+    if (!lb) bad_arg(L, idx, lua_pushfstring(L, "keel.Baseline expected, got %s", luaL_typename(L, idx)));
+    if (!lb->b) bad_arg(L, idx, "the baseline is freed");
     return lb;
+}
+
+static const char *checkpath(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) != LUA_TSTRING)
+        bad_arg(L, idx, lua_pushfstring(L, "a path string expected, got %s", luaL_typename(L, idx)));
+    return lua_tostring(L, idx);
 }
 
 /* __gc and __close: safe to run twice. */
@@ -27,6 +41,14 @@ static int base_gc(lua_State *L)
     keel_baseline_free(lb->b);
     lb->b = NULL;
     return 0;
+}
+
+/* b:free(): the same, with misuse raised as keel does */
+static int base_free(lua_State *L)
+{
+    if (!luaL_testudata(L, 1, KEEL_LUA_BASELINE))
+        bad_arg(L, 1, lua_pushfstring(L, "keel.Baseline expected, got %s", luaL_typename(L, 1)));
+    return base_gc(L);
 }
 
 static int base_tostring(lua_State *L)
@@ -75,21 +97,22 @@ static keel_node *field_scalar(lua_State *L, int idx)
 static void check_info(lua_State *L, int idx)
 {
     if (lua_isnoneornil(L, idx)) return;
-    luaL_checktype(L, idx, LUA_TTABLE);
+    if (lua_type(L, idx) != LUA_TTABLE)
+        bad_arg(L, idx, lua_pushfstring(L, "a table of slot details expected, got %s", luaL_typename(L, idx)));
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        if (lua_type(L, -2) != LUA_TSTRING) luaL_argerror(L, idx, "slot details keys must be strings");
+        if (lua_type(L, -2) != LUA_TSTRING) bad_arg(L, idx, "slot details keys must be strings");
         const char *k = lua_tostring(L, -2);
         int t = lua_type(L, -1);
-        if (strcmp(k, "title") == 0 && t != LUA_TSTRING) luaL_argerror(L, idx, "title must be a string");
+        if (strcmp(k, "title") == 0 && t != LUA_TSTRING) bad_arg(L, idx, "title must be a string");
         else if (strcmp(k, "play_seconds") == 0 && t != LUA_TNUMBER)
-            luaL_argerror(L, idx, "play_seconds must be a number");
+            bad_arg(L, idx, "play_seconds must be a number");
         else if (strcmp(k, "saved_at") == 0 && !lua_isinteger(L, -1))
-            luaL_argerror(L, idx, "saved_at must be an integer");
+            bad_arg(L, idx, "saved_at must be an integer");
         else if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-            luaL_argerror(L, idx, lua_pushfstring(L, "slot field %s must be a string, number or boolean", k));
+            bad_arg(L, idx, lua_pushfstring(L, "slot field %s must be a string, number or boolean", k));
         else if (t == LUA_TNUMBER && !lua_isinteger(L, -1) && !isfinite(lua_tonumber(L, -1)))
-            luaL_argerror(L, idx, lua_pushfstring(L, "slot field %s is not finite", k));
+            bad_arg(L, idx, lua_pushfstring(L, "slot field %s is not finite", k));
         lua_pop(L, 1);
     }
 }
@@ -99,7 +122,7 @@ static int persist_save(lua_State *L)
 {
     keel_world *w = keel_lua_checkworld(L, 1);
     lbase *lb = checkbase(L, 2);
-    const char *path = luaL_checkstring(L, 3);
+    const char *path = checkpath(L, 3);
     check_info(L, 4);
     keel_slot_info info = { 0 };
     const char *title = NULL;
@@ -146,7 +169,7 @@ static int persist_save(lua_State *L)
 static int persist_load(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    const char *path = luaL_checkstring(L, 2);
+    const char *path = checkpath(L, 2);
     keel_diags d;
     keel_diags_init(&d);
     /* Lua migrations and awake hooks of restored components run in this state */
@@ -162,7 +185,7 @@ static int persist_load(lua_State *L)
 /* keel.persist.info(path) -> { title, saved_at, play_seconds, <game fields>... } | nil, err */
 static int persist_info(lua_State *L)
 {
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = checkpath(L, 1);
     lua_createtable(L, 0, 4); /* made before anything is owned */
     keel_slot_info info;
     keel_diags d;
@@ -203,7 +226,7 @@ int keel_lua_open_persist(lua_State *L)
     };
     if (luaL_newmetatable(L, KEEL_LUA_BASELINE)) {
         luaL_setfuncs(L, meta, 0); /* luaL_newmetatable set __name */
-        lua_pushcfunction(L, base_gc);
+        lua_pushcfunction(L, base_free);
         lua_setfield(L, -2, "free");
         lua_pushvalue(L, -1);
         lua_setfield(L, -2, "__index");

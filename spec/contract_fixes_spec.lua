@@ -1,0 +1,80 @@
+-- contract_fixes_spec.lua — contract points a black-box audit found broken: persist argument
+-- errors, NUL bytes in strings, shortest subnormal floats, remove without a slot for unknown
+-- kinds, and concatenating an error object.
+local keel = require "keel"
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+
+local function catch(f, ...)
+  local ok, err = pcall(f, ...)
+  assert.is_false(ok, "expected an error")
+  return err
+end
+
+-- An error object with this code, whose __tostring starts with it.
+local function assert_error(code, err)
+  assert.are.equal("table", type(err), "an error object expected, got " .. tostring(err))
+  assert.are.equal(code, err.code)
+  assert.are.equal(code .. ": ", tostring(err):sub(1, #code + 2))
+  return err
+end
+
+local SCENE_HEAD = [[
+keel: 1
+scene:
+  uuid: 5a5e0000-0000-4000-8000-0000000000fe
+  name: Fixes
+entities:
+]]
+
+describe("keel.persist argument errors", function()
+  local w, base, path
+  before_each(function()
+    w = keel.world("P")
+    base = keel.persist.baseline(w)
+    path = os.tmpname() .. ".sav"
+  end)
+  after_each(function() os.remove(path) end)
+
+  it("are InvalidArgument error objects, as baseline's are", function()
+    assert_error("InvalidArgument", catch(keel.persist.baseline, nil))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, nil, "x"))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, {}, "x"))
+    assert_error("InvalidArgument", catch(keel.persist.save, nil, base, "x"))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, nil))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", 5))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", { title = 5 }))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", { play_seconds = "x" }))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", { saved_at = 1.5 }))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", { [1] = "x" }))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", { nested = {} }))
+    assert_error("InvalidArgument", catch(keel.persist.save, w, base, "p", { speed = 0 / 0 }))
+    assert_error("InvalidArgument", catch(keel.persist.load, w, nil))
+    assert_error("InvalidArgument", catch(keel.persist.load, nil, path))
+    assert_error("InvalidArgument", catch(keel.persist.info, nil))
+    assert_error("InvalidArgument", catch(keel.persist.info, {}))
+  end)
+
+  it("name the argument in the message", function()
+    local err = catch(keel.persist.save, w, nil, "x")
+    assert.truthy(err.message:find("#2", 1, true), err.message)
+    assert.truthy(err.message:find("keel.Baseline", 1, true), err.message)
+    err = catch(keel.persist.save, w, base, "p", { title = 5 })
+    assert.truthy(err.message:find("title", 1, true), err.message)
+  end)
+
+  it("refuse a freed baseline with an error object", function()
+    base:free()
+    local err = catch(keel.persist.save, w, base, path)
+    assert.are.equal("table", type(err))
+    assert.truthy(err.message:find("freed", 1, true), err.message)
+    assert_error("InvalidArgument", catch(base.free, 5))
+  end)
+
+  it("leave the good calls working", function()
+    assert.is_true(keel.persist.save(w, base, path, { title = "T", play_seconds = 3, lives = 2 }))
+    local info = keel.persist.info(path)
+    assert.are.equal("T", info.title)
+    assert.are.equal(2, info.lives)
+    assert.is_true(keel.persist.load(w, path))
+  end)
+end)

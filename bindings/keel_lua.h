@@ -32,6 +32,8 @@ int keel_lua_fail(lua_State *L, keel_diags *d);
 /* Raises an error object built from `d` (code `s` when d holds no error).
  * Frees d's contents first, so nothing leaks across the longjmp. */
 int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d);
+/* Pushes d's diagnostics as an array of { code, message, path, file, line, col, severity }. */
+void keel__lua_push_diags(lua_State *L, const keel_diags *d);
 /* Raises an error object with one diagnostic. */
 int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
 /* After a core call: when s failed, frees *inv (unless NULL) and raises d's error; else frees d's contents. */

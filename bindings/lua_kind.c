@@ -976,11 +976,26 @@ static int k_kind(lua_State *L)
     keel_kind_id id = KEEL_NO_KIND;
     KEEL_LUA_ENTER(L, ctx);
     keel_status s = keel_kind_declare(&desc, &id, &d);
+    if (s == KEEL_INVALID_OPERATION) {
+        /* Live components broke the new rules; worlds nobody can reach any more (not yet
+         * collected) do not count: collect them and judge again. */
+        keel_diags_free(&d);
+        lua_gc(L, LUA_GCCOLLECT);
+        s = keel_kind_declare(&desc, &id, &d);
+    }
     if (s != KEEL_OK) lk_destroy(lk); /* the registry did not take it */
     KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, NULL);
+    if (s != KEEL_OK || !d.count) {
+        keel__lua_check(L, s, &d, NULL);
+        lua_pushstring(L, desc.key);
+        return 1;
+    }
+    /* Warnings (a value reset to its default, an unknown component left unadopted):
+     * the key, then the list. The strings are copied before d is freed. */
     lua_pushstring(L, desc.key);
-    return 1;
+    keel__lua_push_diags(L, &d);
+    keel_diags_free(&d);
+    return 2;
 }
 
 /* ---- keel.kinds(), keel.kind_info() ---- */

@@ -934,16 +934,9 @@ static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_asse
     return s;
 }
 
-/* Pushes the world (with its load warnings) or nil, err. */
-static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_world *w, keel_diags *d)
+void keel__lua_push_diags(lua_State *L, const keel_diags *d)
 {
-    if (s != KEEL_OK || !w) {
-        keel_world_free(w);
-        return keel_lua_fail(L, d);
-    }
-    keel__lua_push_world(L, ctx, w, true);
     lua_createtable(L, (int)d->count, 0);
-    int n = 0;
     for (size_t i = 0; i < d->count; i++) {
         const keel_diag *g = &d->items[i];
         lua_createtable(L, 0, 7);
@@ -960,8 +953,19 @@ static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_worl
         lua_setfield(L, -2, "col");
         lua_pushstring(L, g->severity == KEEL_SEV_ERROR ? "error" : "warning");
         lua_setfield(L, -2, "severity");
-        lua_rawseti(L, -2, ++n);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+}
+
+/* Pushes the world (with its load warnings) or nil, err. */
+static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_world *w, keel_diags *d)
+{
+    if (s != KEEL_OK || !w) {
+        keel_world_free(w);
+        return keel_lua_fail(L, d);
+    }
+    keel__lua_push_world(L, ctx, w, true);
+    keel__lua_push_diags(L, d);
     lua_setiuservalue(L, -2, 2);
     keel_diags_free(d);
     return 1;

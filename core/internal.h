@@ -41,6 +41,11 @@ void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc);
  * under it (decode, migrate, make live in the same slot, awake). An entry the
  * entity's stack would refuse under the kind's rules stays unknown (a warning in d). */
 void keel__worlds_adopt(keel_kind_id k, keel_diags *d);
+/* Before replacing kind k's description with `nd`: InvalidOperation (listed in d) when a live
+ * component in some world would break nd's rules; the old declaration then stays. */
+keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, keel_diags *d);
+/* After replacing it: values outside the new bounds go back to their defaults (warnings). */
+void keel__worlds_refit(keel_kind_id k, keel_diags *d);
 
 /* ---- kind.c: layout and registry helpers (for hot reload and loaders) ---- */
 

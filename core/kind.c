@@ -795,6 +795,11 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
 
     keel_kind_id id = keel_kind_find(copy.key);
     if (id) {
+        /* Live components must fit the new rules, or the old declaration stays. */
+        if ((st = keel__worlds_check_kind(id, &copy, d))) {
+            free_desc(&copy);
+            return st;
+        }
         kind *K = kind_get(id);
         keel_kind_desc old = K->desc;
         bool relayout = !same_layout(&old, &copy);
@@ -802,6 +807,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         layout(K);
         if (relayout)
             keel__worlds_relayout(id, &old);
+        keel__worlds_refit(id, d);
         if (old.user_free && old.user && old.user != copy.user)
             old.user_free(old.user);
         free_desc(&old);

@@ -1102,3 +1102,98 @@ void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields
     for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
     keel__committed_count(w, c.kind, m->row, n);
 }
+
+/* ---------------------------------------------------------------- redeclaring a kind */
+
+/* "entity 'Name' (uuid)" or "the scene root", for messages about a live component. */
+static char *entity_label(const keel_world *w, uint32_t i)
+{
+    if (i == 0) return keel__strdup("the scene root");
+    char u[37];
+    keel_uuid_format(w->ents[i].uuid, u);
+    return keel__strfmt("entity '%s' (%s)", w->ents[i].name, u);
+}
+
+/* Why entry m of entity i breaks kind rules `nd` (NULL: it does not); `count` is how many
+ * loaded entries of its kind the entity holds. */
+static char *rule_broken(const keel_world *w, uint32_t i, const keel__entry *m, uint32_t count, bool first,
+                         const keel_kind_desc *nd)
+{
+    keel__ent *en = &w->ents[i];
+    if (nd->multiplicity == KEEL_ONE && m->slot != 0)
+        return keel__strfmt("holds %s in slot %u, and it is now a one kind", nd->key, m->slot);
+    if (!first) return NULL; /* the rest: once per entity */
+    if (nd->multiplicity == KEEL_MANY && nd->max && count > nd->max)
+        return keel__strfmt("holds %u %s components, and it now allows at most %u", count, nd->key, nd->max);
+    if ((nd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
+        return keel__strfmt("holds %s, which now lives only on the scene root", nd->key);
+    if ((nd->flags & KEEL_KIND_NOT_ON_ROOT) && i == 0)
+        return keel__strfmt("holds %s, which the scene root now cannot hold", nd->key);
+    for (size_t r = 0; r < nd->requires_count; r++)
+        if (strcmp(nd->requires[r], nd->key) && !entry_by_key(en, nd->requires[r], KEEL_SLOT_AUTO))
+            return keel__strfmt("holds %s without %s, which it now requires", nd->key, nd->requires[r]);
+    for (size_t r = 0; r < nd->rejects_count; r++)
+        if (strcmp(nd->rejects[r], nd->key) && entry_by_key(en, nd->rejects[r], KEEL_SLOT_AUTO))
+            return keel__strfmt("holds %s beside %s, which it now rejects", nd->key, nd->rejects[r]);
+    return NULL;
+}
+
+keel_status keel__world_check_kind(keel_world *w, keel_kind_id k, const keel_kind_desc *nd, keel_diags *d)
+{
+    enum { SHOWN = 8 }; /* a long list says no more than its first lines */
+    size_t broken = 0;
+    if (k >= w->store_count || !w->stores[k].count) return KEEL_OK;
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        keel__ent *en = &w->ents[i];
+        if (!en->alive) continue;
+        uint32_t count = 0;
+        for (uint32_t a = 0; a < en->member_count; a++) count += en->members[a].kind == k;
+        bool first = true;
+        for (uint32_t a = 0; count && a < en->member_count; a++) {
+            if (en->members[a].kind != k) continue;
+            char *why = rule_broken(w, i, &en->members[a], count, first, nd);
+            first = false;
+            if (!why) continue;
+            if (broken++ < SHOWN) {
+                char *who = entity_label(w, i);
+                keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break a live component: %s in world '%s' %s",
+                           nd->key, who, w->name, why);
+                free(who);
+            }
+            free(why);
+        }
+    }
+    if (broken > SHOWN)
+        keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break %zu more live components in world '%s'",
+                   nd->key, broken - SHOWN, w->name);
+    return broken ? KEEL_INVALID_OPERATION : KEEL_OK;
+}
+
+void keel__world_refit(keel_world *w, keel_kind_id k, keel_diags *d)
+{
+    if (k >= w->store_count || !w->stores[k].count) return;
+    keel__store *s = &w->stores[k];
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    for (size_t r = 0; r < s->count; r++) {
+        if (s->rows[r].owner == KEEL__NONE) continue;
+        void *rec = keel__store_rec(s, r);
+        for (size_t f = 0; f < kd->field_count; f++) {
+            const keel_field_desc *fd = &kd->fields[f];
+            if (!fd->has_min && !fd->has_max) continue; /* the type and choices are kept by relayout */
+            keel_value v;
+            keel__record_get(k, rec, (int)f, &v);
+            keel_diags why;
+            keel_diags_init(&why);
+            if (keel_field_check(k, (int)f, &v, &why) != KEEL_OK) {
+                char *who = entity_label(w, s->rows[r].owner);
+                keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "%s in world '%s': %s slot %u: %s; reset to its default", who, w->name, kd->key,
+                             s->rows[r].slot, why.count ? why.items[0].message : fd->key);
+                free(who);
+                keel__record_put(k, rec, (int)f, &fd->def);
+                s->rows[r].counter++;
+                w->revision++;
+            }
+            keel_diags_free(&why);
+        }
+    }
+}

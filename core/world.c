@@ -956,3 +956,16 @@ void keel__worlds_adopt(keel_kind_id k, keel_diags *d)
 {
     for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_adopt(w, k, d);
 }
+
+keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, keel_diags *d)
+{
+    keel_status st = KEEL_OK;
+    for (keel_world *w = g_worlds; w; w = w->next_world)
+        if (keel__world_check_kind(w, k, nd, d)) st = KEEL_INVALID_OPERATION;
+    return st;
+}
+
+void keel__worlds_refit(keel_kind_id k, keel_diags *d)
+{
+    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_refit(w, k, d);
+}

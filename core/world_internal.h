@@ -201,6 +201,12 @@ void keel__entry_pools_free(keel_world *w);
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
                                keel_comp *out, keel_diags *d);
 void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc);
+/* Would declaring k anew as `nd` break a rule for a live component of w (multiplicity, max,
+ * requires, rejects, root placement)? Each one an InvalidOperation in d; nothing changes. */
+keel_status keel__world_check_kind(keel_world *w, keel_kind_id k, const keel_kind_desc *nd, keel_diags *d);
+/* After a redeclaration: a carried-over value outside the new bounds takes the field's
+ * default (a warning in d each), as a vanished enum choice does. */
+void keel__world_refit(keel_world *w, keel_kind_id k, keel_diags *d);
 void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d);
 /* Copies entry `m` (of another entity) onto entity `dst` in the same slot. */
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);

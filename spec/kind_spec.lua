@@ -98,6 +98,65 @@ describe("kinds", function()
     end)
   end)
 
+  describe("hot reload that changes the rules", function()
+    local function two_of(key)
+      keel.kind{ key = key, multiplicity = "many", fields = { { "v", "float", default = 1 } } }
+      local w = keel.world("Rules")
+      local e = w:spawn("E")
+      e:add(key)
+      e:add(key)
+      return w, e
+    end
+
+    it("refuses to make a many kind one while an entity holds two, and keeps the old declaration", function()
+      local w, e = two_of("sk:rule_one")
+      local err = fails("InvalidOperation", keel.kind, { key = "sk:rule_one", multiplicity = "one" })
+      assert.truthy(err.message:find("entity 'E' (" .. e.uuid .. ") in world 'Rules' holds sk:rule_one in slot 1, "
+        .. "and it is now a one kind", 1, true), err.message)
+      assert.are.equal("many", keel.kind_info("sk:rule_one").multiplicity)
+      assert.are.equal(1, e:get("sk:rule_one", 1).v)
+      assert.truthy(keel.parse(w:dump()), "what it saves still loads")
+    end)
+
+    it("refuses a max below what an entity holds, a requirement it lacks, a kind it holds beside", function()
+      local _, e = two_of("sk:rule_max")
+      fails("InvalidOperation", keel.kind, { key = "sk:rule_max", multiplicity = "many", max = 1 })
+      fails("InvalidOperation", keel.kind, { key = "sk:rule_max", multiplicity = "many",
+        requires = { "core:transform" } })
+      e:add("core:transform")
+      fails("InvalidOperation", keel.kind, { key = "sk:rule_max", multiplicity = "many",
+        rejects = { "core:transform" } })
+      fails("InvalidOperation", keel.kind, { key = "sk:rule_max", multiplicity = "many", root_only = true })
+      -- rules the live components keep are taken
+      assert.are.equal("sk:rule_max", keel.kind{ key = "sk:rule_max", multiplicity = "many", max = 2,
+        requires = { "core:transform" } })
+      assert.are.same({ "core:transform" }, keel.kind_info("sk:rule_max").requires)
+    end)
+
+    it("does not count worlds nobody can reach any more", function()
+      do two_of("sk:rule_gone") end
+      assert.are.equal("sk:rule_gone", keel.kind{ key = "sk:rule_gone", multiplicity = "one" })
+    end)
+
+    it("puts a carried-over value outside new bounds back to its default, as a warning", function()
+      local w, e = two_of("sk:rule_range")
+      local c0, c1 = e:get("sk:rule_range", 0), e:get("sk:rule_range", 1)
+      c0.v = 8
+      local before = c0.version
+      local key, warnings = keel.kind{ key = "sk:rule_range", multiplicity = "many",
+        fields = { { "v", "float", default = 2, max = 5 } } }
+      assert.are.equal("sk:rule_range", key)
+      assert.are.equal(1, #warnings)
+      assert.are.equal("warning", warnings[1].severity)
+      assert.truthy(warnings[1].message:find("sk:rule_range slot 0: v: 8 is above the maximum", 1, true),
+        warnings[1].message)
+      assert.are.equal(2, c0.v)
+      assert.are.equal(1, c1.v)
+      assert.is_true(c0.version > before)
+      assert.truthy(keel.parse(w:dump()), "what it saves still loads")
+    end)
+  end)
+
   describe("hot reload from inside a hook", function()
     it("finishes the running call with the old behaviour and runs the new one next", function()
       local w = keel.world("HotInside")

@@ -584,6 +584,66 @@ static void kinds_redeclare_relayouts_and_adopts_in_worlds(void **state)
     keel_world_free(w);
 }
 
+/* A redeclaration whose rules a live component would break is refused, naming it, and the
+ * old declaration stays; values outside new bounds go back to their defaults, with a warning. */
+static void kinds_redeclare_checks_live_components(void **state)
+{
+    keel_field_desc f1[] = { { .key = "v", .type = KEEL_T_FLOAT, .has_default = true,
+                               .def = { .type = KEEL_T_FLOAT, .as.f = 1 } } };
+    keel_kind_desc d = { .key = "game:pips", .multiplicity = KEEL_MANY, .fields = f1, .field_count = 1 };
+    keel_kind_id id;
+    assert_int_equal(keel_kind_declare(&d, &id, NULL), KEEL_OK);
+    keel_world *w = keel_world_new("W");
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "E", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    keel_comp c0, c1;
+    assert_int_equal(keel_add(w, e, id, NULL, &c0, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, e, id, NULL, &c1, NULL, NULL), KEEL_OK);
+
+    keel_kind_desc one = d;
+    one.multiplicity = KEEL_ONE;
+    keel_diags g;
+    keel_diags_init(&g);
+    assert_int_equal(keel_kind_declare(&one, NULL, &g), KEEL_INVALID_OPERATION);
+    assert_int_equal(g.count, 1);
+    assert_non_null(strstr(g.items[0].message, "holds game:pips in slot 1, and it is now a one kind"));
+    keel_diags_free(&g);
+    assert_int_equal(keel_kind_describe(id)->multiplicity, KEEL_MANY);
+
+    keel_kind_desc capped = d;
+    capped.max = 1;
+    keel_diags_init(&g);
+    assert_int_equal(keel_kind_declare(&capped, NULL, &g), KEEL_INVALID_OPERATION);
+    assert_non_null(strstr(g.items[0].message, "holds 2 game:pips components, and it now allows at most 1"));
+    keel_diags_free(&g);
+    assert_int_equal(keel_kind_describe(id)->max, 0);
+
+    /* once the world is gone, nothing stands in the way */
+    keel_value v = { .type = KEEL_T_FLOAT, .as.f = 8 };
+    assert_int_equal(keel_set(w, c0, 0, &v, NULL, NULL), KEEL_OK);
+    keel_field_desc f2[] = { { .key = "v", .type = KEEL_T_FLOAT, .has_default = true,
+                               .def = { .type = KEEL_T_FLOAT, .as.f = 2 }, .has_max = true, .max = 5 } };
+    keel_kind_desc bounded = d;
+    bounded.fields = f2;
+    uint64_t rev = keel_world_revision(w);
+    keel_diags_init(&g);
+    assert_int_equal(keel_kind_declare(&bounded, NULL, &g), KEEL_OK);
+    assert_int_equal(g.count, 1);
+    assert_int_equal(g.items[0].severity, KEEL_SEV_WARNING);
+    assert_non_null(strstr(g.items[0].message, "game:pips slot 0: v: 8 is above the maximum"));
+    keel_diags_free(&g);
+    keel_value got;
+    assert_int_equal(keel_get(w, c0, 0, &got, NULL), KEEL_OK);
+    assert_true(got.as.f == 2);
+    assert_int_equal(keel_get(w, c1, 0, &got, NULL), KEEL_OK);
+    assert_true(got.as.f == 1);
+    assert_true(keel_world_revision(w) > rev);
+
+    keel_world_free(w);
+    assert_int_equal(keel_kind_declare(&one, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_kind_describe(id)->multiplicity, KEEL_ONE);
+}
+
 /* Enums mean choice names: a redeclare that reorders or drops choices remaps live
  * components by name; a choice that is gone takes the new default. */
 static void kinds_redeclare_remaps_enum_choices_by_name(void **state)
@@ -788,6 +848,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(kinds_implicit_defaults_respect_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_replaces_fields_and_user, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_relayouts_and_adopts_in_worlds, setup, teardown),
+        cmocka_unit_test_setup_teardown(kinds_redeclare_checks_live_components, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_remaps_enum_choices_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_adoption_keeps_rule_breakers_unknown, setup, teardown),
         cmocka_unit_test(diags_status_names),

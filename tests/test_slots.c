@@ -152,7 +152,6 @@ static void slots_rejects_follow_redeclarations(void **state)
     declare_bare(f, "test:meek", NULL, 0);
     declare_bare(f, "test:grump", NULL, 0);
     keel_entity a = spawn(f, "A", 0);
-    add(f, a, "test:grump");
     add(f, a, "test:meek"); /* nobody rejects it yet */
 
     static const char *const rej[] = { "test:meek" };

@@ -264,9 +264,13 @@ function persist.info(path) end
 ---@field persist KeelPersist
 local keel = {}
 
----Declares (or redeclares: hot reload) a kind; returns its key.
+---Declares (or redeclares: hot reload) a kind; returns its key, and its warnings when there are
+---some (a carried-over value outside the new bounds reset to its default, an unknown component
+---left unadopted). Raises InvalidOperation, changing nothing, when a live component would break
+---the new rules.
 ---@param decl KeelKindDecl
 ---@return string key
+---@return KeelDiagnostic[]? warnings
 function keel.kind(decl) end
 
 ---@return KeelKindInfo[]

@@ -1,5 +1,6 @@
 /* lua_error.c — keel error objects: { code, message, diagnostics } with a __tostring. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,11 +14,45 @@ static int error_tostring(lua_State *L)
     return 1;
 }
 
+static bool is_error(lua_State *L, int idx)
+{
+    if (!lua_getmetatable(L, idx)) return false;
+    luaL_getmetatable(L, KEEL_LUA_ERROR);
+    bool same = lua_rawequal(L, -1, -2);
+    lua_pop(L, 2);
+    return same;
+}
+
+/* The text of an operand of `..`: an error object's tostring; strings and numbers as Lua
+ * concatenates them; anything else raises as concatenating it with a string would. */
+static void concat_operand(lua_State *L, int idx)
+{
+    if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
+        lua_pushvalue(L, idx);
+        lua_tostring(L, -1); /* a number as `..` writes it: 1, 1.0 */
+    } else if (is_error(L, idx)) {
+        luaL_tolstring(L, idx, NULL);
+    } else {
+        luaL_error(L, "attempt to concatenate a %s value", luaL_typename(L, idx));
+    }
+}
+
+/* "could not load: " .. err works as it does with io.open's message string. */
+static int error_concat(lua_State *L)
+{
+    concat_operand(L, 1);
+    concat_operand(L, 2);
+    lua_concat(L, 2);
+    return 1;
+}
+
 static void push_error_mt(lua_State *L)
 {
     if (luaL_newmetatable(L, KEEL_LUA_ERROR)) {
         lua_pushcfunction(L, error_tostring);
         lua_setfield(L, -2, "__tostring");
+        lua_pushcfunction(L, error_concat);
+        lua_setfield(L, -2, "__concat");
     }
 }
 

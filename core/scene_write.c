@@ -1,4 +1,5 @@
 /* scene_write.c — a world to its canonical YAML text (libyaml's emitter): same world, same bytes. */
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -206,7 +207,10 @@ static int format_short(double v, char *out)
 
 static int format_double(double v, char *out)
 {
-    if (!isfinite(v) || v == 0) return keel_format_double(v, out, 64);
+    /* Subnormals have fewer than 15 significant digits of precision, so the padded-15-digit
+     * argument above fails for them (5e-324 would come out as 4.94065645841247e-324):
+     * keel_format_double searches them from 1 digit up. */
+    if (!isfinite(v) || v == 0 || fabs(v) < DBL_MIN) return keel_format_double(v, out, 64);
     int n = format_short(v, out);
     if (n) return n;
     char tmp[64];

@@ -79,6 +79,31 @@ describe("keel.persist argument errors", function()
   end)
 end)
 
+describe("subnormal floats", function()
+  keel.kind{ key = "fx:num", fields = { { "f", "float" }, { "v", "vec2" } } }
+
+  for _, case in ipairs{ { 5e-324, "5e-324" }, { 1e-310, "1e-310" },
+                         { -2.225073858507201e-308, "-2.225073858507201e-308" },
+                         { 2.2250738585072014e-308, "2.2250738585072014e-308" }, -- DBL_MIN: normal
+                         { 0.1, "0.1" }, { 1e-300, "1e-300" } } do
+    local v, text = case[1], case[2]
+    it("are written in the shortest form that reads back: " .. text, function()
+      local w = keel.world("F")
+      local c = w:spawn("e"):add("fx:num")
+      c.f = v
+      c.v = { v, 1 }
+      local out = w:dump()
+      assert.are.equal(text, out:match("\n *f: ([^\n]*)"))
+      assert.are.equal("[" .. text .. ", 1]", out:match("\n *v: ([^\n]*)"))
+      local back = assert(keel.parse(out))
+      local bc = back:find("e"):get("fx:num")
+      assert.are.equal(v, bc.f)
+      assert.are.equal(v, bc.v[1])
+      assert.are.equal(out, back:dump())
+    end)
+  end
+end)
+
 describe("error objects", function()
   it("concatenate as their text on either side (the io.open idiom)", function()
     local w, err = keel.load("/nonexistent-dir/none.yaml")

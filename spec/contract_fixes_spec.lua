@@ -104,6 +104,54 @@ describe("subnormal floats", function()
   end
 end)
 
+describe("e:remove(key) of an unknown kind without a slot", function()
+  local function crane_world()
+    local w = assert(keel.load(H.ROOT .. "/scenes/unknown_kind.yaml"))
+    return w, w:find("Crane"), w:find("Dock")
+  end
+  local function winches(e)
+    local n = 0
+    for _, c in ipairs(e:components()) do if c.kind == "mod:winch" then n = n + 1 end end
+    return n
+  end
+
+  it("is InvalidOperation when the entity holds several, and removes nothing", function()
+    local w, crane = crane_world()
+    local before = w:dump()
+    local err = assert_error("InvalidOperation", catch(crane.remove, crane, "mod:winch"))
+    assert.truthy(err.message:find("slot", 1, true), err.message)
+    assert.are.equal(2, winches(crane))
+    assert.are.equal(before, w:dump())
+  end)
+
+  it("removes the only one when there is nothing to guess", function()
+    local _, crane, dock = crane_world()
+    assert.are.equal(12.5, dock:remove("mod:winch").rope_length)
+    assert.are.equal(0, winches(dock))
+    assert.are.equal(8, crane:remove("mod:winch", 2).rope_length)
+    assert.are.equal(30, crane:remove("mod:winch").rope_length)
+    assert.are.equal(0, winches(crane))
+  end)
+
+  it("behaves the same through history, whose undo still works", function()
+    local history = require "keel.history"
+    local w, crane = crane_world()
+    local h = history.new(w)
+    assert_error("InvalidOperation", catch(h.remove, h, crane, "mod:winch"))
+    assert.is_false(h:undo())
+    h:remove(crane, "mod:winch", 0)
+    assert.are.equal(1, winches(crane))
+    assert.is_true(h:undo())
+    assert.are.equal(2, winches(crane))
+  end)
+
+  it("leaves e:get(key) at the lowest slot, as for many kinds", function()
+    local _, crane = crane_world()
+    assert.are.equal(0, crane:get("mod:winch").slot)
+    assert.are.equal(2, crane:get("mod:winch", 2).slot)
+  end)
+end)
+
 describe("error objects", function()
   it("concatenate as their text on either side (the io.open idiom)", function()
     local w, err = keel.load("/nonexistent-dir/none.yaml")

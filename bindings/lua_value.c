@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "keel_lua.h"
@@ -93,6 +94,14 @@ static bool to_int(lua_State *L, int idx, int64_t *out)
     return true;
 }
 
+/* Keel strings are C strings: a Lua string holding a NUL byte would be cut short there. */
+static bool has_nul(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    return strlen(s) != len;
+}
+
 bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_world *w,
                         keel_value *out, char *err, size_t errcap)
 {
@@ -100,6 +109,10 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
     out->type = fd->type;
     int t = lua_type(L, idx);
     const char *want = keel_type_name(fd->type);
+    if (t == LUA_TSTRING && has_nul(L, idx)) { /* every type a string can be: string, enum, asset, entity */
+        snprintf(err, errcap, "%s field '%s' holds a NUL byte", want, fd->key);
+        return false;
+    }
     switch (fd->type) {
     case KEEL_T_BOOL:
         if (t != LUA_TBOOLEAN) goto bad;
@@ -199,10 +212,11 @@ bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void
         return true;
     }
     case KEEL_T_ENUM:
-        return t == LUA_TSTRING && strcmp(lua_tostring(L, idx), choice_name(fd, *(const int64_t *)p)) == 0;
+        return t == LUA_TSTRING && !has_nul(L, idx) &&
+               strcmp(lua_tostring(L, idx), choice_name(fd, *(const int64_t *)p)) == 0;
     case KEEL_T_STRING: {
         const char *s = *(char *const *)p;
-        return t == LUA_TSTRING && strcmp(lua_tostring(L, idx), s ? s : "") == 0;
+        return t == LUA_TSTRING && !has_nul(L, idx) && strcmp(lua_tostring(L, idx), s ? s : "") == 0;
     }
     case KEEL_T_ASSET:
     case KEEL_T_ENTITY: {
@@ -252,6 +266,18 @@ static keel_node *value_to_node(const keel_field_desc *fd, const keel_value *v)
     }
 }
 
+/* The field a body table's string key at idx names; -1 with NotFound in d when none does
+ * (a key holding a NUL byte names none: cut short, "s\0x" would read as "s"). */
+static int body_field(lua_State *L, int idx, keel_kind_id k, keel_diags *d)
+{
+    const char *key = lua_tostring(L, idx);
+    int f = has_nul(L, idx) ? -1 : keel_kind_field(k, key);
+    if (f < 0)
+        keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'%s", keel_kind_describe(k)->key, key,
+                   has_nul(L, idx) ? " (the name holds a NUL byte)" : "");
+    return f;
+}
+
 keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
 {
     idx = lua_absindex(L, idx);
@@ -270,9 +296,8 @@ keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_wo
             continue;
         }
         const char *key = lua_tostring(L, -2);
-        int f = keel_kind_field(k, key);
+        int f = body_field(L, -2, k, d);
         if (f < 0) {
-            keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'", kd->key, key);
             lua_pop(L, 1);
             continue;
         }
@@ -329,6 +354,22 @@ void keel__lua_push_node(lua_State *L, const keel_node *n)
     else lua_pushlstring(L, n->text, n->len);
 }
 
+/* A double-quoted scalar of all of the string's bytes, a NUL included (as libyaml reads "a\0b"),
+ * so the body decoder refuses it rather than seeing a string cut short. */
+static keel_node *string_node(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    keel_node *n = keel_node_new_scalar(s, KEEL_STYLE_DOUBLE);
+    if (n->len != len) {
+        free(n->text);
+        n->text = keel__xrealloc(NULL, len + 1);
+        memcpy(n->text, s, len + 1);
+        n->len = len;
+    }
+    return n;
+}
+
 /* Plain Lua value -> node; NULL for values YAML cannot hold (functions, userdata, too deep). */
 keel_node *keel__lua_to_node(lua_State *L, int idx, int depth)
 {
@@ -343,7 +384,7 @@ keel_node *keel__lua_to_node(lua_State *L, int idx, int depth)
             return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
         }
         return scalar_num((double)lua_tonumber(L, idx));
-    case LUA_TSTRING: return keel_node_new_scalar(lua_tostring(L, idx), KEEL_STYLE_DOUBLE);
+    case LUA_TSTRING: return string_node(L, idx);
     case LUA_TTABLE: break;
     default: return NULL;
     }
@@ -364,6 +405,7 @@ keel_node *keel__lua_to_node(lua_State *L, int idx, int depth)
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char *k;
+        if (lua_type(L, -2) == LUA_TSTRING && has_nul(L, -2)) { lua_pop(L, 2); keel_node_free(m); return NULL; }
         if (lua_type(L, -2) == LUA_TSTRING) k = lua_tostring(L, -2);
         else if (lua_type(L, -2) == LUA_TNUMBER) {
             lua_pushvalue(L, -2);
@@ -406,11 +448,10 @@ static bool body_collect(lua_State *L, int idx, keel_kind_id k, keel_world *w, k
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) == LUA_TSTRING) {
             const char *key = lua_tostring(L, -2);
-            int f = keel_kind_field(k, key);
+            int f = body_field(L, -2, k, d);
             keel_value v;
             char err[256];
             if (f < 0) {
-                keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'", kd->key, key);
                 ok = false;
             } else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
                 keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err);

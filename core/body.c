@@ -53,6 +53,11 @@ static keel_status read_value(const decode_ctx *c, const keel_field_desc *f, con
         snprintf(quoted, sizeof quoted, "'%.80s%s'", n->text ? n->text : "",
                  n->len > 80 ? "..." : "");
     const char *got = show(n) ? show(n) : quoted;
+    /* libyaml decodes "\0": a keel string is a C string, so a NUL would cut it (or a choice
+     * name, a UUID, a number) short. Refused, whatever the field's type. */
+    if (n->kind == KEEL_NODE_SCALAR && n->text && memchr(n->text, '\0', n->len))
+        return fail(c, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, f->key, n, "%s field holds a NUL byte%s",
+                    keel_type_name(f->type), NULL);
     switch (f->type) {
     case KEEL_T_BOOL:
         if (!keel_node_as_bool(n, &v->as.b))
@@ -195,6 +200,15 @@ keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version
         if (key->kind != KEEL_NODE_SCALAR) {
             keel_status st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, c.path, file, key->line,
                                            key->col, "%s: a field name must be a scalar", K->key);
+            if (!first)
+                first = st;
+            continue;
+        }
+        if (memchr(key->text, '\0', key->len)) {
+            char *p = field_path(&c, key->text);
+            keel_status st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, p, file, key->line, key->col,
+                                           "%s: a field name holds a NUL byte", K->key);
+            free(p);
             if (!first)
                 first = st;
             continue;

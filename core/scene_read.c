@@ -132,8 +132,21 @@ static const char *show(const keel_node *n)
     return n->text;
 }
 
+/* libyaml decodes "\0"; read as a C string, such a scalar would be cut short. */
+static bool has_nul(const keel_node *n)
+{
+    return n->kind == KEEL_NODE_SCALAR && n->text && memchr(n->text, '\0', n->len);
+}
+
+static bool refuse_nul(loader *L, const keel_node *n, const char *path)
+{
+    error(L, KEEL_INVALID_ARGUMENT, path, n, "'%.64s...' holds a NUL byte", n->text);
+    return false;
+}
+
 static bool want_bool(loader *L, const keel_node *n, const char *path, bool *out)
 {
+    if (has_nul(n)) return refuse_nul(L, n, path);
     if (n->kind == KEEL_NODE_SCALAR && keel_node_as_bool(n, out)) return true;
     error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a boolean, got '%.64s'", show(n));
     return false;
@@ -141,6 +154,7 @@ static bool want_bool(loader *L, const keel_node *n, const char *path, bool *out
 
 static bool want_int(loader *L, const keel_node *n, const char *path, int64_t *out)
 {
+    if (has_nul(n)) return refuse_nul(L, n, path);
     if (n->kind == KEEL_NODE_SCALAR && keel_node_as_int(n, out)) return true;
     error(L, KEEL_INVALID_ARGUMENT, path, n, "expected an integer, got '%.64s'", show(n));
     return false;
@@ -148,6 +162,7 @@ static bool want_int(loader *L, const keel_node *n, const char *path, int64_t *o
 
 static bool want_float(loader *L, const keel_node *n, const char *path, double *out)
 {
+    if (has_nul(n)) return refuse_nul(L, n, path);
     if (n->kind != KEEL_NODE_SCALAR || !keel_node_as_float(n, out)) {
         error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a number, got '%.64s'", show(n));
         return false;
@@ -181,12 +196,16 @@ static const char *want_string(loader *L, const keel_node *n, const char *path)
         error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a string, got %s", show(n));
         return NULL;
     }
+    if (has_nul(n)) {
+        refuse_nul(L, n, path);
+        return NULL;
+    }
     return keel_node_is_null(n) ? "" : n->text;
 }
 
 static bool want_uuid(loader *L, const keel_node *n, const char *path, keel_uuid *out)
 {
-    if (n->kind != KEEL_NODE_SCALAR || !keel_uuid_parse(n->text, out)) {
+    if (n->kind != KEEL_NODE_SCALAR || has_nul(n) || !keel_uuid_parse(n->text, out)) {
         error(L, KEEL_PARSE_ERROR, path, n, "malformed uuid '%.64s'", show(n));
         return false;
     }
@@ -211,10 +230,11 @@ static bool want_map(loader *L, const keel_node *n, const char *path, const char
     for (size_t i = 0; i < n->count; i++) {
         const keel_node *k = &n->items[2 * i];
         bool found = false;
-        for (const char *const *a = allowed; *a && !found; a++) found = strcmp(k->text, *a) == 0;
+        for (const char *const *a = allowed; *a && !found && !has_nul(k); a++) found = strcmp(k->text, *a) == 0;
         if (!found) {
             char *p = path[0] ? pathf("%s.%s", path, k->text) : pathf("%s", k->text);
-            error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s' in %s", k->text, what);
+            error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s'%s in %s", k->text,
+                  has_nul(k) ? " (holding a NUL byte)" : "", what);
             free(p);
             ok = false;
         }
@@ -356,7 +376,7 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
     if (!kn) {
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
         ok = false;
-    } else if (kn->kind != KEEL_NODE_SCALAR || !keel__kind_key_valid(kn->text)) {
+    } else if (kn->kind != KEEL_NODE_SCALAR || has_nul(kn) || !keel__kind_key_valid(kn->text)) {
         p = pathf("%s.kind", cpath);
         error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", show(kn));
         free(p);

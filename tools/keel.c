@@ -120,20 +120,23 @@ size_t keel_cli_print_diags(const keel_diags *d, const char *file)
 }
 
 /* The freeze's diagnostics ("game:x requires 'core:transfrom', which is not
- * declared") name the kind first: they are printed under the file that declared it. */
-static void print_freeze_diags(lua_State *L, const keel_diags *d, const char *progname)
+ * declared") name the kind first: they are printed under the file that declared
+ * it, as keel.kindfiles (at stack index `mod`, or nil there) recorded it. */
+static void print_freeze_diags(lua_State *L, int mod, const keel_diags *d, const char *progname)
 {
     for (size_t i = 0; i < d->count; i++) {
         const keel_diag *g = &d->items[i];
-        char key[128];
         size_t n = strcspn(g->message, " ");
-        const char *file = NULL;
-        if (n > 0 && n < sizeof key) {
-            memcpy(key, g->message, n);
-            key[n] = '\0';
-            file = keel_embed_kind_file(L, key);
+        if (lua_istable(L, mod) && n > 0) {
+            lua_getfield(L, mod, "declared_by");
+            lua_pushlstring(L, g->message, n);
+            if (lua_pcall(L, 1, 1, 0) != LUA_OK) lua_pushnil(L); /* d is not to leak */
+        } else {
+            lua_pushnil(L);
         }
+        const char *file = lua_tostring(L, -1); /* kept on the stack while printed */
         print_diag(g, file ? file : progname);
+        lua_pop(L, 1);
     }
 }
 
@@ -269,28 +272,48 @@ static bool dir_exists(const char *p)
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* kindfiles.load(dir) (the module at stack index `mod`); returns the number of files that failed. */
+static int load_kinds_dir(lua_State *L, int mod, const char *dir)
+{
+    lua_getfield(L, mod, "load");
+    lua_pushstring(L, dir);
+    lua_call(L, 1, 1);
+    int failed = (int)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return failed;
+}
+
 int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
 {
     int failed = 0;
-    if (cli->kinds_count > 0) {
+    int mod = lua_gettop(L) + 1;
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "keel.kindfiles");
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        /* lfs not installed, say: counted as a failed kind file, so the REPL still starts */
+        const char *msg = lua_tostring(L, mod);
+        fprintf(stderr, "%s: %s\n", cli->progname, msg ? msg : "(error object is not a string)");
+        failed++;
+    } else if (cli->kinds_count > 0) {
         for (size_t i = 0; i < cli->kinds_count; i++)
-            failed += keel_embed_load_kinds_dir(L, cli->kinds_dirs[i]);
+            failed += load_kinds_dir(L, mod, cli->kinds_dirs[i]);
     } else {
         char *bundled = keel_embed_data_path("lua/kinds", "kinds");
         if (bundled) {
             /* Copied into Lua first: the load may raise. */
             lua_pushstring(L, bundled);
             free(bundled);
-            failed += keel_embed_load_kinds_dir(L, lua_tostring(L, -1));
+            failed += load_kinds_dir(L, mod, lua_tostring(L, -1));
             lua_pop(L, 1);
         }
-        if (dir_exists("kinds")) failed += keel_embed_load_kinds_dir(L, "kinds");
+        if (dir_exists("kinds")) failed += load_kinds_dir(L, mod, "kinds");
     }
     keel_diags d;
     keel_diags_init(&d);
     if (keel_registry_freeze(&d) != KEEL_OK) failed++;
-    print_freeze_diags(L, &d, cli->progname);
+    print_freeze_diags(L, mod, &d, cli->progname);
     keel_diags_free(&d);
+    lua_settop(L, mod - 1); /* keel.kindfiles */
     if (failed && !lenient) {
         fprintf(stderr, "%s: the kinds could not be loaded\n", cli->progname);
         return KEEL_EXIT_USAGE;

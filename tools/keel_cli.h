@@ -27,12 +27,6 @@ void keel_embed_open(lua_State *L);
  * present ("lua/kinds"), else `inst_rel` under the installed data directory
  * ("kinds"). Returns a malloc'd path, or NULL when neither exists. */
 char *keel_embed_data_path(const char *src_rel, const char *inst_rel);
-/* Runs every *.lua file of `dir` (sorted by name), recording its modification
- * time for reload(). Errors are printed to stderr; returns the number that failed
- * (a missing directory counts as one). */
-int keel_embed_load_kinds_dir(lua_State *L, const char *dir);
-/* The kind file that first declared `key` (NULL: built in, or not from a file). */
-const char *keel_embed_kind_file(lua_State *L, const char *key);
 
 /* ---- tools/keel_verbs.c: verbs written against the C API ---- */
 /* Each takes the arguments after the verb and returns an exit code. */
@@ -60,8 +54,8 @@ typedef struct keel_cli_opt {
  * to `opts`, positional arguments are moved to the front of argv. Returns
  * their count, or -1 after printing a usage error. */
 int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opts, size_t nopts);
-/* Loads the kinds directories (given, or the defaults) and freezes the
- * registry. Returns -1 when all went well, else the exit code; `lenient`
+/* Loads the kinds directories (given, or the defaults) through the Lua
+ * module keel.kindfiles (which reload() uses too) and freezes the registry. Returns -1 when all went well, else the exit code; `lenient`
  * (the REPL) reports failures and goes on. */
 int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient);
 void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)

@@ -375,22 +375,6 @@ function repl.complete(text, before)
   return out
 end
 
--- An error raised by a kind file as text, positioned as Lua positions a
--- string error: keel's error objects (keel.kind's InvalidArgument, ...) get
--- the line of the file that made the failing call.
-local function where(e, path)
-  if type(e) == "string" then return e end
-  local text = is_error(e) and (e.code .. ": " .. e.message) or tostring(e)
-  for level = 2, 64 do
-    local info = debug.getinfo(level, "Sl")
-    if not info then break end
-    if info.source == "@" .. path and info.currentline > 0 then
-      return path .. ":" .. info.currentline .. ": " .. text
-    end
-  end
-  return path .. ": " .. text
-end
-
 -- help(): where to start, for someone who has not read the README yet.
 local HELP = [[
 world                          the World: world:spawn{ name = "A", components = { "core:transform" } },
@@ -410,44 +394,10 @@ function repl.help()
   return HELP
 end
 
--- Re-runs the kind files (recorded by the program at start-up) whose size or
--- modification time changed, and any new *.lua file in those directories.
--- Returns the list of files run again.
+-- Re-runs the kind files that changed and any new ones (keel.kindfiles, which
+-- the program loaded them with). Returns the list of files run again.
 function repl.reload()
-  local reg = debug.getregistry()["keel.kindfiles"]
-  if type(reg) ~= "table" then return {} end
-  local lfs = require "lfs"
-  local known = {}
-  for _, f in ipairs(reg.files) do known[f.path] = f end
-  for _, dir in ipairs(reg.dirs) do
-    if lfs.attributes(dir, "mode") == "directory" then
-      local found = {}
-      for name in lfs.dir(dir) do
-        if name:sub(1, 1) ~= "." and name:match("%.lua$") then found[#found + 1] = dir .. "/" .. name end
-      end
-      table.sort(found)
-      for _, path in ipairs(found) do
-        if not known[path] then
-          known[path] = { path = path }
-          reg.files[#reg.files + 1] = known[path]
-        end
-      end
-    end
-  end
-  local rerun = {}
-  for _, f in ipairs(reg.files) do
-    local attr = lfs.attributes(f.path)
-    if attr and (attr.modification ~= f.mtime or attr.size ~= f.size) then
-      f.mtime, f.size = attr.modification, attr.size
-      local ok, err = xpcall(dofile, function(e) return where(e, f.path) end, f.path)
-      if ok then
-        rerun[#rerun + 1] = f.path
-      else
-        io.stderr:write("reload: ", tostring(err), "\n")
-      end
-    end
-  end
-  return rerun
+  return require("keel.kindfiles").reload()
 end
 
 return repl

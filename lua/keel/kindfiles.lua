@@ -1,0 +1,148 @@
+-- kindfiles.lua — the kinds directories: runs their *.lua files at start-up and, on reload(), the ones that changed.
+-- The keel program calls load(dir) for each kinds directory before freezing the
+-- registry; the REPL's reload() is reload() here. One state per Lua state.
+local lfs = require "lfs"
+
+local kindfiles = {
+  dirs = {},   -- every directory given to load(), in order (a missing one too: reload() looks again)
+  files = {},  -- { path =, mtime =, size = } per file run, in run order (failed ones too: reload() retries them)
+  keys = {},   -- [kind key] = path of the file that first declared it, or true (built in, or not from a file)
+  stderr = io.stderr, -- where errors and warnings go
+}
+
+local function is_error(v)
+  return type(v) == "table" and type(v.code) == "string" and type(v.message) == "string"
+end
+
+-- The error handler of a kind file. An error object (keel.kind's
+-- InvalidArgument, ...) carries no position, so it gets the file's line that
+-- made the failing call: "FILE:LINE: Code: message"; anything else a traceback.
+-- The traceback starts where the error was raised (the handler's caller) and
+-- stops at the file's chunk: the frames below it are this module's.
+local function handler(path)
+  return function(e)
+    local msg
+    if type(e) == "string" or type(e) == "number" then msg = tostring(e) end
+    local mt = getmetatable(e)
+    local text = not msg and ((type(mt) == "table" and mt.__tostring and tostring(e))
+      or (is_error(e) and (e.code .. ": " .. e.message)))
+    if type(text) ~= "string" then
+      local tb = debug.traceback(msg or ("(error object is a " .. type(e) .. " value)"), 2)
+      local cut = tb:find("\n\t[C]: in function 'xpcall'", 1, true)
+      return cut and tb:sub(1, cut - 1) or tb
+    end
+    for level = 2, math.huge do
+      local info = debug.getinfo(level, "Sl")
+      if not info then break end
+      if info.source == "@" .. path and info.currentline > 0 then
+        return path .. ":" .. info.currentline .. ": " .. text
+      end
+    end
+    return path .. ": " .. text
+  end
+end
+
+-- keys[key] = value for every registered kind key not there yet. Called
+-- before (true) and after (the path) a file runs, it tells which file
+-- declared a key (for the freeze's diagnostics and the warning below).
+local function note_keys(keel, value)
+  for _, k in ipairs(keel.kinds()) do
+    if type(k.key) == "string" and kindfiles.keys[k.key] == nil then kindfiles.keys[k.key] = value end
+  end
+end
+
+-- Runs one file with keel.kind watched: two files declaring one key is legal
+-- (the later replaces the earlier) but almost never meant, so it is said.
+-- Returns true, or false after printing the error under `prefix`.
+local function run(f, prefix)
+  local path = f.path
+  local attr = lfs.attributes(path)
+  f.mtime, f.size = attr and attr.modification, attr and attr.size
+  local keel = require "keel"
+  note_keys(keel, true)
+  local real = keel.kind
+  local function watched(spec, ...)
+    local key = type(spec) == "table" and spec.key
+    local by = type(key) == "string" and kindfiles.keys[key]
+    if type(by) == "string" and by ~= path then
+      kindfiles.stderr:write("keel: ", path, ": warning: ", key, " was already declared by ", by,
+        "; this declaration replaces it\n")
+    end
+    return real(spec, ...)
+  end
+  keel.kind = watched
+  local chunk, err = loadfile(path)
+  local ok = chunk ~= nil
+  if ok then ok, err = xpcall(chunk, handler(path)) end
+  if keel.kind == watched then keel.kind = real end
+  note_keys(keel, path)
+  if not ok then kindfiles.stderr:write(prefix, tostring(err), "\n") end
+  return ok
+end
+
+-- The *.lua files of `dir` (not dot-files), sorted by name; nil, reason when it cannot be read.
+local function lua_files(dir)
+  local ok, iter, state, ctl, closing = pcall(lfs.dir, dir)
+  if not ok then
+    local reason = tostring(iter)
+    local head = "cannot open " .. dir .. ": "
+    if reason:sub(1, #head) == head then reason = reason:sub(#head + 1) end
+    return nil, reason
+  end
+  local found = {}
+  for name in iter, state, ctl, closing do
+    if name:sub(1, 1) ~= "." and #name > 4 and name:sub(-4) == ".lua" then found[#found + 1] = dir .. "/" .. name end
+  end
+  table.sort(found)
+  return found
+end
+
+-- Runs every *.lua file of `dir` in name order, printing errors to stderr.
+-- Returns the number that failed (a directory that cannot be read counts as one).
+function kindfiles.load(dir)
+  kindfiles.dirs[#kindfiles.dirs + 1] = dir
+  local found, reason = lua_files(dir)
+  if not found then
+    kindfiles.stderr:write("keel: kinds directory ", dir, ": ", reason, "\n")
+    return 1
+  end
+  local failed = 0
+  for _, path in ipairs(found) do
+    local f = { path = path }
+    kindfiles.files[#kindfiles.files + 1] = f
+    if not run(f, "keel: ") then failed = failed + 1 end
+  end
+  return failed
+end
+
+-- Re-runs the files whose size or modification time changed since they last
+-- ran, and any new *.lua file in the directories. Returns the paths run again
+-- without error (errors are printed as "reload: ...").
+function kindfiles.reload()
+  local known = {}
+  for _, f in ipairs(kindfiles.files) do known[f.path] = true end
+  for _, dir in ipairs(kindfiles.dirs) do
+    for _, path in ipairs(lua_files(dir) or {}) do
+      if not known[path] then
+        known[path] = true
+        kindfiles.files[#kindfiles.files + 1] = { path = path }
+      end
+    end
+  end
+  local rerun = {}
+  for _, f in ipairs(kindfiles.files) do
+    local attr = lfs.attributes(f.path)
+    if attr and (attr.modification ~= f.mtime or attr.size ~= f.size) and run(f, "reload: ") then
+      rerun[#rerun + 1] = f.path
+    end
+  end
+  return rerun
+end
+
+-- The kind file that first declared `key`, or nil (built in, or not from a file).
+function kindfiles.declared_by(key)
+  local by = kindfiles.keys[key]
+  return type(by) == "string" and by or nil
+end
+
+return kindfiles

@@ -128,6 +128,18 @@ describe("keel.kindfiles", function()
       assert.are.same({ "x" }, KF_LOG)
     end)
 
+    it("prints the warnings of a redeclaration, at the file and line that made it", function()
+      H.spit(dir .. "/hp.lua", 'require("keel").kind{ key = "kf:hp", fields = { { "hp", "int" } } }\n')
+      kf.load(dir)
+      local w = keel.world("KF")
+      local c = w:spawn("E"):add("kf:hp", { hp = 80 })
+      H.spit(dir .. "/hp.lua", '\nrequire("keel").kind{ key = "kf:hp", fields = { { "hp", "int", max = 50 } } }\n')
+      assert.are.same({ dir .. "/hp.lua" }, kf.reload())
+      assert.are.equal(0, c.hp)
+      assert.truthy(err.text:find("^reload: " .. dir:gsub("%p", "%%%0") .. "/hp%.lua:2: warning: entity 'E' %([^)]+%) "
+        .. "in world 'KF': kf:hp slot 0: hp: 80 is above the maximum %(<= 50%); reset to its default\n$"), err.text)
+    end)
+
     it("re-declaring a key from its own file is no warning; from another file it is", function()
       H.spit(dir .. "/a.lua", 'require("keel").kind{ key = "kf:own", fields = { { "a", "int" } } }\n')
       kf.load(dir)

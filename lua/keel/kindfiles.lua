@@ -52,7 +52,8 @@ local function note_keys(keel, value)
 end
 
 -- Runs one file with keel.kind watched: two files declaring one key is legal
--- (the later replaces the earlier) but almost never meant, so it is said.
+-- (the later replaces the earlier) but almost never meant, so it is said; so
+-- are the warnings of a redeclaration.
 -- Returns true, or false after printing the error under `prefix`.
 local function run(f, prefix)
   local path = f.path
@@ -68,7 +69,13 @@ local function run(f, prefix)
       kindfiles.stderr:write("keel: ", path, ": warning: ", key, " was already declared by ", by,
         "; this declaration replaces it\n")
     end
-    return real(spec, ...)
+    local got, warnings = real(spec, ...)
+    -- a redeclaration's warnings (a value reset to its default, a component left unadopted)
+    local line = debug.getinfo(2, "l").currentline or 0
+    for _, w in ipairs(warnings or {}) do
+      kindfiles.stderr:write(prefix, path, ":", line, ": warning: ", w.message, "\n")
+    end
+    return got, warnings
   end
   keel.kind = watched
   local chunk, err = loadfile(path)

@@ -83,17 +83,6 @@ static bool find_member(keel_world *w, keel_entity e, const char *key, uint32_t 
     return found;
 }
 
-/* How many membership entries hold `key`. */
-static size_t count_key(keel_world *w, keel_entity e, const char *key)
-{
-    size_t count = 0, n = keel_member_count(w, e);
-    for (size_t i = 0; i < n; i++) {
-        keel_member m;
-        if (keel_member_at(w, e, i, &m) && strcmp(m.key, key) == 0) count++;
-    }
-    return count;
-}
-
 /* keel_kind_find with a one-entry memo: a loop adding one kind looks it up once. A key keeps
  * its id while the registry lives, and the memo is re-checked against the registry's own key
  * (a shutdown and re-init may hand the id to another kind). */
@@ -186,12 +175,7 @@ static int do_remove(lua_State *L, bool want_inverse)
     int wi = push_world(L, 1);
     keel_comp c;
     keel_member m;
-    size_t held;
-    if (k) check_one_slot(L, k, slot);
-    /* an undeclared kind's multiplicity is unknown: with two or more, which one goes is a guess */
-    else if (slot == KEEL_SLOT_AUTO && (held = count_key(w, h->e, key)) > 1)
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION,
-                               "%s is not declared and this entity holds %zu of it: name the slot to remove", key, held);
+    if (k) check_one_slot(L, k, slot); /* several undeclared ones without a slot: keel_remove refuses */
     /* the body first: the record is gone after the remove */
     if (k && keel_get_comp(w, h->e, k, slot, &c)) keel__lua_push_body(L, w, c, wi);
     else if (find_member(w, h->e, key, slot, &m) && !m.loaded) keel__lua_push_node(L, m.preserved);

@@ -573,6 +573,9 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && entry_by_key(en, key, KEEL_SLOT_AUTO))
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
+        else if (slot == KEEL_SLOT_AUTO && key_count(en, KEEL_NO_KIND, key) > 1) /* e.g. undeclared: never guess */
+            st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
+                            key_count(en, KEEL_NO_KIND, key));
         else if (!(m = entry_by_key(en, key, slot))) {
             if (!entry_by_key(en, key, KEEL_SLOT_AUTO))
                 st = keel_error(d, KEEL_NOT_FOUND, "", "%s not found", key);

@@ -282,8 +282,15 @@ static void slots_unknown_entries(void **state)
     assert_int_equal(m.slot, 5);
     st = keel_remove(f->w, e, "mod:winch", 9, NULL, &f->d);
     assert_diag(st, &f->d, KEEL_NOT_FOUND, "slot 9 of mod:winch not found");
+    /* its multiplicity is unknown: with two, a remove without a slot would guess */
+    st = keel_remove(f->w, e, "mod:winch", KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "mod:winch: this entity holds 2 of it: name the slot to remove");
+    assert_int_equal(keel_member_count(f->w, e), 2);
     assert_int_equal(keel_remove(f->w, e, "mod:winch", 4, NULL, &f->d), KEEL_OK);
     assert_int_equal(keel_member_count(f->w, e), 1);
+    /* with one there is nothing to guess */
+    assert_int_equal(keel_remove(f->w, e, "mod:winch", KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_member_count(f->w, e), 0);
     keel_node_free(body);
 }
 

@@ -2,6 +2,9 @@
 #ifndef KEEL_LUA_H
 #define KEEL_LUA_H
 
+#include <stdbool.h>
+#include <string.h>
+
 #include <lua.h>
 #include <lauxlib.h>
 
@@ -32,6 +35,13 @@ int keel_lua_fail(lua_State *L, keel_diags *d);
 /* Raises an error object built from `d` (code `s` when d holds no error).
  * Frees d's contents first, so nothing leaks across the longjmp. */
 int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d);
+/* Keel strings are C strings: a Lua string (at idx) holding a NUL byte would be cut short there. */
+static inline bool keel__lua_has_nul(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    return strlen(s) != len;
+}
 /* Pushes d's diagnostics as an array of { code, message, path, file, line, col, severity }. */
 void keel__lua_push_diags(lua_State *L, const keel_diags *d);
 /* Raises an error object with one diagnostic. */

@@ -252,7 +252,7 @@ static int entity_op(lua_State *L, keel_lua_entity *h, int op, int arg, bool wan
     keel_entity parent = KEEL_NO_ENTITY;
     if (op == OP_RENAME && lua_type(L, arg) != LUA_TSTRING)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name must be a string, got %s", luaL_typename(L, arg));
-    if (op == OP_RENAME && strlen(lua_tostring(L, arg)) != lua_rawlen(L, arg)) /* names are C strings */
+    if (op == OP_RENAME && keel__lua_has_nul(L, arg))
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name holds a NUL byte");
     if (op == OP_ENABLE && lua_type(L, arg) != LUA_TBOOLEAN)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, arg));

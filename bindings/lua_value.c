@@ -94,13 +94,6 @@ static bool to_int(lua_State *L, int idx, int64_t *out)
     return true;
 }
 
-/* Keel strings are C strings: a Lua string holding a NUL byte would be cut short there. */
-static bool has_nul(lua_State *L, int idx)
-{
-    size_t len;
-    const char *s = lua_tolstring(L, idx, &len);
-    return strlen(s) != len;
-}
 
 bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_world *w,
                         keel_value *out, char *err, size_t errcap)
@@ -109,7 +102,7 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
     out->type = fd->type;
     int t = lua_type(L, idx);
     const char *want = keel_type_name(fd->type);
-    if (t == LUA_TSTRING && has_nul(L, idx)) { /* every type a string can be: string, enum, asset, entity */
+    if (t == LUA_TSTRING && keel__lua_has_nul(L, idx)) { /* every type a string can be: string, enum, asset, entity */
         snprintf(err, errcap, "%s field '%s' holds a NUL byte", want, fd->key);
         return false;
     }
@@ -212,11 +205,11 @@ bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void
         return true;
     }
     case KEEL_T_ENUM:
-        return t == LUA_TSTRING && !has_nul(L, idx) &&
+        return t == LUA_TSTRING && !keel__lua_has_nul(L, idx) &&
                strcmp(lua_tostring(L, idx), choice_name(fd, *(const int64_t *)p)) == 0;
     case KEEL_T_STRING: {
         const char *s = *(char *const *)p;
-        return t == LUA_TSTRING && !has_nul(L, idx) && strcmp(lua_tostring(L, idx), s ? s : "") == 0;
+        return t == LUA_TSTRING && !keel__lua_has_nul(L, idx) && strcmp(lua_tostring(L, idx), s ? s : "") == 0;
     }
     case KEEL_T_ASSET:
     case KEEL_T_ENTITY: {
@@ -271,10 +264,10 @@ static keel_node *value_to_node(const keel_field_desc *fd, const keel_value *v)
 static int body_field(lua_State *L, int idx, keel_kind_id k, keel_diags *d)
 {
     const char *key = lua_tostring(L, idx);
-    int f = has_nul(L, idx) ? -1 : keel_kind_field(k, key);
+    int f = keel__lua_has_nul(L, idx) ? -1 : keel_kind_field(k, key);
     if (f < 0)
         keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'%s", keel_kind_describe(k)->key, key,
-                   has_nul(L, idx) ? " (the name holds a NUL byte)" : "");
+                   keel__lua_has_nul(L, idx) ? " (the name holds a NUL byte)" : "");
     return f;
 }
 
@@ -405,7 +398,7 @@ keel_node *keel__lua_to_node(lua_State *L, int idx, int depth)
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         const char *k;
-        if (lua_type(L, -2) == LUA_TSTRING && has_nul(L, -2)) { lua_pop(L, 2); keel_node_free(m); return NULL; }
+        if (lua_type(L, -2) == LUA_TSTRING && keel__lua_has_nul(L, -2)) { lua_pop(L, 2); keel_node_free(m); return NULL; }
         if (lua_type(L, -2) == LUA_TSTRING) k = lua_tostring(L, -2);
         else if (lua_type(L, -2) == LUA_TNUMBER) {
             lua_pushvalue(L, -2);

@@ -416,6 +416,8 @@ static int do_spawn(lua_State *L, bool want_inverse)
         lua_getfield(L, 2, "name");
         if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: name must be a string");
+        if (!lua_isnil(L, -1) && keel__lua_has_nul(L, -1))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
         name = lua_isnil(L, -1) ? "" : lua_tostring(L, -1);
         lua_getfield(L, 2, "parent");
         parent = opt_parent(L, lua_gettop(L), lw);
@@ -423,6 +425,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
         if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
     } else if (lua_type(L, 2) == LUA_TSTRING) {
+        if (keel__lua_has_nul(L, 2)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
         name = lua_tostring(L, 2);
     } else if (!lua_isnoneornil(L, 2)) {
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
@@ -840,6 +843,7 @@ static int world_newindex(lua_State *L)
     if (k && strcmp(k, "name") == 0) {
         if (lua_type(L, 3) != LUA_TSTRING)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name must be a string, got %s", luaL_typename(L, 3));
+        if (keel__lua_has_nul(L, 3)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name holds a NUL byte");
         keel_diags d;
         keel_diags_init(&d);
         keel_status s = keel_world_set_name(lw->w, lua_tostring(L, 3), &d);
@@ -858,6 +862,8 @@ static int k_world(lua_State *L)
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TSTRING)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name expected, got %s", luaL_typename(L, 1));
+    if (!lua_isnoneornil(L, 1) && keel__lua_has_nul(L, 1))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name holds a NUL byte");
     const char *name = luaL_optstring(L, 1, "");
     keel_world *w = keel_world_new(name);
     if (!w) return luaL_error(L, "out of memory");

@@ -64,6 +64,23 @@ static void set_str(lua_State *L, const char *k, const char *v)
     }
 }
 
+void keel__lua_push_diags(lua_State *L, const keel_diags *d)
+{
+    lua_createtable(L, (int)d->count, 0);
+    for (size_t i = 0; i < d->count; i++) {
+        const keel_diag *g = &d->items[i];
+        lua_createtable(L, 0, 7);
+        set_str(L, "code", keel_status_name(g->code));
+        set_str(L, "message", g->message);
+        set_str(L, "path", g->path ? g->path : "");
+        set_str(L, "file", g->file);
+        if (g->line) { lua_pushinteger(L, g->line); lua_setfield(L, -2, "line"); }
+        if (g->col) { lua_pushinteger(L, g->col); lua_setfield(L, -2, "col"); }
+        set_str(L, "severity", g->severity == KEEL_SEV_ERROR ? "error" : "warning");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+}
+
 /* Pushes the error object for `d`; frees d's contents. */
 static void push_error(lua_State *L, keel_status s, keel_diags *d)
 {
@@ -76,19 +93,8 @@ static void push_error(lua_State *L, keel_status s, keel_diags *d)
     if (code == KEEL_OK) code = s;
     set_str(L, "code", keel_status_name(code));
     set_str(L, "message", first ? first->message : keel_status_name(code));
-    lua_createtable(L, d ? (int)d->count : 0, 0);
-    for (size_t i = 0; d && i < d->count; i++) {
-        const keel_diag *g = &d->items[i];
-        lua_createtable(L, 0, 7);
-        set_str(L, "code", keel_status_name(g->code));
-        set_str(L, "message", g->message);
-        set_str(L, "path", g->path ? g->path : "");
-        set_str(L, "file", g->file);
-        if (g->line) { lua_pushinteger(L, g->line); lua_setfield(L, -2, "line"); }
-        if (g->col) { lua_pushinteger(L, g->col); lua_setfield(L, -2, "col"); }
-        set_str(L, "severity", g->severity == KEEL_SEV_ERROR ? "error" : "warning");
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
+    if (d) keel__lua_push_diags(L, d);
+    else lua_newtable(L);
     lua_setfield(L, -2, "diagnostics");
     push_error_mt(L);
     lua_setmetatable(L, -2);

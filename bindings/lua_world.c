@@ -940,29 +940,6 @@ static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_asse
     return s;
 }
 
-void keel__lua_push_diags(lua_State *L, const keel_diags *d)
-{
-    lua_createtable(L, (int)d->count, 0);
-    for (size_t i = 0; i < d->count; i++) {
-        const keel_diag *g = &d->items[i];
-        lua_createtable(L, 0, 7);
-        lua_pushstring(L, keel_status_name(g->code));
-        lua_setfield(L, -2, "code");
-        lua_pushstring(L, g->message);
-        lua_setfield(L, -2, "message");
-        lua_pushstring(L, g->path ? g->path : "");
-        lua_setfield(L, -2, "path");
-        if (g->file) { lua_pushstring(L, g->file); lua_setfield(L, -2, "file"); }
-        lua_pushinteger(L, g->line);
-        lua_setfield(L, -2, "line");
-        lua_pushinteger(L, g->col);
-        lua_setfield(L, -2, "col");
-        lua_pushstring(L, g->severity == KEEL_SEV_ERROR ? "error" : "warning");
-        lua_setfield(L, -2, "severity");
-        lua_rawseti(L, -2, (lua_Integer)i + 1);
-    }
-}
-
 /* Pushes the world (with its load warnings) or nil, err. */
 static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_world *w, keel_diags *d)
 {

@@ -17,8 +17,17 @@ typedef struct unknown_count {
 typedef struct ent_rec {
     const keel_node *node, *parent, *components;
     keel_entity e;       /* KEEL_NO_ENTITY when the record was refused */
+    keel_entity parent_e; /* the parent found by UUID (KEEL_NO_ENTITY: top level, or not found) */
     bool comps_ok;
 } ent_rec;
+
+/* A loaded component whose entity and asset fields are checked once every entity exists
+ * (the root's components come before the entities they may name). */
+typedef struct ref_check {
+    keel_comp c;
+    const keel_node *body;
+    char *bpath;
+} ref_check;
 
 typedef struct loader {
     const keel_load_opts *o;
@@ -27,6 +36,8 @@ typedef struct loader {
     keel_world *w;
     unknown_count *unk;
     size_t unk_n, unk_cap;
+    ref_check *refs;
+    size_t refs_n, refs_cap;
 } loader;
 
 static void vreport(loader *L, keel_severity sev, keel_status code, const char *path, const keel_node *at,
@@ -332,10 +343,9 @@ static uint32_t next_slot(loader *L, keel_entity e, const char *key)
 }
 
 /* Entity fields must name an entity of the document; asset fields an asset of the manifest. */
-static bool check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath)
+static void check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath)
 {
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
-    bool ok = true;
     for (size_t f = 0; kd && f < kd->field_count; f++) {
         keel_type t = kd->fields[f].type;
         if (t != KEEL_T_ENTITY && t != KEEL_T_ASSET) continue;
@@ -347,18 +357,15 @@ static bool check_references(loader *L, keel_comp c, const keel_node *body, cons
         char *p = pathf("%s.%s", bpath, kd->fields[f].key);
         if (t == KEEL_T_ENTITY && !keel_find(L->w, v.as.u)) {
             error(L, KEEL_NOT_FOUND, p, at, "entity reference %s is not an entity of this scene", u);
-            ok = false;
         } else if (t == KEEL_T_ASSET && L->o->assets && !keel_assets_has(L->o->assets, v.as.u)) {
             if (L->o->strict) {
                 error(L, KEEL_NOT_FOUND, p, at, "asset %s is not in the manifest", u);
-                ok = false;
             } else {
                 warning(L, KEEL_NOT_FOUND, p, at, "asset %s is not in the manifest; using a placeholder", u);
             }
         }
         free(p);
     }
-    return ok;
 }
 
 static bool load_component(loader *L, keel_entity e, const keel_node *n, const char *cpath)
@@ -446,7 +453,11 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         if (keel_add(L->w, e, k, &ao, &c, NULL, &tmp) == KEEL_OK) {
             if (!enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
             ok = forward(L, &tmp, cpath, n);
-            ok = check_references(L, c, body, bpath) && ok;
+            if (L->refs_n == L->refs_cap) {
+                L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
+                L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);
+            }
+            L->refs[L->refs_n++] = (ref_check){ c, body, keel__strdup(bpath) };
         } else {
             forward(L, &tmp, cpath, n);
             ok = false;
@@ -569,6 +580,12 @@ static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
             ok = want_bool(L, en, p, &enabled) && ok;
             free(p);
         }
+        keel_uuid pu;
+        if (r->parent && !is_null(r->parent)) { /* its syntax now; whom it names once all exist */
+            p = pathf("%s.parent", path);
+            if (!want_uuid(L, r->parent, p, &pu)) r->parent = NULL;
+            free(p);
+        }
         if (ok) {
             keel_diags tmp;
             keel_diags_init(&tmp);
@@ -580,24 +597,30 @@ static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
     }
 }
 
-/* Pass 2: parents by UUID, in document order; a cycle is refused before it is made. */
+/* Parents by UUID, in document order (a malformed one was reported by spawn_entities). */
+static void resolve_parents(loader *L, size_t count, ent_rec *recs)
+{
+    for (size_t i = 0; i < count; i++) {
+        ent_rec *r = &recs[i];
+        keel_uuid u;
+        if (!r->e || !r->parent || is_null(r->parent) || !keel_uuid_parse(r->parent->text, &u)) continue;
+        r->parent_e = keel_find(L->w, u);
+        if (!r->parent_e) {
+            char *p = pathf("entities[%zu].parent", i);
+            error(L, KEEL_NOT_FOUND, p, r->parent, "unknown parent %s", r->parent->text);
+            free(p);
+        }
+    }
+}
+
+/* Then the hierarchy, in document order; a cycle is refused before it is made. */
 static void link_parents(loader *L, size_t count, ent_rec *recs)
 {
     for (size_t i = 0; i < count; i++) {
         ent_rec *r = &recs[i];
-        if (!r->parent || is_null(r->parent)) continue;
+        keel_entity parent = r->parent_e;
+        if (!parent) continue;
         char *p = pathf("entities[%zu].parent", i);
-        keel_uuid u;
-        if (!want_uuid(L, r->parent, p, &u) || !r->e) {
-            free(p);
-            continue;
-        }
-        keel_entity parent = keel_find(L->w, u);
-        if (!parent) {
-            error(L, KEEL_NOT_FOUND, p, r->parent, "unknown parent %s", r->parent->text);
-            free(p);
-            continue;
-        }
         /* Walk up from the new parent: meeting r->e means a cycle. */
         char chain[1024];
         describe_entity(L, r->e, chain, sizeof chain);
@@ -656,6 +679,16 @@ static void check_depth(loader *L)
     free(stack);
 }
 
+/* Entity and asset fields of every component loaded so far, now that every entity exists. */
+static void resolve_references(loader *L)
+{
+    for (size_t i = 0; i < L->refs_n; i++) {
+        check_references(L, L->refs[i].c, L->refs[i].body, L->refs[i].bpath);
+        free(L->refs[i].bpath);
+    }
+    L->refs_n = 0;
+}
+
 static void build(loader *L, const keel_node *doc)
 {
     static const char *const top[] = { "keel", "scene", "settings", "root", "entities", NULL };
@@ -703,7 +736,10 @@ static void build(loader *L, const keel_node *doc)
     load_components(L, keel_world_root(L->w), keel_node_get(doc, "root"), "root");
 
     const keel_node *list = keel_node_get(doc, "entities");
-    if (!list || is_null(list)) return;
+    if (!list || is_null(list)) {
+        resolve_references(L);
+        return;
+    }
     if (list->kind != KEEL_NODE_SEQ) {
         error(L, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
         return;
@@ -712,16 +748,21 @@ static void build(loader *L, const keel_node *doc)
         error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)", L->o->limits.entities);
         return;
     }
+    /* In DESIGN.md's order, so that the first diagnostic is that of the earliest stage:
+     * validate and build (bodies decoded), resolve parents and references, then the
+     * hierarchy (cycles, depth) and the kind rules. */
     ent_rec *recs = keel__xcalloc(list->count, sizeof *recs);
     spawn_entities(L, list, recs);
-    link_parents(L, list->count, recs);
-    check_depth(L);
     for (size_t i = 0; i < list->count; i++) {
         if (!recs[i].e) continue;
         char *prefix = pathf("entities[%zu].components", i);
         recs[i].comps_ok = load_components(L, recs[i].e, recs[i].components, prefix);
         free(prefix);
     }
+    resolve_parents(L, list->count, recs);
+    resolve_references(L);
+    link_parents(L, list->count, recs);
+    check_depth(L);
     /* Kind rules once every stack is whole (an entity with a refused
      * component would only report follow-on noise). */
     for (size_t i = 0; i < list->count; i++) {
@@ -777,6 +818,8 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     keel__arena_free(arena);
     for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
     free(L.unk);
+    for (size_t i = 0; i < L.refs_n; i++) free(L.refs[i].bpath); /* left by an early return */
+    free(L.refs);
     keel_status st = keel_diags_status(&L.diags);
     if (st != KEEL_OK) {
         keel_world_free(L.w);

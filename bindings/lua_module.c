@@ -107,6 +107,10 @@ static int m_invalid(lua_State *L)
     return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", luaL_checkstring(L, 1));
 }
 
+/* The module's one entry point: the rest of core.so is built with hidden visibility. */
+#if defined(__GNUC__)
+__attribute__((visibility("default")))
+#endif
 int luaopen_keel_core(lua_State *L);
 
 int luaopen_keel_core(lua_State *L)

@@ -10,6 +10,12 @@
 extern "C" {
 #endif
 
+/* libkeel is built with hidden visibility: what this header declares is the
+ * whole exported API (core/internal.h's keel__* stay inside the library). */
+#if defined(__GNUC__)
+#pragma GCC visibility push(default)
+#endif
+
 #define KEEL_VERSION_STRING "0.1.0"
 #define KEEL_DOCUMENT_VERSION 1 /* the `keel:` key of a scene document */
 
@@ -701,6 +707,10 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
 /* Applies a save over `w` (the same scene freshly loaded); all or nothing. */
 keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d);
 keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d);
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #ifdef __cplusplus
 }

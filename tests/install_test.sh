@@ -51,6 +51,14 @@ cc -std=c11 -Wall -Werror "$SRC/tools/embed_example.c" $(pkg-config --cflags --l
 LD_LIBRARY_PATH=$(pkg-config --variable=libdir keel) "$tmp/embed_example" "$tmp/example.yaml"
 grep -q "example:health" "$tmp/example.yaml" || { echo "FAIL: saved scene lacks the component"; exit 1; }
 
+echo "== libkeel.so exports keel.h only; core.so only its luaopen"
+libso=$(pkg-config --variable=libdir keel)/libkeel.so
+internal=$(nm -D --defined-only "$libso" | awk '$3 ~ /^keel__/' | head -5)
+[ -z "$internal" ] || { echo "FAIL: libkeel.so exports internals: $internal"; exit 1; }
+nm -D --defined-only "$libso" | grep -q ' keel_world_new$' || { echo "FAIL: libkeel.so lacks keel_world_new"; exit 1; }
+exports=$(nm -D --defined-only "$cmod" | awk '{ print $3 }')
+[ "$exports" = luaopen_keel_core ] || { echo "FAIL: core.so exports more than luaopen_keel_core: $exports"; exit 1; }
+
 echo "== the installed keel program runs the bundled demo"
 "$prefix/bin/keel" run --frames 5 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
 cat "$tmp/run.log"

@@ -368,6 +368,25 @@ static void check_references(loader *L, keel_comp c, const keel_node *body, cons
     }
 }
 
+/* What a file holds but a save will drop (a runtime-only kind, a transient field) is read,
+ * and said: `keel fmt` would otherwise lose it without a word. */
+static void warn_unsaved(loader *L, const keel_kind_desc *kd, const keel_node *n, const keel_node *body,
+                         const char *cpath)
+{
+    if (kd->flags & KEEL_KIND_NOSAVE) {
+        warning(L, KEEL_UNSUPPORTED, cpath, n, "%s is nosave (runtime only): loaded, but never saved", kd->key);
+        return;
+    }
+    for (size_t f = 0; body && f < kd->field_count; f++) {
+        const keel_node *at = (kd->fields[f].flags & KEEL_FIELD_TRANSIENT) ? keel_node_get(body, kd->fields[f].key) : NULL;
+        if (!at) continue;
+        char *p = pathf("%s.body.%s", cpath, kd->fields[f].key);
+        warning(L, KEEL_UNSUPPORTED, p, at, "%s: field '%s' is transient: read, but never saved", kd->key,
+                kd->fields[f].key);
+        free(p);
+    }
+}
+
 static bool load_component(loader *L, keel_entity e, const keel_node *n, const char *cpath)
 {
     static const char *const keys[] = { "kind", "version", "slot", "enabled", "body", NULL };
@@ -453,6 +472,7 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         if (keel_add(L->w, e, k, &ao, &c, NULL, &tmp) == KEEL_OK) {
             if (!enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
             ok = forward(L, &tmp, cpath, n);
+            warn_unsaved(L, kd, n, body, cpath);
             if (L->refs_n == L->refs_cap) {
                 L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
                 L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);

@@ -268,6 +268,22 @@ describe("world", function()
       assert.are.equal("InvalidArgument", err.code)
       assert.are.equal("entities[0].components[0].body.position", err.diagnostics[1].path)
     end)
+    it("warns about what a file holds but a save drops: a nosave kind, a transient field", function()
+      keel.kind{ key = "sw:runtime", nosave = true, fields = { { "a", "int" } } }
+      keel.kind{ key = "sw:cached", fields = { { "a", "int" }, { "cache", "int", transient = true } } }
+      local w = keel.world("Drop")
+      local e = w:spawn("E")
+      local text = w:dump():gsub("components: %[%]", "components:\n"
+        .. "  - {kind: sw:runtime, version: 1, body: {a: 1}}\n"
+        .. "  - {kind: sw:cached, version: 1, body: {a: 2, cache: 5}}")
+      local w2 = assert(keel.parse(text))
+      local warnings = w2:warnings()
+      assert.are.equal(2, #warnings)
+      assert.are.equal("sw:runtime is nosave (runtime only): loaded, but never saved", warnings[1].message)
+      assert.are.equal("entities[0].components[1].body.cache", warnings[2].path)
+      assert.are.equal(5, w2:find(e.uuid):get("sw:cached").cache) -- read all the same
+      assert.falsy(w2:dump():find("cache:", 1, true))
+    end)
     it("returns nil, err for a bad document", function()
       local w, err = keel.parse("keel: 1\nscene: [")
       assert.is_nil(w)

@@ -438,18 +438,6 @@ describe("DESIGN contract (outside reader)", function()
       fails("NotFound", e.remove, e, "core:camera")
     end)
 
-    it("c.kind, c.slot, c.entity, c.loaded, c.version, c.enabled", function()
-      local c = e:add("core:audio_source")
-      assert.are.equal("core:audio_source", c.kind)
-      assert.are.equal(0, c.slot)
-      assert.are.equal(e, c.entity)
-      assert.is_true(c.loaded)
-      assert.are.equal("number", type(c.version))
-      assert.is_true(c.enabled)
-      c.enabled = false
-      assert.is_false(c.enabled)
-    end)
-
     it("every write bumps the component version and the world revision; a refused one does not", function()
       local c = e:add("core:audio_source")
       local v, r = c.version, w.revision

@@ -24,6 +24,25 @@ extern "C" {
  *
  * Every fallible call returns a keel_status and, when given a non-NULL
  * keel_diags, appends one diagnostic per problem found. KEEL_OK is 0.
+ * Unless a declaration says otherwise, a world or query argument must not
+ * be NULL, and a stale entity handle is NotFound (readers answer false, NULL,
+ * 0 or KEEL_NO_ENTITY).
+ *
+ * Each lifecycle below has an example that tests/header_examples_test.sh
+ * compiles and runs, in a directory holding a copy of the repository's
+ * scenes/. An example is a whole program, a function the others share
+ * (report below, hp_within_max), or else the body of an int function
+ * (non-zero: failure) called between keel_init() and keel_shutdown().
+ * They report failures with this helper:
+ *
+ * Example:
+ *     void report(const char *what, keel_status st, const keel_diags *d)
+ *     {
+ *         char line[1024];
+ *         fprintf(stderr, "%s: %s\n", what, keel_status_name(st));
+ *         for (size_t i = 0; i < d->count; i++)
+ *             fprintf(stderr, "  %s\n", keel_diag_format(&d->items[i], line, sizeof line));
+ *     }
  * ====================================================================== */
 
 typedef enum keel_status {
@@ -59,7 +78,7 @@ typedef struct keel_diags {
 } keel_diags;
 
 void keel_diags_init(keel_diags *d);
-void keel_diags_free(keel_diags *d); /* safe on a zeroed or freed struct */
+void keel_diags_free(keel_diags *d); /* safe on a zeroed or freed struct, and NULL */
 /* Appends and returns `code` (so `return keel_diag_add(...)` reads well).
  * `d` may be NULL: then nothing is recorded but the code is still returned. */
 keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
@@ -76,7 +95,8 @@ keel_status keel_diags_status(const keel_diags *d);
 /* Moves every item of `src` to the end of `dst`, prefixing paths with `prefix`
  * (joined with '.') when non-empty; `src` is left empty. */
 void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix);
-/* "FILE:LINE:COL: error: CODE: message (at path)" into buf; returns buf. */
+/* "FILE:LINE:COL: error: CODE: message (at path)" into buf; returns buf.
+ * Parts that are unknown are left out; a line longer than `cap` is truncated. */
 const char *keel_diag_format(const keel_diag *g, char *buf, size_t cap);
 
 /* ======================================================================
@@ -193,6 +213,23 @@ typedef struct keel_value {
 
 /* ======================================================================
  * Kinds (the process-wide registry)
+ *
+ * Example:
+ *     static const keel_field_desc fields[] = {
+ *         { .key = "hp", .type = KEEL_T_INT, .has_default = true,
+ *           .def = { .type = KEEL_T_INT, .as.i = 100 }, .has_min = true, .min = 0 },
+ *         { .key = "max_hp", .type = KEEL_T_INT, .has_default = true,
+ *           .def = { .type = KEEL_T_INT, .as.i = 100 }, .has_min = true, .min = 1 },
+ *     };
+ *     keel_kind_desc k = { .key = "game:health", .version = 1, .multiplicity = KEEL_ONE,
+ *                          .fields = fields, .field_count = 2, .validate = hp_within_max };
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_kind_id id = KEEL_NO_KIND;
+ *     keel_status st = keel_kind_declare(&k, &id, &d); // desc copied: k may go away
+ *     if (st != KEEL_OK) report(k.key, st, &d);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK || keel_kind_field(id, "max_hp") != 1;
  * ====================================================================== */
 
 typedef uint32_t keel_kind_id;      /* process-local, never persisted; 0 = none */
@@ -267,7 +304,16 @@ typedef struct keel_call {
  * call back (see keel_step). */
 typedef keel_status (*keel_hook_fn)(const keel_call *call);
 /* Runs after every write through the registry (record already updated);
- * returning non-OK rejects the write and the old value is put back. */
+ * returning non-OK rejects the write and the old value is put back; the
+ * write's caller gets that status (and the hook's diagnostic, if it added one).
+ * Example:
+ *     keel_status hp_within_max(const keel_call *c, int field)
+ *     {
+ *         const int64_t *f = c->record; // hp, max_hp: int fields in declared order
+ *         if (f[0] <= f[1]) return KEEL_OK;
+ *         return keel_error(c->diags, KEEL_INVALID_ARGUMENT, "hp", "hp is above max_hp");
+ *     }
+ */
 typedef keel_status (*keel_validate_fn)(const keel_call *call, int field);
 /* One migration step: rewrites `body` (a MAP) from version to_version-1 to
  * to_version, in place. */
@@ -297,7 +343,24 @@ typedef struct keel_kind_desc {
 } keel_kind_desc;
 
 /* Registers the built-in kinds. Call once before anything else; safe to call twice.
- * keel_shutdown frees the registry (every world must be freed first). */
+ * keel_shutdown frees the registry (every world must be freed first).
+ * Example:
+ *     int main(void)
+ *     {
+ *         keel_diags d;
+ *         keel_diags_init(&d);
+ *         keel_status st = keel_init();
+ *         // declare the game's kinds here (keel_kind_declare), then:
+ *         if (st == KEEL_OK) st = keel_registry_freeze(&d);
+ *         keel_world *w = st == KEEL_OK ? keel_world_new("Main") : NULL;
+ *         if (w) st = keel_step(w, 1.0 / 60, &d); // once a frame
+ *         if (st != KEEL_OK) report("startup", st, &d);
+ *         keel_world_free(w); // every world before keel_shutdown; NULL is a no-op
+ *         keel_diags_free(&d);
+ *         keel_shutdown();
+ *         return st != KEEL_OK || !w;
+ *     }
+ */
 keel_status keel_init(void);
 void keel_shutdown(void);
 
@@ -321,9 +384,10 @@ keel_kind_id keel_kind_find(const char *key);          /* KEEL_NO_KIND when abse
 size_t keel_kind_count(void);
 keel_kind_id keel_kind_at(size_t i);                   /* sorted by key */
 /* The kind's stored description (strings and arrays owned by the registry;
- * display/category filled in). Valid until the kind is redeclared. */
+ * display/category filled in). Valid until the kind is redeclared. NULL for
+ * KEEL_NO_KIND or an id not registered. */
 const keel_kind_desc *keel_kind_describe(keel_kind_id k);
-int keel_kind_field(keel_kind_id k, const char *field); /* index or -1 */
+int keel_kind_field(keel_kind_id k, const char *field); /* index or -1 (no such field or kind) */
 size_t keel_kind_record_size(keel_kind_id k);
 size_t keel_kind_field_offset(keel_kind_id k, int field);
 /* Checks a value against a field's type, finiteness, range and choices
@@ -332,6 +396,29 @@ keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diag
 
 /* ======================================================================
  * Worlds
+ *
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *w = keel_world_new("Demo");
+ *     if (!w) return 1;
+ *     keel_kind_id tk = keel_kind_find("core:transform");
+ *     keel_entity e = KEEL_NO_ENTITY;
+ *     keel_comp t;
+ *     keel_value v = { .type = KEEL_T_VEC3, .as.v = { 0, 1.5, 0 } };
+ *     keel_status st = keel_spawn(w, "Player", KEEL_NO_ENTITY, NULL, &e, NULL, &d);
+ *     if (st == KEEL_OK) st = keel_add(w, e, tk, NULL, &t, NULL, &d);
+ *     if (st == KEEL_OK) st = keel_set(w, t, keel_kind_field(tk, "position"), &v, NULL, &d);
+ *     if (st == KEEL_OK) st = keel_get(w, t, keel_kind_field(tk, "scale"), &v, &d); // 1 1 1
+ *     keel_query *q = keel_query_new(w, &tk, 1);
+ *     for (size_t r = 0, n = q ? keel_query_update(q) : 0; r < n; r++)
+ *         printf("%g\n", ((const keel_transform *)keel_query_column(q, 0)[r])->position[1]);
+ *     keel_query_free(q);
+ *     if (st == KEEL_OK) st = keel_destroy(w, e, NULL, &d); // e is stale now: NotFound
+ *     if (st != KEEL_OK) report("world", st, &d);
+ *     keel_world_free(w);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK;
  * ====================================================================== */
 
 typedef struct keel_grid {
@@ -347,6 +434,7 @@ void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks
 keel_uuid keel_world_uuid(const keel_world *w);
 void keel_world_set_uuid(keel_world *w, keel_uuid u);
 const char *keel_world_name(const keel_world *w);
+/* A NULL name is InvalidArgument. */
 keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d);
 const keel_grid *keel_world_grid(const keel_world *w);
 keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d);
@@ -364,7 +452,28 @@ void keel_world_reserve(keel_world *w, size_t entities);
  *
  * Every authoring command fully happens or changes nothing, and (when
  * `inverse` is non-NULL) fills in the command that undoes it. Inverses name
- * entities by UUID, so they stay valid across undo of a destroy.
+ * entities by UUID, so they stay valid across undo of a destroy. On failure
+ * `*inverse` is left KEEL_CMD_NONE. keel_cmd_free is safe on that, on a
+ * zeroed keel_cmd and twice.
+ *
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *w = keel_world_new("Undo");
+ *     if (!w) return 1;
+ *     keel_cmd undo = { 0 }, redo = { 0 };
+ *     keel_entity e = KEEL_NO_ENTITY;
+ *     keel_status st = keel_spawn(w, "Crate", KEEL_NO_ENTITY, NULL, &e, NULL, &d);
+ *     keel_uuid id = keel_entity_uuid(w, e);
+ *     if (st == KEEL_OK) st = keel_destroy(w, e, &undo, &d);      // undo: a SPAWN
+ *     if (st == KEEL_OK) st = keel_cmd_apply(w, &undo, &redo, &d); // redo: a DESTROY
+ *     if (st == KEEL_OK && !keel_alive(w, keel_find(w, id))) st = KEEL_NOT_FOUND; // e stays stale
+ *     if (st != KEEL_OK) report("undo", st, &d);
+ *     keel_cmd_free(&undo);
+ *     keel_cmd_free(&redo);
+ *     keel_world_free(w);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK;
  * ====================================================================== */
 
 typedef enum keel_cmd_type {
@@ -409,13 +518,14 @@ void keel_cmd_free(keel_cmd *cmd); /* frees the contents (not the struct); leave
 
 /* Spawns an entity as the last child of `parent` (KEEL_NO_ENTITY: top level).
  * `uuid` NULL: a fresh v4. A UUID already in the world is InvalidOperation;
- * the nil UUID is InvalidArgument. */
+ * the nil UUID is InvalidArgument; a stale parent NotFound. `*out` is
+ * KEEL_NO_ENTITY on failure. */
 keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
                        const keel_uuid *uuid, keel_entity *out, keel_cmd *inverse, keel_diags *d);
 /* Runs on_destroy, destroys every component record, drops preserved bodies,
  * reparents children to the top level, retires the handle. The root is
  * ProtectedEntity. During a step the entity is dead at once and freed at the
- * phase boundary. */
+ * phase boundary. A stale handle is NotFound (as for every entity command). */
 keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d);
 /* Moves `e` to the end of `parent`'s children (KEEL_NO_ENTITY: top level).
  * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
@@ -473,7 +583,8 @@ typedef struct keel_add_opts {
  * than 0 for a one kind, an occupied slot, beyond max, a missing requirement, a
  * rejected pair (either direction), a root-only kind off the root, core:transform
  * on the root (scene-wide gameplay kinds may live there). LimitExceeded: more than
- * 256 components on one entity. */
+ * 256 components on one entity. NotFound: a stale entity, a kind not registered.
+ * `opts` NULL: KEEL_ADD_OPTS_INIT. */
 keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts,
                      keel_comp *out, keel_cmd *inverse, keel_diags *d);
 /* Adds an entry for a kind that is not registered: key, version, slot and the
@@ -517,12 +628,15 @@ uint64_t keel_comp_counter(const keel_world *w, keel_comp c);
 bool keel_comp_enabled(const keel_world *w, keel_comp c);
 keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d);
 
-/* Reads a field (strings borrowed from the record). */
+/* Reads a field (strings borrowed from the record). NotFound: a stale entity, no
+ * such component or slot, a field index out of range; Unsupported: the component
+ * is unknown (not loaded). keel_set and keel_reset answer the same. */
 keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *out, keel_diags *d);
 /* Writes through the registry: check (type, finite, range, choices) -> write
  * -> validate hook (may reject; then the old value is back) -> counter and
  * world revision bump -> journal (when inside a step callback).
- * A readonly field is Unsupported unless `internal` writes via keel_set_internal. */
+ * A readonly field is Unsupported unless `internal` writes via keel_set_internal.
+ * `v` NULL, or of the wrong type: InvalidArgument. */
 keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
                      keel_cmd *inverse, keel_diags *d);
 keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_value *v, keel_diags *d);
@@ -548,11 +662,11 @@ void *keel_storage_record(const keel_world *w, keel_kind_id k, size_t i);
 /* Entities holding all of `kinds` (each at its lowest slot). The row set is
  * cached and rebuilt only after a structural change. */
 typedef struct keel_query keel_query;
-keel_query *keel_query_new(keel_world *w, const keel_kind_id *kinds, size_t n);
-void keel_query_free(keel_query *q);
+keel_query *keel_query_new(keel_world *w, const keel_kind_id *kinds, size_t n); /* NULL on OOM */
+void keel_query_free(keel_query *q); /* NULL is a no-op */
 size_t keel_query_update(keel_query *q);               /* refreshes when stale; row count */
-keel_entity keel_query_entity(const keel_query *q, size_t row);
-void **keel_query_column(const keel_query *q, size_t k); /* record pointers, one per row */
+keel_entity keel_query_entity(const keel_query *q, size_t row); /* KEEL_NO_ENTITY past the last row */
+void **keel_query_column(const keel_query *q, size_t k); /* record pointers, one per row; NULL: k >= n */
 /* The aligned fast path. When each queried kind's storage holds exactly the query's rows
  * in the same order (row r of every storage belongs to query row r: the usual case for
  * kinds added together and removed together), the rows come as a few contiguous runs of
@@ -576,6 +690,8 @@ bool keel_query_aligned(const keel_query *q);
  * the failure is recorded once. The step goes on.
  * ====================================================================== */
 
+/* InvalidOperation: called from inside a step; InvalidArgument: dt negative or not
+ * finite. Hook failures do not fail the step: they are faults (keel_fault_at). */
 keel_status keel_step(keel_world *w, double dt, keel_diags *d);
 void keel_world_set_fixed_dt(keel_world *w, double fixed_dt);
 double keel_world_fixed_dt(const keel_world *w);
@@ -595,6 +711,22 @@ const keel_fault *keel_fault_at(const keel_world *w, size_t i);
 /* ======================================================================
  * Renderer snapshot: immutable, extracted from the world; unknown components
  * are ignored.
+ *
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *w = NULL;
+ *     keel_status st = keel_scene_load("scenes/lighting_lab.yaml", NULL, &w, &d);
+ *     keel_snapshot *s = st == KEEL_OK ? keel_snapshot_extract(w) : NULL;
+ *     keel_world_free(w); // the snapshot holds copies: it outlives the world
+ *     for (size_t i = 0; s && i < s->drawable_count; i++)
+ *         printf("draw at %g %g %g\n", s->drawables[i].world[12], s->drawables[i].world[13],
+ *                s->drawables[i].world[14]);
+ *     if (s) printf("%zu lights, camera: %s\n", s->light_count, s->has_camera ? "yes" : "no");
+ *     if (st != KEEL_OK) report("lighting_lab.yaml", st, &d);
+ *     keel_snapshot_free(s); // NULL is a no-op
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK || !s;
  * ====================================================================== */
 
 typedef struct keel_snap_drawable {
@@ -629,8 +761,8 @@ typedef struct keel_snapshot {
     double ambient[4];
 } keel_snapshot;
 
-keel_snapshot *keel_snapshot_extract(const keel_world *w);
-void keel_snapshot_free(keel_snapshot *s);
+keel_snapshot *keel_snapshot_extract(const keel_world *w); /* NULL on OOM */
+void keel_snapshot_free(keel_snapshot *s);                /* NULL is a no-op */
 
 /* Built-in record structs (match the kinds' field order and the layout rule). */
 typedef struct keel_transform {
@@ -641,6 +773,23 @@ typedef struct keel_transform {
 
 /* ======================================================================
  * Files: limits, assets, scenes, cooked scenes, save games
+ *
+ * Loaders publish a world only when there is no error (`*out` stays NULL);
+ * warnings (unknown kinds, enum choices) come with a world. IOError: the file
+ * system; LimitExceeded: a keel_limits bound; otherwise the earliest failing
+ * stage's code (ParseError for the document itself; see DESIGN.md).
+ *
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *w = NULL; // stays NULL when the load fails
+ *     keel_status st = keel_scene_load("scenes/demo.yaml", NULL, &w, &d);
+ *     if (st == KEEL_OK) st = keel_rename(w, keel_find_name(w, "Floor"), "Ground", NULL, &d);
+ *     if (st == KEEL_OK) st = keel_scene_save(w, "demo_edited.yaml", &d);
+ *     if (d.count) report("demo.yaml", st, &d); // errors, or a good load's warnings
+ *     keel_world_free(w);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK;
  * ====================================================================== */
 
 typedef struct keel_limits {
@@ -659,7 +808,7 @@ typedef struct keel_assets keel_assets;
 /* assets.yaml: a list of { uuid, path, type }. */
 keel_status keel_assets_load(const char *path, keel_assets **out, keel_diags *d);
 keel_status keel_assets_parse(const char *text, size_t len, const char *file, keel_assets **out, keel_diags *d);
-void keel_assets_free(keel_assets *a);
+void keel_assets_free(keel_assets *a); /* NULL is a no-op */
 bool keel_assets_has(const keel_assets *a, keel_uuid u);
 const char *keel_assets_path(const keel_assets *a, keel_uuid u);  /* NULL when absent */
 
@@ -675,9 +824,10 @@ keel_load_opts keel_load_opts_default(void);
  * returns every diagnostic and no world. Never runs code from the file. */
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o,
                              keel_world **out, keel_diags *d);
-/* Reads a YAML scene or a cooked file (told apart by the KEELCOOK magic). */
+/* Reads a YAML scene or a cooked file (told apart by the KEELCOOK magic).
+ * `o` NULL: keel_load_opts_default(). */
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d);
-/* Canonical YAML text (malloc'd, NUL-terminated). */
+/* Canonical YAML text (malloc'd, NUL-terminated; the caller frees it). */
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d);
 /* Atomic: temp file beside `path`, write, fsync, rename, fsync the directory. */
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d);
@@ -685,14 +835,59 @@ keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d
 keel_status keel_write_atomic(const char *path, const void *data, size_t len, keel_diags *d);
 keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len, keel_diags *d);
 
-/* Cooked binary scene (see core/COOKED.md). */
+/* Cooked binary scene (see core/COOKED.md). keel_cook mallocs `*out` (the caller
+ * frees it; NULL on failure); NULL w/out/len is InvalidArgument, an unknown
+ * (undeclared) component Unsupported, an entity reference outside the scene or an
+ * asset not in `assets` (or no `assets` at all) NotFound. keel_cook_read: `o` NULL
+ * means defaults; bad bytes are ParseError.
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_assets *a = NULL;
+ *     keel_world *w = NULL, *back = NULL;
+ *     void *data = NULL;
+ *     size_t len = 0;
+ *     keel_status st = keel_assets_load("scenes/assets.yaml", &a, &d);
+ *     if (st == KEEL_OK) st = keel_scene_load("scenes/lighting_lab.yaml", NULL, &w, &d);
+ *     if (st == KEEL_OK) st = keel_cook(w, a, &data, &len, &d);
+ *     if (st == KEEL_OK) st = keel_write_atomic("lab.cooked", data, len, &d);
+ *     if (st == KEEL_OK) st = keel_scene_load("lab.cooked", NULL, &back, &d);
+ *     if (st != KEEL_OK) report("cook", st, &d);
+ *     free(data);
+ *     keel_world_free(back);
+ *     keel_world_free(w);
+ *     keel_assets_free(a);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK;
+ */
 keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out, size_t *len, keel_diags *d);
 keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d);
 
-/* Save games: a running world as a difference from its authored baseline. */
+/* Save games: a running world as a difference from its authored baseline.
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *w = NULL, *fresh = NULL;
+ *     keel_status st = keel_scene_load("scenes/demo.yaml", NULL, &w, &d);
+ *     keel_baseline *base = st == KEEL_OK ? keel_baseline_capture(w) : NULL; // before play
+ *     if (st == KEEL_OK) st = keel_destroy(w, keel_find_name(w, "Floor"), NULL, &d); // play
+ *     keel_slot_info info = { .title = "Arena", .play_seconds = 42 }, got = { 0 };
+ *     if (st == KEEL_OK) st = keel_persist_save(w, base, "slot1.sav", &info, &d);
+ *     if (st == KEEL_OK) st = keel_persist_info("slot1.sav", &got, &d); // for a load menu
+ *     if (st == KEEL_OK) st = keel_scene_load("scenes/demo.yaml", NULL, &fresh, &d);
+ *     if (st == KEEL_OK) st = keel_persist_load(fresh, "slot1.sav", &d); // all or nothing
+ *     if (st == KEEL_OK && keel_find_name(fresh, "Floor")) st = KEEL_INVALID_OPERATION;
+ *     if (st != KEEL_OK) report("slot1.sav", st, &d);
+ *     keel_slot_info_free(&got);
+ *     keel_baseline_free(base);
+ *     keel_world_free(fresh);
+ *     keel_world_free(w);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK;
+ */
 typedef struct keel_baseline keel_baseline;
-keel_baseline *keel_baseline_capture(const keel_world *w);
-void keel_baseline_free(keel_baseline *b);
+keel_baseline *keel_baseline_capture(const keel_world *w); /* NULL for a NULL world */
+void keel_baseline_free(keel_baseline *b);                 /* NULL is a no-op */
 
 typedef struct keel_slot_info {
     char *title;
@@ -700,12 +895,19 @@ typedef struct keel_slot_info {
     double play_seconds;
     keel_node *fields;        /* the game's own fields: a MAP of scalars, or NULL */
 } keel_slot_info;
-void keel_slot_info_free(keel_slot_info *i);
+void keel_slot_info_free(keel_slot_info *i); /* NULL is a no-op; leaves it zeroed */
 
+/* `info` NULL: no title; saved_at 0: now. InvalidArgument: a NULL world, base or
+ * path, or a baseline of another scene; LimitExceeded: the state is too large. */
 keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
                               const keel_slot_info *info, keel_diags *d);
-/* Applies a save over `w` (the same scene freshly loaded); all or nothing. */
+/* Applies a save over `w` (the same scene freshly loaded); all or nothing.
+ * InvalidArgument: NULL w or path; InvalidOperation: during a step; IOError;
+ * ParseError: not a keel save, or damaged; NotFound, InvalidArgument or
+ * InvalidOperation: the save does not fit `w` (another scene; entities missing,
+ * or spawned ones already there). */
 keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d);
+/* Reads only the slot's info; `*out` is zeroed first and left empty on failure. */
 keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d);
 
 #if defined(__GNUC__)

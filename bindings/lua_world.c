@@ -899,12 +899,40 @@ static const char *const opt_keys[] = { "strict", "assets", "limits", NULL };
 static const char *const limit_keys[] = { "document_size", "entities", "components_per_entity", "body_size",
                                           "string_length", "nesting_depth", "hierarchy_depth", "collection_length", NULL };
 
-/* Reads opts { strict, assets, limits } at idx; assets loaded into *assets (caller frees). */
-static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_assets **assets, keel_diags *d)
+static void read_opts_table(lua_State *L, int idx, keel_load_opts *o);
+
+/* Reads opts { strict, assets, limits } at idx; assets loaded into *assets (caller frees).
+ * With no opts.assets, a scene file (`scene` non-NULL) uses the manifest beside it, as the
+ * keel program does; opts.assets = false uses none. */
+static keel_status read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
+                             keel_diags *d)
 {
     *o = keel_load_opts_default();
     *assets = NULL;
-    if (lua_isnoneornil(L, idx)) return KEEL_OK;
+    const char *given = NULL;
+    bool beside = scene != NULL;
+    if (!lua_isnoneornil(L, idx)) {
+        read_opts_table(L, idx, o);
+        lua_getfield(L, idx, "assets");
+        if (lua_type(L, -1) == LUA_TSTRING) given = lua_tostring(L, -1); /* stays on the stack */
+        else if (!lua_isnil(L, -1) && !(lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets must be a path or false, got %s",
+                            luaL_typename(L, -1));
+        beside = beside && lua_isnil(L, -1);
+    }
+    char *path = given ? NULL : beside ? keel_assets_beside(scene) : NULL;
+    keel_status s = KEEL_OK;
+    if (given || path) {
+        s = keel_assets_load(given ? given : path, assets, d);
+        o->assets = *assets;
+    }
+    free(path);
+    return s;
+}
+
+/* The checked parts of an opts table other than assets: strict and limits. */
+static void read_opts_table(lua_State *L, int idx, keel_load_opts *o)
+{
     if (lua_type(L, idx) != LUA_TTABLE)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts must be a table, got %s", luaL_typename(L, idx));
     check_keys(L, idx, "opts", opt_keys);
@@ -928,16 +956,6 @@ static keel_status read_opts(lua_State *L, int idx, keel_load_opts *o, keel_asse
         l->collection_length = opt_size(L, t, "collection_length", l->collection_length);
     }
     lua_pop(L, 1);
-    lua_getfield(L, idx, "assets");
-    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets must be a path, got %s", luaL_typename(L, -1));
-    keel_status s = KEEL_OK;
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        s = keel_assets_load(lua_tostring(L, -1), assets, d);
-        o->assets = *assets;
-    }
-    lua_pop(L, 1);
-    return s;
 }
 
 /* Pushes the world (with its load warnings) or nil, err. */
@@ -963,7 +981,7 @@ static int k_load(lua_State *L)
     keel_diags_init(&d);
     keel_load_opts o;
     keel_assets *assets;
-    keel_status s = read_opts(L, 2, &o, &assets, &d);
+    keel_status s = read_opts(L, 2, lua_tostring(L, 1), &o, &assets, &d);
     keel_world *w = NULL;
     if (s == KEEL_OK) {
         int prev = begin_load(L, ctx);
@@ -987,7 +1005,7 @@ static int k_parse(lua_State *L)
     keel_diags_init(&d);
     keel_load_opts o;
     keel_assets *assets;
-    keel_status s = read_opts(L, 2, &o, &assets, &d);
+    keel_status s = read_opts(L, 2, NULL, &o, &assets, &d);
     keel_world *w = NULL;
     if (s == KEEL_OK) {
         int prev = begin_load(L, ctx);

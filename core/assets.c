@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -159,4 +160,18 @@ const char *keel_assets_path(const keel_assets *a, keel_uuid u)
 {
     const asset *it = find(a, u);
     return it ? it->path : NULL;
+}
+
+char *keel_assets_beside(const char *scene_path)
+{
+    if (!scene_path) return NULL;
+    const char *slash = strrchr(scene_path, '/');
+    size_t dirlen = slash ? (size_t)(slash - scene_path) + 1 : 0;
+    char *beside = keel__xrealloc(NULL, dirlen + sizeof "assets.yaml");
+    memcpy(beside, scene_path, dirlen);
+    strcpy(beside + dirlen, "assets.yaml");
+    struct stat st;
+    if (strcmp(beside, scene_path) != 0 && stat(beside, &st) == 0 && S_ISREG(st.st_mode)) return beside;
+    free(beside); /* a manifest is not its own manifest */
+    return NULL;
 }

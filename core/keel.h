@@ -811,6 +811,9 @@ keel_status keel_assets_parse(const char *text, size_t len, const char *file, ke
 void keel_assets_free(keel_assets *a); /* NULL is a no-op */
 bool keel_assets_has(const keel_assets *a, keel_uuid u);
 const char *keel_assets_path(const keel_assets *a, keel_uuid u);  /* NULL when absent */
+/* The manifest a scene uses unless told otherwise: "assets.yaml" in the scene's directory, when
+ * that file exists and is not the scene itself. A malloc'd path (caller frees), or NULL. */
+char *keel_assets_beside(const char *scene_path);
 
 typedef struct keel_load_opts {
     keel_limits limits;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "keel.h"
@@ -93,6 +94,28 @@ static void assets_load_missing_file(void **state)
     keel_diags_free(&d);
 }
 
+/* The manifest a scene uses by default: assets.yaml in its directory, never itself. */
+static void assets_beside_the_scene(void **state)
+{
+    char dir[] = "/tmp/keel_assets_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char scene[64], manifest[64];
+    snprintf(scene, sizeof scene, "%s/level.yaml", dir);
+    snprintf(manifest, sizeof manifest, "%s/assets.yaml", dir);
+    assert_null(keel_assets_beside(scene)); /* none there yet */
+    FILE *f = fopen(manifest, "w");
+    assert_non_null(f);
+    fputs("assets: []\n", f);
+    fclose(f);
+    char *got = keel_assets_beside(scene);
+    assert_string_equal(got, manifest);
+    free(got);
+    assert_null(keel_assets_beside(manifest)); /* not its own manifest */
+    assert_null(keel_assets_beside(NULL));
+    remove(manifest);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -100,6 +123,7 @@ int main(void)
         cmocka_unit_test(assets_empty_manifest),
         cmocka_unit_test(assets_refusals),
         cmocka_unit_test(assets_load_missing_file),
+        cmocka_unit_test(assets_beside_the_scene),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -156,17 +156,7 @@ bool keel_cli_is_manifest(const keel_cli *cli, const char *path)
 char *keel_cli_manifest(const keel_cli *cli, const char *scene)
 {
     if (cli->assets) return strdup(cli->assets);
-    if (!scene) return NULL;
-    const char *slash = strrchr(scene, '/');
-    size_t dirlen = slash ? (size_t)(slash - scene) + 1 : 0;
-    char *beside = malloc(dirlen + sizeof "assets.yaml");
-    if (!beside) return NULL;
-    memcpy(beside, scene, dirlen);
-    strcpy(beside + dirlen, "assets.yaml");
-    /* A manifest is not its own manifest. */
-    if (file_exists(beside) && strcmp(beside, scene) != 0) return beside;
-    free(beside);
-    return NULL;
+    return keel_assets_beside(scene);
 }
 
 bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o,

@@ -86,7 +86,7 @@
 
 ---@class KeelLoadOptions
 ---@field strict? boolean
----@field assets? string          # path of an assets.yaml manifest
+---@field assets? string|false    # an assets.yaml manifest (keel.load: the one beside the scene; false: none)
 ---@field limits? table<string, integer>
 
 ---@class KeelSpawnSpec

@@ -56,6 +56,7 @@ const char *keel__lua_checkkey(lua_State *L, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key expected, got %s)", idx - 1, luaL_typename(L, idx));
+    if (keel__lua_has_nul(L, idx)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key holds a NUL byte)", idx - 1);
     return lua_tostring(L, idx);
 }
 

@@ -742,7 +742,8 @@ static const char *opt_str(lua_State *L, int t, const char *k)
 {
     lua_getfield(L, t, k);
     const char *s = NULL;
-    if (lua_type(L, -1) == LUA_TSTRING) s = lua_tostring(L, -1);
+    if (lua_type(L, -1) == LUA_TSTRING && !keel__lua_has_nul(L, -1)) s = lua_tostring(L, -1);
+    else if (lua_type(L, -1) == LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s holds a NUL byte", k);
     else if (!lua_isnil(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a string", k);
     lua_pop(L, 1); /* the string stays in the spec table */
     return s;
@@ -825,6 +826,7 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
     lua_rawgeti(L, f, 1);
     lua_rawgeti(L, f, 2);
     if (lua_type(L, -2) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field needs a name string first");
+    if (keel__lua_has_nul(L, -2)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field name holds a NUL byte");
     fd->key = lua_tostring(L, -2);
     if (lua_type(L, -1) != LUA_TSTRING || !keel_type_parse(lua_tostring(L, -1), &fd->type))
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown type '%s'", fd->key, luaL_optstring(L, -1, "nil"));
@@ -838,6 +840,7 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
         for (size_t i = 0; i < n; i++) {
             lua_rawgeti(L, -1, (lua_Integer)i + 1);
             if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be strings", fd->key);
+            if (keel__lua_has_nul(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': a choice holds a NUL byte", fd->key);
             ch[i] = lua_tostring(L, -1);
             lua_pop(L, 1);
         }

@@ -102,11 +102,10 @@ static void check_info(lua_State *L, int idx)
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) != LUA_TSTRING) bad_arg(L, idx, "slot details keys must be strings");
-        size_t klen, vlen;
-        const char *k = lua_tolstring(L, -2, &klen);
+        const char *k = lua_tostring(L, -2);
         int t = lua_type(L, -1);
-        if (strlen(k) != klen) bad_arg(L, idx, "a slot details key holds a NUL byte");
-        if (t == LUA_TSTRING && strlen(lua_tolstring(L, -1, &vlen)) != vlen) /* kept as C strings */
+        if (keel__lua_has_nul(L, -2)) bad_arg(L, idx, "a slot details key holds a NUL byte");
+        if (t == LUA_TSTRING && keel__lua_has_nul(L, -1)) /* kept as C strings */
             bad_arg(L, idx, lua_pushfstring(L, "slot field %s holds a NUL byte", k));
         if (strcmp(k, "title") == 0 && t != LUA_TSTRING) bad_arg(L, idx, "title must be a string");
         else if (strcmp(k, "play_seconds") == 0 && t != LUA_TNUMBER)

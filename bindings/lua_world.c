@@ -464,6 +464,7 @@ static int w_find(lua_State *L)
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (lua_type(L, 2) != LUA_TSTRING)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a UUID or a name expected, got %s", luaL_typename(L, 2));
+    if (keel__lua_has_nul(L, 2)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a name holds a NUL byte");
     const char *s = lua_tostring(L, 2);
     keel_uuid u;
     keel_entity e = KEEL_NO_ENTITY;

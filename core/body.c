@@ -138,7 +138,9 @@ static keel_status migrate(const keel_kind_desc *k, keel_node **body, int versio
             return KEEL_OK;
         keel_diags tmp;
         keel_diags_init(&tmp);
+        keel__callback_enter();
         keel_status st = k->migrate(*body, v, k->user, &tmp);
+        keel__callback_leave();
         if (st && !tmp.errors)
             keel_error(&tmp, st, "", "%s: migration to version %d failed", k->key, v);
         for (size_t i = 0; i < tmp.count; i++)

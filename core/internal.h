@@ -44,6 +44,9 @@ void keel__worlds_adopt(keel_kind_id k, keel_diags *d);
 /* Before replacing kind k's description with `nd`: InvalidOperation (listed in d) when a live
  * component in some world would break nd's rules; the old declaration then stays. */
 keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, keel_diags *d);
+/* Around every call of a validate or migrate callback: keel_kind_declare refuses meanwhile. */
+void keel__callback_enter(void);
+void keel__callback_leave(void);
 /* After replacing it: values outside the new bounds go back to their defaults (warnings). */
 void keel__worlds_refit(keel_kind_id k, keel_diags *d);
 

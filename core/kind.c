@@ -589,7 +589,7 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     snprintf(path, sizeof path, "fields[%zu]", index);
     memset(out, 0, sizeof *out);
     if (!src->key || !*src->key)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field #%zu has no key", kkey, index + 1);
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu] has no key", kkey, index);
     if ((unsigned)src->type >= KEEL_T_COUNT_)
         return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s' has an unknown type (%d)", kkey,
                           src->key, (int)src->type);
@@ -705,6 +705,20 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
         if (!keel__kind_key_valid(src->rejects[i]))
             return keel_error(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: rejects a bad kind key '%s'", key,
                               src->rejects[i] ? src->rejects[i] : "");
+    /* A kind no entity could ever hold is a mistake in its declaration, said now. */
+    if (src->flags & ~(unsigned)(KEEL_KIND_NOSAVE | KEEL_KIND_EDITOR_ONLY | KEEL_KIND_ROOT_ONLY | KEEL_KIND_NOT_ON_ROOT))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "flags", "%s: unknown kind flags 0x%x", key, src->flags);
+    if ((src->flags & KEEL_KIND_ROOT_ONLY) && (src->flags & KEEL_KIND_NOT_ON_ROOT))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "flags", "%s: root_only and not_on_root together leave it no place",
+                          key);
+    for (size_t i = 0; i < src->requires_count; i++) {
+        if (!strcmp(src->requires[i], key))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "requires", "%s: a kind cannot require itself", key);
+        for (size_t j = 0; j < src->rejects_count; j++)
+            if (!strcmp(src->requires[i], src->rejects[j]))
+                return keel_error(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: requires and rejects %s", key,
+                                  src->requires[i]);
+    }
     for (size_t i = 0; i < src->field_count; i++)
         for (size_t j = 0; j < i; j++)
             if (src->fields[i].key && src->fields[j].key && !strcmp(src->fields[i].key, src->fields[j].key))
@@ -765,6 +779,14 @@ static void mark_rejected(void)
         }
 }
 
+/* validate and migrate callbacks running: the registry holds still meanwhile (they are pure
+ * checks and rewrites, and their callers hold the kind's description). A hook may redeclare
+ * kinds (hot reload from a running game): a Lua hook works on a copy of its record; a C hook
+ * must not redeclare its own kind, whose records move. */
+static int callback_depth;
+void keel__callback_enter(void) { callback_depth++; }
+void keel__callback_leave(void) { callback_depth--; }
+
 bool keel__kind_rejected(keel_kind_id k)
 {
     kind *K = kind_get(k);
@@ -794,6 +816,17 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
     }
 
     keel_kind_id id = keel_kind_find(copy.key);
+    /* The core reads built-in records as fixed structs (keel_transform, ...), and a hook's
+     * record pointer must outlive its call: neither may change under them. */
+    if (id && kind_get(id)->desc.builtin)
+        st = keel_error(d, KEEL_INVALID_OPERATION, "key", "%s is built in: it cannot be redeclared", copy.key);
+    else if (callback_depth > 0)
+        st = keel_error(d, KEEL_INVALID_OPERATION, "key", "%s: kinds cannot be declared from a validate or migrate callback",
+                        copy.key);
+    if (st) {
+        free_desc(&copy);
+        return st;
+    }
     if (id) {
         /* Live components must fit the new rules, or the old declaration stays. */
         if ((st = keel__worlds_check_kind(id, &copy, d))) {

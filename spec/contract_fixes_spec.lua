@@ -131,6 +131,20 @@ describe("a string holding a NUL byte", function()
     assert.are.equal("ok", c.s)
   end)
 
+  it("in a kind key, a field name, a choice or a name looked up is refused", function()
+    local w = keel.world("N")
+    local e = w:spawn("A")
+    for _, f in ipairs{ function() e:add("core:transform\0junk") end, function() e:get("core:transform\0x") end,
+      function() e:has("core:transform\0x") end, function() w:count("core:transform\0x") end,
+      function() w:find("A\0B") end, function() keel.kind{ key = "fx:k\0y" } end,
+      function() keel.kind{ key = "fx:kf", fields = { { "a\0b", "int" } } } end,
+      function() keel.kind{ key = "fx:kc", fields = { { "m", "enum", choices = { "a\0b" } } } } end } do
+      assert_error("InvalidArgument", catch(f))
+    end
+    assert.is_false(e:has("core:transform"))
+    assert.is_nil(keel.kind_info("fx:k"))
+  end)
+
   it("in save-game slot details is refused", function()
     local w = keel.world("N")
     local base = keel.persist.baseline(w)

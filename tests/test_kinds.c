@@ -119,7 +119,7 @@ static void kinds_refuse_bad_fields(void **state)
 
     memset(f, 0, sizeof f);
     f[0].key = "";
-    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:stamina: field #1 has no key");
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:stamina: fields[0] has no key");
 
     memset(f, 0, sizeof f);
     f[0].key = "x";
@@ -584,6 +584,55 @@ static void kinds_redeclare_relayouts_and_adopts_in_worlds(void **state)
     keel_world_free(w);
 }
 
+/* Kinds no entity could hold, and built-in kinds (read by the core as fixed structs), are refused. */
+static void kinds_refuse_impossible_and_builtin_declarations(void **state)
+{
+    static const char *const self[] = { "game:loop" };
+    keel_kind_desc d = { .key = "game:loop", .requires = self, .requires_count = 1 };
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:loop: a kind cannot require itself");
+    static const char *const tr[] = { "core:transform" };
+    d = (keel_kind_desc){ .key = "game:torn", .requires = tr, .requires_count = 1, .rejects = tr, .rejects_count = 1 };
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:torn: requires and rejects core:transform");
+    d = (keel_kind_desc){ .key = "game:nowhere", .flags = KEEL_KIND_ROOT_ONLY | KEEL_KIND_NOT_ON_ROOT };
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:nowhere: root_only and not_on_root together leave it no place");
+    d = (keel_kind_desc){ .key = "game:odd", .flags = 0x100 };
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:odd: unknown kind flags 0x100");
+
+    keel_field_desc f[] = { { .key = "scale", .type = KEEL_T_VEC3 } };
+    keel_kind_desc again = *keel_kind_describe(keel_kind_find("core:transform"));
+    again.fields = f;
+    again.field_count = 1;
+    keel_diags g;
+    keel_diags_init(&g);
+    assert_int_equal(keel_kind_declare(&again, NULL, &g), KEEL_INVALID_OPERATION);
+    assert_string_equal(g.items[0].message, "core:transform is built in: it cannot be redeclared");
+    keel_diags_free(&g);
+    assert_int_equal(keel_kind_describe(keel_kind_find("core:transform"))->field_count, 3);
+}
+
+/* A migration (a pure rewrite of a body) may not change the registry under the loader. */
+static keel_status redeclaring_migration(keel_node *body, int to_version, void *user, keel_diags *d)
+{
+    keel_kind_desc again = { .key = "game:mig", .version = 2 };
+    return keel_kind_declare(&again, NULL, d);
+}
+
+static void kinds_refuse_declaring_from_a_migration(void **state)
+{
+    keel_kind_desc d = { .key = "game:mig", .version = 2, .migrate = redeclaring_migration };
+    assert_int_equal(keel_kind_declare(&d, NULL, NULL), KEEL_OK);
+    static const char doc[] = "keel: 1\nscene: {uuid: 550e8400-e29b-41d4-a716-446655440000, name: M}\n"
+                              "entities:\n- uuid: 550e8400-e29b-41d4-a716-446655440001\n  name: A\n"
+                              "  components:\n  - {kind: game:mig, version: 1, body: {}}\n";
+    keel_world *w = NULL;
+    keel_diags g;
+    keel_diags_init(&g);
+    assert_int_equal(keel_scene_parse(doc, sizeof doc - 1, NULL, &w, &g), KEEL_INVALID_OPERATION);
+    assert_null(w);
+    assert_non_null(strstr(g.items[0].message, "game:mig: kinds cannot be declared from a validate or migrate callback"));
+    keel_diags_free(&g);
+}
+
 /* A redeclaration whose rules a live component would break is refused, naming it, and the
  * old declaration stays; values outside new bounds go back to their defaults, with a warning. */
 static void kinds_redeclare_checks_live_components(void **state)
@@ -849,6 +898,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(kinds_redeclare_replaces_fields_and_user, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_relayouts_and_adopts_in_worlds, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_checks_live_components, setup, teardown),
+        cmocka_unit_test_setup_teardown(kinds_refuse_impossible_and_builtin_declarations, setup, teardown),
+        cmocka_unit_test_setup_teardown(kinds_refuse_declaring_from_a_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_redeclare_remaps_enum_choices_by_name, setup, teardown),
         cmocka_unit_test_setup_teardown(kinds_adoption_keeps_rule_breakers_unknown, setup, teardown),
         cmocka_unit_test(diags_status_names),

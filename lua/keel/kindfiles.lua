@@ -14,6 +14,16 @@ local function is_error(v)
   return type(v) == "table" and type(v.code) == "string" and type(v.message) == "string"
 end
 
+-- The line of `path` the innermost running call of that file is at, looking from
+-- stack level `level` up; nil when none (a tail call leaves no frame of it).
+local function line_in(path, level)
+  for l = level, math.huge do
+    local info = debug.getinfo(l, "Sl")
+    if not info then return nil end
+    if info.source == "@" .. path and info.currentline > 0 then return info.currentline end
+  end
+end
+
 -- The error handler of a kind file. An error object (keel.kind's
 -- InvalidArgument, ...) carries no position, so it gets the file's line that
 -- made the failing call: "FILE:LINE: Code: message"; anything else a traceback.
@@ -31,14 +41,8 @@ local function handler(path)
       local cut = tb:find("\n\t[C]: in function 'xpcall'", 1, true)
       return cut and tb:sub(1, cut - 1) or tb
     end
-    for level = 2, math.huge do
-      local info = debug.getinfo(level, "Sl")
-      if not info then break end
-      if info.source == "@" .. path and info.currentline > 0 then
-        return path .. ":" .. info.currentline .. ": " .. text
-      end
-    end
-    return path .. ": " .. text
+    local line = line_in(path, 3)
+    return path .. (line and ":" .. line or "") .. ": " .. text
   end
 end
 
@@ -71,9 +75,9 @@ local function run(f, prefix)
     end
     local got, warnings = real(spec, ...)
     -- a redeclaration's warnings (a value reset to its default, a component left unadopted)
-    local line = debug.getinfo(2, "l").currentline or 0
+    local line = line_in(path, 3)
     for _, w in ipairs(warnings or {}) do
-      kindfiles.stderr:write(prefix, path, ":", line, ": warning: ", w.message, "\n")
+      kindfiles.stderr:write(prefix, path, line and ":" .. line or "", ": warning: ", w.message, "\n")
     end
     return got, warnings
   end

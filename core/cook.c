@@ -505,6 +505,7 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
             return keel_error(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: more than %zu components on one entity",
                               lim->components_per_entity);
         if (!str_ok(ck, key)) return bad(d, path, "kind key string index %u out of range", key);
+        if (!keel__kind_key_valid(ck->strings[key])) return bad(d, path, "malformed kind key '%.64s'", ck->strings[key]);
         if (version < 1 || version > INT32_MAX) return bad(d, path, "kind version %u out of range", version);
         if (slot == KEEL_SLOT_AUTO) return bad(d, path, "slot %u out of range", slot);
         if (en > 1) return bad(d, path, "enabled flag is %u, not a boolean", en);

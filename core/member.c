@@ -308,11 +308,13 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
         return KEEL_OK;
     }
     if (*slot == KEEL_SLOT_AUTO) {
-        uint32_t next = 0;
+        /* max+1 in 64 bits: past UINT32_MAX-1 it would wrap or become KEEL_SLOT_AUTO itself */
+        uint64_t next = 0;
         for (uint32_t i = 0; i < en->member_count; i++)
-            if (entry_is(&en->members[i], k, key) && en->members[i].slot + 1 > next)
-                next = en->members[i].slot + 1;
-        *slot = next;
+            if (entry_is(&en->members[i], k, key) && (uint64_t)en->members[i].slot + 1 > next)
+                next = (uint64_t)en->members[i].slot + 1;
+        if (next >= KEEL_SLOT_AUTO) return keel_error(d, KEEL_INVALID_OPERATION, "", "no slot left for %s", key);
+        *slot = (uint32_t)next;
     } else if (entry_by_key_k(me, k, key, *slot)) {
         return keel_error(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
     }
@@ -477,14 +479,29 @@ keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_ad
     return keel__cmd_end(w, st, inv, &tmp);
 }
 
+/* What an unknown entry must be: what a scene file could hold, for a kind this process cannot
+ * read (not registered, or written in a newer version than the registered one). */
+static keel_status unknown_check(const char *key, int version, const keel_node *body, keel_diags *d)
+{
+    if (!key || !*key) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an unknown component needs a kind key");
+    if (!keel__kind_key_valid(key))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", key);
+    if (version < 1) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: version must be >= 1, not %d", key, version);
+    if (body && body->kind != KEEL_NODE_MAP)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: a component body must be a map", key);
+    const keel_kind_desc *kd = keel_kind_describe(keel_kind_find(key));
+    if (kd && version <= (kd->version < 1 ? 1 : kd->version))
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is declared: add it with keel_add", key);
+    return KEEL_OK;
+}
+
 keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int version, uint32_t slot,
                              const keel_node *body, keel_diags *d)
 {
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, NULL, &tmp);
     keel_status st = entity_for(w, e, d);
-    if (st == KEEL_OK && (!key || !*key))
-        st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "an unknown component needs a kind key");
+    if (st == KEEL_OK) st = unknown_check(key, version, body, d);
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
         st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
@@ -494,7 +511,7 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
         m->unk = keel__xrealloc(NULL, sizeof *m->unk);
         m->unk->key = keel__strdup(key);
         m->slot = slot;
-        m->version = version < 1 ? 1 : version;
+        m->version = version;
         m->unk->preserved = body ? keel_node_copy(body) : keel_node_new_map();
         keel__touch(w);
         if (inv) {

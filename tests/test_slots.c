@@ -619,6 +619,71 @@ static void slots_serials_are_never_reused(void **state)
     assert_true(m.serial != 0 && m.serial != sb2 && m.serial != sb);
 }
 
+/* max+1 stops short of KEEL_SLOT_AUTO: two components never share an address */
+static void slots_auto_slot_never_wraps(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    keel_status st;
+    keel_comp c = add_slot(f, e, "core:audio_source", UINT32_MAX - 1, &st);
+    assert_int_equal(st, KEEL_OK);
+    assert_int_equal(c.slot, UINT32_MAX - 1);
+    add_slot(f, e, "core:audio_source", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "no slot left for core:audio_source");
+    st = keel_add(f->w, e, K("core:audio_source"), NULL, NULL, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "no slot left for core:audio_source");
+    assert_int_equal(keel_member_count(f->w, e), 2);
+    /* an explicit free slot below still works, and KEEL_SLOT_AUTO given explicitly means auto */
+    c = add_slot(f, e, "core:audio_source", 7, &st);
+    assert_int_equal(st, KEEL_OK);
+    assert_int_equal(c.slot, 7);
+    keel_entity e2 = spawn(f, "B", 0);
+    add(f, e2, "core:transform");
+    c = add_slot(f, e2, "core:audio_source", KEEL_SLOT_AUTO, &st);
+    assert_int_equal(st, KEEL_OK);
+    assert_int_equal(c.slot, 0);
+    /* unknown entries answer the same */
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, UINT32_MAX - 1, NULL, &f->d), KEEL_OK);
+    st = keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "no slot left for mod:winch");
+}
+
+/* keel_add_unknown holds only what a file could: a well-formed key, a MAP body, a version >= 1,
+ * and a kind this process cannot read (undeclared, or newer than declared) */
+static void slots_unknown_add_checks_its_arguments(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    keel_status st = keel_add_unknown(f->w, e, "Bad Key: x", 1, KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "malformed kind key 'Bad Key: x' (ns:name, [a-z0-9_]+)");
+    keel_node *seq = keel_node_new_seq();
+    st = keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, seq, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "mod:winch: a component body must be a map");
+    keel_node_free(seq);
+    keel_node *scalar = keel_node_new_scalar("3", KEEL_STYLE_PLAIN);
+    st = keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, scalar, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "mod:winch: a component body must be a map");
+    keel_node_free(scalar);
+    st = keel_add_unknown(f->w, e, "mod:winch", 0, KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "mod:winch: version must be >= 1, not 0");
+    st = keel_add_unknown(f->w, e, "mod:winch", -3, KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "mod:winch: version must be >= 1, not -3");
+    st = keel_add_unknown(f->w, e, "core:camera", 1, KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:camera is declared: add it with keel_add");
+    assert_int_equal(keel_member_count(f->w, e), 1);
+    /* NULL is an empty body; a version newer than the kind's stays unknown */
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_add_unknown(f->w, e, "core:camera", 2, KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    keel_member m;
+    assert_true(keel_member_at(f->w, e, 2, &m));
+    assert_false(m.loaded);
+    assert_int_equal(m.version, 2);
+    assert_int_equal(m.preserved->kind, KEEL_NODE_MAP);
+    assert_int_equal(m.preserved->count, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -648,6 +713,8 @@ int main(void)
         T(slots_component_enable_and_body),
         T(slots_add_body_runs_validate),
         T(slots_serials_are_never_reused),
+        T(slots_auto_slot_never_wraps),
+        T(slots_unknown_add_checks_its_arguments),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -75,6 +75,8 @@ char *keel__strfmt(const char *fmt, ...)
 #endif
     ;
 char *keel__vstrfmt(const char *fmt, va_list ap); /* consumes ap */
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
+bool keel__utf8_valid(const char *s);
 void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
 void *keel__xcalloc(size_t n, size_t size); /* zeroed; aborts on OOM too */
 

@@ -273,6 +273,14 @@ static keel_status field_check(const keel_field_desc *f, keel_value *v, keel_dia
         if (f->type == KEEL_T_QUAT) {
             double len = sqrt(v->as.v[0] * v->as.v[0] + v->as.v[1] * v->as.v[1] +
                               v->as.v[2] * v->as.v[2] + v->as.v[3] * v->as.v[3]);
+            if (!(len > 0) || !isfinite(len)) { /* squares of 1e300 or 1e-300 leave the doubles: scale first */
+                double big = 0, sum = 0;
+                for (int i = 0; i < 4; i++)
+                    big = fmax(big, fabs(v->as.v[i]));
+                for (int i = 0; big > 0 && i < 4; i++)
+                    sum += (v->as.v[i] / big) * (v->as.v[i] / big);
+                len = big * sqrt(sum);
+            }
             if (!(len > 0) || !isfinite(len))
                 return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
                                   "%s: a zero quaternion cannot be normalized", f->key);
@@ -310,6 +318,8 @@ static keel_status field_check(const keel_field_desc *f, keel_value *v, keel_dia
             return keel_error(d, KEEL_LIMIT_EXCEEDED, f->key,
                               "%s: string of %zu bytes exceeds the limit of %u", f->key,
                               strlen(v->as.s), STRING_LIMIT);
+        if (v->as.s && !keel__utf8_valid(v->as.s)) /* a scene file could not hold it */
+            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: a string must be valid UTF-8", f->key);
         return KEEL_OK;
     case KEEL_T_ASSET: case KEEL_T_ENTITY:
         if (v->type == KEEL_T_STRING) {
@@ -344,6 +354,9 @@ keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diag
         return keel_error(d, KEEL_NOT_FOUND, "", "no kind with id %u", (unsigned)k);
     if (field < 0 || (size_t)field >= K->desc.field_count)
         return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field #%d", K->desc.key, field);
+    if (!v)
+        return keel_error(d, KEEL_INVALID_ARGUMENT, K->desc.fields[field].key, "%s: no value given",
+                          K->desc.fields[field].key);
     return field_check(&K->desc.fields[field], v, d);
 }
 

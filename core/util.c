@@ -50,3 +50,24 @@ char *keel__strfmt(const char *fmt, ...)
     va_end(ap);
     return s;
 }
+
+bool keel__utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p++;
+        if (c < 0x80) continue;
+        int more;
+        unsigned min, cp;
+        if ((c & 0xe0) == 0xc0) more = 1, min = 0x80, cp = c & 0x1f;
+        else if ((c & 0xf0) == 0xe0) more = 2, min = 0x800, cp = c & 0x0f;
+        else if ((c & 0xf8) == 0xf0) more = 3, min = 0x10000, cp = c & 0x07;
+        else return false;
+        for (int i = 0; i < more; i++, p++) {
+            if ((*p & 0xc0) != 0x80) return false; /* also stops at the NUL */
+            cp = cp << 6 | (*p & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false; /* overlong, surrogate */
+    }
+    return true;
+}

@@ -276,11 +276,21 @@ void keel_world_free(keel_world *w)
 
 keel_uuid keel_world_uuid(const keel_world *w) { return w->uuid; }
 void keel_world_set_uuid(keel_world *w, keel_uuid u) { w->uuid = u; w->revision++; }
+
 const char *keel_world_name(const keel_world *w) { return w->name; }
+
+/* Names are written to scene files: NULL (InvalidArgument) and malformed UTF-8 are refused. */
+static keel_status check_name(const char *name, const char *what, keel_diags *d)
+{
+    if (!name) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name cannot be null", what);
+    if (!keel__utf8_valid(name)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
+    return KEEL_OK;
+}
 
 keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d)
 {
-    if (!name) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a scene name cannot be null");
+    keel_status st = check_name(name, "a scene", d);
+    if (st) return st;
     char *n = keel__strdup(name);
     free(w->name);
     w->name = n;
@@ -292,6 +302,7 @@ const keel_grid *keel_world_grid(const keel_world *w) { return &w->grid; }
 
 keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d)
 {
+    if (!g) return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid", "no grid given");
     for (int k = 0; k < 3; k++)
         if (!isfinite(g->origin[k]))
             return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.origin", "grid origin is not finite");
@@ -383,6 +394,7 @@ keel_entity keel_find(const keel_world *w, keel_uuid u)
 
 keel_entity keel_find_name(const keel_world *w, const char *name)
 {
+    if (!name) return KEEL_NO_ENTITY;
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
         if (strcmp(w->ents[(uint32_t)e].name, name) == 0) return e;
     return KEEL_NO_ENTITY;
@@ -565,6 +577,8 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d)
 {
     keel_uuid u;
+    if (name && !keel__utf8_valid(name))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name must be valid UTF-8");
     if (uuid) {
         if (keel_uuid_is_nil(*uuid))
             return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
@@ -765,7 +779,7 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t i;
     keel_status st = command_target(w, e, "renamed", &i, d);
-    if (st == KEEL_OK && !name) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name cannot be null");
+    if (st == KEEL_OK) st = check_name(name, "an entity", d);
     if (st == KEEL_OK) {
         keel__ent *en = &w->ents[i];
         if (inv) {

@@ -415,6 +415,23 @@ static void kinds_field_check_rules(void **state)
     assert_int_equal(check(id, "facing", &v, "facing: .nan is not a finite number"), KEEL_INVALID_ARGUMENT);
     v = (keel_value){ .type = KEEL_T_VEC3, .as.v = { 0, 0, 1 } };
     assert_int_equal(check(id, "facing", &v, "facing: expected quat, got vec3"), KEEL_INVALID_ARGUMENT);
+    /* huge or tiny parts still normalize (their squares would leave the doubles) */
+    v = (keel_value){ .type = KEEL_T_QUAT, .as.v = { 1e300, 1e300, 0, 0 } };
+    assert_int_equal(check(id, "facing", &v, NULL), KEEL_OK);
+    assert_true(fabs(v.as.v[0] - sqrt(0.5)) < 1e-15 && v.as.v[0] == v.as.v[1]);
+    v = (keel_value){ .type = KEEL_T_QUAT, .as.v = { 1e-300, 0, 0, 0 } };
+    assert_int_equal(check(id, "facing", &v, NULL), KEEL_OK);
+    assert_true(v.as.v[0] == 1.0);
+
+    /* strings are written to YAML: malformed UTF-8 is refused, not an emitter error at save */
+    v = (keel_value){ .type = KEEL_T_STRING, .as.s = "caf\xc3\xa9 \xe2\x9c\x93" };
+    assert_int_equal(check(id, "note", &v, NULL), KEEL_OK);
+    static const char *const bad[] = { "\xff\xfe", "\xc3", "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80" };
+    for (size_t i = 0; i < N(bad); i++) {
+        v = (keel_value){ .type = KEEL_T_STRING, .as.s = bad[i] };
+        assert_int_equal(check(id, "note", &v, "note: a string must be valid UTF-8"), KEEL_INVALID_ARGUMENT);
+    }
+    assert_int_equal(keel_field_check(id, 0, NULL, NULL), KEEL_INVALID_ARGUMENT);
 
     /* entity fields: UUID text accepted, malformed refused */
     v = (keel_value){ .type = KEEL_T_STRING, .as.s = "550e8400-e29b-41d4-a716-446655440000" };

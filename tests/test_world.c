@@ -29,6 +29,26 @@ static void world_new_has_root_and_no_entities(void **state)
     keel_world_free(NULL);
 }
 
+/* Names are written to scene files: NULL and malformed UTF-8 are refused where a name comes in. */
+static void world_names_must_be_utf8(void **state)
+{
+    fx *f = *state;
+    keel_entity e;
+    keel_status st = keel_spawn(f->w, "\xff\xfe", KEEL_NO_ENTITY, NULL, &e, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "an entity name must be valid UTF-8");
+    assert_int_equal(keel_world_entity_count(f->w), 0);
+    keel_entity a = spawn(f, "caf\xc3\xa9", 0);
+    st = keel_rename(f->w, a, "\xc3", NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "an entity name must be valid UTF-8");
+    assert_string_equal(keel_entity_name(f->w, a), "caf\xc3\xa9");
+    st = keel_world_set_name(f->w, "\xe2\x9c", &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "a scene name must be valid UTF-8");
+    assert_string_equal(keel_world_name(f->w), "Test");
+    st = keel_world_set_grid(f->w, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "no grid given");
+    assert_int_equal(keel_find_name(f->w, NULL), KEEL_NO_ENTITY);
+}
+
 static void world_spawn_and_find(void **state)
 {
     fx *f = *state;
@@ -341,6 +361,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(world_new_has_root_and_no_entities),
         T(world_child_by_index_and_sibling_walk),
+        T(world_names_must_be_utf8),
         T(world_spawn_and_find),
         T(world_spawn_uuid_rules),
         T(world_uuid_index_survives_many_removals),

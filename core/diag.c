@@ -137,6 +137,8 @@ const char *keel_diag_format(const keel_diag *g, char *buf, size_t cap)
             PUT("%s:%d:%d: ", g->file, g->line, g->col > 0 ? g->col : 1);
         else
             PUT("%s: ", g->file);
+    } else if (g->line > 0) {
+        PUT("%d:%d: ", g->line, g->col > 0 ? g->col : 1); /* keel_scene_parse without a file name */
     }
     PUT("%s: %s: %s", g->severity == KEEL_SEV_WARNING ? "warning" : "error",
         keel_status_name(g->code), g->message ? g->message : "");

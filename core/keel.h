@@ -96,7 +96,8 @@ keel_status keel_diags_status(const keel_diags *d);
  * (joined with '.') when non-empty; `src` is left empty. */
 void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix);
 /* "FILE:LINE:COL: error: CODE: message (at path)" into buf; returns buf.
- * Parts that are unknown are left out; a line longer than `cap` is truncated. */
+ * Parts that are unknown are left out; a line longer than `cap` is truncated.
+ * No file but a position: "LINE:COL: error: ...". */
 const char *keel_diag_format(const keel_diag *g, char *buf, size_t cap);
 
 /* ======================================================================
@@ -824,15 +825,15 @@ typedef struct keel_load_opts {
 keel_load_opts keel_load_opts_default(void);
 
 /* Parse + validate + build + resolve + check + awake; publishes a new world or
- * returns every diagnostic and no world. Never runs code from the file. */
+ * returns every diagnostic and no world. Never runs code from the file. NULL text: InvalidArgument. */
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o,
                              keel_world **out, keel_diags *d);
 /* Reads a YAML scene or a cooked file (told apart by the KEELCOOK magic).
- * `o` NULL: keel_load_opts_default(). */
+ * `o` NULL: keel_load_opts_default(). NULL path: InvalidArgument. */
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d);
 /* Canonical YAML text (malloc'd, NUL-terminated; the caller frees it). */
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d);
-/* Atomic: temp file beside `path`, write, fsync, rename, fsync the directory. */
+/* Atomic: temp file beside `path`, write, fsync, rename, fsync the directory. NULL path: InvalidArgument. */
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d);
 /* Writes `len` bytes to `path` atomically (the helper behind every save). */
 keel_status keel_write_atomic(const char *path, const void *data, size_t len, keel_diags *d);

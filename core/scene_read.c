@@ -427,7 +427,8 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         p = pathf("%s.slot", cpath);
         if (want_int(L, sn, p, &slot)) {
             if (slot < 0 || slot >= (int64_t)UINT32_MAX) {
-                error(L, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer >= 0");
+                error(L, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer from 0 to %u",
+                      (unsigned)(KEEL_SLOT_AUTO - 1)); /* KEEL_SLOT_AUTO itself means "none" */
                 ok = false;
             }
         } else {
@@ -633,19 +634,22 @@ static void resolve_parents(loader *L, size_t count, ent_rec *recs)
     }
 }
 
-/* Then the hierarchy, in document order; a cycle is refused before it is made. */
-static void link_parents(loader *L, size_t count, ent_rec *recs)
+/* Then the hierarchy, in document order; a cycle is refused before it is made. Depth is
+ * check_depth's (a subtree linked earlier makes it deeper than this walk sees); the world's
+ * own limit can still refuse a link here. Returns whether it reported a depth problem. */
+static bool link_parents(loader *L, size_t count, ent_rec *recs)
 {
+    bool deep = false;
     for (size_t i = 0; i < count; i++) {
         ent_rec *r = &recs[i];
         keel_entity parent = r->parent_e;
         if (!parent) continue;
         char *p = pathf("entities[%zu].parent", i);
-        /* Walk up from the new parent: meeting r->e means a cycle. */
+        /* Walk up from the new parent: meeting r->e means a cycle. The tree is acyclic
+         * and no deeper than the world allows, so the walk ends. */
         char chain[1024];
         describe_entity(L, r->e, chain, sizeof chain);
-        size_t steps = 0;
-        bool cycle = false, deep = false;
+        bool cycle = false;
         for (keel_entity a = parent; a; a = keel_entity_parent(L->w, a)) {
             char part[160];
             describe_entity(L, a, part, sizeof part);
@@ -655,24 +659,18 @@ static void link_parents(loader *L, size_t count, ent_rec *recs)
                 cycle = true;
                 break;
             }
-            if (++steps > L->o->limits.hierarchy_depth) {
-                deep = true;
-                break;
-            }
         }
         if (cycle) {
             error(L, KEEL_INVALID_OPERATION, p, r->parent, "hierarchy cycle: %s", chain);
-        } else if (deep) {
-            error(L, KEEL_LIMIT_EXCEEDED, p, r->parent, "hierarchy deeper than the limit (%zu)",
-                  L->o->limits.hierarchy_depth);
         } else {
             keel_diags tmp;
             keel_diags_init(&tmp);
-            keel_reparent(L->w, r->e, parent, NULL, &tmp);
+            if (keel_reparent(L->w, r->e, parent, NULL, &tmp) == KEEL_LIMIT_EXCEEDED) deep = true;
             forward(L, &tmp, p, r->parent);
         }
         free(p);
     }
+    return deep;
 }
 
 /* Hierarchy depth over the built tree (pre-order with an ancestor stack). */
@@ -781,8 +779,7 @@ static void build(loader *L, const keel_node *doc)
     }
     resolve_parents(L, list->count, recs);
     resolve_references(L);
-    link_parents(L, list->count, recs);
-    check_depth(L);
+    if (!link_parents(L, list->count, recs)) check_depth(L); /* one depth problem, one diagnostic */
     /* Kind rules once every stack is whole (an entity with a refused
      * component would only report follow-on noise). */
     for (size_t i = 0; i < list->count; i++) {
@@ -800,6 +797,7 @@ static void build(loader *L, const keel_node *doc)
 
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
+    if (!text) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
     keel_load_opts defaults = keel_load_opts_default();
     if (!o) o = &defaults;
     loader L;
@@ -853,6 +851,7 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
 
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
+    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no path");
     keel_load_opts opts = o ? *o : keel_load_opts_default();
     opts.file = path;
     char *data = NULL;

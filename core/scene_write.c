@@ -573,6 +573,7 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
 
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d)
 {
+    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no path");
     char *text = NULL;
     size_t len = 0;
     keel_status st = keel_scene_dump(w, &text, &len, d);

@@ -619,6 +619,116 @@ static void scene_load_assets_checked_against_manifest(void **state)
     keel_assets_free(a);
 }
 
+/* A slot is 0 to 4294967294 (KEEL_SLOT_AUTO is "none"); max+1 never reaches KEEL_SLOT_AUTO. */
+static void scene_load_slot_range(void **state)
+{
+    (void)state;
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    const char *auto_slot = HEAD "entities:\n" ENT("1") "    components:\n"
+                                 "      - {kind: core:transform, version: 1}\n"
+                                 "      - {kind: core:audio_source, version: 1, slot: 4294967295}\n";
+    assert_int_equal(parse(auto_slot, NULL, &w, &d), KEEL_INVALID_ARGUMENT);
+    assert_null(w);
+    assert_int_equal(d.errors, 1);
+    assert_string_equal(first_error(&d)->message, "slot must be an integer from 0 to 4294967294");
+    assert_string_equal(first_error(&d)->path, "entities[0].components[1].slot");
+    keel_diags_free(&d);
+    const char *last = HEAD "entities:\n" ENT("1") "    components:\n"
+                            "      - {kind: core:transform, version: 1}\n"
+                            "      - {kind: core:audio_source, version: 1, slot: 4294967294}\n"
+                            "      - {kind: core:audio_source, version: 1}\n";
+    assert_int_equal(parse(last, NULL, &w, &d), KEEL_INVALID_OPERATION);
+    assert_null(w);
+    assert_int_equal(d.errors, 1);
+    assert_string_equal(first_error(&d)->message, "no slot left for core:audio_source");
+    keel_diags_free(&d);
+    const char *last_unknown = HEAD "entities:\n" ENT("1") "    components:\n"
+                                    "      - {kind: mod:winch, version: 1, slot: 4294967294}\n"
+                                    "      - {kind: mod:winch, version: 1}\n";
+    assert_int_equal(parse(last_unknown, NULL, &w, &d), KEEL_INVALID_OPERATION);
+    assert_null(w);
+    assert_string_equal(first_error(&d)->message, "no slot left for mod:winch");
+    keel_diags_free(&d);
+}
+
+/* NULL text or path is a caller's mistake, not a file system's (nor a libyaml assertion). */
+static void scene_load_null_text_and_path(void **state)
+{
+    (void)state;
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_scene_parse(NULL, 0, NULL, &w, &d), KEEL_INVALID_ARGUMENT);
+    assert_null(w);
+    assert_int_equal(d.count, 1);
+    assert_string_equal(d.items[0].message, "no scene text");
+    keel_diags_free(&d);
+    assert_int_equal(keel_scene_parse(NULL, 12, NULL, &w, &d), KEEL_INVALID_ARGUMENT);
+    assert_string_equal(d.items[0].message, "no scene text");
+    keel_diags_free(&d);
+    assert_int_equal(keel_scene_load(NULL, NULL, &w, &d), KEEL_INVALID_ARGUMENT);
+    assert_null(w);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(d.items[0].code, KEEL_INVALID_ARGUMENT);
+    assert_string_equal(d.items[0].message, "no path");
+    keel_diags_free(&d);
+    w = keel_world_new("W");
+    assert_int_equal(keel_scene_save(w, NULL, &d), KEEL_INVALID_ARGUMENT);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(d.items[0].code, KEEL_INVALID_ARGUMENT);
+    assert_string_equal(d.items[0].message, "no path");
+    keel_diags_free(&d);
+    keel_world_free(w);
+}
+
+/* Without a file name a diagnostic still shows where: "LINE:COL: error: ..." */
+static void scene_parse_without_file_keeps_line_and_col(void **state)
+{
+    (void)state;
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    const char *text = HEAD "entities:\n  - uuid: not-a-uuid\n";
+    assert_int_equal(parse(text, NULL, &w, &d), KEEL_PARSE_ERROR);
+    const keel_diag *g = first_error(&d);
+    assert_null(g->file);
+    assert_int_equal(g->line, 6);
+    char buf[512];
+    keel_diag_format(g, buf, sizeof buf);
+    char want[512];
+    snprintf(want, sizeof want, "6:%d: error: ParseError: %s (at entities[0].uuid)", g->col, g->message);
+    assert_string_equal(buf, want);
+    /* with no position there is nothing to show before the severity */
+    keel_diag none = { .code = KEEL_NOT_FOUND, .message = (char *)"no such kind", .path = (char *)"" };
+    assert_string_equal(keel_diag_format(&none, buf, sizeof buf), "error: NotFound: no such kind");
+    keel_diags_free(&d);
+}
+
+/* A hierarchy too deep is one problem: one diagnostic, wherever the chain is caught. */
+static void scene_load_depth_reported_once(void **state)
+{
+    (void)state;
+    keel_load_opts o = keel_load_opts_default();
+    o.limits.hierarchy_depth = 2;
+    const char *chain = HEAD "entities:\n" ENT("1") ENT("2") "    parent: 11111111-1111-1111-1111-111111111111\n"
+                        ENT("3") "    parent: 21111111-1111-1111-1111-111111111111\n"
+                        ENT("4") "    parent: 31111111-1111-1111-1111-111111111111\n"
+                        ENT("5") "    parent: 41111111-1111-1111-1111-111111111111\n";
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(parse(chain, &o, &w, &d), KEEL_LIMIT_EXCEEDED);
+    print_diags(&d);
+    assert_null(w);
+    assert_int_equal(d.count, 1);
+    assert_int_equal(d.items[0].code, KEEL_LIMIT_EXCEEDED);
+    assert_string_equal(d.items[0].message,
+                        "hierarchy deeper than the limit (2) at entity 31111111-1111-1111-1111-111111111111");
+    keel_diags_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -637,6 +747,10 @@ int main(void)
         cmocka_unit_test(scene_load_migrations_applied),
         cmocka_unit_test(scene_load_entity_reference_must_resolve),
         cmocka_unit_test(scene_load_assets_checked_against_manifest),
+        cmocka_unit_test(scene_load_slot_range),
+        cmocka_unit_test(scene_load_null_text_and_path),
+        cmocka_unit_test(scene_parse_without_file_keeps_line_and_col),
+        cmocka_unit_test(scene_load_depth_reported_once),
     };
     return cmocka_run_group_tests(tests, setup_kinds, teardown_kinds);
 }

@@ -492,6 +492,7 @@ typedef enum keel_cmd_type {
     KEEL_CMD_BATCH         /* items, applied in order */
 } keel_cmd_type;
 
+/* A command names its entity by UUID; the nil UUID names the scene root (its components). */
 typedef struct keel_cmd keel_cmd;
 struct keel_cmd {
     keel_cmd_type type;
@@ -637,7 +638,10 @@ keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *ou
  * -> validate hook (may reject; then the old value is back) -> counter and
  * world revision bump -> journal (when inside a step callback).
  * A readonly field is Unsupported unless `internal` writes via keel_set_internal.
- * `v` NULL, or of the wrong type: InvalidArgument. */
+ * `v` NULL, or of a type the field cannot take: InvalidArgument. Conversions it
+ * does take: an INT into a float field; a FLOAT with an integral value into an
+ * int field; any vector of the right width into vec/quat/color fields; a STRING
+ * naming a choice into an enum field; a UUID STRING into an asset/entity field. */
 keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
                      keel_cmd *inverse, keel_diags *d);
 keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_value *v, keel_diags *d);
@@ -694,6 +698,8 @@ bool keel_query_aligned(const keel_query *q);
 /* InvalidOperation: called from inside a step; InvalidArgument: dt negative or not
  * finite. Hook failures do not fail the step: they are faults (keel_fault_at). */
 keel_status keel_step(keel_world *w, double dt, keel_diags *d);
+/* fixed_update runs at most 8 times a step; the rest of a long dt is dropped (no spiral of
+ * death after a pause). A fixed_dt that is not finite and > 0 is ignored. */
 void keel_world_set_fixed_dt(keel_world *w, double fixed_dt);
 double keel_world_fixed_dt(const keel_world *w);
 bool keel_world_in_step(const keel_world *w);

@@ -314,19 +314,8 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
     case KEEL_CMD_NONE:
         return KEEL_OK;
     case KEEL_CMD_SPAWN:
-        if (cmd->tree) return spawn_from_tree(w, cmd, inverse, d);
-        {
-            keel_entity p = KEEL_NO_ENTITY;
-            if (!keel_uuid_is_nil(cmd->parent) && (st = find_uuid(w, cmd->parent, &p, "parent entity", d))) return st;
-            keel_cmd one = *cmd;
-            one.tree = keel_node_new_map();
-            keel_node_put(one.tree, "name", keel_node_new_scalar(cmd->name ? cmd->name : "", KEEL_STYLE_DOUBLE));
-            if (!keel_uuid_is_nil(cmd->entity)) keel_node_put(one.tree, "uuid", uuid_node(cmd->entity));
-            else one.entity = keel__new_uuid(w);
-            st = spawn_from_tree(w, &one, inverse, d);
-            keel_node_free(one.tree);
-            return st;
-        }
+        if (!cmd->tree) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a spawn needs an entity tree");
+        return spawn_from_tree(w, cmd, inverse, d);
     case KEEL_CMD_DESTROY:
         if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
         return keel_destroy(w, e, inverse, d);
@@ -369,7 +358,7 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
         return apply_reparent(w, cmd, inverse, d);
     case KEEL_CMD_RENAME:
         if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
-        return keel_rename(w, e, cmd->name ? cmd->name : "", inverse, d);
+        return keel_rename(w, e, cmd->name, inverse, d); /* NULL: refused there, as for a direct call */
     case KEEL_CMD_ENABLE:
         if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
         return keel_set_enabled(w, e, cmd->enabled, inverse, d);
@@ -377,6 +366,8 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
         if ((st = comp_by_key(w, cmd, &c, d))) return st;
         return keel_comp_set_enabled(w, c, cmd->enabled, inverse, d);
     case KEEL_CMD_BATCH:
+        if (!cmd->items && cmd->item_count)
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a batch of %zu commands has no items", cmd->item_count);
         return apply_batch(w, cmd, inverse, internal, d);
     }
     return keel_error(d, KEEL_INVALID_ARGUMENT, "", "unknown command type %d", (int)cmd->type);

@@ -366,6 +366,38 @@ static void commands_spawn_from_a_bad_tree_leaves_nothing(void **state)
     keel_cmd_free(&c);
 }
 
+/* keel_cmd_apply checks what the direct calls check */
+static void commands_refuse_what_the_direct_calls_refuse(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_cmd c = { 0 };
+    c.type = KEEL_CMD_RENAME;
+    c.entity = keel_entity_uuid(f->w, e);
+    keel_status st = keel_rename(f->w, e, NULL, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "an entity name cannot be null");
+    st = keel_cmd_apply(f->w, &c, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "an entity name cannot be null");
+    assert_string_equal(keel_entity_name(f->w, e), "A");
+    memset(&c, 0, sizeof c);
+    c.type = KEEL_CMD_SPAWN;
+    c.name = (char *)"B";
+    st = keel_cmd_apply(f->w, &c, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "a spawn needs an entity tree");
+    assert_int_equal(keel_world_entity_count(f->w), 1);
+    memset(&c, 0, sizeof c);
+    c.type = KEEL_CMD_BATCH;
+    c.item_count = 3;
+    keel_cmd inv = { 0 };
+    st = keel_cmd_apply(f->w, &c, &inv, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "a batch of 3 commands has no items");
+    assert_int_equal(inv.type, KEEL_CMD_NONE);
+    /* an empty batch is nothing to do */
+    c.item_count = 0;
+    assert_int_equal(keel_cmd_apply(f->w, &c, &inv, &f->d), KEEL_OK);
+    keel_cmd_free(&inv);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -382,6 +414,7 @@ int main(void)
         T(commands_on_root_components),
         T(commands_random_run_undoes_to_the_start),
         T(commands_spawn_from_a_bad_tree_leaves_nothing),
+        T(commands_refuse_what_the_direct_calls_refuse),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -181,6 +181,29 @@ static void cook_component(const keel_world *w, keel_entity owner, uint32_t owne
     keel__put_u32(b->p + count_at, nfields);
 }
 
+/* A cooked kind that requires a kind cooking drops would make a file keel_cook_read refuses. */
+static bool requires_dropped(const keel_world *w, keel_entity e, keel_kind_id k, const char *path, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    for (size_t r = 0; r < kd->requires_count; r++) {
+        keel_kind_id rk = keel_kind_find(kd->requires[r]);
+        if (!rk || kind_cooked(rk)) continue;
+        const char *why = (keel_kind_describe(rk)->flags & KEEL_KIND_EDITOR_ONLY) ? "editor_only" : "nosave";
+        if (e == keel_world_root(w)) {
+            keel_error(d, KEEL_INVALID_OPERATION, path,
+                       "the scene root: %s requires %s, which is %s: cooking drops it", kd->key, kd->requires[r], why);
+        } else {
+            char u[37];
+            keel_uuid_format(keel_entity_uuid(w, e), u);
+            keel_error(d, KEEL_INVALID_OPERATION, path,
+                       "entity '%s' (%s): %s requires %s, which is %s: cooking drops it", keel_entity_name(w, e), u,
+                       kd->key, kd->requires[r], why);
+        }
+        return true;
+    }
+    return false;
+}
+
 static void cook_members(const keel_world *w, keel_entity e, uint32_t owner_ix, const char *prefix,
                          const keel_assets *assets, strtab *st, keel__buf *b, uint32_t *ncomp, keel_diags *d)
 {
@@ -201,6 +224,7 @@ static void cook_members(const keel_world *w, keel_entity e, uint32_t owner_ix, 
             continue;
         }
         if (!kind_cooked(m.kind)) continue;
+        if (requires_dropped(w, e, m.kind, path, d)) continue;
         cook_component(w, e, owner_ix, &m, path, assets, st, b, d);
         (*ncomp)++;
     }
@@ -505,7 +529,8 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
             return keel_error(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: more than %zu components on one entity",
                               lim->components_per_entity);
         if (!str_ok(ck, key)) return bad(d, path, "kind key string index %u out of range", key);
-        if (!keel__kind_key_valid(ck->strings[key])) return bad(d, path, "malformed kind key '%.64s'", ck->strings[key]);
+        if (!keel__kind_key_valid(ck->strings[key]))
+            return bad(d, path, "malformed kind key '%.64s'", ck->strings[key]);
         if (version < 1 || version > INT32_MAX) return bad(d, path, "kind version %u out of range", version);
         if (slot == KEEL_SLOT_AUTO) return bad(d, path, "slot %u out of range", slot);
         if (en > 1) return bad(d, path, "enabled flag is %u, not a boolean", en);

@@ -151,6 +151,7 @@ keel_node *keel_node_new_seq(void);
 keel_node *keel_node_new_map(void);
 /* Takes ownership of `item`: its struct is moved into the parent's array and
  * the pointer freed. Returns the stored child (valid until the next push). */
+/* NULL, with the child freed, when push's parent is not a SEQ or put's not a MAP (or key is NULL). */
 keel_node *keel_node_push(keel_node *seq, keel_node *item);
 keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value);
 keel_node *keel_node_copy(const keel_node *n);
@@ -849,7 +850,7 @@ keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len
  * frees it; NULL on failure); NULL w/out/len is InvalidArgument, an unknown
  * (undeclared) component Unsupported, an entity reference outside the scene or an
  * asset not in `assets` (or no `assets` at all) NotFound. keel_cook_read: `o` NULL
- * means defaults; bad bytes are ParseError.
+ * means defaults; bad bytes are ParseError. keel_cook: a kind requiring an editor_only/nosave one: InvalidOperation.
  * Example:
  *     keel_diags d;
  *     keel_diags_init(&d);
@@ -908,7 +909,8 @@ typedef struct keel_slot_info {
 void keel_slot_info_free(keel_slot_info *i); /* NULL is a no-op; leaves it zeroed */
 
 /* `info` NULL: no title; saved_at 0: now. InvalidArgument: a NULL world, base or
- * path, or a baseline of another scene; LimitExceeded: the state is too large. */
+ * path, or a baseline of another scene; LimitExceeded: the state is too large.
+ * info->fields that is not a MAP of scalars (a SEQ, even empty): InvalidArgument. */
 keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
                               const keel_slot_info *info, keel_diags *d);
 /* Applies a save over `w` (the same scene freshly loaded); all or nothing.

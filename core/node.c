@@ -42,6 +42,10 @@ static void node_reserve(keel_node *n, size_t slots)
 
 keel_node *keel_node_push(keel_node *seq, keel_node *item)
 {
+    if (!seq || seq->kind != KEEL_NODE_SEQ) { /* a map holds pairs, a scalar nothing */
+        keel_node_free(item);
+        return NULL;
+    }
     if (!item)
         item = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* a null */
     node_reserve(seq, seq->count + 1);
@@ -52,6 +56,10 @@ keel_node *keel_node_push(keel_node *seq, keel_node *item)
 
 keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value)
 {
+    if (!map || map->kind != KEEL_NODE_MAP || !key) {
+        keel_node_free(value);
+        return NULL;
+    }
     if (!value)
         value = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* a null */
     for (size_t i = 0; i < map->count; i++) {

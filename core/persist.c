@@ -406,9 +406,9 @@ static keel_status info_text(const keel_slot_info *info, time_t now, keel__buf *
     keel__buf_bytes(b, num, strlen(num));
     keel__buf_u8(b, '\n');
     const keel_node *f = info ? info->fields : NULL;
-    if (!f || f->count == 0) return KEEL_OK;
-    if (f->kind != KEEL_NODE_MAP)
+    if (f && f->kind != KEEL_NODE_MAP) /* an empty SEQ or a scalar too: count says nothing of them */
         return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot fields must be a map of scalars");
+    if (!f || f->count == 0) return KEEL_OK;
     keel__buf_bytes(b, "fields:\n", 8);
     for (size_t i = 0; i < f->count; i++) {
         const keel_node *k = &f->items[2 * i], *v = &f->items[2 * i + 1];

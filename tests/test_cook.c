@@ -317,6 +317,37 @@ static void cook_refuses_unknown_components(void **state)
     keel_world_free(w);
 }
 
+/* Cooking drops editor_only kinds: one that a cooked kind requires would leave a file
+ * keel_cook_read refuses, so the cook is refused, naming entity, kind and requirement. */
+static void cook_refuses_a_kind_requiring_an_editor_only_one(void **state)
+{
+    static const char *const needs[] = { "t:editor" };
+    keel_kind_desc ed = { .key = "t:editor", .version = 1, .flags = KEEL_KIND_EDITOR_ONLY };
+    keel_kind_desc ne = { .key = "t:needs_editor", .version = 1, .requires = needs, .requires_count = 1 };
+    assert_int_equal(keel_kind_declare(&ed, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_kind_declare(&ne, NULL, NULL), KEEL_OK);
+    const char *text =
+        "keel: 1\nscene:\n  uuid: 9b2d4f7e-0c1a-4d3b-8e5f-000000000001\n  name: S\n"
+        "entities:\n  - uuid: 11111111-0000-4000-8000-000000000001\n    name: Rig\n    components:\n"
+        "      - {kind: t:editor, version: 1}\n"
+        "      - {kind: t:needs_editor, version: 1}\n";
+    keel_world *w = parse(text, NULL);
+    void *data = (void *)1;
+    size_t len = 1;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_cook(w, NULL, &data, &len, &d), KEEL_INVALID_OPERATION);
+    assert_null(data);
+    assert_int_equal(len, 0);
+    assert_int_equal(d.errors, 1);
+    assert_int_equal(d.items[0].code, KEEL_INVALID_OPERATION);
+    assert_string_equal(d.items[0].message, "entity 'Rig' (11111111-0000-4000-8000-000000000001): t:needs_editor "
+                                            "requires t:editor, which is editor_only: cooking drops it");
+    assert_string_equal(d.items[0].path, "entities[0].components[1]");
+    keel_diags_free(&d);
+    keel_world_free(w);
+}
+
 /* Sets the UUID field `field` (entity or asset) of First's test:all. */
 static void set_first_uuid(keel_world *w, const char *field, keel_type type, const char *uuid)
 {
@@ -644,6 +675,7 @@ int main(void)
         cmocka_unit_test(cook_identity_all_field_types),
         cmocka_unit_test(cook_identity_every_fixture_and_scene),
         cmocka_unit_test(cook_drops_editor_only_and_nosave),
+        cmocka_unit_test(cook_refuses_a_kind_requiring_an_editor_only_one),
         cmocka_unit_test(cook_refuses_unknown_components),
         cmocka_unit_test(cook_refuses_unresolved_entity_reference),
         cmocka_unit_test(cook_refuses_assets_missing_from_manifest),

@@ -243,6 +243,33 @@ static void node_format_double_truncates_safely(void **state)
     assert_string_equal(buf, "0.1");
 }
 
+/* push only into a SEQ, put only into a MAP: anything else is NULL (the child freed), the parent intact */
+static void node_push_and_put_refuse_the_wrong_parent(void **state)
+{
+    (void)state;
+    keel_node *map = keel_node_new_map(), *seq = keel_node_new_seq();
+    keel_node *scalar = keel_node_new_scalar("x", KEEL_STYLE_PLAIN);
+    assert_non_null(keel_node_put(map, "a", keel_node_new_scalar("1", KEEL_STYLE_PLAIN)));
+    assert_non_null(keel_node_push(seq, keel_node_new_scalar("1", KEEL_STYLE_PLAIN)));
+    assert_null(keel_node_push(map, keel_node_new_scalar("2", KEEL_STYLE_PLAIN)));
+    assert_null(keel_node_push(map, keel_node_new_seq()));
+    assert_null(keel_node_put(seq, "b", keel_node_new_scalar("2", KEEL_STYLE_PLAIN)));
+    assert_null(keel_node_push(scalar, keel_node_new_scalar("2", KEEL_STYLE_PLAIN)));
+    assert_null(keel_node_put(scalar, "b", NULL));
+    assert_null(keel_node_put(map, NULL, keel_node_new_scalar("2", KEEL_STYLE_PLAIN)));
+    assert_null(keel_node_push(NULL, keel_node_new_scalar("2", KEEL_STYLE_PLAIN)));
+    assert_null(keel_node_put(NULL, "b", NULL));
+    assert_int_equal(map->count, 1);
+    assert_string_equal(keel_node_get(map, "a")->text, "1");
+    assert_int_equal(seq->count, 1);
+    assert_int_equal(scalar->count, 0);
+    assert_null(scalar->items);
+    assert_string_equal(scalar->text, "x");
+    keel_node_free(map); /* with the old behaviour: a heap overflow here (maps hold 2*count items) */
+    keel_node_free(seq);
+    keel_node_free(scalar);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -255,6 +282,7 @@ int main(void)
         cmocka_unit_test(node_clear_embedded),
         cmocka_unit_test(node_format_double_shortest),
         cmocka_unit_test(node_format_double_truncates_safely),
+        cmocka_unit_test(node_push_and_put_refuse_the_wrong_parent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -701,6 +701,34 @@ static void persist_rejects_null_arguments(void **state)
     keel_diags_free(&d);
 }
 
+/* info.fields is a MAP of scalars or NULL: a SEQ or a scalar is refused, empty or not */
+static void persist_refuses_fields_that_are_not_a_map(void **state)
+{
+    keel_world *w = parse(scene);
+    keel_baseline *b = keel_baseline_capture(w);
+    keel_node *wrong[3] = { keel_node_new_seq(), keel_node_new_seq(), keel_node_new_scalar("3", KEEL_STYLE_PLAIN) };
+    keel_node_push(wrong[1], keel_node_new_scalar("1", KEEL_STYLE_PLAIN));
+    for (int i = 0; i < 3; i++) {
+        keel_slot_info info = { .title = "x", .fields = wrong[i] };
+        keel_diags d;
+        keel_diags_init(&d);
+        assert_int_equal(keel_persist_save(w, b, tmp_path, &info, &d), KEEL_INVALID_ARGUMENT);
+        assert_int_equal(d.count, 1);
+        assert_int_equal(d.items[0].code, KEEL_INVALID_ARGUMENT);
+        assert_string_equal(d.items[0].message, "slot fields must be a map of scalars");
+        assert_string_equal(d.items[0].path, "fields");
+        keel_diags_free(&d);
+        keel_node_free(wrong[i]);
+    }
+    /* an empty map is no fields at all */
+    keel_node *empty = keel_node_new_map();
+    keel_slot_info info = { .title = "x", .fields = empty };
+    assert_int_equal(keel_persist_save(w, b, tmp_path, &info, NULL), KEEL_OK);
+    keel_node_free(empty);
+    keel_baseline_free(b);
+    keel_world_free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +746,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(persist_migrates_old_component_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_applies_fields_a_validate_hook_ties_together, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_rejects_null_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(persist_refuses_fields_that_are_not_a_map, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

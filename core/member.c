@@ -392,7 +392,9 @@ static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, u
         keel_diags_init(&tmp);
         keel_call call = { w, { e, k, slot }, keel__store_rec(&w->stores[k], m->row), KEEL_PHASE_COUNT_, 0,
                            kd->user, &tmp };
+        keel__callback_enter();
         keel_status st = kd->validate(&call, (int)f);
+        keel__callback_leave();
         char *p = o->path && *o->path ? keel__strfmt("%s.%s", o->path, kd->fields[f].key)
                                       : keel__strdup(kd->fields[f].key);
         if (st && !tmp.errors)
@@ -590,7 +592,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && entry_by_key(en, key, KEEL_SLOT_AUTO))
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
-        else if (slot == KEEL_SLOT_AUTO && key_count(en, KEEL_NO_KIND, key) > 1) /* e.g. undeclared: never guess */
+        else if (slot == KEEL_SLOT_AUTO && !kd && key_count(en, KEEL_NO_KIND, key) > 1) /* its multiplicity is unknown */
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(en, KEEL_NO_KIND, key));
         else if (!(m = entry_by_key(en, key, slot))) {
@@ -901,7 +903,9 @@ static keel_status set_impl(keel_world *w, keel_comp c, int field, const keel_va
     if (kd->validate && !w->rolling_back) {
         size_t before = d ? d->errors : 0;
         keel_call call = { w, { c.entity, c.kind, m->slot }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d };
+        keel__callback_enter();
         st = kd->validate(&call, field);
+        keel__callback_leave();
         if (st) {
             /* rejected: the old value goes back (the record may have moved) */
             m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
@@ -1145,10 +1149,13 @@ static char *rule_broken(const keel_world *w, uint32_t i, const keel__entry *m, 
     if (!first) return NULL; /* the rest: once per entity */
     if (nd->multiplicity == KEEL_MANY && nd->max && count > nd->max)
         return keel__strfmt("holds %u %s components, and it now allows at most %u", count, nd->key, nd->max);
-    if ((nd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
-        return keel__strfmt("holds %s, which now lives only on the scene root", nd->key);
-    if ((nd->flags & KEEL_KIND_NOT_ON_ROOT) && i == 0)
-        return keel__strfmt("holds %s, which the scene root now cannot hold", nd->key);
+    keel_diags place;
+    keel_diags_init(&place);
+    if (root_rules(i, nd, "", &place)) {
+        char *why = keel__strfmt("holds %s, and now %s", nd->key, place.items[0].message);
+        keel_diags_free(&place);
+        return why;
+    }
     for (size_t r = 0; r < nd->requires_count; r++)
         if (strcmp(nd->requires[r], nd->key) && !entry_by_key(en, nd->requires[r], KEEL_SLOT_AUTO))
             return keel__strfmt("holds %s without %s, which it now requires", nd->key, nd->requires[r]);

@@ -138,6 +138,17 @@ describe("kinds", function()
       assert.are.equal("sk:rule_gone", keel.kind{ key = "sk:rule_gone", multiplicity = "one" })
     end)
 
+    it("cannot happen from a validate hook (a pure check), nor to a built-in kind", function()
+      keel.kind{ key = "sk:rule_check", fields = { { "a", "int" } },
+        validate = function() keel.kind{ key = "sk:rule_check", fields = { { "b", "int" } } } return true end }
+      local c = keel.world("V"):spawn("E"):add("sk:rule_check")
+      local err = fails("InvalidOperation", function() c.a = 5 end)
+      assert.truthy(err.message:find("kinds cannot be declared from a validate or migrate callback", 1, true), err.message)
+      assert.are.equal(0, c.a)
+      assert.are.equal("a", keel.kind_info("sk:rule_check").fields[1].key)
+      fails("InvalidOperation", keel.kind, { key = "core:camera", fields = {} })
+    end)
+
     it("puts a carried-over value outside new bounds back to its default, as a warning", function()
       local w, e = two_of("sk:rule_range")
       local c0, c1 = e:get("sk:rule_range", 0), e:get("sk:rule_range", 1)

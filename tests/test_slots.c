@@ -291,6 +291,15 @@ static void slots_unknown_entries(void **state)
     /* with one there is nothing to guess */
     assert_int_equal(keel_remove(f->w, e, "mod:winch", KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
     assert_int_equal(keel_member_count(f->w, e), 0);
+    /* a declared one kind is slot 0 even beside a newer, unknown copy of it */
+    add(f, e, "core:transform");
+    add(f, e, "core:camera");
+    assert_int_equal(keel_add_unknown(f->w, e, "core:camera", 99, 1, body, &f->d), KEEL_OK);
+    assert_int_equal(keel_remove(f->w, e, "core:camera", KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    keel_member m2;
+    assert_true(keel_member_at(f->w, e, 1, &m2));
+    assert_false(m2.loaded);
+    assert_int_equal(m2.slot, 1);
     keel_node_free(body);
 }
 

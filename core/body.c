@@ -55,7 +55,7 @@ static keel_status read_value(const decode_ctx *c, const keel_field_desc *f, con
     const char *got = show(n) ? show(n) : quoted;
     /* libyaml decodes "\0": a keel string is a C string, so a NUL would cut it (or a choice
      * name, a UUID, a number) short. Refused, whatever the field's type. */
-    if (n->kind == KEEL_NODE_SCALAR && n->text && memchr(n->text, '\0', n->len))
+    if (keel__node_has_nul(n))
         return fail(c, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, f->key, n, "%s field holds a NUL byte%s",
                     keel_type_name(f->type), NULL);
     switch (f->type) {
@@ -206,7 +206,7 @@ keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version
                 first = st;
             continue;
         }
-        if (memchr(key->text, '\0', key->len)) {
+        if (keel__node_has_nul(key)) {
             char *p = field_path(&c, key->text);
             keel_status st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, p, file, key->line, key->col,
                                            "%s: a field name holds a NUL byte", K->key);

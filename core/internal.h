@@ -5,6 +5,7 @@
 #include "keel.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 /* ---- kind.c: records (owned by kind.c, used by world/member/step) ---- */
 
@@ -77,6 +78,11 @@ char *keel__strfmt(const char *fmt, ...)
 char *keel__vstrfmt(const char *fmt, va_list ap); /* consumes ap */
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
 bool keel__utf8_valid(const char *s);
+/* A scalar whose text holds a NUL byte (libyaml decodes "\0"): a keel string is a C string. */
+static inline bool keel__node_has_nul(const keel_node *n)
+{
+    return n->kind == KEEL_NODE_SCALAR && n->text && memchr(n->text, '\0', n->len);
+}
 void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
 void *keel__xcalloc(size_t n, size_t size); /* zeroed; aborts on OOM too */
 

@@ -144,11 +144,6 @@ static const char *show(const keel_node *n)
 }
 
 /* libyaml decodes "\0"; read as a C string, such a scalar would be cut short. */
-static bool has_nul(const keel_node *n)
-{
-    return n->kind == KEEL_NODE_SCALAR && n->text && memchr(n->text, '\0', n->len);
-}
-
 static bool refuse_nul(loader *L, const keel_node *n, const char *path)
 {
     error(L, KEEL_INVALID_ARGUMENT, path, n, "'%.64s...' holds a NUL byte", n->text);
@@ -157,7 +152,7 @@ static bool refuse_nul(loader *L, const keel_node *n, const char *path)
 
 static bool want_bool(loader *L, const keel_node *n, const char *path, bool *out)
 {
-    if (has_nul(n)) return refuse_nul(L, n, path);
+    if (keel__node_has_nul(n)) return refuse_nul(L, n, path);
     if (n->kind == KEEL_NODE_SCALAR && keel_node_as_bool(n, out)) return true;
     error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a boolean, got '%.64s'", show(n));
     return false;
@@ -165,7 +160,7 @@ static bool want_bool(loader *L, const keel_node *n, const char *path, bool *out
 
 static bool want_int(loader *L, const keel_node *n, const char *path, int64_t *out)
 {
-    if (has_nul(n)) return refuse_nul(L, n, path);
+    if (keel__node_has_nul(n)) return refuse_nul(L, n, path);
     if (n->kind == KEEL_NODE_SCALAR && keel_node_as_int(n, out)) return true;
     error(L, KEEL_INVALID_ARGUMENT, path, n, "expected an integer, got '%.64s'", show(n));
     return false;
@@ -173,7 +168,7 @@ static bool want_int(loader *L, const keel_node *n, const char *path, int64_t *o
 
 static bool want_float(loader *L, const keel_node *n, const char *path, double *out)
 {
-    if (has_nul(n)) return refuse_nul(L, n, path);
+    if (keel__node_has_nul(n)) return refuse_nul(L, n, path);
     if (n->kind != KEEL_NODE_SCALAR || !keel_node_as_float(n, out)) {
         error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a number, got '%.64s'", show(n));
         return false;
@@ -207,7 +202,7 @@ static const char *want_string(loader *L, const keel_node *n, const char *path)
         error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a string, got %s", show(n));
         return NULL;
     }
-    if (has_nul(n)) {
+    if (keel__node_has_nul(n)) {
         refuse_nul(L, n, path);
         return NULL;
     }
@@ -216,7 +211,7 @@ static const char *want_string(loader *L, const keel_node *n, const char *path)
 
 static bool want_uuid(loader *L, const keel_node *n, const char *path, keel_uuid *out)
 {
-    if (n->kind != KEEL_NODE_SCALAR || has_nul(n) || !keel_uuid_parse(n->text, out)) {
+    if (n->kind != KEEL_NODE_SCALAR || keel__node_has_nul(n) || !keel_uuid_parse(n->text, out)) {
         error(L, KEEL_PARSE_ERROR, path, n, "malformed uuid '%.64s'", show(n));
         return false;
     }
@@ -241,11 +236,11 @@ static bool want_map(loader *L, const keel_node *n, const char *path, const char
     for (size_t i = 0; i < n->count; i++) {
         const keel_node *k = &n->items[2 * i];
         bool found = false;
-        for (const char *const *a = allowed; *a && !found && !has_nul(k); a++) found = strcmp(k->text, *a) == 0;
+        for (const char *const *a = allowed; *a && !found && !keel__node_has_nul(k); a++) found = strcmp(k->text, *a) == 0;
         if (!found) {
             char *p = path[0] ? pathf("%s.%s", path, k->text) : pathf("%s", k->text);
             error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s'%s in %s", k->text,
-                  has_nul(k) ? " (holding a NUL byte)" : "", what);
+                  keel__node_has_nul(k) ? " (holding a NUL byte)" : "", what);
             free(p);
             ok = false;
         }
@@ -343,6 +338,13 @@ static uint32_t next_slot(loader *L, keel_entity e, const char *key)
 }
 
 /* Entity fields must name an entity of the document; asset fields an asset of the manifest. */
+static bool has_references(const keel_kind_desc *kd)
+{
+    for (size_t f = 0; f < kd->field_count; f++)
+        if (kd->fields[f].type == KEEL_T_ENTITY || kd->fields[f].type == KEEL_T_ASSET) return true;
+    return false;
+}
+
 static void check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath)
 {
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
@@ -402,7 +404,7 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
     if (!kn) {
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
         ok = false;
-    } else if (kn->kind != KEEL_NODE_SCALAR || has_nul(kn) || !keel__kind_key_valid(kn->text)) {
+    } else if (kn->kind != KEEL_NODE_SCALAR || keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) {
         p = pathf("%s.kind", cpath);
         error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", show(kn));
         free(p);
@@ -474,11 +476,13 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
             if (!enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
             ok = forward(L, &tmp, cpath, n);
             warn_unsaved(L, kd, n, body, cpath);
-            if (L->refs_n == L->refs_cap) {
-                L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
-                L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);
+            if (has_references(kd)) {
+                if (L->refs_n == L->refs_cap) {
+                    L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
+                    L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);
+                }
+                L->refs[L->refs_n++] = (ref_check){ c, body, keel__strdup(bpath) };
             }
-            L->refs[L->refs_n++] = (ref_check){ c, body, keel__strdup(bpath) };
         } else {
             forward(L, &tmp, cpath, n);
             ok = false;
@@ -754,21 +758,17 @@ static void build(loader *L, const keel_node *doc)
     load_components(L, keel_world_root(L->w), keel_node_get(doc, "root"), "root");
 
     const keel_node *list = keel_node_get(doc, "entities");
-    if (!list || is_null(list)) {
-        resolve_references(L);
+    if (!list || is_null(list) || list->kind != KEEL_NODE_SEQ || list->count > L->o->limits.entities) {
+        if (list && !is_null(list) && list->kind != KEEL_NODE_SEQ)
+            error(L, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
+        else if (list && !is_null(list))
+            error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)",
+                  L->o->limits.entities);
+        resolve_references(L); /* the root's, which may not name an entity now */
         return;
     }
-    if (list->kind != KEEL_NODE_SEQ) {
-        error(L, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
-        return;
-    }
-    if (list->count > L->o->limits.entities) {
-        error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)", L->o->limits.entities);
-        return;
-    }
-    /* In DESIGN.md's order, so that the first diagnostic is that of the earliest stage:
-     * validate and build (bodies decoded), resolve parents and references, then the
-     * hierarchy (cycles, depth) and the kind rules. */
+    /* In DESIGN.md's order: validate and build (bodies decoded), resolve parents and
+     * references, then the hierarchy (cycles, depth) and the kind rules. */
     ent_rec *recs = keel__xcalloc(list->count, sizeof *recs);
     spawn_entities(L, list, recs);
     for (size_t i = 0; i < list->count; i++) {
@@ -793,6 +793,32 @@ static void build(loader *L, const keel_node *doc)
         free(path);
     }
     free(recs);
+}
+
+/* The diagnostics in the order of DESIGN.md's stages, document order within each, so that the
+ * first error (an error object's code) is the earliest stage's: the document and its limits,
+ * values, references by UUID, then the hierarchy and kind rules. Passes interleave them
+ * (a root body is decoded before the entities' UUIDs are read). */
+static int stage(keel_status code)
+{
+    switch (code) {
+    case KEEL_PARSE_ERROR: case KEEL_LIMIT_EXCEEDED: return 0;
+    case KEEL_INVALID_ARGUMENT: return 1;
+    case KEEL_NOT_FOUND: return 2;
+    default: return 3;
+    }
+}
+
+static void by_stage(keel_diags *d)
+{
+    if (d->count < 2) return;
+    keel_diag *sorted = keel__xrealloc(NULL, d->count * sizeof *sorted);
+    size_t n = 0;
+    for (int s = 0; s <= 3; s++)
+        for (size_t i = 0; i < d->count; i++)
+            if (stage(d->items[i].code) == s) sorted[n++] = d->items[i];
+    memcpy(d->items, sorted, d->count * sizeof *sorted);
+    free(sorted);
 }
 
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
@@ -838,6 +864,7 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     free(L.unk);
     for (size_t i = 0; i < L.refs_n; i++) free(L.refs[i].bpath); /* left by an early return */
     free(L.refs);
+    by_stage(&L.diags);
     keel_status st = keel_diags_status(&L.diags);
     if (st != KEEL_OK) {
         keel_world_free(L.w);

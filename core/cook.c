@@ -475,7 +475,8 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
     if (sc->count != 1 || sc->length != COOK_SCENE_SIZE)
         return bad(d, "scene", "scene section has count %u and length %u (expected 1 and %u)", sc->count,
                    sc->length, COOK_SCENE_SIZE);
-    rd r = { p + sc->offset, sc->length, 16 };
+    rd r = { p + sc->offset, sc->length, 0 };
+    if (keel_uuid_is_nil(rd_uuid(&r))) return bad(d, "scene.uuid", "scene UUID is nil");
     if (!str_ok(ck, rd_u32(&r))) return bad(d, "scene.name", "string index out of range");
     if (rd_u8(&r) > 1) return bad(d, "settings.grid.enabled", "not a boolean");
 
@@ -744,7 +745,7 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
     keel_uuid su = rd_uuid(&r);
     keel_world *w = keel_world_new(ck->strings[rd_u32(&r)]);
     if (!w) abort();
-    keel_world_set_uuid(w, su);
+    keel_world_set_uuid(w, su, NULL); /* not nil: check_sections saw to it */
     keel_grid g;
     g.enabled = rd_u8(&r) != 0;
     for (int i = 0; i < 3; i++) g.origin[i] = rd_f64(&r);

@@ -434,7 +434,7 @@ typedef struct keel_grid {
 keel_world *keel_world_new(const char *name);  /* fresh v4 scene UUID; NULL on OOM */
 void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
 keel_uuid keel_world_uuid(const keel_world *w);
-void keel_world_set_uuid(keel_world *w, keel_uuid u);
+keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
 const char *keel_world_name(const keel_world *w);
 /* A NULL name is InvalidArgument. */
 keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d);
@@ -583,15 +583,19 @@ typedef struct keel_add_opts {
 #define KEEL_ADD_OPTS_INIT { KEEL_SLOT_AUTO, NULL, 0, false, false, false, NULL, NULL }
 
 /* Adds a component. InvalidOperation: a second one-kind component, a slot other
- * than 0 for a one kind, an occupied slot, beyond max, a missing requirement, a
- * rejected pair (either direction), a root-only kind off the root, core:transform
- * on the root (scene-wide gameplay kinds may live there). LimitExceeded: more than
+ * than 0 for a one kind, an occupied slot, beyond max, no slot left (the next,
+ * max + 1, would be KEEL_SLOT_AUTO), a missing requirement, a
+ * rejected pair (either direction), a root-only kind off the root, a not-on-root
+ * kind (core:transform) on the root. LimitExceeded: more than
  * 256 components on one entity. NotFound: a stale entity, a kind not registered.
  * `opts` NULL: KEEL_ADD_OPTS_INIT. */
 keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts,
                      keel_comp *out, keel_cmd *inverse, keel_diags *d);
-/* Adds an entry for a kind that is not registered: key, version, slot and the
- * body tree (copied). It runs nothing and refuses edits. */
+/* Adds an entry for a kind that is not registered (or written in a newer version
+ * than the registered kind): key, version, slot and the body tree (copied; NULL:
+ * empty). It runs nothing and refuses edits. InvalidArgument: a malformed key, a
+ * body that is not a MAP, a version below 1; InvalidOperation: a registered kind at
+ * or below its version (use keel_add), an occupied slot. */
 keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int version,
                              uint32_t slot, const keel_node *body, keel_diags *d);
 /* Removes by key and slot (known or unknown). A one kind may pass KEEL_SLOT_AUTO.

@@ -735,7 +735,7 @@ static void build(loader *L, const keel_node *doc)
             const keel_node *un = keel_node_get(scene, "uuid"), *nn = keel_node_get(scene, "name");
             keel_uuid u;
             if (!un) error(L, KEEL_PARSE_ERROR, "scene.uuid", scene, "missing key 'uuid'");
-            else if (want_uuid(L, un, "scene.uuid", &u)) keel_world_set_uuid(L->w, u);
+            else if (want_uuid(L, un, "scene.uuid", &u)) keel_world_set_uuid(L->w, u, NULL); /* not nil */
             if (nn) {
                 const char *name = want_string(L, nn, "scene.name");
                 if (name) {

@@ -275,7 +275,13 @@ void keel_world_free(keel_world *w)
 }
 
 keel_uuid keel_world_uuid(const keel_world *w) { return w->uuid; }
-void keel_world_set_uuid(keel_world *w, keel_uuid u) { w->uuid = u; w->revision++; }
+keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d)
+{
+    if (keel_uuid_is_nil(u)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a scene UUID cannot be nil");
+    w->uuid = u;
+    w->revision++;
+    return KEEL_OK;
+}
 
 const char *keel_world_name(const keel_world *w) { return w->name; }
 

@@ -293,7 +293,9 @@ static void scene_save_layout_is_canonical(void **state)
     keel_world *w = keel_world_new("Layout");
     keel_uuid su;
     keel_uuid_parse("550e8400-e29b-41d4-a716-446655440000", &su);
-    keel_world_set_uuid(w, su);
+    assert_int_equal(keel_world_set_uuid(w, su, NULL), KEEL_OK);
+    assert_int_equal(keel_world_set_uuid(w, (keel_uuid){ { 0 } }, NULL), KEEL_INVALID_ARGUMENT); /* never nil */
+    assert_true(keel_uuid_equal(keel_world_uuid(w), su));
     keel_uuid u1, u2;
     keel_uuid_parse("11111111-1111-1111-1111-111111111111", &u1);
     keel_uuid_parse("22222222-2222-2222-2222-222222222222", &u2);

@@ -37,7 +37,7 @@ keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_trans
 /* Called by keel_kind_declare after a kind's layout changed: every world
  * converts its records (carry over by field name and type; the rest default).
  * `old_desc` is the previous description, freed by the caller afterwards. */
-void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc);
+void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d); /* warnings: a vanished choice */
 /* Called after declaring a key: every world adopts unknown entries held
  * under it (decode, migrate, make live in the same slot, awake). An entry the
  * entity's stack would refuse under the kind's rules stays unknown (a warning in d). */

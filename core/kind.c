@@ -852,7 +852,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         K->desc = copy;
         layout(K);
         if (relayout)
-            keel__worlds_relayout(id, &old);
+            keel__worlds_relayout(id, &old, d);
         keel__worlds_refit(id, d);
         if (old.user_free && old.user && old.user != copy.user)
             old.user_free(old.user);

@@ -988,7 +988,9 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc)
+static char *entity_label(const keel_world *w, uint32_t i);
+
+void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d)
 {
     if (k >= w->store_count || !w->stores[k].cap) return;
     keel__store *s = &w->stores[k];
@@ -1030,9 +1032,20 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
                 const keel_field_desc *of = &old_desc->fields[from[f]];
                 int64_t ix;
                 memcpy(&ix, src, sizeof ix);
-                int64_t to = nd->fields[f].def.as.i;
+                int64_t to = -1;
                 for (size_t c = 0; ix >= 0 && (uint64_t)ix < of->choice_count && c < nd->fields[f].choice_count; c++)
                     if (strcmp(nd->fields[f].choices[c], of->choices[ix]) == 0) { to = (int64_t)c; break; }
+                if (to < 0 && s->rows[r].owner == KEEL__NONE) {
+                    to = nd->fields[f].def.as.i; /* a row freed at the phase boundary: nobody to tell */
+                } else if (to < 0) { /* its choice is gone: the default, and say so */
+                    to = nd->fields[f].def.as.i;
+                    char *who = entity_label(w, s->rows[r].owner);
+                    keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
+                                  "%s in world '%s': %s slot %u: %s: '%s' is no longer a choice; reset to its default",
+                                  who, w->name, nd->key, s->rows[r].slot, nd->fields[f].key,
+                                  ix >= 0 && (uint64_t)ix < of->choice_count ? of->choices[ix] : "?");
+                    free(who);
+                }
                 memcpy(dst, &to, sizeof to);
                 continue;
             }

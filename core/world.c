@@ -967,9 +967,9 @@ keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]
 
 /* ---------------------------------------------------------------- registry changes */
 
-void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc)
+void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d)
 {
-    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_relayout(w, k, old_desc);
+    for (keel_world *w = g_worlds; w; w = w->next_world) keel__world_relayout(w, k, old_desc, d);
 }
 
 void keel__worlds_adopt(keel_kind_id k, keel_diags *d)

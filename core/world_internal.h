@@ -200,7 +200,7 @@ void keel__entries_release(keel_world *w, keel__ent *en); /* back to the pool (e
 void keel__entry_pools_free(keel_world *w);
 keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
                                keel_comp *out, keel_diags *d);
-void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc);
+void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d);
 /* Would declaring k anew as `nd` break a rule for a live component of w (multiplicity, max,
  * requires, rejects, root placement)? Each one an InvalidOperation in d; nothing changes. */
 keel_status keel__world_check_kind(keel_world *w, keel_kind_id k, const keel_kind_desc *nd, keel_diags *d);

@@ -138,6 +138,17 @@ describe("kinds", function()
       assert.are.equal("sk:rule_gone", keel.kind{ key = "sk:rule_gone", multiplicity = "one" })
     end)
 
+    it("warns when a component's enum choice is gone and it takes the default", function()
+      keel.kind{ key = "sk:rule_enum", fields = { { "c", "enum", choices = { "a", "b" }, default = "a" } } }
+      local c = keel.world("E"):spawn("E"):add("sk:rule_enum", { c = "b" })
+      local _, warnings = keel.kind{ key = "sk:rule_enum",
+        fields = { { "c", "enum", choices = { "a", "c" }, default = "a" } } }
+      assert.are.equal("a", c.c)
+      assert.are.equal(1, #warnings)
+      assert.truthy(warnings[1].message:find("sk:rule_enum slot 0: c: 'b' is no longer a choice; reset to its default",
+        1, true), warnings[1].message)
+    end)
+
     it("cannot happen from a validate hook (a pure check), nor to a built-in kind", function()
       keel.kind{ key = "sk:rule_check", fields = { { "a", "int" } },
         validate = function() keel.kind{ key = "sk:rule_check", fields = { { "b", "int" } } } return true end }

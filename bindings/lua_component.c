@@ -99,7 +99,9 @@ static int check_field(lua_State *L, keel_lua_comp *h, int idx)
     if (lua_type(L, idx) != LUA_TSTRING)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, idx));
     int f = keel__lua_has_nul(L, idx) ? -1 : keel_kind_field(h->c.kind, lua_tostring(L, idx));
-    if (f < 0) keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", keel_kind_describe(h->c.kind)->key, lua_tostring(L, idx));
+    if (f < 0)
+        keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'%s", keel_kind_describe(h->c.kind)->key,
+                        lua_tostring(L, idx), keel__lua_has_nul(L, idx) ? " (the name holds a NUL byte)" : "");
     return f;
 }
 

@@ -49,7 +49,7 @@ typedef enum keel_status {
     KEEL_OK = 0,
     KEEL_NOT_FOUND,         /* no such entity, kind, slot, field, file */
     KEEL_UNSUPPORTED,       /* cannot apply to this thing (unknown component, readonly field) */
-    KEEL_PROTECTED_ENTITY,  /* the scene root, or a protected component on it */
+    KEEL_PROTECTED_ENTITY,  /* the scene root: destroy, duplicate, rename, reparent, disable */
     KEEL_INVALID_OPERATION, /* multiplicity, requires/rejects, cycle, singleton slot */
     KEEL_INVALID_ARGUMENT,  /* wrong type, out of range, not finite, bad UUID */
     KEEL_LIMIT_EXCEEDED,    /* a configured limit */

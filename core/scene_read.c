@@ -406,7 +406,8 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         ok = false;
     } else if (kn->kind != KEEL_NODE_SCALAR || keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) {
         p = pathf("%s.kind", cpath);
-        error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", show(kn));
+        error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s'%s (ns:name, [a-z0-9_]+)", show(kn),
+              keel__node_has_nul(kn) ? " (holding a NUL byte)" : "");
         free(p);
         ok = false;
     } else {

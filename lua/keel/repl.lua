@@ -388,7 +388,7 @@ keel.kinds(), keel.kind_info(key), keel.kind{ ... }   the kinds; ./kinds/*.lua a
 keel.load(path), keel.persist  scenes and save games
 reload()                       re-runs the kind files that changed
 =expr or expr                  prints the value; Tab completes (kind keys inside quotes)
-ctrl-c drops the line or stops a Lua loop (not a world:run: twice quits); ctrl-d quits]]
+ctrl-c drops the line or stops a Lua loop (a world:run after its frame; twice: at once); ctrl-d quits]]
 
 function repl.help()
   return HELP

@@ -771,6 +771,7 @@ static const char *const *str_array(lua_State *L, int t, const char *k, size_t *
     for (size_t i = 0; i < len; i++) {
         lua_rawgeti(L, -1, (lua_Integer)i + 1);
         if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] must be a string", k, (int)i + 1);
+        if (keel__lua_has_nul(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] holds a NUL byte", k, (int)i + 1);
         out[i] = lua_tostring(L, -1);
         lua_pop(L, 1);
     }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
+#include "internal.h" /* keel__utf8_valid */
 
 /* ---- World userdata ---- */
 
@@ -865,6 +866,8 @@ static int k_world(lua_State *L)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name expected, got %s", luaL_typename(L, 1));
     if (!lua_isnoneornil(L, 1) && keel__lua_has_nul(L, 1))
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name holds a NUL byte");
+    if (!lua_isnoneornil(L, 1) && !keel__utf8_valid(lua_tostring(L, 1)))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a scene name must be valid UTF-8");
     const char *name = luaL_optstring(L, 1, "");
     keel_world *w = keel_world_new(name);
     if (!w) return luaL_error(L, "out of memory");

@@ -189,16 +189,10 @@ static bool requires_dropped(const keel_world *w, keel_entity e, keel_kind_id k,
         keel_kind_id rk = keel_kind_find(kd->requires[r]);
         if (!rk || kind_cooked(rk)) continue;
         const char *why = (keel_kind_describe(rk)->flags & KEEL_KIND_EDITOR_ONLY) ? "editor_only" : "nosave";
-        if (e == keel_world_root(w)) {
-            keel_error(d, KEEL_INVALID_OPERATION, path,
-                       "the scene root: %s requires %s, which is %s: cooking drops it", kd->key, kd->requires[r], why);
-        } else {
-            char u[37];
-            keel_uuid_format(keel_entity_uuid(w, e), u);
-            keel_error(d, KEEL_INVALID_OPERATION, path,
-                       "entity '%s' (%s): %s requires %s, which is %s: cooking drops it", keel_entity_name(w, e), u,
-                       kd->key, kd->requires[r], why);
-        }
+        char *who = keel__entity_label(w, (uint32_t)e);
+        keel_error(d, KEEL_INVALID_OPERATION, path, "%s: %s requires %s, which is %s: cooking drops it", who, kd->key,
+                   kd->requires[r], why);
+        free(who);
         return true;
     }
     return false;
@@ -457,6 +451,7 @@ static keel_status read_strings(const uint8_t *p, const keel_limits *lim, cooked
         if (memchr(r.p + r.pos, 0, n)) return bad(d, "", "string %u contains a NUL byte", i);
         memcpy(pool, r.p + r.pos, n);
         pool[n] = 0;
+        if (!keel__utf8_valid(pool)) return bad(d, "", "string %u is not valid UTF-8", i); /* YAML could not hold it */
         ck->strings[i] = pool;
         pool += n + 1;
         r.pos += n;

@@ -76,6 +76,8 @@ char *keel__strfmt(const char *fmt, ...)
 #endif
     ;
 char *keel__vstrfmt(const char *fmt, va_list ap); /* consumes ap */
+/* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */
+char *keel__entity_label(const keel_world *w, uint32_t i);
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
 bool keel__utf8_valid(const char *s);
 /* A scalar whose text holds a NUL byte (libyaml decodes "\0"): a keel string is a C string. */

@@ -431,7 +431,9 @@ typedef struct keel_grid {
     int64_t major_line_every; /* >= 1 */
 } keel_grid;
 
-keel_world *keel_world_new(const char *name);  /* fresh v4 scene UUID; NULL on OOM */
+/* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8, is ""
+ * (keel_world_set_name refuses it instead). */
+keel_world *keel_world_new(const char *name);
 void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
 keel_uuid keel_world_uuid(const keel_world *w);
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */

@@ -603,6 +603,13 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     memset(out, 0, sizeof *out);
     if (!src->key || !*src->key)
         return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu] has no key", kkey, index);
+    if (!keel__utf8_valid(src->key)) /* written into scene files as a body key */
+        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu]: a field name must be valid UTF-8", kkey,
+                          index);
+    for (size_t c = 0; src->choices && c < src->choice_count; c++)
+        if (src->choices[c] && !keel__utf8_valid(src->choices[c]))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': a choice must be valid UTF-8", kkey,
+                              src->key);
     if ((unsigned)src->type >= KEEL_T_COUNT_)
         return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s' has an unknown type (%d)", kkey,
                           src->key, (int)src->type);
@@ -682,7 +689,7 @@ static keel_status check_refs(const kind *K, keel_diags *d)
 {
     keel_status st = KEEL_OK;
     for (size_t i = 0; i < K->desc.requires_count; i++)
-        if (!keel_kind_find(K->desc.requires[i]) && strcmp(K->desc.requires[i], K->desc.key))
+        if (!keel_kind_find(K->desc.requires[i])) /* never itself: desc_copy refuses that */
             st = keel_error(d, KEEL_NOT_FOUND, "requires", "%s requires '%s', which is not declared",
                             K->desc.key, K->desc.requires[i]);
     for (size_t i = 0; i < K->desc.rejects_count; i++)

@@ -592,7 +592,10 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && entry_by_key(en, key, KEEL_SLOT_AUTO))
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
-        else if (slot == KEEL_SLOT_AUTO && !kd && key_count(en, KEEL_NO_KIND, key) > 1) /* its multiplicity is unknown */
+        /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
+         * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
+        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(en, k, 0)) &&
+                 key_count(en, KEEL_NO_KIND, key) > 1)
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(en, KEEL_NO_KIND, key));
         else if (!(m = entry_by_key(en, key, slot))) {
@@ -988,8 +991,6 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
 
 static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
 
-static char *entity_label(const keel_world *w, uint32_t i);
-
 void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d)
 {
     if (k >= w->store_count || !w->stores[k].cap) return;
@@ -1039,7 +1040,7 @@ void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *o
                     to = nd->fields[f].def.as.i; /* a row freed at the phase boundary: nobody to tell */
                 } else if (to < 0) { /* its choice is gone: the default, and say so */
                     to = nd->fields[f].def.as.i;
-                    char *who = entity_label(w, s->rows[r].owner);
+                    char *who = keel__entity_label(w, s->rows[r].owner);
                     keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
                                   "%s in world '%s': %s slot %u: %s: '%s' is no longer a choice; reset to its default",
                                   who, w->name, nd->key, s->rows[r].slot, nd->fields[f].key,
@@ -1142,8 +1143,7 @@ void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields
 
 /* ---------------------------------------------------------------- redeclaring a kind */
 
-/* "entity 'Name' (uuid)" or "the scene root", for messages about a live component. */
-static char *entity_label(const keel_world *w, uint32_t i)
+char *keel__entity_label(const keel_world *w, uint32_t i)
 {
     if (i == 0) return keel__strdup("the scene root");
     char u[37];
@@ -1170,7 +1170,7 @@ static char *rule_broken(const keel_world *w, uint32_t i, const keel__entry *m, 
         return why;
     }
     for (size_t r = 0; r < nd->requires_count; r++)
-        if (strcmp(nd->requires[r], nd->key) && !entry_by_key(en, nd->requires[r], KEEL_SLOT_AUTO))
+        if (!entry_by_key(en, nd->requires[r], KEEL_SLOT_AUTO))
             return keel__strfmt("holds %s without %s, which it now requires", nd->key, nd->requires[r]);
     for (size_t r = 0; r < nd->rejects_count; r++)
         if (strcmp(nd->rejects[r], nd->key) && entry_by_key(en, nd->rejects[r], KEEL_SLOT_AUTO))
@@ -1195,7 +1195,7 @@ keel_status keel__world_check_kind(keel_world *w, keel_kind_id k, const keel_kin
             first = false;
             if (!why) continue;
             if (broken++ < SHOWN) {
-                char *who = entity_label(w, i);
+                char *who = keel__entity_label(w, i);
                 keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break a live component: %s in world '%s' %s",
                            nd->key, who, w->name, why);
                 free(who);
@@ -1225,7 +1225,7 @@ void keel__world_refit(keel_world *w, keel_kind_id k, keel_diags *d)
             keel_diags why;
             keel_diags_init(&why);
             if (keel_field_check(k, (int)f, &v, &why) != KEEL_OK) {
-                char *who = entity_label(w, s->rows[r].owner);
+                char *who = keel__entity_label(w, s->rows[r].owner);
                 keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "%s in world '%s': %s slot %u: %s; reset to its default", who, w->name, kd->key,
                              s->rows[r].slot, why.count ? why.items[0].message : fd->key);
                 free(who);

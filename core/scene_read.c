@@ -325,18 +325,6 @@ static void count_unknown(loader *L, const char *key, int newer)
     L->unk_n++;
 }
 
-/* The next free slot among e's entries under `key` (unknown entries with no slot). */
-static uint32_t next_slot(loader *L, keel_entity e, const char *key)
-{
-    uint32_t next = 0;
-    size_t n = keel_member_count(L->w, e);
-    for (size_t i = 0; i < n; i++) {
-        keel_member m;
-        if (keel_member_at(L->w, e, i, &m) && strcmp(m.key, key) == 0 && m.slot + 1 > next) next = m.slot + 1;
-    }
-    return next;
-}
-
 /* Entity fields must name an entity of the document; asset fields an asset of the manifest. */
 static bool has_references(const keel_kind_desc *kd)
 {
@@ -345,7 +333,7 @@ static bool has_references(const keel_kind_desc *kd)
     return false;
 }
 
-static void check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath)
+static void check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath, bool entities)
 {
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     for (size_t f = 0; kd && f < kd->field_count; f++) {
@@ -357,7 +345,7 @@ static void check_references(loader *L, keel_comp c, const keel_node *body, cons
         char u[37];
         keel_uuid_format(v.as.u, u);
         char *p = pathf("%s.%s", bpath, kd->fields[f].key);
-        if (t == KEEL_T_ENTITY && !keel_find(L->w, v.as.u)) {
+        if (t == KEEL_T_ENTITY && entities && !keel_find(L->w, v.as.u)) {
             error(L, KEEL_NOT_FOUND, p, at, "entity reference %s is not an entity of this scene", u);
         } else if (t == KEEL_T_ASSET && L->o->assets && !keel_assets_has(L->o->assets, v.as.u)) {
             if (L->o->strict) {
@@ -490,7 +478,7 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         }
     } else {
         /* Not registered, or newer than the kind knows: kept whole, never guessed at. */
-        uint32_t s = slot < 0 ? next_slot(L, e, key) : (uint32_t)slot;
+        uint32_t s = slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)slot;
         keel_node *empty = body ? NULL : keel_node_new_map();
         if (keel_add_unknown(L->w, e, key, (int)version, s, body ? body : empty, &tmp) == KEEL_OK) {
             count_unknown(L, key, kd ? (kd->version < 1 ? 1 : kd->version) : 0);
@@ -702,11 +690,12 @@ static void check_depth(loader *L)
     free(stack);
 }
 
-/* Entity and asset fields of every component loaded so far, now that every entity exists. */
-static void resolve_references(loader *L)
+/* Entity and asset fields of every component loaded so far, now that every entity exists
+ * (`entities` false: the list was refused, so only assets can be judged). */
+static void resolve_references(loader *L, bool entities)
 {
     for (size_t i = 0; i < L->refs_n; i++) {
-        check_references(L, L->refs[i].c, L->refs[i].body, L->refs[i].bpath);
+        check_references(L, L->refs[i].c, L->refs[i].body, L->refs[i].bpath, entities);
         free(L->refs[i].bpath);
     }
     L->refs_n = 0;
@@ -765,7 +754,7 @@ static void build(loader *L, const keel_node *doc)
         else if (list && !is_null(list))
             error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)",
                   L->o->limits.entities);
-        resolve_references(L); /* the root's, which may not name an entity now */
+        resolve_references(L, !list || is_null(list)); /* the root's; a refused list built no entities to name */
         return;
     }
     /* In DESIGN.md's order: validate and build (bodies decoded), resolve parents and
@@ -779,7 +768,7 @@ static void build(loader *L, const keel_node *doc)
         free(prefix);
     }
     resolve_parents(L, list->count, recs);
-    resolve_references(L);
+    resolve_references(L, true);
     if (!link_parents(L, list->count, recs)) check_depth(L); /* one depth problem, one diagnostic */
     /* Kind rules once every stack is whole (an entity with a refused
      * component would only report follow-on noise). */

@@ -138,7 +138,9 @@ describe("a string holding a NUL byte", function()
       function() e:has("core:transform\0x") end, function() w:count("core:transform\0x") end,
       function() w:find("A\0B") end, function() keel.kind{ key = "fx:k\0y" } end,
       function() keel.kind{ key = "fx:kf", fields = { { "a\0b", "int" } } } end,
-      function() keel.kind{ key = "fx:kc", fields = { { "m", "enum", choices = { "a\0b" } } } } end } do
+      function() keel.kind{ key = "fx:kc", fields = { { "m", "enum", choices = { "a\0b" } } } } end,
+      function() keel.kind{ key = "fx:kr", requires = { "core:transform\0junk" } } end,
+      function() keel.world("bad\xff") end } do
       assert_error("InvalidArgument", catch(f))
     end
     assert.is_false(e:has("core:transform"))

@@ -614,6 +614,13 @@ static void kinds_refuse_impossible_and_builtin_declarations(void **state)
     expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:nowhere: root_only and not_on_root together leave it no place");
     d = (keel_kind_desc){ .key = "game:odd", .flags = 0x100 };
     expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:odd: unknown kind flags 0x100");
+    keel_field_desc bad_name[] = { { .key = "n\xff", .type = KEEL_T_INT } };
+    d = (keel_kind_desc){ .key = "game:utf", .fields = bad_name, .field_count = 1 };
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:utf: fields[0]: a field name must be valid UTF-8");
+    static const char *const bad_choices[] = { "a", "b\xfe" };
+    keel_field_desc bad_choice[] = { { .key = "m", .type = KEEL_T_ENUM, .choices = bad_choices, .choice_count = 2 } };
+    d = (keel_kind_desc){ .key = "game:utf", .fields = bad_choice, .field_count = 1 };
+    expect_refused(&d, KEEL_INVALID_ARGUMENT, "game:utf: field 'm': a choice must be valid UTF-8");
 
     keel_field_desc f[] = { { .key = "scale", .type = KEEL_T_VEC3 } };
     keel_kind_desc again = *keel_kind_describe(keel_kind_find("core:transform"));

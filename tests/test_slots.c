@@ -300,6 +300,10 @@ static void slots_unknown_entries(void **state)
     assert_true(keel_member_at(f->w, e, 1, &m2));
     assert_false(m2.loaded);
     assert_int_equal(m2.slot, 1);
+    /* two newer copies and no live one: which goes would be a guess again */
+    assert_int_equal(keel_add_unknown(f->w, e, "core:camera", 99, 7, body, &f->d), KEEL_OK);
+    st = keel_remove(f->w, e, "core:camera", KEEL_SLOT_AUTO, NULL, &f->d);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "core:camera: this entity holds 2 of it: name the slot to remove");
     keel_node_free(body);
 }
 

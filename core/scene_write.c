@@ -88,7 +88,10 @@ static bool number_like(const char *s)
     if (*s == '+' || *s == '-') s++;
     if (*s == '.') return true; /* .5, .inf, .nan */
     if (!is_digit(*s)) return false;
-    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b')) return true;
+    if (s[0] == '0' && (s[1] == 'x' || s[1] == 'o' || s[1] == 'b')) { /* only with its digits: 0bcf...-... is text */
+        const char *digits = s[1] == 'x' ? "0123456789abcdefABCDEF_" : s[1] == 'o' ? "01234567_" : "01_";
+        return s[2] && strspn(s + 2, digits) == strlen(s + 2);
+    }
     if (strlen(s) >= 8 && is_digit(s[1]) && is_digit(s[2]) && is_digit(s[3]) && s[4] == '-') return true;
     bool exp = false;
     for (const char *p = s; *p; p++) {

@@ -202,6 +202,7 @@ static const char *const tricky[] = {
     "{a}", "a, b", "!tag", "&anchor", "*alias", "|", ">", "'single'", "\"double\"", "%pct", "@at", "`tick`",
     "line\nbreak", "tab\there", "back\\slash", "unicode é 日本語", "emoji 🎉", "2001-12-14", "1_000", "1:30",
     "plain words", "Player", "under_score", "path/to/thing.glb", "\x7f", "bell\x07", "nbsp\xc2\xa0x", "x\xe2\x80\xa8y",
+    "0b101", "0bcf6031-ab80-4d63-9187-59b89f125083", "0xZZ", "0o8", "0b",
 };
 
 static void scene_save_strings_round_trip(void **state)
@@ -236,6 +237,9 @@ static void scene_save_quotes_only_when_needed(void **state)
     assert_int_equal(keel_spawn(w, "123", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
     assert_int_equal(keel_spawn(w, "", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
     assert_int_equal(keel_spawn(w, "a: b", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_spawn(w, "0b101", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    /* a number prefix without its digits is text: a UUID may begin with 0b (one in 256 do) */
+    assert_int_equal(keel_spawn(w, "0bcf6031-ab80", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
     char *text = dump(w);
     assert_non_null(strstr(text, "  name: plain words\n"));
     assert_non_null(strstr(text, "  name: \"yes\"\n"));
@@ -243,6 +247,8 @@ static void scene_save_quotes_only_when_needed(void **state)
     assert_non_null(strstr(text, "  name: \"123\"\n"));
     assert_non_null(strstr(text, "  name: \"\"\n"));
     assert_non_null(strstr(text, "  name: \"a: b\"\n"));
+    assert_non_null(strstr(text, "  name: \"0b101\"\n"));
+    assert_non_null(strstr(text, "  name: 0bcf6031-ab80\n"));
     free(text);
     keel_world_free(w);
 }

@@ -376,8 +376,16 @@ void keel_shutdown(void);
  * max, requires, rejects, root only) stays unknown, with a warning in `d`.
  * Refused (InvalidArgument): a bad key, a field type out of range, a duplicate
  * field key, a default outside min/max or not among the choices, max on a one
- * kind, version < 1. After keel_registry_freeze, requires/rejects naming an
- * unregistered key are refused too (NotFound). */
+ * kind, version < 1, a kind no entity could hold (requiring itself, requiring and
+ * rejecting one kind, ROOT_ONLY with NOT_ON_ROOT, unknown flags), a field name or
+ * choice that is not UTF-8. After keel_registry_freeze, requires/rejects naming an
+ * unregistered key are refused too (NotFound).
+ * Redeclaring (InvalidOperation, the old declaration kept): a built-in kind; from a
+ * validate or migrate callback; a new rule (one, max, requires, rejects, root
+ * placement) that a live component in some world would break (each one named). A
+ * carried-over value outside new bounds, or an enum choice that is gone, takes the
+ * default (a warning in `d`). A hook may redeclare kinds, but a C hook must not
+ * redeclare its own kind: its records move. */
 keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, keel_diags *d);
 /* Checks that every requires/rejects names a registered kind (NotFound each). */
 keel_status keel_registry_freeze(keel_diags *d);

@@ -171,84 +171,83 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
 
 /* ---- loading a scene through keel.load ---- */
 
-/* Prints why `path` did not load: the core's diagnostics when it agrees the
- * file is bad, else the Lua error. Pops the error; returns the exit code. */
-static int report_load_error(lua_State *L, keel_cli *cli, const char *path)
+/* The diagnostic tables at idx (an error object's `diagnostics`, w:warnings()) back into
+ * keel_diags, printed as the verbs print a load's: one format, keel_diag_format's. */
+static size_t print_diag_table(lua_State *L, int idx, const char *file)
+{
+    keel_diags d;
+    keel_diags_init(&d);
+    idx = lua_absindex(L, idx);
+    for (lua_Integer i = 1; lua_rawgeti(L, idx, i) == LUA_TTABLE; i++) {
+        lua_getfield(L, -1, "code");
+        lua_getfield(L, -2, "message");
+        lua_getfield(L, -3, "path");
+        lua_getfield(L, -4, "file");
+        lua_getfield(L, -5, "line");
+        lua_getfield(L, -6, "col");
+        lua_getfield(L, -7, "severity");
+        keel_status code = KEEL_INVALID_OPERATION;
+        for (keel_status c = KEEL_OK; c <= KEEL_IO_ERROR; c++)
+            if (lua_type(L, -7) == LUA_TSTRING && strcmp(lua_tostring(L, -7), keel_status_name(c)) == 0) code = c;
+        const char *sev = lua_tostring(L, -1);
+        keel_diag_add(&d, sev && strcmp(sev, "warning") == 0 ? KEEL_SEV_WARNING : KEEL_SEV_ERROR, code,
+                      lua_tostring(L, -5), lua_tostring(L, -4), (int)lua_tointeger(L, -3), (int)lua_tointeger(L, -2),
+                      "%s", luaL_optstring(L, -6, ""));
+        lua_pop(L, 8);
+    }
+    lua_pop(L, 1);
+    size_t errors = keel_cli_print_diags(&d, file);
+    keel_diags_free(&d); /* nothing above raises once d holds items: the values are read as they are */
+    return errors;
+}
+
+/* Pushes keel.load(path)'s world and returns -1, its warnings printed as `keel check` prints
+ * them; on failure prints why (the error object's own diagnostics) and returns the exit code. */
+static int load_world(lua_State *L, keel_cli *cli, const char *path)
 {
     /* The bundled scenes/ holds assets.yaml beside the scenes: say what it is
      * rather than list the scene keys it lacks. */
     if (keel_cli_is_manifest(cli, path)) {
         fprintf(stderr, "%s: %s is an asset manifest, not a scene (`keel check` validates it; "
                 "it is used by the scenes beside it)\n", cli->progname, path);
-        lua_pop(L, 1);
         return KEEL_EXIT_INPUT;
     }
-    keel_load_opts o;
-    keel_assets *assets = NULL;
-    keel_diags d;
-    keel_diags_init(&d);
-    keel_world *w = NULL;
-    bool printed = false;
-    int code = KEEL_EXIT_INPUT;
-    if (keel_cli_load_opts(cli, path, &o, &assets, false)) {
-        keel_status s = keel_scene_load(path, &o, &w, &d);
-        if (s != KEEL_OK && d.errors > 0) {
-            keel_cli_print_diags(&d, path);
-            printed = true;
-            if (s == KEEL_IO_ERROR) code = KEEL_EXIT_USAGE;
-        }
+    lua_getglobal(L, "keel");
+    lua_getfield(L, -1, "load");
+    lua_remove(L, -2);
+    lua_pushstring(L, path);
+    if (cli->assets) { /* else keel.load uses the manifest beside the scene, as the verbs do */
+        lua_createtable(L, 0, 1);
+        lua_pushstring(L, cli->assets);
+        lua_setfield(L, -2, "assets");
     } else {
-        printed = true;
+        lua_pushnil(L);
     }
-    keel_world_free(w);
-    keel_diags_free(&d);
-    keel_assets_free(assets);
-    if (!printed) {
-        const char *msg = luaL_tolstring(L, -1, NULL);
-        fprintf(stderr, "%s: %s: %s\n", cli->progname, path, msg);
-        lua_pop(L, 1);
+    if (docall(L, 2, 2, false) != LUA_OK) {
+        lua_pushfstring(L, "%s: %s", path, lua_tostring(L, -1));
+        lua_remove(L, -2);
+        report(cli, L);
+        return KEEL_EXIT_INPUT;
+    }
+    if (lua_isnil(L, -2)) { /* nil, err */
+        int code = KEEL_EXIT_INPUT;
+        if (lua_istable(L, -1) && lua_getfield(L, -1, "diagnostics") == LUA_TTABLE) {
+            print_diag_table(L, -1, path);
+            lua_getfield(L, -2, "code");
+            if (lua_type(L, -1) == LUA_TSTRING && strcmp(lua_tostring(L, -1), "IOError") == 0) code = KEEL_EXIT_USAGE;
+            lua_pop(L, 2);
+        } else {
+            lua_pop(L, 1);
+            fprintf(stderr, "%s: %s: %s\n", cli->progname, path, luaL_tolstring(L, -1, NULL));
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 2);
+        return code;
     }
     lua_pop(L, 1);
-    return code;
-}
-
-/* keel.load(path, opts) -> world | nil, err; opts carries the asset manifest's
- * path. The load's warnings are printed as `keel check` prints them. */
-static const char load_chunk[] =
-    "local keel, path, assets = ...\n"
-    "local opts = assets and { assets = assets } or nil\n"
-    "local w, err = keel.load(path, opts)\n"
-    "if not w then return nil, err end\n"
-    "local ok, warns = pcall(function() return w:warnings() end)\n"
-    "for _, d in ipairs(ok and type(warns) == 'table' and warns or {}) do\n"
-    "  local where = d.file or path\n"
-    "  if d.line and d.line > 0 then where = where .. ':' .. d.line .. ':' .. (d.col or 1) end\n"
-    "  local at = (d.path and d.path ~= '') and (' (at ' .. d.path .. ')') or ''\n"
-    "  io.stderr:write(string.format('%s: warning: %s: %s%s\\n', where, tostring(d.code), tostring(d.message), at))\n"
-    "end\n"
-    "return w\n";
-
-/* Pushes the loaded world and returns -1; on failure reports it and returns the exit code. */
-static int load_world(lua_State *L, keel_cli *cli, const char *path)
-{
-    if (luaL_loadbuffer(L, load_chunk, sizeof load_chunk - 1, "=keel.load") != LUA_OK) {
-        report(cli, L);
-        return KEEL_EXIT_USAGE;
-    }
-    lua_getglobal(L, "keel");
-    lua_pushstring(L, path);
-    char *manifest = keel_cli_manifest(cli, path);
-    if (manifest) lua_pushstring(L, manifest);
-    else lua_pushnil(L);
-    free(manifest);
-    if (docall(L, 3, 2, false) != LUA_OK) {
-        lua_remove(L, -2);
-        return report_load_error(L, cli, path);
-    }
-    if (lua_isnil(L, -2)) {
-        lua_remove(L, -2);
-        return report_load_error(L, cli, path);
-    }
+    lua_getfield(L, -1, "warnings");
+    lua_pushvalue(L, -2);
+    if (docall(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) print_diag_table(L, -1, path);
     lua_pop(L, 1);
     return -1;
 }

@@ -159,28 +159,40 @@ char *keel_cli_manifest(const keel_cli *cli, const char *scene)
     return keel_assets_beside(scene);
 }
 
-bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o,
-                        keel_assets **assets, bool strict)
+void keel_cli_assets_free(keel_cli_assets *m)
+{
+    free(m->path);
+    keel_assets_free(m->assets);
+    *m = (keel_cli_assets){ 0 };
+}
+
+bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o, keel_cli_assets *m,
+                        bool strict)
 {
     *o = keel_load_opts_default();
     o->strict = strict;
-    *assets = NULL;
     char *manifest = keel_cli_manifest(cli, scene);
-    bool ok = true;
-    if (manifest) {
+    if (!manifest) {
+        o->assets = NULL;
+        return true;
+    }
+    if (!m->path || strcmp(m->path, manifest) != 0) {
+        keel_cli_assets_free(m);
+        m->path = manifest;
         keel_diags d;
         keel_diags_init(&d);
-        if (keel_assets_load(manifest, assets, &d) != KEEL_OK) {
+        m->ok = keel_assets_load(manifest, &m->assets, &d) == KEEL_OK;
+        if (!m->ok) {
             keel_cli_print_diags(&d, manifest);
-            keel_assets_free(*assets);
-            *assets = NULL;
-            ok = false;
+            keel_assets_free(m->assets);
+            m->assets = NULL;
         }
         keel_diags_free(&d);
+    } else {
+        free(manifest);
     }
-    free(manifest);
-    o->assets = *assets;
-    return ok;
+    o->assets = m->assets;
+    return m->ok;
 }
 
 /* Common options before the verb or the script. Returns the index of the

@@ -71,10 +71,18 @@ bool keel_cli_is_manifest(const keel_cli *cli, const char *path);
 /* The asset manifest for `scene`: --assets, else assets.yaml beside the scene
  * when present; NULL when none (malloc'd). */
 char *keel_cli_manifest(const keel_cli *cli, const char *scene);
+/* The manifest last loaded for a scene: the next scene that uses the same one
+ * (`keel check a.yaml b.yaml`) neither reads it again nor reports it twice. */
+typedef struct keel_cli_assets {
+    char *path;          /* NULL: none loaded yet */
+    keel_assets *assets; /* NULL when it failed */
+    bool ok;
+} keel_cli_assets;
+void keel_cli_assets_free(keel_cli_assets *m);
 /* Load options from the common options: --assets (or assets.yaml beside
- * `scene` when present) loaded into *assets (caller frees). Returns false
+ * `scene` when present), loaded through `m` (which owns it). Returns false
  * (after printing) when the manifest could not be read. */
-bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o,
-                        keel_assets **assets, bool strict);
+bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o, keel_cli_assets *m,
+                        bool strict);
 
 #endif

@@ -63,14 +63,14 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
     const keel_cli_opt opt = { "--strict", NULL, &strict };
     int code;
     int n = files_verb_start(L, cli, argc, argv, &opt, "check", &code);
+    keel_cli_assets manifest = { 0 };
     for (int i = 0; i < n; i++) {
         if (keel_cli_is_manifest(cli, argv[i])) {
             code = worse(code, check_manifest(argv[i]));
             continue;
         }
         keel_load_opts o;
-        keel_assets *assets;
-        if (!keel_cli_load_opts(cli, argv[i], &o, &assets, strict)) {
+        if (!keel_cli_load_opts(cli, argv[i], &o, &manifest, strict)) {
             code = KEEL_EXIT_INPUT;
             continue;
         }
@@ -82,8 +82,8 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         if (s != KEEL_OK || errors > 0) code = worse(code, status_exit(s));
         keel_world_free(w);
         keel_diags_free(&d);
-        keel_assets_free(assets);
     }
+    keel_cli_assets_free(&manifest);
     return code;
 }
 
@@ -154,8 +154,11 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (rc >= 0) return rc;
 
     keel_load_opts o;
-    keel_assets *assets;
-    if (!keel_cli_load_opts(cli, argv[0], &o, &assets, true)) return KEEL_EXIT_INPUT;
+    keel_cli_assets manifest = { 0 };
+    if (!keel_cli_load_opts(cli, argv[0], &o, &manifest, true)) {
+        keel_cli_assets_free(&manifest);
+        return KEEL_EXIT_INPUT;
+    }
     keel_diags d;
     keel_diags_init(&d);
     keel_world *w = NULL;
@@ -163,7 +166,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     size_t len = 0;
     int code = KEEL_EXIT_OK;
     keel_status s = keel_scene_load(argv[0], &o, &w, &d);
-    if (s == KEEL_OK) s = keel_cook(w, assets, &data, &len, &d);
+    if (s == KEEL_OK) s = keel_cook(w, o.assets, &data, &len, &d);
     if (s == KEEL_OK) {
         s = keel_write_atomic(out, data, len, &d);
         if (s != KEEL_OK) code = KEEL_EXIT_USAGE;
@@ -174,7 +177,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     free(data);
     keel_world_free(w);
     keel_diags_free(&d);
-    keel_assets_free(assets);
+    keel_cli_assets_free(&manifest);
     return code;
 }
 

@@ -738,6 +738,14 @@ static void *scratch(lua_State *L, size_t n)
     return p;
 }
 
+/* A registry reference to the spec's (argument 1's) field `k` when it is of `type`, else LUA_NOREF. */
+static int spec_ref(lua_State *L, const char *k, int type)
+{
+    if (lua_getfield(L, 1, k) == type) return luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+    return LUA_NOREF;
+}
+
 static const char *opt_str(lua_State *L, int t, const char *k)
 {
     lua_getfield(L, t, k);
@@ -950,26 +958,10 @@ static int k_kind(lua_State *L)
     lk->nfields = nf;
     lk->has_entity = has_entity;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = LUA_NOREF;
-    for (int p = 0; p < KEEL_PHASE_COUNT_; p++) {
-        lk->hook[p] = LUA_NOREF;
-        lua_getfield(L, 1, phase_keys[p]);
-        if (lua_isfunction(L, -1)) {
-            lk->hook[p] = luaL_ref(L, LUA_REGISTRYINDEX);
-            desc.hooks[p] = hook_tramp;
-        } else lua_pop(L, 1);
-    }
-    lk->validate = LUA_NOREF;
-    lua_getfield(L, 1, "validate");
-    if (lua_isfunction(L, -1)) {
-        lk->validate = luaL_ref(L, LUA_REGISTRYINDEX);
-        desc.validate = validate_tramp;
-    } else lua_pop(L, 1);
-    lk->migrate = LUA_NOREF;
-    lua_getfield(L, 1, "migrate");
-    if (lua_istable(L, -1)) {
-        lk->migrate = luaL_ref(L, LUA_REGISTRYINDEX);
-        desc.migrate = migrate_tramp;
-    } else lua_pop(L, 1);
+    for (int p = 0; p < KEEL_PHASE_COUNT_; p++)
+        if ((lk->hook[p] = spec_ref(L, phase_keys[p], LUA_TFUNCTION)) != LUA_NOREF) desc.hooks[p] = hook_tramp;
+    if ((lk->validate = spec_ref(L, "validate", LUA_TFUNCTION)) != LUA_NOREF) desc.validate = validate_tramp;
+    if ((lk->migrate = spec_ref(L, "migrate", LUA_TTABLE)) != LUA_NOREF) desc.migrate = migrate_tramp;
     lua_pushvalue(L, keys);
     lk->keys = luaL_ref(L, LUA_REGISTRYINDEX);
     desc.user = lk;

@@ -6,24 +6,12 @@
 #include <time.h>
 
 #include "keel.h"
+#include "bench.h"
 
 #define N 100000
 #define PASSES 100
 
 typedef struct velocity { double v[3]; } velocity;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void row(const char *name, double keel, double base, const char *unit)
-{
-    if (base < 0) printf("BENCH\t%s\t%.2f\t-\t%s\n", name, keel, unit);
-    else printf("BENCH\t%s\t%.2f\t%.2f\t%s\n", name, keel, base, unit);
-}
 
 static volatile double sink;
 

@@ -6,15 +6,9 @@
 #include <unistd.h>
 
 #include "keel.h"
+#include "bench.h"
 
 #define N 100000
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static void die(const char *what, keel_status s, const keel_diags *d)
 {

@@ -6,23 +6,10 @@
 #include <yaml.h>
 
 #include "internal.h" /* keel__yaml_parse_arena: the baseline emits the document's own tree */
+#include "bench.h"
 
 /* N = 100,000 (DESIGN.md "Benchmarks"); BENCH_N overrides it for profiling. */
 static size_t N = 100000;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void row(const char *name, double keel, double base, const char *unit)
-{
-    if (base < 0) printf("BENCH\t%s\t%.2f\t-\t%s\n", name, keel, unit);
-    else printf("BENCH\t%s\t%.2f\t%.2f\t%s\n", name, keel, base, unit);
-    fflush(stdout);
-}
 
 static keel_world *build_world(void)
 {

@@ -181,18 +181,13 @@ bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *
         m->path = manifest;
         keel_diags d;
         keel_diags_init(&d);
-        m->ok = keel_assets_load(manifest, &m->assets, &d) == KEEL_OK;
-        if (!m->ok) {
-            keel_cli_print_diags(&d, manifest);
-            keel_assets_free(m->assets);
-            m->assets = NULL;
-        }
+        if (keel_assets_load(manifest, &m->assets, &d) != KEEL_OK) keel_cli_print_diags(&d, manifest);
         keel_diags_free(&d);
     } else {
         free(manifest);
     }
     o->assets = m->assets;
-    return m->ok;
+    return m->assets != NULL;
 }
 
 /* Common options before the verb or the script. Returns the index of the

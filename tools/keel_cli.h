@@ -75,8 +75,7 @@ char *keel_cli_manifest(const keel_cli *cli, const char *scene);
  * (`keel check a.yaml b.yaml`) neither reads it again nor reports it twice. */
 typedef struct keel_cli_assets {
     char *path;          /* NULL: none loaded yet */
-    keel_assets *assets; /* NULL when it failed */
-    bool ok;
+    keel_assets *assets; /* NULL when it could not be read */
 } keel_cli_assets;
 void keel_cli_assets_free(keel_cli_assets *m);
 /* Load options from the common options: --assets (or assets.yaml beside

@@ -785,10 +785,10 @@ static void build(loader *L, const keel_node *doc)
     free(recs);
 }
 
-/* The diagnostics in the order of DESIGN.md's stages, document order within each, so that the
- * first error (an error object's code) is the earliest stage's: the document and its limits,
- * values, references by UUID, then the hierarchy and kind rules. Passes interleave them
- * (a root body is decoded before the entities' UUIDs are read). */
+/* Errors before warnings, each in the order of DESIGN.md's stages and in document order within
+ * a stage, so that the first diagnostic (an error object's code) is the earliest stage's error:
+ * the document and its limits, values, references by UUID, then the hierarchy and kind rules.
+ * Passes interleave them (a root body is decoded before the entities' UUIDs are read). */
 static int stage(keel_status code)
 {
     switch (code) {
@@ -804,9 +804,10 @@ static void by_stage(keel_diags *d)
     if (d->count < 2) return;
     keel_diag *sorted = keel__xrealloc(NULL, d->count * sizeof *sorted);
     size_t n = 0;
-    for (int s = 0; s <= 3; s++)
-        for (size_t i = 0; i < d->count; i++)
-            if (stage(d->items[i].code) == s) sorted[n++] = d->items[i];
+    for (int sev = KEEL_SEV_ERROR; sev <= KEEL_SEV_WARNING; sev++)
+        for (int s = 0; s <= 3; s++)
+            for (size_t i = 0; i < d->count; i++)
+                if ((int)d->items[i].severity == sev && stage(d->items[i].code) == s) sorted[n++] = d->items[i];
     memcpy(d->items, sorted, d->count * sizeof *sorted);
     free(sorted);
 }

@@ -62,7 +62,6 @@ size_t keel__layout_size(const keel_kind_desc *d);
 void keel__desc_record_fini(const keel_kind_desc *d, void *record);
 bool keel__kind_key_valid(const char *key);  /* ns:name, [a-z0-9_]+ both sides */
 bool keel__kind_rejected(keel_kind_id k);   /* some declared kind names k in rejects */
-bool keel__registry_frozen(void);
 
 /* ---- builtins.c ---- */
 /* Declares the built-in kinds (called by keel_init). */

@@ -898,10 +898,6 @@ keel_status keel_registry_freeze(keel_diags *d)
     return first;
 }
 
-bool keel__registry_frozen(void)
-{
-    return reg.frozen;
-}
 
 keel_status keel_init(void)
 {

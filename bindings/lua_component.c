@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
-#include "world_internal.h" /* keel__set_cmd: keel_set that may write readonly fields */
+#include "bind.h" /* keel__field_set: keel_set that may write readonly fields */
 
 /* The serial of the unknown entry `key` at c's entity and slot (0: none). */
 static uint64_t unknown_serial(keel_world *w, keel_comp c, const char *key)
@@ -133,7 +133,7 @@ static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_
     memset(&inv, 0, sizeof inv);
     KEEL_LUA_ENTER(L, h->lw->ctx);
     bool internal = !want_inverse && keel__lua_is_self(h->lw->ctx, h->lw->w, h->c);
-    keel_status s = keel__set_cmd(h->lw->w, h->c, f, &v, internal, want_inverse ? &inv : NULL, &d);
+    keel_status s = keel__field_set(h->lw->w, h->c, f, &v, internal, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, &inv);
     sync(L, h);
@@ -184,7 +184,7 @@ int keel__lua_comp_set(lua_State *L)
         keel_value v;
         char err[8];
         keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err);
-        s = keel__set_cmd(h->lw->w, h->c, f, &v, internal, &undo[done], &d);
+        s = keel__field_set(h->lw->w, h->c, f, &v, internal, &undo[done], &d);
         if (s == KEEL_OK) done++;
         lua_pop(L, 1);
         if (s != KEEL_OK) lua_pop(L, 1);

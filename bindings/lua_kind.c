@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
-#include "world_internal.h" /* txn_depth and keel__put_committed: the hook's copy-back needs no journal */
+#include "bind.h" /* keel__field_set_many and hook batches */
 
 struct keel_lua_kind {
     keel_lua_ctx *ctx;
@@ -131,8 +131,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
                                  keel_comp c, const char *rec, int self, int keys, int kbase, keel_diags *d,
                                  keel_status *out)
 {
-    if (!rec || kd->validate || w->txn_depth != 1 || w->rolling_back || lk->nfields > KEEL_LUA_COMMIT_MAX)
-        return false;
+    if (!rec || kd->validate || lk->nfields > KEEL_LUA_COMMIT_MAX) return false;
     int fields[KEEL_LUA_COMMIT_MAX];
     keel_value vals[KEEL_LUA_COMMIT_MAX];
     size_t n = 0;
@@ -152,10 +151,8 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
             v->type = KEEL_T_FLOAT;
             v->nil = false;
             v->as.f = f;
-            if (!fd->has_min && !fd->has_max && isfinite(f)) { /* all keel_field_check would ask */
-                fields[n++] = (int)i;
-                continue;
-            }
+            fields[n++] = (int)i;
+            continue;
         } else {
             /* stays on the stack: string values are borrowed from it */
             if (!kept && !lua_checkstack(L, (int)lk->nfields + 4)) {
@@ -170,10 +167,10 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
                 break;
             }
         }
-        if ((*out = keel_field_check(c.kind, (int)i, v, d)) != KEEL_OK) break;
         fields[n++] = (int)i;
     }
-    if (*out == KEEL_OK && n) keel__put_committed(w, c, n, fields, vals);
+    /* checked there, all or nothing (no validate: the kinds that have one take write_back) */
+    if (*out == KEEL_OK && n) *out = keel__field_set_many(w, c, n, fields, vals, true, d);
     if (kept) lua_settop(L, top);
     return true;
 }
@@ -207,7 +204,7 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
             if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
-            else s = keel_set_internal(w, c, (int)i, &v, d); /* a kind's own hooks may write readonly fields */
+            else s = keel__field_set(w, c, (int)i, &v, true, NULL, d); /* a kind's own hooks may write readonly fields */
             if (s != KEEL_OK) {
                 lua_pop(L, 1);
                 return s;
@@ -526,9 +523,9 @@ static bool all_plain_floats(const keel_lua_kind *lk, const keel_kind_desc *kd)
 static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, const keel__hook_txn *t,
                               const char *rec, int kbase)
 {
-    if (!rec || lk->kd->validate || w->txn_depth != 1 || w->rolling_back) return false;
+    if (!rec || lk->kd->validate) return false;
     int fields[KEEL_LUA_MEMO_KEYS];
-    double vals[KEEL_LUA_MEMO_KEYS];
+    keel_value vals[KEEL_LUA_MEMO_KEYS];
     size_t n = 0;
     for (size_t i = 0; i < lk->nfields; i++) {
         lua_pushvalue(L, kbase + (int)i);
@@ -536,13 +533,11 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
         double f = (double)lua_tonumber(L, -1);
         if (f == *(const double *)(rec + lk->offsets[i])) continue;
         if (!isfinite(f)) return false;
-        vals[n] = f;
+        vals[n] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
         fields[n++] = (int)i;
     }
-    /* all checked: the record is the transaction's own (nothing entered the core since) */
-    char *out = t->call.record;
-    for (size_t j = 0; j < n; j++) memcpy(out + lk->offsets[fields[j]], &vals[j], sizeof vals[j]);
-    if (n) keel__committed_count(w, t->call.comp.kind, t->row, n);
+    /* finite plain floats: nothing the write path checks can refuse them */
+    if (n) keel__field_set_many(w, t->call.comp, n, fields, vals, true, NULL);
     return true;
 }
 
@@ -620,7 +615,7 @@ static void batch_run(keel__batch *b)
         while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
         return;
     }
-    lk_prepare(lk, b->w->runs[b->phase].items[b->next].kind);
+    lk_prepare(lk, keel__batch_kind(b));
     lua_batch lb = { b, lk, false };
     lk->busy++;
     int top = lua_gettop(L);

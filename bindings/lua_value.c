@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
-#include "world_internal.h" /* keel__put_committed: a new component's body written without a journal */
+#include "bind.h" /* keel__field_store: a new component's body written without a journal */
 
 static const char *choice_name(const keel_field_desc *fd, int64_t i)
 {
@@ -355,8 +355,13 @@ static keel_node *string_node(lua_State *L, int idx)
     const char *s = lua_tolstring(L, idx, &len);
     keel_node *n = keel_node_new_scalar(s, KEEL_STYLE_DOUBLE);
     if (n->len != len) {
+        char *t = malloc(len + 1);
+        if (!t) {
+            keel_node_free(n);
+            luaL_error(L, "not enough memory");
+        }
         free(n->text);
-        n->text = keel__xrealloc(NULL, len + 1);
+        n->text = t;
         memcpy(n->text, s, len + 1);
         n->len = len;
     }
@@ -487,7 +492,7 @@ keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity
         if (n <= BODY_FAST && !kd->validate) {
             /* Values checked above, no validate to ask, and the component is new: a rollback of
              * the add takes it whole, so the writes need no journal (counters as keel_set's). */
-            keel__put_committed(w, c, n, fields, vals);
+            keel__field_store(w, c, n, fields, vals, true);
             if (out) *out = c;
             return KEEL_OK;
         }
@@ -498,7 +503,7 @@ keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity
                 keel_value v;
                 char err[8];
                 keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err);
-                s = keel_set_internal(w, c, f, &v, d);
+                s = keel__field_set(w, c, f, &v, true, NULL, d);
             }
             lua_pop(L, s == KEEL_OK ? 1 : 2);
         }

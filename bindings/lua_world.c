@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "keel_lua.h"
-#include "internal.h" /* keel__utf8_valid */
+#include "bind.h" /* keel__utf8_valid */
 
 /* ---- World userdata ---- */
 

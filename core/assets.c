@@ -5,7 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "util.h"
+#include "yaml_read.h"
 
 typedef struct asset {
     keel_uuid uuid;

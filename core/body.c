@@ -1,5 +1,8 @@
 /* body.c — component bodies (keel_node MAPs of field values by name) <-> records. */
-#include "internal.h"
+#include "util.h"
+#include "body.h"
+#include "kind.h"
+#include "record.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -1,5 +1,7 @@
 /* builtins.c — the built-in kinds (DESIGN.md "Built-in kinds"), declared in C like any other kind. */
-#include "internal.h"
+#include "util.h"
+#include "builtins.h"
+#include "record.h"
 
 #include <stddef.h>
 

@@ -1,7 +1,8 @@
 /* bytes.c — little-endian byte buffers shared by the binary formats (cooked scenes, save slots). */
 #include <string.h>
 
-#include "internal.h"
+#include "util.h"
+#include "bytes.h"
 
 uint8_t *keel__buf_grow(keel__buf *b, size_t n)
 {

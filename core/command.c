@@ -1,5 +1,10 @@
 /* command.c — inverse commands: building, copying, freeing, applying, and the hook transaction log. */
-#include "world_internal.h"
+#include "world.h"
+#include "body.h"
+#include "command.h"
+#include "field.h"
+#include "hierarchy.h"
+#include "txn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,65 +12,10 @@
 
 /* ---------------------------------------------------------------- bracketing and the log */
 
-/* Only the outermost command inside an open hook transaction logs its inverse. */
-static bool txn_wants(const keel_world *w)
-{
-    return w->txn_depth > 0 && w->cmd_depth == 0 && !w->rolling_back;
-}
-
-static void cmd_copy(keel_cmd *dst, const keel_cmd *src);
-
-/* `tmp` is only initialised when it is used: commands outside hooks pay nothing for it. */
-keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
-{
-    bool wants = txn_wants(w);
-    w->cmd_depth++;
-    if (inverse) {
-        memset(inverse, 0, sizeof *inverse);
-        return inverse;
-    }
-    if (!wants) return NULL;
-    memset(tmp, 0, sizeof *tmp);
-    return tmp;
-}
-
-static void log_push(keel_world *w, keel_cmd *moved)
-{
-    if (w->log_count == w->log_cap) {
-        w->log_cap = w->log_cap ? w->log_cap * 2 : 16;
-        w->log = keel__xrealloc(w->log, w->log_cap * sizeof *w->log);
-    }
-    w->log[w->log_count++] = *moved;
-}
-
-/* Pushes a copy of `inv` onto the open transaction's log (no-op outside one). */
-static void txn_log(keel_world *w, const keel_cmd *inv)
-{
-    if (!txn_wants(w) || !inv || inv->type == KEEL_CMD_NONE) return;
-    keel_cmd c;
-    cmd_copy(&c, inv);
-    log_push(w, &c);
-}
-
-keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp)
-{
-    w->cmd_depth--;
-    if (st != KEEL_OK) {
-        if (inv) keel_cmd_free(inv);
-    } else if (inv && txn_wants(w) && inv->type != KEEL_CMD_NONE) {
-        if (inv == tmp) {
-            log_push(w, tmp);
-            return st;
-        }
-        txn_log(w, inv);
-    }
-    if (inv == tmp) keel_cmd_free(tmp);
-    return st;
-}
 
 /* ---------------------------------------------------------------- copy and free */
 
-static void cmd_copy(keel_cmd *dst, const keel_cmd *src)
+void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src)
 {
     *dst = *src;
     dst->kind_key = src->kind_key ? keel__strdup(src->kind_key) : NULL;
@@ -76,7 +26,7 @@ static void cmd_copy(keel_cmd *dst, const keel_cmd *src)
     dst->items = NULL;
     if (src->item_count) {
         dst->items = keel__xcalloc(src->item_count, sizeof *dst->items);
-        for (size_t i = 0; i < src->item_count; i++) cmd_copy(&dst->items[i], &src->items[i]);
+        for (size_t i = 0; i < src->item_count; i++) keel__cmd_copy(&dst->items[i], &src->items[i]);
     }
 }
 
@@ -305,11 +255,6 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
     keel_entity e = 0;
     keel_comp c;
     keel_status st;
-    if (cmd->type == KEEL__CMD_SET_FAST) {
-        if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
-        c = (keel_comp){ e, (keel_kind_id)cmd->version, cmd->slot };
-        return keel__set_cmd(w, c, (int)cmd->index, &cmd->value, true, inverse, d);
-    }
     switch (cmd->type) {
     case KEEL_CMD_NONE:
         return KEEL_OK;
@@ -352,7 +297,7 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
         if (f < 0)
             return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %s", cmd->kind_key,
                               cmd->field ? cmd->field : "(none)");
-        return keel__set_cmd(w, c, f, &cmd->value, internal, inverse, d);
+        return keel__field_set(w, c, f, &cmd->value, internal, inverse, d);
     }
     case KEEL_CMD_REPARENT:
         return apply_reparent(w, cmd, inverse, d);

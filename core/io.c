@@ -7,7 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "util.h"
+#include "io.h"
 
 static int sys_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
 static ssize_t sys_write(int fd, const void *buf, size_t n) { return write(fd, buf, n); }

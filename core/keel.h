@@ -652,14 +652,13 @@ keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *ou
 /* Writes through the registry: check (type, finite, range, choices) -> write
  * -> validate hook (may reject; then the old value is back) -> counter and
  * world revision bump -> journal (when inside a step callback).
- * A readonly field is Unsupported unless `internal` writes via keel_set_internal.
+ * A readonly field is Unsupported, except from the component's own hooks.
  * `v` NULL, or of a type the field cannot take: InvalidArgument. Conversions it
  * does take: an INT into a float field; a FLOAT with an integral value into an
  * int field; any vector of the right width into vec/quat/color fields; a STRING
  * naming a choice into an enum field; a UUID STRING into an asset/entity field. */
 keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
                      keel_cmd *inverse, keel_diags *d);
-keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_value *v, keel_diags *d);
 /* Back to the declared default; field -1 resets every field. */
 keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d);
 /* The component's fields as a MAP node in declared order (transient fields

@@ -1,5 +1,9 @@
 /* kind.c — the process-wide kind registry: declaration, layout, field checks, records. */
-#include "internal.h"
+#include "util.h"
+#include "builtins.h"
+#include "kind.h"
+#include "record.h"
+#include "reload.h"
 
 #include <float.h>
 #include <math.h>
@@ -11,10 +15,7 @@
 
 typedef struct kind {
     keel_kind_desc desc;  /* deep copy: every string and array owned here */
-    size_t *offsets;      /* per field */
-    size_t size;          /* record size, a multiple of 8, at least 8 */
-    unsigned char *defaults; /* a record of the declared defaults, strings NULL: spawning copies it */
-    bool has_strings;     /* records own heap strings (init, fini and copy have work to do) */
+    keel__layout lay;     /* where its fields live in a record, and its defaults */
     bool rejected;        /* some declared kind names it in rejects */
 } kind;
 
@@ -77,20 +78,6 @@ size_t keel_type_size(keel_type t)
     return 8; /* bool (padded), int64, double, enum index, char * */
 }
 
-size_t keel__layout_offset(const keel_kind_desc *d, int field)
-{
-    size_t off = 0;
-    for (int i = 0; i < field && (size_t)i < d->field_count; i++)
-        off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
-    return off;
-}
-
-size_t keel__layout_size(const keel_kind_desc *d)
-{
-    size_t s = keel__layout_offset(d, (int)d->field_count);
-    return s ? s : 8;
-}
-
 /* ---- registry lookups ---- */
 
 static kind *kind_get(keel_kind_id k)
@@ -98,6 +85,12 @@ static kind *kind_get(keel_kind_id k)
     if (k == KEEL_NO_KIND || k > reg.count)
         return NULL;
     return reg.by_id[k - 1];
+}
+
+const keel__layout *keel__kind_layout(keel_kind_id k)
+{
+    kind *K = kind_get(k);
+    return K ? &K->lay : NULL;
 }
 
 /* Position in `sorted` where key is or would go. */
@@ -159,7 +152,7 @@ int keel_kind_field(keel_kind_id k, const char *field)
 size_t keel_kind_record_size(keel_kind_id k)
 {
     kind *K = kind_get(k);
-    return K ? K->size : 0;
+    return K ? K->lay.size : 0;
 }
 
 size_t keel_kind_field_offset(keel_kind_id k, int field)
@@ -167,7 +160,7 @@ size_t keel_kind_field_offset(keel_kind_id k, int field)
     kind *K = kind_get(k);
     if (!K || field < 0 || (size_t)field >= K->desc.field_count)
         return 0;
-    return K->offsets[field];
+    return K->lay.offsets[field];
 }
 
 /* ---- value checks ---- */
@@ -362,129 +355,6 @@ keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diag
 
 /* ---- records ---- */
 
-static void put_raw(const keel_field_desc *f, unsigned char *p, const keel_value *v)
-{
-    switch (f->type) {
-    case KEEL_T_BOOL: { bool b = v->as.b; memcpy(p, &b, sizeof b); break; }
-    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(p, &v->as.i, sizeof v->as.i); break;
-    case KEEL_T_FLOAT: memcpy(p, &v->as.f, sizeof v->as.f); break;
-    case KEEL_T_STRING: {
-        char *old;
-        memcpy(&old, p, sizeof old);
-        char *s = keel__strdup(v->as.s ? v->as.s : "");
-        free(old);
-        memcpy(p, &s, sizeof s);
-        break;
-    }
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: {
-        keel_uuid u = v->as.u;
-        if (v->nil)
-            memset(&u, 0, sizeof u);
-        memcpy(p, &u, sizeof u);
-        break;
-    }
-    default: /* vectors */
-        memcpy(p, v->as.v, 8u * (size_t)keel_type_width(f->type));
-        break;
-    }
-}
-
-static void get_raw(const keel_field_desc *f, const unsigned char *p, keel_value *out)
-{
-    memset(out, 0, sizeof *out);
-    out->type = f->type;
-    switch (f->type) {
-    case KEEL_T_BOOL: memcpy(&out->as.b, p, sizeof out->as.b); break;
-    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(&out->as.i, p, sizeof out->as.i); break;
-    case KEEL_T_FLOAT: memcpy(&out->as.f, p, sizeof out->as.f); break;
-    case KEEL_T_STRING: {
-        const char *s;
-        memcpy(&s, p, sizeof s);
-        out->as.s = s ? s : "";
-        break;
-    }
-    case KEEL_T_ASSET: case KEEL_T_ENTITY:
-        memcpy(&out->as.u, p, sizeof out->as.u);
-        out->nil = keel_uuid_is_nil(out->as.u);
-        break;
-    default:
-        memcpy(out->as.v, p, 8u * (size_t)keel_type_width(f->type));
-        break;
-    }
-}
-
-void keel__record_init(keel_kind_id k, void *record)
-{
-    kind *K = kind_get(k);
-    if (!K)
-        return;
-    memcpy(record, K->defaults, K->size);
-    if (!K->has_strings)
-        return;
-    for (size_t i = 0; i < K->desc.field_count; i++)
-        if (K->desc.fields[i].type == KEEL_T_STRING)
-            put_raw(&K->desc.fields[i], (unsigned char *)record + K->offsets[i], &K->desc.fields[i].def);
-}
-
-void keel__desc_record_fini(const keel_kind_desc *d, void *record)
-{
-    size_t off = 0;
-    for (size_t i = 0; i < d->field_count; i++) {
-        if (d->fields[i].type == KEEL_T_STRING) {
-            char *s;
-            memcpy(&s, (unsigned char *)record + off, sizeof s);
-            free(s);
-        }
-        off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
-    }
-    memset(record, 0, keel__layout_size(d));
-}
-
-void keel__record_fini(keel_kind_id k, void *record)
-{
-    kind *K = kind_get(k);
-    if (!K)
-        return;
-    if (K->has_strings)
-        keel__desc_record_fini(&K->desc, record);
-    else
-        memset(record, 0, K->size);
-}
-
-void keel__record_copy(keel_kind_id k, void *dst, const void *src)
-{
-    kind *K = kind_get(k);
-    if (!K)
-        return;
-    memcpy(dst, src, K->size);
-    for (size_t i = 0; K->has_strings && i < K->desc.field_count; i++) {
-        if (K->desc.fields[i].type != KEEL_T_STRING)
-            continue;
-        char *s;
-        memcpy(&s, (unsigned char *)src + K->offsets[i], sizeof s);
-        s = keel__strdup(s ? s : "");
-        memcpy((unsigned char *)dst + K->offsets[i], &s, sizeof s);
-    }
-}
-
-void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out)
-{
-    kind *K = kind_get(k);
-    if (!K || f < 0 || (size_t)f >= K->desc.field_count) {
-        memset(out, 0, sizeof *out);
-        return;
-    }
-    get_raw(&K->desc.fields[f], (const unsigned char *)record + K->offsets[f], out);
-}
-
-void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v)
-{
-    kind *K = kind_get(k);
-    if (!K || f < 0 || (size_t)f >= K->desc.field_count)
-        return;
-    put_raw(&K->desc.fields[f], (unsigned char *)record + K->offsets[f], v);
-}
-
 /* ---- declaration ---- */
 
 static bool valid_name_part(const char *s, size_t n)
@@ -661,7 +531,7 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
 }
 
 /* Enums are stored as choice indices but mean choice names: new or reordered choices
- * count as a layout change, so live records are remapped by name (keel__world_relayout). */
+ * count as a layout change, so live records are remapped by name (keel__worlds_relayout). */
 static bool same_choices(const keel_field_desc *a, const keel_field_desc *b)
 {
     if (a->type != KEEL_T_ENUM)
@@ -766,24 +636,7 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
     return KEEL_OK;
 }
 
-static void layout(kind *K)
-{
-    free(K->offsets);
-    K->offsets = K->desc.field_count ? keel__xrealloc(NULL, K->desc.field_count * sizeof *K->offsets) : NULL;
-    for (size_t i = 0; i < K->desc.field_count; i++)
-        K->offsets[i] = keel__layout_offset(&K->desc, (int)i);
-    K->size = keel__layout_size(&K->desc);
-    free(K->defaults);
-    K->defaults = keel__xrealloc(NULL, K->size);
-    memset(K->defaults, 0, K->size);
-    K->has_strings = false;
-    for (size_t i = 0; i < K->desc.field_count; i++) {
-        if (K->desc.fields[i].type == KEEL_T_STRING)
-            K->has_strings = true; /* filled per record: each owns its copy */
-        else
-            put_raw(&K->desc.fields[i], K->defaults + K->offsets[i], &K->desc.fields[i].def);
-    }
-}
+static void layout(kind *K) { keel__layout_build(&K->desc, &K->lay); }
 
 /* Recomputed on every declaration (rare): an add of a kind nobody rejects, that itself
  * requires and rejects nothing, skips the scan of the entity's stack. */
@@ -914,8 +767,7 @@ void keel_shutdown(void)
         if (K->desc.user_free && K->desc.user)
             K->desc.user_free(K->desc.user);
         free_desc(&K->desc);
-        free(K->offsets);
-        free(K->defaults);
+        keel__layout_free(&K->lay);
         free(K);
     }
     free(reg.by_id);

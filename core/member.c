@@ -1,109 +1,14 @@
 /* member.c — per-kind storage, membership entries, slots and the kind rules; field reads and writes. */
-#include "world_internal.h"
+#include "world.h"
+#include "body.h"
+#include "kind.h"
+#include "record.h"
+#include "txn.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- storage */
-
-/* Grows the table as needed. */
-static keel__store *store_of(keel_world *w, keel_kind_id k)
-{
-    if (k >= w->store_count) {
-        size_t n = (size_t)k + 8;
-        w->stores = keel__xrealloc(w->stores, n * sizeof *w->stores);
-        memset(w->stores + w->store_count, 0, (n - w->store_count) * sizeof *w->stores);
-        w->store_count = n;
-    }
-    keel__store *s = &w->stores[k];
-    if (!s->cap) s->record_size = keel_kind_record_size(k);
-    return s;
-}
-
-static uint32_t store_append(keel_world *w, keel_kind_id k, keel_entity owner, uint32_t slot)
-{
-    keel__store *s = store_of(w, k);
-    if (s->count == s->cap) {
-        size_t n = (size_t)KEEL__PAGE << s->npages;
-        s->pages = keel__xrealloc(s->pages, (s->npages + 1) * sizeof *s->pages);
-        s->pages[s->npages++] = keel__xrealloc(NULL, n * (s->record_size ? s->record_size : 1));
-        s->cap += n;
-    }
-    if (s->count == s->acap) { /* the parallel array grows geometrically */
-        s->acap = s->acap ? s->acap * 2 : KEEL__PAGE;
-        s->rows = keel__xrealloc(s->rows, s->acap * sizeof *s->rows);
-    }
-    size_t row = s->count++;
-    s->changes++;
-    /* the record itself is filled by the caller (init, copy or decode) */
-    s->rows[row] = (keel__row){ (uint32_t)owner, slot, 0 };
-    return (uint32_t)row;
-}
-
-/* Swap-remove: the last row moves into `row` and its membership entry follows it. */
-static void store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
-{
-    keel__store *s = &w->stores[k];
-    keel__record_fini(k, keel__store_rec(s, row));
-    s->changes++;
-    size_t last = s->count - 1;
-    if (row != last) {
-        memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
-        s->rows[row] = s->rows[last];
-        uint32_t o = s->rows[row].owner; /* never a pending row: those go last first */
-        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? keel__entry_find(&w->ents[o], k, s->rows[row].slot)
-                                                             : NULL;
-        if (m) m->row = row;
-    }
-    s->count--;
-}
-
-static void store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
-{
-    if (!w->in_step) {
-        store_remove_now(w, k, row);
-        return;
-    }
-    /* a hook may still hold this record: free it at the phase boundary */
-    w->stores[k].rows[row].owner = KEEL__NONE;
-    w->stores[k].changes++;
-    if (w->pending_count == w->pending_cap) {
-        w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
-        w->pending = keel__xrealloc(w->pending, w->pending_cap * sizeof *w->pending);
-    }
-    w->pending[w->pending_count++] = (keel__pending){ k, row };
-}
-
-static int pending_cmp(const void *a, const void *b)
-{
-    const keel__pending *x = a, *y = b;
-    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
-    return x->row < y->row ? 1 : x->row > y->row ? -1 : 0; /* rows descending */
-}
-
-/* Descending rows per kind: each swap-remove pulls in a row that is not pending. */
-void keel__flush_pending(keel_world *w)
-{
-    if (!w->pending_count) return;
-    qsort(w->pending, w->pending_count, sizeof *w->pending, pending_cmp);
-    for (size_t i = 0; i < w->pending_count; i++) store_remove_now(w, w->pending[i].kind, w->pending[i].row);
-    w->pending_count = 0;
-    w->structure++;
-}
-
-void keel__stores_free(keel_world *w)
-{
-    for (size_t k = 0; k < w->store_count; k++) {
-        keel__store *s = &w->stores[k];
-        for (size_t r = 0; r < s->count; r++) keel__record_fini((keel_kind_id)k, keel__store_rec(s, r));
-        for (size_t p = 0; p < s->npages; p++) free(s->pages[p]);
-        free(s->pages);
-        free(s->rows);
-    }
-    free(w->stores);
-    w->stores = NULL;
-    w->store_count = 0;
-}
 
 /* ---------------------------------------------------------------- entries */
 
@@ -155,7 +60,7 @@ static keel__entry *entry_by_key_k(keel__ent *en, keel_kind_id k, const char *ke
     return best;
 }
 
-static keel__entry *entry_by_key(keel__ent *en, const char *key, uint32_t slot)
+keel__entry *keel__entry_by_key(keel__ent *en, const char *key, uint32_t slot)
 {
     return entry_by_key_k(en, keel_kind_find(key), key, slot);
 }
@@ -287,7 +192,7 @@ void keel__tombs_clear(keel_world *w)
     w->tomb_count = w->tomb_cap = 0;
 }
 
-static uint64_t born_stamp(const keel_world *w)
+uint64_t keel__born_stamp(const keel_world *w)
 {
     /* added during a step: first runs in the next one */
     return w->rolling_back ? 0 : w->frame + (w->in_step ? 1 : 0);
@@ -331,7 +236,7 @@ static bool names(const char *const *list, size_t n, const char *key)
 }
 
 /* Where kind kd may live, as its flags say: some kinds only on the scene root, some never there. */
-static keel_status root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d)
+keel_status keel__root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d)
 {
     if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
         return keel_error(d, KEEL_INVALID_OPERATION, path, "%s lives only on the scene root", kd->key);
@@ -341,7 +246,7 @@ static keel_status root_rules(uint32_t i, const keel_kind_desc *kd, const char *
 }
 
 /* The rules a new `k` must pass against the entity's current stack. */
-static keel_status check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d)
+keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     keel__ent *en = &w->ents[i];
@@ -349,10 +254,10 @@ static keel_status check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, ke
     if (i != 0 && !(kd->flags & KEEL_KIND_ROOT_ONLY) && !kd->requires_count && !kd->rejects_count &&
         !keel__kind_rejected(k))
         return KEEL_OK;
-    keel_status st = root_rules(i, kd, "", d);
+    keel_status st = keel__root_rules(i, kd, "", d);
     if (st) return st;
     for (size_t r = 0; r < kd->requires_count; r++)
-        if (!entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+        if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
             return keel_error(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t m = 0; m < en->member_count; m++) {
         const char *other = keel__entry_key(&en->members[m]);
@@ -426,9 +331,9 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     uint32_t slot = o->slot;
     st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
-    if (!o->skip_rules && (st = check_add_rules(w, i, k, d))) return st;
+    if (!o->skip_rules && (st = keel__check_add_rules(w, i, k, d))) return st;
 
-    uint32_t row = store_append(w, k, e, slot);
+    uint32_t row = keel__store_append(w, k, e, slot);
     keel__store *s = &w->stores[k];
     void *rec = keel__store_rec(s, row);
     keel__record_init(k, rec);
@@ -445,7 +350,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     m->kind = k;
     m->slot = slot;
     m->row = row;
-    m->born = born_stamp(w);
+    m->born = keel__born_stamp(w);
     if (w->rolling_back) {
         m->awoken = m->started = true;
         serial_unbury(w, i, m);
@@ -539,7 +444,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
 {
     keel__ent *en = &w->ents[i];
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
-    if (m->kind) store_free_row(w, m->kind, m->row);
+    if (m->kind) keel__store_free_row(w, m->kind, m->row);
     else keel__unknown_free(m->unk);
     size_t at = (size_t)(m - en->members);
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
@@ -590,7 +495,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         keel__ent *en = &w->ents[i];
         keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
-        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && entry_by_key(en, key, KEEL_SLOT_AUTO))
+        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
@@ -598,8 +503,8 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
                  key_count(en, KEEL_NO_KIND, key) > 1)
             st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(en, KEEL_NO_KIND, key));
-        else if (!(m = entry_by_key(en, key, slot))) {
-            if (!entry_by_key(en, key, KEEL_SLOT_AUTO))
+        else if (!(m = keel__entry_by_key(en, key, slot))) {
+            if (!keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
                 st = keel_error(d, KEEL_NOT_FOUND, "", "%s not found", key);
             else
                 st = keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
@@ -622,7 +527,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         if (inv) remove_inverse(w, i, m, inv);
         if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
             keel__call_hook(w, i, m->kind, s, KEEL_PHASE_ON_DESTROY, 0);
-            m = keel__ent_get(w, e) ? entry_by_key(&w->ents[i], key, s) : NULL;
+            m = keel__ent_get(w, e) ? keel__entry_by_key(&w->ents[i], key, s) : NULL;
         }
         if (m) entry_delete(w, i, m);
         keel__touch(w);
@@ -660,7 +565,7 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
         c->unk->preserved = keel_node_copy(m->unk->preserved);
         return;
     }
-    uint32_t row = store_append(w, m->kind, keel__handle(w, dst), m->slot);
+    uint32_t row = keel__store_append(w, m->kind, keel__handle(w, dst), m->slot);
     keel__store *s = &w->stores[m->kind];
     keel__record_copy(m->kind, keel__store_rec(s, row), keel__store_rec(s, m->row));
     keel__entry *c = entry_push(w, &w->ents[dst]);
@@ -668,7 +573,7 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
     c->slot = m->slot;
     c->row = row;
     c->enabled = m->enabled;
-    c->born = born_stamp(w);
+    c->born = keel__born_stamp(w);
     keel__touch(w);
 }
 
@@ -699,10 +604,10 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
                     st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key,
                                     kd->max);
             }
-            keel_status rs = root_rules(i, kd, p, d);
+            keel_status rs = keel__root_rules(i, kd, p, d);
             if (rs) st = rs;
             for (size_t r = 0; r < kd->requires_count; r++)
-                if (!entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+                if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
                     st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
             for (uint32_t b = 0; b < en->member_count; b++) {
                 const char *other = keel__entry_key(&en->members[b]);
@@ -733,7 +638,7 @@ static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id o
 }
 
 /* Run order (root first, then pre-order), fixed before any hook runs. */
-static void awake_in_run_order(keel_world *w, keel_kind_id only)
+void keel__awake_in_run_order(keel_world *w, keel_kind_id only)
 {
     size_t n = 0;
     keel__run_item *list = keel__xrealloc(NULL, (w->live + 1) * sizeof *list);
@@ -747,7 +652,7 @@ static void awake_in_run_order(keel_world *w, keel_kind_id only)
 keel_status keel_awake_all(keel_world *w, keel_diags *d)
 {
     (void)d;
-    awake_in_run_order(w, KEEL_NO_KIND);
+    keel__awake_in_run_order(w, KEEL_NO_KIND);
     return KEEL_OK;
 }
 
@@ -786,40 +691,40 @@ bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t 
     return true;
 }
 
-static keel__entry *comp_entry(const keel_world *w, keel_comp c)
+keel__entry *keel__comp_entry(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     return en && c.kind ? keel__entry_find(en, c.kind, c.slot) : NULL;
 }
 
-bool keel_comp_alive(const keel_world *w, keel_comp c) { return comp_entry(w, c) != NULL; }
+bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry(w, c) != NULL; }
 
 uint64_t keel_comp_serial(const keel_world *w, keel_comp c)
 {
-    keel__entry *m = comp_entry(w, c);
+    keel__entry *m = keel__comp_entry(w, c);
     return m ? m->serial : 0;
 }
 
 void *keel_record(const keel_world *w, keel_comp c)
 {
-    keel__entry *m = comp_entry(w, c);
+    keel__entry *m = keel__comp_entry(w, c);
     return m ? keel__store_rec(&w->stores[c.kind], m->row) : NULL;
 }
 
 uint64_t keel_comp_counter(const keel_world *w, keel_comp c)
 {
-    keel__entry *m = comp_entry(w, c);
+    keel__entry *m = keel__comp_entry(w, c);
     return m ? w->stores[c.kind].rows[m->row].counter : 0;
 }
 
 bool keel_comp_enabled(const keel_world *w, keel_comp c)
 {
-    keel__entry *m = comp_entry(w, c);
+    keel__entry *m = keel__comp_entry(w, c);
     return m && m->enabled;
 }
 
 /* The entry for `c`, or the reason there is none (an unloaded one is Unsupported). */
-static keel_status resolve(const keel_world *w, keel_comp c, keel__entry **out, const char *what, keel_diags *d)
+keel_status keel__comp_resolve(const keel_world *w, keel_comp c, keel__entry **out, const char *what, keel_diags *d)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     if (!en) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
@@ -827,9 +732,9 @@ static keel_status resolve(const keel_world *w, keel_comp c, keel__entry **out, 
     if (!kd) return keel_error(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)c.kind);
     *out = keel__entry_find(en, c.kind, c.slot);
     if (*out) return KEEL_OK;
-    if (entry_by_key(en, kd->key, c.slot))
+    if (keel__entry_by_key(en, kd->key, c.slot))
         return keel_error(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be %s", kd->key, what);
-    if (c.slot == KEEL_SLOT_AUTO || !entry_by_key(en, kd->key, KEEL_SLOT_AUTO))
+    if (c.slot == KEEL_SLOT_AUTO || !keel__entry_by_key(en, kd->key, KEEL_SLOT_AUTO))
         return keel_error(d, KEEL_NOT_FOUND, "", "%s not found", kd->key);
     return keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", c.slot, kd->key);
 }
@@ -839,7 +744,7 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
     keel_cmd tmp;
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     keel__entry *m = NULL;
-    keel_status st = resolve(w, c, &m, "changed", d);
+    keel_status st = keel__comp_resolve(w, c, &m, "changed", d);
     if (st == KEEL_OK) {
         if (inv) {
             inv->type = KEEL_CMD_ENABLE_COMPONENT;
@@ -856,384 +761,14 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
 
 /* ---------------------------------------------------------------- fields */
 
-keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *out, keel_diags *d)
-{
-    keel__entry *m = NULL;
-    keel_status st = resolve(w, c, &m, "read", d);
-    if (st) return st;
-    const keel_kind_desc *kd = keel_kind_describe(c.kind);
-    if (field < 0 || (size_t)field >= kd->field_count)
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
-    keel__record_get(c.kind, keel__store_rec(&w->stores[c.kind], m->row), field, out);
-    return KEEL_OK;
-}
-
-static void value_own(keel_value *v)
-{
-    if (v->type == KEEL_T_STRING && v->as.s) v->as.s = keel__strdup(v->as.s);
-}
-
-static keel_status set_impl(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
-                            keel_cmd *inverse, keel_diags *d)
-{
-    keel_cmd tmp;
-    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
-    keel__entry *m = NULL;
-    keel_status st = resolve(w, c, &m, "edited", d);
-    const keel_kind_desc *kd = st ? NULL : keel_kind_describe(c.kind);
-    if (st == KEEL_OK && (field < 0 || (size_t)field >= kd->field_count))
-        st = keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
-    /* readonly means "not from outside": the component's own hooks may write it */
-    bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind && m &&
-               w->hook_comp.slot == m->slot;
-    if (st == KEEL_OK && !internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
-        st = keel_error(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
-                        kd->fields[field].key, kd->key);
-    if (!v && st == KEEL_OK) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "no value given");
-    keel_value nv;
-    if (st == KEEL_OK) {
-        nv = *v;
-        st = keel_field_check(c.kind, field, &nv, d);
-    }
-    if (st) return keel__cmd_end(w, st, inv, &tmp);
-
-    keel__store *s = &w->stores[c.kind];
-    void *rec = keel__store_rec(s, m->row);
-    keel_value old;
-    keel__record_get(c.kind, rec, field, &old);
-    value_own(&old);
-    keel__record_put(c.kind, rec, field, &nv);
-    if (kd->validate && !w->rolling_back) {
-        size_t before = d ? d->errors : 0;
-        keel_call call = { w, { c.entity, c.kind, m->slot }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d };
-        keel__callback_enter();
-        st = kd->validate(&call, field);
-        keel__callback_leave();
-        if (st) {
-            /* rejected: the old value goes back (the record may have moved) */
-            m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
-            if (m) keel__record_put(c.kind, keel__store_rec(&w->stores[c.kind], m->row), field, &old);
-            if (!d || d->errors == before)
-                keel_error(d, st, kd->fields[field].key, "%s rejected the value of %s", kd->key,
-                           kd->fields[field].key);
-            if (old.type == KEEL_T_STRING) free((char *)old.as.s);
-            return keel__cmd_end(w, st, inv, &tmp);
-        }
-        m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
-    }
-    if (m) w->stores[c.kind].rows[m->row].counter++;
-    w->revision++;
-    if (inv) {
-        inv->type = inv == &tmp ? KEEL__CMD_SET_FAST : KEEL_CMD_SET;
-        inv->entity = w->ents[(uint32_t)c.entity].uuid;
-        inv->slot = c.slot == KEEL_SLOT_AUTO && m ? m->slot : c.slot;
-        inv->value = old;
-        if (inv == &tmp) { /* journal only: the cheap form */
-            inv->version = (int)c.kind;
-            inv->index = (size_t)field;
-        } else {
-            inv->kind_key = keel__strdup(kd->key);
-            inv->field = keel__strdup(kd->fields[field].key);
-        }
-    } else if (old.type == KEEL_T_STRING) {
-        free((char *)old.as.s);
-    }
-    return keel__cmd_end(w, KEEL_OK, inv, &tmp);
-}
-
-keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v, keel_cmd *inverse,
-                     keel_diags *d)
-{
-    return set_impl(w, c, field, v, false, inverse, d);
-}
-
-keel_status keel_set_internal(keel_world *w, keel_comp c, int field, const keel_value *v, keel_diags *d)
-{
-    return set_impl(w, c, field, v, true, NULL, d);
-}
-
-keel_status keel__set_cmd(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
-                          keel_cmd *inverse, keel_diags *d)
-{
-    return set_impl(w, c, field, v, internal, inverse, d);
-}
-
-keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d)
-{
-    keel__entry *m = NULL;
-    keel_status st = resolve(w, c, &m, "reset", d);
-    if (st) return st;
-    const keel_kind_desc *kd = keel_kind_describe(c.kind);
-    if (field < -1 || field >= (int)kd->field_count)
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
-    size_t size = keel_kind_record_size(c.kind);
-    void *def = keel__xrealloc(NULL, size ? size : 1);
-    memset(def, 0, size);
-    keel__record_init(c.kind, def);
-    for (int f = field < 0 ? 0 : field; f < (field < 0 ? (int)kd->field_count : field + 1); f++) {
-        keel_value v;
-        keel__record_get(c.kind, def, f, &v);
-        st = set_impl(w, c, f, &v, true, NULL, d);
-        if (st) break;
-    }
-    keel__record_fini(c.kind, def);
-    free(def);
-    return st;
-}
-
 keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transient)
 {
-    keel__entry *m = comp_entry(w, c);
+    keel__entry *m = keel__comp_entry(w, c);
     return m ? keel__body_encode(c.kind, keel__store_rec(&w->stores[c.kind], m->row), with_transient) : NULL;
 }
 
 /* ---------------------------------------------------------------- registry changes */
 
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
-
-void keel__world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d)
-{
-    if (k >= w->store_count || !w->stores[k].cap) return;
-    keel__store *s = &w->stores[k];
-    const keel_kind_desc *nd = keel_kind_describe(k);
-    size_t nsize = keel_kind_record_size(k);
-    size_t *old_off = keel__xrealloc(NULL, (old_desc->field_count + 1) * sizeof *old_off);
-    size_t off = 0;
-    for (size_t f = 0; f < old_desc->field_count; f++) {
-        off = align8(off);
-        old_off[f] = off;
-        off += keel_type_size(old_desc->fields[f].type);
-    }
-    int *from = keel__xrealloc(NULL, (nd->field_count + 1) * sizeof *from); /* new field <- old field */
-    bool *moved = keel__xcalloc(old_desc->field_count + 1, sizeof *moved);
-    for (size_t f = 0; f < nd->field_count; f++) {
-        from[f] = -1;
-        for (size_t o = 0; o < old_desc->field_count; o++)
-            if (strcmp(nd->fields[f].key, old_desc->fields[o].key) == 0 &&
-                nd->fields[f].type == old_desc->fields[o].type) {
-                from[f] = (int)o;
-                moved[o] = true;
-            }
-    }
-    size_t pages = s->npages;
-    unsigned char **np = keel__xrealloc(NULL, (pages ? pages : 1) * sizeof *np);
-    for (size_t p = 0; p < pages; p++)
-        np[p] = keel__xrealloc(NULL, ((size_t)KEEL__PAGE << p) * (nsize ? nsize : 1));
-    keel__store ns = *s;
-    ns.pages = np;
-    ns.record_size = nsize;
-    for (size_t r = 0; r < s->count; r++) {
-        unsigned char *orec = keel__store_rec(s, r), *nrec = keel__store_rec(&ns, r);
-        memset(nrec, 0, nsize);
-        keel__record_init(k, nrec);
-        for (size_t f = 0; f < nd->field_count; f++) {
-            if (from[f] < 0) continue;
-            unsigned char *dst = nrec + keel_kind_field_offset(k, (int)f), *src = orec + old_off[from[f]];
-            if (nd->fields[f].type == KEEL_T_ENUM) { /* by choice name; a vanished one takes the default */
-                const keel_field_desc *of = &old_desc->fields[from[f]];
-                int64_t ix;
-                memcpy(&ix, src, sizeof ix);
-                int64_t to = -1;
-                for (size_t c = 0; ix >= 0 && (uint64_t)ix < of->choice_count && c < nd->fields[f].choice_count; c++)
-                    if (strcmp(nd->fields[f].choices[c], of->choices[ix]) == 0) { to = (int64_t)c; break; }
-                if (to < 0 && s->rows[r].owner == KEEL__NONE) {
-                    to = nd->fields[f].def.as.i; /* a row freed at the phase boundary: nobody to tell */
-                } else if (to < 0) { /* its choice is gone: the default, and say so */
-                    to = nd->fields[f].def.as.i;
-                    char *who = keel__entity_label(w, s->rows[r].owner);
-                    keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
-                                  "%s in world '%s': %s slot %u: %s: '%s' is no longer a choice; reset to its default",
-                                  who, w->name, nd->key, s->rows[r].slot, nd->fields[f].key,
-                                  ix >= 0 && (uint64_t)ix < of->choice_count ? of->choices[ix] : "?");
-                    free(who);
-                }
-                memcpy(dst, &to, sizeof to);
-                continue;
-            }
-            if (nd->fields[f].type == KEEL_T_STRING) free(*(char **)dst);
-            memcpy(dst, src, keel_type_size(nd->fields[f].type));
-        }
-        for (size_t o = 0; o < old_desc->field_count; o++)
-            if (!moved[o] && old_desc->fields[o].type == KEEL_T_STRING) free(*(char **)(orec + old_off[o]));
-    }
-    for (size_t p = 0; p < pages; p++) free(s->pages[p]);
-    free(s->pages);
-    *s = ns;
-    s->changes++;
-    free(old_off);
-    free(from);
-    free(moved);
-    keel__touch(w);
-}
-
-/* Would entry m (unknown, about to become kind k) break a rule of k on entity i? */
-static keel_status adopt_rules(keel_world *w, uint32_t i, keel_kind_id k, const keel__entry *m, keel_diags *d)
-{
-    const keel_kind_desc *kd = keel_kind_describe(k);
-    keel__ent *en = &w->ents[i];
-    if (kd->multiplicity == KEEL_ONE && m->slot != 0)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", kd->key,
-                          m->slot);
-    uint32_t live = 0;
-    for (uint32_t a = 0; a < en->member_count; a++) live += en->members[a].kind == k;
-    if (kd->multiplicity == KEEL_ONE && live)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", kd->key);
-    if (kd->multiplicity == KEEL_MANY && kd->max && live >= kd->max)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", kd->key, kd->max);
-    return check_add_rules(w, i, k, d);
-}
-
-void keel__world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
-{
-    const keel_kind_desc *kd = keel_kind_describe(k);
-    w->runs_valid = false; /* hooks may have changed */
-    if (!kd) return;
-    bool any = false;
-    for (uint32_t i = 0; i < w->ent_count; i++) {
-        if (!w->ents[i].alive) continue;
-        for (uint32_t a = 0; a < w->ents[i].member_count; a++) {
-            keel__entry *m = &w->ents[i].members[a];
-            if (m->kind || strcmp(m->unk->key, kd->key) != 0 || m->version > kd->version) continue;
-            keel_diags why;
-            keel_diags_init(&why);
-            keel_status rs = adopt_rules(w, i, k, m, &why);
-            if (rs) { /* kept unknown, body and slot untouched: the file's stack stays as written */
-                char u[37];
-                keel_uuid_format(w->ents[i].uuid, u);
-                keel_diag_add(d, KEEL_SEV_WARNING, rs, "", NULL, 0, 0, "%s slot %u on entity %s stays unknown: %s",
-                              kd->key, m->slot, u, why.count ? why.items[0].message : "");
-                keel_diags_free(&why);
-                continue;
-            }
-            keel_diags_free(&why);
-            uint32_t row = store_append(w, k, keel__handle(w, i), m->slot);
-            keel__store *s = &w->stores[k];
-            void *rec = keel__store_rec(s, row);
-            keel__record_init(k, rec);
-            if (keel__body_decode(k, m->unk->preserved, m->version, false, rec, "", NULL, NULL)) {
-                keel__record_fini(k, rec);
-                s->count--;
-                continue; /* stays unknown, body kept */
-            }
-            m = &w->ents[i].members[a];
-            keel__unknown_free(m->unk);
-            m->unk = NULL;
-            m->kind = k;
-            m->row = row;
-            m->born = born_stamp(w);
-            m->awoken = false;
-            any = true;
-        }
-    }
-    if (!any) return;
-    keel__touch(w);
-    awake_in_run_order(w, k);
-}
-
 /* ---------------------------------------------------------------- committed writes */
 
-void keel__put_committed(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals)
-{
-    keel__entry *m = comp_entry(w, c);
-    if (!m) return;
-    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
-    for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
-    keel__committed_count(w, c.kind, m->row, n);
-}
-
 /* ---------------------------------------------------------------- redeclaring a kind */
-
-char *keel__entity_label(const keel_world *w, uint32_t i)
-{
-    if (i == 0) return keel__strdup("the scene root");
-    char u[37];
-    keel_uuid_format(w->ents[i].uuid, u);
-    return keel__strfmt("entity '%s' (%s)", w->ents[i].name, u);
-}
-
-/* Why entry m of entity i breaks kind rules `nd` (NULL: it does not); `count` is how many
- * loaded entries of its kind the entity holds. */
-static char *rule_broken(const keel_world *w, uint32_t i, const keel__entry *m, uint32_t count, bool first,
-                         const keel_kind_desc *nd)
-{
-    keel__ent *en = &w->ents[i];
-    if (nd->multiplicity == KEEL_ONE && m->slot != 0)
-        return keel__strfmt("holds %s in slot %u, and it is now a one kind", nd->key, m->slot);
-    if (!first) return NULL; /* the rest: once per entity */
-    if (nd->multiplicity == KEEL_MANY && nd->max && count > nd->max)
-        return keel__strfmt("holds %u %s components, and it now allows at most %u", count, nd->key, nd->max);
-    keel_diags place;
-    keel_diags_init(&place);
-    if (root_rules(i, nd, "", &place)) {
-        char *why = keel__strfmt("holds %s, and now %s", nd->key, place.items[0].message);
-        keel_diags_free(&place);
-        return why;
-    }
-    for (size_t r = 0; r < nd->requires_count; r++)
-        if (!entry_by_key(en, nd->requires[r], KEEL_SLOT_AUTO))
-            return keel__strfmt("holds %s without %s, which it now requires", nd->key, nd->requires[r]);
-    for (size_t r = 0; r < nd->rejects_count; r++)
-        if (strcmp(nd->rejects[r], nd->key) && entry_by_key(en, nd->rejects[r], KEEL_SLOT_AUTO))
-            return keel__strfmt("holds %s beside %s, which it now rejects", nd->key, nd->rejects[r]);
-    return NULL;
-}
-
-keel_status keel__world_check_kind(keel_world *w, keel_kind_id k, const keel_kind_desc *nd, keel_diags *d)
-{
-    enum { SHOWN = 8 }; /* a long list says no more than its first lines */
-    size_t broken = 0;
-    if (k >= w->store_count || !w->stores[k].count) return KEEL_OK;
-    for (uint32_t i = 0; i < w->ent_count; i++) {
-        keel__ent *en = &w->ents[i];
-        if (!en->alive) continue;
-        uint32_t count = 0;
-        for (uint32_t a = 0; a < en->member_count; a++) count += en->members[a].kind == k;
-        bool first = true;
-        for (uint32_t a = 0; count && a < en->member_count; a++) {
-            if (en->members[a].kind != k) continue;
-            char *why = rule_broken(w, i, &en->members[a], count, first, nd);
-            first = false;
-            if (!why) continue;
-            if (broken++ < SHOWN) {
-                char *who = keel__entity_label(w, i);
-                keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break a live component: %s in world '%s' %s",
-                           nd->key, who, w->name, why);
-                free(who);
-            }
-            free(why);
-        }
-    }
-    if (broken > SHOWN)
-        keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break %zu more live components in world '%s'",
-                   nd->key, broken - SHOWN, w->name);
-    return broken ? KEEL_INVALID_OPERATION : KEEL_OK;
-}
-
-void keel__world_refit(keel_world *w, keel_kind_id k, keel_diags *d)
-{
-    if (k >= w->store_count || !w->stores[k].count) return;
-    keel__store *s = &w->stores[k];
-    const keel_kind_desc *kd = keel_kind_describe(k);
-    for (size_t r = 0; r < s->count; r++) {
-        if (s->rows[r].owner == KEEL__NONE) continue;
-        void *rec = keel__store_rec(s, r);
-        for (size_t f = 0; f < kd->field_count; f++) {
-            const keel_field_desc *fd = &kd->fields[f];
-            if (!fd->has_min && !fd->has_max) continue; /* the type and choices are kept by relayout */
-            keel_value v;
-            keel__record_get(k, rec, (int)f, &v);
-            keel_diags why;
-            keel_diags_init(&why);
-            if (keel_field_check(k, (int)f, &v, &why) != KEEL_OK) {
-                char *who = keel__entity_label(w, s->rows[r].owner);
-                keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "%s in world '%s': %s slot %u: %s; reset to its default", who, w->name, kd->key,
-                             s->rows[r].slot, why.count ? why.items[0].message : fd->key);
-                free(who);
-                keel__record_put(k, rec, (int)f, &fd->def);
-                s->rows[r].counter++;
-                w->revision++;
-            }
-            keel_diags_free(&why);
-        }
-    }
-}

@@ -1,5 +1,10 @@
 /* persist.c — save games: a baseline of the authored scene, slot files holding the difference from it. */
-#include "internal.h"
+#include "util.h"
+#include "body.h"
+#include "field.h"
+#include "bytes.h"
+#include "kind.h"
+#include "record.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1145,7 +1150,7 @@ static void journal_rollback(keel_world *w, journal *j)
         jentry *e = &j->items[i];
         if (e->is_field) {
             if (e->old_str) e->old.as.s = e->old_str;
-            keel_set_internal(w, e->comp, e->field, &e->old, NULL);
+            keel__field_set(w, e->comp, e->field, &e->old, true, NULL, NULL);
         } else if (e->on_root) {
             undo_on_root(w, &e->cmd);
         } else {
@@ -1207,7 +1212,7 @@ static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, co
             e->field = (int)f;
             e->old = ov;
             if (ov.type == KEEL_T_STRING) e->old_str = keel__strdup(ov.as.s);
-            if (keel_set_internal(w, c, (int)f, &nv, &last) == KEEL_OK) {
+            if (keel__field_set(w, c, (int)f, &nv, true, NULL, &last) == KEEL_OK) {
                 pending[f] = false;
                 left--;
                 progress = true;

@@ -1,5 +1,5 @@
 /* query.c — dense per-kind storage access and cached multi-kind queries. */
-#include "world_internal.h"
+#include "world.h"
 
 #include <stdlib.h>
 #include <string.h>

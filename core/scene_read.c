@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world_internal.h"
+#include "world.h"
+#include "kind.h"
+#include "yaml_read.h"
 
 typedef struct unknown_count {
     char *key;

@@ -7,7 +7,9 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "internal.h"
+#include "util.h"
+#include "record.h"
+#include "scene_write.h"
 
 typedef struct writer {
     yaml_emitter_t em;

@@ -1,5 +1,7 @@
 /* snapshot.c — the immutable renderer snapshot: drawables, lights, camera, ambient. */
-#include "world_internal.h"
+#include "world.h"
+#include "hierarchy.h"
+#include "record.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* step.c — the lifecycle: phases, run lists, hook transactions with rollback, and recorded faults. */
-#include "world_internal.h"
+#include "world.h"
+#include "txn.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -37,20 +38,6 @@ const keel_fault *keel_fault_at(const keel_world *w, size_t i)
 
 /* ---------------------------------------------------------------- transactions */
 
-/* Applies the log's inverses backwards down to `mark`: field writes come back,
- * structural changes are undone; no hook runs meanwhile. */
-static void rollback(keel_world *w, size_t mark)
-{
-    bool was = w->rolling_back;
-    w->rolling_back = true;
-    while (w->log_count > mark) {
-        keel_cmd *c = &w->log[--w->log_count];
-        keel__cmd_apply(w, c, NULL, true, NULL);
-        keel_cmd_free(c);
-    }
-    w->rolling_back = was;
-}
-
 /* Opens the transaction of the hook of entry `m` (loaded, not faulted) of live entity i; kd has the hook. */
 static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
                        keel_phase phase, double dt, keel__hook_txn *t)
@@ -80,7 +67,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
     w->cmd_depth = t->cmd_depth;
 
     if (st != KEEL_OK) {
-        rollback(w, t->mark);
+        keel__txn_rollback(w, t->mark);
         if (w->txn_depth == 0) {
             keel__held_release(w);
             if (w->tomb_cap) keel__tombs_clear(w);
@@ -99,7 +86,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         fault_record(w, t->uuid, t->kd->key, slot, t->call.phase, msg);
     } else if (w->txn_depth == 0) {
         /* the outermost transaction committed: its log is no longer needed */
-        while (w->log_count > t->mark) keel_cmd_free(&w->log[--w->log_count]);
+        keel__txn_commit(w, t->mark);
         if (w->held_count) keel__held_release(w);
         if (w->tomb_cap) keel__tombs_clear(w);
     }
@@ -225,7 +212,7 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt);
     }
-    keel__flush_pending(w); /* the phase boundary: records of the dead are freed */
+    keel__store_flush_pending(w); /* the phase boundary: records of the dead are freed */
 }
 
 keel_status keel_step(keel_world *w, double dt, keel_diags *d)
@@ -268,3 +255,5 @@ const char *keel_phase_name(keel_phase p)
     static const char *const names[] = { "awake", "start", "fixed_update", "update", "late_update", "on_destroy" };
     return (unsigned)p < KEEL_PHASE_COUNT_ ? names[p] : "?";
 }
+
+keel_kind_id keel__batch_kind(const keel__batch *b) { return b->w->runs[b->phase].items[b->next].kind; }

@@ -1,5 +1,5 @@
 /* uuid.c — UUIDs: version-4 generation from the kernel, strict canonical text form. */
-#include "internal.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "internal.h"
+#include "util.h"
+#include "yaml_read.h"
 
 /* ---- arena: a whole document's nodes freed at once ---- */
 

@@ -15,7 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "keel.h"
+#include "io.h"
 
 /* ---- a fault-injecting io table ---- */
 

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "body.h"
+#include "record.h"
+#include "yaml_read.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "keel.h"
-#include "world_internal.h"
+#include "world.h"
 
 #include "world_fixture.h"
 

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "internal.h" /* keel__get_u32, keel__put_u32 */
+#include "keel.h"
+#include "bytes.h"
 
 /* ---- test kinds: every field type, an editor-only kind, a runtime-only kind ---- */
 

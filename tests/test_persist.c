@@ -10,7 +10,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "internal.h" /* keel__get_u32, keel__put_u32 */
+#include "keel.h"
+#include "bytes.h"
+#include "field.h"
 
 static const char *const moods[] = { "calm", "angry" };
 static const keel_field_desc stats_fields[] = {
@@ -99,7 +101,7 @@ static void set_field(keel_world *w, keel_comp c, const char *field, keel_value 
     int f = keel_kind_field(c.kind, field);
     assert_true(f >= 0);
     v.type = keel_kind_describe(c.kind)->fields[f].type;
-    assert_int_equal(keel_set_internal(w, c, f, &v, NULL), KEEL_OK);
+    assert_int_equal(keel__field_set(w, c, f, &v, true, NULL, NULL), KEEL_OK);
 }
 
 static char tmp_path[256];

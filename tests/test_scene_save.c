@@ -10,7 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "internal.h"
+#include "keel.h"
+#include "scene_write.h"
 
 static const char *const choices[] = { "alpha", "beta", "yes" };
 

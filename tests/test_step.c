@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "keel.h"
-#include "world_internal.h"
+#include "world.h"
+#include "command.h"
 
 #include "world_fixture.h"
 

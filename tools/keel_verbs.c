@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h" /* keel__buf */
+#include "bytes.h" /* keel__buf */
 #include "keel_cli.h"
 
 /* A load that failed: a file that cannot be read is the environment's problem, not the input's. */

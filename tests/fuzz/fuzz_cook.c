@@ -6,9 +6,6 @@
 #include <zlib.h>
 
 #include "keel.h"
-/* Compiled into this target so the reader itself carries the fuzzer's coverage instrumentation
- * (the library is built without it); the archive's copy is then never linked. */
-#include "../../core/cook.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,70 @@
+/* bind.h — what a language binding (keel.core, the Lua module) needs from the core beyond
+ * keel.h: the field write path with readonly allowed, and hook batches. Not public API: it
+ * changes with the core; the bindings are its only users outside core/. */
+#ifndef KEEL_BIND_H
+#define KEEL_BIND_H
+
+#include "keel.h"
+
+/* ---- field.c: the one write path ---- */
+
+/* keel_set, with readonly fields writable when `internal` (command replay, rollback, save-game
+ * apply, a kind's own hooks). Inside an open callback transaction the write is journaled. */
+keel_status keel__field_set(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
+                            keel_cmd *inverse, keel_diags *d);
+/* n fields of c at once (values converted in place by the checks). Without a validate hook every
+ * value is checked first and a refusal writes nothing; with one, each is validated as it lands
+ * and the first refusal stops (earlier writes stay, journaled inside a transaction). */
+keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int *fields, keel_value *vals,
+                                 bool internal, keel_diags *d);
+/* A component's first values, already checked, before anything else saw it (a Lua body written
+ * just after its add, a cooked scene being built) or hot reload putting a default back: no
+ * validate, no journal (a rollback of the add takes the component whole). `counted`: the change
+ * counters move as n writes would move them. */
+void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
+                       bool counted);
+
+/* ---- step.c: hook transactions and batches ---- */
+
+/* An open hook transaction (between its begin and end). */
+typedef struct keel__hook_txn {
+    keel_call call;          /* call.diags points at diags */
+    keel_diags diags;
+    keel_uuid uuid;
+    uint32_t index;
+    uint32_t row;            /* the component's storage row when the hook began */
+    size_t mark;
+    int cmd_depth;
+    keel_comp outer;
+    const keel_kind_desc *kd;
+} keel__hook_txn;
+
+/* A stretch [next, end) of one kind's items in a phase's run list, run by a binding in one go
+ * (the Lua binding: one protected Lua call for many hooks). Every item is still its own
+ * transaction: keel__batch_next skips items not due and opens the next one's (false at the
+ * end, or when the kind was redeclared: run_phase takes over from `next`); keel__batch_done
+ * commits it, or rolls it back and faults it, exactly as a single hook call. */
+typedef struct keel__batch {
+    keel_world *w;
+    keel_phase phase;
+    double dt;
+    void *user;              /* the kind's desc.user when the batch began */
+    size_t next, end;
+    keel__hook_txn txn;      /* the open item: txn.call is what the hook gets */
+} keel__batch;
+#define KEEL__BATCH_MIN 4    /* shorter stretches go one call at a time */
+/* Set by a binding: kinds whose hook for a phase is keel__batch_hook run their stretches of
+ * at least KEEL__BATCH_MIN items through keel__batch_run. */
+extern keel_hook_fn keel__batch_hook;
+extern void (*keel__batch_run)(keel__batch *b);
+bool keel__batch_next(keel__batch *b);
+void keel__batch_done(keel__batch *b, keel_status st);
+/* The kind of the batch's next item (the binding prepares its per-kind state from it). */
+keel_kind_id keel__batch_kind(const keel__batch *b);
+
+/* ---- util.c ---- */
+
+/* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
+bool keel__utf8_valid(const char *s);
+
+#endif

@@ -1,0 +1,17 @@
+/* body.h — component bodies (keel_node MAP) to records and back. */
+#ifndef KEEL_BODY_H
+#define KEEL_BODY_H
+
+#include "keel.h"
+
+/* Runs the kind's migrations on a copy of `body` from `version` up to the kind's
+ * version, then decodes into `record` (already holding defaults). Missing fields
+ * keep defaults; unknown fields are warnings; a bad enum choice is a warning
+ * keeping the default unless `strict`. `entity`/`asset` fields read UUID text.
+ * Diagnostics carry `path` (+ ".field") and the node's file:line:col. */
+keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version, bool strict,
+                              void *record, const char *path, const char *file, keel_diags *d);
+/* Record -> MAP node in declared field order. */
+keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient);
+
+#endif

@@ -1,0 +1,608 @@
+/* entity.c — the entity table: generations, the UUID index, interned names, spawn, destroy, rename, enable, duplicate. */
+#include "world.h"
+#include "command.h"
+#include "hierarchy.h"
+#include "txn.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static size_t uuid_hash(keel_uuid u);
+#define HUGE_PAGE ((size_t)2 << 20)
+
+static void uuid_prefetch(const keel_world *w, keel_uuid u)
+{
+    if (w->hash_cap) __builtin_prefetch(&w->hash[uuid_hash(u) & (w->hash_cap - 1)], 1);
+}
+
+/* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
+ * cache miss of a random hash slot overlaps the work of the spawns in between. They come
+ * from keel_uuid_v4 like every v4 UUID in keel: a per-thread pool that one getrandom(2)
+ * fills for 256 UUIDs, and refills in a forked child (a seeded generator would repeat the
+ * parent's sequence there). */
+keel_uuid keel__new_uuid(keel_world *w)
+{
+    if (!w->next_ready) {
+        for (int k = 0; k < KEEL__UUID_AHEAD; k++) w->next_uuid[k] = keel_uuid_v4();
+        w->next_pos = 0;
+        w->next_ready = true;
+    }
+    keel_uuid u = w->next_uuid[w->next_pos];
+    keel_uuid n = keel_uuid_v4();
+    w->next_uuid[w->next_pos] = n;
+    w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
+    uuid_prefetch(w, n);
+    return u;
+}
+
+/* `n` bytes aligned to 2 MiB, the first `used` of which the caller will write all over (the
+ * UUID index, reserved entity records): those are asked for transparent huge pages. A 4 KiB
+ * page fault per 4 KiB and a TLB miss per random index probe were the bulk of a big spawn's
+ * kernel time; the kernel may refuse (THP off), and then they fault as before. */
+static void *huge_alloc(size_t n, size_t used)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, HUGE_PAGE, n)) abort();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    used &= ~(HUGE_PAGE - 1);
+    if (used) (void)madvise(p, used, MADV_HUGEPAGE);
+#else
+    (void)used;
+#endif
+    return p;
+}
+
+static size_t uuid_hash(keel_uuid u)
+{
+    uint64_t a, b;
+    memcpy(&a, u.bytes, 8);
+    memcpy(&b, u.bytes + 8, 8);
+    uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ull));
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 29;
+    return (size_t)h;
+}
+
+/* Slots hold (low 32 bits of the hash) << 32 | (index + 1): probing and rehashing
+ * compare the stored hash first and only touch an entity on a likely match. */
+static void hash_insert_raw(keel_world *w, uint64_t item)
+{
+    size_t mask = w->hash_cap - 1, p = (size_t)(item >> 32) & mask;
+    while (w->hash[p]) p = (p + 1) & mask;
+    w->hash[p] = item;
+}
+
+static void hash_grow(keel_world *w, size_t cap)
+{
+    uint64_t *old = w->hash;
+    size_t old_cap = w->hash_cap;
+    w->hash_cap = cap;
+    size_t bytes = w->hash_cap * sizeof *w->hash;
+    if (bytes >= HUGE_PAGE) { /* random UUIDs touch every page of a table at least a quarter full */
+        w->hash = huge_alloc(bytes, bytes);
+        memset(w->hash, 0, bytes);
+    } else {
+        w->hash = keel__xcalloc(w->hash_cap, sizeof *w->hash);
+    }
+    for (size_t p = 0; p < old_cap; p++)
+        if (old[p]) hash_insert_raw(w, old[p]);
+    free(old);
+    for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
+}
+
+static void hash_insert(keel_world *w, uint32_t i)
+{
+    if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
+    uint32_t h = (uint32_t)uuid_hash(w->ents[i].uuid);
+    hash_insert_raw(w, (uint64_t)h << 32 | (uint64_t)(i + 1));
+    w->hash_used++;
+}
+
+static size_t hash_slot(const keel_world *w, keel_uuid u)
+{
+    if (!w->hash_cap) return SIZE_MAX;
+    uint32_t h = (uint32_t)uuid_hash(u);
+    size_t mask = w->hash_cap - 1, p = h & mask;
+    while (w->hash[p]) {
+        uint64_t it = w->hash[p];
+        if ((uint32_t)(it >> 32) == h && keel_uuid_equal(w->ents[(uint32_t)it - 1].uuid, u)) return p;
+        p = (p + 1) & mask;
+    }
+    return SIZE_MAX;
+}
+
+static uint32_t hash_index(const keel_world *w, size_t p) { return (uint32_t)w->hash[p] - 1; }
+
+/* Backward-shift deletion keeps probe chains intact without tombstones. */
+static void hash_remove(keel_world *w, keel_uuid u)
+{
+    size_t p = hash_slot(w, u);
+    if (p == SIZE_MAX) return;
+    size_t mask = w->hash_cap - 1, q = p;
+    w->hash[p] = 0;
+    for (;;) {
+        q = (q + 1) & mask;
+        if (!w->hash[q]) break;
+        size_t home = (size_t)(w->hash[q] >> 32) & mask;
+        /* move q back into the hole at p if its home is not in (p, q] */
+        bool between = p <= q ? (home > p && home <= q) : (home > p || home <= q);
+        if (!between) {
+            w->hash[p] = w->hash[q];
+            w->hash[q] = 0;
+            p = q;
+        }
+    }
+    w->hash_used--;
+}
+
+static uint32_t str_hash(const char *s)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+static keel__name *name_slot(keel__name *t, size_t cap, const char *s, uint32_t h)
+{
+    size_t mask = cap - 1, p = h & mask;
+    while (t[p].s && !(t[p].hash == h && strcmp(t[p].s, s) == 0)) p = (p + 1) & mask;
+    return &t[p];
+}
+
+/* Rebuilds the table without dead names, doubling it when the live ones need room. */
+static void names_rebuild(keel_world *w)
+{
+    size_t live = 0;
+    for (size_t p = 0; p < w->names_cap; p++) live += w->names[p].s && w->names[p].refs;
+    size_t cap = w->names_cap ? w->names_cap : 64;
+    while ((live + 1) * 4 > cap) cap *= 2;
+    keel__name *t = keel__xcalloc(cap, sizeof *t);
+    for (size_t p = 0; p < w->names_cap; p++) {
+        keel__name *n = &w->names[p];
+        if (!n->s) continue;
+        if (!n->refs) { free(n->s); continue; }
+        *name_slot(t, cap, n->s, n->hash) = *n;
+    }
+    free(w->names);
+    w->names = t;
+    w->names_cap = cap;
+    w->names_used = live;
+}
+
+const char *keel__name_intern(keel_world *w, const char *s)
+{
+    if ((w->names_used + 1) * 2 > w->names_cap) names_rebuild(w);
+    uint32_t h = str_hash(s);
+    keel__name *n = name_slot(w->names, w->names_cap, s, h);
+    if (!n->s) {
+        n->s = keel__strdup(s);
+        n->hash = h;
+        n->refs = 0;
+        w->names_used++;
+    }
+    n->refs++;
+    return n->s;
+}
+
+static void name_release(keel_world *w, const char *s)
+{
+    if (!s) return;
+    keel__name *n = name_slot(w->names, w->names_cap, s, str_hash(s));
+    if (n->s && n->refs) n->refs--;
+}
+
+uint32_t keel__ent_alloc(keel_world *w)
+{
+    if (w->free_count) return w->free_idx[--w->free_count];
+    if (w->ent_count == w->ent_cap) {
+        w->ent_cap = w->ent_cap ? w->ent_cap * 2 : 64;
+        w->ents = keel__xrealloc(w->ents, w->ent_cap * sizeof *w->ents);
+    }
+    uint32_t i = w->ent_count++;
+    memset(&w->ents[i], 0, sizeof w->ents[i]);
+    w->ents[i].gen = 1;
+    return i;
+}
+
+keel__ent *keel__ent_get(const keel_world *w, keel_entity e)
+{
+    uint32_t i = (uint32_t)e, gen = (uint32_t)(e >> 32);
+    if (!w || !gen || i >= w->ent_count) return NULL;
+    keel__ent *en = &w->ents[i];
+    return en->alive && en->gen == gen ? en : NULL;
+}
+
+/* A live non-root entity's index, or KEEL__NONE. */
+static uint32_t live_index(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en && (uint32_t)e != 0 ? (uint32_t)e : KEEL__NONE;
+}
+
+bool keel_alive(const keel_world *w, keel_entity e) { return live_index(w, e) != KEEL__NONE; }
+
+/* A command's entity: live and not the root (ProtectedEntity: "the scene root cannot be <what>"). */
+keel_status keel__ent_target(const keel_world *w, keel_entity e, const char *what, uint32_t *out,
+                          keel_diags *d)
+{
+    *out = live_index(w, e);
+    if (keel__ent_get(w, e) && (uint32_t)e == 0)
+        return keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be %s", what);
+    if (*out == KEEL__NONE) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    return KEEL_OK;
+}
+
+keel_entity keel_find(const keel_world *w, keel_uuid u)
+{
+    size_t p = hash_slot(w, u);
+    return p == SIZE_MAX ? KEEL_NO_ENTITY : keel__handle(w, hash_index(w, p));
+}
+
+keel_entity keel_find_name(const keel_world *w, const char *name)
+{
+    if (!name) return KEEL_NO_ENTITY;
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
+        if (strcmp(w->ents[(uint32_t)e].name, name) == 0) return e;
+    return KEEL_NO_ENTITY;
+}
+
+keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en ? en->uuid : (keel_uuid){ { 0 } };
+}
+
+const char *keel_entity_name(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en ? en->name : NULL;
+}
+
+bool keel_entity_enabled(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    return en && en->enabled;
+}
+
+bool keel_entity_active(const keel_world *w, keel_entity e)
+{
+    return keel__ent_get(w, e) && keel__active(w, (uint32_t)e);
+}
+
+keel_entity keel_next(const keel_world *w, keel_entity prev)
+{
+    uint32_t i;
+    if (!prev) {
+        i = w->ents[0].first_child;
+        return i == KEEL__NONE ? KEEL_NO_ENTITY : keel__handle(w, i);
+    }
+    if (!keel__ent_get(w, prev)) return KEEL_NO_ENTITY;
+    i = (uint32_t)prev;
+    if (w->ents[i].first_child != KEEL__NONE) return keel__handle(w, w->ents[i].first_child);
+    return keel__next_after_subtree(w, i);
+}
+
+keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
+                           const keel_uuid *uuid, keel_entity *out, keel_diags *d)
+{
+    keel_uuid u;
+    if (name && !keel__utf8_valid(name))
+        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name must be valid UTF-8");
+    if (uuid) {
+        if (keel_uuid_is_nil(*uuid))
+            return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
+        if (hash_slot(w, *uuid) != SIZE_MAX) {
+            char s[37];
+            keel_uuid_format(*uuid, s);
+            return keel_error(d, KEEL_INVALID_OPERATION, "", "entity %s already exists", s);
+        }
+        u = *uuid;
+    } else {
+        do u = keel__new_uuid(w); while (hash_slot(w, u) != SIZE_MAX);
+    }
+    if (keel__depth_of(w, parent) + 1 > KEEL__MAX_DEPTH)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+    uint32_t i = KEEL__NONE;
+    for (size_t k = 0; w->reuse_index != KEEL__NONE && k < w->held_count; k++)
+        if (w->held[k] == w->reuse_index && w->ents[w->reuse_index].gen == w->reuse_gen + 1) {
+            i = w->reuse_index; /* a rolled-back destroy: the same handle comes back */
+            w->held[k] = w->held[--w->held_count];
+            w->ents[i].gen = w->reuse_gen;
+            break;
+        }
+    if (i == KEEL__NONE) i = keel__ent_alloc(w);
+    keel__ent *en = &w->ents[i];
+    en->uuid = u;
+    en->name = keel__name_intern(w, name ? name : "");
+    en->alive = en->enabled = true;
+    en->dying = false;
+    en->first_child = en->last_child = KEEL__NONE;
+    en->child_count = 0;
+    en->members = NULL;
+    en->member_count = en->member_cap = 0;
+    keel__link_child(w, parent, i, index);
+    hash_insert(w, i);
+    w->live++;
+    keel__touch(w);
+    if (out) *out = keel__handle(w, i);
+    return KEEL_OK;
+}
+
+keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, const keel_uuid *uuid,
+                       keel_entity *out, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t p = 0;
+    keel_entity e = 0;
+    keel_status st = keel__parent_index(w, parent, &p, d);
+    if (st == KEEL_OK) st = keel__spawn_at(w, name, p, SIZE_MAX, uuid, &e, d);
+    if (st == KEEL_OK && inv) {
+        inv->type = KEEL_CMD_DESTROY;
+        inv->entity = w->ents[(uint32_t)e].uuid;
+    }
+    if (out) *out = e;
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+static void free_push(keel_world *w, uint32_t i)
+{
+    if (w->free_count == w->free_cap) {
+        w->free_cap = w->free_cap ? w->free_cap * 2 : 64;
+        w->free_idx = keel__xrealloc(w->free_idx, w->free_cap * sizeof *w->free_idx);
+    }
+    w->free_idx[w->free_count++] = i;
+}
+
+void keel__held_release(keel_world *w)
+{
+    for (size_t k = 0; k < w->held_count; k++) free_push(w, w->held[k]);
+    w->held_count = 0;
+}
+
+static keel_status destroy_index(keel_world *w, uint32_t i)
+{
+    w->ents[i].dying = true;
+    keel__members_drop(w, i, w->rolling_back);
+    keel__ent *en = &w->ents[i];
+    en->dying = false;
+    while (en->first_child != KEEL__NONE) {
+        uint32_t c = en->first_child;
+        keel__unlink_child(w, c);
+        keel__link_child(w, 0, c, SIZE_MAX);
+        en = &w->ents[i];
+    }
+    keel__unlink_child(w, i);
+    hash_remove(w, en->uuid);
+    name_release(w, en->name);
+    keel__entries_release(w, en);
+    en->name = NULL;
+    en->alive = false;
+    /* an index whose generation would wrap is retired, so a stale handle never matches again */
+    if (en->gen < UINT32_MAX) {
+        en->gen++;
+        if (w->txn_depth > 0 && !w->rolling_back) {
+            if (w->held_count == w->held_cap) {
+                w->held_cap = w->held_cap ? w->held_cap * 2 : 16;
+                w->held = keel__xrealloc(w->held, w->held_cap * sizeof *w->held);
+            }
+            w->held[w->held_count++] = i;
+        } else {
+            free_push(w, i);
+        }
+    }
+    w->live--;
+    keel__touch(w);
+    return KEEL_OK;
+}
+
+/* The destroy inverse: SPAWN from the entity document at its sibling index, then
+ * REPARENT each former child back at its index. */
+static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
+{
+    keel__ent *en = &w->ents[i];
+    size_t n = 1 + en->child_count;
+    inv->type = KEEL_CMD_BATCH;
+    inv->items = keel__xcalloc(n, sizeof *inv->items);
+    inv->item_count = n;
+    keel_cmd *sp = &inv->items[0];
+    sp->type = KEEL_CMD_SPAWN;
+    sp->entity = en->uuid;
+    sp->parent = en->parent == 0 ? (keel_uuid){ { 0 } } : w->ents[en->parent].uuid;
+    sp->index = keel__sibling_index(w, i);
+    sp->tree = keel__entity_tree(w, i);
+    sp->slot = i;               /* the old handle, so a rollback can restore it exactly */
+    sp->version = (int)en->gen;
+    size_t k = 1;
+    for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next, k++) {
+        keel_cmd *rp = &inv->items[k];
+        rp->type = KEEL_CMD_REPARENT;
+        rp->entity = w->ents[c].uuid;
+        rp->parent = en->uuid;
+        rp->index = k - 1;
+    }
+}
+
+keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t i;
+    keel_status st = keel__ent_target(w, e, "destroyed", &i, d);
+    /* a dying entity is destroyed from its own on_destroy: the outer destroy finishes it */
+    if (st == KEEL_OK && !w->ents[i].dying) {
+        if (inv) destroy_inverse(w, i, inv);
+        st = destroy_index(w, i);
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t i;
+    keel_status st = keel__ent_target(w, e, "renamed", &i, d);
+    if (st == KEEL_OK) st = keel__name_check(name, "an entity", d);
+    if (st == KEEL_OK) {
+        keel__ent *en = &w->ents[i];
+        if (inv) {
+            inv->type = KEEL_CMD_RENAME;
+            inv->entity = en->uuid;
+            inv->name = keel__strdup(en->name);
+        }
+        const char *old = en->name;
+        en->name = keel__name_intern(w, name); /* before the release: the same name stays alive */
+        name_release(w, old);
+        w->revision++;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t i;
+    keel_status st = keel__ent_target(w, e, "disabled", &i, d);
+    if (st == KEEL_OK) {
+        if (inv) {
+            inv->type = KEEL_CMD_ENABLE;
+            inv->entity = w->ents[i].uuid;
+            inv->enabled = w->ents[i].enabled;
+        }
+        w->ents[i].enabled = enabled;
+        w->revision++;
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+static void collect_subtree(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        *list = keel__xrealloc(*list, *cap * sizeof **list);
+    }
+    (*list)[(*n)++] = i;
+    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next)
+        collect_subtree(w, c, list, n, cap);
+}
+
+static void remap_entity_fields(keel_world *w, uint32_t copy, const uint32_t *orig, const uint32_t *copies,
+                                size_t n)
+{
+    keel__ent *en = &w->ents[copy];
+    for (uint32_t m = 0; m < en->member_count; m++) {
+        keel__entry *me = &en->members[m];
+        if (!me->kind) continue;
+        const keel_kind_desc *kd = keel_kind_describe(me->kind);
+        void *rec = keel__store_rec(&w->stores[me->kind], me->row);
+        for (size_t f = 0; f < kd->field_count; f++) {
+            if (kd->fields[f].type != KEEL_T_ENTITY) continue;
+            keel_uuid *u = (keel_uuid *)((unsigned char *)rec + keel_kind_field_offset(me->kind, (int)f));
+            for (size_t k = 0; k < n; k++)
+                if (keel_uuid_equal(*u, w->ents[orig[k]].uuid)) {
+                    *u = w->ents[copies[k]].uuid;
+                    break;
+                }
+        }
+    }
+}
+
+keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, keel_entity *out,
+                           keel_cmd *inverse, keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t i, p = 0;
+    if (out) *out = KEEL_NO_ENTITY;
+    keel_status st = keel__ent_target(w, e, "duplicated", &i, d);
+    if (st == KEEL_OK && parent) st = keel__parent_index(w, parent, &p, d);
+    else if (st == KEEL_OK) p = w->ents[i].parent;
+    if (st == KEEL_OK && keel__depth_of(w, p) + keel__height_of(w, i) > KEEL__MAX_DEPTH)
+        st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+    if (st) return keel__cmd_end(w, st, inv, &tmp);
+
+    uint32_t *orig = NULL;
+    size_t n = 0, cap = 0;
+    collect_subtree(w, i, &orig, &n, &cap); /* before creating copies: p may lie inside */
+    uint32_t *copies = keel__xrealloc(NULL, n * sizeof *copies);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t op = w->ents[orig[k]].parent, cp = p;
+        if (k > 0)
+            for (size_t j = 0; j < k; j++)
+                if (orig[j] == op) { cp = copies[j]; break; }
+        keel_entity ce;
+        keel__spawn_at(w, w->ents[orig[k]].name, cp, SIZE_MAX, NULL, &ce, NULL);
+        copies[k] = (uint32_t)ce;
+        w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
+        for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
+            keel__entry me = w->ents[orig[k]].members[m]; /* a copy: the entity array may move */
+            keel__entry_clone(w, copies[k], &me);
+        }
+    }
+    for (size_t k = 0; k < n; k++) remap_entity_fields(w, copies[k], orig, copies, n);
+    /* the copies come to life: awake, in run order */
+    if (!w->rolling_back)
+        for (size_t k = 0; k < n; k++) {
+            for (uint32_t m = 0; m < w->ents[copies[k]].member_count; m++) {
+                keel__entry *me = &w->ents[copies[k]].members[m];
+                if (!me->kind || me->awoken) continue;
+                me->awoken = true;
+                keel__call_hook(w, copies[k], me->kind, me->slot, KEEL_PHASE_AWAKE, 0);
+            }
+        }
+    if (inv) {
+        /* destroy the copies deepest-first so none is reparented to the top level */
+        inv->type = KEEL_CMD_BATCH;
+        inv->items = keel__xcalloc(n, sizeof *inv->items);
+        inv->item_count = n;
+        for (size_t k = 0; k < n; k++) {
+            inv->items[k].type = KEEL_CMD_DESTROY;
+            inv->items[k].entity = w->ents[copies[n - 1 - k]].uuid;
+        }
+    }
+    if (out) *out = keel__handle(w, copies[0]);
+    free(orig);
+    free(copies);
+    return keel__cmd_end(w, KEEL_OK, inv, &tmp);
+}
+
+char *keel__entity_label(const keel_world *w, uint32_t i)
+{
+    if (i == 0) return keel__strdup("the scene root");
+    char u[37];
+    keel_uuid_format(w->ents[i].uuid, u);
+    return keel__strfmt("entity '%s' (%s)", w->ents[i].name, u);
+}
+
+void keel_world_reserve(keel_world *w, size_t entities)
+{
+    if (!w || entities >= UINT32_MAX / 4) return;
+    uint32_t n = (uint32_t)entities + 1; /* the root too */
+    if (n > w->ent_cap) {
+        size_t bytes = n * sizeof *w->ents;
+        if (bytes >= 2 * HUGE_PAGE) { /* every reserved record is to be written */
+            keel__ent *ents = huge_alloc(bytes, bytes);
+            memcpy(ents, w->ents, w->ent_count * sizeof *w->ents);
+            free(w->ents);
+            w->ents = ents;
+        } else {
+            w->ents = keel__xrealloc(w->ents, bytes);
+        }
+        w->ent_cap = n;
+    }
+    size_t cap = w->hash_cap ? w->hash_cap : 64;
+    while (n * 2 > cap) cap *= 2;
+    if (cap > w->hash_cap) hash_grow(w, cap);
+}
+
+/* Names are written to scene files: NULL (InvalidArgument) and malformed UTF-8 are refused. */
+keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
+{
+    if (!name) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name cannot be null", what);
+    if (!keel__utf8_valid(name)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
+    return KEEL_OK;
+}

@@ -1,0 +1,46 @@
+/* entity.h — the entity table: generations, the UUID index, interned names, spawn and destroy. */
+#ifndef KEEL_ENTITY_H
+#define KEEL_ENTITY_H
+
+#include "keel.h"
+
+#define KEEL__NONE UINT32_MAX        /* no entity index */
+#define KEEL__UUID_AHEAD 8 /* spawns between drawing a UUID and using it (its index slot prefetched) */
+
+/* Entity names are interned per world: entities that share a name share one string. */
+typedef struct keel__name {
+    char *s;                /* NULL: empty slot */
+    uint32_t hash, refs;    /* refs 0: dead, purged at the next rebuild */
+} keel__name;
+
+struct keel__entry;
+typedef struct keel__ent {
+    keel_uuid uuid;
+    const char *name;       /* interned */
+    uint32_t gen;
+    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 64 bytes an entity */
+    unsigned alive : 1, enabled : 1;
+    unsigned dying : 1;     /* its on_destroy hooks are running */
+    unsigned member_count : 10, member_cap : 10;
+    uint32_t parent, first_child, last_child, next, prev;
+    uint32_t child_count;
+    struct keel__entry *members;
+} keel__ent;
+
+keel__ent *keel__ent_get(const keel_world *w, keel_entity e); /* NULL when not alive */
+/* A fresh entity index (generation kept from its last use; 1 for a new one). */
+uint32_t keel__ent_alloc(keel_world *w);
+const char *keel__name_intern(keel_world *w, const char *s);
+/* A world or entity name: not NULL, valid UTF-8 (InvalidArgument naming `what`). */
+keel_status keel__name_check(const char *name, const char *what, keel_diags *d);
+void keel__names_free(keel_world *w);
+/* A command's entity: live and not the root (ProtectedEntity: "the scene root cannot be <what>"). */
+keel_status keel__ent_target(const keel_world *w, keel_entity e, const char *what, uint32_t *out, keel_diags *d);
+keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
+                           const keel_uuid *uuid, keel_entity *out, keel_diags *d);
+void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
+keel_uuid keel__new_uuid(keel_world *w);
+/* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */
+char *keel__entity_label(const keel_world *w, uint32_t i);
+
+#endif

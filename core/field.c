@@ -1,0 +1,199 @@
+/* field.c — the one write path of a field: check, put, validate, bump the change counters, journal. */
+#include "world.h"
+#include "command.h"
+#include "field.h"
+#include "kind.h"
+#include "record.h"
+#include "txn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *out, keel_diags *d)
+{
+    keel__entry *m = NULL;
+    keel_status st = keel__comp_resolve(w, c, &m, "read", d);
+    if (st) return st;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (field < 0 || (size_t)field >= kd->field_count)
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+    keel__record_get(c.kind, keel__store_rec(&w->stores[c.kind], m->row), field, out);
+    return KEEL_OK;
+}
+
+static void value_own(keel_value *v)
+{
+    if (v->type == KEEL_T_STRING && v->as.s) v->as.s = keel__strdup(v->as.s);
+}
+
+static void value_drop(keel_value *v)
+{
+    if (v->type == KEEL_T_STRING) free((char *)v->as.s);
+}
+
+/* May field `field` of c (entry m) be written now? NotFound for a field out of range, Unsupported
+ * for a readonly one unless `internal` or the component's own hook is running. */
+static keel_status writable(const keel_world *w, keel_comp c, const keel__entry *m, const keel_kind_desc *kd,
+                            int field, bool internal, keel_diags *d)
+{
+    if (field < 0 || (size_t)field >= kd->field_count)
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+    /* readonly means "not from outside": the component's own hooks may write it */
+    bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
+               w->hook_comp.slot == m->slot;
+    if (!internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
+        return keel_error(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
+                          kd->fields[field].key, kd->key);
+    return KEEL_OK;
+}
+
+/* Asks the kind's validate hook about the value just put (not while rolling back). On a refusal
+ * the old value goes back and `m` is NULL when the component went away meanwhile. */
+static keel_status validate(keel_world *w, keel_comp c, keel__entry **m, const keel_kind_desc *kd, int field,
+                            const keel_value *old, keel_diags *d)
+{
+    if (!kd->validate || w->rolling_back) return KEEL_OK;
+    size_t before = d ? d->errors : 0;
+    void *rec = keel__store_rec(&w->stores[c.kind], (*m)->row);
+    keel_call call = { w, { c.entity, c.kind, (*m)->slot }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d };
+    keel__callback_enter();
+    keel_status st = kd->validate(&call, field);
+    keel__callback_leave();
+    /* the hook may have moved the record, or removed the component */
+    *m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
+    if (st == KEEL_OK) return KEEL_OK;
+    if (*m) keel__record_put(c.kind, keel__store_rec(&w->stores[c.kind], (*m)->row), field, old);
+    if (!d || d->errors == before)
+        keel_error(d, st, kd->fields[field].key, "%s rejected the value of %s", kd->key, kd->fields[field].key);
+    return st;
+}
+
+static void count_writes(keel_world *w, keel_kind_id k, const keel__entry *m, size_t n)
+{
+    if (m) w->stores[k].rows[m->row].counter += n;
+    w->revision += n;
+}
+
+/* The write path of one field: check, put, validate, count, journal, and the caller's inverse. */
+static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
+                           keel_cmd *inverse, keel_diags *d)
+{
+    if (inverse) memset(inverse, 0, sizeof *inverse);
+    bool journal = keel__txn_wants(w);
+    keel__entry *m = NULL;
+    keel_status st = keel__comp_resolve(w, c, &m, "edited", d);
+    const keel_kind_desc *kd = st ? NULL : keel_kind_describe(c.kind);
+    if (st == KEEL_OK) st = writable(w, c, m, kd, field, internal, d);
+    if (!v && st == KEEL_OK) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "no value given");
+    keel_value nv;
+    if (st == KEEL_OK) {
+        nv = *v;
+        st = keel_field_check(c.kind, field, &nv, d);
+    }
+    if (st) return st;
+
+    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
+    keel_value old;
+    keel__record_get(c.kind, rec, field, &old);
+    value_own(&old);
+    keel__record_put(c.kind, rec, field, &nv);
+    w->cmd_depth++; /* what validate does is this write's, not journaled apart */
+    st = validate(w, c, &m, kd, field, &old, d);
+    w->cmd_depth--;
+    if (st) {
+        value_drop(&old);
+        return st;
+    }
+    count_writes(w, c.kind, m, 1);
+    keel_uuid uuid = w->ents[(uint32_t)c.entity].uuid;
+    uint32_t slot = c.slot == KEEL_SLOT_AUTO && m ? m->slot : c.slot;
+    if (inverse) {
+        inverse->type = KEEL_CMD_SET;
+        inverse->entity = uuid;
+        inverse->slot = slot;
+        inverse->value = old;
+        inverse->kind_key = keel__strdup(kd->key);
+        inverse->field = keel__strdup(kd->fields[field].key);
+        if (journal) value_own(&old); /* the journal's own copy */
+    }
+    if (journal) keel__txn_log_field(w, uuid, c.kind, slot, field, &old);
+    else if (!inverse) value_drop(&old);
+    return KEEL_OK;
+}
+
+keel_status keel__field_set(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
+                            keel_cmd *inverse, keel_diags *d)
+{
+    return set_one(w, c, field, v, internal, inverse, d);
+}
+
+keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v, keel_cmd *inverse,
+                     keel_diags *d)
+{
+    return set_one(w, c, field, v, false, inverse, d);
+}
+
+keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int *fields, keel_value *vals,
+                                 bool internal, keel_diags *d)
+{
+    keel__entry *m = NULL;
+    keel_status st = keel__comp_resolve(w, c, &m, "edited", d);
+    if (st) return st;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (kd->validate) { /* each value is validated as it lands, as n single writes */
+        for (size_t j = 0; j < n && st == KEEL_OK; j++) st = set_one(w, c, fields[j], &vals[j], internal, NULL, d);
+        return st;
+    }
+    for (size_t j = 0; j < n; j++) {
+        if ((st = writable(w, c, m, kd, fields[j], internal, d))) return st;
+        if ((st = keel_field_check(c.kind, fields[j], &vals[j], d))) return st;
+    }
+    /* all checked: nothing below can fail */
+    bool journal = keel__txn_wants(w);
+    keel_uuid uuid = journal ? w->ents[(uint32_t)c.entity].uuid : (keel_uuid){ { 0 } };
+    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
+    for (size_t j = 0; j < n; j++) {
+        if (journal) {
+            keel_value old;
+            keel__record_get(c.kind, rec, fields[j], &old);
+            value_own(&old);
+            keel__txn_log_field(w, uuid, c.kind, m->slot, fields[j], &old);
+        }
+        keel__record_put(c.kind, rec, fields[j], &vals[j]);
+    }
+    count_writes(w, c.kind, m, n);
+    return KEEL_OK;
+}
+
+void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
+                       bool counted)
+{
+    keel__entry *m = keel__comp_entry(w, c);
+    if (!m) return;
+    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
+    for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
+    if (counted) count_writes(w, c.kind, m, n);
+}
+
+keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d)
+{
+    keel__entry *m = NULL;
+    keel_status st = keel__comp_resolve(w, c, &m, "reset", d);
+    if (st) return st;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (field < -1 || field >= (int)kd->field_count)
+        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+    size_t size = keel_kind_record_size(c.kind);
+    void *def = keel__xrealloc(NULL, size ? size : 1);
+    memset(def, 0, size);
+    keel__record_init(c.kind, def);
+    for (int f = field < 0 ? 0 : field; f < (field < 0 ? (int)kd->field_count : field + 1); f++) {
+        keel_value v;
+        keel__record_get(c.kind, def, f, &v);
+        st = set_one(w, c, f, &v, true, NULL, d);
+        if (st) break;
+    }
+    keel__record_fini(c.kind, def);
+    free(def);
+    return st;
+}

@@ -1,0 +1,234 @@
+/* hierarchy.c — parent/child links, sibling order, reparenting and world matrices. */
+#include "world.h"
+#include "hierarchy.h"
+#include "txn.h"
+
+#include <math.h>
+#include <string.h>
+
+keel_entity keel_entity_parent(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || en->parent == KEEL__NONE || en->parent == 0) return KEEL_NO_ENTITY;
+    return keel__handle(w, en->parent);
+}
+
+size_t keel_entity_child_count(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
+    return en ? en->child_count : 0;
+}
+
+/* Starts from the nearest of the first child, the last child and the previous answer
+ * (cached per world until the next structural change): loops by index run in O(1) a step. */
+keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t n)
+{
+    keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
+    if (!en || n >= en->child_count) return KEEL_NO_ENTITY;
+    uint32_t p = (uint32_t)(en - w->ents);
+    uint32_t c = en->first_child;
+    size_t at = 0;
+    if (en->child_count - 1 - n < n) {
+        c = en->last_child;
+        at = en->child_count - 1;
+    }
+    bool cached = w->child_structure == w->structure + 1 && w->child_parent == p;
+    if (cached) {
+        size_t dc = w->child_pos > n ? w->child_pos - n : n - w->child_pos, db = at > n ? at - n : n - at;
+        if (dc < db) {
+            c = w->child_at;
+            at = w->child_pos;
+        }
+    }
+    for (; at < n; at++) c = w->ents[c].next;
+    for (; at > n; at--) c = w->ents[c].prev;
+    keel_world *mw = (keel_world *)w; /* a cache only: nothing observable changes */
+    mw->child_parent = p;
+    mw->child_at = c;
+    mw->child_pos = n;
+    mw->child_structure = w->structure + 1;
+    return keel__handle(w, c);
+}
+
+keel_entity keel_entity_first_child(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
+    return en && en->first_child != KEEL__NONE ? keel__handle(w, en->first_child) : KEEL_NO_ENTITY;
+}
+
+keel_entity keel_entity_next_sibling(const keel_world *w, keel_entity e)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || (uint32_t)e == 0 || en->next == KEEL__NONE) return KEEL_NO_ENTITY;
+    return keel__handle(w, en->next);
+}
+
+keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i)
+{
+    for (; i != 0 && i != KEEL__NONE; i = w->ents[i].parent)
+        if (w->ents[i].next != KEEL__NONE) return keel__handle(w, w->ents[i].next);
+    return KEEL_NO_ENTITY;
+}
+
+void keel__unlink_child(keel_world *w, uint32_t c)
+{
+    keel__ent *en = &w->ents[c];
+    keel__ent *p = &w->ents[en->parent];
+    if (en->prev != KEEL__NONE) w->ents[en->prev].next = en->next;
+    else p->first_child = en->next;
+    if (en->next != KEEL__NONE) w->ents[en->next].prev = en->prev;
+    else p->last_child = en->prev;
+    p->child_count--;
+    en->parent = en->next = en->prev = KEEL__NONE;
+}
+
+/* Inserts c among p's children at `index` (SIZE_MAX or past the end: last). */
+void keel__link_child(keel_world *w, uint32_t p, uint32_t c, size_t index)
+{
+    keel__ent *pe = &w->ents[p], *en = &w->ents[c];
+    en->parent = p;
+    uint32_t at = KEEL__NONE; /* the sibling c goes before */
+    if (index < pe->child_count) {
+        at = pe->first_child;
+        while (index--) at = w->ents[at].next;
+    }
+    if (at == KEEL__NONE) {
+        en->prev = pe->last_child;
+        en->next = KEEL__NONE;
+        if (pe->last_child != KEEL__NONE) w->ents[pe->last_child].next = c;
+        else pe->first_child = c;
+        pe->last_child = c;
+    } else {
+        en->next = at;
+        en->prev = w->ents[at].prev;
+        if (en->prev != KEEL__NONE) w->ents[en->prev].next = c;
+        else pe->first_child = c;
+        w->ents[at].prev = c;
+    }
+    pe->child_count++;
+}
+
+size_t keel__sibling_index(const keel_world *w, uint32_t i)
+{
+    size_t n = 0;
+    for (uint32_t s = w->ents[i].prev; s != KEEL__NONE; s = w->ents[s].prev) n++;
+    return n;
+}
+
+size_t keel__depth_of(const keel_world *w, uint32_t i) /* root 0, top level 1 */
+{
+    size_t d = 0;
+    while (i != 0) { i = w->ents[i].parent; d++; }
+    return d;
+}
+
+size_t keel__height_of(const keel_world *w, uint32_t i) /* 1 for a leaf */
+{
+    size_t h = 1;
+    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next) {
+        size_t ch = keel__height_of(w, c) + 1;
+        if (ch > h) h = ch;
+    }
+    return h;
+}
+
+/* Resolves a parent argument: KEEL_NO_ENTITY and the root both mean top level. */
+keel_status keel__parent_index(const keel_world *w, keel_entity parent, uint32_t *out, keel_diags *d)
+{
+    if (!parent) { *out = 0; return KEEL_OK; }
+    if (!keel__ent_get(w, parent)) return keel_error(d, KEEL_NOT_FOUND, "", "parent entity not found");
+    *out = (uint32_t)parent;
+    return KEEL_OK;
+}
+
+/* Moves live entity i under p at `index`, or says why not. */
+static keel_status move_under(keel_world *w, uint32_t i, uint32_t p, size_t index, keel_diags *d)
+{
+    for (uint32_t a = p; a != 0; a = w->ents[a].parent)
+        if (a == i) return keel_error(d, KEEL_INVALID_OPERATION, "", "reparenting would create a cycle");
+    if (keel__depth_of(w, p) + keel__height_of(w, i) > KEEL__MAX_DEPTH)
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+    keel__unlink_child(w, i);
+    keel__link_child(w, p, i, index);
+    keel__touch(w);
+    return KEEL_OK;
+}
+
+keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, size_t index, keel_cmd *inverse,
+                              keel_diags *d)
+{
+    keel_cmd tmp;
+    keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
+    uint32_t i, p = 0;
+    keel_status st = keel__ent_target(w, e, "reparented", &i, d);
+    if (st == KEEL_OK) st = keel__parent_index(w, parent, &p, d);
+    if (st == KEEL_OK) {
+        uint32_t op = w->ents[i].parent;
+        keel_uuid old_parent = op == 0 ? (keel_uuid){ { 0 } } : w->ents[op].uuid;
+        size_t old_index = keel__sibling_index(w, i);
+        st = move_under(w, i, p, index, d);
+        if (st == KEEL_OK && inv) {
+            inv->type = KEEL_CMD_REPARENT;
+            inv->entity = w->ents[i].uuid;
+            inv->parent = old_parent;
+            inv->index = old_index;
+        }
+    }
+    return keel__cmd_end(w, st, inv, &tmp);
+}
+
+keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d)
+{
+    return keel__reparent_at(w, e, parent, SIZE_MAX, inverse, d);
+}
+
+static void trs_matrix(const keel_transform *t, double m[16])
+{
+    double x = t->rotation[0], y = t->rotation[1], z = t->rotation[2], q = t->rotation[3];
+    double r[9] = {
+        1 - 2 * (y * y + z * z), 2 * (x * y + z * q), 2 * (x * z - y * q),
+        2 * (x * y - z * q), 1 - 2 * (x * x + z * z), 2 * (y * z + x * q),
+        2 * (x * z + y * q), 2 * (y * z - x * q), 1 - 2 * (x * x + y * y),
+    }; /* column-major 3x3 */
+    for (int c = 0; c < 3; c++) {
+        for (int k = 0; k < 3; k++) m[c * 4 + k] = r[c * 3 + k] * t->scale[c];
+        m[c * 4 + 3] = 0;
+    }
+    m[12] = t->position[0];
+    m[13] = t->position[1];
+    m[14] = t->position[2];
+    m[15] = 1;
+}
+
+static void mat_mul(const double a[16], const double b[16], double out[16])
+{
+    double r[16];
+    for (int c = 0; c < 4; c++)
+        for (int k = 0; k < 4; k++) {
+            double s = 0;
+            for (int j = 0; j < 4; j++) s += a[j * 4 + k] * b[c * 4 + j];
+            r[c * 4 + k] = s;
+        }
+    memcpy(out, r, sizeof r);
+}
+
+static void identity(double m[16])
+{
+    memset(m, 0, 16 * sizeof *m);
+    m[0] = m[5] = m[10] = m[15] = 1;
+}
+
+keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16])
+{
+    identity(out);
+    if (!keel__ent_get(w, e)) return KEEL_NOT_FOUND;
+    keel_kind_id tk = keel_kind_find("core:transform");
+    for (uint32_t i = (uint32_t)e; i != 0 && i != KEEL__NONE; i = w->ents[i].parent) {
+        keel__entry *m = tk ? keel__entry_find(&w->ents[i], tk, 0) : NULL;
+        if (!m) continue;
+        double local[16];
+        trs_matrix(keel__store_rec(&w->stores[tk], m->row), local);
+        mat_mul(local, out, out);
+    }
+    return KEEL_OK;
+}

@@ -1,0 +1,13 @@
+/* kind.h — the registry's private side: key rules, rejections and the callback guard. */
+#ifndef KEEL_KIND_H
+#define KEEL_KIND_H
+
+#include "keel.h"
+
+bool keel__kind_key_valid(const char *key);  /* ns:name, [a-z0-9_]+ both sides */
+bool keel__kind_rejected(keel_kind_id k);   /* some declared kind names k in rejects */
+/* Around every call of a validate or migrate callback: keel_kind_declare refuses meanwhile. */
+void keel__callback_enter(void);
+void keel__callback_leave(void);
+
+#endif

@@ -1,0 +1,72 @@
+/* member.h — membership: the component stack of an entity, slots, kind rules, adds and removes. */
+#ifndef KEEL_MEMBER_H
+#define KEEL_MEMBER_H
+
+#include "keel.h"
+
+#define KEEL__MAX_COMPONENTS 256
+/* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per
+ * chunk of them instead of one per entity). */
+#define KEEL__ENTRY_CLASSES 8
+
+/* What only an unknown entry has (kept aside: most entries are loaded). */
+typedef struct keel__unknown {
+    char *key;
+    keel_node *preserved;   /* its body as read */
+} keel__unknown;
+
+/* One membership entry: the component stack of an entity, in order. */
+typedef struct keel__entry {
+    keel_kind_id kind;      /* KEEL_NO_KIND when unknown */
+    uint32_t slot;
+    union {                 /* one or the other: 8 bytes less per entry (they are per component) */
+        uint32_t row;       /* loaded: index in the kind's storage */
+        int version;        /* unknown: the version its body was written in */
+    };
+    bool enabled, started, awoken, faulted;
+    union {                 /* the same again */
+        uint64_t born;      /* loaded: first frame it may run in */
+        keel__unknown *unk; /* unknown: key (loaded ones read the registry) and body */
+    };
+    uint64_t serial;        /* per world, never reused (a rollback gives a removed entry its own back) */
+} keel__entry;
+
+/* An entry removed inside a hook transaction: if a rollback brings it back, it keeps its serial. */
+typedef struct keel__tomb {
+    uint32_t index, gen;
+    keel_kind_id kind;
+    uint32_t slot;
+    uint64_t serial;
+} keel__tomb;
+
+struct keel__ent;
+keel__entry *keel__entry_find(struct keel__ent *en, keel_kind_id k, uint32_t slot); /* loaded only */
+const char *keel__entry_key(const keel__entry *m);
+/* The entry of live component c (NULL when c is not alive). */
+keel__entry *keel__comp_entry(const keel_world *w, keel_comp c);
+/* The entry of component c for reading or writing its fields: NotFound (entity, kind or slot),
+ * Unsupported when c is held unknown; `what` ("read", "edited", ...) words the message. */
+keel_status keel__comp_resolve(const keel_world *w, keel_comp c, keel__entry **out, const char *what, keel_diags *d);
+/* Frees every component of the entity (running on_destroy first unless `quiet`). */
+void keel__members_drop(keel_world *w, uint32_t i, bool quiet);
+void keel__unknown_free(keel__unknown *u);
+void keel__entries_release(keel_world *w, struct keel__ent *en); /* back to the pool (entries already emptied) */
+void keel__entry_pools_free(keel_world *w);
+keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *o,
+                               keel_comp *out, keel_diags *d);
+/* Copies entry `m` (of another entity) onto entity `dst` in the same slot. */
+void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
+/* The outermost hook transaction ended: removed entries can no longer come back. */
+void keel__tombs_clear(keel_world *w);
+/* The entry of key `key` (loaded or unknown) in `slot` (KEEL_SLOT_AUTO: the lowest). */
+keel__entry *keel__entry_by_key(struct keel__ent *en, const char *key, uint32_t slot);
+/* Would adding k to entity i break multiplicity, max, requires or rejects? InvalidOperation in d. */
+keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d);
+/* The first frame a component added now may run in. */
+uint64_t keel__born_stamp(const keel_world *w);
+/* Runs awake for k's components not yet awoken, in run order (hot reload adopting entries). */
+void keel__awake_in_run_order(keel_world *w, keel_kind_id only);
+/* Is the kind's placement on the scene root (or off it) allowed? InvalidOperation in d if not. */
+keel_status keel__root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d);
+
+#endif

@@ -1,0 +1,175 @@
+/* record.c — a kind's record layout and its records: defaults, init, fini, copy, get and put of one field. */
+#include "kind.h"
+#include "record.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t keel__layout_offset(const keel_kind_desc *d, int field)
+{
+    size_t off = 0;
+    for (int i = 0; i < field && (size_t)i < d->field_count; i++)
+        off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
+    return off;
+}
+
+size_t keel__layout_size(const keel_kind_desc *d)
+{
+    size_t s = keel__layout_offset(d, (int)d->field_count);
+    return s ? s : 8;
+}
+
+static void put_raw(const keel_field_desc *f, unsigned char *p, const keel_value *v)
+{
+    switch (f->type) {
+    case KEEL_T_BOOL: { bool b = v->as.b; memcpy(p, &b, sizeof b); break; }
+    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(p, &v->as.i, sizeof v->as.i); break;
+    case KEEL_T_FLOAT: memcpy(p, &v->as.f, sizeof v->as.f); break;
+    case KEEL_T_STRING: {
+        char *old;
+        memcpy(&old, p, sizeof old);
+        char *s = keel__strdup(v->as.s ? v->as.s : "");
+        free(old);
+        memcpy(p, &s, sizeof s);
+        break;
+    }
+    case KEEL_T_ASSET: case KEEL_T_ENTITY: {
+        keel_uuid u = v->as.u;
+        if (v->nil)
+            memset(&u, 0, sizeof u);
+        memcpy(p, &u, sizeof u);
+        break;
+    }
+    default: /* vectors */
+        memcpy(p, v->as.v, 8u * (size_t)keel_type_width(f->type));
+        break;
+    }
+}
+
+static void get_raw(const keel_field_desc *f, const unsigned char *p, keel_value *out)
+{
+    memset(out, 0, sizeof *out);
+    out->type = f->type;
+    switch (f->type) {
+    case KEEL_T_BOOL: memcpy(&out->as.b, p, sizeof out->as.b); break;
+    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(&out->as.i, p, sizeof out->as.i); break;
+    case KEEL_T_FLOAT: memcpy(&out->as.f, p, sizeof out->as.f); break;
+    case KEEL_T_STRING: {
+        const char *s;
+        memcpy(&s, p, sizeof s);
+        out->as.s = s ? s : "";
+        break;
+    }
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        memcpy(&out->as.u, p, sizeof out->as.u);
+        out->nil = keel_uuid_is_nil(out->as.u);
+        break;
+    default:
+        memcpy(out->as.v, p, 8u * (size_t)keel_type_width(f->type));
+        break;
+    }
+}
+
+void keel__record_init(keel_kind_id k, void *record)
+{
+    const keel_kind_desc *D = keel_kind_describe(k);
+    if (!D)
+        return;
+    const keel__layout *L = keel__kind_layout(k);
+    memcpy(record, L->defaults, L->size);
+    if (!L->has_strings)
+        return;
+    for (size_t i = 0; i < D->field_count; i++)
+        if (D->fields[i].type == KEEL_T_STRING)
+            put_raw(&D->fields[i], (unsigned char *)record + L->offsets[i], &D->fields[i].def);
+}
+
+void keel__desc_record_fini(const keel_kind_desc *d, void *record)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < d->field_count; i++) {
+        if (d->fields[i].type == KEEL_T_STRING) {
+            char *s;
+            memcpy(&s, (unsigned char *)record + off, sizeof s);
+            free(s);
+        }
+        off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
+    }
+    memset(record, 0, keel__layout_size(d));
+}
+
+void keel__record_fini(keel_kind_id k, void *record)
+{
+    const keel_kind_desc *D = keel_kind_describe(k);
+    if (!D)
+        return;
+    const keel__layout *L = keel__kind_layout(k);
+    if (L->has_strings)
+        keel__desc_record_fini(D, record);
+    else
+        memset(record, 0, L->size);
+}
+
+void keel__record_copy(keel_kind_id k, void *dst, const void *src)
+{
+    const keel_kind_desc *D = keel_kind_describe(k);
+    if (!D)
+        return;
+    const keel__layout *L = keel__kind_layout(k);
+    memcpy(dst, src, L->size);
+    for (size_t i = 0; L->has_strings && i < D->field_count; i++) {
+        if (D->fields[i].type != KEEL_T_STRING)
+            continue;
+        char *s;
+        memcpy(&s, (unsigned char *)src + L->offsets[i], sizeof s);
+        s = keel__strdup(s ? s : "");
+        memcpy((unsigned char *)dst + L->offsets[i], &s, sizeof s);
+    }
+}
+
+void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out)
+{
+    const keel_kind_desc *D = keel_kind_describe(k);
+    const keel__layout *L = keel__kind_layout(k);
+    if (!D || f < 0 || (size_t)f >= D->field_count) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    get_raw(&D->fields[f], (const unsigned char *)record + L->offsets[f], out);
+}
+
+void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v)
+{
+    const keel_kind_desc *D = keel_kind_describe(k);
+    const keel__layout *L = keel__kind_layout(k);
+    if (!D || f < 0 || (size_t)f >= D->field_count)
+        return;
+    put_raw(&D->fields[f], (unsigned char *)record + L->offsets[f], v);
+}
+
+void keel__layout_build(const keel_kind_desc *d, keel__layout *L)
+{
+    free(L->offsets);
+    L->offsets = d->field_count ? keel__xrealloc(NULL, d->field_count * sizeof *L->offsets) : NULL;
+    for (size_t i = 0; i < d->field_count; i++)
+        L->offsets[i] = keel__layout_offset(d, (int)i);
+    L->size = keel__layout_size(d);
+    free(L->defaults);
+    L->defaults = keel__xrealloc(NULL, L->size);
+    memset(L->defaults, 0, L->size);
+    L->has_strings = false;
+    for (size_t i = 0; i < d->field_count; i++) {
+        if (d->fields[i].type == KEEL_T_STRING)
+            L->has_strings = true; /* filled per record: each owns its copy */
+        else
+            put_raw(&d->fields[i], L->defaults + L->offsets[i], &d->fields[i].def);
+    }
+}
+
+void keel__layout_free(keel__layout *L)
+{
+    free(L->offsets);
+    free(L->defaults);
+    *L = (keel__layout){ 0 };
+}

@@ -1,0 +1,25 @@
+/* step.h — lifecycle phases: run lists, hook transactions, batches, faults. */
+#ifndef KEEL_STEP_H
+#define KEEL_STEP_H
+
+#include "bind.h"
+
+#define KEEL__MAX_FIXED_STEPS 8
+
+typedef struct keel__run_item {
+    uint32_t index, gen;
+    keel_kind_id kind;
+    uint32_t slot;
+} keel__run_item;
+
+typedef struct keel__run {
+    keel__run_item *items;
+    size_t count, cap;
+} keel__run;
+
+/* Runs one hook as a transaction; a failure rolls back, faults and records. */
+void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt);
+void keel__runs_free(keel_world *w);
+void keel__faults_free(keel_world *w);
+
+#endif

@@ -1,0 +1,105 @@
+/* store.c — dense per-kind storage: records in pages that never move, row facts, rows freed at phase boundaries. */
+#include "world.h"
+#include "record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Grows the table as needed. */
+keel__store *keel__store_of(keel_world *w, keel_kind_id k)
+{
+    if (k >= w->store_count) {
+        size_t n = (size_t)k + 8;
+        w->stores = keel__xrealloc(w->stores, n * sizeof *w->stores);
+        memset(w->stores + w->store_count, 0, (n - w->store_count) * sizeof *w->stores);
+        w->store_count = n;
+    }
+    keel__store *s = &w->stores[k];
+    if (!s->cap) s->record_size = keel_kind_record_size(k);
+    return s;
+}
+
+uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, uint32_t slot)
+{
+    keel__store *s = keel__store_of(w, k);
+    if (s->count == s->cap) {
+        size_t n = (size_t)KEEL__PAGE << s->npages;
+        s->pages = keel__xrealloc(s->pages, (s->npages + 1) * sizeof *s->pages);
+        s->pages[s->npages++] = keel__xrealloc(NULL, n * (s->record_size ? s->record_size : 1));
+        s->cap += n;
+    }
+    if (s->count == s->acap) { /* the parallel array grows geometrically */
+        s->acap = s->acap ? s->acap * 2 : KEEL__PAGE;
+        s->rows = keel__xrealloc(s->rows, s->acap * sizeof *s->rows);
+    }
+    size_t row = s->count++;
+    s->changes++;
+    /* the record itself is filled by the caller (init, copy or decode) */
+    s->rows[row] = (keel__row){ (uint32_t)owner, slot, 0 };
+    return (uint32_t)row;
+}
+
+/* Swap-remove: the last row moves into `row` and its membership entry follows it. */
+void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
+{
+    keel__store *s = &w->stores[k];
+    keel__record_fini(k, keel__store_rec(s, row));
+    s->changes++;
+    size_t last = s->count - 1;
+    if (row != last) {
+        memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
+        s->rows[row] = s->rows[last];
+        uint32_t o = s->rows[row].owner; /* never a pending row: those go last first */
+        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? keel__entry_find(&w->ents[o], k, s->rows[row].slot)
+                                                             : NULL;
+        if (m) m->row = row;
+    }
+    s->count--;
+}
+
+void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
+{
+    if (!w->in_step) {
+        keel__store_remove_now(w, k, row);
+        return;
+    }
+    /* a hook may still hold this record: free it at the phase boundary */
+    w->stores[k].rows[row].owner = KEEL__NONE;
+    w->stores[k].changes++;
+    if (w->pending_count == w->pending_cap) {
+        w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
+        w->pending = keel__xrealloc(w->pending, w->pending_cap * sizeof *w->pending);
+    }
+    w->pending[w->pending_count++] = (keel__pending){ k, row };
+}
+
+static int pending_cmp(const void *a, const void *b)
+{
+    const keel__pending *x = a, *y = b;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return x->row < y->row ? 1 : x->row > y->row ? -1 : 0; /* rows descending */
+}
+
+/* Descending rows per kind: each swap-remove pulls in a row that is not pending. */
+void keel__store_flush_pending(keel_world *w)
+{
+    if (!w->pending_count) return;
+    qsort(w->pending, w->pending_count, sizeof *w->pending, pending_cmp);
+    for (size_t i = 0; i < w->pending_count; i++) keel__store_remove_now(w, w->pending[i].kind, w->pending[i].row);
+    w->pending_count = 0;
+    w->structure++;
+}
+
+void keel__store_free_all(keel_world *w)
+{
+    for (size_t k = 0; k < w->store_count; k++) {
+        keel__store *s = &w->stores[k];
+        for (size_t r = 0; r < s->count; r++) keel__record_fini((keel_kind_id)k, keel__store_rec(s, r));
+        for (size_t p = 0; p < s->npages; p++) free(s->pages[p]);
+        free(s->pages);
+        free(s->rows);
+    }
+    free(w->stores);
+    w->stores = NULL;
+    w->store_count = 0;
+}

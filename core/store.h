@@ -1,0 +1,53 @@
+/* store.h — dense per-kind storage: records in pages that never move, and what each row knows. */
+#ifndef KEEL_STORE_H
+#define KEEL_STORE_H
+
+#include "keel.h"
+
+/* Records live in pages that never move (a hook's record pointer survives appends);
+ * page k holds KEEL__PAGE << k records, so a big store has few page breaks and a
+ * small one wastes little. */
+#define KEEL__PAGE_SHIFT 6
+#define KEEL__PAGE (1u << KEEL__PAGE_SHIFT)
+
+/* What a storage row knows besides its record. */
+typedef struct keel__row {
+    uint32_t owner;         /* entity index (rows belong to live entities); KEEL__NONE: freed at
+                               the next phase boundary */
+    uint32_t slot;
+    uint64_t counter;       /* bumps on every write */
+} keel__row;
+
+/* Dense per-kind storage: records in pages, and a parallel array of row facts. */
+typedef struct keel__store {
+    size_t record_size;
+    size_t count, cap;      /* cap = KEEL__PAGE * (2^npages - 1) */
+    size_t npages;
+    size_t acap;            /* capacity of rows */
+    uint64_t changes;       /* bumps when rows come, go or move: queries over this kind rebuild */
+    unsigned char **pages;
+    keel__row *rows;
+} keel__store;
+
+/* A row whose owner went away: freed at the next phase boundary (a running hook may hold it). */
+typedef struct keel__pending { keel_kind_id kind; uint32_t row; } keel__pending;
+
+static inline void *keel__store_rec(const keel__store *s, size_t row)
+{
+    size_t q = (row >> KEEL__PAGE_SHIFT) + 1;
+    unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)q);
+    size_t first = (((size_t)1 << k) - 1) << KEEL__PAGE_SHIFT;
+    return s->pages[k] + (row - first) * s->record_size;
+}
+/* The store of kind k in w, created (sized for k's current layout) on first use. */
+keel__store *keel__store_of(keel_world *w, keel_kind_id k);
+/* A new row holding k's defaults, owned by entity `owner` in `slot`. */
+uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, uint32_t slot);
+/* Finalises the row's record and frees it now (the last row moves into its place). */
+void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row);
+/* Finalises the row's record; the row itself is freed at the next phase boundary. */
+void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
+void keel__store_flush_pending(keel_world *w);
+void keel__store_free_all(keel_world *w);
+
+#endif

@@ -1,0 +1,83 @@
+/* world.h — the world object (the one struct the world's files share, as Lua's lstate.h). */
+#ifndef KEEL_WORLD_H
+#define KEEL_WORLD_H
+
+#include "util.h"
+#include "entity.h"
+#include "member.h"
+#include "store.h"
+#include "step.h"
+#include "txn.h"
+
+struct keel_world {
+    keel_uuid uuid;
+    char *name;
+    keel_grid grid;
+    uint64_t revision, epoch, frame;
+    uint64_t structure;               /* bumps on every structural change */
+    keel__ent *ents;
+    uint32_t ent_count, ent_cap;      /* index 0 is the root */
+    uint32_t *free_idx;
+    size_t free_count, free_cap;
+    uint32_t *held;                   /* indices freed inside a hook: reusable once it commits, */
+    size_t held_count, held_cap;      /* so a rollback can give the entity back its handle */
+    uint32_t reuse_index, reuse_gen;  /* set by a rollback's spawn: come back as this handle */
+    size_t live;                      /* root excluded */
+    uint64_t *hash;                   /* open addressing: hash << 32 | (index + 1), 0 empty */
+    keel__name *names;
+    size_t names_cap, names_used;     /* used counts dead slots too */
+    size_t hash_cap, hash_used;
+    /* keel_entity_child's last answer: walking on from it makes an index loop over children linear */
+    uint32_t child_parent, child_at;
+    size_t child_pos;
+    uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
+    keel__entry *entry_free[KEEL__ENTRY_CLASSES]; /* pooled membership arrays by capacity class */
+    unsigned char *entry_tail[KEEL__ENTRY_CLASSES];     /* the newest chunk's blocks never handed out: */
+    unsigned char *entry_tail_end[KEEL__ENTRY_CLASSES]; /* [tail, tail_end) of each class */
+    void **entry_chunks;              /* what the pools carve from, freed with the world */
+    size_t entry_chunk_count, entry_chunk_cap;
+    keel__store *stores;              /* by kind id */
+    size_t store_count;
+    keel_uuid next_uuid[KEEL__UUID_AHEAD]; /* drawn ahead (see keel__new_uuid) */
+    uint32_t next_pos;
+    bool next_ready;
+    /* lifecycle */
+    bool in_step;
+    double fixed_dt, acc;
+    keel__run runs[KEEL_PHASE_COUNT_];
+    uint64_t runs_structure;
+    bool runs_valid;
+    keel__pending *pending;
+    size_t pending_count, pending_cap;
+    /* transactions */
+    keel__jentry *log;                /* the open transactions' journal (txn.c) */
+    size_t log_count, log_cap;
+    int txn_depth;
+    int cmd_depth;                    /* only the outermost command logs its inverse */
+    bool rolling_back;                /* no hooks, no logging */
+    keel_comp hook_comp;              /* the component whose hook is running (readonly fields are its own) */
+    keel_fault *faults;
+    size_t fault_count, fault_cap;
+    keel_world *next_world, *prev_world;
+    /* membership serials */
+    uint64_t last_serial;
+    keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
+    size_t tomb_count, tomb_cap;
+};
+
+/* Every live world, for registry changes (linked through next_world). */
+keel_world *keel__world_list(void);
+static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
+{
+    return ((keel_entity)w->ents[i].gen << 32) | i;
+}
+/* Whether entity i and all its ancestors are enabled (a disabled one parks its subtree). */
+static inline bool keel__active(const keel_world *w, uint32_t i)
+{
+    for (; i != KEEL__NONE; i = w->ents[i].parent)
+        if (!w->ents[i].enabled) return false;
+    return true;
+}
+void keel__touch(keel_world *w); /* structural change */
+
+#endif

@@ -235,28 +235,7 @@ static keel_node *scalar_num(double f)
 
 static keel_node *value_to_node(const keel_field_desc *fd, const keel_value *v)
 {
-    char buf[64];
-    switch (fd->type) {
-    case KEEL_T_BOOL: return keel_node_new_scalar(v->as.b ? "true" : "false", KEEL_STYLE_PLAIN);
-    case KEEL_T_INT:
-        snprintf(buf, sizeof buf, "%" PRId64, v->as.i);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    case KEEL_T_FLOAT: return scalar_num(v->as.f);
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
-        keel_node *s = keel_node_new_seq();
-        s->style = KEEL_STYLE_FLOW;
-        for (int i = 0; i < keel_type_width(fd->type); i++) keel_node_push(s, scalar_num(v->as.v[i]));
-        return s;
-    }
-    case KEEL_T_ENUM: return keel_node_new_scalar(choice_name(fd, v->as.i), KEEL_STYLE_PLAIN);
-    case KEEL_T_STRING: return keel_node_new_scalar(v->as.s ? v->as.s : "", KEEL_STYLE_DOUBLE);
-    case KEEL_T_ASSET:
-    case KEEL_T_ENTITY:
-        if (v->nil) return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
-        keel_uuid_format(v->as.u, buf);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    default: return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
-    }
+    return keel__value_node(fd->type, v, fd->type == KEEL_T_ENUM ? choice_name(fd, v->as.i) : NULL, true);
 }
 
 /* The field a body table's string key at idx names; -1 with NotFound in d when none does

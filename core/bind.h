@@ -62,6 +62,12 @@ void keel__batch_done(keel__batch *b, keel_status st);
 /* The kind of the batch's next item (the binding prepares its per-kind state from it). */
 keel_kind_id keel__batch_kind(const keel__batch *b);
 
+/* ---- value.c ---- */
+
+/* The value as a body node of type t (`choice`: an enum's choice name). `quote_text`: strings
+ * double-quoted and choices plain, as typed text; else both left to the writer (canonical). */
+keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice, bool quote_text);
+
 /* ---- util.c ---- */
 
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */

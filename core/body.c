@@ -1,6 +1,7 @@
 /* body.c — component bodies (keel_node MAPs of field values by name) <-> records. */
 #include "util.h"
 #include "body.h"
+#include "value.h"
 #include "kind.h"
 #include "record.h"
 
@@ -253,18 +254,6 @@ keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version
     return first;
 }
 
-static keel_node *scalar(const char *text, keel_node_style style)
-{
-    return keel_node_new_scalar(text, style);
-}
-
-static keel_node *number(double x)
-{
-    char buf[40];
-    keel_format_double(x, buf, sizeof buf);
-    return scalar(buf, KEEL_STYLE_PLAIN);
-}
-
 keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient)
 {
     const keel_kind_desc *K = keel_kind_describe(k);
@@ -278,37 +267,7 @@ keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_trans
             continue;
         keel_value v;
         keel__record_get(k, record, (int)i, &v);
-        keel_node *n;
-        char buf[40];
-        switch (f->type) {
-        case KEEL_T_BOOL: n = scalar(v.as.b ? "true" : "false", KEEL_STYLE_PLAIN); break;
-        case KEEL_T_INT:
-            snprintf(buf, sizeof buf, "%" PRId64, v.as.i);
-            n = scalar(buf, KEEL_STYLE_PLAIN);
-            break;
-        case KEEL_T_FLOAT: n = number(v.as.f); break;
-        case KEEL_T_ENUM:
-            n = scalar(v.as.i >= 0 && (size_t)v.as.i < f->choice_count ? f->choices[v.as.i] : f->choices[0],
-                       KEEL_STYLE_ANY);
-            break;
-        case KEEL_T_STRING: n = scalar(v.as.s, KEEL_STYLE_ANY); break;
-        case KEEL_T_ASSET: case KEEL_T_ENTITY:
-            if (v.nil) {
-                n = scalar("null", KEEL_STYLE_PLAIN);
-            } else {
-                char u[37];
-                keel_uuid_format(v.as.u, u);
-                n = scalar(u, KEEL_STYLE_PLAIN);
-            }
-            break;
-        default: {
-            n = keel_node_new_seq();
-            n->style = KEEL_STYLE_FLOW;
-            for (int j = 0; j < keel_type_width(f->type); j++)
-                keel_node_push(n, number(v.as.v[j]));
-            break;
-        }
-        }
+        keel_node *n = keel__value_node(f->type, &v, f->type == KEEL_T_ENUM ? keel__value_choice(f, v.as.i) : NULL, false);
         keel_node_put(map, f->key, n);
     }
     return map;

@@ -12,6 +12,7 @@
 #include <zlib.h>
 #include "cook.h"
 #include "field.h"
+#include "value.h"
 
 static const char *const section_names[] = { "?", "strings", "scene", "entities", "components" };
 
@@ -278,36 +279,6 @@ static void read_value(rd *r, const cooked *ck, keel_type t, keel_value *v, cons
     }
 }
 
-/* The value as body text, for the migration / unknown-kind path. */
-static keel_node *value_node(const keel_value *v, const char *enum_name)
-{
-    char buf[64];
-    switch (v->type) {
-    case KEEL_T_BOOL: return keel_node_new_scalar(v->as.b ? "true" : "false", KEEL_STYLE_PLAIN);
-    case KEEL_T_INT:
-        snprintf(buf, sizeof buf, "%lld", (long long)v->as.i);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    case KEEL_T_FLOAT:
-        keel_format_double(v->as.f, buf, sizeof buf);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
-        keel_node *s = keel_node_new_seq();
-        s->style = KEEL_STYLE_FLOW;
-        for (int i = 0; i < keel_type_width(v->type); i++) {
-            keel_format_double(v->as.v[i], buf, sizeof buf);
-            keel_node_push(s, keel_node_new_scalar(buf, KEEL_STYLE_PLAIN));
-        }
-        return s;
-    }
-    case KEEL_T_ENUM: return keel_node_new_scalar(enum_name, KEEL_STYLE_PLAIN);
-    case KEEL_T_STRING: return keel_node_new_scalar(v->as.s, KEEL_STYLE_DOUBLE);
-    case KEEL_T_ASSET: case KEEL_T_ENTITY:
-        if (v->nil) return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
-        keel_uuid_format(v->as.u, buf);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    default: return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
-    }
-}
 
 typedef struct comp_hdr {
     uint32_t owner, key, version, slot, nfields;
@@ -324,7 +295,7 @@ static keel_node *fields_node(rd *r, const cooked *ck, uint32_t nf)
         keel_value v;
         const char *en = NULL;
         read_value(r, ck, t, &v, &en);
-        keel_node_put(body, key, value_node(&v, en));
+        keel_node_put(body, key, keel__value_node(v.type, &v, en, true));
     }
     return body;
 }

@@ -4,6 +4,7 @@
 #include "kind.h"
 #include "record.h"
 #include "reload.h"
+#include "value.h"
 
 #include <float.h>
 #include <math.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define STRING_LIMIT (64u * 1024u)
 
 typedef struct kind {
     keel_kind_desc desc;  /* deep copy: every string and array owned here */
@@ -163,183 +163,6 @@ size_t keel_kind_field_offset(keel_kind_id k, int field)
     return K->lay.offsets[field];
 }
 
-/* ---- value checks ---- */
-
-static void fmt_num(double v, char *buf, size_t cap)
-{
-    keel_format_double(v, buf, cap);
-}
-
-static int choice_index(const keel_field_desc *f, const char *name)
-{
-    for (size_t i = 0; name && i < f->choice_count; i++)
-        if (!strcmp(f->choices[i], name))
-            return (int)i;
-    return -1;
-}
-
-static keel_status check_bounds(const keel_field_desc *f, double x, keel_diags *d)
-{
-    char a[40], b[40];
-    if (f->has_min && (f->min_exclusive ? !(x > f->min) : !(x >= f->min))) {
-        fmt_num(x, a, sizeof a);
-        fmt_num(f->min, b, sizeof b);
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is below the minimum (%s %s)",
-                          f->key, a, f->min_exclusive ? ">" : ">=", b);
-    }
-    if (f->has_max && (f->max_exclusive ? !(x < f->max) : !(x <= f->max))) {
-        fmt_num(x, a, sizeof a);
-        fmt_num(f->max, b, sizeof b);
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is above the maximum (%s %s)",
-                          f->key, a, f->max_exclusive ? "<" : "<=", b);
-    }
-    return KEEL_OK;
-}
-
-static keel_status check_finite(const keel_field_desc *f, double x, keel_diags *d)
-{
-    if (isfinite(x))
-        return KEEL_OK;
-    char a[40];
-    fmt_num(x, a, sizeof a);
-    return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is not a finite number", f->key, a);
-}
-
-static keel_status wrong_type(const keel_field_desc *f, const keel_value *v, keel_diags *d)
-{
-    return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected %s, got %s", f->key,
-                      keel_type_name(f->type), keel_type_name(v->type));
-}
-
-/* The check behind keel_field_check, usable on a field desc before the kind exists. */
-static keel_status field_check(const keel_field_desc *f, keel_value *v, keel_diags *d)
-{
-    keel_status st;
-    switch (f->type) {
-    case KEEL_T_BOOL:
-        if (v->type != KEEL_T_BOOL)
-            return wrong_type(f, v, d);
-        return KEEL_OK;
-    case KEEL_T_INT:
-        if (v->type == KEEL_T_FLOAT) {
-            double x = v->as.f;
-            if ((st = check_finite(f, x, d)))
-                return st;
-            if (x != floor(x) || x < -9223372036854775808.0 || x >= 9223372036854775808.0) {
-                char a[40];
-                fmt_num(x, a, sizeof a);
-                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected int, got %s",
-                                  f->key, a);
-            }
-            v->type = KEEL_T_INT;
-            v->as.i = (int64_t)x;
-        } else if (v->type != KEEL_T_INT) {
-            return wrong_type(f, v, d);
-        }
-        if (f->has_min || f->has_max) {
-            /* Compare exactly where doubles would round: bounds are doubles anyway. */
-            return check_bounds(f, (double)v->as.i, d);
-        }
-        return KEEL_OK;
-    case KEEL_T_FLOAT:
-        if (v->type == KEEL_T_INT) {
-            double x = (double)v->as.i;
-            v->type = KEEL_T_FLOAT;
-            v->as.f = x;
-        } else if (v->type != KEEL_T_FLOAT) {
-            return wrong_type(f, v, d);
-        }
-        if ((st = check_finite(f, v->as.f, d)))
-            return st;
-        return check_bounds(f, v->as.f, d);
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
-        int n = keel_type_width(f->type);
-        if (!is_vector(v->type) || keel_type_width(v->type) != n)
-            return wrong_type(f, v, d);
-        v->type = f->type;
-        for (int i = 0; i < n; i++) {
-            if ((st = check_finite(f, v->as.v[i], d)))
-                return st;
-            if ((st = check_bounds(f, v->as.v[i], d)))
-                return st;
-        }
-        if (f->type == KEEL_T_QUAT) {
-            double len = sqrt(v->as.v[0] * v->as.v[0] + v->as.v[1] * v->as.v[1] +
-                              v->as.v[2] * v->as.v[2] + v->as.v[3] * v->as.v[3]);
-            if (!(len > 0) || !isfinite(len)) { /* squares of 1e300 or 1e-300 leave the doubles: scale first */
-                double big = 0, sum = 0;
-                for (int i = 0; i < 4; i++)
-                    big = fmax(big, fabs(v->as.v[i]));
-                for (int i = 0; big > 0 && i < 4; i++)
-                    sum += (v->as.v[i] / big) * (v->as.v[i] / big);
-                len = big * sqrt(sum);
-            }
-            if (!(len > 0) || !isfinite(len))
-                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
-                                  "%s: a zero quaternion cannot be normalized", f->key);
-            /* Near-unit quaternions are left alone: dividing by a length one ulp
-             * off 1 moves the last digit back and forth, and a saved scene
-             * would never reach a fixed point. */
-            if (fabs(len - 1.0) > 4 * DBL_EPSILON)
-                for (int i = 0; i < 4; i++)
-                    v->as.v[i] /= len;
-        }
-        return KEEL_OK;
-    }
-    case KEEL_T_ENUM:
-        if (v->type == KEEL_T_STRING) {
-            int c = choice_index(f, v->as.s);
-            if (c < 0)
-                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not one of its choices",
-                                  f->key, v->as.s ? v->as.s : "");
-            v->type = KEEL_T_ENUM;
-            v->as.i = c;
-            return KEEL_OK;
-        }
-        if (v->type != KEEL_T_ENUM && v->type != KEEL_T_INT)
-            return wrong_type(f, v, d);
-        if (v->as.i < 0 || (uint64_t)v->as.i >= f->choice_count)
-            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
-                              "%s: choice %lld is out of range (0 to %zu)", f->key,
-                              (long long)v->as.i, f->choice_count ? f->choice_count - 1 : 0);
-        v->type = KEEL_T_ENUM;
-        return KEEL_OK;
-    case KEEL_T_STRING:
-        if (v->type != KEEL_T_STRING)
-            return wrong_type(f, v, d);
-        if (v->as.s && strlen(v->as.s) > STRING_LIMIT)
-            return keel_error(d, KEEL_LIMIT_EXCEEDED, f->key,
-                              "%s: string of %zu bytes exceeds the limit of %u", f->key,
-                              strlen(v->as.s), STRING_LIMIT);
-        if (v->as.s && !keel__utf8_valid(v->as.s)) /* a scene file could not hold it */
-            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: a string must be valid UTF-8", f->key);
-        return KEEL_OK;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY:
-        if (v->type == KEEL_T_STRING) {
-            keel_uuid u;
-            if (!v->as.s || !*v->as.s) {
-                memset(&u, 0, sizeof u);
-            } else if (!keel_uuid_parse(v->as.s, &u)) {
-                return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not a UUID", f->key,
-                                  v->as.s);
-            }
-            v->type = f->type;
-            v->as.u = u;
-            v->nil = keel_uuid_is_nil(u);
-            return KEEL_OK;
-        }
-        if (v->type != KEEL_T_ASSET && v->type != KEEL_T_ENTITY)
-            return wrong_type(f, v, d);
-        v->type = f->type;
-        if (v->nil)
-            memset(&v->as.u, 0, sizeof v->as.u);
-        v->nil = keel_uuid_is_nil(v->as.u);
-        return KEEL_OK;
-    default:
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: bad field type %d", f->key, (int)f->type);
-    }
-}
-
 keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diags *d)
 {
     kind *K = kind_get(k);
@@ -350,7 +173,7 @@ keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diag
     if (!v)
         return keel_error(d, KEEL_INVALID_ARGUMENT, K->desc.fields[field].key, "%s: no value given",
                           K->desc.fields[field].key);
-    return field_check(&K->desc.fields[field], v, d);
+    return keel__value_check(&K->desc.fields[field], v, d);
 }
 
 /* ---- records ---- */
@@ -512,7 +335,7 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     keel_value def = src->has_default ? src->def : implicit_default(src);
     keel_diags tmp;
     keel_diags_init(&tmp);
-    keel_status st = field_check(src, &def, &tmp);
+    keel_status st = keel__value_check(src, &def, &tmp);
     if (st) {
         const char *msg = tmp.count ? tmp.items[0].message : "";
         keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: bad default for %s", kkey, msg);

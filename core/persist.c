@@ -2,6 +2,7 @@
 #include "util.h"
 #include "body.h"
 #include "field.h"
+#include "value.h"
 #include "bytes.h"
 #include "kind.h"
 #include "record.h"
@@ -580,20 +581,6 @@ static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const ke
     }
 }
 
-static bool value_equal(const keel_value *a, const keel_value *b)
-{
-    if (a->type != b->type || a->nil != b->nil) return false;
-    switch (a->type) {
-    case KEEL_T_BOOL: return a->as.b == b->as.b;
-    case KEEL_T_INT: case KEEL_T_ENUM: return a->as.i == b->as.i;
-    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof a->as.f) == 0;
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
-        return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(a->type)) == 0;
-    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: return a->nil || keel_uuid_equal(a->as.u, b->as.u);
-    default: return false;
-    }
-}
 
 /* The saved fields of a live component that differ from the baseline, as a MAP of encoded values.
  * Values are compared typed; only a component with a difference is encoded. */
@@ -611,7 +598,7 @@ static keel_node *changed_fields(const keel_baseline *base, const base_comp *bc,
             if (strcmp(bk->keys[i], fd->key) == 0) bf = i;
         keel_value v;
         if (bf == SIZE_MAX || bk->types[bf] != fd->type || keel_get(w, c, (int)f, &v, NULL) != KEEL_OK ||
-            !value_equal(&v, &bc->vals[bf])) {
+            !keel__value_equal(&v, &bc->vals[bf])) {
             diff[f] = true;
             ndiff++;
         }
@@ -1193,7 +1180,7 @@ static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, co
         keel_value nv, ov;
         keel__record_get(c.kind, scratch, (int)f, &nv);
         keel__record_get(c.kind, live, (int)f, &ov);
-        if (!value_equal(&nv, &ov)) pending[f] = true, left++;
+        if (!keel__value_equal(&nv, &ov)) pending[f] = true, left++;
     }
     keel_diags last;
     keel_diags_init(&last);

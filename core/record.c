@@ -2,6 +2,7 @@
 #include "kind.h"
 #include "record.h"
 #include "util.h"
+#include "value.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,57 +21,6 @@ size_t keel__layout_size(const keel_kind_desc *d)
     return s ? s : 8;
 }
 
-static void put_raw(const keel_field_desc *f, unsigned char *p, const keel_value *v)
-{
-    switch (f->type) {
-    case KEEL_T_BOOL: { bool b = v->as.b; memcpy(p, &b, sizeof b); break; }
-    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(p, &v->as.i, sizeof v->as.i); break;
-    case KEEL_T_FLOAT: memcpy(p, &v->as.f, sizeof v->as.f); break;
-    case KEEL_T_STRING: {
-        char *old;
-        memcpy(&old, p, sizeof old);
-        char *s = keel__strdup(v->as.s ? v->as.s : "");
-        free(old);
-        memcpy(p, &s, sizeof s);
-        break;
-    }
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: {
-        keel_uuid u = v->as.u;
-        if (v->nil)
-            memset(&u, 0, sizeof u);
-        memcpy(p, &u, sizeof u);
-        break;
-    }
-    default: /* vectors */
-        memcpy(p, v->as.v, 8u * (size_t)keel_type_width(f->type));
-        break;
-    }
-}
-
-static void get_raw(const keel_field_desc *f, const unsigned char *p, keel_value *out)
-{
-    memset(out, 0, sizeof *out);
-    out->type = f->type;
-    switch (f->type) {
-    case KEEL_T_BOOL: memcpy(&out->as.b, p, sizeof out->as.b); break;
-    case KEEL_T_INT: case KEEL_T_ENUM: memcpy(&out->as.i, p, sizeof out->as.i); break;
-    case KEEL_T_FLOAT: memcpy(&out->as.f, p, sizeof out->as.f); break;
-    case KEEL_T_STRING: {
-        const char *s;
-        memcpy(&s, p, sizeof s);
-        out->as.s = s ? s : "";
-        break;
-    }
-    case KEEL_T_ASSET: case KEEL_T_ENTITY:
-        memcpy(&out->as.u, p, sizeof out->as.u);
-        out->nil = keel_uuid_is_nil(out->as.u);
-        break;
-    default:
-        memcpy(out->as.v, p, 8u * (size_t)keel_type_width(f->type));
-        break;
-    }
-}
-
 void keel__record_init(keel_kind_id k, void *record)
 {
     const keel_kind_desc *D = keel_kind_describe(k);
@@ -82,7 +32,7 @@ void keel__record_init(keel_kind_id k, void *record)
         return;
     for (size_t i = 0; i < D->field_count; i++)
         if (D->fields[i].type == KEEL_T_STRING)
-            put_raw(&D->fields[i], (unsigned char *)record + L->offsets[i], &D->fields[i].def);
+            keel__value_store(&D->fields[i], (unsigned char *)record + L->offsets[i], &D->fields[i].def);
 }
 
 void keel__desc_record_fini(const keel_kind_desc *d, void *record)
@@ -136,7 +86,7 @@ void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out
         memset(out, 0, sizeof *out);
         return;
     }
-    get_raw(&D->fields[f], (const unsigned char *)record + L->offsets[f], out);
+    keel__value_load(&D->fields[f], (const unsigned char *)record + L->offsets[f], out);
 }
 
 void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v)
@@ -145,7 +95,7 @@ void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v)
     const keel__layout *L = keel__kind_layout(k);
     if (!D || f < 0 || (size_t)f >= D->field_count)
         return;
-    put_raw(&D->fields[f], (unsigned char *)record + L->offsets[f], v);
+    keel__value_store(&D->fields[f], (unsigned char *)record + L->offsets[f], v);
 }
 
 void keel__layout_build(const keel_kind_desc *d, keel__layout *L)
@@ -163,7 +113,7 @@ void keel__layout_build(const keel_kind_desc *d, keel__layout *L)
         if (d->fields[i].type == KEEL_T_STRING)
             L->has_strings = true; /* filled per record: each owns its copy */
         else
-            put_raw(&d->fields[i], L->defaults + L->offsets[i], &d->fields[i].def);
+            keel__value_store(&d->fields[i], L->defaults + L->offsets[i], &d->fields[i].def);
     }
 }
 

@@ -4,6 +4,8 @@
 #include "util.h"
 #include "bytes.h"
 
+#include <stdlib.h>
+
 uint8_t *keel__buf_grow(keel__buf *b, size_t n)
 {
     if (b->len + n > b->cap) {
@@ -54,4 +56,104 @@ void keel__buf_f64(keel__buf *b, double d)
 void keel__buf_bytes(keel__buf *b, const void *p, size_t n)
 {
     if (n) memcpy(keel__buf_grow(b, n), p, n);
+}
+
+/* ---- typed writes and the bounded reader (save slots) ---- */
+
+void keel__buf_uuid(keel__buf *b, keel_uuid u) { keel__buf_bytes(b, u.bytes, 16); }
+void keel__buf_str(keel__buf *b, const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    keel__buf_u32(b, (uint32_t)n);
+    keel__buf_bytes(b, s, n);
+}
+void keel__buf_node(keel__buf *b, const keel_node *n)
+{
+    keel__buf_u8(b, (uint8_t)n->kind);
+    keel__buf_u8(b, (uint8_t)n->style);
+    if (n->kind == KEEL_NODE_SCALAR) {
+        keel__buf_u32(b, (uint32_t)n->len);
+        keel__buf_bytes(b, n->text, n->len);
+        return;
+    }
+    keel__buf_u32(b, (uint32_t)n->count);
+    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) keel__buf_node(b, &n->items[i]);
+}
+
+
+
+char *keel__rd_str(keel__rd *r, const char *what)
+{
+    uint32_t n = keel__rd_u32(r, what);
+    if (!keel__rd_need(r, n, what)) return NULL;
+    if (memchr(r->p + r->pos, 0, n)) {
+        r->err = "a string holds a NUL byte";
+        return NULL;
+    }
+    char *s = keel__xrealloc(NULL, (size_t)n + 1);
+    memcpy(s, r->p + r->pos, n);
+    s[n] = 0;
+    r->pos += n;
+    return s;
+}
+/* A count whose items take at least `min` bytes each: bounded by what is left. */
+uint32_t keel__rd_count(keel__rd *r, size_t min, const char *what)
+{
+    uint32_t n = keel__rd_u32(r, what);
+    if (!r->err && n > (r->len - r->pos) / min) {
+        r->err = "a count runs past the end of the state";
+        return 0;
+    }
+    return n;
+}
+
+keel_node *keel__rd_node(keel__rd *r, int depth, int max_depth)
+{
+    if (depth > max_depth) {
+        if (!r->err) r->err = "a body is nested too deeply";
+        return NULL;
+    }
+    uint8_t kind = keel__rd_u8(r, "truncated body");
+    uint8_t style = keel__rd_u8(r, "truncated body");
+    if (r->err) return NULL;
+    if (kind > KEEL_NODE_MAP || style > KEEL_STYLE_BLOCK) {
+        r->err = "a body node has a bad kind or style";
+        return NULL;
+    }
+    if (kind == KEEL_NODE_SCALAR) {
+        char *text = keel__rd_str(r, "truncated scalar");
+        if (!text) return NULL;
+        keel_node *n = keel_node_new_scalar(text, (keel_node_style)style);
+        free(text);
+        return n;
+    }
+    uint32_t count = keel__rd_count(r, kind == KEEL_NODE_MAP ? 12 : 6, "truncated collection");
+    if (r->err) return NULL;
+    keel_node *n = kind == KEEL_NODE_MAP ? keel_node_new_map() : keel_node_new_seq();
+    n->style = (keel_node_style)style;
+    for (uint32_t i = 0; i < count; i++) {
+        if (kind == KEEL_NODE_MAP) {
+            keel_node *k = keel__rd_node(r, depth + 1, max_depth);
+            keel_node *v = k ? keel__rd_node(r, depth + 1, max_depth) : NULL;
+            if (!v || k->kind != KEEL_NODE_SCALAR) {
+                if (!r->err) r->err = "a map key is not a scalar";
+                keel_node_free(k);
+                keel_node_free(v);
+                keel_node_free(n);
+                return NULL;
+            }
+            keel_node_put(n, k->text, v);
+            n->items[2 * (n->count - 1)].style = k->style; /* unknown bodies keep their key styles */
+            keel_node_free(k);
+        } else {
+            keel_node *v = keel__rd_node(r, depth + 1, max_depth);
+            if (!v) {
+                keel_node_free(n);
+                return NULL;
+            }
+            keel_node_push(n, v);
+        }
+    }
+    return n;
 }

@@ -1,8 +1,10 @@
-/* persist.c — save games: a baseline of the authored scene, slot files holding the difference from it. */
+/* save.c — save games: a baseline of the authored scene, and the difference from it that a slot
+ * file holds (slotfile.c): captured, encoded, decoded and applied all or nothing. */
 #include "util.h"
 #include "body.h"
 #include "field.h"
 #include "value.h"
+#include "slotfile.h"
 #include "bytes.h"
 #include "kind.h"
 #include "record.h"
@@ -16,10 +18,6 @@
 #include <time.h>
 #include <zlib.h>
 
-#define SAVE_VERSION 1u
-#define SAVE_HEADER 16u                   /* magic 8, version u32, info length u32 */
-#define SAVE_INFO_MAX (1u << 20)          /* slot details text */
-#define SAVE_STATE_MAX (1024u * 1024u * 1024u) /* decompressed state bound */
 #define SAVE_NODE_DEPTH 64
 
 enum { REC_SPAWNED = 1, REC_NAME = 2, REC_ENABLED = 4, REC_PARENT = 8 };
@@ -212,337 +210,6 @@ void keel_baseline_free(keel_baseline *b)
     free(b);
 }
 
-void keel_slot_info_free(keel_slot_info *i)
-{
-    if (!i) return;
-    free(i->title);
-    keel_node_free(i->fields);
-    memset(i, 0, sizeof *i);
-}
-
-/* ================================================================ bytes */
-
-static void wb_uuid(keel__buf *b, keel_uuid u) { keel__buf_bytes(b, u.bytes, 16); }
-static void wb_str(keel__buf *b, const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    keel__buf_u32(b, (uint32_t)n);
-    keel__buf_bytes(b, s, n);
-}
-static void wb_node(keel__buf *b, const keel_node *n)
-{
-    keel__buf_u8(b, (uint8_t)n->kind);
-    keel__buf_u8(b, (uint8_t)n->style);
-    if (n->kind == KEEL_NODE_SCALAR) {
-        keel__buf_u32(b, (uint32_t)n->len);
-        keel__buf_bytes(b, n->text, n->len);
-        return;
-    }
-    keel__buf_u32(b, (uint32_t)n->count);
-    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
-    for (size_t i = 0; i < items; i++) wb_node(b, &n->items[i]);
-}
-
-
-/* A bounded reader: the first failure sticks, with its message. */
-typedef struct rd {
-    const uint8_t *p;
-    size_t len, pos;
-    const char *err;
-} rd;
-
-static bool rd_need(rd *r, size_t n, const char *what)
-{
-    if (r->err) return false;
-    if (n > r->len - r->pos) {
-        r->err = what;
-        return false;
-    }
-    return true;
-}
-static uint8_t rd_u8(rd *r, const char *what) { return rd_need(r, 1, what) ? r->p[r->pos++] : 0; }
-static uint32_t rd_u32(rd *r, const char *what)
-{
-    if (!rd_need(r, 4, what)) return 0;
-    uint32_t v = keel__get_u32(r->p + r->pos);
-    r->pos += 4;
-    return v;
-}
-static keel_uuid rd_uuid(rd *r, const char *what)
-{
-    keel_uuid u = { { 0 } };
-    if (rd_need(r, 16, what)) {
-        memcpy(u.bytes, r->p + r->pos, 16);
-        r->pos += 16;
-    }
-    return u;
-}
-static char *rd_str(rd *r, const char *what)
-{
-    uint32_t n = rd_u32(r, what);
-    if (!rd_need(r, n, what)) return NULL;
-    if (memchr(r->p + r->pos, 0, n)) {
-        r->err = "a string holds a NUL byte";
-        return NULL;
-    }
-    char *s = keel__xrealloc(NULL, (size_t)n + 1);
-    memcpy(s, r->p + r->pos, n);
-    s[n] = 0;
-    r->pos += n;
-    return s;
-}
-static bool rd_bool(rd *r, const char *what)
-{
-    uint8_t v = rd_u8(r, what);
-    if (v > 1 && !r->err) r->err = "a flag is not 0 or 1";
-    return v == 1;
-}
-/* A count whose items take at least `min` bytes each: bounded by what is left. */
-static uint32_t rd_count(rd *r, size_t min, const char *what)
-{
-    uint32_t n = rd_u32(r, what);
-    if (!r->err && n > (r->len - r->pos) / min) {
-        r->err = "a count runs past the end of the state";
-        return 0;
-    }
-    return n;
-}
-
-static keel_node *rd_node(rd *r, int depth)
-{
-    if (depth > SAVE_NODE_DEPTH) {
-        if (!r->err) r->err = "a body is nested too deeply";
-        return NULL;
-    }
-    uint8_t kind = rd_u8(r, "truncated body");
-    uint8_t style = rd_u8(r, "truncated body");
-    if (r->err) return NULL;
-    if (kind > KEEL_NODE_MAP || style > KEEL_STYLE_BLOCK) {
-        r->err = "a body node has a bad kind or style";
-        return NULL;
-    }
-    if (kind == KEEL_NODE_SCALAR) {
-        char *text = rd_str(r, "truncated scalar");
-        if (!text) return NULL;
-        keel_node *n = keel_node_new_scalar(text, (keel_node_style)style);
-        free(text);
-        return n;
-    }
-    uint32_t count = rd_count(r, kind == KEEL_NODE_MAP ? 12 : 6, "truncated collection");
-    if (r->err) return NULL;
-    keel_node *n = kind == KEEL_NODE_MAP ? keel_node_new_map() : keel_node_new_seq();
-    n->style = (keel_node_style)style;
-    for (uint32_t i = 0; i < count; i++) {
-        if (kind == KEEL_NODE_MAP) {
-            keel_node *k = rd_node(r, depth + 1);
-            keel_node *v = k ? rd_node(r, depth + 1) : NULL;
-            if (!v || k->kind != KEEL_NODE_SCALAR) {
-                if (!r->err) r->err = "a map key is not a scalar";
-                keel_node_free(k);
-                keel_node_free(v);
-                keel_node_free(n);
-                return NULL;
-            }
-            keel_node_put(n, k->text, v);
-            n->items[2 * (n->count - 1)].style = k->style; /* unknown bodies keep their key styles */
-            keel_node_free(k);
-        } else {
-            keel_node *v = rd_node(r, depth + 1);
-            if (!v) {
-                keel_node_free(n);
-                return NULL;
-            }
-            keel_node_push(n, v);
-        }
-    }
-    return n;
-}
-
-/* ================================================================ slot details (text) */
-
-static void text_quoted(keel__buf *b, const char *s)
-{
-    keel__buf_u8(b, '"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            keel__buf_u8(b, '\\');
-            keel__buf_u8(b, c);
-        } else if (c == '\n') keel__buf_bytes(b, "\\n", 2);
-        else if (c == '\t') keel__buf_bytes(b, "\\t", 2);
-        else if (c < 0x20 || c == 0x7f) {
-            char esc[5];
-            snprintf(esc, sizeof esc, "\\x%02x", c);
-            keel__buf_bytes(b, esc, 4);
-        } else keel__buf_u8(b, c);
-    }
-    keel__buf_u8(b, '"');
-}
-
-static bool plain_safe(const char *s)
-{
-    if (!*s || *s == '"' || *s == '\'' || *s == ' ') return false;
-    for (const char *p = s; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == '#' || (*p == ':' && (p[1] == ' ' || !p[1]))) return false;
-    return s[strlen(s) - 1] != ' ';
-}
-
-static bool field_key_ok(const char *k)
-{
-    if (!*k) return false;
-    for (const char *p = k; *p; p++)
-        if (!(*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
-            return false;
-    return true;
-}
-
-static keel_status info_text(const keel_slot_info *info, time_t now, keel__buf *b, keel_diags *d)
-{
-    char num[64];
-    keel__buf_bytes(b, "title: ", 7);
-    text_quoted(b, info && info->title ? info->title : "");
-    snprintf(num, sizeof num, "\nsaved_at: %lld\n",
-             (long long)(info && info->saved_at ? info->saved_at : (int64_t)now));
-    keel__buf_bytes(b, num, strlen(num));
-    double ps = info ? info->play_seconds : 0;
-    if (!isfinite(ps) || ps < 0)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "play_seconds", "play_seconds must be a finite number >= 0");
-    keel__buf_bytes(b, "play_seconds: ", 14);
-    keel_format_double(ps, num, sizeof num);
-    keel__buf_bytes(b, num, strlen(num));
-    keel__buf_u8(b, '\n');
-    const keel_node *f = info ? info->fields : NULL;
-    if (f && f->kind != KEEL_NODE_MAP) /* an empty SEQ or a scalar too: count says nothing of them */
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot fields must be a map of scalars");
-    if (!f || f->count == 0) return KEEL_OK;
-    keel__buf_bytes(b, "fields:\n", 8);
-    for (size_t i = 0; i < f->count; i++) {
-        const keel_node *k = &f->items[2 * i], *v = &f->items[2 * i + 1];
-        if (k->kind != KEEL_NODE_SCALAR || !field_key_ok(k->text))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "fields",
-                              "slot field key \"%s\" is not made of letters, digits and _",
-                              k->kind == KEEL_NODE_SCALAR ? k->text : "?");
-        if (v->kind != KEEL_NODE_SCALAR)
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot field %s is not a scalar", k->text);
-        keel__buf_bytes(b, "  ", 2);
-        keel__buf_bytes(b, k->text, k->len);
-        keel__buf_bytes(b, ": ", 2);
-        bool quoted = v->style == KEEL_STYLE_DOUBLE || v->style == KEEL_STYLE_SINGLE || !plain_safe(v->text);
-        if (quoted) text_quoted(b, v->text);
-        else keel__buf_bytes(b, v->text, v->len);
-        keel__buf_u8(b, '\n');
-    }
-    return KEEL_OK;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-/* One value up to the end of its line: a double-quoted string or plain text. */
-static keel_node *info_value(const char *s, const char *end)
-{
-    if (s < end && *s == '"') {
-        keel__buf b = { 0 };
-        const char *p = s + 1;
-        for (; p < end && *p != '"'; p++) {
-            if (*p != '\\') {
-                keel__buf_u8(&b, (uint8_t)*p);
-                continue;
-            }
-            if (++p >= end) break;
-            if (*p == 'n') keel__buf_u8(&b, '\n');
-            else if (*p == 't') keel__buf_u8(&b, '\t');
-            else if (*p == 'x' && p + 2 < end && hexval(p[1]) >= 0 && hexval(p[2]) >= 0) {
-                int c = hexval(p[1]) * 16 + hexval(p[2]);
-                if (c == 0) {
-                    free(b.p);
-                    return NULL;
-                }
-                keel__buf_u8(&b, (uint8_t)c);
-                p += 2;
-            } else if (*p == '"' || *p == '\\') keel__buf_u8(&b, (uint8_t)*p);
-            else {
-                free(b.p);
-                return NULL;
-            }
-        }
-        if (p >= end || p + 1 != end) {
-            free(b.p);
-            return NULL;
-        }
-        keel__buf_u8(&b, 0);
-        keel_node *n = keel_node_new_scalar((char *)b.p, KEEL_STYLE_DOUBLE);
-        free(b.p);
-        return n;
-    }
-    char *t = keel__xrealloc(NULL, (size_t)(end - s) + 1);
-    memcpy(t, s, (size_t)(end - s));
-    t[end - s] = 0;
-    keel_node *n = keel_node_new_scalar(t, KEEL_STYLE_PLAIN);
-    free(t);
-    return n;
-}
-
-static keel_status info_parse(const char *text, size_t len, keel_slot_info *out, keel_diags *d)
-{
-    memset(out, 0, sizeof *out);
-    const char *p = text, *end = text + len;
-    bool in_fields = false;
-    int line = 0;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        if (!eol) eol = end;
-        line++;
-        bool indented = eol - p >= 2 && p[0] == ' ' && p[1] == ' ';
-        const char *k = indented ? p + 2 : p;
-        const char *colon = memchr(k, ':', (size_t)(eol - k));
-        if (eol == p) { p = eol + 1; continue; }
-        if (!colon || (colon + 1 < eol && colon[1] != ' ') || colon == k || memchr(k, 0, (size_t)(eol - k))) {
-            keel_slot_info_free(out);
-            return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", NULL, line, 1,
-                                 "save slot details: line %d is not `key: value`", line);
-        }
-        size_t klen = (size_t)(colon - k);
-        const char *v = colon + 1 < eol ? colon + 2 : eol;
-        keel_node *val = v < eol ? info_value(v, eol) : NULL;
-        bool ok = true;
-        if (indented && in_fields && val) {
-            char *key = keel__xrealloc(NULL, klen + 1);
-            memcpy(key, k, klen);
-            key[klen] = 0;
-            ok = field_key_ok(key);
-            if (ok) keel_node_put(out->fields, key, val), val = NULL;
-            free(key);
-        } else if (!indented && klen == 6 && memcmp(k, "fields", 6) == 0 && v == eol) {
-            in_fields = true;
-            if (!out->fields) out->fields = keel_node_new_map();
-        } else if (!indented && klen == 5 && memcmp(k, "title", 5) == 0 && val && val->style == KEEL_STYLE_DOUBLE) {
-            free(out->title);
-            out->title = keel__strdup(val->text);
-        } else if (!indented && klen == 8 && memcmp(k, "saved_at", 8) == 0 && val) {
-            ok = keel_node_as_int(val, &out->saved_at);
-        } else if (!indented && klen == 12 && memcmp(k, "play_seconds", 12) == 0 && val) {
-            ok = keel_node_as_float(val, &out->play_seconds);
-        } else {
-            ok = false;
-        }
-        keel_node_free(val);
-        if (!ok) {
-            keel_slot_info_free(out);
-            return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", NULL, line, 1,
-                                 "save slot details: line %d is not understood", line);
-        }
-        p = eol + 1;
-    }
-    if (!out->title) out->title = keel__strdup("");
-    return KEEL_OK;
-}
-
 /* ================================================================ the difference (saving) */
 
 static const base_comp *base_comp_find(const base_ent *be, const char *key, uint32_t slot)
@@ -563,20 +230,20 @@ static bool member_find(const keel_world *w, keel_entity e, const char *key, uin
 static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const keel_member *m)
 {
     keel__buf_u8(b, OP_ADD);
-    wb_str(b, m->key);
+    keel__buf_str(b, m->key);
     keel__buf_u32(b, m->slot);
     keel__buf_u32(b, (uint32_t)m->version);
     keel__buf_u8(b, m->loaded ? 1 : 0);
     keel__buf_u8(b, m->enabled ? 1 : 0);
     if (m->loaded) {
         keel_node *body = keel_body_encode(w, (keel_comp){ e, m->kind, m->slot }, false);
-        wb_node(b, body);
+        keel__buf_node(b, body);
         keel_node_free(body);
     } else if (m->preserved) {
-        wb_node(b, m->preserved);
+        keel__buf_node(b, m->preserved);
     } else {
         keel_node *empty = keel_node_new_map();
-        wb_node(b, empty);
+        keel__buf_node(b, empty);
         keel_node_free(empty);
     }
 }
@@ -633,7 +300,7 @@ static void diff_comps(keel__buf *rem, keel__buf *comps, uint32_t *nrem, uint32_
                 kept = cur[j].slot == bc->slot && strcmp(cur[j].key, bc->key) == 0 && cur[j].loaded == bc->loaded &&
                        (bc->loaded || !cur[j].preserved || keel_node_equal(cur[j].preserved, bc->body));
             if (!kept) {
-                wb_str(rem, bc->key);
+                keel__buf_str(rem, bc->key);
                 keel__buf_u32(rem, bc->slot);
                 (*nrem)++;
             }
@@ -659,11 +326,11 @@ static void diff_comps(keel__buf *rem, keel__buf *comps, uint32_t *nrem, uint32_
         keel_node *delta = changed_fields(base, bc, w, (keel_comp){ e, m->kind, m->slot });
         if (delta->count || m->enabled != bc->enabled || m->version != bc->version) {
             keel__buf_u8(comps, OP_CHANGE);
-            wb_str(comps, m->key);
+            keel__buf_str(comps, m->key);
             keel__buf_u32(comps, m->slot);
             keel__buf_u32(comps, (uint32_t)m->version);
             keel__buf_u8(comps, m->enabled ? 1 : 0);
-            wb_node(comps, delta);
+            keel__buf_node(comps, delta);
             (*ncomps)++;
         }
         keel_node_free(delta);
@@ -695,11 +362,11 @@ static bool diff_entity(keel__buf *out, const keel_world *w, const keel_baseline
     diff_comps(&rem, &comps, &nrem, &ncomps, w, e, base, be);
     bool any = flags || nrem || ncomps;
     if (any) {
-        wb_uuid(out, u);
+        keel__buf_uuid(out, u);
         keel__buf_u8(out, flags);
-        if (flags & REC_NAME) wb_str(out, name);
+        if (flags & REC_NAME) keel__buf_str(out, name);
         if (flags & REC_ENABLED) keel__buf_u8(out, enabled ? 1 : 0);
-        if (flags & REC_PARENT) wb_uuid(out, parent);
+        if (flags & REC_PARENT) keel__buf_uuid(out, parent);
         keel__buf_u32(out, nrem);
         keel__buf_bytes(out, rem.p, rem.len);
         keel__buf_u32(out, ncomps);
@@ -733,9 +400,9 @@ static bool order_record(keel__buf *out, const keel_world *w, const keel_baselin
     }
     bool same = nw == n && memcmp(cur, want, n * sizeof *cur) == 0;
     if (!same) {
-        wb_uuid(out, pu);
+        keel__buf_uuid(out, pu);
         keel__buf_u32(out, (uint32_t)n);
-        for (size_t i = 0; i < n; i++) wb_uuid(out, keel_entity_uuid(w, cur[i]));
+        for (size_t i = 0; i < n; i++) keel__buf_uuid(out, keel_entity_uuid(w, cur[i]));
     }
     free(want);
     return !same;
@@ -784,7 +451,7 @@ static void tree_free(tree *t)
 
 static void encode_state(const keel_world *w, const keel_baseline *base, keel__buf *b)
 {
-    wb_uuid(b, keel_world_uuid(w));
+    keel__buf_uuid(b, keel_world_uuid(w));
     keel__buf recs = { 0 }, dead = { 0 }, orders = { 0 };
     uint32_t nrecs = 0, ndead = 0, norders = 0;
     tree t;
@@ -800,7 +467,7 @@ static void encode_state(const keel_world *w, const keel_baseline *base, keel__b
     tree_free(&t);
     for (size_t i = 1; i < base->count; i++)
         if (!keel_find(w, base->ents[i].uuid)) {
-            wb_uuid(&dead, base->ents[i].uuid);
+            keel__buf_uuid(&dead, base->ents[i].uuid);
             ndead++;
         }
     keel__buf_u32(b, nrecs);
@@ -824,78 +491,10 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
         keel_uuid_format(keel_world_uuid(w), b);
         return keel_error(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
     }
-    keel__buf file = { 0 };
-    keel__buf_bytes(&file, "KEELSAVE", 8);
-    keel__buf_u32(&file, SAVE_VERSION);
-    keel__buf_u32(&file, 0);
-    keel_status s = info_text(info, time(NULL), &file, d);
-    if (s != KEEL_OK) {
-        free(file.p);
-        return s;
-    }
-    uint32_t info_len = (uint32_t)(file.len - SAVE_HEADER);
-    for (int i = 0; i < 4; i++) file.p[12 + i] = (uint8_t)(info_len >> (8 * i));
-
     keel__buf state = { 0 };
     encode_state(w, base, &state);
-    if (state.len > SAVE_STATE_MAX) {
-        free(state.p);
-        free(file.p);
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "save state of %zu bytes is over the limit", state.len);
-    }
-    uLongf clen = compressBound((uLong)state.len);
-    keel__buf_u32(&file, (uint32_t)state.len);
-    size_t clen_at = file.len;
-    keel__buf_u32(&file, 0);
-    uint8_t *dst = keel__buf_grow(&file, clen);
-    int zr = compress2(dst, &clen, state.p, (uLong)state.len, 6);
+    keel_status s = keel__slot_write(path, info, &state, d);
     free(state.p);
-    if (zr != Z_OK) {
-        free(file.p);
-        return keel_error(d, KEEL_IO_ERROR, "", "zlib compress2 failed (%d)", zr);
-    }
-    file.len = clen_at + 4 + clen;
-    for (int i = 0; i < 4; i++) file.p[clen_at + i] = (uint8_t)((uint32_t)clen >> (8 * i));
-    keel__buf_u32(&file, (uint32_t)crc32_z(0L, file.p, file.len));
-    s = keel_write_atomic(path, file.p, file.len, d);
-    free(file.p);
-    return s;
-}
-
-keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d)
-{
-    if (!out) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL argument");
-    memset(out, 0, sizeof *out);
-    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL path");
-    FILE *f = fopen(path, "rb");
-    if (!f) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_IO_ERROR, "", path, 0, 0, "cannot open %s: %s", path, strerror(errno));
-    uint8_t h[SAVE_HEADER];
-    keel_status s = KEEL_OK;
-    char *text = NULL;
-    uint32_t n = 0;
-    if (fread(h, 1, SAVE_HEADER, f) != SAVE_HEADER || memcmp(h, "KEELSAVE", 8) != 0)
-        s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "not a keel save file (bad magic)");
-    else if (keel__get_u32(h + 8) != SAVE_VERSION)
-        s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save format version %u is not supported",
-                          keel__get_u32(h + 8));
-    else if ((n = keel__get_u32(h + 12)) > SAVE_INFO_MAX)
-        s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "slot details length %u is too large", n);
-    else {
-        text = keel__xrealloc(NULL, (size_t)n + 1);
-        if (fread(text, 1, n, f) != n)
-            s = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "truncated slot details");
-    }
-    fclose(f);
-    if (s == KEEL_OK) {
-        keel_diags local;
-        keel_diags_init(&local);
-        s = info_parse(text, n, out, &local);
-        for (size_t i = 0; i < local.count; i++)
-            if (!local.items[i].file) local.items[i].file = keel__strdup(path);
-        keel_diags_append(d, &local, "");
-        keel_diags_free(&local);
-    }
-    free(text);
     return s;
 }
 
@@ -963,59 +562,59 @@ static void state_free(state *st)
     free(st->orders);
 }
 
-static void decode_state(rd *r, state *st)
+static void decode_state(keel__rd *r, state *st)
 {
-    st->scene = rd_uuid(r, "truncated state");
-    st->nents = rd_count(r, 25, "truncated entity records");
+    st->scene = keel__rd_uuid(r, "truncated state");
+    st->nents = keel__rd_count(r, 25, "truncated entity records");
     st->ents = keel__xcalloc(st->nents, sizeof *st->ents);
     for (uint32_t i = 0; i < st->nents && !r->err; i++) {
         s_ent *e = &st->ents[i];
-        e->uuid = rd_uuid(r, "truncated entity record");
-        e->flags = rd_u8(r, "truncated entity record");
+        e->uuid = keel__rd_uuid(r, "truncated entity record");
+        e->flags = keel__rd_u8(r, "truncated entity record");
         if (e->flags & ~(REC_SPAWNED | REC_NAME | REC_ENABLED | REC_PARENT)) r->err = "unknown entity record flags";
         if ((e->flags & REC_SPAWNED) && e->flags != (REC_SPAWNED | REC_NAME | REC_ENABLED | REC_PARENT))
             r->err = "a spawned entity record is incomplete";
         if (keel_uuid_is_nil(e->uuid) && e->flags) r->err = "the scene root record has entity flags";
-        if (e->flags & REC_NAME) e->name = rd_str(r, "truncated entity name");
-        if (e->flags & REC_ENABLED) e->enabled = rd_bool(r, "truncated entity record");
-        if (e->flags & REC_PARENT) e->parent = rd_uuid(r, "truncated entity parent");
-        e->nrem = rd_count(r, 8, "truncated removals");
+        if (e->flags & REC_NAME) e->name = keel__rd_str(r, "truncated entity name");
+        if (e->flags & REC_ENABLED) e->enabled = keel__rd_bool(r, "truncated entity record");
+        if (e->flags & REC_PARENT) e->parent = keel__rd_uuid(r, "truncated entity parent");
+        e->nrem = keel__rd_count(r, 8, "truncated removals");
         e->rem = keel__xcalloc(e->nrem, sizeof *e->rem);
         for (uint32_t j = 0; j < e->nrem && !r->err; j++) {
-            e->rem[j].key = rd_str(r, "truncated removal");
-            e->rem[j].slot = rd_u32(r, "truncated removal");
+            e->rem[j].key = keel__rd_str(r, "truncated removal");
+            e->rem[j].slot = keel__rd_u32(r, "truncated removal");
         }
-        e->ncomps = rd_count(r, 21, "truncated components");
+        e->ncomps = keel__rd_count(r, 21, "truncated components");
         e->comps = keel__xcalloc(e->ncomps, sizeof *e->comps);
         for (uint32_t j = 0; j < e->ncomps && !r->err; j++) {
             s_comp *c = &e->comps[j];
-            c->op = rd_u8(r, "truncated component");
+            c->op = keel__rd_u8(r, "truncated component");
             if (!r->err && c->op != OP_ADD && c->op != OP_CHANGE) r->err = "unknown component operation";
-            c->key = rd_str(r, "truncated component key");
-            c->slot = rd_u32(r, "truncated component");
-            uint32_t v = rd_u32(r, "truncated component");
+            c->key = keel__rd_str(r, "truncated component key");
+            c->slot = keel__rd_u32(r, "truncated component");
+            uint32_t v = keel__rd_u32(r, "truncated component");
             if (!r->err && (v < 1 || v > INT32_MAX)) r->err = "a component version is out of range";
             c->version = (int)v;
-            if (c->op == OP_ADD) c->loaded = rd_bool(r, "truncated component");
-            c->enabled = rd_bool(r, "truncated component");
+            if (c->op == OP_ADD) c->loaded = keel__rd_bool(r, "truncated component");
+            c->enabled = keel__rd_bool(r, "truncated component");
             if (r->err) break;
-            c->body = rd_node(r, 0);
+            c->body = keel__rd_node(r, 0, SAVE_NODE_DEPTH);
             if (c->body && c->body->kind != KEEL_NODE_MAP && !r->err) r->err = "a component body is not a map";
             if (!r->err && c->key && !keel__kind_key_valid(c->key)) r->err = "a kind key is malformed";
         }
     }
     if (r->err) return;
-    st->ndead = rd_count(r, 16, "truncated destroyed list");
+    st->ndead = keel__rd_count(r, 16, "truncated destroyed list");
     st->dead = keel__xcalloc(st->ndead, sizeof *st->dead);
-    for (uint32_t i = 0; i < st->ndead && !r->err; i++) st->dead[i] = rd_uuid(r, "truncated destroyed list");
-    st->norders = rd_count(r, 20, "truncated order records");
+    for (uint32_t i = 0; i < st->ndead && !r->err; i++) st->dead[i] = keel__rd_uuid(r, "truncated destroyed list");
+    st->norders = keel__rd_count(r, 20, "truncated order records");
     st->orders = keel__xcalloc(st->norders, sizeof *st->orders);
     for (uint32_t i = 0; i < st->norders && !r->err; i++) {
         s_order *o = &st->orders[i];
-        o->parent = rd_uuid(r, "truncated order record");
-        o->n = rd_count(r, 16, "truncated order record");
+        o->parent = keel__rd_uuid(r, "truncated order record");
+        o->n = keel__rd_count(r, 16, "truncated order record");
         o->kids = keel__xcalloc(o->n, sizeof *o->kids);
-        for (uint32_t j = 0; j < o->n && !r->err; j++) o->kids[j] = rd_uuid(r, "truncated order record");
+        for (uint32_t j = 0; j < o->n && !r->err; j++) o->kids[j] = keel__rd_uuid(r, "truncated order record");
     }
     if (!r->err && r->pos != r->len) r->err = "trailing bytes after the state";
 }
@@ -1023,47 +622,14 @@ static void decode_state(rd *r, state *st)
 /* Reads, checks (CRC, structure) and decodes a whole slot file. */
 static keel_status read_save(const char *path, state *st, keel_diags *d)
 {
-    char *data = NULL;
+    uint8_t *raw = NULL;
     size_t len = 0;
-    keel_status s = keel_read_file(path, (size_t)SAVE_STATE_MAX + SAVE_INFO_MAX, &data, &len, d);
+    keel_status s = keel__slot_read(path, &raw, &len, d);
     if (s != KEEL_OK) return s;
-    const uint8_t *p = (const uint8_t *)data;
-    const char *err = NULL;
-    uint32_t info_len = 0, raw_len = 0, clen = 0;
-    if (len < 8 || memcmp(p, "KEELSAVE", 8) != 0) err = "not a keel save file (bad magic)";
-    else if (len < SAVE_HEADER + 12) err = "truncated header";
-    else if (keel__get_u32(p + 8) != SAVE_VERSION) err = "unsupported save format version";
-    else if (keel__get_u32(p + len - 4) != (uint32_t)crc32_z(0L, p, len - 4))
-        err = "CRC mismatch: the file is damaged or truncated";
-    else if ((info_len = keel__get_u32(p + 12)) > len - SAVE_HEADER - 12)
-        err = "slot details run past the end of the file";
-    else {
-        size_t at = SAVE_HEADER + info_len;
-        raw_len = keel__get_u32(p + at);
-        clen = keel__get_u32(p + at + 4);
-        if ((uint64_t)at + 8 + clen + 4 != len) err = "compressed state length does not match the file size";
-        else if (raw_len > SAVE_STATE_MAX || (uint64_t)raw_len > (uint64_t)clen * 1032u + 64)
-            err = "declared state size is implausible";
-        else {
-            keel_slot_info info;
-            if (info_parse(data + SAVE_HEADER, info_len, &info, NULL) != KEEL_OK) err = "slot details are malformed";
-            keel_slot_info_free(&info);
-        }
-        if (!err) {
-            uint8_t *raw = keel__xrealloc(NULL, raw_len);
-            uLongf out_len = raw_len;
-            int zr = uncompress(raw, &out_len, p + at + 8, clen);
-            if (zr != Z_OK || out_len != raw_len) err = "the compressed state does not inflate to its declared size";
-            else {
-                rd r = { raw, raw_len, 0, NULL };
-                decode_state(&r, st);
-                err = r.err;
-            }
-            free(raw);
-        }
-    }
-    free(data);
-    if (err) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save file: %s", err);
+    keel__rd r = { raw, len, 0, NULL };
+    decode_state(&r, st);
+    free(raw);
+    if (r.err) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save file: %s", r.err);
     return KEEL_OK;
 }
 

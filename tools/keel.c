@@ -9,7 +9,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "keel_cli.h"
+#include "cli.h"
 
 static const char *const usage_text =
     "usage: keel                                  a REPL with an empty world bound to `world`\n"

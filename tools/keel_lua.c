@@ -13,7 +13,7 @@
 
 #include "keel_lua.h"
 
-#include "keel_cli.h"
+#include "cli.h"
 
 /* ---- running Lua code (as lua.c does) ---- */
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "internal.h" /* keel__buf */
-#include "keel_cli.h"
+#include "cli.h"
 
 /* A load that failed: a file that cannot be read is the environment's problem, not the input's. */
 static int status_exit(keel_status s)

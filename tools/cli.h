@@ -1,6 +1,6 @@
-/* keel_cli.h — declarations shared by the files of the `keel` program (tools/keel*.c, bindings/embed.c). */
-#ifndef KEEL_CLI_H
-#define KEEL_CLI_H
+/* cli.h — what the files of the `keel` program share (tools/, not bench/). */
+#ifndef KEEL_TOOLS_CLI_H
+#define KEEL_TOOLS_CLI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@ typedef struct keel_cli {
     const char *assets;        /* --assets FILE, or NULL */
 } keel_cli;
 
-/* ---- bindings/embed.c ---- */
+/* ---- tools/embed.c ---- */
 
 /* Opens the standard libraries, preloads keel.core and puts the keel Lua
  * directories (source tree, then installed) ahead of the default package.path. */

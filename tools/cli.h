@@ -28,19 +28,31 @@ void keel_embed_open(lua_State *L);
  * ("kinds"). Returns a malloc'd path, or NULL when neither exists. */
 char *keel_embed_data_path(const char *src_rel, const char *inst_rel);
 
-/* ---- tools/keel_verbs.c: verbs written against the C API ---- */
+/* ---- the verbs ---- */
 /* Each takes the arguments after the verb and returns an exit code. */
-int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv);
+int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv); /* verb_files.c */
 int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv);
 int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv);
 int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv);
-int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv);
-
-/* ---- tools/keel_lua.c: verbs that run Lua ---- */
-/* argv is the program's whole argv; argv[script_index] names the script. */
+int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv); /* verb_kinds.c */
+int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);   /* verb_run.c */
+int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);  /* repl.c */
+/* verb_run.c: argv is the program's whole argv; argv[script_index] names the script. */
 int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int script_index);
-int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
-int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
+
+/* ---- tools/call.c: calling Lua from the program ---- */
+
+/* lua_pcall of the function under its `narg` arguments, with a handler that
+ * adds a traceback (or, for an error object, the user's line that raised it).
+ * `interruptible`: ctrl-c stops the Lua code instead of the program. */
+int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible);
+/* Prints the error message on top of the stack as "keel: message" and pops it. */
+void keel_cli_report(const keel_cli *cli, lua_State *L);
+/* require(name) into a global; false (after reporting) when it fails. */
+bool keel_cli_require(const keel_cli *cli, lua_State *L, const char *name, const char *global);
+/* Pushes keel.load(path)'s world and returns -1, its warnings printed as `keel check` prints
+ * them; on failure prints why (the error object's own diagnostics) and returns the exit code. */
+int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path);
 
 /* ---- tools/keel.c ---- */
 

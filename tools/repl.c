@@ -201,6 +201,120 @@ static const char *history_path(lua_State *L)
     return lua_pushfstring(L, "%s/.keel_history", home);
 }
 
+/* `world`: SCENE when given, else an empty world "untitled". Returns -1, or
+ * the exit code when SCENE did not load. Without keel (a broken install) the
+ * REPL still starts, as plain Lua. */
+static int bind_world(lua_State *L, keel_cli *cli, const char *scene)
+{
+    if (!keel_cli_require(cli, L, "keel", "keel")) return -1;
+    if (scene) {
+        int rc = keel_cli_load_world(L, cli, scene);
+        if (rc >= 0) return rc;
+        lua_setglobal(L, "world");
+        return -1;
+    }
+    lua_getglobal(L, "keel");
+    lua_getfield(L, -1, "world");
+    lua_pushliteral(L, "untitled");
+    if (keel_cli_call(L, 1, 1, false) == LUA_OK) lua_setglobal(L, "world");
+    else keel_cli_report(cli, L);
+    lua_pop(L, 1);
+    return -1;
+}
+
+/* keel.repl's show() and complete() go to the registry for the C side,
+ * reload() and help() to globals for the user. */
+static void bind_repl_module(lua_State *L, const keel_cli *cli)
+{
+    lua_getglobal(L, "require");
+    lua_pushliteral(L, "keel.repl");
+    if (keel_cli_call(L, 1, 1, false) != LUA_OK || !lua_istable(L, -1)) {
+        keel_cli_report(cli, L);
+        return;
+    }
+    lua_getfield(L, -1, "show");
+    lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.show");
+    lua_getfield(L, -1, "complete");
+    lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
+    lua_getfield(L, -1, "reload");
+    lua_setglobal(L, "reload");
+    lua_getfield(L, -1, "help");
+    lua_setglobal(L, "help");
+    lua_pop(L, 1);
+}
+
+/* Line editing on a terminal: history from `hist` (may be NULL), tab completion. */
+static void editing_start(lua_State *L, const char *hist)
+{
+    using_history();
+    stifle_history(1000);
+    completion_state = L;
+    /* '.' and ':' stay inside a word, so "world:sp" completes as a whole. */
+    rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{}()[],+-*/%^#~";
+    rl_completer_word_break_characters = (char *)rl_basic_word_break_characters;
+    rl_completion_append_character = '\0';
+    rl_attempted_completion_function = complete;
+    if (hist) read_history(hist);
+}
+
+static void editing_stop(const char *hist)
+{
+    fputs("\n", stdout); /* ctrl-d left the cursor after the prompt */
+    if (hist) write_history(hist);
+    candidates_free();
+    completion_state = NULL;
+}
+
+static void print_banner(lua_State *L)
+{
+    int top = lua_gettop(L);
+    lua_getglobal(L, "world");
+    const char *wname = NULL;
+    if (lua_type(L, -1) == LUA_TUSERDATA || lua_type(L, -1) == LUA_TTABLE) {
+        lua_getfield(L, -1, "name");
+        wname = lua_tostring(L, -1);
+    }
+    printf("keel %s (%s)  world: %s  -- help() to start; reload() re-runs changed kinds; ctrl-d quits\n",
+           KEEL_VERSION_STRING, LUA_RELEASE, wname ? wname : "(none)");
+    lua_settop(L, top);
+}
+
+/* Runs what read_chunk left above `base` (its source, then its function or
+ * the load error) and prints the results or the error; false when it failed. */
+static bool eval_chunk(lua_State *L, const keel_cli *cli, bool tty, int base, int status)
+{
+    if (tty) {
+        const char *src = lua_tostring(L, base + 1);
+        if (src && *src) add_history(src);
+    }
+    lua_remove(L, base + 1);
+    if (status == LUA_OK) status = keel_cli_call(L, 0, LUA_MULTRET, true);
+    if (status == LUA_OK) print_results(L, cli, base + 1);
+    else keel_cli_report(cli, L);
+    lua_settop(L, base);
+    fflush(stdout);
+    return status == LUA_OK;
+}
+
+/* Reads, runs and prints chunks until EOF. Returns whether any failed: piped
+ * input goes on after an error, as a session does, but the exit code tells a
+ * calling script (`keel <<EOF` under `set -e`) that a line failed. */
+static bool read_eval_print(lua_State *L, const keel_cli *cli, bool tty)
+{
+    int base = lua_gettop(L);
+    int status;
+    bool failed = false;
+    while ((status = read_chunk(L, tty)) != CHUNK_EOF) {
+        if (status == CHUNK_INTERRUPTED) {
+            fputs("\n", stdout);
+            lua_settop(L, base);
+            continue;
+        }
+        if (!eval_chunk(L, cli, tty, base, status)) failed = true;
+    }
+    return failed;
+}
+
 int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     int n = keel_cli_parse(cli, argc, argv, NULL, 0);
@@ -209,95 +323,20 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "repl: expected at most one SCENE");
         return KEEL_EXIT_USAGE;
     }
-    const char *scene = n == 1 ? argv[0] : NULL;
-    bool tty = isatty(STDIN_FILENO);
     keel_cli_setup(L, cli, true); /* a broken kind file can be fixed and reload()ed */
+    int rc = bind_world(L, cli, n == 1 ? argv[0] : NULL);
+    if (rc >= 0) return rc;
+    bind_repl_module(L, cli);
 
-    bool have_keel = keel_cli_require(cli, L, "keel", "keel");
-    if (have_keel && scene) {
-        int rc = keel_cli_load_world(L, cli, scene);
-        if (rc >= 0) return rc;
-        lua_setglobal(L, "world");
-    } else if (have_keel) {
-        lua_getglobal(L, "keel");
-        lua_getfield(L, -1, "world");
-        lua_pushliteral(L, "untitled");
-        if (keel_cli_call(L, 1, 1, false) == LUA_OK) lua_setglobal(L, "world");
-        else keel_cli_report(cli, L);
-        lua_pop(L, 1);
-    }
-    lua_getglobal(L, "require");
-    lua_pushliteral(L, "keel.repl");
-    if (keel_cli_call(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) {
-        lua_getfield(L, -1, "show");
-        lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.show");
-        lua_getfield(L, -1, "complete");
-        lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
-        lua_getfield(L, -1, "reload");
-        lua_setglobal(L, "reload");
-        lua_getfield(L, -1, "help");
-        lua_setglobal(L, "help");
-        lua_pop(L, 1);
-    } else {
-        keel_cli_report(cli, L);
-    }
-
-    int top0 = lua_gettop(L);
-    const char *hist = tty ? history_path(L) : NULL;
-    if (!hist) lua_pushnil(L);
+    bool tty = isatty(STDIN_FILENO);
+    int top = lua_gettop(L);
+    const char *hist = tty ? history_path(L) : NULL; /* kept on the stack until the end */
     if (tty) {
-        using_history();
-        stifle_history(1000);
-        completion_state = L;
-        /* '.' and ':' stay inside a word, so "world:sp" completes as a whole. */
-        rl_basic_word_break_characters = " \t\n\"\\'`@$><=;|&{}()[],+-*/%^#~";
-        rl_completer_word_break_characters = (char *)rl_basic_word_break_characters;
-        rl_completion_append_character = '\0';
-        rl_attempted_completion_function = complete;
-        if (hist) read_history(hist);
-        lua_getglobal(L, "world");
-        const char *wname = NULL;
-        if (lua_type(L, -1) == LUA_TUSERDATA || lua_type(L, -1) == LUA_TTABLE) {
-            lua_getfield(L, -1, "name");
-            wname = lua_tostring(L, -1);
-        }
-        printf("keel %s (%s)  world: %s  -- help() to start; reload() re-runs changed kinds; ctrl-d quits\n",
-               KEEL_VERSION_STRING, LUA_RELEASE, wname ? wname : "(none)");
-        lua_settop(L, top0 + 1);
+        editing_start(L, hist);
+        print_banner(L);
     }
-    int base = lua_gettop(L);
-    int status;
-    /* Piped input goes on after an error, as a session does, but the exit
-     * code tells a calling script (`keel <<EOF` under `set -e`) that a line failed. */
-    bool failed = false;
-    while ((status = read_chunk(L, tty)) != CHUNK_EOF) {
-        if (status == CHUNK_INTERRUPTED) {
-            fputs("\n", stdout);
-            lua_settop(L, base);
-            continue;
-        }
-        /* stack: base | source | function-or-error */
-        if (tty) {
-            const char *src = lua_tostring(L, base + 1);
-            if (src && *src) add_history(src);
-        }
-        lua_remove(L, base + 1);
-        if (status == LUA_OK) status = keel_cli_call(L, 0, LUA_MULTRET, true);
-        if (status == LUA_OK) {
-            print_results(L, cli, base + 1);
-        } else {
-            keel_cli_report(cli, L);
-            failed = true;
-        }
-        lua_settop(L, base);
-        fflush(stdout);
-    }
-    if (tty) {
-        fputs("\n", stdout);
-        if (hist) write_history(hist);
-        candidates_free();
-        completion_state = NULL;
-    }
-    lua_settop(L, top0);
+    bool failed = read_eval_print(L, cli, tty);
+    if (tty) editing_stop(hist);
+    lua_settop(L, top);
     return failed && !tty ? KEEL_EXIT_INPUT : KEEL_EXIT_OK;
 }

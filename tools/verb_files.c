@@ -5,6 +5,66 @@
 
 #include "cli.h"
 
+/* ---- asset manifests ---- */
+
+bool keel_cli_is_manifest(const keel_cli *cli, const char *path)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    return strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0);
+}
+
+/* The asset manifest for `scene`: --assets, else assets.yaml beside the scene
+ * when present; NULL when none (malloc'd). */
+static char *manifest_path(const keel_cli *cli, const char *scene)
+{
+    if (cli->assets) return strdup(cli->assets);
+    return keel_assets_beside(scene);
+}
+
+/* The manifest last loaded for a scene: the next scene that uses the same one
+ * (`keel check a.yaml b.yaml`) neither reads it again nor reports it twice. */
+typedef struct manifest_cache {
+    char *path;          /* NULL: none loaded yet */
+    keel_assets *assets; /* NULL when it could not be read */
+} manifest_cache;
+
+static void manifest_cache_free(manifest_cache *m)
+{
+    free(m->path);
+    keel_assets_free(m->assets);
+    *m = (manifest_cache){ 0 };
+}
+
+/* Load options from the common options: --assets (or assets.yaml beside
+ * `scene` when present), loaded through `m` (which owns it). Returns false
+ * (after printing) when the manifest could not be read. */
+static bool load_opts_for(const keel_cli *cli, const char *scene, keel_load_opts *o, manifest_cache *m,
+                          bool strict)
+{
+    *o = keel_load_opts_default();
+    o->strict = strict;
+    char *manifest = manifest_path(cli, scene);
+    if (!manifest) {
+        o->assets = NULL;
+        return true;
+    }
+    if (!m->path || strcmp(m->path, manifest) != 0) {
+        manifest_cache_free(m);
+        m->path = manifest;
+        keel_diags d;
+        keel_diags_init(&d);
+        if (keel_assets_load(manifest, &m->assets, &d) != KEEL_OK) keel_cli_print_diags(&d, manifest);
+        keel_diags_free(&d);
+    } else {
+        free(manifest);
+    }
+    o->assets = m->assets;
+    return m->assets != NULL;
+}
+
+/* ---- shared by the verbs ---- */
+
 /* A load that failed: a file that cannot be read is the environment's problem, not the input's. */
 static int status_exit(keel_status s)
 {
@@ -61,14 +121,14 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
     const keel_cli_opt opt = { "--strict", NULL, &strict };
     int code;
     int n = files_verb_start(L, cli, argc, argv, &opt, "check", &code);
-    keel_cli_assets manifest = { 0 };
+    manifest_cache manifest = { 0 };
     for (int i = 0; i < n; i++) {
         if (keel_cli_is_manifest(cli, argv[i])) {
             code = worse(code, check_manifest(argv[i]));
             continue;
         }
         keel_load_opts o;
-        if (!keel_cli_load_opts(cli, argv[i], &o, &manifest, strict)) {
+        if (!load_opts_for(cli, argv[i], &o, &manifest, strict)) {
             code = KEEL_EXIT_INPUT;
             continue;
         }
@@ -81,7 +141,7 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_world_free(w);
         keel_diags_free(&d);
     }
-    keel_cli_assets_free(&manifest);
+    manifest_cache_free(&manifest);
     return code;
 }
 
@@ -152,9 +212,9 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (rc >= 0) return rc;
 
     keel_load_opts o;
-    keel_cli_assets manifest = { 0 };
-    if (!keel_cli_load_opts(cli, argv[0], &o, &manifest, true)) {
-        keel_cli_assets_free(&manifest);
+    manifest_cache manifest = { 0 };
+    if (!load_opts_for(cli, argv[0], &o, &manifest, true)) {
+        manifest_cache_free(&manifest);
         return KEEL_EXIT_INPUT;
     }
     keel_diags d;
@@ -175,7 +235,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     free(data);
     keel_world_free(w);
     keel_diags_free(&d);
-    keel_cli_assets_free(&manifest);
+    manifest_cache_free(&manifest);
     return code;
 }
 

@@ -1,4 +1,4 @@
-/* keel.c — the `keel` program: option parsing, verb dispatch, protected main. */
+/* keel.c — the `keel` program: common options, kinds setup, diagnostics, verb dispatch, protected main. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "keel_cli.h"
+#include "cli.h"
 
 static const char *const usage_text =
     "usage: keel                                  a REPL with an empty world bound to `world`\n"
@@ -144,50 +144,6 @@ static bool file_exists(const char *p)
 {
     struct stat st;
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-bool keel_cli_is_manifest(const keel_cli *cli, const char *path)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return strcmp(base, "assets.yaml") == 0 || (cli->assets && strcmp(cli->assets, path) == 0);
-}
-
-char *keel_cli_manifest(const keel_cli *cli, const char *scene)
-{
-    if (cli->assets) return strdup(cli->assets);
-    return keel_assets_beside(scene);
-}
-
-void keel_cli_assets_free(keel_cli_assets *m)
-{
-    free(m->path);
-    keel_assets_free(m->assets);
-    *m = (keel_cli_assets){ 0 };
-}
-
-bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o, keel_cli_assets *m,
-                        bool strict)
-{
-    *o = keel_load_opts_default();
-    o->strict = strict;
-    char *manifest = keel_cli_manifest(cli, scene);
-    if (!manifest) {
-        o->assets = NULL;
-        return true;
-    }
-    if (!m->path || strcmp(m->path, manifest) != 0) {
-        keel_cli_assets_free(m);
-        m->path = manifest;
-        keel_diags d;
-        keel_diags_init(&d);
-        if (keel_assets_load(manifest, &m->assets, &d) != KEEL_OK) keel_cli_print_diags(&d, manifest);
-        keel_diags_free(&d);
-    } else {
-        free(manifest);
-    }
-    o->assets = m->assets;
-    return m->assets != NULL;
 }
 
 /* Common options before the verb or the script. Returns the index of the

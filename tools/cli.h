@@ -1,6 +1,6 @@
-/* keel_cli.h — declarations shared by the files of the `keel` program (tools/keel*.c, bindings/embed.c). */
-#ifndef KEEL_CLI_H
-#define KEEL_CLI_H
+/* cli.h — what the files of the `keel` program share (tools/, not bench/). */
+#ifndef KEEL_TOOLS_CLI_H
+#define KEEL_TOOLS_CLI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -18,7 +18,7 @@ typedef struct keel_cli {
     const char *assets;        /* --assets FILE, or NULL */
 } keel_cli;
 
-/* ---- bindings/embed.c ---- */
+/* ---- tools/embed.c ---- */
 
 /* Opens the standard libraries, preloads keel.core and puts the keel Lua
  * directories (source tree, then installed) ahead of the default package.path. */
@@ -28,19 +28,40 @@ void keel_embed_open(lua_State *L);
  * ("kinds"). Returns a malloc'd path, or NULL when neither exists. */
 char *keel_embed_data_path(const char *src_rel, const char *inst_rel);
 
-/* ---- tools/keel_verbs.c: verbs written against the C API ---- */
-/* Each takes the arguments after the verb and returns an exit code. */
+/* ---- the verbs: each takes the arguments after the verb, returns an exit code ---- */
+
+/* tools/verb_files.c */
 int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv);
 int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv);
 int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv);
 int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv);
+/* An asset manifest rather than a scene: named assets.yaml, or the --assets file. */
+bool keel_cli_is_manifest(const keel_cli *cli, const char *path);
+
+/* tools/verb_kinds.c */
 int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv);
 
-/* ---- tools/keel_lua.c: verbs that run Lua ---- */
+/* tools/verb_run.c */
+int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
 /* argv is the program's whole argv; argv[script_index] names the script. */
 int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int script_index);
+
+/* tools/repl.c */
 int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
-int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
+
+/* ---- tools/call.c: calling Lua from the program ---- */
+
+/* lua_pcall of the function under its `narg` arguments, with a handler that
+ * adds a traceback (or, for an error object, the user's line that raised it).
+ * `interruptible`: ctrl-c stops the Lua code instead of the program. */
+int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible);
+/* Prints the error message on top of the stack as "keel: message" and pops it. */
+void keel_cli_report(const keel_cli *cli, lua_State *L);
+/* require(name) into a global; false (after reporting) when it fails. */
+bool keel_cli_require(const keel_cli *cli, lua_State *L, const char *name, const char *global);
+/* Pushes keel.load(path)'s world and returns -1, its warnings printed as `keel check` prints
+ * them; on failure prints why (the error object's own diagnostics) and returns the exit code. */
+int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path);
 
 /* ---- tools/keel.c ---- */
 
@@ -55,8 +76,9 @@ typedef struct keel_cli_opt {
  * their count, or -1 after printing a usage error. */
 int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opts, size_t nopts);
 /* Loads the kinds directories (given, or the defaults) through the Lua
- * module keel.kindfiles (which reload() uses too) and freezes the registry. Returns -1 when all went well, else the exit code; `lenient`
- * (the REPL) reports failures and goes on. */
+ * module keel.kindfiles (which reload() uses too) and freezes the registry.
+ * Returns -1 when all went well, else the exit code; `lenient` (the REPL)
+ * reports failures and goes on. */
 int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient);
 void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -66,22 +88,5 @@ void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
 /* Prints every diagnostic as FILE:LINE:COL: error: CODE: message; `file` is
  * used when a diagnostic has none. Returns the number of errors. */
 size_t keel_cli_print_diags(const keel_diags *d, const char *file);
-/* An asset manifest rather than a scene: named assets.yaml, or the --assets file. */
-bool keel_cli_is_manifest(const keel_cli *cli, const char *path);
-/* The asset manifest for `scene`: --assets, else assets.yaml beside the scene
- * when present; NULL when none (malloc'd). */
-char *keel_cli_manifest(const keel_cli *cli, const char *scene);
-/* The manifest last loaded for a scene: the next scene that uses the same one
- * (`keel check a.yaml b.yaml`) neither reads it again nor reports it twice. */
-typedef struct keel_cli_assets {
-    char *path;          /* NULL: none loaded yet */
-    keel_assets *assets; /* NULL when it could not be read */
-} keel_cli_assets;
-void keel_cli_assets_free(keel_cli_assets *m);
-/* Load options from the common options: --assets (or assets.yaml beside
- * `scene` when present), loaded through `m` (which owns it). Returns false
- * (after printing) when the manifest could not be read. */
-bool keel_cli_load_opts(const keel_cli *cli, const char *scene, keel_load_opts *o, keel_cli_assets *m,
-                        bool strict);
 
 #endif

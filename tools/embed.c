@@ -9,7 +9,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "../tools/keel_cli.h"
+#include "cli.h"
 
 /* bindings/lua_module.c, linked into the program. */
 int luaopen_keel_core(lua_State *L);

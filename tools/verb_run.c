@@ -1,0 +1,197 @@
+/* verb_run.c — Lua run headless to its end: `keel SCRIPT.lua` and `keel run`. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "cli.h"
+
+/* ---- keel SCRIPT.lua [ARGS...] ---- */
+
+int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
+{
+    /* As for every verb: a script opening a scene finds the kinds of ./kinds declared. */
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+    lua_createtable(L, argc - si - 1, si + 1);
+    for (int i = 0; i < argc; i++) {
+        lua_pushstring(L, argv[i]);
+        lua_rawseti(L, -2, i - si);
+    }
+    lua_setglobal(L, "arg");
+
+    const char *fname = strcmp(argv[si], "-") == 0 ? NULL : argv[si];
+    int status = luaL_loadfile(L, fname);
+    if (status != LUA_OK) {
+        keel_cli_report(cli, L);
+        return status == LUA_ERRFILE ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+    }
+    luaL_checkstack(L, argc - si, "too many arguments to script");
+    for (int i = si + 1; i < argc; i++) lua_pushstring(L, argv[i]);
+    if (keel_cli_call(L, argc - si - 1, 0, true) != LUA_OK) {
+        keel_cli_report(cli, L);
+        return KEEL_EXIT_INPUT;
+    }
+    return KEEL_EXIT_OK;
+}
+/* ---- keel run ---- */
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int l_now(lua_State *L)
+{
+    lua_pushnumber(L, now_seconds());
+    return 1;
+}
+
+static const char run_chunk[] =
+    "local w, name, frames, dt, save, tty, now, interrupted = ...\n"
+    "local t0 = now()\n"
+    "local every = math.max(1, frames // 100)\n"
+    "local ran = frames\n"
+    "for i = 1, frames do\n"
+    "  if interrupted() then ran = i - 1; break end\n"
+    "  w:step(dt)\n"
+    "  if tty and (i % every == 0 or i == frames) then\n"
+    "    io.stdout:write(string.format('\\rframe %d/%d', i, frames)); io.stdout:flush()\n"
+    "  end\n"
+    "end\n"
+    "local elapsed = now() - t0\n"
+    "if tty and frames > 0 then io.stdout:write('\\r\\27[K') end\n"
+    "local errs = w:errors()\n"
+    "local function n(k, one, many) return k .. ' ' .. (k == 1 and one or many) end\n"
+    "local done = ran == frames and n(frames, 'frame', 'frames') or\n"
+    "  string.format('interrupted after %d of %s', ran, n(frames, 'frame', 'frames'))\n"
+    "print(string.format('%s: %s, %s, %.4f ms per frame, %s', name, done,\n"
+    "  n(w:count(), 'entity', 'entities'), ran > 0 and elapsed * 1000 / ran or 0, n(#errs, 'error', 'errors')))\n"
+    "for _, e in ipairs(errs) do\n"
+    "  local msg, phase = tostring(e.message), tostring(e.phase)\n"
+    "  if msg:sub(1, #phase + 1) ~= phase .. ':' then msg = phase .. ': ' .. msg end\n"
+    "  -- the entity by name too, when it is still there (a UUID alone says little)\n"
+    "  local ent = tostring(e.entity)\n"
+    "  local ok, found = pcall(w.find, w, ent)\n"
+    "  if ok and found then ent = string.format('%q %s', found.name, ent) end\n"
+    "  io.stderr:write(string.format('%s: error: %s[%s] on entity %s: %s\\n', name,\n"
+    "    tostring(e.kind), tostring(e.slot), ent, msg))\n"
+    "end\n"
+    "if ran < frames then\n"
+    "  if save then io.stderr:write('keel: run: interrupted: ' .. save .. ' not written\\n') end\n"
+    "  return #errs\n"
+    "end\n"
+    "if save then\n"
+    "  local ok, err = w:save(save)\n"
+    "  if not ok then return #errs, tostring(err) end\n"
+    "  print('saved ' .. save)\n"
+    "end\n"
+    "return #errs\n";
+
+/* ctrl-c in `keel run` stops after the current frame (the summary is still
+ * printed): a Lua error raised by a hook would be caught by the callback that
+ * happened to be running and recorded as its failure. A second ctrl-c kills. */
+static volatile sig_atomic_t run_interrupted;
+
+static void on_run_sigint(int sig)
+{
+    run_interrupted = 1;
+    signal(sig, SIG_DFL);
+}
+
+static int l_interrupted(lua_State *L)
+{
+    lua_pushboolean(L, run_interrupted);
+    return 1;
+}
+
+int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    const char *frames_s = NULL, *dt_s = NULL, *save = NULL;
+    const keel_cli_opt opts[] = {
+        { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--save", &save, NULL },
+    };
+    int n = keel_cli_parse(cli, argc, argv, opts, 3);
+    if (n < 0) return KEEL_EXIT_USAGE;
+    if (n > 1) {
+        keel_cli_usage_error(cli, "run: expected at most one SCENE");
+        return KEEL_EXIT_USAGE;
+    }
+    lua_Integer frames = 600;
+    double dt = 1.0 / 60.0;
+    char *end;
+    if (frames_s) {
+        long long v = strtoll(frames_s, &end, 10);
+        if (*frames_s == '\0' || *end != '\0' || v < 0) {
+            keel_cli_usage_error(cli, "run: --frames needs a whole number >= 0, not '%s'", frames_s);
+            return KEEL_EXIT_USAGE;
+        }
+        frames = (lua_Integer)v;
+    }
+    if (dt_s) {
+        dt = strtod(dt_s, &end);
+        if (*dt_s == '\0' || *end != '\0' || !(dt > 0 && dt < 1e9)) {
+            keel_cli_usage_error(cli, "run: --dt needs a number of seconds > 0, not '%s'", dt_s);
+            return KEEL_EXIT_USAGE;
+        }
+    }
+    const char *scene = n == 1 ? argv[0] : NULL;
+    if (!scene) {
+        char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
+        if (!demo) {
+            fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n", cli->progname);
+            return KEEL_EXIT_USAGE;
+        }
+        lua_pushstring(L, demo);
+        free(demo);
+        scene = lua_tostring(L, -1); /* kept on the stack for the rest of the verb */
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+    if (!keel_cli_require(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;
+    rc = keel_cli_load_world(L, cli, scene);
+    if (rc >= 0) return rc;
+
+    int w = lua_gettop(L);
+    if (luaL_loadbuffer(L, run_chunk, sizeof run_chunk - 1, "=keel run") != LUA_OK) {
+        keel_cli_report(cli, L);
+        return KEEL_EXIT_USAGE;
+    }
+    lua_pushvalue(L, w);
+    lua_pushstring(L, scene);
+    lua_pushinteger(L, frames);
+    lua_pushnumber(L, dt);
+    if (save) lua_pushstring(L, save);
+    else lua_pushnil(L);
+    lua_pushboolean(L, isatty(STDOUT_FILENO));
+    lua_pushcfunction(L, l_now);
+    lua_pushcfunction(L, l_interrupted);
+    run_interrupted = 0;
+    signal(SIGINT, on_run_sigint);
+    int status = keel_cli_call(L, 8, 2, false);
+    signal(SIGINT, SIG_DFL);
+    if (run_interrupted) {
+        /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */
+        if (status != LUA_OK) keel_cli_report(cli, L);
+        fflush(stdout);
+        fflush(stderr);
+        raise(SIGINT);
+    }
+    if (status != LUA_OK) {
+        keel_cli_report(cli, L);
+        return KEEL_EXIT_INPUT;
+    }
+    if (lua_isstring(L, -1)) {
+        fprintf(stderr, "%s: run: cannot save %s: %s\n", cli->progname, save, lua_tostring(L, -1));
+        return KEEL_EXIT_USAGE;
+    }
+    /* Callback failures are errors in the input (its kinds' scripts). */
+    return lua_tointeger(L, -2) > 0 ? KEEL_EXIT_INPUT : KEEL_EXIT_OK;
+}

@@ -77,6 +77,8 @@ typedef struct keel_diags {
     size_t errors; /* how many items are errors (the rest are warnings) */
 } keel_diags;
 
+/* Zeroes `d`; nothing is allocated until the first item. The items and their strings
+ * belong to `d` until keel_diags_free. */
 void keel_diags_init(keel_diags *d);
 void keel_diags_free(keel_diags *d); /* safe on a zeroed or freed struct, and NULL */
 /* Appends and returns `code` (so `return keel_diag_add(...)` reads well).
@@ -110,8 +112,8 @@ typedef struct keel_uuid { uint8_t bytes[16]; } keel_uuid;
 keel_uuid keel_uuid_v4(void);                          /* from getrandom(2) */
 bool keel_uuid_parse(const char *s, keel_uuid *out);   /* false on anything non-canonical */
 void keel_uuid_format(keel_uuid u, char out[37]);      /* NUL-terminated */
-bool keel_uuid_is_nil(keel_uuid u);
-bool keel_uuid_equal(keel_uuid a, keel_uuid b);
+bool keel_uuid_is_nil(keel_uuid u);                    /* all 16 bytes zero */
+bool keel_uuid_equal(keel_uuid a, keel_uuid b);        /* byte for byte */
 
 /* ======================================================================
  * Document trees (keel_node)
@@ -146,6 +148,9 @@ struct keel_node {
     keel_node *items;  /* SEQ: count items; MAP: 2*count, key then value */
 };
 
+/* Heap nodes owned by the caller: free with keel_node_free, or hand to push/put.
+ * Never NULL (running out of memory aborts, as everywhere in libkeel). A scalar
+ * copies `text` (NULL: ""); the collections start empty. */
 keel_node *keel_node_new_scalar(const char *text, keel_node_style style);
 keel_node *keel_node_new_seq(void);
 keel_node *keel_node_new_map(void);
@@ -153,16 +158,22 @@ keel_node *keel_node_new_map(void);
  * the pointer freed. Returns the stored child (valid until the next push). */
 /* NULL, with the child freed, when push's parent is not a SEQ or put's not a MAP (or key is NULL). */
 keel_node *keel_node_push(keel_node *seq, keel_node *item);
+/* Sets `key` (copied) to `value` (taken as by push; NULL: a null scalar): an existing
+ * key's value is freed and replaced in place, else the pair is appended. Returns the
+ * stored value, valid until the map next grows. */
 keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value);
+/* A deep copy (text, style and positions kept) that the caller frees; NULL for NULL. */
 keel_node *keel_node_copy(const keel_node *n);
 void keel_node_free(keel_node *n);       /* frees a heap node and its children */
 void keel_node_clear(keel_node *n);      /* frees the children of an embedded node */
 const keel_node *keel_node_get(const keel_node *map, const char *key); /* NULL when absent */
 bool keel_node_equal(const keel_node *a, const keel_node *b);          /* structure + text */
-/* YAML 1.2 core-schema reading of a scalar. Quoted scalars are always strings. */
-bool keel_node_is_null(const keel_node *n);
-bool keel_node_as_bool(const keel_node *n, bool *out);
-bool keel_node_as_int(const keel_node *n, int64_t *out);
+/* YAML 1.2 core-schema reading of a scalar. Quoted scalars are always strings.
+ * The readers answer false, leaving `*out` alone, for anything else (a collection,
+ * a quoted scalar, other text); `out` may be NULL to test only. */
+bool keel_node_is_null(const keel_node *n); /* "", ~, null/Null/NULL; true for a NULL node */
+bool keel_node_as_bool(const keel_node *n, bool *out);   /* true/True/TRUE, false/False/FALSE */
+bool keel_node_as_int(const keel_node *n, int64_t *out); /* [-+]dec, 0o octal, 0x hex; false past int64 */
 bool keel_node_as_float(const keel_node *n, double *out); /* ints read as floats too */
 /* Shortest decimal text that strtod reads back to exactly `v` ("0.1", "-0", "1e-07" style
  * avoided: "1e-7"). Non-finite values give ".nan", ".inf", "-.inf". Returns length. */
@@ -189,7 +200,7 @@ typedef enum keel_type {
 } keel_type;
 
 const char *keel_type_name(keel_type t);           /* "vec3" */
-bool keel_type_parse(const char *name, keel_type *out);
+bool keel_type_parse(const char *name, keel_type *out); /* "vec3" -> KEEL_T_VEC3; false for NULL or unknown */
 int keel_type_width(keel_type t);                  /* vectors: 2/3/4; others 1 */
 size_t keel_type_size(keel_type t);                /* bytes of the field inside a record */
 
@@ -364,6 +375,7 @@ typedef struct keel_kind_desc {
  *     }
  */
 keel_status keel_init(void);
+/* Frees every kind (calling each desc.user_free); keel_init may start over after it. */
 void keel_shutdown(void);
 
 /* Declares a kind. A new key gets a new id. An existing key keeps its id and
@@ -391,13 +403,16 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
 keel_status keel_registry_freeze(keel_diags *d);
 
 keel_kind_id keel_kind_find(const char *key);          /* KEEL_NO_KIND when absent */
-size_t keel_kind_count(void);
-keel_kind_id keel_kind_at(size_t i);                   /* sorted by key */
+size_t keel_kind_count(void);                          /* registered kinds, built-ins included */
+keel_kind_id keel_kind_at(size_t i);                   /* sorted by key; KEEL_NO_KIND past the end */
 /* The kind's stored description (strings and arrays owned by the registry;
  * display/category filled in). Valid until the kind is redeclared. NULL for
  * KEEL_NO_KIND or an id not registered. */
 const keel_kind_desc *keel_kind_describe(keel_kind_id k);
 int keel_kind_field(keel_kind_id k, const char *field); /* index or -1 (no such field or kind) */
+/* Bytes of one record (see the layout rule; at least 8, even with no fields) and a
+ * field's byte offset in it. Both change when a redeclaration changes the fields.
+ * 0 for an unregistered kind or a field index out of range. */
 size_t keel_kind_record_size(keel_kind_id k);
 size_t keel_kind_field_offset(keel_kind_id k, int field);
 /* Checks a value against a field's type, finiteness, range and choices
@@ -443,12 +458,17 @@ typedef struct keel_grid {
  * (keel_world_set_name refuses it instead). */
 keel_world *keel_world_new(const char *name);
 void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
-keel_uuid keel_world_uuid(const keel_world *w);
+keel_uuid keel_world_uuid(const keel_world *w);        /* never nil */
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
+/* Never NULL; borrowed: valid until keel_world_set_name or keel_world_free. */
 const char *keel_world_name(const keel_world *w);
 /* A NULL name is InvalidArgument. */
 keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d);
+/* The editor grid (scene settings), inside the world: valid until the world is freed. */
 const keel_grid *keel_world_grid(const keel_world *w);
+/* Copies `g`, normalizing the orientation. InvalidArgument (grid unchanged): `g` NULL,
+ * a non-finite origin or orientation, a zero quaternion, base_spacing not > 0,
+ * major_line_every < 1. */
 keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d);
 uint64_t keel_world_revision(const keel_world *w);   /* bumps on every change */
 uint64_t keel_world_epoch(const keel_world *w);      /* process-unique id of this world's incarnation */
@@ -522,6 +542,13 @@ struct keel_cmd {
     size_t item_count;
 };
 
+/* Applies `cmd` (read only; the caller keeps it) by calling the matching command above,
+ * so it answers what that command answers; a SET is checked as keel_set (readonly is
+ * Unsupported). NotFound: an entity or parent UUID not in `w`, a SET field not in the kind;
+ * InvalidArgument: an unknown type, a SPAWN without `tree`, an ADD without `kind_key`.
+ * KEEL_CMD_NONE is OK and does nothing. An ADD of an unregistered (or newer) kind goes to
+ * keel_add_unknown. A BATCH is all or nothing; its inverse lists the items' inverses in
+ * reverse order. `*inverse` is the caller's to keel_cmd_free. */
 keel_status keel_cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, keel_diags *d);
 void keel_cmd_free(keel_cmd *cmd); /* frees the contents (not the struct); leaves it KEEL_CMD_NONE */
 
@@ -543,7 +570,11 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
 /* Moves `e` to the end of `parent`'s children (KEEL_NO_ENTITY: top level).
  * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
 keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d);
+/* `name` is copied; names need not be unique. InvalidArgument: NULL or not valid UTF-8;
+ * ProtectedEntity: the root. */
 keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d);
+/* Sets e's own flag; a disabled entity and all its descendants run no hooks
+ * (keel_entity_active). ProtectedEntity: the root. */
 keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cmd *inverse, keel_diags *d);
 /* Duplicates e and its subtree under `parent` (KEEL_NO_ENTITY: e's own parent):
  * every membership entry with the same slots, preserved unknown bodies included,
@@ -554,7 +585,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
 bool keel_alive(const keel_world *w, keel_entity e);  /* false for stale handles and KEEL_NO_ENTITY */
 keel_entity keel_find(const keel_world *w, keel_uuid u);      /* O(1); root not found */
 keel_entity keel_find_name(const keel_world *w, const char *name); /* first in run order */
-keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e);
+keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e);     /* nil when not alive, and for the root */
 const char *keel_entity_name(const keel_world *w, keel_entity e);   /* NULL when not alive */
 keel_entity keel_entity_parent(const keel_world *w, keel_entity e); /* KEEL_NO_ENTITY at top level */
 bool keel_entity_enabled(const keel_world *w, keel_entity e);       /* its own flag */
@@ -568,7 +599,7 @@ keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t i);
 /* O(1) sibling walk (root: top level); KEEL_NO_ENTITY at the end:
  *   for (keel_entity c = keel_entity_first_child(w, e); c; c = keel_entity_next_sibling(w, c)) ... */
 keel_entity keel_entity_first_child(const keel_world *w, keel_entity e);
-keel_entity keel_entity_next_sibling(const keel_world *w, keel_entity e);
+keel_entity keel_entity_next_sibling(const keel_world *w, keel_entity e); /* none for the root or stale e */
 /* Hierarchy pre-order walk (the run order), root excluded:
  *   for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) ... */
 keel_entity keel_next(const keel_world *w, keel_entity prev);
@@ -632,17 +663,24 @@ typedef struct keel_member {
                                 slot has a new one (handles compare it to refuse a stale use) */
 } keel_member;
 
+/* The entity's membership list (root: its components), known and unknown entries, in
+ * membership order; 0 for a stale entity. */
 size_t keel_member_count(const keel_world *w, keel_entity e);
+/* Fills `*out` with entry i; false (out untouched) for a stale entity or i past the end.
+ * `key` and `preserved` are borrowed: valid until e's membership changes or the kind is
+ * redeclared. */
 bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *out);
 /* Finds by kind and slot; KEEL_SLOT_AUTO: the lowest slot. */
 bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel_comp *out);
-bool keel_comp_alive(const keel_world *w, keel_comp c);
+bool keel_comp_alive(const keel_world *w, keel_comp c); /* the entity is alive and holds c (loaded) */
 uint64_t keel_comp_serial(const keel_world *w, keel_comp c); /* keel_member.serial; 0 when not alive */
 /* The record of a live component; NULL otherwise. Valid until the next
  * structural change to that kind's storage. */
 void *keel_record(const keel_world *w, keel_comp c);
-uint64_t keel_comp_counter(const keel_world *w, keel_comp c);
-bool keel_comp_enabled(const keel_world *w, keel_comp c);
+uint64_t keel_comp_counter(const keel_world *w, keel_comp c); /* keel_member.counter; 0 when not alive */
+bool keel_comp_enabled(const keel_world *w, keel_comp c);     /* its own flag; false when not alive */
+/* A disabled component runs no hooks; its fields can still be read and written.
+ * NotFound and Unsupported as for keel_get. */
 keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d);
 
 /* Reads a field (strings borrowed from the record). NotFound: a stale entity, no
@@ -673,6 +711,9 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
  * scene root's components are among them (owner keel_world_root), and during a step a
  * component removed or destroyed stays until the phase boundary with owner KEEL_NO_ENTITY
  * (skip those; its record is dead). Queries never list either. */
+/* Removal moves the last row into the hole: rows and record pointers are valid until the
+ * next structural change to kind k. Past the end (or a kind this world never held): count 0,
+ * owner KEEL_NO_ENTITY, slot 0, record NULL. */
 size_t keel_storage_count(const keel_world *w, keel_kind_id k);
 keel_entity keel_storage_owner(const keel_world *w, keel_kind_id k, size_t i);
 uint32_t keel_storage_slot(const keel_world *w, keel_kind_id k, size_t i);
@@ -695,6 +736,7 @@ void **keel_query_column(const keel_query *q, size_t k); /* record pointers, one
  * bytes on. 0 when the rows are not aligned (then use keel_query_column) or past the end.
  * Valid after keel_query_update, until the next structural change. */
 size_t keel_query_chunk(const keel_query *q, size_t chunk, void **base, size_t *first);
+/* Whether keel_query_chunk gives runs, as of the last keel_query_update (false before it). */
 bool keel_query_aligned(const keel_query *q);
 
 /* ======================================================================
@@ -715,8 +757,8 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d);
 /* fixed_update runs at most 8 times a step; the rest of a long dt is dropped (no spiral of
  * death after a pause). A fixed_dt that is not finite and > 0 is ignored. */
 void keel_world_set_fixed_dt(keel_world *w, double fixed_dt);
-double keel_world_fixed_dt(const keel_world *w);
-bool keel_world_in_step(const keel_world *w);
+double keel_world_fixed_dt(const keel_world *w);       /* seconds; 1/60 until set */
+bool keel_world_in_step(const keel_world *w);          /* inside keel_step (so inside its hooks) */
 uint64_t keel_world_frame(const keel_world *w);        /* completed steps */
 
 typedef struct keel_fault {
@@ -726,6 +768,9 @@ typedef struct keel_fault {
     keel_phase phase;
     const char *message;
 } keel_fault;
+/* Every fault since the world was made, oldest first; never cleared. keel_fault_at: NULL
+ * past the end. The fault belongs to the world: the pointer is valid until the next fault
+ * is recorded, its strings until keel_world_free. */
 size_t keel_fault_count(const keel_world *w);
 const keel_fault *keel_fault_at(const keel_world *w, size_t i);
 
@@ -823,15 +868,20 @@ typedef struct keel_limits {
     size_t hierarchy_depth;      /* 256 */
     size_t collection_length;    /* 65,536 */
 } keel_limits;
-keel_limits keel_limits_default(void);
+keel_limits keel_limits_default(void); /* the values above */
 
 typedef struct keel_assets keel_assets;
 /* assets.yaml: a list of { uuid, path, type }. */
 keel_status keel_assets_load(const char *path, keel_assets **out, keel_diags *d);
+/* The same from `len` bytes of text (no NUL needed); `file` (may be NULL) names it in
+ * diagnostics. Both: ParseError for malformed YAML, a bad entry, a bad or nil uuid, a
+ * duplicate uuid (each bad entry listed); LimitExceeded past keel_limits_default(); load
+ * adds IOError. `*out` is set only on success; the caller frees it with keel_assets_free. */
 keel_status keel_assets_parse(const char *text, size_t len, const char *file, keel_assets **out, keel_diags *d);
 void keel_assets_free(keel_assets *a); /* NULL is a no-op */
-bool keel_assets_has(const keel_assets *a, keel_uuid u);
-const char *keel_assets_path(const keel_assets *a, keel_uuid u);  /* NULL when absent */
+bool keel_assets_has(const keel_assets *a, keel_uuid u);           /* false for a NULL manifest */
+/* NULL when absent; borrowed: valid until keel_assets_free. */
+const char *keel_assets_path(const keel_assets *a, keel_uuid u);
 /* The manifest a scene uses unless told otherwise: "assets.yaml" in the scene's directory, when
  * that file exists and is not the scene itself. A malloc'd path (caller frees), or NULL. */
 char *keel_assets_beside(const char *scene_path);
@@ -842,7 +892,7 @@ typedef struct keel_load_opts {
     const keel_assets *assets;   /* NULL: asset references are not checked */
     const char *file;            /* name used in diagnostics (keel_scene_parse) */
 } keel_load_opts;
-keel_load_opts keel_load_opts_default(void);
+keel_load_opts keel_load_opts_default(void); /* default limits, not strict, no assets, no file */
 
 /* Parse + validate + build + resolve + check + awake; publishes a new world or
  * returns every diagnostic and no world. Never runs code from the file. NULL text: InvalidArgument. */
@@ -857,6 +907,9 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d);
 /* Writes `len` bytes to `path` atomically (the helper behind every save). */
 keel_status keel_write_atomic(const char *path, const void *data, size_t len, keel_diags *d);
+/* The whole file into `*out` (malloc'd, NUL-terminated; the caller frees it) and its length
+ * into `*len` (`len` may be NULL). IOError: cannot open or read; LimitExceeded: more than
+ * `max` bytes. `*out` is untouched on failure. `path` must not be NULL. */
 keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len, keel_diags *d);
 
 /* Cooked binary scene (see core/COOKED.md). keel_cook mallocs `*out` (the caller
@@ -885,6 +938,8 @@ keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len
  *     return st != KEEL_OK;
  */
 keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out, size_t *len, keel_diags *d);
+/* Loads a cooked scene from memory (`data` is only read: the world copies what it keeps).
+ * `*out` is NULL unless OK; InvalidArgument: NULL out, or NULL data with len > 0. */
 keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d);
 
 /* Save games: a running world as a difference from its authored baseline.

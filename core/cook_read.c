@@ -410,8 +410,8 @@ static void check_refs(keel_world *w, keel_entity e, const char *prefix, const k
     }
 }
 
-static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opts *o, keel_world **out,
-                         keel_diags *d)
+/* The scene section: a new world with its UUID, name and grid. */
+static keel_world *build_scene(const uint8_t *p, const cooked *ck, keel_diags *d)
 {
     rd r = { p + ck->sec[SEC_SCENE].offset, ck->sec[SEC_SCENE].length, 0 };
     keel_uuid su = rd_uuid(&r);
@@ -425,11 +425,14 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
     g.base_spacing = rd_f64(&r);
     g.major_line_every = (int64_t)rd_u64(&r);
     keel_world_set_grid(w, &g, d);
+    return w;
+}
 
+/* The entities section, in order (a parent comes before its children): handles[i] for each. */
+static void build_entities(keel_world *w, const uint8_t *p, const cooked *ck, keel_entity *handles, keel_diags *d)
+{
     const section *se = &ck->sec[SEC_ENTITIES];
-    keel_entity *handles = keel__xcalloc(se->count, sizeof *handles);
-    uint32_t *ncomps = keel__xcalloc((size_t)se->count + 1, sizeof *ncomps);
-    r = (rd){ p + se->offset, se->length, 0 };
+    rd r = { p + se->offset, se->length, 0 };
     for (uint32_t i = 0; i < se->count; i++) {
         keel_uuid u = rd_uuid(&r);
         const char *name = ck->strings[rd_u32(&r)];
@@ -452,9 +455,15 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
         }
         keel_diags_free(&one);
     }
+}
 
+/* The components section: each onto its owner (skipped when the owner's spawn failed). */
+static void build_components(keel_world *w, const uint8_t *p, const cooked *ck, const keel_entity *handles,
+                             bool strict, keel_diags *d)
+{
     const section *sm = &ck->sec[SEC_COMPONENTS];
-    r = (rd){ p + sm->offset, sm->length, 0 };
+    uint32_t *ncomps = keel__xcalloc((size_t)ck->sec[SEC_ENTITIES].count + 1, sizeof *ncomps);
+    rd r = { p + sm->offset, sm->length, 0 };
     for (uint32_t i = 0; i < sm->count; i++) {
         comp_hdr h;
         h.owner = rd_u32(&r);
@@ -469,7 +478,7 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
         ncomps[h.owner]++;
         keel_entity owner = h.owner == 0 ? keel_world_root(w) : handles[h.owner - 1];
         size_t start = r.pos;
-        if (owner) build_component(w, owner, &h, &r, ck, o->strict, path, d); /* else its spawn failed */
+        if (owner) build_component(w, owner, &h, &r, ck, strict, path, d); /* else its spawn failed */
         /* whichever path ran, continue from the next component */
         r.pos = start;
         for (uint32_t f = 0; f < h.nfields; f++) {
@@ -478,23 +487,37 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
             r.pos += value_size(t);
         }
     }
-
-    if (d->errors == 0) {
-        keel_check_rules(w, keel_world_root(w), "root", d);
-        for (uint32_t i = 0; i < se->count; i++) {
-            char path[32];
-            snprintf(path, sizeof path, "entities[%u]", i);
-            keel_check_rules(w, handles[i], path, d);
-        }
-        check_refs(w, keel_world_root(w), "root", o, d);
-        for (uint32_t i = 0; i < se->count; i++) {
-            char path[32];
-            snprintf(path, sizeof path, "entities[%u]", i);
-            check_refs(w, handles[i], path, o, d);
-        }
-    }
-    free(handles);
     free(ncomps);
+}
+
+/* Kind rules and references, once everything is in place (the root first, then entities in order). */
+static void check_built(keel_world *w, const keel_entity *handles, uint32_t count, const keel_load_opts *o,
+                        keel_diags *d)
+{
+    keel_check_rules(w, keel_world_root(w), "root", d);
+    for (uint32_t i = 0; i < count; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "entities[%u]", i);
+        keel_check_rules(w, handles[i], path, d);
+    }
+    check_refs(w, keel_world_root(w), "root", o, d);
+    for (uint32_t i = 0; i < count; i++) {
+        char path[32];
+        snprintf(path, sizeof path, "entities[%u]", i);
+        check_refs(w, handles[i], path, o, d);
+    }
+}
+
+static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opts *o, keel_world **out,
+                         keel_diags *d)
+{
+    keel_world *w = build_scene(p, ck, d);
+    uint32_t count = ck->sec[SEC_ENTITIES].count;
+    keel_entity *handles = keel__xcalloc(count, sizeof *handles);
+    build_entities(w, p, ck, handles, d);
+    build_components(w, p, ck, handles, o->strict, d);
+    if (d->errors == 0) check_built(w, handles, count, o, d);
+    free(handles);
     keel_status s = keel_diags_status(d);
     if (s == KEEL_OK) s = keel_awake_all(w, d);
     if (s != KEEL_OK) {

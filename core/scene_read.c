@@ -379,121 +379,167 @@ static void warn_unsaved(loader *L, const keel_kind_desc *kd, const keel_node *n
     }
 }
 
+/* What a component entry says besides its body: checked, each problem an error. */
+typedef struct comp_head {
+    const char *key;
+    int64_t version, slot; /* slot -1: none given */
+    bool enabled;
+} comp_head;
+
+static bool read_kind_key(loader *L, const keel_node *n, const keel_node *kn, const char *cpath, comp_head *h)
+{
+    if (!kn) {
+        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
+        return false;
+    }
+    if (kn->kind != KEEL_NODE_SCALAR || keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) {
+        char *p = pathf("%s.kind", cpath);
+        error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s'%s (ns:name, [a-z0-9_]+)", show(kn),
+              keel__node_has_nul(kn) ? " (holding a NUL byte)" : "");
+        free(p);
+        return false;
+    }
+    h->key = kn->text;
+    return true;
+}
+
+static bool read_version(loader *L, const keel_node *n, const keel_node *vn, const char *cpath, comp_head *h)
+{
+    if (!vn) {
+        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
+        return false;
+    }
+    char *p = pathf("%s.version", cpath);
+    bool ok = true;
+    if (want_int(L, vn, p, &h->version) && (h->version < 1 || h->version > INT32_MAX)) {
+        error(L, KEEL_INVALID_ARGUMENT, p, vn, "version must be an integer >= 1");
+        ok = false;
+    } else if (h->version < 1) {
+        ok = false;
+    }
+    free(p);
+    return ok;
+}
+
+static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_head *h)
+{
+    if (!sn) return true;
+    char *p = pathf("%s.slot", cpath);
+    bool ok = want_int(L, sn, p, &h->slot);
+    if (ok && (h->slot < 0 || h->slot >= (int64_t)UINT32_MAX)) {
+        error(L, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer from 0 to %u",
+              (unsigned)(KEEL_SLOT_AUTO - 1)); /* KEEL_SLOT_AUTO itself means "none" */
+        ok = false;
+    }
+    free(p);
+    return ok;
+}
+
+static bool read_head(loader *L, const keel_node *n, const char *cpath, comp_head *h)
+{
+    *h = (comp_head){ NULL, 0, -1, true };
+    bool ok = read_kind_key(L, n, keel_node_get(n, "kind"), cpath, h);
+    ok = read_version(L, n, keel_node_get(n, "version"), cpath, h) && ok;
+    ok = read_slot(L, keel_node_get(n, "slot"), cpath, h) && ok;
+    const keel_node *en = keel_node_get(n, "enabled");
+    if (en) {
+        char *p = pathf("%s.enabled", cpath);
+        ok = want_bool(L, en, p, &h->enabled) && ok;
+        free(p);
+    }
+    return ok;
+}
+
+/* The body: absent or null (none), else a map within the size limit. */
+static bool check_body(loader *L, const keel_node *body, const char *bpath)
+{
+    if (body && body->kind != KEEL_NODE_MAP) {
+        error(L, KEEL_PARSE_ERROR, bpath, body, "a component body must be a map");
+        return false;
+    }
+    if (body && body_size(body) > L->o->limits.body_size) {
+        error(L, KEEL_LIMIT_EXCEEDED, bpath, body, "component body larger than the limit (%zu bytes)",
+              L->o->limits.body_size);
+        return false;
+    }
+    return true;
+}
+
+/* A declared kind at a version it knows: decoded, added (rules and awake come later). */
+static bool add_known(loader *L, keel_entity e, const keel_node *n, const comp_head *h, keel_kind_id k,
+                      const keel_node *body, const char *cpath, const char *bpath)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    keel_add_opts ao = KEEL_ADD_OPTS_INIT;
+    ao.slot = h->slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)h->slot;
+    ao.body = body;
+    ao.version = (int)h->version;
+    ao.strict = L->o->strict;
+    ao.skip_rules = true;
+    ao.no_awake = true;
+    ao.path = bpath;
+    ao.file = L->file;
+    keel_comp c;
+    if (keel_add(L->w, e, k, &ao, &c, NULL, &tmp) != KEEL_OK) {
+        forward(L, &tmp, cpath, n);
+        return false;
+    }
+    if (!h->enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
+    bool ok = forward(L, &tmp, cpath, n);
+    warn_unsaved(L, kd, n, body, cpath);
+    if (has_references(kd)) {
+        if (L->refs_n == L->refs_cap) {
+            L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
+            L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);
+        }
+        L->refs[L->refs_n++] = (ref_check){ c, body, keel__strdup(bpath) };
+    }
+    return ok;
+}
+
+/* Not registered, or newer than the kind knows: kept whole, never guessed at. */
+static bool add_unknown(loader *L, keel_entity e, const keel_node *n, const comp_head *h,
+                        const keel_kind_desc *kd, const keel_node *body, const char *cpath)
+{
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    uint32_t s = h->slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)h->slot;
+    keel_node *empty = body ? NULL : keel_node_new_map();
+    bool ok;
+    if (keel_add_unknown(L->w, e, h->key, (int)h->version, s, body ? body : empty, &tmp) == KEEL_OK) {
+        count_unknown(L, h->key, kd ? (kd->version < 1 ? 1 : kd->version) : 0);
+        /* The public command refuses edits to unknown entries; a loader
+         * restores the flag the file recorded, on the entry just added. */
+        keel__ent *ent = h->enabled ? NULL : keel__ent_get(L->w, e);
+        if (ent && ent->member_count) ent->members[ent->member_count - 1].enabled = false;
+        ok = forward(L, &tmp, cpath, n);
+    } else {
+        forward(L, &tmp, cpath, n);
+        ok = false;
+    }
+    keel_node_free(empty);
+    return ok;
+}
+
 static bool load_component(loader *L, keel_entity e, const keel_node *n, const char *cpath)
 {
     static const char *const keys[] = { "kind", "version", "slot", "enabled", "body", NULL };
     if (!want_map(L, n, cpath, "a component", keys)) return false;
-    bool ok = true;
-    const keel_node *kn = keel_node_get(n, "kind"), *vn = keel_node_get(n, "version");
-    const keel_node *sn = keel_node_get(n, "slot"), *en = keel_node_get(n, "enabled");
+    comp_head h;
+    bool ok = read_head(L, n, cpath, &h);
     const keel_node *body = keel_node_get(n, "body");
-    const char *key = NULL;
-    int64_t version = 0, slot = -1;
-    bool enabled = true;
-    char *p;
-    if (!kn) {
-        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
-        ok = false;
-    } else if (kn->kind != KEEL_NODE_SCALAR || keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) {
-        p = pathf("%s.kind", cpath);
-        error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s'%s (ns:name, [a-z0-9_]+)", show(kn),
-              keel__node_has_nul(kn) ? " (holding a NUL byte)" : "");
-        free(p);
-        ok = false;
-    } else {
-        key = kn->text;
-    }
-    if (!vn) {
-        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
-        ok = false;
-    } else {
-        p = pathf("%s.version", cpath);
-        if (want_int(L, vn, p, &version) && (version < 1 || version > INT32_MAX)) {
-            error(L, KEEL_INVALID_ARGUMENT, p, vn, "version must be an integer >= 1");
-            ok = false;
-        } else if (version < 1) {
-            ok = false;
-        }
-        free(p);
-    }
-    if (sn) {
-        p = pathf("%s.slot", cpath);
-        if (want_int(L, sn, p, &slot)) {
-            if (slot < 0 || slot >= (int64_t)UINT32_MAX) {
-                error(L, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer from 0 to %u",
-                      (unsigned)(KEEL_SLOT_AUTO - 1)); /* KEEL_SLOT_AUTO itself means "none" */
-                ok = false;
-            }
-        } else {
-            ok = false;
-        }
-        free(p);
-    }
-    if (en) {
-        p = pathf("%s.enabled", cpath);
-        ok = want_bool(L, en, p, &enabled) && ok;
-        free(p);
-    }
-    char *bpath = pathf("%s.body", cpath);
     if (body && is_null(body)) body = NULL;
-    if (body && body->kind != KEEL_NODE_MAP) {
-        error(L, KEEL_PARSE_ERROR, bpath, body, "a component body must be a map");
-        ok = false;
-    } else if (body && body_size(body) > L->o->limits.body_size) {
-        error(L, KEEL_LIMIT_EXCEEDED, bpath, body, "component body larger than the limit (%zu bytes)",
-              L->o->limits.body_size);
-        ok = false;
-    }
-    if (!ok) {
-        free(bpath);
-        return false;
-    }
-    keel_diags tmp;
-    keel_diags_init(&tmp);
-    keel_kind_id k = keel_kind_find(key);
-    const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
-    if (kd && version <= (kd->version < 1 ? 1 : kd->version)) {
-        keel_add_opts ao = KEEL_ADD_OPTS_INIT;
-        ao.slot = slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)slot;
-        ao.body = body;
-        ao.version = (int)version;
-        ao.strict = L->o->strict;
-        ao.skip_rules = true;
-        ao.no_awake = true;
-        ao.path = bpath;
-        ao.file = L->file;
-        keel_comp c;
-        if (keel_add(L->w, e, k, &ao, &c, NULL, &tmp) == KEEL_OK) {
-            if (!enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
-            ok = forward(L, &tmp, cpath, n);
-            warn_unsaved(L, kd, n, body, cpath);
-            if (has_references(kd)) {
-                if (L->refs_n == L->refs_cap) {
-                    L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
-                    L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);
-                }
-                L->refs[L->refs_n++] = (ref_check){ c, body, keel__strdup(bpath) };
-            }
-        } else {
-            forward(L, &tmp, cpath, n);
-            ok = false;
-        }
-    } else {
-        /* Not registered, or newer than the kind knows: kept whole, never guessed at. */
-        uint32_t s = slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)slot;
-        keel_node *empty = body ? NULL : keel_node_new_map();
-        if (keel_add_unknown(L->w, e, key, (int)version, s, body ? body : empty, &tmp) == KEEL_OK) {
-            count_unknown(L, key, kd ? (kd->version < 1 ? 1 : kd->version) : 0);
-            /* The public command refuses edits to unknown entries; a loader
-             * restores the flag the file recorded, on the entry just added. */
-            keel__ent *ent = enabled ? NULL : keel__ent_get(L->w, e);
-            if (ent && ent->member_count) ent->members[ent->member_count - 1].enabled = false;
-            ok = forward(L, &tmp, cpath, n);
-        } else {
-            forward(L, &tmp, cpath, n);
-            ok = false;
-        }
-        keel_node_free(empty);
+    char *bpath = pathf("%s.body", cpath);
+    ok = check_body(L, body, bpath) && ok;
+    if (ok) {
+        keel_kind_id k = keel_kind_find(h.key);
+        const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
+        if (kd && h.version <= (kd->version < 1 ? 1 : kd->version))
+            ok = add_known(L, e, n, &h, k, body, cpath, bpath);
+        else
+            ok = add_unknown(L, e, n, &h, kd, body, cpath);
     }
     free(bpath);
     return ok;

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 #include "world_internal.h" /* keel__set_cmd: keel_set that may write readonly fields */
 
 /* The serial of the unknown entry `key` at c's entity and slot (0: none). */

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
 {

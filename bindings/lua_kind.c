@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 #include "world_internal.h" /* txn_depth and keel__put_committed: the hook's copy-back needs no journal */
 
 struct keel_lua_kind {

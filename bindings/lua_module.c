@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 keel_lua_frame keel__lua_cur;
 unsigned long keel__lua_entries;

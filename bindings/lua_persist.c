@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 #define KEEL_LUA_BASELINE "keel.Baseline"
 

@@ -3,12 +3,12 @@
 #include <signal.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 #include "internal.h" /* keel__utf8_valid */
 
 /* ---- World userdata ---- */
 
-/* The World on top gets its own copy of a handle metatable, holding [1] = the World (keel_lua.h). */
+/* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
 static void handle_mt(lua_State *L, const void *key, int uv)
 {
     int world = lua_gettop(L);

@@ -1,0 +1,216 @@
+/* lua_internal.h — internals shared by the files of the Lua module keel.core (not API). */
+#ifndef KEEL_LUA_INTERNAL_H
+#define KEEL_LUA_INTERNAL_H
+
+#include <stdbool.h>
+#include <string.h>
+
+#include <lua.h>
+#include <lauxlib.h>
+
+#include "keel.h"
+
+#define KEEL_LUA_WORLD "keel.World"
+#define KEEL_LUA_ENTITY "keel.Entity"
+#define KEEL_LUA_COMPONENT "keel.Component"
+#define KEEL_LUA_ITER "keel.Query"
+#define KEEL_LUA_COMMAND "keel.Command"
+#define KEEL_LUA_ERROR "keel.Error"
+
+#define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
+#define KEEL_LUA_MEMO_KEYS 16 /* field names w:step keeps on its stack for the hooks it runs */
+
+/* ---- for other binding files (lua_persist.c) ---- */
+
+int keel_lua_open_persist(lua_State *L); /* pushes the `persist` table */
+/* For a host's SIGINT handler (async-signal-safe): while keel_lua_stepping()
+ * is true, keel_lua_interrupt() makes w:step/w:run raise "interrupted!" once
+ * the frame under way has finished, so no callback is blamed for the signal. */
+void keel_lua_interrupt(void);
+int keel_lua_stepping(void);
+/* The keel_world of a World argument (raises when it is not one, or closed). */
+keel_world *keel_lua_checkworld(lua_State *L, int idx);
+/* Pushes nil and an error object built from `d`; returns 2. Frees d's contents. */
+int keel_lua_fail(lua_State *L, keel_diags *d);
+/* Raises an error object built from `d` (code `s` when d holds no error).
+ * Frees d's contents first, so nothing leaks across the longjmp. */
+int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d);
+/* Keel strings are C strings: a Lua string (at idx) holding a NUL byte would be cut short there. */
+static inline bool keel__lua_has_nul(lua_State *L, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    return strlen(s) != len;
+}
+/* Pushes d's diagnostics as an array of { code, message, path, file, line, col, severity }. */
+void keel__lua_push_diags(lua_State *L, const keel_diags *d);
+/* Raises an error object with one diagnostic. */
+int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
+/* After a core call: when s failed, frees *inv (unless NULL) and raises d's error; else frees d's contents. */
+static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, keel_cmd *inv)
+{
+    if (s != KEEL_OK) {
+        if (inv) keel_cmd_free(inv);
+        keel_lua_raise(L, s, d);
+    }
+    keel_diags_free(d);
+}
+
+/* ---- handle metatables by address ---- */
+
+/* The World, Entity and Component metatables are kept in the registry under these addresses
+ * and hold `[address] = true`: checking a handle is a lua_rawgetp on its metatable, not
+ * luaL_testudata's lookup by name (hashed and compared on every call).
+ * Every World has its own copies of the Entity and Component metatables (user values 3 and 4)
+ * holding `[1] = the World`: a handle reaches and keeps alive its World through its
+ * metatable, so handles carry no user value (16 bytes less, and the GC marks them at once
+ * instead of queueing each one to traverse). */
+extern const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
+void keel__lua_register_mt(lua_State *L, const void *key); /* the metatable on top (stays) */
+void *keel__lua_testudata(lua_State *L, int idx, const void *key); /* NULL when not one */
+void keel__lua_setmt(lua_State *L, const void *key);                 /* on the value on top */
+/* Pushes the World udata of the Entity or Component handle at idx; returns its index. */
+int keel__lua_push_handle_world(lua_State *L, int idx);
+
+/* ---- per lua_State context ---- */
+
+typedef struct keel_lua_kind keel_lua_kind;
+
+/* One per lua_State that opened keel.core. Lives until the state is closed and
+ * every kind it declared is gone (refs counts both), so trampolines of kinds
+ * declared from a closed state can see `alive == false` and do nothing. */
+typedef struct keel_lua_ctx {
+    lua_State *main;
+    bool alive;
+    int refs;
+    int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
+    int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
+    int depth;         /* callback nesting */
+    keel_world *self_w[KEEL_LUA_MAX_DEPTH];
+    keel_comp self_c[KEEL_LUA_MAX_DEPTH];
+    keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
+    int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
+    int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
+} keel_lua_ctx;
+
+void keel__lua_ctx_release(keel_lua_ctx *ctx);
+keel_lua_ctx *keel__lua_upctx(lua_State *L); /* the ctx upvalue of module functions */
+
+/* The state that entered keel last (from a binding function); trampolines run on it. */
+typedef struct keel_lua_frame {
+    lua_State *L;
+    keel_lua_ctx *ctx;
+    keel_world *w;     /* the world whose entity cache sits at cache_idx, or NULL */
+    int cache_idx;
+    int memo_idx;      /* w:step reserves 3 stack slots: the last depth-0 hook's function, self, keys, */
+                       /* then KEEL_LUA_MEMO_KEYS slots for its field names (when it has no more), */
+    void *tag;         /* then one holding this lightuserdata: proof that those indices are ours */
+    void *memo_kind;
+    unsigned long memo_gen; /* keel__lua_kinds_freed when memo_kind was taken (addresses get reused) */
+    int memo_phase;
+} keel_lua_frame;
+extern keel_lua_frame keel__lua_cur;
+/* Bumps on every entry into the core from Lua: a trampoline whose callback made no entry
+ * knows its record did not move. */
+extern unsigned long keel__lua_entries;
+extern unsigned long keel__lua_kinds_freed;
+
+/* Every binding function that can run hooks (through the core) brackets the call. */
+#define KEEL_LUA_ENTER(L_, ctx_) \
+    keel_lua_frame saved_frame_ = keel__lua_cur; \
+    keel__lua_entries++; \
+    keel__lua_cur = (keel_lua_frame){ .L = (L_), .ctx = (ctx_) }
+#define KEEL_LUA_LEAVE() (keel__lua_cur = saved_frame_)
+
+/* ---- World ---- */
+
+typedef struct keel_lua_world {
+    keel_world *w;     /* NULL once closed */
+    keel_lua_ctx *ctx;
+    bool owned;        /* false: a world made by C code, borrowed */
+    uint64_t epoch;
+    size_t cache_inserts;
+    uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
+    size_t gens_cap;
+} keel_lua_world;
+
+keel_lua_world *keel__lua_checklw(lua_State *L, int idx);
+/* Pushes a World userdata for `w` (owning it when `owned`). */
+void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned);
+/* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
+void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
+void keel__lua_open_world(lua_State *L);
+void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd); /* takes the contents; leaves *cmd NONE */
+
+/* ---- Entity ---- */
+
+/* Handles hold no epoch of their own: lw->epoch never changes (lw->w only turns NULL), so
+ * h->lw->epoch is the one they were made with (16 bytes less a handle: less GC debt a spawn). */
+typedef struct keel_lua_entity {
+    keel_lua_world *lw;
+    keel_entity e;
+} keel_lua_entity;
+
+/* Pushes the (cached) handle of `e`; world udata at world_idx. `cache` is the world's handle
+ * cache index when the caller has it on its stack, else 0. */
+void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
+void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e);
+/* Checks a live entity handle (NotFound when stale). */
+keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
+keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */
+/* The kind key string at idx (raises InvalidArgument naming argument idx - 1 otherwise). */
+const char *keel__lua_checkkey(lua_State *L, int idx);
+void keel__lua_open_entity(lua_State *L);
+
+/* ---- Component ---- */
+
+typedef struct keel_lua_comp {
+    keel_lua_world *lw;
+    keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 1 */
+    uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
+} keel_lua_comp;
+
+/* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
+void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
+void keel__lua_open_component(lua_State *L);
+/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Writes pending changes of self tables showing `c` (before a write through a handle). */
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
+/* Re-fills self tables showing `c` after a write through a handle. */
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Component methods, shared with self tables: arg 1 is a Component. */
+int keel__lua_comp_set(lua_State *L);
+int keel__lua_comp_body(lua_State *L);
+int keel__lua_comp_reset(lua_State *L);
+int keel__lua_comp_unpack(lua_State *L);
+
+/* ---- Kinds (lua_kind.c) ---- */
+
+void keel__lua_open_kind(lua_State *L); /* adds kind, kinds, kind_info to the table on top */
+
+/* ---- Values (lua_value.c) ---- */
+
+/* Pushes a field value stored at `p` in a record (entity fields need the world at world_idx). */
+void keel__lua_push_stored(lua_State *L, const keel_field_desc *fd, const void *p, keel_world *w, int world_idx);
+/* Pushes a keel_value. */
+void keel__lua_push_value(lua_State *L, const keel_field_desc *fd, const keel_value *v, keel_world *w, int world_idx);
+/* Converts the Lua value at idx for field fd. Returns false with a message in err. */
+bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_world *w,
+                        keel_value *out, char *err, size_t errcap);
+/* True when the Lua value at idx equals the stored field at p. */
+bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
+/* Checks every key (NotFound) and value (InvalidArgument) of a body table for kind k. */
+bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
+/* A body table (field = value) -> a MAP node (checked against the kind). NULL with diag on error. */
+keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
+/* A YAML core-schema node -> plain Lua value, and back. */
+void keel__lua_push_node(lua_State *L, const keel_node *n);
+keel_node *keel__lua_to_node(lua_State *L, int idx, int depth);
+/* keel_add with a Lua body table at body_idx (nil: defaults); all or nothing. */
+keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
+                          uint32_t slot, keel_comp *out, keel_cmd *inverse, keel_diags *d);
+/* Pushes a table of every field of a live component. */
+void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx);
+
+#endif

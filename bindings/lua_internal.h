@@ -19,6 +19,7 @@
 
 #define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
 #define KEEL_LUA_MEMO_KEYS 16 /* field names w:step keeps on its stack for the hooks it runs */
+#define KEEL_LUA_MAX_FIELDS 1024 /* fields of one Lua kind (more: LimitExceeded) */
 
 /* ---- for other binding files (lua_persist.c) ---- */
 

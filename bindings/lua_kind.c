@@ -829,7 +829,11 @@ static void check_keys(lua_State *L, int t, const char *const *allowed, lua_Inte
     }
 }
 
-/* fields[i] = { "name", "type", default=, min=, max=, choices=, transient=, readonly=, hidden= } */
+/* Stack slots one field's reading needs at most (read_field, check_keys, a conversion). */
+#define FIELD_STACK 12
+
+/* fields[i] = { "name", "type", default=, min=, max=, choices=, transient=, readonly=, hidden= }
+ * Leaves above f what fd's strings are borrowed from (the choices and their scratch array). */
 static void read_field(lua_State *L, int f, keel_field_desc *fd)
 {
     lua_rawgeti(L, f, 1);
@@ -917,18 +921,27 @@ static int k_kind(lua_State *L)
     size_t nf = 0;
     if (lua_type(L, ft) == LUA_TTABLE) nf = lua_rawlen(L, ft);
     else if (!lua_isnil(L, ft)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields must be an array");
+    if (nf > KEEL_LUA_MAX_FIELDS)
+        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "kind: at most %d fields, got %zu", KEEL_LUA_MAX_FIELDS, nf);
     keel_field_desc *fields = scratch(L, nf * sizeof *fields);
     lua_createtable(L, (int)nf, 0); /* keys */
     int keys = lua_gettop(L);
+    lua_newtable(L); /* anchors: what each field's strings are borrowed from */
+    int anchors = lua_gettop(L);
+    lua_Integer nanchors = 0;
     bool has_entity = false;
     for (size_t i = 0; i < nf; i++) {
+        int base = lua_gettop(L);
+        if (!lua_checkstack(L, FIELD_STACK))
+            return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "kind: Lua stack overflow");
         lua_rawgeti(L, ft, (lua_Integer)i + 1);
         if (lua_type(L, -1) != LUA_TTABLE) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields[%d] must be a table", (int)i + 1);
         read_field(L, lua_gettop(L), &fields[i]);
         has_entity |= fields[i].type == KEEL_T_ENTITY;
         lua_pushstring(L, fields[i].key);
         lua_rawseti(L, keys, (lua_Integer)i + 1);
-        /* the field table (and what read_field left above it) stays on the stack */
+        /* the field table (and what read_field left above it) moves off the stack into the anchors */
+        while (lua_gettop(L) > base) lua_rawseti(L, anchors, ++nanchors);
     }
     desc.fields = fields;
     desc.field_count = nf;

@@ -57,19 +57,29 @@ static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, k
     keel_diags_free(d);
 }
 
-/* ---- handle metatables by address ---- */
+/* ---- userdata types and argument errors ---- */
 
-/* The World, Entity and Component metatables are kept in the registry under these addresses
- * and hold `[address] = true`: checking a handle is a lua_rawgetp on its metatable, not
+/* One per userdata type. Its metatable is kept in the registry under the struct's address
+ * and holds `[address] = true`: checking a handle is a lua_rawgetp on its metatable, not
  * luaL_testudata's lookup by name (hashed and compared on every call).
  * Every World has its own copies of the Entity and Component metatables (user values 3 and 4)
  * holding `[1] = the World`: a handle reaches and keeps alive its World through its
  * metatable, so handles carry no user value (16 bytes less, and the GC marks them at once
  * instead of queueing each one to traverse). */
-extern const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
-void keel__lua_register_mt(lua_State *L, const void *key); /* the metatable on top (stays) */
-void *keel__lua_testudata(lua_State *L, int idx, const void *key); /* NULL when not one */
-void keel__lua_setmt(lua_State *L, const void *key);                 /* on the value on top */
+typedef struct keel_lua_type {
+    const char *name; /* "keel.World": the metatable's __name and the word in misuse errors */
+} keel_lua_type;
+extern const keel_lua_type keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp, keel__lua_mt_cmd,
+    keel__lua_mt_iter;
+/* Makes (or, opened again, fetches) the metatable of type t and leaves it on top. */
+void keel__lua_newmt(lua_State *L, const keel_lua_type *t);
+void keel__lua_setmt(lua_State *L, const keel_lua_type *t); /* on the value on top */
+void *keel__lua_testudata(lua_State *L, int idx, const keel_lua_type *t); /* NULL when not one */
+/* The userdata at idx; raises InvalidArgument "bad argument #idx (keel.X expected, got TYPE)". */
+void *keel__lua_checkudata(lua_State *L, int idx, const keel_lua_type *t);
+/* Raises InvalidArgument "bad argument #idx (<fmt...>)": an error object, where
+ * luaL_argerror would raise a string. */
+int keel__lua_argerror(lua_State *L, int idx, const char *fmt, ...);
 /* Pushes the World udata of the Entity or Component handle at idx; returns its index. */
 int keel__lua_push_handle_world(lua_State *L, int idx);
 

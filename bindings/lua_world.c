@@ -9,11 +9,11 @@
 /* ---- World userdata ---- */
 
 /* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
-static void handle_mt(lua_State *L, const void *key, int uv)
+static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 {
     int world = lua_gettop(L);
     lua_newtable(L);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, t);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         lua_pushvalue(L, -2);
@@ -99,8 +99,7 @@ void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx)
 {
-    keel_lua_world *lw = keel__lua_testudata(L, idx, &keel__lua_mt_world);
-    if (!lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.World expected, got %s)", idx, luaL_typename(L, idx));
+    keel_lua_world *lw = keel__lua_checkudata(L, idx, &keel__lua_mt_world);
     if (!lw->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world is closed");
     if (keel_world_epoch(lw->w) != lw->epoch) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world handle is stale");
     return lw;
@@ -113,7 +112,7 @@ keel_world *keel_lua_checkworld(lua_State *L, int idx)
 
 static int world_gc(lua_State *L)
 {
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w) {
         keel_world *w = lw->w;
         lw->w = NULL;
@@ -135,7 +134,7 @@ static int world_gc(lua_State *L)
 
 static int world_tostring(lua_State *L)
 {
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (!lw->w) {
         lua_pushliteral(L, "keel.World (closed)");
         return 1;
@@ -224,14 +223,14 @@ void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd)
 {
     lcmd *c = lua_newuserdatauv(L, sizeof *c, 0);
     memset(c, 0, sizeof *c);
-    luaL_setmetatable(L, KEEL_LUA_COMMAND);
+    keel__lua_setmt(L, &keel__lua_mt_cmd);
     c->cmd = *cmd;
     memset(cmd, 0, sizeof *cmd);
 }
 
 static int cmd_gc(lua_State *L)
 {
-    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
+    lcmd *c = keel__lua_checkudata(L, 1, &keel__lua_mt_cmd);
     keel_cmd_free(&c->cmd);
     return 0;
 }
@@ -241,7 +240,7 @@ static const char *const cmd_names[] = { "none", "spawn", "destroy", "add", "rem
 
 static int cmd_tostring(lua_State *L)
 {
-    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
+    lcmd *c = keel__lua_checkudata(L, 1, &keel__lua_mt_cmd);
     int t = (int)c->cmd.type;
     lua_pushfstring(L, "keel.Command (%s)", t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
     return 1;
@@ -249,7 +248,7 @@ static int cmd_tostring(lua_State *L)
 
 static int cmd_index(lua_State *L)
 {
-    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
+    lcmd *c = keel__lua_checkudata(L, 1, &keel__lua_mt_cmd);
     const char *k = luaL_checkstring(L, 2);
     if (strcmp(k, "type") == 0) {
         int t = (int)c->cmd.type;
@@ -266,8 +265,8 @@ static int cmd_index(lua_State *L)
 static int w_apply(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    lcmd *c = luaL_testudata(L, 2, KEEL_LUA_COMMAND);
-    if (!c) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #2 (keel.Command expected)");
+    lcmd *c = keel__lua_testudata(L, 2, &keel__lua_mt_cmd);
+    if (!c) return keel__lua_argerror(L, 2, "keel.Command expected");
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     keel_diags d;
@@ -490,7 +489,7 @@ typedef struct liter {
 
 static int iter_close(lua_State *L)
 {
-    liter *it = luaL_checkudata(L, 1, KEEL_LUA_ITER);
+    liter *it = keel__lua_checkudata(L, 1, &keel__lua_mt_iter);
     free(it->ents);
     free(it->slots);
     free(it->kinds);
@@ -503,7 +502,7 @@ static int iter_close(lua_State *L)
 
 static int iter_tostring(lua_State *L)
 {
-    liter *it = luaL_checkudata(L, 1, KEEL_LUA_ITER);
+    liter *it = keel__lua_checkudata(L, 1, &keel__lua_mt_iter);
     if (!it->ents && !it->n) lua_pushliteral(L, "keel.Query (closed)");
     else lua_pushfstring(L, "keel.Query (%d of %d)", (int)it->i, (int)it->n);
     return 1;
@@ -552,7 +551,7 @@ static liter *push_iter(lua_State *L, keel_lua_world *lw, int mode)
     memset(it, 0, sizeof *it);
     it->lw = lw;
     it->mode = mode;
-    luaL_setmetatable(L, KEEL_LUA_ITER);
+    keel__lua_setmt(L, &keel__lua_mt_iter);
     lua_pushvalue(L, 1);
     lua_setiuservalue(L, -2, 1);
     return it;
@@ -801,8 +800,7 @@ static int w_save(lua_State *L)
 /* w:close() and __close: frees the world now; its handles go stale. Not from inside its own step. */
 static int w_close(lua_State *L)
 {
-    keel_lua_world *lw = luaL_testudata(L, 1, KEEL_LUA_WORLD);
-    if (!lw) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #1 (keel.World expected, got %s)", luaL_typename(L, 1));
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
     return world_gc(L);
@@ -820,7 +818,7 @@ static int world_index(lua_State *L)
     lua_pushvalue(L, 2); /* methods first: no property shares a method's name */
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
     lua_pop(L, 1);
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     const char *k = lua_tostring(L, 2);
     if (k && lw->w) {
         if (strcmp(k, "name") == 0) { lua_pushstring(L, keel_world_name(lw->w)); return 1; }
@@ -1034,8 +1032,7 @@ void keel__lua_open_world(lua_State *L)
         { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", w_close },
         { "__tostring", world_tostring }, { NULL, NULL }
     };
-    luaL_newmetatable(L, KEEL_LUA_WORLD); /* sets __name */
-    keel__lua_register_mt(L, &keel__lua_mt_world);
+    keel__lua_newmt(L, &keel__lua_mt_world);
     luaL_setfuncs(L, world_mt, 0);
     luaL_newlib(L, world_methods);
     lua_pushcclosure(L, world_index, 1);
@@ -1045,14 +1042,14 @@ void keel__lua_open_world(lua_State *L)
     static const luaL_Reg iter_mt[] = {
         { "__gc", iter_close }, { "__close", iter_close }, { "__tostring", iter_tostring }, { NULL, NULL }
     };
-    luaL_newmetatable(L, KEEL_LUA_ITER);
+    keel__lua_newmt(L, &keel__lua_mt_iter);
     luaL_setfuncs(L, iter_mt, 0);
     lua_pop(L, 1);
 
     static const luaL_Reg cmd_mt[] = {
         { "__gc", cmd_gc }, { "__close", cmd_gc }, { "__tostring", cmd_tostring }, { "__index", cmd_index }, { NULL, NULL }
     };
-    luaL_newmetatable(L, KEEL_LUA_COMMAND);
+    keel__lua_newmt(L, &keel__lua_mt_cmd);
     luaL_setfuncs(L, cmd_mt, 0);
     lua_pop(L, 1);
 }

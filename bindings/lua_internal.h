@@ -80,6 +80,9 @@ void *keel__lua_checkudata(lua_State *L, int idx, const keel_lua_type *t);
 /* Raises InvalidArgument "bad argument #idx (<fmt...>)": an error object, where
  * luaL_argerror would raise a string. */
 int keel__lua_argerror(lua_State *L, int idx, const char *fmt, ...);
+/* Pushes a userdata owning one malloc'd block (*box, NULL until the caller stores it): a
+ * raise that unwinds before the caller frees it leaves it to the collector, not leaked. */
+void **keel__lua_newbox(lua_State *L);
 /* Pushes the World udata of the Entity or Component handle at idx; returns its index. */
 int keel__lua_push_handle_world(lua_State *L, int idx);
 

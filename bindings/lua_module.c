@@ -17,6 +17,7 @@ unsigned long keel__lua_kinds_freed;
 const keel_lua_type keel__lua_mt_world = { KEEL_LUA_WORLD }, keel__lua_mt_entity = { KEEL_LUA_ENTITY },
                     keel__lua_mt_comp = { KEEL_LUA_COMPONENT }, keel__lua_mt_cmd = { KEEL_LUA_COMMAND },
                     keel__lua_mt_iter = { KEEL_LUA_ITER };
+static const keel_lua_type mt_box = { "keel.Box" };
 
 void keel__lua_newmt(lua_State *L, const keel_lua_type *t)
 {
@@ -53,6 +54,28 @@ int keel__lua_argerror(lua_State *L, int idx, const char *fmt, ...)
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (%s)", idx, what);
+}
+
+static int box_gc(lua_State *L)
+{
+    void **box = lua_touserdata(L, 1);
+    free(*box);
+    *box = NULL;
+    return 0;
+}
+
+void **keel__lua_newbox(lua_State *L)
+{
+    void **box = lua_newuserdatauv(L, sizeof *box, 0);
+    *box = NULL;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &mt_box) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        keel__lua_newmt(L, &mt_box);
+        lua_pushcfunction(L, box_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    return box;
 }
 
 int keel__lua_push_handle_world(lua_State *L, int idx)

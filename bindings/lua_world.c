@@ -765,21 +765,22 @@ static int w_warnings(lua_State *L)
     return 1;
 }
 
+/* The text is owned by a box while lua_pushlstring copies it: a memory error there frees it. */
 static int w_dump(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
+    void **box = keel__lua_newbox(L);
     char *text = NULL;
     size_t len = 0;
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_scene_dump(lw->w, &text, &len, &d);
-    if (s != KEEL_OK) {
-        free(text);
-        return keel_lua_raise(L, s, &d);
-    }
+    *box = text; /* nothing raised since the dump */
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
     keel_diags_free(&d);
     lua_pushlstring(L, text, len);
     free(text);
+    *box = NULL;
     return 1;
 }
 

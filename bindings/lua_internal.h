@@ -187,12 +187,6 @@ typedef struct keel_lua_comp {
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
 void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
 void keel__lua_open_component(lua_State *L);
-/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
-bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
-/* Writes pending changes of self tables showing `c` (before a write through a handle). */
-keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
-/* Re-fills self tables showing `c` after a write through a handle. */
-void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 /* Component methods, shared with self tables: arg 1 is a Component. */
 int keel__lua_comp_set(lua_State *L);
 int keel__lua_comp_body(lua_State *L);
@@ -202,6 +196,23 @@ int keel__lua_comp_unpack(lua_State *L);
 /* ---- Kinds (lua_kind.c) ---- */
 
 void keel__lua_open_kind(lua_State *L); /* adds kind, kinds, kind_info to the table on top */
+
+/* ---- Hooks of Lua kinds (lua_hook.c) ---- */
+
+/* Makes the hook state of a declaration: registry refs to the spec's (argument 1's) hooks,
+ * validate and migrate and to the keys table at `keys` (field names by index); points desc's
+ * hooks, user and user_free at it. The registry owns it once keel_kind_declare succeeds. */
+keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_desc *desc, int keys, bool has_entity);
+/* Frees it when the registry refused the declaration. */
+void keel__lua_hooks_free(keel_lua_kind *lk);
+/* Points the core's batch runner at the Lua trampolines. */
+void keel__lua_open_hook(void);
+/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Writes pending changes of self tables showing `c` (before a write through a handle). */
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
+/* Re-fills self tables showing `c` after a write through a handle. */
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
 /* ---- Values (lua_value.c) ---- */
 

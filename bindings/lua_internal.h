@@ -154,6 +154,13 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 /* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_world(lua_State *L);
+
+/* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
+
+extern const luaL_Reg keel__lua_query_methods[];   /* entities, each, query, count */
+void keel__lua_open_query(lua_State *L);            /* the keel.Query metatable */
+extern const luaL_Reg keel__lua_command_methods[]; /* _apply */
+void keel__lua_open_command(lua_State *L);          /* the keel.Command metatable */
 void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd); /* takes the contents; leaves *cmd NONE */
 
 /* ---- Entity ---- */

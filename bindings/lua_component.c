@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 #include "bind.h" /* keel__field_set: keel_set that may write readonly fields */
 
 /* The serial of the unknown entry `key` at c's entity and slot (0: none). */
@@ -28,13 +28,6 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
         lua_pushstring(L, key);
         lua_setiuservalue(L, -2, 1);
     }
-}
-
-static keel_lua_comp *check_comp_type(lua_State *L, int idx)
-{
-    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
-    if (!h) luaL_typeerror(L, idx, KEEL_LUA_COMPONENT);
-    return h;
 }
 
 /* The key of an unknown component's handle (pushed, then popped; interned in the udata). */
@@ -79,8 +72,7 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 
 static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
-    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
-    if (!h) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.Component expected, got %s)", idx, luaL_typename(L, idx));
+    keel_lua_comp *h = keel__lua_checkudata(L, idx, &keel__lua_mt_comp);
     if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
     return h;
 }
@@ -257,7 +249,7 @@ static const luaL_Reg comp_methods[] = {
 
 static int comp_index(lua_State *L)
 {
-    keel_lua_comp *h = check_comp_type(L, 1);
+    keel_lua_comp *h = keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
     const char *k = lua_tostring(L, 2);
     if (!k) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, 2));
     lua_pushvalue(L, 2);
@@ -332,7 +324,7 @@ static int comp_eq(lua_State *L)
 
 static int comp_tostring(lua_State *L)
 {
-    keel_lua_comp *h = check_comp_type(L, 1);
+    keel_lua_comp *h = keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
     if (!comp_live(L, 1, h, NULL)) {
         lua_pushliteral(L, "keel.Component (removed)");
         return 1;
@@ -349,8 +341,7 @@ void keel__lua_open_component(lua_State *L)
     static const luaL_Reg mt[] = {
         { "__newindex", comp_newindex }, { "__eq", comp_eq }, { "__tostring", comp_tostring }, { NULL, NULL }
     };
-    luaL_newmetatable(L, KEEL_LUA_COMPONENT);
-    keel__lua_register_mt(L, &keel__lua_mt_comp);
+    keel__lua_newmt(L, &keel__lua_mt_comp);
     luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, comp_methods);
     lua_pushcclosure(L, comp_index, 1);

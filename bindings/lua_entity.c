@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
 {
@@ -18,8 +18,7 @@ static bool entity_live(const keel_lua_entity *h)
 
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx)
 {
-    keel_lua_entity *h = keel__lua_toentity(L, idx);
-    if (!h) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.Entity expected, got %s)", idx, luaL_typename(L, idx));
+    keel_lua_entity *h = keel__lua_checkudata(L, idx, &keel__lua_mt_entity);
     if (!entity_live(h)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
     return h;
 }
@@ -32,8 +31,7 @@ static int push_world(lua_State *L, int idx)
 
 static int e_alive(lua_State *L)
 {
-    keel_lua_entity *h = keel__lua_toentity(L, 1);
-    if (!h) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #1 (keel.Entity expected, got %s)", luaL_typename(L, 1));
+    keel_lua_entity *h = keel__lua_checkudata(L, 1, &keel__lua_mt_entity);
     lua_pushboolean(L, entity_live(h));
     return 1;
 }
@@ -55,8 +53,8 @@ static int e_children(lua_State *L)
 const char *keel__lua_checkkey(lua_State *L, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key expected, got %s)", idx - 1, luaL_typename(L, idx));
-    if (keel__lua_has_nul(L, idx)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a kind key holds a NUL byte)", idx - 1);
+        keel__lua_argerror(L, idx - 1, "a kind key expected, got %s", luaL_typename(L, idx));
+    if (keel__lua_has_nul(L, idx)) keel__lua_argerror(L, idx - 1, "a kind key holds a NUL byte");
     return lua_tostring(L, idx);
 }
 
@@ -66,7 +64,7 @@ static uint32_t opt_slot(lua_State *L, int idx)
     int isint = 0;
     lua_Integer slot = lua_tointegerx(L, idx, &isint); /* 2.0 is slot 2, as Lua reads integers */
     if (lua_type(L, idx) != LUA_TNUMBER || !isint || slot < 0 || slot >= (lua_Integer)UINT32_MAX)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (a slot must be a non-negative integer)", idx - 1);
+        keel__lua_argerror(L, idx - 1, "a slot must be a non-negative integer");
     return (uint32_t)slot;
 }
 
@@ -295,7 +293,7 @@ static int entity_index(lua_State *L)
     const char *k = lua_tostring(L, 2);
     if (k) {
         if (strcmp(k, "world") == 0) {
-            if (!keel__lua_toentity(L, 1)) luaL_typeerror(L, 1, KEEL_LUA_ENTITY);
+            keel__lua_checkudata(L, 1, &keel__lua_mt_entity);
             push_world(L, 1);
             return 1;
         }
@@ -347,8 +345,7 @@ static int entity_eq(lua_State *L)
 
 static int entity_tostring(lua_State *L)
 {
-    keel_lua_entity *h = keel__lua_toentity(L, 1);
-    if (!h) return luaL_typeerror(L, 1, KEEL_LUA_ENTITY);
+    keel_lua_entity *h = keel__lua_checkudata(L, 1, &keel__lua_mt_entity);
     if (!entity_live(h)) {
         lua_pushliteral(L, "keel.Entity (destroyed)");
         return 1;
@@ -367,8 +364,7 @@ void keel__lua_open_entity(lua_State *L)
     static const luaL_Reg mt[] = {
         { "__newindex", entity_newindex }, { "__eq", entity_eq }, { "__tostring", entity_tostring }, { NULL, NULL }
     };
-    luaL_newmetatable(L, KEEL_LUA_ENTITY);
-    keel__lua_register_mt(L, &keel__lua_mt_entity);
+    keel__lua_newmt(L, &keel__lua_mt_entity);
     luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, entity_methods);
     lua_pushcclosure(L, entity_index, 1);

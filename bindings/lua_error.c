@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 static int error_tostring(lua_State *L)
 {

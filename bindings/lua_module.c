@@ -1,8 +1,10 @@
 /* lua_module.c — luaopen_keel_core: the module table, the per-state context and its sentinel. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 keel_lua_frame keel__lua_cur;
 unsigned long keel__lua_entries;
@@ -10,23 +12,70 @@ unsigned long keel__lua_kinds_freed;
 
 #define CTX_KEY "keel.ctx"
 
-const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
+/* ---- userdata types and argument errors ---- */
 
-void keel__lua_register_mt(lua_State *L, const void *key)
+const keel_lua_type keel__lua_mt_world = { KEEL_LUA_WORLD }, keel__lua_mt_entity = { KEEL_LUA_ENTITY },
+                    keel__lua_mt_comp = { KEEL_LUA_COMPONENT }, keel__lua_mt_cmd = { KEEL_LUA_COMMAND },
+                    keel__lua_mt_iter = { KEEL_LUA_ITER };
+static const keel_lua_type mt_box = { "keel.Box" };
+
+void keel__lua_newmt(lua_State *L, const keel_lua_type *t)
 {
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, t) == LUA_TTABLE) return;
+    lua_pop(L, 1);
+    luaL_newmetatable(L, t->name); /* sets __name (luaL_tolstring shows it) */
     lua_pushboolean(L, 1);
-    lua_rawsetp(L, -2, key);
+    lua_rawsetp(L, -2, t);
     lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, key);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, t);
 }
 
-void *keel__lua_testudata(lua_State *L, int idx, const void *key)
+void *keel__lua_testudata(lua_State *L, int idx, const keel_lua_type *t)
 {
     void *p = lua_touserdata(L, idx);
     if (!p || lua_islightuserdata(L, idx) || !lua_getmetatable(L, idx)) return NULL;
-    bool is = lua_rawgetp(L, -1, key) == LUA_TBOOLEAN;
+    bool is = lua_rawgetp(L, -1, t) == LUA_TBOOLEAN;
     lua_pop(L, 2);
     return is ? p : NULL;
+}
+
+void *keel__lua_checkudata(lua_State *L, int idx, const keel_lua_type *t)
+{
+    void *p = keel__lua_testudata(L, idx, t);
+    if (!p) keel__lua_argerror(L, idx, "%s expected, got %s", t->name, luaL_typename(L, idx));
+    return p;
+}
+
+int keel__lua_argerror(lua_State *L, int idx, const char *fmt, ...)
+{
+    char what[512]; /* as long as keel_lua_raisef's own buffer: it cuts the message where it did */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (%s)", idx, what);
+}
+
+static int box_gc(lua_State *L)
+{
+    void **box = lua_touserdata(L, 1);
+    free(*box);
+    *box = NULL;
+    return 0;
+}
+
+void **keel__lua_newbox(lua_State *L)
+{
+    void **box = lua_newuserdatauv(L, sizeof *box, 0);
+    *box = NULL;
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &mt_box) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        keel__lua_newmt(L, &mt_box);
+        lua_pushcfunction(L, box_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    return box;
 }
 
 int keel__lua_push_handle_world(lua_State *L, int idx)
@@ -37,9 +86,9 @@ int keel__lua_push_handle_world(lua_State *L, int idx)
     return lua_gettop(L);
 }
 
-void keel__lua_setmt(lua_State *L, const void *key)
+void keel__lua_setmt(lua_State *L, const keel_lua_type *t)
 {
-    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, t);
     lua_setmetatable(L, -2);
 }
 

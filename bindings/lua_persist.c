@@ -5,39 +5,32 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
-#define KEEL_LUA_BASELINE "keel.Baseline"
+static const keel_lua_type mt_baseline = { "keel.Baseline" };
 
 typedef struct lbase {
     keel_baseline *b; /* NULL once freed */
 } lbase;
 
-/* Misuse raises InvalidArgument error objects, as the rest of keel does (not luaL_argerror's strings). */
-static void bad_arg(lua_State *L, int idx, const char *what)
-{
-    keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (%s)", idx, what);
-}
-
 static lbase *checkbase(lua_State *L, int idx)
 {
-    lbase *lb = luaL_testudata(L, idx, KEEL_LUA_BASELINE);
-    if (!lb) bad_arg(L, idx, lua_pushfstring(L, "keel.Baseline expected, got %s", luaL_typename(L, idx)));
-    if (!lb->b) bad_arg(L, idx, "the baseline is freed");
+    lbase *lb = keel__lua_checkudata(L, idx, &mt_baseline);
+    if (!lb->b) keel__lua_argerror(L, idx, "the baseline is freed");
     return lb;
 }
 
 static const char *checkpath(lua_State *L, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
-        bad_arg(L, idx, lua_pushfstring(L, "a path string expected, got %s", luaL_typename(L, idx)));
+        keel__lua_argerror(L, idx, "a path string expected, got %s", luaL_typename(L, idx));
     return lua_tostring(L, idx);
 }
 
 /* __gc and __close: safe to run twice. */
 static int base_gc(lua_State *L)
 {
-    lbase *lb = luaL_checkudata(L, 1, KEEL_LUA_BASELINE);
+    lbase *lb = keel__lua_checkudata(L, 1, &mt_baseline);
     keel_baseline_free(lb->b);
     lb->b = NULL;
     return 0;
@@ -46,14 +39,13 @@ static int base_gc(lua_State *L)
 /* b:free(): the same, with misuse raised as keel does */
 static int base_free(lua_State *L)
 {
-    if (!luaL_testudata(L, 1, KEEL_LUA_BASELINE))
-        bad_arg(L, 1, lua_pushfstring(L, "keel.Baseline expected, got %s", luaL_typename(L, 1)));
+    keel__lua_checkudata(L, 1, &mt_baseline);
     return base_gc(L);
 }
 
 static int base_tostring(lua_State *L)
 {
-    lbase *lb = luaL_checkudata(L, 1, KEEL_LUA_BASELINE);
+    lbase *lb = keel__lua_checkudata(L, 1, &mt_baseline);
     if (lb->b) lua_pushfstring(L, "keel.Baseline (%p)", (void *)lb->b);
     else lua_pushliteral(L, "keel.Baseline (freed)");
     return 1;
@@ -65,7 +57,7 @@ static int persist_baseline(lua_State *L)
     keel_world *w = keel_lua_checkworld(L, 1);
     lbase *lb = lua_newuserdatauv(L, sizeof *lb, 0); /* owner first, so an error never leaks */
     lb->b = NULL;
-    luaL_setmetatable(L, KEEL_LUA_BASELINE);
+    keel__lua_setmt(L, &mt_baseline);
     lb->b = keel_baseline_capture(w);
     return 1;
 }
@@ -98,24 +90,24 @@ static void check_info(lua_State *L, int idx)
 {
     if (lua_isnoneornil(L, idx)) return;
     if (lua_type(L, idx) != LUA_TTABLE)
-        bad_arg(L, idx, lua_pushfstring(L, "a table of slot details expected, got %s", luaL_typename(L, idx)));
+        keel__lua_argerror(L, idx, "a table of slot details expected, got %s", luaL_typename(L, idx));
     lua_pushnil(L);
     while (lua_next(L, idx)) {
-        if (lua_type(L, -2) != LUA_TSTRING) bad_arg(L, idx, "slot details keys must be strings");
+        if (lua_type(L, -2) != LUA_TSTRING) keel__lua_argerror(L, idx, "slot details keys must be strings");
         const char *k = lua_tostring(L, -2);
         int t = lua_type(L, -1);
-        if (keel__lua_has_nul(L, -2)) bad_arg(L, idx, "a slot details key holds a NUL byte");
+        if (keel__lua_has_nul(L, -2)) keel__lua_argerror(L, idx, "a slot details key holds a NUL byte");
         if (t == LUA_TSTRING && keel__lua_has_nul(L, -1)) /* kept as C strings */
-            bad_arg(L, idx, lua_pushfstring(L, "slot field %s holds a NUL byte", k));
-        if (strcmp(k, "title") == 0 && t != LUA_TSTRING) bad_arg(L, idx, "title must be a string");
+            keel__lua_argerror(L, idx, "slot field %s holds a NUL byte", k);
+        if (strcmp(k, "title") == 0 && t != LUA_TSTRING) keel__lua_argerror(L, idx, "title must be a string");
         else if (strcmp(k, "play_seconds") == 0 && t != LUA_TNUMBER)
-            bad_arg(L, idx, "play_seconds must be a number");
+            keel__lua_argerror(L, idx, "play_seconds must be a number");
         else if (strcmp(k, "saved_at") == 0 && !lua_isinteger(L, -1))
-            bad_arg(L, idx, "saved_at must be an integer");
+            keel__lua_argerror(L, idx, "saved_at must be an integer");
         else if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
-            bad_arg(L, idx, lua_pushfstring(L, "slot field %s must be a string, number or boolean", k));
+            keel__lua_argerror(L, idx, "slot field %s must be a string, number or boolean", k);
         else if (t == LUA_TNUMBER && !lua_isinteger(L, -1) && !isfinite(lua_tonumber(L, -1)))
-            bad_arg(L, idx, lua_pushfstring(L, "slot field %s is not finite", k));
+            keel__lua_argerror(L, idx, "slot field %s is not finite", k);
         lua_pop(L, 1);
     }
 }
@@ -227,13 +219,12 @@ int keel_lua_open_persist(lua_State *L)
         { "info", persist_info },
         { NULL, NULL },
     };
-    if (luaL_newmetatable(L, KEEL_LUA_BASELINE)) {
-        luaL_setfuncs(L, meta, 0); /* luaL_newmetatable set __name */
-        lua_pushcfunction(L, base_free);
-        lua_setfield(L, -2, "free");
-        lua_pushvalue(L, -1);
-        lua_setfield(L, -2, "__index");
-    }
+    keel__lua_newmt(L, &mt_baseline);
+    luaL_setfuncs(L, meta, 0);
+    lua_pushcfunction(L, base_free);
+    lua_setfield(L, -2, "free");
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     luaL_newlib(L, funcs);
     return 1;

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 #include "bind.h" /* keel__field_store: a new component's body written without a journal */
 
 static const char *choice_name(const keel_field_desc *fd, int64_t i)

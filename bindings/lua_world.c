@@ -1,19 +1,20 @@
-/* lua_world.c — the World type (keel.World), its iterators (keel.Query) and commands (keel.Command). */
+/* lua_world.c — the World type (keel.World): handles, spawn, step and run, dump and save,
+ * and the module functions keel.world, keel.load, keel.parse. */
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 #include "bind.h" /* keel__utf8_valid */
 
 /* ---- World userdata ---- */
 
-/* The World on top gets its own copy of a handle metatable, holding [1] = the World (keel_lua.h). */
-static void handle_mt(lua_State *L, const void *key, int uv)
+/* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
+static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 {
     int world = lua_gettop(L);
     lua_newtable(L);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, t);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         lua_pushvalue(L, -2);
@@ -99,8 +100,7 @@ void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx)
 {
-    keel_lua_world *lw = keel__lua_testudata(L, idx, &keel__lua_mt_world);
-    if (!lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (keel.World expected, got %s)", idx, luaL_typename(L, idx));
+    keel_lua_world *lw = keel__lua_checkudata(L, idx, &keel__lua_mt_world);
     if (!lw->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world is closed");
     if (keel_world_epoch(lw->w) != lw->epoch) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world handle is stale");
     return lw;
@@ -113,7 +113,7 @@ keel_world *keel_lua_checkworld(lua_State *L, int idx)
 
 static int world_gc(lua_State *L)
 {
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w) {
         keel_world *w = lw->w;
         lw->w = NULL;
@@ -135,7 +135,7 @@ static int world_gc(lua_State *L)
 
 static int world_tostring(lua_State *L)
 {
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (!lw->w) {
         lua_pushliteral(L, "keel.World (closed)");
         return 1;
@@ -214,70 +214,6 @@ void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e)
     lua_getiuservalue(L, world_idx, 1);
     keel__lua_push_entity_cached(L, world_idx, lua_gettop(L), e);
     lua_remove(L, -2);
-}
-
-/* ---- commands ---- */
-
-typedef struct lcmd { keel_cmd cmd; } lcmd;
-
-void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd)
-{
-    lcmd *c = lua_newuserdatauv(L, sizeof *c, 0);
-    memset(c, 0, sizeof *c);
-    luaL_setmetatable(L, KEEL_LUA_COMMAND);
-    c->cmd = *cmd;
-    memset(cmd, 0, sizeof *cmd);
-}
-
-static int cmd_gc(lua_State *L)
-{
-    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
-    keel_cmd_free(&c->cmd);
-    return 0;
-}
-
-static const char *const cmd_names[] = { "none", "spawn", "destroy", "add", "remove", "set", "reparent",
-                                         "rename", "enable", "enable_component", "batch" };
-
-static int cmd_tostring(lua_State *L)
-{
-    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
-    int t = (int)c->cmd.type;
-    lua_pushfstring(L, "keel.Command (%s)", t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
-    return 1;
-}
-
-static int cmd_index(lua_State *L)
-{
-    lcmd *c = luaL_checkudata(L, 1, KEEL_LUA_COMMAND);
-    const char *k = luaL_checkstring(L, 2);
-    if (strcmp(k, "type") == 0) {
-        int t = (int)c->cmd.type;
-        lua_pushstring(L, t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
-    } else if (strcmp(k, "entity") == 0) {
-        char u[37];
-        keel_uuid_format(c->cmd.entity, u);
-        lua_pushstring(L, u);
-    } else lua_pushnil(L);
-    return 1;
-}
-
-/* w:_apply(cmd) -> the inverse command */
-static int w_apply(lua_State *L)
-{
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
-    lcmd *c = luaL_testudata(L, 2, KEEL_LUA_COMMAND);
-    if (!c) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #2 (keel.Command expected)");
-    keel_cmd inv;
-    memset(&inv, 0, sizeof inv);
-    keel_diags d;
-    keel_diags_init(&d);
-    KEEL_LUA_ENTER(L, lw->ctx);
-    keel_status s = keel_cmd_apply(lw->w, &c->cmd, &inv, &d);
-    KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, &inv);
-    keel__lua_push_cmd(L, &inv);
-    return 1;
 }
 
 /* ---- spawn ---- */
@@ -476,182 +412,6 @@ static int w_find(lua_State *L)
     return 1;
 }
 
-/* ---- iterators: a snapshot held by a to-be-closed userdata ---- */
-
-typedef struct liter {
-    keel_lua_world *lw;
-    size_t n, i;
-    keel_entity *ents;
-    uint32_t *slots;     /* each: the slot per row */
-    keel_kind_id *kinds; /* each: 1 kind; query: nk kinds */
-    size_t nk;
-    int mode;            /* 0 entities, 1 each, 2 query */
-} liter;
-
-static int iter_close(lua_State *L)
-{
-    liter *it = luaL_checkudata(L, 1, KEEL_LUA_ITER);
-    free(it->ents);
-    free(it->slots);
-    free(it->kinds);
-    it->ents = NULL;
-    it->slots = NULL;
-    it->kinds = NULL;
-    it->n = it->i = 0;
-    return 0;
-}
-
-static int iter_tostring(lua_State *L)
-{
-    liter *it = luaL_checkudata(L, 1, KEEL_LUA_ITER);
-    if (!it->ents && !it->n) lua_pushliteral(L, "keel.Query (closed)");
-    else lua_pushfstring(L, "keel.Query (%d of %d)", (int)it->i, (int)it->n);
-    return 1;
-}
-
-static int iter_next(lua_State *L)
-{
-    liter *it = lua_touserdata(L, lua_upvalueindex(1));
-    keel_world *w = it->lw->w;
-    if (!w) return 0;
-    lua_getiuservalue(L, lua_upvalueindex(1), 1);
-    int widx = lua_gettop(L);
-    while (it->i < it->n) {
-        size_t i = it->i++;
-        keel_entity e = it->ents[i];
-        if (!keel_alive(w, e)) continue;
-        if (it->mode == 0) {
-            keel__lua_push_entity(L, widx, e);
-            return 1;
-        }
-        if (it->mode == 1) {
-            keel_comp c = { e, it->kinds[0], it->slots[i] };
-            if (!keel_comp_alive(w, c)) continue;
-            keel__lua_push_entity(L, widx, e);
-            keel__lua_push_comp(L, widx, c, NULL);
-            return 2;
-        }
-        bool all = true;
-        luaL_checkstack(L, (int)it->nk + 2, "too many kinds");
-        keel__lua_push_entity(L, widx, e);
-        for (size_t k = 0; k < it->nk && all; k++) {
-            keel_comp c;
-            if (!keel_get_comp(w, e, it->kinds[k], KEEL_SLOT_AUTO, &c)) all = false;
-            else keel__lua_push_comp(L, widx, c, NULL);
-        }
-        if (all) return 1 + (int)it->nk;
-        lua_settop(L, widx);
-    }
-    return 0;
-}
-
-/* Pushes next, nil, nil, closing value. */
-static liter *push_iter(lua_State *L, keel_lua_world *lw, int mode)
-{
-    liter *it = lua_newuserdatauv(L, sizeof *it, 1);
-    memset(it, 0, sizeof *it);
-    it->lw = lw;
-    it->mode = mode;
-    luaL_setmetatable(L, KEEL_LUA_ITER);
-    lua_pushvalue(L, 1);
-    lua_setiuservalue(L, -2, 1);
-    return it;
-}
-
-static int finish_iter(lua_State *L)
-{
-    lua_pushvalue(L, -1);
-    lua_pushcclosure(L, iter_next, 1);
-    lua_insert(L, -2);
-    lua_pushnil(L);
-    lua_insert(L, -2);
-    lua_pushnil(L);
-    lua_insert(L, -2);
-    return 4;
-}
-
-static void *xcalloc(lua_State *L, size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size);
-    if (!p) luaL_error(L, "out of memory");
-    return p;
-}
-
-static int w_entities(lua_State *L)
-{
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
-    liter *it = push_iter(L, lw, 0);
-    size_t n = keel_world_entity_count(lw->w);
-    it->ents = xcalloc(L, n, sizeof *it->ents);
-    for (keel_entity e = keel_next(lw->w, 0); e && it->n < n; e = keel_next(lw->w, e)) it->ents[it->n++] = e;
-    return finish_iter(L);
-}
-
-static keel_kind_id check_kind(lua_State *L, int idx)
-{
-    keel_kind_id k = keel_kind_find(keel__lua_checkkey(L, idx));
-    if (!k) keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", lua_tostring(L, idx));
-    return k;
-}
-
-static int w_each(lua_State *L)
-{
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
-    keel_kind_id k = check_kind(L, 2);
-    liter *it = push_iter(L, lw, 1);
-    size_t n = keel_storage_count(lw->w, k);
-    it->ents = xcalloc(L, n, sizeof *it->ents);
-    it->slots = xcalloc(L, n, sizeof *it->slots);
-    it->kinds = xcalloc(L, 1, sizeof *it->kinds);
-    it->kinds[0] = k;
-    for (size_t i = 0; i < n; i++) {
-        it->ents[i] = keel_storage_owner(lw->w, k, i);
-        it->slots[i] = keel_storage_slot(lw->w, k, i);
-    }
-    it->n = n;
-    return finish_iter(L);
-}
-
-static int w_query(lua_State *L)
-{
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
-    int nk = lua_gettop(L) - 1;
-    if (nk < 1) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "query: at least one kind expected");
-    for (int i = 0; i < nk; i++) check_kind(L, i + 2);
-    liter *it = push_iter(L, lw, 2);
-    it->kinds = xcalloc(L, (size_t)nk, sizeof *it->kinds);
-    it->nk = (size_t)nk;
-    for (int i = 0; i < nk; i++) it->kinds[i] = keel_kind_find(lua_tostring(L, i + 2));
-    keel_query *q = keel_query_new(lw->w, it->kinds, it->nk);
-    if (!q) return luaL_error(L, "out of memory");
-    size_t n = keel_query_update(q);
-    it->ents = calloc(n ? n : 1, sizeof *it->ents);
-    if (it->ents)
-        for (size_t i = 0; i < n; i++) it->ents[i] = keel_query_entity(q, i);
-    keel_query_free(q);
-    if (!it->ents) return luaL_error(L, "out of memory");
-    it->n = n;
-    return finish_iter(L);
-}
-
-static int w_count(lua_State *L)
-{
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
-    if (lua_isnoneornil(L, 2)) {
-        lua_pushinteger(L, (lua_Integer)keel_world_entity_count(lw->w));
-        return 1;
-    }
-    keel_kind_id k = check_kind(L, 2);
-    /* storage holds the root's components too; the root is not an entity here */
-    size_t n = keel_storage_count(lw->w, k);
-    keel_entity root = keel_world_root(lw->w);
-    keel_member m;
-    for (size_t i = 0; keel_member_at(lw->w, root, i, &m); i++)
-        if (m.kind == k && n > 0) n--;
-    lua_pushinteger(L, (lua_Integer)n);
-    return 1;
-}
-
 /* ---- lifecycle ---- */
 
 /* Ctrl-C during w:step/w:run: a host's SIGINT handler calls keel_lua_interrupt
@@ -766,21 +526,22 @@ static int w_warnings(lua_State *L)
     return 1;
 }
 
+/* The text is owned by a box while lua_pushlstring copies it: a memory error there frees it. */
 static int w_dump(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
+    void **box = keel__lua_newbox(L);
     char *text = NULL;
     size_t len = 0;
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_scene_dump(lw->w, &text, &len, &d);
-    if (s != KEEL_OK) {
-        free(text);
-        return keel_lua_raise(L, s, &d);
-    }
+    *box = text; /* nothing raised since the dump */
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
     keel_diags_free(&d);
     lua_pushlstring(L, text, len);
     free(text);
+    *box = NULL;
     return 1;
 }
 
@@ -801,18 +562,16 @@ static int w_save(lua_State *L)
 /* w:close() and __close: frees the world now; its handles go stale. Not from inside its own step. */
 static int w_close(lua_State *L)
 {
-    keel_lua_world *lw = luaL_testudata(L, 1, KEEL_LUA_WORLD);
-    if (!lw) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #1 (keel.World expected, got %s)", luaL_typename(L, 1));
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
     return world_gc(L);
 }
 
 static const luaL_Reg world_methods[] = {
-    { "spawn", w_spawn }, { "find", w_find }, { "entities", w_entities }, { "each", w_each },
-    { "query", w_query }, { "count", w_count }, { "step", w_step }, { "run", w_run },
+    { "spawn", w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
-    { "close", w_close }, { "_apply", w_apply }, { "_spawn", w__spawn }, { NULL, NULL }
+    { "close", w_close }, { "_spawn", w__spawn }, { NULL, NULL }
 };
 
 static int world_index(lua_State *L)
@@ -820,7 +579,7 @@ static int world_index(lua_State *L)
     lua_pushvalue(L, 2); /* methods first: no property shares a method's name */
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
     lua_pop(L, 1);
-    keel_lua_world *lw = luaL_checkudata(L, 1, KEEL_LUA_WORLD);
+    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     const char *k = lua_tostring(L, 2);
     if (k && lw->w) {
         if (strcmp(k, "name") == 0) { lua_pushstring(L, keel_world_name(lw->w)); return 1; }
@@ -1034,25 +793,14 @@ void keel__lua_open_world(lua_State *L)
         { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", w_close },
         { "__tostring", world_tostring }, { NULL, NULL }
     };
-    luaL_newmetatable(L, KEEL_LUA_WORLD); /* sets __name */
-    keel__lua_register_mt(L, &keel__lua_mt_world);
+    keel__lua_newmt(L, &keel__lua_mt_world);
     luaL_setfuncs(L, world_mt, 0);
     luaL_newlib(L, world_methods);
+    luaL_setfuncs(L, keel__lua_query_methods, 0);   /* entities, each, query, count */
+    luaL_setfuncs(L, keel__lua_command_methods, 0); /* _apply */
     lua_pushcclosure(L, world_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-
-    static const luaL_Reg iter_mt[] = {
-        { "__gc", iter_close }, { "__close", iter_close }, { "__tostring", iter_tostring }, { NULL, NULL }
-    };
-    luaL_newmetatable(L, KEEL_LUA_ITER);
-    luaL_setfuncs(L, iter_mt, 0);
-    lua_pop(L, 1);
-
-    static const luaL_Reg cmd_mt[] = {
-        { "__gc", cmd_gc }, { "__close", cmd_gc }, { "__tostring", cmd_tostring }, { "__index", cmd_index }, { NULL, NULL }
-    };
-    luaL_newmetatable(L, KEEL_LUA_COMMAND);
-    luaL_setfuncs(L, cmd_mt, 0);
-    lua_pop(L, 1);
+    keel__lua_open_query(L);
+    keel__lua_open_command(L);
 }

@@ -7,7 +7,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "keel_lua.h"
+#include "lua_internal.h"
 
 #include "cli.h"
 

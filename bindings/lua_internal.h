@@ -1,6 +1,6 @@
-/* keel_lua.h — internals shared by the files of the Lua module keel.core (not API). */
-#ifndef KEEL_LUA_H
-#define KEEL_LUA_H
+/* lua_internal.h — internals shared by the files of the Lua module keel.core (not API). */
+#ifndef KEEL_LUA_INTERNAL_H
+#define KEEL_LUA_INTERNAL_H
 
 #include <stdbool.h>
 #include <string.h>
@@ -19,6 +19,7 @@
 
 #define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
 #define KEEL_LUA_MEMO_KEYS 16 /* field names w:step keeps on its stack for the hooks it runs */
+#define KEEL_LUA_MAX_FIELDS 1024 /* fields of one Lua kind (more: LimitExceeded) */
 
 /* ---- for other binding files (lua_persist.c) ---- */
 
@@ -56,19 +57,32 @@ static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, k
     keel_diags_free(d);
 }
 
-/* ---- handle metatables by address ---- */
+/* ---- userdata types and argument errors ---- */
 
-/* The World, Entity and Component metatables are kept in the registry under these addresses
- * and hold `[address] = true`: checking a handle is a lua_rawgetp on its metatable, not
+/* One per userdata type. Its metatable is kept in the registry under the struct's address
+ * and holds `[address] = true`: checking a handle is a lua_rawgetp on its metatable, not
  * luaL_testudata's lookup by name (hashed and compared on every call).
  * Every World has its own copies of the Entity and Component metatables (user values 3 and 4)
  * holding `[1] = the World`: a handle reaches and keeps alive its World through its
  * metatable, so handles carry no user value (16 bytes less, and the GC marks them at once
  * instead of queueing each one to traverse). */
-extern const char keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp;
-void keel__lua_register_mt(lua_State *L, const void *key); /* the metatable on top (stays) */
-void *keel__lua_testudata(lua_State *L, int idx, const void *key); /* NULL when not one */
-void keel__lua_setmt(lua_State *L, const void *key);                 /* on the value on top */
+typedef struct keel_lua_type {
+    const char *name; /* "keel.World": the metatable's __name and the word in misuse errors */
+} keel_lua_type;
+extern const keel_lua_type keel__lua_mt_world, keel__lua_mt_entity, keel__lua_mt_comp, keel__lua_mt_cmd,
+    keel__lua_mt_iter;
+/* Makes (or, opened again, fetches) the metatable of type t and leaves it on top. */
+void keel__lua_newmt(lua_State *L, const keel_lua_type *t);
+void keel__lua_setmt(lua_State *L, const keel_lua_type *t); /* on the value on top */
+void *keel__lua_testudata(lua_State *L, int idx, const keel_lua_type *t); /* NULL when not one */
+/* The userdata at idx; raises InvalidArgument "bad argument #idx (keel.X expected, got TYPE)". */
+void *keel__lua_checkudata(lua_State *L, int idx, const keel_lua_type *t);
+/* Raises InvalidArgument "bad argument #idx (<fmt...>)": an error object, where
+ * luaL_argerror would raise a string. */
+int keel__lua_argerror(lua_State *L, int idx, const char *fmt, ...);
+/* Pushes a userdata owning one malloc'd block (*box, NULL until the caller stores it): a
+ * raise that unwinds before the caller frees it leaves it to the collector, not leaked. */
+void **keel__lua_newbox(lua_State *L);
 /* Pushes the World udata of the Entity or Component handle at idx; returns its index. */
 int keel__lua_push_handle_world(lua_State *L, int idx);
 
@@ -140,6 +154,13 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 /* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_world(lua_State *L);
+
+/* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
+
+extern const luaL_Reg keel__lua_query_methods[];   /* entities, each, query, count */
+void keel__lua_open_query(lua_State *L);            /* the keel.Query metatable */
+extern const luaL_Reg keel__lua_command_methods[]; /* _apply */
+void keel__lua_open_command(lua_State *L);          /* the keel.Command metatable */
 void keel__lua_push_cmd(lua_State *L, keel_cmd *cmd); /* takes the contents; leaves *cmd NONE */
 
 /* ---- Entity ---- */
@@ -173,12 +194,6 @@ typedef struct keel_lua_comp {
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
 void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
 void keel__lua_open_component(lua_State *L);
-/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
-bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
-/* Writes pending changes of self tables showing `c` (before a write through a handle). */
-keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
-/* Re-fills self tables showing `c` after a write through a handle. */
-void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 /* Component methods, shared with self tables: arg 1 is a Component. */
 int keel__lua_comp_set(lua_State *L);
 int keel__lua_comp_body(lua_State *L);
@@ -188,6 +203,23 @@ int keel__lua_comp_unpack(lua_State *L);
 /* ---- Kinds (lua_kind.c) ---- */
 
 void keel__lua_open_kind(lua_State *L); /* adds kind, kinds, kind_info to the table on top */
+
+/* ---- Hooks of Lua kinds (lua_hook.c) ---- */
+
+/* Makes the hook state of a declaration: registry refs to the spec's (argument 1's) hooks,
+ * validate and migrate and to the keys table at `keys` (field names by index); points desc's
+ * hooks, user and user_free at it. The registry owns it once keel_kind_declare succeeds. */
+keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_desc *desc, int keys, bool has_entity);
+/* Frees it when the registry refused the declaration. */
+void keel__lua_hooks_free(keel_lua_kind *lk);
+/* Points the core's batch runner at the Lua trampolines. */
+void keel__lua_open_hook(void);
+/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Writes pending changes of self tables showing `c` (before a write through a handle). */
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
+/* Re-fills self tables showing `c` after a write through a handle. */
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
 /* ---- Values (lua_value.c) ---- */
 

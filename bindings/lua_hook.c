@@ -1,0 +1,773 @@
+/* lua_hook.c — the hooks of Lua-declared kinds: the C trampolines that run them with a reused
+ * `self` table (fields copied in, changed ones written back), self tables, and batches. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lua_internal.h"
+#include "bind.h" /* keel__field_set_many and hook batches */
+
+struct keel_lua_kind {
+    keel_lua_ctx *ctx;
+    int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
+    int validate, migrate, keys;
+    int self_tab[KEEL_LUA_MAX_DEPTH];
+    size_t nfields;
+    size_t *offsets;             /* filled on first call (from the registry) */
+    const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
+    bool ready, has_entity, dead;
+    int busy;                    /* calls running: a replaced kind is freed after the last */
+};
+
+static const char *const phase_keys[KEEL_PHASE_COUNT_] = {
+    "awake", "start", "fixed_update", "update", "late_update", "on_destroy"
+};
+
+/* ---- lifetime ---- */
+
+static void lk_unref(lua_State *L, keel_lua_kind *lk)
+{
+    for (int i = 0; i < KEEL_PHASE_COUNT_; i++) luaL_unref(L, LUA_REGISTRYINDEX, lk->hook[i]);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->validate);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->migrate);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->keys);
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) luaL_unref(L, LUA_REGISTRYINDEX, lk->self_tab[i]);
+}
+
+static void lk_destroy(keel_lua_kind *lk)
+{
+    /* refs can only be dropped from inside this state; otherwise they die with it */
+    if (lk->ctx->alive && keel__lua_cur.ctx == lk->ctx && keel__lua_cur.L) lk_unref(keel__lua_cur.L, lk);
+    keel__lua_ctx_release(lk->ctx);
+    keel__lua_kinds_freed++; /* every memo taken before is void */
+    free(lk->offsets);
+    free(lk);
+}
+
+static void lk_user_free(void *user)
+{
+    keel_lua_kind *lk = user;
+    lk->dead = true;
+    if (lk->busy == 0) lk_destroy(lk);
+}
+
+static bool lk_prepare(keel_lua_kind *lk, keel_kind_id k)
+{
+    if (lk->ready) return true;
+    lk->kd = keel_kind_describe(k);
+    for (size_t i = 0; i < lk->nfields; i++) lk->offsets[i] = keel_kind_field_offset(k, (int)i);
+    lk->ready = true;
+    return true;
+}
+
+/* The state to run on, or NULL when this kind's state is not the one running keel now. */
+static lua_State *lk_state(keel_lua_kind *lk)
+{
+    if (!lk->ctx->alive || keel__lua_cur.ctx != lk->ctx) return NULL;
+    return keel__lua_cur.L;
+}
+
+/* ---- self tables ---- */
+
+static void push_self_mt(lua_State *L, keel_lua_ctx *ctx, int depth);
+
+/* Pushes the self table of this kind at this depth (made on first use). */
+static void push_self(lua_State *L, keel_lua_kind *lk, int depth)
+{
+    if (lk->self_tab[depth] != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->self_tab[depth]);
+        return;
+    }
+    /* a hash part four times the fields: fewer keys share a main position, so lookups are shorter */
+    lua_createtable(L, 0, 4 * (int)lk->nfields);
+    for (size_t i = 0; i < lk->nfields; i++) { /* every key present: raw sets and gets need no metamethod */
+        lua_pushstring(L, lk->kd->fields[i].key);
+        lua_pushboolean(L, 0);
+        lua_rawset(L, -3);
+    }
+    push_self_mt(L, lk->ctx, depth);
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lk->self_tab[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* Pushes the world udata of w when the kind has entity fields (else pushes nothing); returns its index or 0. */
+static int push_world_if(lua_State *L, keel_lua_kind *lk, keel_world *w)
+{
+    if (!lk->has_entity) return 0;
+    keel__lua_push_world_of(L, lk->ctx, w);
+    return lua_gettop(L);
+}
+
+/* Pushes the name of field i: from the stack at kbase + i when kbase is set, else from the
+ * keys table at `keys` (lua_setfield with a C string costs a strcmp in Lua's string cache). */
+static inline void push_key(lua_State *L, int keys, int kbase, size_t i)
+{
+    if (kbase) lua_pushvalue(L, kbase + (int)i);
+    else lua_rawgeti(L, keys, (lua_Integer)i + 1);
+}
+
+/* Copies the record's fields into the self table at `self` (names: see push_key). */
+static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                      const char *rec, int self, int keys, int kbase, int widx)
+{
+    for (size_t i = 0; i < lk->nfields; i++) {
+        const keel_field_desc *fd = &kd->fields[i];
+        push_key(L, keys, kbase, i);
+        if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
+        else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
+        lua_rawset(L, self);
+    }
+}
+
+#define KEEL_LUA_COMMIT_MAX 64 /* kinds with more fields write back through keel_set */
+
+/* The copy-back of the outermost hook (the last thing before its transaction commits):
+ * every changed field is converted and checked first, then all are stored with no journal
+ * entry. Returns false when this path does not apply (then nothing was written). */
+static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                                 keel_comp c, const char *rec, int self, int keys, int kbase, keel_diags *d,
+                                 keel_status *out)
+{
+    if (!rec || kd->validate || lk->nfields > KEEL_LUA_COMMIT_MAX) return false;
+    int fields[KEEL_LUA_COMMIT_MAX];
+    keel_value vals[KEEL_LUA_COMMIT_MAX];
+    size_t n = 0;
+    int top = lua_gettop(L);
+    bool kept = false; /* values left on the stack (borrowed strings): room checked once, settop at the end */
+    *out = KEEL_OK;
+    for (size_t i = 0; i < lk->nfields; i++) {
+        const keel_field_desc *fd = &kd->fields[i];
+        const char *p = rec + lk->offsets[i];
+        push_key(L, keys, kbase, i);
+        int t = lua_rawget(L, self);
+        keel_value *v = &vals[n];
+        if (fd->type == KEEL_T_FLOAT && t == LUA_TNUMBER) {
+            double f = (double)lua_tonumber(L, -1);
+            lua_pop(L, 1); /* a number: nothing borrowed */
+            if (f == *(const double *)p) continue; /* the common case, unchanged */
+            v->type = KEEL_T_FLOAT;
+            v->nil = false;
+            v->as.f = f;
+            fields[n++] = (int)i;
+            continue;
+        } else {
+            /* stays on the stack: string values are borrowed from it */
+            if (!kept && !lua_checkstack(L, (int)lk->nfields + 4)) {
+                *out = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+                break;
+            }
+            kept = true;
+            if (keel__lua_same(L, -1, fd, p, w)) continue;
+            char err[256];
+            if (!keel__lua_to_value(L, -1, fd, w, v, err, sizeof err)) {
+                *out = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+                break;
+            }
+        }
+        fields[n++] = (int)i;
+    }
+    /* checked there, all or nothing (no validate: the kinds that have one take write_back) */
+    if (*out == KEEL_OK && n) *out = keel__field_set_many(w, c, n, fields, vals, true, d);
+    if (kept) lua_settop(L, top);
+    return true;
+}
+
+/* Writes back the fields of `self` that differ from the record, through the registry.
+ * `rec` is the record when no entry into the core happened since it was fetched, else NULL. */
+static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                              keel_comp c, const char *rec, int self, int keys, keel_diags *d)
+{
+    for (size_t i = 0; i < lk->nfields; i++) {
+        if (!rec && !(rec = keel_record(w, c))) return KEEL_OK; /* removed during the call */
+        const keel_field_desc *fd = &kd->fields[i];
+        const char *p = rec + lk->offsets[i];
+        lua_rawgeti(L, keys, (lua_Integer)i + 1);
+        int t = lua_rawget(L, self);
+        bool changed_float = false;
+        double f = 0;
+        if (fd->type == KEEL_T_FLOAT && t == LUA_TNUMBER) {
+            f = (double)lua_tonumber(L, -1);
+            if (f == *(const double *)p) {
+                lua_pop(L, 1); /* the common case, unchanged */
+                continue;
+            }
+            changed_float = true;
+        }
+        if (changed_float || !keel__lua_same(L, -1, fd, p, w)) {
+            keel_value v;
+            char err[256];
+            keel_status s;
+            unsigned long entries = keel__lua_entries;
+            if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+            if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
+                s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+            else s = keel__field_set(w, c, (int)i, &v, true, NULL, d); /* a kind's own hooks may write readonly fields */
+            if (s != KEEL_OK) {
+                lua_pop(L, 1);
+                return s;
+            }
+            if (entries != keel__lua_entries || kd->validate) rec = NULL; /* validate may have moved it */
+        }
+        lua_pop(L, 1);
+    }
+    return KEEL_OK;
+}
+
+/* The failure of a pcall as a diagnostic; returns its status. */
+static keel_status record_error(lua_State *L, keel_diags *d, const char *what)
+{
+    keel_status code = KEEL_INVALID_OPERATION;
+    const char *msg = NULL;
+    if (lua_type(L, -1) == LUA_TTABLE) {
+        lua_getfield(L, -1, "code");
+        const char *cn = lua_tostring(L, -1);
+        for (int s = KEEL_NOT_FOUND; cn && s <= KEEL_IO_ERROR; s++)
+            if (strcmp(cn, keel_status_name((keel_status)s)) == 0) code = (keel_status)s;
+        lua_pop(L, 1);
+        lua_getfield(L, -1, "message");
+        msg = lua_tostring(L, -1);
+        lua_pop(L, 1); /* still referenced by the error table on the stack */
+    }
+    if (!msg) msg = luaL_tolstring(L, -1, NULL);
+    keel_diag_add(d, KEEL_SEV_ERROR, code, "", NULL, 0, 0, "%s: %s", what, msg);
+    return code;
+}
+
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
+{
+    for (int i = 0; i < ctx->depth; i++)
+        if (ctx->self_w[i] == w && ctx->self_c[i].entity == c.entity && ctx->self_c[i].kind == c.kind &&
+            ctx->self_c[i].slot == c.slot)
+            return true;
+    return false;
+}
+
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d)
+{
+    for (int i = 0; i < ctx->depth; i++) {
+        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
+            ctx->self_c[i].slot != c.slot)
+            continue;
+        keel_lua_kind *lk = ctx->self_k[i];
+        const keel_kind_desc *kd = keel_kind_describe(c.kind);
+        if (lk->dead || !kd) continue;
+        int top = lua_gettop(L);
+        push_self(L, lk, i);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+        keel_status s = write_back(L, lk, kd, w, c, NULL, top + 1, top + 2, d);
+        lua_settop(L, top);
+        if (s != KEEL_OK) return s;
+    }
+    return KEEL_OK;
+}
+
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c)
+{
+    for (int i = 0; i < ctx->depth; i++) {
+        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
+            ctx->self_c[i].slot != c.slot)
+            continue;
+        keel_lua_kind *lk = ctx->self_k[i];
+        const keel_kind_desc *kd = keel_kind_describe(c.kind);
+        const char *rec = keel_record(w, c);
+        if (lk->dead || !kd || !rec) continue;
+        int top = lua_gettop(L);
+        push_self(L, lk, i);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+        int widx = push_world_if(L, lk, w);
+        fill_self(L, lk, kd, w, rec, top + 1, top + 2, 0, widx);
+        lua_settop(L, top);
+    }
+}
+
+/* Is the table at idx the live self of `depth`? */
+static bool self_live(lua_State *L, keel_lua_ctx *ctx, int depth, int idx)
+{
+    if (depth >= ctx->depth || ctx->self_k[depth]->dead) return false;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_k[depth]->self_tab[depth]);
+    bool live = lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+    return live && keel_comp_alive(ctx->self_w[depth], ctx->self_c[depth]);
+}
+
+/* A Component handle for the self of `depth`, pushed. */
+static void push_self_comp(lua_State *L, keel_lua_ctx *ctx, int depth)
+{
+    keel__lua_push_world_of(L, ctx, ctx->self_w[depth]);
+    keel__lua_push_comp(L, -1, ctx->self_c[depth], NULL);
+    lua_remove(L, -2);
+}
+
+static int self_method(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    lua_CFunction fn = lua_tocfunction(L, lua_upvalueindex(3));
+    if (!self_live(L, ctx, depth, 1))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+    push_self_comp(L, ctx, depth);
+    lua_replace(L, 1);
+    return fn(L);
+}
+
+static int self_index(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(3)) != LUA_TNIL) return 1; /* a method */
+    const char *k = lua_tostring(L, 2);
+    if (!k || !self_live(L, ctx, depth, 1)) return 1;
+    keel_world *w = ctx->self_w[depth];
+    keel_comp c = ctx->self_c[depth];
+    if (strcmp(k, "kind") == 0) lua_pushstring(L, keel_kind_describe(c.kind)->key);
+    else if (strcmp(k, "slot") == 0) lua_pushinteger(L, (lua_Integer)c.slot);
+    else if (strcmp(k, "loaded") == 0) lua_pushboolean(L, 1);
+    else if (strcmp(k, "enabled") == 0) lua_pushboolean(L, keel_comp_enabled(w, c));
+    else if (strcmp(k, "version") == 0) lua_pushinteger(L, (lua_Integer)keel_comp_counter(w, c));
+    else if (strcmp(k, "entity") == 0) {
+        keel__lua_push_world_of(L, ctx, w);
+        keel__lua_push_entity(L, lua_gettop(L), c.entity);
+    } else lua_pushnil(L);
+    return 1;
+}
+
+static int self_newindex(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    if (!self_live(L, ctx, depth, 1))
+        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+    keel_comp c = ctx->self_c[depth];
+    const char *k = lua_tostring(L, 2);
+    if (k && keel_kind_field(c.kind, k) >= 0) {
+        lua_rawset(L, 1);
+        return 0;
+    }
+    if (k && strcmp(k, "enabled") == 0) {
+        push_self_comp(L, ctx, depth);
+        lua_replace(L, 1);
+        lua_settable(L, 1);
+        return 0;
+    }
+    return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", keel_kind_describe(c.kind)->key,
+                           k ? k : luaL_typename(L, 2));
+}
+
+static int self_tostring(lua_State *L)
+{
+    keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
+    int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
+    if (!self_live(L, ctx, depth, 1)) lua_pushliteral(L, "keel self (outside its callback)");
+    else lua_pushfstring(L, "keel self %s[%d]", keel_kind_describe(ctx->self_c[depth].kind)->key, (int)ctx->self_c[depth].slot);
+    return 1;
+}
+
+static void push_self_mt(lua_State *L, keel_lua_ctx *ctx, int depth)
+{
+    if (ctx->self_mt[depth] != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_mt[depth]);
+        return;
+    }
+    static const struct { const char *name; lua_CFunction fn; } methods[] = {
+        { "set", keel__lua_comp_set }, { "body", keel__lua_comp_body },
+        { "reset", keel__lua_comp_reset }, { "unpack", keel__lua_comp_unpack },
+    };
+    lua_createtable(L, 0, 4);
+    lua_newtable(L);
+    for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+        lua_pushlightuserdata(L, ctx);
+        lua_pushinteger(L, depth);
+        lua_pushcfunction(L, methods[i].fn);
+        lua_pushcclosure(L, self_method, 3);
+        lua_setfield(L, -2, methods[i].name);
+    }
+    lua_pushlightuserdata(L, ctx);
+    lua_pushinteger(L, depth);
+    lua_pushvalue(L, -3);
+    lua_pushcclosure(L, self_index, 3);
+    lua_setfield(L, -3, "__index");
+    lua_pop(L, 1);
+    lua_pushlightuserdata(L, ctx);
+    lua_pushinteger(L, depth);
+    lua_pushcclosure(L, self_newindex, 2);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushlightuserdata(L, ctx);
+    lua_pushinteger(L, depth);
+    lua_pushcclosure(L, self_tostring, 2);
+    lua_setfield(L, -2, "__tostring");
+    lua_pushvalue(L, -1);
+    ctx->self_mt[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* ---- trampolines ---- */
+
+/* True when the trampoline runs directly under w:step's C frame (its reserved slots are valid). */
+static bool in_step_frame(lua_State *L)
+{
+    return keel__lua_cur.L == L && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
+           lua_touserdata(L, keel__lua_cur.memo_idx + 3 + KEEL_LUA_MEMO_KEYS) == keel__lua_cur.tag;
+}
+
+static void push_call_entity(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_entity e, bool fast)
+{
+    if (fast && keel__lua_cur.w == w) {
+        keel__lua_push_entity_cached(L, 1, keel__lua_cur.cache_idx, e); /* w:step has the World at 1 */
+        return;
+    }
+    keel__lua_push_world_of(L, ctx, w);
+    keel__lua_push_entity(L, lua_gettop(L), e);
+    lua_remove(L, -2);
+}
+
+static keel_status hook_tramp(const keel_call *call)
+{
+    keel_lua_kind *lk = call->user;
+    lua_State *L = lk_state(lk);
+    if (!L || lk->dead) return KEEL_OK;
+    int ref = lk->hook[call->phase];
+    if (ref == LUA_NOREF) return KEEL_OK;
+    keel_lua_ctx *ctx = lk->ctx;
+    int depth = ctx->depth;
+    if (depth >= KEEL_LUA_MAX_DEPTH)
+        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+    lk_prepare(lk, call->comp.kind);
+    const keel_kind_desc *kd = lk->kd;
+    keel_world *w = call->world;
+    int top = lua_gettop(L), fn, self, keys, kbase = 0;
+    bool fast = depth == 0 && in_step_frame(L);
+    if (!fast && !lua_checkstack(L, 12)) /* w:step's frame has room for what a call pushes */
+        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    if (fast) {
+        /* inside w:step: the function, self and keys of the last kind stay in reserved slots */
+        fn = keel__lua_cur.memo_idx;
+        self = fn + 1;
+        keys = fn + 2;
+        if (keel__lua_cur.memo_kind != lk || keel__lua_cur.memo_phase != (int)call->phase ||
+            keel__lua_cur.memo_gen != keel__lua_kinds_freed) {
+            lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+            lua_replace(L, fn);
+            push_self(L, lk, depth);
+            lua_replace(L, self);
+            lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+            lua_replace(L, keys);
+            for (size_t i = 0; i < lk->nfields && lk->nfields <= KEEL_LUA_MEMO_KEYS; i++) {
+                lua_rawgeti(L, keys, (lua_Integer)i + 1);
+                lua_replace(L, keys + 1 + (int)i);
+            }
+            keel__lua_cur.memo_kind = lk;
+            keel__lua_cur.memo_gen = keel__lua_kinds_freed;
+            keel__lua_cur.memo_phase = (int)call->phase;
+        }
+        if (lk->nfields <= KEEL_LUA_MEMO_KEYS) kbase = keys + 1;
+    } else {
+        fn = top + 1;
+        self = top + 2;
+        keys = top + 3;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+        push_self(L, lk, depth);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+    }
+    int widx = push_world_if(L, lk, w);
+    ctx->self_w[depth] = w;
+    ctx->self_c[depth] = call->comp;
+    ctx->self_k[depth] = lk;
+    ctx->depth++; /* before the fill: a nil-valued key goes through self's __newindex, which checks it */
+    lk->busy++;
+    fill_self(L, lk, kd, w, call->record, self, keys, kbase, widx);
+    lua_pushvalue(L, fn);
+    lua_pushvalue(L, self);
+    push_call_entity(L, ctx, w, call->comp.entity, fast);
+    int nargs = 2;
+    if (call->phase == KEEL_PHASE_UPDATE || call->phase == KEEL_PHASE_FIXED_UPDATE || call->phase == KEEL_PHASE_LATE_UPDATE) {
+        lua_pushnumber(L, call->dt);
+        nargs = 3;
+    }
+    keel_status s = KEEL_OK;
+    unsigned long entries = keel__lua_entries;
+    if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
+    else if (!lk->dead &&
+             !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
+                                   self, keys, kbase, call->diags, &s))
+        s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
+                       self, keys, call->diags);
+    ctx->depth--;
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+    return s;
+}
+
+/* ---- batches: one protected call runs a stretch of a kind's hooks (see keel__batch) ---- */
+
+typedef struct lua_batch {
+    keel__batch *b;
+    keel_lua_kind *lk;
+    bool in_item;      /* an item's hook is running: if the protected call fails, it is that item's failure */
+} lua_batch;
+
+/* Whether every field is an unbounded float (the batch's fast fill and copy-back apply). */
+static bool all_plain_floats(const keel_lua_kind *lk, const keel_kind_desc *kd)
+{
+    for (size_t i = 0; i < lk->nfields; i++)
+        if (kd->fields[i].type != KEEL_T_FLOAT || kd->fields[i].has_min || kd->fields[i].has_max) return false;
+    return true;
+}
+
+/* write_back_committed for a batch of plain floats (names at kbase, self at 5), with no
+ * conversion or check left to make: the values read stay on the stack (the caller's settop drops
+ * them). False when it does not apply or a field is not a finite number: then nothing was
+ * written and the general path decides. */
+static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, const keel__hook_txn *t,
+                              const char *rec, int kbase)
+{
+    if (!rec || lk->kd->validate) return false;
+    int fields[KEEL_LUA_MEMO_KEYS];
+    keel_value vals[KEEL_LUA_MEMO_KEYS];
+    size_t n = 0;
+    for (size_t i = 0; i < lk->nfields; i++) {
+        lua_pushvalue(L, kbase + (int)i);
+        if (lua_rawget(L, 5) != LUA_TNUMBER) return false;
+        double f = (double)lua_tonumber(L, -1);
+        if (f == *(const double *)(rec + lk->offsets[i])) continue;
+        if (!isfinite(f)) return false;
+        vals[n] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+        fields[n++] = (int)i;
+    }
+    /* finite plain floats: nothing the write path checks can refuse them */
+    if (n) keel__field_set_many(w, t->call.comp, n, fields, vals, true, NULL);
+    return true;
+}
+
+static bool update_phase(keel_phase p)
+{
+    return p == KEEL_PHASE_UPDATE || p == KEEL_PHASE_FIXED_UPDATE || p == KEEL_PHASE_LATE_UPDATE;
+}
+
+/* Runs inside lua_pcall: 1 the lua_batch, 2 the World, 3 its handle cache. Each item as hook_tramp
+ * would at depth 0, with lua_call: an error unwinds to batch_run, which fails that item only. */
+static int batch_loop(lua_State *L)
+{
+    lua_batch *lb = lua_touserdata(L, 1);
+    keel__batch *b = lb->b;
+    keel_lua_kind *lk = lb->lk;
+    keel_lua_ctx *ctx = lk->ctx;
+    keel_world *w = b->w;
+    const keel_kind_desc *kd = lk->kd;
+    luaL_checkstack(L, (int)lk->nfields + 16, NULL);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->hook[b->phase]); /* 4 */
+    push_self(L, lk, 0);                                     /* 5 */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);             /* 6 */
+    int kbase = 0;
+    if (lk->nfields <= KEEL_LUA_MEMO_KEYS) {
+        kbase = 7;
+        for (size_t i = 0; i < lk->nfields; i++) lua_rawgeti(L, 6, (lua_Integer)i + 1);
+    }
+    int widx = lk->has_entity ? 2 : 0;
+    int nargs = update_phase(b->phase) ? 3 : 2;
+    int nf = (int)lk->nfields;
+    bool floats = kbase && all_plain_floats(lk, kd);
+    int base = lua_gettop(L);
+    while (keel__batch_next(b)) {
+        const keel_call *call = &b->txn.call;
+        ctx->self_w[0] = w;
+        ctx->self_c[0] = call->comp;
+        ctx->self_k[0] = lk;
+        ctx->depth = 1;
+        lb->in_item = true;
+        if (floats) { /* fill_self, less its per-field type dispatch */
+            for (int i = 0; i < nf; i++) {
+                lua_pushvalue(L, kbase + i);
+                lua_pushnumber(L, *(const double *)(call->record + lk->offsets[i]));
+                lua_rawset(L, 5);
+            }
+        } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx);
+        lua_pushvalue(L, 4);
+        lua_pushvalue(L, 5);
+        keel__lua_push_entity_cached(L, 2, 3, call->comp.entity);
+        if (nargs == 3) lua_pushnumber(L, call->dt);
+        unsigned long entries = keel__lua_entries;
+        lua_call(L, nargs, 0);
+        keel_status s = KEEL_OK;
+        const char *rec = entries == keel__lua_entries ? call->record : NULL;
+        if (!lk->dead && !(floats && write_back_floats(L, lk, w, &b->txn, rec, kbase))) {
+            lua_settop(L, base);
+            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, call->diags, &s))
+                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, call->diags);
+        }
+        ctx->depth = 0;
+        lb->in_item = false;
+        lua_settop(L, base);
+        keel__batch_done(b, s);
+    }
+    return 0;
+}
+
+static void batch_run(keel__batch *b)
+{
+    keel_lua_kind *lk = b->user;
+    lua_State *L = lk_state(lk);
+    /* only straight under w:step (its World and handle cache at 1 and 2), not nested */
+    if (!L || lk->dead || lk->ctx->depth != 0 || !in_step_frame(L) || keel__lua_cur.w != b->w ||
+        lk->hook[b->phase] == LUA_NOREF || !lua_checkstack(L, 8)) {
+        while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
+        return;
+    }
+    lk_prepare(lk, keel__batch_kind(b));
+    lua_batch lb = { b, lk, false };
+    lk->busy++;
+    int top = lua_gettop(L);
+    for (;;) {
+        lua_pushcfunction(L, batch_loop);
+        lua_pushlightuserdata(L, &lb);
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, keel__lua_cur.cache_idx);
+        if (lua_pcall(L, 3, 0, 0) == LUA_OK) break;
+        if (!lb.in_item) { /* failed between items (out of memory): the rest one by one */
+            lua_settop(L, top);
+            while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
+            break;
+        }
+        keel_status s = record_error(L, b->txn.call.diags, phase_keys[b->phase]);
+        lua_settop(L, top);
+        lk->ctx->depth = 0;
+        lb.in_item = false;
+        keel__batch_done(b, s); /* then resume after it */
+    }
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+}
+
+static keel_status validate_tramp(const keel_call *call, int field)
+{
+    keel_lua_kind *lk = call->user;
+    lua_State *L = lk_state(lk);
+    if (!L || lk->dead || lk->validate == LUA_NOREF) return KEEL_OK;
+    keel_lua_ctx *ctx = lk->ctx;
+    int depth = ctx->depth;
+    if (depth >= KEEL_LUA_MAX_DEPTH)
+        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+    if (!lua_checkstack(L, 12)) return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    const keel_kind_desc *kd = keel_kind_describe(call->comp.kind);
+    lk_prepare(lk, call->comp.kind);
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->validate);
+    push_self(L, lk, depth);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+    int widx = push_world_if(L, lk, call->world);
+    ctx->self_w[depth] = call->world;
+    ctx->self_c[depth] = call->comp;
+    ctx->self_k[depth] = lk;
+    ctx->depth++;
+    lk->busy++;
+    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, 0, widx);
+    lua_pushvalue(L, top + 1);
+    lua_pushvalue(L, top + 2);
+    lua_pushstring(L, kd->fields[field].key);
+    keel_status s = KEEL_OK;
+    if (lua_pcall(L, 2, 2, 0) != LUA_OK) {
+        s = record_error(L, call->diags, "validate");
+    } else if ((lua_type(L, -2) == LUA_TBOOLEAN && !lua_toboolean(L, -2)) || (lua_isnil(L, -2) && !lua_isnil(L, -1))) {
+        const char *msg = lua_tostring(L, -1);
+        s = keel_error(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "%s.%s: %s", kd->key,
+                       kd->fields[field].key, msg ? msg : "rejected by validate");
+    }
+    ctx->depth--;
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+    return s;
+}
+
+static keel_status migrate_tramp(keel_node *body, int to_version, void *user, keel_diags *d)
+{
+    keel_lua_kind *lk = user;
+    lua_State *L = lk_state(lk);
+    if (lk->migrate == LUA_NOREF) return KEEL_OK;
+    if (!L || lk->dead)
+        return keel_error(d, KEEL_UNSUPPORTED, "", "a Lua migration cannot run outside its Lua state");
+    if (!lua_checkstack(L, 8)) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->migrate);
+    if (lua_rawgeti(L, -1, to_version) != LUA_TFUNCTION) {
+        lua_settop(L, top);
+        return KEEL_OK; /* no step for this version */
+    }
+    keel__lua_push_node(L, body); /* kept below the call: a step may change it in place */
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, -2);
+    lk->busy++;
+    keel_status s = KEEL_OK;
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+        char what[32];
+        snprintf(what, sizeof what, "migrate[%d]", to_version);
+        s = record_error(L, d, what);
+    } else {
+        if (lua_isnil(L, -1)) lua_pop(L, 1); /* the step changed the table in place */
+        keel_node *n = lua_type(L, -1) == LUA_TTABLE ? keel__lua_to_node(L, -1, 0) : NULL;
+        if (n && n->kind == KEEL_NODE_SEQ && n->count == 0) { /* an empty table is an empty map */
+            keel_node_free(n);
+            n = keel_node_new_map();
+        }
+        if (!n || n->kind != KEEL_NODE_MAP) {
+            keel_node_free(n);
+            s = keel_error(d, KEEL_INVALID_ARGUMENT, "", "migrate[%d] must return a table of YAML values", to_version);
+        } else {
+            keel_node_clear(body);
+            *body = *n;
+            free(n); /* the struct only: its contents moved into body */
+        }
+    }
+    lua_settop(L, top);
+    if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
+    return s;
+}
+
+
+/* ---- a declaration's hooks ---- */
+
+/* A registry reference to the spec's (argument 1's) field `k` when it is of `type`, else LUA_NOREF. */
+static int spec_ref(lua_State *L, const char *k, int type)
+{
+    if (lua_getfield(L, 1, k) == type) return luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pop(L, 1);
+    return LUA_NOREF;
+}
+
+keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_desc *desc, int keys, bool has_entity)
+{
+    keel_lua_kind *lk = calloc(1, sizeof *lk);
+    size_t *offsets = calloc(desc->field_count ? desc->field_count : 1, sizeof *offsets);
+    if (!lk || !offsets) {
+        free(lk);
+        free(offsets);
+        luaL_error(L, "out of memory");
+        return NULL;
+    }
+    lk->ctx = ctx;
+    ctx->refs++;
+    lk->offsets = offsets;
+    lk->nfields = desc->field_count;
+    lk->has_entity = has_entity;
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = LUA_NOREF;
+    for (int p = 0; p < KEEL_PHASE_COUNT_; p++)
+        if ((lk->hook[p] = spec_ref(L, phase_keys[p], LUA_TFUNCTION)) != LUA_NOREF) desc->hooks[p] = hook_tramp;
+    if ((lk->validate = spec_ref(L, "validate", LUA_TFUNCTION)) != LUA_NOREF) desc->validate = validate_tramp;
+    if ((lk->migrate = spec_ref(L, "migrate", LUA_TTABLE)) != LUA_NOREF) desc->migrate = migrate_tramp;
+    lua_pushvalue(L, keys);
+    lk->keys = luaL_ref(L, LUA_REGISTRYINDEX);
+    desc->user = lk;
+    desc->user_free = lk_user_free;
+    return lk;
+}
+
+void keel__lua_hooks_free(keel_lua_kind *lk)
+{
+    lk_destroy(lk);
+}
+
+void keel__lua_open_hook(void)
+{
+    keel__batch_hook = hook_tramp; /* Lua kinds run their stretches of a phase through batch_run */
+    keel__batch_run = batch_run;
+}

@@ -63,12 +63,17 @@ function H.rmrf(d)
 end
 
 local assert = require "luassert"
+-- Prefix for a command line that starts the keel program: it carries its own sanitizer
+-- runtime (an ASan build links it in), so it must not inherit the LD_PRELOAD that lets a
+-- stock lua5.4 load build-test's keel.core (see .busted).
+H.NO_PRELOAD = "env -u LD_PRELOAD "
+
 -- Runs the keel program `bin` with `args` (a shell-quoted string built by the
 -- caller), stdin from `input` when given, in `cwd` when given.
 -- Returns exit code, stdout, stderr.
 function H.run_keel(bin, args, input, cwd)
   local out, err = os.tmpname(), os.tmpname()
-  local cmd = H.shell_quote(bin) .. " " .. args .. " >" .. out .. " 2>" .. err
+  local cmd = H.NO_PRELOAD .. H.shell_quote(bin) .. " " .. args .. " >" .. out .. " 2>" .. err
   local inp
   if input then
     inp = os.tmpname()

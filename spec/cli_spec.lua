@@ -4,9 +4,18 @@ local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "hel
 local ROOT, shell_quote, file_exists, slurp, spit, tmpdir, rmrf =
   H.ROOT, H.shell_quote, H.file_exists, H.slurp, H.spit, H.tmpdir, H.rmrf
 
+local doc, entity_text, comp_text = H.doc, H.entity_text, H.comp_text
+local doc_of, ent, comp, HEAD = H.doc_of, H.ent, H.comp, H.HEAD
+local U1, U2, U3 = H.U1, H.U2, H.U3
+
 local KEEL = H.find_keel()
 local SCENES = ROOT .. "/scenes"
+local FIXTURES = ROOT .. "/tests/fixtures"
 
+-- The Lua face, to read back what the program wrote.
+local keel_api = require "keel"
+
+-- Runs the program: exit code, stdout, stderr.
 local function keel(args, input, cwd) return H.run_keel(KEEL, args, input, cwd) end
 
 -- A small JSON reader: enough for `keel kinds --json`.
@@ -96,7 +105,15 @@ local BUNDLED = { "demo.yaml", "lighting_lab.yaml", "unknown_kind.yaml" }
 describe("keel program", function()
   setup(function()
     assert(KEEL and file_exists(KEEL), "the keel program was not found: set KEEL_BIN or build into build*/")
+    -- keel_api reads what the program wrote with the kinds the program starts with: the
+    -- bundled ones (loaded already under `keel busted`, not under a stock lua5.4 busted)
+    assert.are.equal(0, require("keel.kindfiles").load(ROOT .. "/lua/kinds"))
   end)
+
+  -- a fresh directory for each test (some make their own)
+  local dir
+  before_each(function() dir = tmpdir() end)
+  after_each(function() rmrf(dir) end)
 
   describe("usage", function()
     it("exits 2 on an unknown option", function()
@@ -157,6 +174,30 @@ describe("keel program", function()
       local code, _, err = keel("--kinds /nonexistent/kinds kinds")
       assert.are.equal(2, code)
       assert.truthy(err:find("/nonexistent/kinds", 1, true))
+    end)
+
+    it("exists", function()
+      assert.truthy(KEEL and file_exists(KEEL))
+    end)
+
+    it("exits 2 on usage errors", function()
+      assert.are.equal(2, (keel("check")))
+      assert.are.equal(2, (keel("fmt")))
+      assert.are.equal(2, (keel("cook " .. shell_quote(ROOT .. "/scenes/demo.yaml"))))
+      assert.are.equal(2, (keel("dump")))
+      assert.are.equal(2, (keel("run --frames nope")))
+      assert.are.equal(2, (keel("--no-such-flag")))
+    end)
+
+    it("check of a missing file is an environment error (2); usage errors are 2", function()
+      assert.are.equal(2, (keel("check " .. shell_quote(dir .. "/none.yaml"))))
+      assert.are.equal(2, (keel("check")))
+      assert.are.equal(2, (keel("frobnicate")))
+      assert.are.equal(2, (keel("check --bogus " .. shell_quote(SCENES .. "/demo.yaml"))))
+    end)
+
+    it("a scene where a script goes exits 2", function()
+      assert.are.equal(2, (keel(shell_quote(SCENES .. "/demo.yaml"))))
     end)
   end)
 
@@ -239,6 +280,88 @@ describe("keel program", function()
       assert.are.equal(1, code2)
       assert.truthy(err:find(": error: ", 1, true), err)
     end)
+
+    it("keel check prints FILE:LINE:COL: error: CODE: message and exits 1", function()
+      local f = dir .. "/bad.yaml"
+      spit(f, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0, "          position: [1, 2]"))))
+      local code, out, err = keel("check " .. shell_quote(f))
+      assert.are.equal(1, code)
+      local text = (out or "") .. (err or "")
+      assert.truthy(text:find(f .. ":%d+:%d+: error: InvalidArgument: "), text)
+      local _, lerr = keel_api.load(f)
+      local d1 = lerr.diagnostics[1]
+      local line = ("%s:%d:%d: error: %s: %s (at %s)"):format(f, d1.line, d1.col, d1.code, d1.message, d1.path)
+      assert.truthy(text:find(line, 1, true), text)
+      local ok = dir .. "/ok.yaml"
+      spit(ok, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0))))
+      assert.are.equal(0, (keel("check " .. shell_quote(ok))))
+      assert.are.equal(1, (keel("check " .. shell_quote(ok) .. " " .. shell_quote(f))))
+    end)
+
+    it("keel check warns about an enum choice no longer offered, and --strict makes it an error", function()
+      local f = dir .. "/enum.yaml"
+      spit(f, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text("core:camera", 1, 0, "          projection: fisheye"))))
+      local code, out, err = keel("check " .. shell_quote(f))
+      assert.are.equal(0, code)
+      assert.truthy(((out or "") .. err):find(f .. ":%d+:%d+: warning: "))
+      code, out, err = keel("check --strict " .. shell_quote(f))
+      assert.are.equal(1, code)
+      assert.truthy(((out or "") .. err):find(f .. ":%d+:%d+: error: InvalidArgument: "))
+    end)
+
+    it("keel check reports unknown kinds as a warning with a count", function()
+      local code, out, err = keel("check " .. shell_quote(ROOT .. "/scenes/unknown_kind.yaml"))
+      assert.are.equal(0, code)
+      assert.truthy(((out or "") .. (err or "")):find("mod:winch is not declared: 3 components kept", 1, true))
+    end)
+
+    it("keel check --strict turns a missing asset into an error", function()
+      local f = dir .. "/a.yaml"
+      spit(f, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text("core:mesh_renderer", 1, 0, "          mesh: " .. U2))))
+      spit(dir .. "/assets.yaml", "assets: []\n")
+      assert.are.equal(0, (keel("check --assets " .. shell_quote(dir .. "/assets.yaml") .. " " .. shell_quote(f))))
+      assert.are.equal(1, (keel("check --strict --assets " .. shell_quote(dir .. "/assets.yaml") .. " " .. shell_quote(f))))
+    end)
+
+    it("check: 0 for a good file, 1 with FILE:LINE:COL: error: CODE: message for a bad one", function()
+      assert.are.equal(0, (keel("check " .. shell_quote(SCENES .. "/demo.yaml"))))
+      local src = slurp(SCENES .. "/demo.yaml")
+      local bad = src:gsub("fog_density: [%d.]+", "fog_density: yes", 1)
+      spit(dir .. "/bad.yaml", bad)
+      local code, out, err = keel("check bad.yaml", nil, dir)
+      assert.are.equal(1, code)
+      local text = out .. err
+      local line = text:match("bad%.yaml:%d+:%d+: error: InvalidArgument: [^\n]+")
+      assert.truthy(line, text)
+      local ln = tonumber(line:match("^bad%.yaml:(%d+):"))
+      local n = 0
+      for l in (bad .. "\n"):gmatch("([^\n]*)\n") do
+        n = n + 1
+        if n == ln then assert.truthy(l:find("fog_density", 1, true), l) end
+      end
+    end)
+
+    it("check reports every code with the documented prefix", function()
+      local want = {
+        ["bad_alias.yaml"] = "ParseError", ["bad_duplicate_uuid.yaml"] = "ParseError",
+        ["bad_wrong_type.yaml"] = "InvalidArgument", ["bad_unknown_parent.yaml"] = "NotFound",
+        ["bad_cycle.yaml"] = "InvalidOperation", ["bad_second_singleton.yaml"] = "InvalidOperation",
+        ["bad_nan_float.yaml"] = "InvalidArgument", ["bad_rejected_pair.yaml"] = "InvalidOperation",
+      }
+      for f, code in pairs(want) do
+        local rc, out, err = keel("check " .. shell_quote(FIXTURES .. "/" .. f))
+        assert.are.equal(1, rc, f)
+        assert.truthy((out .. err):find(f .. ":%d+:%d+: error: " .. code .. ": "), f .. ": " .. out .. err)
+      end
+    end)
+
+    it("check --strict turns a stale enum into an error", function()
+      local f = shell_quote(FIXTURES .. "/bad_enum.yaml")
+      assert.are.equal(0, (keel("check " .. f)))
+      local rc, out, err = keel("check --strict " .. f)
+      assert.are.equal(1, rc)
+      assert.truthy((out .. err):find(": error: InvalidArgument: ", 1, true))
+    end)
   end)
 
   describe("fmt", function()
@@ -283,6 +406,54 @@ describe("keel program", function()
       assert.are.equal(1, code)
       assert.truthy(err:find("error:", 1, true))
       assert.are.equal("keel: 1\nscene: {uuid: nope}\n", after)
+    end)
+
+    it("keel fmt rewrites in canonical form; --check only reports", function()
+      local f = dir .. "/s.yaml"
+      local w = assert(keel_api.load(ROOT .. "/tests/fixtures/good_design_example.yaml"))
+      local canonical = w:dump()
+      spit(f, slurp(ROOT .. "/tests/fixtures/good_design_example.yaml"))
+      local code = keel("fmt --check " .. shell_quote(f))
+      assert.are.equal(1, code)
+      assert.are.equal(slurp(ROOT .. "/tests/fixtures/good_design_example.yaml"), slurp(f))
+      assert.are.equal(0, (keel("fmt " .. shell_quote(f))))
+      assert.are.equal(canonical, slurp(f))
+      assert.are.equal(0, (keel("fmt --check " .. shell_quote(f))))
+      assert.are.equal(canonical, slurp(f))
+    end)
+
+    it("keel fmt leaves a file with errors alone and exits 1", function()
+      local f = dir .. "/bad.yaml"
+      local text = doc(entity_text(U1, "E", "", "    parent: " .. U3 .. "\n"))
+      spit(f, text)
+      local code, out, err = keel("fmt " .. shell_quote(f))
+      assert.are.equal(1, code)
+      assert.are.equal(text, slurp(f))
+      assert.truthy(((out or "") .. err):find(f .. ":%d+:%d+: error: NotFound: "))
+    end)
+
+    it("fmt --check of a canonical file is clean; fmt makes a file canonical and is idempotent", function()
+      for _, f in ipairs { "demo.yaml", "lighting_lab.yaml", "unknown_kind.yaml" } do
+        assert.are.equal(0, (keel("fmt --check " .. shell_quote(SCENES .. "/" .. f))), f)
+      end
+      local text = HEAD:gsub("scene:\n  uuid: (%S+)\n  name: T\n", "scene: {uuid: %1, name: T}\n") ..
+        "entities:\n  - uuid: " .. U1 .. "\n    name: A\n    components:\n" ..
+        "      - {kind: core:transform, version: 1, slot: 0, body: {position: [1.50, 0, 0]}}\n"
+      spit(dir .. "/nc.yaml", text)
+      assert.are.equal(1, (keel("fmt --check nc.yaml", nil, dir)))
+      assert.are.equal(text, slurp(dir .. "/nc.yaml"))
+      assert.are.equal(0, (keel("fmt nc.yaml", nil, dir)))
+      local once = slurp(dir .. "/nc.yaml")
+      assert.truthy(once:find("position: [1.5, 0, 0]", 1, true))
+      assert.are.equal(0, (keel("fmt --check nc.yaml", nil, dir)))
+      assert.are.equal(0, (keel("fmt nc.yaml", nil, dir)))
+      assert.are.equal(once, slurp(dir .. "/nc.yaml"))
+    end)
+
+    it("fmt of a broken file exits 1 and leaves it alone", function()
+      spit(dir .. "/b.yaml", "keel: [1\n")
+      assert.are.equal(1, (keel("fmt b.yaml", nil, dir)))
+      assert.are.equal("keel: [1\n", slurp(dir .. "/b.yaml"))
     end)
   end)
 
@@ -374,6 +545,36 @@ describe("keel program", function()
       assert.are.equal(1, code)
       assert.truthy(err:find("bad.yaml:%d+:%d+: error: ParseError: "), err)
     end)
+
+    it("keel run --frames N --dt S --save OUT runs headless and saves", function()
+      local out = dir .. "/out.yaml"
+      local code = keel("run " .. shell_quote(ROOT .. "/scenes/demo.yaml") .. " --frames 5 --dt 0.1 --save " .. shell_quote(out))
+      assert.are.equal(0, code)
+      assert.truthy(keel_api.load(out))
+      assert.are.equal(0, (keel("fmt --check " .. shell_quote(out))))
+      assert.are.equal(0, (keel("run --frames 2", nil, dir)))
+    end)
+
+    it("run plays a scene headless, saves with --save, exits 1 when a callback failed", function()
+      local code, out, err = keel("run " .. shell_quote(SCENES .. "/demo.yaml") .. " --frames 5 --dt 0.02 --save out.yaml", nil, dir)
+      assert.are.equal(0, code, out .. err)
+      assert.truthy(assert(keel_api.load(dir .. "/out.yaml")))
+      assert.are.equal(0, (keel("run --frames 2", nil, dir)))
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kf"))
+      spit(dir .. "/kf/f.lua", 'local keel = require "keel"\nkeel.kind{ key = "cxf:fail", fields = {}, update = function() error("no") end }\n')
+      spit(dir .. "/f.yaml", doc_of(ent(U1, "A", nil, comp("cxf:fail", "{}"))))
+      local c2 = keel("run f.yaml --frames 3 --kinds kf --save f_out.yaml", nil, dir)
+      assert.are.equal(1, c2)
+      assert.is_true(file_exists(dir .. "/f_out.yaml"))
+      assert.are.equal(2, (keel("run f.yaml --frames x --kinds kf", nil, dir)))
+      assert.are.equal(2, (keel("run none.yaml --frames 1", nil, dir)))
+    end)
+
+    it("unknown kinds survive `keel run --save` byte for byte", function()
+      local code = keel("run " .. shell_quote(SCENES .. "/unknown_kind.yaml") .. " --frames 3 --save again.yaml", nil, dir)
+      assert.are.equal(0, code)
+      assert.are.equal(slurp(SCENES .. "/unknown_kind.yaml"), slurp(dir .. "/again.yaml"))
+    end)
   end)
 
   describe("cook and dump", function()
@@ -415,6 +616,124 @@ describe("keel program", function()
       rmrf(dir)
       assert.are.equal(1, code)
       assert.are.equal("", out)
+    end)
+
+    it("keel cook and keel dump round-trip to the canonical YAML; editor_only dropped by cooking", function()
+      local kd = dir .. "/kinds"
+      os.execute("mkdir -p " .. shell_quote(kd))
+      spit(kd .. "/ed.lua", 'local keel = require "keel"\nkeel.kind{ key = "cli:gizmo", editor_only = true }\n')
+      local src = dir .. "/s.yaml"
+      local w = assert(keel_api.load(ROOT .. "/tests/fixtures/good_design_example.yaml"))
+      local canonical = w:dump()
+      spit(src, canonical)
+      local cooked = dir .. "/s.keelc"
+      assert.are.equal(0, (keel("cook " .. shell_quote(src) .. " -o " .. shell_quote(cooked))))
+      assert.are.equal("KEELCOOK", slurp(cooked):sub(1, 8))
+      local code, out = keel("dump " .. shell_quote(cooked))
+      assert.are.equal(0, code)
+      assert.are.equal(canonical, out)
+      local ed = dir .. "/ed.yaml"
+      spit(ed, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text("cli:gizmo", 1, 0))))
+      assert.are.equal(0, (keel("--kinds " .. shell_quote(kd) .. " cook " .. shell_quote(ed) .. " -o " .. shell_quote(cooked))))
+      code, out = keel("--kinds " .. shell_quote(kd) .. " dump " .. shell_quote(cooked))
+      assert.are.equal(0, code)
+      assert.falsy(out:find("cli:gizmo", 1, true))
+      assert.truthy(out:find("core:transform", 1, true))
+    end)
+
+    it("keel cook fails on unknown kinds; a damaged cooked file is refused", function()
+      local cooked = dir .. "/u.keelc"
+      assert.are.equal(1, (keel("cook " .. shell_quote(ROOT .. "/scenes/unknown_kind.yaml") .. " -o " .. shell_quote(cooked))))
+      local src = dir .. "/s.yaml"
+      spit(src, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0))))
+      assert.are.equal(0, (keel("cook " .. shell_quote(src) .. " -o " .. shell_quote(cooked))))
+      local bytes = slurp(cooked)
+      spit(cooked, bytes:sub(1, #bytes // 2))
+      assert.are.equal(1, (keel("dump " .. shell_quote(cooked))))
+    end)
+
+    it("keel cook fails on a missing asset; a cooked file with one altered byte is refused", function()
+      local src = dir .. "/s.yaml"
+      spit(dir .. "/assets.yaml", "assets: []\n")
+      spit(src, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text("core:mesh_renderer", 1, 0, "          mesh: " .. U2))))
+      assert.are.equal(1, (keel("cook --assets " .. shell_quote(dir .. "/assets.yaml") .. " " .. shell_quote(src) .. " -o " .. shell_quote(dir .. "/x.keelc"))))
+      spit(src, doc(entity_text(U1, "E", comp_text("core:transform", 1, 0, "          position: [1, 2, 3]"))))
+      local cooked = dir .. "/s.keelc"
+      assert.are.equal(0, (keel("cook " .. shell_quote(src) .. " -o " .. shell_quote(cooked))))
+      local bytes = slurp(cooked)
+      local at = #bytes // 2
+      spit(cooked, bytes:sub(1, at - 1) .. string.char((bytes:byte(at) + 1) % 256) .. bytes:sub(at + 1))
+      local code, out = keel("dump " .. shell_quote(cooked))
+      assert.are.equal(1, code)
+      assert.falsy(out and out:find("entities:", 1, true))
+    end)
+
+    it("keel cook refuses a component written by a newer version, and says so", function()
+      local src = dir .. "/newer.yaml"
+      spit(src, doc(entity_text(U1, "E", comp_text("core:transform", 9, 0))))
+      local code, out, err = keel("cook " .. shell_quote(src) .. " -o " .. shell_quote(dir .. "/n.keelc"))
+      assert.are.equal(1, code)
+      assert.truthy(((out or "") .. err):find("core:transform is written in version 9, newer than the declared 1", 1, true), err)
+    end)
+
+    it("cook then dump gives the canonical YAML; the cooked file starts with KEELCOOK", function()
+      local scene = shell_quote(SCENES .. "/demo.yaml")
+      local code, out, err = keel("cook " .. scene .. " -o demo.keelc", nil, dir)
+      assert.are.equal(0, code, out .. err)
+      local bin = slurp(dir .. "/demo.keelc")
+      assert.are.equal("KEELCOOK", bin:sub(1, 8))
+      local dcode, yaml = keel("dump demo.keelc", nil, dir)
+      assert.are.equal(0, dcode)
+      assert.are.equal(slurp(SCENES .. "/demo.yaml"), yaml)
+      local w = assert(keel_api.load(dir .. "/demo.keelc"))
+      assert.are.equal(yaml, w:dump())
+    end)
+
+    it("dump refuses truncated or altered cooked files with exit 1", function()
+      assert.are.equal(0, (keel("cook " .. shell_quote(SCENES .. "/demo.yaml") .. " -o d.keelc", nil, dir)))
+      local bin = slurp(dir .. "/d.keelc")
+      spit(dir .. "/t.keelc", bin:sub(1, 100))
+      local k = #bin // 2
+      spit(dir .. "/f.keelc", bin:sub(1, k - 1) .. string.char(bin:byte(k) ~ 1) .. bin:sub(k + 1))
+      spit(dir .. "/h.keelc", bin:sub(1, 8))
+      for _, f in ipairs { "t.keelc", "f.keelc", "h.keelc" } do
+        local code, out = keel("dump " .. f, nil, dir)
+        assert.are.equal(1, code, f)
+        assert.are.equal("", out)
+        local w, err = keel_api.load(dir .. "/" .. f)
+        assert.is_nil(w)
+        assert.are.equal("ParseError", err.code)
+      end
+    end)
+
+    it("cook refuses unknown kinds and missing assets (exit 1, no output file)", function()
+      local code = keel("cook " .. shell_quote(SCENES .. "/unknown_kind.yaml") .. " -o u.keelc", nil, dir)
+      assert.are.equal(1, code)
+      assert.is_false(file_exists(dir .. "/u.keelc"))
+      local src = slurp(SCENES .. "/demo.yaml")
+      local asset = src:match("clip: (%x+%-[%x-]+)")
+      assert.truthy(asset)
+      local at = src:find(asset, 1, true)
+      spit(dir .. "/ma.yaml", src:sub(1, at - 1) .. "0a55e700-0000-4000-8000-0000000000ff" .. src:sub(at + #asset))
+      os.execute("cp " .. shell_quote(SCENES .. "/assets.yaml") .. " " .. shell_quote(dir .. "/assets.yaml"))
+      assert.are.equal(1, (keel("cook ma.yaml -o ma.keelc", nil, dir)))
+      assert.is_false(file_exists(dir .. "/ma.keelc"))
+      assert.are.equal(0, (keel("check ma.yaml", nil, dir)))
+      assert.are.equal(1, (keel("check --strict ma.yaml", nil, dir)))
+    end)
+
+    it("cook drops editor_only kinds; --kinds loads kind files", function()
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kinds_x"))
+      spit(dir .. "/kinds_x/k.lua", 'local keel = require "keel"\n' ..
+        'keel.kind{ key = "ed:gizmo", editor_only = true, fields = { { "size", "float", default = 2 } } }\n')
+      spit(dir .. "/ed.yaml", doc_of(ent(U1, "A", nil, comp("ed:gizmo", "{size: 3}") .. comp("core:transform", "{}"))))
+      assert.are.equal(0, (keel("check ed.yaml --kinds kinds_x", nil, dir)))
+      assert.are.equal(0, (keel("cook ed.yaml -o ed.keelc --kinds kinds_x", nil, dir)))
+      local _, y = keel("dump ed.keelc --kinds kinds_x", nil, dir)
+      assert.falsy(y:find("ed:gizmo", 1, true))
+      assert.truthy(y:find("core:transform", 1, true))
+      local _, kinds = keel("kinds --kinds kinds_x", nil, dir)
+      assert.truthy(kinds:find("ed:gizmo", 1, true))
     end)
   end)
 
@@ -506,6 +825,89 @@ describe("keel program", function()
       assert.are.equal(2, code)
       assert.truthy(err:find("kind file broke", 1, true))
     end)
+
+    it("keel kinds lists kinds; --json is machine-readable", function()
+      local code, out = keel("kinds")
+      assert.are.equal(0, code)
+      assert.truthy(out:find("core:transform", 1, true))
+      code, out = keel("kinds --json")
+      assert.are.equal(0, code)
+      assert.truthy(out:find('"key": *"core:transform"'))
+      assert.truthy(out:find('"multiplicity": *"many"'))
+      assert.truthy(out:find('"fields"'))
+      for _, name in ipairs{ "display", "category", "version", "max", "requires", "rejects", "builtin",
+        "type", "default", "min", "choices", "transient", "readonly", "hidden" } do
+        assert.truthy(out:find('"' .. name .. '":'), name)
+      end
+    end)
+
+    it("--kinds DIR loads Lua kinds at start-up", function()
+      local kd = dir .. "/kinds"
+      os.execute("mkdir -p " .. shell_quote(kd))
+      spit(kd .. "/thing.lua", 'local keel = require "keel"\nkeel.kind{ key = "cli:thing", fields = { { "x", "int" } } }\n')
+      local code, out = keel("kinds --kinds " .. shell_quote(kd))
+      assert.are.equal(0, code)
+      assert.truthy(out:find("cli:thing", 1, true))
+    end)
+
+    it("takes --kinds DIR more than once", function()
+      for _, n in ipairs{ "one", "two" } do
+        os.execute("mkdir -p " .. shell_quote(dir .. "/" .. n))
+        spit(dir .. "/" .. n .. "/k.lua", 'require("keel").kind{ key = "multi:' .. n .. '" }\n')
+      end
+      local code, out = keel("kinds --kinds " .. shell_quote(dir .. "/one") .. " --kinds " .. shell_quote(dir .. "/two"))
+      assert.are.equal(0, code)
+      assert.truthy(out:find("multi:one", 1, true))
+      assert.truthy(out:find("multi:two", 1, true))
+    end)
+
+    it("loads ./kinds when present", function()
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kinds"))
+      spit(dir .. "/kinds/local.lua", 'local keel = require "keel"\nkeel.kind{ key = "cwd:local" }\n')
+      local code, out = keel("kinds", nil, dir)
+      assert.are.equal(0, code)
+      assert.truthy(out:find("cwd:local", 1, true))
+      assert.truthy(out:find("game:health", 1, true))
+    end)
+
+    it("--kinds DIR replaces the default kinds directories and is repeatable", function()
+      for _, d in ipairs { "k1", "k2" } do
+        os.execute("mkdir -p " .. shell_quote(dir .. "/" .. d))
+        spit(dir .. "/" .. d .. "/k.lua", 'local keel = require "keel"\nkeel.kind{ key = "cx' .. d .. ':thing", fields = {} }\n')
+      end
+      local code, out = keel("kinds --kinds k1 --kinds k2", nil, dir)
+      assert.are.equal(0, code)
+      assert.truthy(out:find("cxk1:thing", 1, true))
+      assert.truthy(out:find("cxk2:thing", 1, true))
+      assert.truthy(out:find("core:transform", 1, true))
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kinds"))
+      spit(dir .. "/kinds/k.lua", 'local keel = require "keel"\nkeel.kind{ key = "cxlocal:thing", fields = {} }\n')
+      local _, out2 = keel("kinds", nil, dir)
+      assert.truthy(out2:find("cxlocal:thing", 1, true)) -- ./kinds when present
+    end)
+
+    it("kinds --json lists every kind with the documented keys", function()
+      local code, out = keel("kinds --json")
+      assert.are.equal(0, code)
+      assert.are.equal("[", out:match("^%s*(.)"))
+      for _, key in ipairs { '"key"', '"display"', '"category"', '"version"', '"multiplicity"', '"max"',
+        '"requires"', '"rejects"', '"builtin"', '"fields"', '"type"', '"default"', '"min"', '"choices"',
+        '"transient"', '"readonly"', '"hidden"' } do
+        assert.truthy(out:find(key, 1, true), key)
+      end
+      assert.truthy(out:find('"core:audio_source"', 1, true))
+      local code2, text = keel("kinds")
+      assert.are.equal(0, code2)
+      assert.truthy(text:find("core:transform", 1, true))
+    end)
+
+    it("a broken kind file makes verbs exit 2", function()
+      os.execute("mkdir -p " .. shell_quote(dir .. "/kb"))
+      spit(dir .. "/kb/b.lua", 'local keel = require "keel"\nkeel.kind{ key = "cxb:bad", fields = { { "x", "flaot" } } }\n')
+      local code, _, err = keel("kinds --kinds kb", nil, dir)
+      assert.are.equal(2, code)
+      assert.truthy(err:find("flaot", 1, true))
+    end)
   end)
 
   describe("repl", function()
@@ -572,6 +974,48 @@ describe("keel program", function()
       rmrf(dir)
       assert.are.equal(0, code, err)
       assert.truthy(out:find("1\n1\n1\t7\n", 1, true), out .. err)
+    end)
+
+    it("keel repl [SCENE] binds the scene to `world`; bare keel binds an empty world", function()
+      local script = dir .. "/in.txt"
+      spit(script, "print('name=' .. world.name)\nprint('count=' .. world:count())\n")
+      local code, out = keel("repl " .. shell_quote(ROOT .. "/tests/fixtures/good_design_example.yaml"), slurp(script))
+      assert.are.equal(0, code)
+      assert.truthy(out:find("name=MainLevel", 1, true), out)
+      code, out = keel("", slurp(script))
+      assert.are.equal(0, code)
+      assert.truthy(out:find("count=0", 1, true), out)
+    end)
+
+    it("reload() in the REPL re-runs the kind files that changed (hot reload)", function()
+      local kd = dir .. "/kinds"
+      os.execute("mkdir -p " .. shell_quote(kd))
+      local file = kd .. "/hot.lua"
+      spit(file, 'require("keel").kind{ key = "cli:hot", fields = { { "a", "int" } } }\n')
+      local input = dir .. "/in.txt"
+      spit(input, table.concat({
+        'f = io.open(' .. ("%q"):format(file) .. ', "w")',
+        'f:write(\'require("keel").kind{ key = "cli:hot", fields = { { "a", "int" }, { "b", "int" } } }\\n\')',
+        'f:close()',
+        'os.execute("touch -d \'+5 seconds\' ' .. file .. '")',
+        'reload()',
+        'print("fields=" .. #require("keel").kind_info("cli:hot").fields)',
+      }, "\n") .. "\n")
+      local code, out, err = keel("repl --kinds " .. shell_quote(kd), slurp(input))
+      assert.are.equal(0, code, err)
+      assert.truthy(out:find("fields=2", 1, true), out .. err)
+    end)
+
+    it("the REPL binds an empty world to `world`", function()
+      local code, out = keel("", "print(world:count(), world.root ~= nil)\n", dir)
+      assert.are.equal(0, code)
+      assert.truthy(out:find("0\ttrue", 1, true), out)
+    end)
+
+    it("repl SCENE loads the scene as world", function()
+      local code, out = keel("repl " .. shell_quote(SCENES .. "/unknown_kind.yaml"), "print(world.name)\n", dir)
+      assert.are.equal(0, code)
+      assert.truthy(out:find("Harbour With A Mod", 1, true))
     end)
   end)
 
@@ -691,7 +1135,7 @@ describe("keel program", function()
       spit(dir .. "/s.yaml", "keel: 1\nscene: {uuid: 550e8400-e29b-41d4-a716-446655440000, name: S}\n"
         .. "entities:\n- uuid: 550e8400-e29b-41d4-a716-446655440001\n  name: A\n"
         .. "  components:\n  - kind: test:sigint\n    version: 1\n    body: {x: 1}\n")
-      os.execute("cd " .. shell_quote(dir) .. " && (timeout 120 " .. shell_quote(KEEL)
+      os.execute("cd " .. shell_quote(dir) .. " && (timeout 120 " .. H.NO_PRELOAD .. shell_quote(KEEL)
         .. " run s.yaml --frames 1000000 --save out.yaml >o.txt 2>e.txt; echo $? >rc.txt)")
       local out, err, rc = slurp(dir .. "/o.txt"), slurp(dir .. "/e.txt"), slurp(dir .. "/rc.txt")
       local saved = file_exists(dir .. "/out.yaml")
@@ -729,7 +1173,7 @@ describe("keel program", function()
         .. 'local c = w:spawn("A"):add("test:sigint")\n'
         .. 'local ok, err = pcall(w.run, w, 1000000, 1 / 60)\n'
         .. 'print(ok, tostring(err):match("interrupted!") ~= nil, #w:errors(), c.x >= 10 and c.x < 20)\n')
-      os.execute("cd " .. shell_quote(dir) .. " && (timeout 120 " .. shell_quote(KEEL)
+      os.execute("cd " .. shell_quote(dir) .. " && (timeout 120 " .. H.NO_PRELOAD .. shell_quote(KEEL)
         .. " s.lua >o.txt 2>e.txt; echo $? >rc.txt)")
       local out, err, rc = slurp(dir .. "/o.txt"), slurp(dir .. "/e.txt"), slurp(dir .. "/rc.txt")
       rmrf(dir)
@@ -767,7 +1211,7 @@ describe("keel program", function()
       -- process group, take the terminal's SIGINT itself and die of it.
       local cmd = "(sleep 2; printf 'x = 1 +'; sleep 1; printf '\\003'; sleep 1; "
         .. "printf 'print(\"alive\", x)\\n'; sleep 1; printf 'if true then\\n'; sleep 1; printf '\\003'; "
-        .. "sleep 1; printf 'print(\"still\")\\n'; sleep 1; printf '\\004') | HOME=" .. shell_quote(home)
+        .. "sleep 1; printf 'print(\"still\")\\n'; sleep 1; printf '\\004') | " .. H.NO_PRELOAD .. "HOME=" .. shell_quote(home)
         .. " script -qfec " .. shell_quote("exec " .. shell_quote(KEEL)) .. " /dev/null"
       local p = io.popen(cmd .. "; echo \"rc=$?\"")
       local out = p:read("a")
@@ -845,6 +1289,42 @@ describe("keel program", function()
       local code, _, err = keel("/nonexistent/script.lua")
       assert.are.equal(2, code)
       assert.truthy(err:find("cannot open", 1, true), err)
+    end)
+
+    it("runs a Lua script with arg set and require 'keel' available", function()
+      local script = dir .. "/s.lua"
+      spit(script, 'local keel = require "keel"\nprint(arg[1], arg[2], keel.world("X").name)\n')
+      local code, out = keel(shell_quote(script) .. " one two")
+      assert.are.equal(0, code)
+      assert.are.equal("one\ttwo\tX\n", out)
+    end)
+
+    it("runs a script like lua: ... holds the arguments, an error exits 1 with the message, os.exit keeps its code", function()
+      local script = dir .. "/v.lua"
+      spit(script, 'print(select("#", ...), ...)\n')
+      local code, out = keel(shell_quote(script) .. " a b")
+      assert.are.equal(0, code)
+      assert.are.equal("2\ta\tb\n", out)
+      spit(script, 'local keel = require "keel"\nerror(select(2, keel.parse("{")))\n')
+      local code2, _, err = keel(shell_quote(script))
+      assert.are.equal(1, code2)
+      assert.truthy(err:find("ParseError: ", 1, true))
+      spit(script, "os.exit(3)\n")
+      assert.are.equal(3, (keel(shell_quote(script))))
+    end)
+
+    it("runs a script like lua, with arg and require 'keel'", function()
+      spit(dir .. "/s.lua", 'local keel = require "keel"\nprint(arg[0], arg[1], arg[2], select("#", ...), type(keel.world))\n')
+      local code, out = keel("s.lua x y", nil, dir)
+      assert.are.equal(0, code)
+      assert.are.equal("s.lua\tx\ty\t2\tfunction\n", out)
+    end)
+
+    it("a script that raises a keel error exits 1 with FILE:LINE: Code: message", function()
+      spit(dir .. "/e.lua", 'local keel = require "keel"\nlocal w = keel.world("x")\nlocal e = w:spawn("a")\ne:add("core:transform").scale = {1, 2}\n')
+      local code, _, err = keel("e.lua", nil, dir)
+      assert.are.equal(1, code)
+      assert.truthy(err:find("e.lua:4: InvalidArgument:", 1, true), err)
     end)
   end)
 end)

@@ -1,7 +1,13 @@
 -- component_spec.lua — Component handles: slots, kind rules, field access and every value type.
 local keel = require "keel"
 
-local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local fails, code_of, stack = H.fails, H.code_of, H.stack
+local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1
+local key = H.key_maker("component")
+
+-- The shared cx: kinds.
+setup(function() H.declare_cx_kinds() end)
 
 keel.kind{ key = "sc:one", fields = { { "n", "int", default = 1, min = 0, max = 10 } } }
 keel.kind{ key = "sc:many", multiplicity = "many", max = 3, fields = { { "v", "float", default = 0.5 } } }
@@ -78,6 +84,48 @@ describe("component", function()
       assert.are.equal(3, e:add("sc:many").slot)
       fails("InvalidOperation", function() e:add("sc:many", nil, 2) end)
     end)
+
+    it("defaults multiplicity to one... and a one kind is always slot 0", function()
+      local k = key("one")
+      keel.kind{ key = k, multiplicity = "one" }
+      local e = keel.world():spawn("E")
+      local c = e:add(k)
+      assert.are.equal(0, c.slot)
+      assert.are.equal(c, e:get(k))
+      assert.are.equal(c, e:get(k, 0))
+      assert.are.equal("InvalidOperation", code_of(function() e:get(k, 1) end))
+      assert.are.equal("InvalidOperation", code_of(function() e:remove(k, 1) end))
+      assert.are.equal("InvalidOperation", code_of(function() e:add(k) end))
+      local e2 = e.world:spawn("E2")
+      assert.are.equal("InvalidOperation", code_of(function() e2:add(k, {}, 2) end))
+    end)
+
+    it("numbers a many kind's new slots max(existing) + 1 and never renumbers", function()
+      local k = key("many")
+      keel.kind{ key = k, multiplicity = "many", fields = { { "n", "int" } } }
+      local e = keel.world():spawn("E")
+      local c0, c1, c2 = e:add(k, { n = 0 }), e:add(k, { n = 1 }), e:add(k, { n = 2 })
+      assert.are.same({ 0, 1, 2 }, { c0.slot, c1.slot, c2.slot })
+      e:remove(k, 1)
+      assert.are.equal(2, c2.slot)
+      assert.are.equal(2, e:get(k, 2).n)
+      assert.is_nil(e:get(k, 1))
+      assert.are.equal("NotFound", code_of(function() return c1.n end))
+      assert.are.equal("NotFound", code_of(function() e:remove(k, 1) end))
+      assert.are.equal(3, e:add(k).slot)
+      e:remove(k, 3)
+      e:remove(k, 2)
+      assert.are.equal(1, e:add(k).slot)
+    end)
+
+    it("starts a many kind at slot 0 and refuses more than max", function()
+      local k = key("max")
+      keel.kind{ key = k, multiplicity = "many", max = 2 }
+      local e = keel.world():spawn("E")
+      assert.are.equal(0, e:add(k).slot)
+      e:add(k)
+      assert.are.equal("InvalidOperation", code_of(function() e:add(k) end))
+    end)
   end)
 
   describe("requires and rejects", function()
@@ -98,6 +146,25 @@ describe("component", function()
       local b = w:spawn("b")
       b:add("sc:hates")
       fails("InvalidOperation", function() b:add("sc:one") end)
+    end)
+
+    it("refuses a missing requirement, a rejected pair both ways, removing a requirement", function()
+      local needy, hater = key("needy"), key("hater")
+      keel.kind{ key = needy, requires = { "core:transform" } }
+      keel.kind{ key = hater, rejects = { "core:camera" } }
+      local w = keel.world()
+      local e = w:spawn("E")
+      assert.are.equal("InvalidOperation", code_of(function() e:add(needy) end))
+      e:add("core:transform")
+      e:add(needy)
+      assert.are.equal("InvalidOperation", code_of(function() e:remove("core:transform") end))
+      assert.truthy(e:get("core:transform"))
+      e:add("core:camera")
+      assert.are.equal("InvalidOperation", code_of(function() e:add(hater) end))
+      local f = w:spawn("F")
+      f:add("core:transform")
+      f:add(hater)
+      assert.are.equal("InvalidOperation", code_of(function() f:add("core:camera") end))
     end)
   end)
 
@@ -163,6 +230,106 @@ describe("component", function()
       assert.are.equal('keel.Component sc:one[0] of "Hero"', tostring(c))
       e:remove("sc:one")
       assert.are.equal("keel.Component (removed)", tostring(c))
+    end)
+
+    it("takes defaults from the declaration for a new component, a reset and a file that omits a field", function()
+      local k = key("defaults")
+      keel.kind{ key = k, fields = { { "value", "float", default = 100 }, { "mode", "enum", choices = { "walk", "run" }, default = "run" },
+        { "flag", "bool" }, { "n", "int" }, { "s", "string" }, { "v", "vec3" }, { "q", "quat" }, { "a", "asset" }, { "t", "entity" } } }
+      local w = keel.world()
+      local e = w:spawn("E")
+      local c = e:add(k)
+      assert.are.equal(100, c.value)
+      assert.are.equal("run", c.mode)
+      assert.are.equal(false, c.flag)
+      assert.are.equal(0, c.n)
+      assert.are.equal("", c.s)
+      assert.are.same({ 0, 0, 0 }, c.v)
+      assert.are.same({ 0, 0, 0, 1 }, c.q)
+      assert.is_nil(c.a)
+      assert.is_nil(c.t)
+      c.value, c.mode = 5, "walk"
+      c:reset("value")
+      assert.are.equal(100, c.value)
+      assert.are.equal("walk", c.mode)
+      c:reset()
+      assert.are.equal("run", c.mode)
+      local loaded = assert(keel.parse(doc(entity_text(U1, "F", comp_text(k, 1, 0)))))
+      assert.are.equal(100, loaded:find(U1):get(k).value)
+      assert.are.equal("run", loaded:find(U1):get(k).mode)
+    end)
+
+    it("refuses values out of range, not finite or of the wrong type with InvalidArgument", function()
+      local k = key("ranges")
+      keel.kind{ key = k, fields = { { "value", "float", default = 1, min = 0, max = 100 }, { "n", "int" },
+        { "mode", "enum", choices = { "a", "b" } }, { "v", "vec3" }, { "a", "asset" }, { "t", "entity" } } }
+      local c = keel.world():spawn("E"):add(k)
+      assert.are.equal("InvalidArgument", code_of(function() c.value = 101 end))
+      assert.are.equal("InvalidArgument", code_of(function() c.value = -1 end))
+      assert.are.equal("InvalidArgument", code_of(function() c.value = 0 / 0 end))
+      assert.are.equal("InvalidArgument", code_of(function() c.value = math.huge end))
+      assert.are.equal("InvalidArgument", code_of(function() c.value = "ten" end))
+      assert.are.equal("InvalidArgument", code_of(function() c.n = 1.5 end))
+      assert.are.equal("InvalidArgument", code_of(function() c.mode = "c" end))
+      assert.are.equal("InvalidArgument", code_of(function() c.v = { 1, 2 } end))
+      assert.are.equal("InvalidArgument", code_of(function() c.a = "not-a-uuid" end))
+      assert.are.equal("InvalidArgument", code_of(function() c.t = "not-a-uuid" end))
+      assert.are.equal(1, c.value)
+    end)
+
+    it("bumps the component's version and the world's revision on every write", function()
+      local k = key("versions")
+      keel.kind{ key = k, fields = { { "x", "int" } } }
+      local w = keel.world()
+      local c = w:spawn("E"):add(k)
+      local v, r = c.version, w.revision
+      c.x = 1
+      assert.truthy(c.version > v)
+      assert.truthy(w.revision > r)
+      v, r = c.version, w.revision
+      c:set{ x = 2 }
+      assert.truthy(c.version > v)
+      assert.truthy(w.revision > r)
+    end)
+
+    it("bumps version and revision for writes made by hooks through self", function()
+      local k = key("hookwrite")
+      keel.kind{ key = k, fields = { { "x", "int" } }, update = function(self) self.x = self.x + 1 end }
+      local w = keel.world()
+      local c = w:spawn("E"):add(k)
+      local v, r = c.version, w.revision
+      w:step(1 / 60)
+      assert.are.equal(1, c.x)
+      assert.truthy(c.version > v)
+      assert.truthy(w.revision > r)
+    end)
+
+    it("c:set, c:body, c:unpack", function()
+      local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
+      local c = e:get("core:transform")
+      c:set{ position = { 1, 2, 3 }, scale = { 2, 2, 2 } }
+      local body = c:body()
+      assert.is_nil(getmetatable(body))
+      assert.are.same({ 1, 2, 3 }, body.position)
+      assert.are.same({ 0, 0, 0, 1 }, body.rotation)
+      assert.are.same({ 2, 2, 2 }, body.scale)
+      local x, y, z, w = c:unpack("position")
+      assert.are.same({ 1, 2, 3 }, { x, y, z })
+      assert.is_nil(w)
+      assert.are.equal("number", type(x))
+      assert.are.equal(4, select("#", c:unpack("rotation")))
+    end)
+
+    it("c:unpack allocates nothing", function()
+      local c = keel.world():spawn{ name = "E", components = { "core:transform" } }:get("core:transform")
+      c:unpack("position")
+      collectgarbage()
+      collectgarbage("stop")
+      local before = collectgarbage("count")
+      for _ = 1, 1000 do c:unpack("position") end
+      local grown = collectgarbage("count") - before
+      collectgarbage("restart")
+      assert.are.equal(0, grown)
     end)
   end)
 
@@ -273,6 +440,314 @@ describe("component", function()
       assert.are.equal("two words", b.s)
       assert.are.equal("11111111-2222-4333-8444-555555555555", b.a)
       assert.are.equal(w2:find(other.uuid), b.ref)
+    end)
+
+    it("stores quaternions normalized x,y,z,w", function()
+      local c = keel.world():spawn("E"):add("core:transform")
+      c.rotation = { 0, 0, 2, 0 }
+      assert.are.same({ 0, 0, 1, 0 }, c.rotation)
+    end)
+
+    it("reads vectors as fresh arrays and accepts any such array", function()
+      local c = keel.world():spawn{ name = "E", components = { "core:transform" } }:get("core:transform")
+      local p = c.position
+      p[1] = 99
+      assert.are.same({ 0, 0, 0 }, c.position)
+      assert.are_not.equal(c.position, c.position)
+      c.position = { 4, 5, 6 }
+      assert.are.same({ 4, 5, 6 }, c.position)
+    end)
+
+    it("reads plain values: bool, int, float, string, enum name, asset UUID or nil", function()
+      local k = key("plain")
+      keel.kind{ key = k, fields = { { "b", "bool" }, { "i", "int" }, { "f", "float" }, { "s", "string" },
+        { "m", "enum", choices = { "x", "y" } }, { "a", "asset" } } }
+      local c = keel.world():spawn("E"):add(k, { b = true, i = 3, f = 1.5, s = "hi", m = "y", a = U1 })
+      assert.are.equal(true, c.b)
+      assert.are.equal("integer", math.type(c.i))
+      assert.are.equal(1.5, c.f)
+      assert.are.equal("hi", c.s)
+      assert.are.equal("y", c.m)
+      assert.are.equal(U1, c.a)
+      c.a = nil
+      assert.is_nil(c.a)
+    end)
+
+    it("reads entity fields as handles (nil when empty or gone) and accepts handles or UUID strings", function()
+      local k = key("target")
+      keel.kind{ key = k, fields = { { "target", "entity" } } }
+      local w = keel.world()
+      local t = w:spawn("T")
+      local c = w:spawn("E"):add(k)
+      assert.is_nil(c.target)
+      c.target = t
+      assert.are.equal(t, c.target)
+      c.target = nil
+      c.target = t.uuid
+      assert.are.equal(t, c.target)
+      t:destroy()
+      assert.is_nil(c.target)
+    end)
+  end)
+
+  describe("properties", function()
+    it("c.kind, c.slot, c.entity, c.loaded, c.version, c.enabled (writable)", function()
+      local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
+      local c = e:get("core:transform")
+      assert.are.equal("core:transform", c.kind)
+      assert.are.equal(0, c.slot)
+      assert.are.equal(e, c.entity)
+      assert.is_true(c.loaded)
+      assert.are.equal("number", type(c.version))
+      assert.is_true(c.enabled)
+      c.enabled = false
+      assert.is_false(c.enabled)
+    end)
+  end)
+
+  describe("on an entity holding core:transform", function()
+    local w, e
+    before_each(function()
+      w = keel.world("Slots")
+      e = w:spawn{ name = "E", components = { "core:transform" } }
+    end)
+
+    it("a one kind is slot 0; another slot is InvalidOperation; a second one is InvalidOperation", function()
+      local t = e:get("core:transform")
+      assert.are.equal(0, t.slot)
+      assert.are.equal(t, e:get("core:transform", 0))
+      fails("InvalidOperation", e.get, e, "core:transform", 1)
+      fails("InvalidOperation", e.add, e, "core:transform")
+      fails("InvalidOperation", e.add, e, "core:camera", nil, 2)
+      assert.are.equal(0, e:add("core:camera", nil, 0).slot)
+    end)
+
+    it("a many kind's new slot is max+1; removal does not renumber; removed slot is NotFound", function()
+      local s0 = e:add("core:audio_source")
+      local s1 = e:add("core:audio_source")
+      local s2 = e:add("core:audio_source")
+      assert.are.same({ 0, 1, 2 }, { s0.slot, s1.slot, s2.slot })
+      local body = e:remove("core:audio_source", 1)
+      assert.are.equal("table", type(body))
+      assert.are.equal(1, body.volume)
+      assert.are.equal(2, s2.slot)
+      assert.is_nil(e:get("core:audio_source", 1))
+      fails("NotFound", e.remove, e, "core:audio_source", 1)
+      fails("NotFound", function() return s1.volume end)
+      fails("NotFound", function() s1.volume = 0.5 end)
+      assert.are.equal(3, e:add("core:audio_source").slot)
+      assert.are.equal(0, e:get("core:audio_source").slot) -- no slot: the lowest
+      assert.are.equal("core:transform#0,core:audio_source#0,core:audio_source#2,core:audio_source#3", stack(e))
+    end)
+
+    it("an explicit free slot is honoured, an occupied one is InvalidOperation", function()
+      assert.are.equal(7, e:add("core:audio_source", nil, 7).slot)
+      fails("InvalidOperation", e.add, e, "core:audio_source", nil, 7)
+      assert.are.equal(8, e:add("core:audio_source").slot)
+    end)
+
+    it("exceeding max is InvalidOperation", function()
+      e:add("cx:capped"); e:add("cx:capped")
+      fails("InvalidOperation", e.add, e, "cx:capped")
+    end)
+
+    it("remove of a one kind may omit the slot", function()
+      e:add("core:camera")
+      assert.are.equal("table", type(e:remove("core:camera")))
+      assert.is_false(e:has("core:camera"))
+    end)
+
+    it("requires and rejects are enforced both ways", function()
+      local x = w:spawn("X")
+      fails("InvalidOperation", x.add, x, "core:audio_source")
+      fails("InvalidOperation", x.add, x, "cx:needs_b")
+      x:add("cx:b")
+      fails("InvalidOperation", x.add, x, "cx:a") -- the new one rejects an existing one
+      local y = w:spawn("Y")
+      y:add("cx:a")
+      fails("InvalidOperation", y.add, y, "cx:b") -- an existing one rejects the new one
+      x:add("cx:needs_b")
+      fails("InvalidOperation", x.remove, x, "cx:b")
+      e:add("core:point_light")
+      fails("InvalidOperation", e.add, e, "core:spot_light")
+      fails("InvalidOperation", e.add, e, "core:directional_light")
+      fails("InvalidOperation", e.remove, e, "core:transform")
+    end)
+
+    it("unknown kind keys are NotFound for add", function()
+      fails("NotFound", e.add, e, "zz:zz")
+      assert.is_false(e:has("zz:zz"))
+      assert.is_nil(e:get("core:camera"))
+      fails("NotFound", e.remove, e, "core:camera")
+    end)
+
+    it("every write bumps the component version and the world revision; a refused one does not", function()
+      local c = e:add("core:audio_source")
+      local v, r = c.version, w.revision
+      c.volume = 0.5
+      assert.is_true(c.version > v)
+      assert.is_true(w.revision > r)
+      v, r = c.version, w.revision
+      fails("InvalidArgument", function() c.volume = 5 end)
+      assert.are.equal(v, c.version)
+      assert.are.equal(r, w.revision)
+      assert.are.equal(0.5, c.volume)
+    end)
+
+    it("a hook's write goes through the registry: version bumps only when a field changes", function()
+      local c = e:add("cx:flags")
+      local v, r = c.version, w.revision
+      w:step(1 / 60)
+      assert.are.equal(v + 1, c.version)
+      assert.are.equal(r + 1, w.revision)
+      local t = e:get("core:transform")
+      local tv = t.version
+      w:step(1 / 60)
+      assert.are.equal(tv, t.version)
+    end)
+
+    it("values: scalars, enums, assets, strings", function()
+      local c = e:add("cx:vals")
+      assert.are.equal(3, c.i)
+      assert.are.equal("hi", c.s)
+      assert.are.equal("x", c.e)
+      assert.is_nil(c.a)
+      c.i = 4; c.f = 2.5; c.s = "yes"; c.e = "y"
+      assert.are.same({ 4, 2.5, "yes", "y" }, { c.i, c.f, c.s, c.e })
+      c.a = "0c0c0c0c-0000-4000-8000-000000000000"
+      assert.are.equal("0c0c0c0c-0000-4000-8000-000000000000", c.a)
+      c.a = nil
+      assert.is_nil(c.a)
+      fails("InvalidArgument", function() c.i = 2.5 end)
+      fails("InvalidArgument", function() c.i = 11 end)
+      fails("InvalidArgument", function() c.i = "3" end)
+      fails("InvalidArgument", function() c.f = 0 / 0 end)
+      fails("InvalidArgument", function() c.f = math.huge end)
+      fails("InvalidArgument", function() c.e = "z" end)
+      fails("InvalidArgument", function() c.a = "not-a-uuid" end)
+      fails("InvalidArgument", function() c.s = 5 end)
+      fails("NotFound", function() return c.nope end)
+      fails("NotFound", function() c.nope = 1 end)
+    end)
+
+    it("vectors read as fresh arrays, accept arrays, and unpack returns numbers", function()
+      local c = e:add("cx:vals")
+      assert.are.same({ 1, 2, 3 }, c.v3)
+      local p = c.v3
+      p[1] = 99
+      assert.are.same({ 1, 2, 3 }, c.v3)
+      assert.are_not.equal(c.v3, c.v3)
+      c.v2 = { 5, 6 }
+      assert.are.same({ 5, 6 }, c.v2)
+      c.v4 = { 1, 2, 3, 4 }
+      assert.are.same({ 1, 2, 3, 4 }, { c:unpack("v4") })
+      assert.are.same({ 1, 1, 1, 1 }, { c:unpack("c") })
+      assert.are.same({ 0, 0, 0, 1 }, c.q)
+      c.q = { 0, 0, 0, 2 } -- stored normalized
+      assert.are.same({ 0, 0, 0, 1 }, c.q)
+      fails("InvalidArgument", function() c.v3 = { 1, 2 } end)
+      fails("InvalidArgument", function() c.v3 = { 1, 2, 3, 4 } end)
+      fails("InvalidArgument", function() c.v3 = { 0 / 0, 2, 3 } end)
+      fails("InvalidArgument", function() c.v3 = "abc" end)
+      fails("InvalidArgument", function() c.q = { 0, 0, 0, 0 } end)
+      fails("NotFound", c.unpack, c, "nope")
+    end)
+
+    it("unpack does not allocate", function()
+      local t = e:get("core:transform")
+      collectgarbage(); collectgarbage("stop")
+      local before = collectgarbage("count")
+      for _ = 1, 2000 do local _, _, _ = t:unpack("position") end
+      local grew = collectgarbage("count") - before
+      collectgarbage("restart")
+      assert.is_true(grew < 1, "unpack allocated " .. grew .. " KB")
+    end)
+
+    it("entity fields read as handles, accept handles or UUID strings, nil when gone", function()
+      local c = e:add("cx:vals")
+      local o = w:spawn("O")
+      assert.is_nil(c.target)
+      c.target = o
+      assert.are.equal(o, c.target)
+      c.target = e.uuid
+      assert.are.equal(e, c.target)
+      c.target = o
+      o:destroy()
+      assert.is_nil(c.target)
+      fails("InvalidArgument", function() c.target = "zzz" end)
+    end)
+
+    it("set is all-or-nothing; body, reset", function()
+      local c = e:add("core:audio_source")
+      c:set{ volume = 0.25, loop = true }
+      assert.are.same({ 0.25, true }, { c.volume, c.loop })
+      fails("InvalidArgument", c.set, c, { volume = 0.75, pitch = -1 })
+      assert.are.same({ 0.25, true }, { c.volume, c.loop })
+      local b = c:body()
+      assert.are.equal(0.25, b.volume)
+      assert.are.equal("effects", b.bus)
+      c:reset("volume")
+      assert.are.same({ 1, true }, { c.volume, c.loop })
+      c:reset()
+      assert.is_false(c.loop)
+      fails("NotFound", c.reset, c, "nope")
+    end)
+
+    it("add with a body applies it; a bad body adds nothing", function()
+      local c = e:add("core:audio_source", { volume = 0.5 })
+      assert.are.equal(0.5, c.volume)
+      fails("InvalidArgument", e.add, e, "core:audio_source", { volume = 9 })
+      assert.are.equal(1, w:count("core:audio_source"))
+    end)
+
+    it("readonly fields are Unsupported from outside, writable by the kind's hooks", function()
+      local c = e:add("cx:flags")
+      fails("Unsupported", function() c.ro = 9 end)
+      fails("Unsupported", c.set, c, { ro = 9 })
+      w:step(1 / 60)
+      assert.are.equal(3, c.ro)
+    end)
+
+    it("transient fields are not saved; nosave kinds are never written", function()
+      local c = e:add("cx:flags")
+      c.tr = 42
+      e:add("cx:nosave")
+      local y = w:dump()
+      assert.falsy(y:find("tr:", 1, true))
+      assert.falsy(y:find("cx:nosave", 1, true))
+      assert.truthy(y:find("kind: cx:flags", 1, true))
+    end)
+
+    it("validate may reject a write; the value stays", function()
+      local c = e:add("cx:valid")
+      c.lo = 2
+      assert.are.equal(2, c.lo)
+      local err = fails("InvalidArgument", function() c.lo = 5 end)
+      assert.truthy(err.message:find("lo must not exceed hi", 1, true))
+      assert.are.equal(2, c.lo)
+      fails("InvalidArgument", e.add, w:spawn("V"), "cx:valid", { lo = 9 })
+    end)
+
+    it("handles compare equal; a stale entity handle is NotFound even after index reuse", function()
+      local a = w:spawn("A")
+      assert.are.equal(a, w:find(a.uuid))
+      assert.are.equal(e:get("core:transform"), w:find(e.uuid):get("core:transform"))
+      a:destroy()
+      local fresh = {}
+      for i = 1, 8 do fresh[i] = w:spawn("N" .. i) end
+      fails("NotFound", function() return a.name end)
+      assert.is_false(a:alive())
+      for i = 1, 8 do assert.are_not.equal(a, fresh[i]) end
+    end)
+
+    it("spawn checks the whole spec first: a refused spec changes nothing", function()
+      local n = w:count()
+      fails("InvalidArgument", w.spawn, w, { name = "Bad", components = { "core:transform", { "core:audio_source", volume = 9 } } })
+      fails("InvalidOperation", w.spawn, w, { name = "Bad", components = { "core:audio_source" } })
+      fails("InvalidOperation", w.spawn, w, { name = "Bad", components = { "cx:b", "cx:a" } })
+      fails("NotFound", w.spawn, w, { name = "Bad", components = { "no:kind" } })
+      assert.are.equal(n, w:count())
+      assert.is_nil(w:find("Bad"))
     end)
   end)
 end)

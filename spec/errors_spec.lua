@@ -1,11 +1,13 @@
 -- errors_spec.lua — error objects: shape, __tostring, and one case per code.
 local keel = require "keel"
 
-local function catch(f, ...)
-  local ok, err = pcall(f, ...)
-  assert.is_false(ok, "expected an error")
-  return err
-end
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local fails, raises, code_of, tmpdir, rmrf = H.fails, H.raises, H.code_of, H.tmpdir, H.rmrf
+local doc, entity_text, comp_text, U1, U2, SCENE_UUID = H.doc, H.entity_text, H.comp_text, H.U1, H.U2, H.SCENE_UUID
+local key = H.key_maker("errors")
+
+-- The shared cx: kinds.
+setup(function() H.declare_cx_kinds() end)
 
 keel.kind{ key = "sx:one", fields = { { "n", "int", min = 0, max = 5 }, { "ro", "int", readonly = true } } }
 keel.kind{ key = "sx:needs", requires = { "sx:one" }, fields = {} }
@@ -14,7 +16,7 @@ describe("errors", function()
   it("are tables with code, message, diagnostics and a __tostring", function()
     local w = keel.world("E")
     local c = w:spawn("e"):add("sx:one")
-    local err = catch(function() c.n = 9 end)
+    local err = raises(function() c.n = 9 end)
     assert.are.equal("InvalidArgument", err.code)
     assert.are.equal("string", type(err.message))
     assert.are.equal(err.code .. ": " .. err.message, tostring(err))
@@ -23,7 +25,7 @@ describe("errors", function()
     assert.are.equal("InvalidArgument", d.code)
     assert.are.equal("error", d.severity)
     assert.are.equal("string", type(d.path))
-    assert.are.equal(getmetatable(err), getmetatable(catch(function() c.n = -1 end)))
+    assert.are.equal(getmetatable(err), getmetatable(raises(function() c.n = -1 end)))
   end)
 
   it("carry file, line and column from documents", function()
@@ -55,7 +57,7 @@ describe("errors", function()
   }
   for code, f in pairs(cases) do
     it("raises " .. code, function()
-      local err = catch(f, keel.world("C"))
+      local err = raises(f, keel.world("C"))
       assert.are.equal("table", type(err), tostring(err))
       assert.are.equal(code, err.code, tostring(err))
       assert.truthy(tostring(err):match("^" .. code .. ": "))
@@ -78,8 +80,137 @@ describe("errors", function()
       function() w.close(e) end,
       function() keel.world({}) end,
     } do
-      local err = catch(f)
+      local err = raises(f)
       assert.are.equal("InvalidArgument", err.code, tostring(err))
     end
+  end)
+
+  it("raise an object with code, message, diagnostics and a __tostring 'Code: message'", function()
+    local e = keel.world():spawn("E")
+    e:add("core:transform")
+    local err = raises(function() e:add("core:transform") end)
+    assert.are.equal("table", type(err))
+    assert.are.equal("InvalidOperation", err.code)
+    assert.are.equal("string", type(err.message))
+    assert.are.equal("table", type(err.diagnostics))
+    assert.truthy(#err.diagnostics >= 1)
+    assert.are.equal(err.code, err.diagnostics[1].code)
+    assert.are.equal("InvalidOperation: " .. err.message, tostring(err))
+  end)
+
+  it("NotFound: no such kind, slot or field", function()
+    local k = key("nf")
+    keel.kind{ key = k, multiplicity = "many", fields = { { "x", "int" } } }
+    local e = keel.world():spawn("E")
+    assert.are.equal("NotFound", code_of(function() e:add("no:such") end))
+    local c = e:add(k)
+    assert.are.equal("NotFound", code_of(function() return c.nope end))
+    assert.are.equal("NotFound", code_of(function() c.nope = 1 end))
+    assert.are.equal("NotFound", code_of(function() c:reset("nope") end))
+    assert.are.equal("NotFound", code_of(function() e:remove(k, 7) end))
+    assert.are.equal("NotFound", code_of(function() e:remove("core:camera") end))
+  end)
+
+  -- DESIGN.md lists "file" under NotFound but "a file that cannot be read -> IOError" for loads:
+  -- keel reads a missing scene file as one that cannot be read (README, "Errors").
+  it("IOError: a scene file that is missing or cannot be read", function()
+    local w, err = keel.load("/nonexistent/nowhere.yaml")
+    assert.is_nil(w)
+    assert.are.equal("IOError", err.code)
+  end)
+
+  it("IOError: the file system said no", function()
+    local w = keel.world()
+    local ok, err = w:save("/nonexistent/dir/out.yaml")
+    assert.is_nil(ok)
+    assert.are.equal("IOError", err.code)
+    local d = tmpdir()
+    local none, err2 = keel.load(d)
+    assert.is_nil(none)
+    assert.are.equal("IOError", err2.code)
+    rmrf(d)
+  end)
+
+  it("NotFound for an undeclared kind in w:count, w:each and w:query; e:has false and e:get nil", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    assert.is_false(e:has("no:such"))
+    assert.is_nil(e:get("no:such"))
+    assert.are.equal("NotFound", code_of(function() w:count("no:such") end))
+    assert.are.equal("NotFound", code_of(function() for _ in w:each("no:such") do end end))
+    assert.are.equal("NotFound", code_of(function() for _ in w:query("core:transform", "no:such") do end end))
+    assert.are.equal("InvalidArgument", code_of(function() e:get("core:transform", -1) end))
+    assert.are.equal("InvalidArgument", code_of(function() e:get("core:transform", 1.5) end))
+  end)
+
+  it("Unsupported: editing an unloaded component", function()
+    local k = key("unloaded")
+    local w = assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 1, 0, "          x: 1")))))
+    local c = w:find(U1):get(k)
+    assert.truthy(c)
+    assert.is_false(c.loaded)
+    assert.are.equal("Unsupported", code_of(function() c.x = 2 end))
+    assert.are.equal("Unsupported", code_of(function() c:set{ x = 2 } end))
+  end)
+
+  it("ParseError: not YAML, not the schema, an alias", function()
+    for _, text in ipairs{ "{ [", "keel: 1\nscene: 5\n", doc("  - &a\n    uuid: " .. U1 .. "\n    name: A\n  - *a\n"),
+      "keel: 1\nscene:\n  uuid: " .. SCENE_UUID .. "\n  name: X\nentities: []\nmystery: 1\n" } do
+      local w, err = keel.parse(text)
+      assert.is_nil(w)
+      assert.are.equal("ParseError", err.code)
+    end
+  end)
+
+  it("LimitExceeded with a path", function()
+    local text = doc(entity_text(U1, "A", "") .. entity_text(U2, "B", ""))
+    local w, err = keel.parse(text, { limits = { entities = 1 } })
+    assert.is_nil(w)
+    assert.are.equal("LimitExceeded", err.code)
+    assert.truthy(err.diagnostics[1].path:find("entities", 1, true))
+  end)
+
+  it("carry code, message, diagnostics and a 'Code: message' __tostring", function()
+    local w = keel.world("Err")
+    local e = w:spawn("E")
+    local err = fails("InvalidOperation", e.add, e, "core:audio_source")
+    assert.are.equal("string", type(err.message))
+    assert.are.equal("InvalidOperation: " .. err.message, tostring(err))
+    assert.is_true(#err.diagnostics >= 1)
+    assert.are.equal("InvalidOperation", err.diagnostics[1].code)
+    local cases = {
+      NotFound = function() e:add("zz:zz") end,
+      Unsupported = function() e:add("cx:flags").ro = 1 end,
+      ProtectedEntity = function() w.root:destroy() end,
+      InvalidArgument = function() w:spawn{ bogus = 1 } end,
+      LimitExceeded = function() w:spawn{ components = { { "cx:vals", s = string.rep("x", 70000) } } } end,
+    }
+    for code, f in pairs(cases) do
+      local x = fails(code, f)
+      assert.are.equal(code .. ": ", tostring(x):sub(1, #code + 2))
+      assert.are.equal(code, x.diagnostics[1].code)
+    end
+    local _, pe = keel.parse("keel: [")
+    assert.are.equal("ParseError", pe.code)
+    assert.are.equal("ParseError: ", tostring(pe):sub(1, 12))
+  end)
+
+  it("concatenate as their text on either side (the io.open idiom)", function()
+    local w, err = keel.load("/nonexistent-dir/none.yaml")
+    assert.is_nil(w)
+    local text = tostring(err)
+    assert.are.equal("could not load: " .. text, "could not load: " .. err)
+    assert.are.equal(text .. "!", err .. "!")
+    assert.are.equal("1" .. text, 1 .. err)
+    assert.are.equal(text .. text, err .. err)
+    assert.are.equal("a: " .. text .. " b", "a: " .. err .. " b")
+    local raised = raises(function() keel.world("C"):spawn("e"):add("fx:no_such_kind") end)
+    assert.are.equal("failed: " .. tostring(raised), "failed: " .. raised)
+  end)
+
+  it("refuse to concatenate with what a string would refuse", function()
+    local _, err = keel.load("/nonexistent-dir/none.yaml")
+    assert.has_error(function() return err .. {} end)
+    assert.has_error(function() return nil .. err end)
   end)
 end)

@@ -10,11 +10,8 @@ keel.kind{ key = "hs:remover", fields = { { "what", "string" } },
     error("remover failed")
   end }
 
-local function code_of(f, ...)
-  local ok, err = pcall(f, ...)
-  assert(not ok, "expected an error")
-  return type(err) == "table" and err.code or tostring(err)
-end
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local code_of = H.code_of
 
 describe("component handles", function()
   it("to a removed one-kind component stay stale when the kind is added again", function()
@@ -90,6 +87,30 @@ describe("component handles", function()
     assert.is_true(h:undo())
     assert.are.equal(2, e:get("hs:one").v)
     assert.are.equal("NotFound", code_of(function() return c.v end))
+  end)
+
+  it("makes a handle to a removed component raise NotFound", function()
+    local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
+    local c = e:add("core:audio_source", { volume = 0.1 })
+    e:remove("core:audio_source", 0)
+    assert.are.equal("NotFound", code_of(function() return c.volume end))
+    assert.are.equal("NotFound", code_of(function() c.volume = 0.5 end))
+  end)
+
+  it("does not bind a removed component's handle to a new one in the same slot", function()
+    local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
+    local c = e:add("core:audio_source", { volume = 0.1 })
+    e:remove("core:audio_source", 0)
+    e:add("core:audio_source")
+    assert.are.equal("NotFound", code_of(function() return c.volume end))
+  end)
+
+  it("makes stale component handles raise NotFound and never reach another component", function()
+    local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
+    local c = e:add("core:audio_source", { volume = 0.1 })
+    e:remove("core:audio_source", 0)
+    e:add("core:audio_source", { volume = 0.9 }, 0)
+    assert.are.equal("NotFound", code_of(function() return c.volume end))
   end)
 end)
 

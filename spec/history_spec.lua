@@ -2,6 +2,9 @@
 local keel = require "keel"
 local history = require "keel.history"
 
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local fails, code_of, joined_names, stack = H.fails, H.code_of, H.joined_names, H.stack
+
 keel.kind{ key = "sh:tag", fields = { { "n", "int", default = 1 } } }
 keel.kind{ key = "sh:many", multiplicity = "many", fields = { { "v", "float" } } }
 
@@ -128,5 +131,143 @@ describe("history", function()
     h:rename(e, "two")
     assert.is_false(h:redo())
     assert.are.equal("two", e.name)
+  end)
+
+  it("runs commands and undoes/redoes them; false when there is nothing to do", function()
+    local w = keel.world()
+    local h = history.new(w)
+    assert.is_false(h:undo())
+    assert.is_false(h:redo())
+    local e = h:spawn{ name = "E", components = { "core:transform" } }
+    local uuid = e.uuid
+    h:rename(e, "Renamed")
+    local c = h:add(e, "core:audio_source", { volume = 0.3 })
+    h:set(c, "volume", 0.7)
+    assert.are.equal(0.7, c.volume)
+    assert.is_true(h:undo())
+    assert.are.equal(0.3, e:get("core:audio_source").volume)
+    assert.is_true(h:undo())
+    assert.is_false(e:has("core:audio_source"))
+    assert.is_true(h:undo())
+    assert.are.equal("E", e.name)
+    assert.is_true(h:redo())
+    assert.are.equal("Renamed", e.name)
+    assert.is_true(h:undo())
+    assert.is_true(h:undo())
+    assert.are.equal(0, w:count())
+    assert.is_false(h:undo())
+    assert.is_true(h:redo())
+    assert.truthy(w:find(uuid))
+  end)
+
+  it("raises InvalidArgument error objects on misuse", function()
+    assert.are.equal("InvalidArgument", code_of(history.new, nil))
+    assert.are.equal("InvalidArgument", code_of(history.new, {}))
+    local w = keel.world()
+    local h = history.new(w)
+    assert.are.equal("InvalidArgument", code_of(function() h:add(nil, "core:transform") end))
+    assert.are.equal("InvalidArgument", code_of(function() h:destroy("E") end))
+    assert.are.equal("InvalidArgument", code_of(function() h:set(w:spawn("E"), "x", 1) end))
+    assert.is_false(h:undo())
+  end)
+
+  it("records nothing for a command that fails", function()
+    local w = keel.world()
+    local h = history.new(w)
+    local e = w:spawn("E")
+    assert.are.equal("InvalidOperation", code_of(function() h:add(e, "core:camera") end))
+    assert.are.equal("NotFound", code_of(function() h:remove(e, "core:transform") end))
+    assert.is_false(h:undo())
+  end)
+
+  it("undoes a remove in the same slot with the same body", function()
+    local w = keel.world()
+    local h = history.new(w)
+    local e = w:spawn{ name = "E", components = { "core:transform" } }
+    for _ = 1, 3 do e:add("core:audio_source") end
+    e:get("core:audio_source", 1).volume = 0.125
+    h:remove(e, "core:audio_source", 1)
+    e:add("core:audio_source")
+    assert.is_nil(e:get("core:audio_source", 1))
+    assert.is_true(h:undo())
+    assert.are.equal(0.125, e:get("core:audio_source", 1).volume)
+  end)
+
+  it("undoes destroy and reparent", function()
+    local w = keel.world()
+    local h = history.new(w)
+    local p = w:spawn("P")
+    local e = w:spawn{ name = "E", components = { { "core:transform", position = { 1, 2, 3 } } } }
+    h:reparent(e, p)
+    assert.are.equal(p, e.parent)
+    assert.is_true(h:undo())
+    assert.is_nil(e.parent)
+    local uuid = e.uuid
+    h:destroy(e)
+    assert.is_nil(w:find(uuid))
+    assert.is_true(h:undo())
+    local back = w:find(uuid)
+    assert.truthy(back)
+    assert.are.same({ 1, 2, 3 }, back:get("core:transform").position)
+  end)
+
+  it("records inverses; undo/redo walk them; false when empty", function()
+    local w = keel.world("H")
+    local h = history.new(w)
+    assert.is_false(h:undo())
+    assert.is_false(h:redo())
+    local e = h:spawn{ name = "A", components = { "core:transform" } }
+    assert.are.equal("A", e.name)
+    assert.are.equal(0, h:add(e, "core:audio_source", { volume = 0.5 }).slot)
+    h:add(e, "core:audio_source")
+    h:set(e:get("core:audio_source", 0), "volume", 0.25)
+    h:rename(e, "B")
+    local p = w:spawn("P")
+    h:reparent(e, p)
+    h:remove(e, "core:audio_source", 0)
+    assert.are.equal("core:transform#0,core:audio_source#1", stack(e))
+    assert.is_true(h:undo()) -- remove: re-added in the same slot
+    assert.are.equal(0.25, e:get("core:audio_source", 0).volume)
+    assert.are.equal(0, e:get("core:audio_source", 0).slot)
+    assert.is_true(h:undo()); assert.is_nil(e.parent)
+    assert.is_true(h:undo()); assert.are.equal("A", e.name)
+    assert.is_true(h:undo()); assert.are.equal(0.5, e:get("core:audio_source", 0).volume)
+    assert.is_true(h:undo()); assert.is_nil(e:get("core:audio_source", 1))
+    assert.is_true(h:undo()); assert.is_nil(e:get("core:audio_source", 0))
+    assert.is_true(h:undo()); assert.is_false(e:alive()); assert.are.equal(1, w:count())
+    assert.is_false(h:undo())
+    assert.is_true(h:redo())
+    local a = w:find("A")
+    assert.truthy(a)
+    for _ = 1, 6 do assert.is_true(h:redo()) end
+    assert.is_false(h:redo())
+    assert.are.equal("B", a.name)
+    assert.are.equal(p, a.parent)
+    assert.are.equal("core:transform#0,core:audio_source#1", stack(a))
+  end)
+
+  it("undo of destroy restores UUID, components and children", function()
+    local w = keel.world("H")
+    local h = history.new(w)
+    local p = w:spawn{ name = "P", components = { "core:transform", { "core:audio_source", volume = 0.2 } } }
+    local c = w:spawn{ name = "C", parent = p }
+    local uuid = p.uuid
+    h:destroy(p)
+    assert.is_nil(c.parent)
+    assert.is_true(h:undo())
+    local np = w:find(uuid)
+    assert.truthy(np)
+    assert.are.equal(np, c.parent)
+    assert.are.equal(0.2, np:get("core:audio_source", 0).volume)
+    assert.are.equal("P,C", joined_names(w.entities, w))
+  end)
+
+  it("a refused command raises and records nothing", function()
+    local w = keel.world("H")
+    local h = history.new(w)
+    local e = w:spawn{ name = "E", components = { "core:transform" } }
+    fails("InvalidOperation", h.add, h, e, "core:transform")
+    fails("InvalidArgument", h.set, h, e:get("core:transform"), "scale", { 1 })
+    assert.is_false(h:undo())
   end)
 end)

@@ -2,7 +2,14 @@
 -- adoption of unknown components, validate and migrate.
 local keel = require "keel"
 
-local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local fails, raises, code_of = H.fails, H.raises, H.code_of
+local doc, entity_text, comp_text, U1, U2 = H.doc, H.entity_text, H.comp_text, H.U1, H.U2
+local doc_of, ent, comp = H.doc_of, H.ent, H.comp
+local key = H.key_maker("kind")
+
+-- The shared cx: kinds.
+setup(function() H.declare_cx_kinds() end)
 
 local function scene(entities)
   local w = keel.world("Doc")
@@ -75,6 +82,87 @@ describe("kinds", function()
       fails("InvalidArgument", function() keel.kind{ key = "sk:b8", max = 2 } end)
       assert.is_nil(keel.kind_info("sk:b3"))
     end)
+
+    it("shares the kind registry between worlds", function()
+      local k = key("shared")
+      keel.kind{ key = k, fields = { { "x", "int" } } }
+      local a, b = keel.world("A"), keel.world("B")
+      assert.truthy(a:spawn("E"):add(k))
+      assert.truthy(b:spawn("E"):add(k))
+    end)
+
+    it("refuses bad declarations with InvalidArgument", function()
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = "NoNamespace" }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = "Up:Per" }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("ty"), fields = { { "x", "complex" } } }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("m"), multiplicity = "some" }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("onemax"), multiplicity = "one", max = 3 }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("dflt"), fields = { { "x", "float", default = 5, min = 0, max = 1 } } }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("edflt"), fields = { { "m", "enum", choices = { "a" }, default = "z" } } }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("twice"), fields = { { "x", "int" }, { "x", "int" } } }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("nochoice"), fields = { { "m", "enum" } } }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vfrac"), version = 1.5 }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("hook"), update = 5 }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vec"), fields = { { "x", "vec3", default = { 1, 2 } } } }))
+    end)
+
+    -- DESIGN.md: "schema version (integer >= 1)".
+    it("refuses a schema version below 1 with InvalidArgument", function()
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("v0"), version = 0 }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vneg"), version = -3 }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("vstr"), version = "2" }))
+      local err = raises(keel.kind, { key = key("v0m"), version = 0 })
+      assert.truthy(err.message:find("version must be an integer >= 1", 1, true), err.message)
+      assert.is_nil(keel.kind_info(key("v0")))
+    end)
+
+    -- A typo (`multiplicty = "many"`, a field's `defualt`) must not declare a different kind
+    -- silently: load options and spawn specs refuse unknown keys too.
+    it("refuses unknown declaration keys with InvalidArgument", function()
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("typo"), multiplicty = "many" }))
+      assert.are.equal("InvalidArgument", code_of(keel.kind, { key = key("ftypo"), fields = { { "x", "int", defualt = 1 } } }))
+    end)
+
+    it("names the unknown key, the field and the bad type or hook in the message", function()
+      local k = key("named")
+      local err = raises(keel.kind, { key = k, multiplicty = "many" })
+      assert.are.equal("InvalidArgument", err.code)
+      assert.truthy(err.message:find("unknown key 'multiplicty'", 1, true), err.message)
+      assert.is_nil(keel.kind_info(k))
+      err = raises(keel.kind, { key = key("fnamed"), fields = { { "x", "int" }, { "speed", "float", defualt = 1 } } })
+      assert.are.equal("InvalidArgument", err.code)
+      assert.truthy(err.message:find("field 'speed': unknown key 'defualt'", 1, true), err.message)
+      err = raises(keel.kind, { key = key("fpos"), fields = { { "x", "int", 3 } } })
+      assert.are.equal("InvalidArgument", err.code)
+      assert.truthy(err.message:find("field 'x': unknown key '3'", 1, true), err.message)
+      err = raises(keel.kind, { key = key("pos"), "stray" })
+      assert.are.equal("InvalidArgument", err.code)
+      assert.truthy(err.message:find("unknown key '1'", 1, true), err.message)
+      err = raises(keel.kind, { key = key("ftype"), fields = { { "speed", "flaot" } } })
+      assert.are.equal("InvalidArgument", err.code)
+      assert.truthy(err.message:find("field 'speed': unknown type 'flaot'", 1, true), err.message)
+      for _, hk in ipairs { "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "validate" } do
+        err = raises(keel.kind, { key = key("h"), [hk] = "not a function" })
+        assert.are.equal("InvalidArgument", err.code)
+        assert.truthy(err.message:find(hk .. " must be a function, got string", 1, true), err.message)
+      end
+      -- every documented key is still accepted
+      local full = key("full")
+      keel.kind{ key = full, display = "Full", category = "Test", version = 2, multiplicity = "many", max = 3,
+        requires = {}, rejects = {}, nosave = false, editor_only = false,
+        fields = { { "m", "enum", choices = { "a", "b" }, default = "a", transient = false, readonly = false, hidden = false },
+                   { "n", "float", default = 1, min = 0, max = 2 } },
+        awake = function() end, start = function() end, fixed_update = function() end, update = function() end,
+        late_update = function() end, on_destroy = function() end, validate = function() return true end,
+        migrate = {} }
+      assert.are.equal(2, keel.kind_info(full).version)
+    end)
+
+    it("bad declarations raise InvalidArgument", function()
+      fails("InvalidArgument", keel.kind, { key = "Bad Key", fields = {} })
+      fails("InvalidArgument", keel.kind, { key = "cx:bt", fields = { { "x", "flaot" } } })
+      fails("InvalidArgument", keel.kind, { key = "cx:bm", multiplicity = "two", fields = {} })
+    end)
   end)
 
   describe("hot reload", function()
@@ -95,6 +183,39 @@ describe("kinds", function()
       w:step(1 / 60)
       assert.are.equal(149, c2.hp)
       assert.are.same({}, w:errors())
+    end)
+
+    it("keeps a live enum's choice name when a hot reload reorders the choices", function()
+      local k = key("enumreload")
+      keel.kind{ key = k, fields = { { "mode", "enum", choices = { "walk", "run" } } } }
+      local c = keel.world():spawn("E"):add(k, { mode = "run" })
+      keel.kind{ key = k, fields = { { "mode", "enum", choices = { "run", "walk" } } } }
+      assert.are.equal("run", c.mode)
+    end)
+
+    it("hot reloads: redeclaring a key replaces behaviour and carries instances over by field name", function()
+      local k = key("reload")
+      local calls = {}
+      keel.kind{ key = k, fields = { { "a", "int" }, { "b", "int" } }, update = function() calls[#calls + 1] = "v1" end }
+      local w = keel.world()
+      local e = w:spawn("E")
+      local c = e:add(k, { a = 1, b = 2 })
+      w:step(1 / 60)
+      keel.kind{ key = k, fields = { { "b", "int" }, { "c", "int", default = 9 } }, update = function() calls[#calls + 1] = "v2" end }
+      w:step(1 / 60)
+      assert.are.same({ "v1", "v2" }, calls)
+      local got = e:get(k)
+      assert.are.equal(2, got.b)
+      assert.are.equal(9, got.c)
+      assert.are.equal("NotFound", code_of(function() return got.a end))
+    end)
+
+    it("redeclaring a key carries live instances over by field name", function()
+      keel.kind{ key = "cx:hot", fields = { { "a", "int", default = 1 }, { "b", "int", default = 2 } } }
+      local w = keel.world("Hot")
+      local e = w:spawn{ name = "H", components = { { "cx:hot", a = 10, b = 20 } } }
+      keel.kind{ key = "cx:hot", fields = { { "b", "int", default = 0 }, { "c", "int", default = 3 } } }
+      assert.are.same({ b = 20, c = 3 }, e:get("cx:hot"):body())
     end)
   end)
 
@@ -260,6 +381,40 @@ describe("kinds", function()
       assert.is_false(e:has("sk:never_declared"))
       fails("NotFound", function() e:add("sk:never_declared") end)
     end)
+
+    it("does not adopt components written by a newer version than the declared kind", function()
+      local k = key("newer")
+      local w = assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 3, 0, "          x: 1")))))
+      local before = w:dump()
+      keel.kind{ key = k, version = 2, fields = { { "x", "int" } } }
+      assert.is_false(w:find(U1):get(k).loaded)
+      assert.are.equal(before, w:dump())
+      keel.kind{ key = k, version = 3, fields = { { "x", "int" } } }
+      assert.is_true(w:find(U1):get(k).loaded)
+      assert.are.equal(1, w:find(U1):get(k).x)
+    end)
+
+    it("adopts unknown components when their kind is declared: decoded, migrated, alive in the same slots", function()
+      local k = key("adopt")
+      local text = doc(entity_text(U1, "E", comp_text("core:transform", 1, 0) .. comp_text(k, 1, 0, "          speed_kmh: 36")
+        .. comp_text(k, 1, 4, "          speed_kmh: 72")))
+      local w = assert(keel.parse(text))
+      local e = w:find(U1)
+      local comps = e:components()
+      assert.are.equal(3, #comps)
+      assert.is_false(comps[2].loaded)
+      local awakened = 0
+      keel.kind{ key = k, version = 2, multiplicity = "many", fields = { { "speed", "float" } },
+        migrate = { [2] = function(body) body.speed = body.speed_kmh / 3.6; body.speed_kmh = nil; return body end },
+        awake = function() awakened = awakened + 1 end }
+      assert.are.equal(2, awakened)
+      comps = e:components()
+      assert.is_true(comps[2].loaded)
+      assert.are.equal(0, comps[2].slot)
+      assert.are.equal(4, comps[3].slot)
+      assert.are.equal(10, e:get(k, 0).speed)
+      assert.are.equal(20, e:get(k, 4).speed)
+    end)
   end)
 
   describe("hooks during a load", function()
@@ -343,6 +498,25 @@ describe("kinds", function()
       assert.are.equal(6, c.n)
       assert.are.equal(1, #w:errors())
     end)
+
+    it("runs validate after every write and keeps the old value when it rejects", function()
+      local k = key("validate")
+      local seen = {}
+      keel.kind{ key = k, fields = { { "value", "float", default = 1 }, { "max", "float", default = 10 } },
+        validate = function(self, field)
+          seen[#seen + 1] = field
+          if self.value > self.max then return false, "value must not exceed max" end
+          return true
+        end }
+      local c = keel.world():spawn("E"):add(k)
+      c.value = 5
+      assert.are.equal("value", seen[#seen])
+      local err = raises(function() c.value = 50 end)
+      assert.are.equal(5, c.value)
+      assert.truthy(tostring(err):find("value must not exceed max", 1, true))
+      raises(function() c:set{ max = 1 } end)
+      assert.are.equal(10, c.max)
+    end)
   end)
 
   describe("migrate", function()
@@ -381,6 +555,230 @@ describe("kinds", function()
 ]]))
       assert.is_nil(w)
       assert.truthy(tostring(err):match("cannot migrate"))
+    end)
+
+    it("runs migrations in order over a plain table; a newer version is kept unknown", function()
+      local k = key("migr")
+      local steps = {}
+      keel.kind{ key = k, version = 3, fields = { { "speed", "float" }, { "tags", "int" } },
+        migrate = {
+          [2] = function(body)
+            steps[#steps + 1] = 2
+            assert.are.equal("table", type(body))
+            assert.are.equal(36, body.velocity)
+            assert.are.equal("integer", math.type(body.count))
+            assert.are.equal(true, body.on)
+            assert.is_nil(body.gone)
+            body.speed = body.velocity / 3.6; body.velocity = nil
+            return body
+          end,
+          [3] = function(body) steps[#steps + 1] = 3; body.tags = body.count; body.count = nil; body.on = nil; body.gone = nil; return body end,
+        } }
+      local w = assert(keel.parse(doc(entity_text(U1, "Old", comp_text(k, 1, 0, "          velocity: 36\n          count: 2\n          on: true\n          gone: null"))
+        .. entity_text(U2, "Future", comp_text(k, 4, 0, "          speed: 1")))))
+      assert.are.same({ 2, 3 }, steps)
+      local c = w:find(U1):get(k)
+      assert.are.equal(10, c.speed)
+      assert.are.equal(2, c.tags)
+      local f = w:find(U2):get(k)
+      assert.is_false(f.loaded)
+      assert.truthy(w:dump():find("version: 4", 1, true))
+    end)
+
+    it("older versions are migrated in order before decoding; migrate sees plain values", function()
+      local w = assert(keel.parse(doc_of(ent(U1, "A", nil, comp("cx:mig", "{velocity: 36}", 0, 1)))))
+      local c = w:find("A"):get("cx:mig")
+      assert.are.equal(10, c.speed)
+      assert.are.equal("23", c.trail)
+      assert.truthy(w:dump():find("kind: cx:mig\n%s*version: 3"))
+      local seen
+      keel.kind{ key = "cx:mig2", version = 2, fields = { { "v", "int", default = 0 } },
+        migrate = { [2] = function(b) seen = b; return b end } }
+      assert.truthy(keel.parse(doc_of(ent(U1, "A", nil, comp("cx:mig2",
+        "{v: 1, f: 2.5, b: true, s: hello, n: null, l: [1, x], m: {k: 1}}", 0, 1)))))
+      assert.are.equal("integer", math.type(seen.v))
+      assert.are.equal("float", math.type(seen.f))
+      assert.is_true(seen.b)
+      assert.are.equal("hello", seen.s)
+      assert.is_nil(seen.n)
+      assert.are.same({ 1, "x" }, seen.l)
+      assert.are.same({ k = 1 }, seen.m)
+    end)
+  end)
+
+  describe("keel.kind_info() and keel.kinds()", function()
+    local INFO_KEYS = { key = true, display = true, category = true, version = true, multiplicity = true,
+      max = true, requires = true, rejects = true, builtin = true, fields = true,
+      nosave = true, editor_only = true, root_only = true, not_on_root = true }
+    local FIELD_KEYS = { key = true, type = true, default = true, min = true, max = true, choices = true,
+      transient = true, readonly = true, hidden = true }
+
+    it("keel.kind_info gives the documented keys, fields in declared order", function()
+      local k = key("info")
+      keel.kind{ key = k, display = "Info", category = "Tests", version = 3, multiplicity = "many", max = 4,
+        requires = { "core:transform" }, rejects = { "core:camera" },
+        fields = {
+          { "value", "float", default = 100, min = 0, max = 100 },
+          { "sprinting", "bool" },
+          { "mode", "enum", choices = { "walk", "run" }, default = "walk" },
+          { "cache", "int", transient = true },
+          { "stamp", "int", readonly = true },
+          { "secret", "string", hidden = true },
+        } }
+      local info = keel.kind_info(k)
+      for name in pairs(info) do assert.truthy(INFO_KEYS[name], "undocumented key " .. name) end
+      assert.are.equal(k, info.key)
+      assert.are.equal("Info", info.display)
+      assert.are.equal("Tests", info.category)
+      assert.are.equal(3, info.version)
+      assert.are.equal("many", info.multiplicity)
+      assert.are.equal(4, info.max)
+      assert.are.same({ "core:transform" }, info.requires)
+      assert.are.same({ "core:camera" }, info.rejects)
+      assert.is_false(info.builtin)
+      local keys = {}
+      for i, f in ipairs(info.fields) do
+        keys[i] = f.key
+        for name in pairs(f) do assert.truthy(FIELD_KEYS[name], "undocumented field key " .. name) end
+        assert.are.equal("boolean", type(f.transient))
+        assert.are.equal("boolean", type(f.readonly))
+        assert.are.equal("boolean", type(f.hidden))
+      end
+      assert.are.same({ "value", "sprinting", "mode", "cache", "stamp", "secret" }, keys)
+      local value, mode = info.fields[1], info.fields[3]
+      assert.are.equal("float", value.type)
+      assert.are.equal(100, value.default)
+      assert.are.equal(0, value.min)
+      assert.are.equal(100, value.max)
+      assert.are.equal("enum", mode.type)
+      assert.are.same({ "walk", "run" }, mode.choices)
+      assert.are.equal("walk", mode.default)
+      assert.is_true(info.fields[4].transient)
+      assert.is_true(info.fields[5].readonly)
+      assert.is_true(info.fields[6].hidden)
+      assert.is_false(info.fields[1].hidden)
+    end)
+
+    it("keel.kind_info of an undeclared key is nil", function()
+      assert.is_nil(keel.kind_info("nobody:here"))
+    end)
+
+    it("keel.kinds() lists every kind sorted by key, built-ins marked", function()
+      local k = key("listed")
+      keel.kind{ key = k }
+      local list = keel.kinds()
+      local found
+      for i = 2, #list do assert.truthy(list[i - 1].key < list[i].key) end
+      for _, info in ipairs(list) do
+        if info.key == k then found = info end
+        if info.key == "core:transform" then assert.is_true(info.builtin) end
+      end
+      assert.truthy(found)
+      assert.is_false(found.builtin)
+    end)
+
+    it("keel.kind returns and registers; kind_info has the documented shape", function()
+      local info = keel.kind_info("cx:stamina")
+      assert.are.equal("cx:stamina", info.key)
+      assert.are.equal("Stamina", info.display)
+      assert.are.equal("Gameplay", info.category)
+      assert.are.equal(1, info.version)
+      assert.are.equal("one", info.multiplicity)
+      assert.are.same({ "core:transform" }, info.requires)
+      assert.are.same({}, info.rejects)
+      assert.is_false(info.builtin)
+      assert.are.equal(4, #info.fields)
+      local f = info.fields
+      assert.are.same({ "value", "max", "sprinting", "mode" }, { f[1].key, f[2].key, f[3].key, f[4].key })
+      assert.are.same({ "float", "float", "bool", "enum" }, { f[1].type, f[2].type, f[3].type, f[4].type })
+      assert.are.equal(100, f[1].default)
+      assert.are.equal(0, f[1].min)
+      assert.are.equal(100, f[1].max)
+      assert.are.same({ "walk", "run" }, f[4].choices)
+      assert.are.equal("walk", f[4].default)
+      for _, fl in ipairs(f) do
+        assert.is_false(fl.transient)
+        assert.is_false(fl.readonly)
+        assert.is_false(fl.hidden)
+      end
+    end)
+
+    it("kind_info of an unknown key is nil", function()
+      assert.is_nil(keel.kind_info("nope:nope"))
+    end)
+
+    it("kind_info carries max for a capped many kind and field flags", function()
+      local info = keel.kind_info("cx:capped")
+      assert.are.equal("many", info.multiplicity)
+      assert.are.equal(2, info.max)
+      local fl = keel.kind_info("cx:flags").fields
+      assert.is_true(fl[1].transient)
+      assert.is_true(fl[2].readonly)
+      assert.is_true(fl[3].hidden)
+    end)
+
+    it("keel.kinds() is an array sorted by key, including built-ins", function()
+      local ks = keel.kinds()
+      assert.is_true(#ks >= 9)
+      for i = 2, #ks do assert.is_true(ks[i - 1].key < ks[i].key) end
+      local seen = {}
+      for _, k in ipairs(ks) do seen[k.key] = k end
+      for _, key in ipairs { "core:transform", "core:mesh_renderer", "core:point_light", "core:spot_light",
+        "core:directional_light", "core:reflection_probe", "core:camera", "core:audio_source",
+        "core:world_settings" } do
+        assert.truthy(seen[key], key)
+        assert.is_true(seen[key].builtin)
+      end
+      assert.are.equal("many", seen["core:audio_source"].multiplicity)
+      assert.are.equal("one", seen["core:transform"].multiplicity)
+    end)
+  end)
+
+  describe("nosave, editor_only, transient and readonly", function()
+    it("leaves nosave components out of every file", function()
+      local k = key("nosave")
+      keel.kind{ key = k, nosave = true, fields = { { "x", "int" } } }
+      local w = keel.world()
+      local e = w:spawn("E")
+      e:add(k, { x = 7 })
+      assert.falsy(w:dump():find(k, 1, true))
+      local again = assert(keel.parse(w:dump()))
+      assert.is_false(again:find("E"):has(k))
+    end)
+
+    it("keeps editor_only components in the YAML source", function()
+      local k = key("editor")
+      keel.kind{ key = k, editor_only = true }
+      local w = keel.world()
+      w:spawn("E"):add(k)
+      assert.truthy(w:dump():find(k, 1, true))
+    end)
+
+    it("shows transient fields but does not save them", function()
+      local k = key("transient")
+      keel.kind{ key = k, fields = { { "kept", "int", default = 1 }, { "cache", "int", transient = true } } }
+      local w = keel.world()
+      local c = w:spawn("E"):add(k)
+      c.cache = 42
+      c.kept = 5
+      assert.are.equal(42, c.cache)
+      assert.are.equal(42, c:body().cache)
+      local text = w:dump()
+      assert.falsy(text:find("cache", 1, true))
+      assert.truthy(text:find("kept: 5", 1, true))
+    end)
+
+    it("shows readonly fields but refuses writes from outside with Unsupported", function()
+      local k = key("readonly")
+      keel.kind{ key = k, fields = { { "stamp", "int", readonly = true, default = 3 } },
+        update = function(self) self.stamp = self.stamp + 1 end }
+      local w = keel.world()
+      local c = w:spawn("E"):add(k)
+      assert.are.equal(3, c.stamp)
+      assert.are.equal("Unsupported", code_of(function() c.stamp = 9 end))
+      assert.are.equal("Unsupported", code_of(function() c:set{ stamp = 9 } end))
+      w:step(1 / 60)
+      assert.are.equal(4, c.stamp)
     end)
   end)
 end)

@@ -1,6 +1,21 @@
 -- lifecycle_spec.lua — w:step(): phases and their order, transactions, faults, parking, self.
 local keel = require "keel"
 
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local fails, raises, code_of = H.fails, H.raises, H.code_of
+local entities, names = H.entities, H.names
+local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1
+local key = H.key_maker("lifecycle")
+
+-- The shared cx: kinds; LOG gathers what their tracers note, CTX[name] is what cx:actor's
+-- update runs (once) for the entity of that name.
+local LOG, CTX = {}, {}
+setup(function()
+  H.declare_cx_kinds(function(s) LOG[#LOG + 1] = s end,
+    function(name) local f = CTX[name]; CTX[name] = nil; return f end)
+end)
+before_each(function() LOG = {}; CTX = {} end)
+
 local log = {}
 local function note(s) log[#log + 1] = s end
 
@@ -122,6 +137,31 @@ describe("lifecycle", function()
       fresh()
       w:step(1 / 60)
       assert.are.same({ "c", "o" }, only("update"))
+    end)
+
+    it("steps 1/60 s when dt is omitted and refuses a negative or non-finite dt", function()
+      local k = key("dt")
+      local dts = {}
+      keel.kind{ key = k, update = function(self, e, dt) dts[#dts + 1] = dt end }
+      local w = keel.world()
+      w:spawn("E"):add(k)
+      w:step()
+      w:run(1)
+      assert.is_true(math.abs(dts[1] - 1 / 60) < 1e-12)
+      assert.is_true(math.abs(dts[2] - 1 / 60) < 1e-12)
+      assert.are.equal("InvalidArgument", code_of(function() w:step(-1) end))
+      assert.are.equal("InvalidArgument", code_of(function() w:step(0 / 0) end))
+      assert.are.equal("InvalidArgument", code_of(function() w:step("x") end))
+      assert.are.equal("InvalidArgument", code_of(function() w:run(-1) end))
+    end)
+
+    it("step and run validate their arguments", function()
+      local w = keel.world("Args")
+      fails("InvalidArgument", w.step, w, -1)
+      fails("InvalidArgument", w.step, w, 0 / 0)
+      fails("InvalidArgument", w.run, w, -1)
+      w:step()
+      w:run(2)
     end)
   end)
 
@@ -301,6 +341,452 @@ describe("lifecycle", function()
         assert.is_false(ok)
         assert.are.equal("InvalidArgument", err.code)
       end
+    end)
+
+    it("w:step([dt]) and w:run(frames [, dt])", function()
+      local k = key("runner")
+      local n, last = 0, nil
+      keel.kind{ key = k, update = function(self, e, dt) n = n + 1; last = dt end }
+      local w = keel.world()
+      w:spawn("E"):add(k)
+      w:step()
+      assert.are.equal(1, n)
+      w:run(3, 0.25)
+      assert.are.equal(4, n)
+      assert.are.equal(0.25, last)
+    end)
+  end)
+
+  -- ---------------------------------------------------------------------------
+  describe("phases and order", function()
+    local function recorder(log, tag)
+      local function rec(phase) return function(self, e) log[#log + 1] = phase .. ":" .. (tag or e.name) end end
+      return { awake = rec("awake"), start = rec("start"), fixed_update = rec("fixed"), update = rec("update"),
+        late_update = rec("late"), on_destroy = rec("destroy") }
+    end
+
+    it("runs start, fixed_update, update, late_update; awake when added; on_destroy when removed", function()
+      local k = key("phases")
+      local log = {}
+      local d = recorder(log)
+      d.key = k
+      keel.kind(d)
+      local w = keel.world()
+      local e = w:spawn("E")
+      e:add(k)
+      assert.are.same({ "awake:E" }, log)
+      w:step(1 / 60)
+      assert.are.same({ "awake:E", "start:E", "fixed:E", "update:E", "late:E" }, log)
+      w:step(1 / 60)
+      assert.are.equal("fixed:E", log[6])
+      e:remove(k)
+      assert.are.equal("destroy:E", log[#log])
+    end)
+
+    it("runs fixed_update by an accumulator at 1/60 s by default", function()
+      local k = key("fixed")
+      local n = 0
+      keel.kind{ key = k, fixed_update = function() n = n + 1 end }
+      local w = keel.world()
+      w:spawn("E"):add(k)
+      w:step(1 / 30)
+      assert.are.equal(2, n)
+      w:step(1 / 120)
+      assert.are.equal(2, n)
+      w:step(1 / 120)
+      assert.are.equal(3, n)
+      w:step(0)
+      assert.are.equal(3, n)
+    end)
+
+    it("runs a component added during a phase from the next step, and fixed_update with the fixed dt", function()
+      local adder, added = key("adder"), key("added")
+      local log, fixed_dt = {}, nil
+      keel.kind{ key = added, update = function(self, e) log[#log + 1] = "added:" .. e.name end,
+        fixed_update = function(self, e, dt) fixed_dt = dt end }
+      keel.kind{ key = adder, update = function(self, e)
+        log[#log + 1] = "adder:" .. e.name
+        if not e.world:find("B"):has(added) then e.world:find("B"):add(added) end
+      end }
+      local w = keel.world()
+      w:spawn("A"):add(adder)
+      w:spawn("B")
+      w:step(1 / 60)
+      assert.are.same({ "adder:A" }, log)
+      w:step(1 / 60)
+      assert.are.same({ "adder:A", "adder:A", "added:B" }, log)
+      assert.is_true(math.abs(fixed_dt - 1 / 60) < 1e-12)
+    end)
+
+    it("runs awake for loaded components", function()
+      local k = key("loadawake")
+      local n = 0
+      keel.kind{ key = k, awake = function() n = n + 1 end }
+      assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 1, 0)))))
+      assert.are.equal(1, n)
+    end)
+
+    it("orders entities in hierarchy pre-order, components in membership order, children never twice", function()
+      local a, b = key("a"), key("b")
+      local log = {}
+      keel.kind{ key = a, update = function(self, e) log[#log + 1] = e.name .. ".a" end }
+      keel.kind{ key = b, update = function(self, e) log[#log + 1] = e.name .. ".b" end }
+      local w = keel.world()
+      local p = w:spawn("P")
+      local q = w:spawn("Q")
+      local c1 = w:spawn{ name = "C1", parent = p }
+      local c2 = w:spawn{ name = "C2", parent = p }
+      local g = w:spawn{ name = "G", parent = c1 }
+      q.parent = c2
+      for _, e in ipairs{ p, q, c1, c2, g } do e:add(b); e:add(a) end
+      w:step(1 / 60)
+      assert.are.same({ "P.b", "P.a", "C1.b", "C1.a", "G.b", "G.a", "C2.b", "C2.a", "Q.b", "Q.a" }, log)
+      assert.are.same({ "P", "C1", "G", "C2", "Q" }, names(entities(w)))
+    end)
+
+    it("runs what was spawned during a phase from the next step; one removed before its turn does not run", function()
+      local k = key("spawner")
+      local log = {}
+      local victim
+      keel.kind{ key = k, update = function(self, e)
+        log[#log + 1] = e.name
+        if e.name == "A" and not victim then
+          local n = e.world:spawn{ name = "N", components = { k } }
+          assert.truthy(n)
+          e.world:find("B"):remove(k)
+          victim = true
+        end
+      end }
+      local w = keel.world()
+      w:spawn("A"):add(k)
+      w:spawn("B"):add(k)
+      w:step(1 / 60)
+      assert.are.same({ "A" }, log)
+      log = {}
+      w:step(1 / 60)
+      assert.are.same({ "A", "N" }, log)
+    end)
+
+    it("keeps a phase's order when a callback reparents: each entity runs once, the new order next step", function()
+      local k = key("mover")
+      local log, first = {}, true
+      keel.kind{ key = k, update = function(self, e)
+        log[#log + 1] = e.name
+        if e.name == "A" and first then
+          first = false
+          e.world:find("B").parent = e.world:find("C")
+          e.world:find("D").parent = e
+        end
+      end }
+      local w = keel.world()
+      for _, n in ipairs{ "A", "B", "C", "D" } do w:spawn(n):add(k) end
+      w:step(1 / 60)
+      assert.are.same({ "A", "B", "C", "D" }, log)
+      log = {}
+      w:step(1 / 60)
+      assert.are.same({ "A", "D", "C", "B" }, log)
+    end)
+
+    it("runs no later phase of the same step for what was added during update", function()
+      local late, adder = key("late"), key("adder2")
+      local log = {}
+      keel.kind{ key = late, start = function() log[#log + 1] = "start" end, late_update = function() log[#log + 1] = "late" end }
+      keel.kind{ key = adder, update = function(self, e)
+        if not e:has(late) then
+          e:add(late)
+          e.world:spawn{ name = "S", components = { late } }
+        end
+      end }
+      local w = keel.world()
+      w:spawn("A"):add(adder)
+      w:step(1 / 60)
+      assert.are.same({}, log)
+      w:step(1 / 60)
+      assert.are.same({ "start", "start", "late", "late" }, log)
+    end)
+
+    it("makes a destroy visible at once and applies queued changes at the boundary in order", function()
+      local k = key("killer")
+      local log = {}
+      local seen_alive
+      keel.kind{ key = k, update = function(self, e)
+        log[#log + 1] = e.name
+        if e.name == "A" then
+          local b = e.world:find("B")
+          b:destroy()
+          seen_alive = b:alive()
+          local x = e.world:spawn("X")
+          x.parent = e
+          x.name = "Y"
+        end
+      end }
+      local w = keel.world()
+      w:spawn("A"):add(k)
+      w:spawn("B"):add(k)
+      w:step(1 / 60)
+      assert.is_false(seen_alive)
+      assert.are.same({ "A" }, log)
+      assert.are.same({ "A", "Y" }, names(entities(w)))
+      assert.are.equal(w:find("A"), w:find("Y").parent)
+    end)
+
+    it("parks a disabled entity, its subtree and a disabled component, and still saves them", function()
+      local k = key("parked")
+      local ran = {}
+      keel.kind{ key = k, fields = { { "n", "int" } }, update = function(self, e) ran[#ran + 1] = e.name; self.n = self.n + 1 end }
+      local w = keel.world()
+      local p = w:spawn("P")
+      local c = w:spawn{ name = "C", parent = p }
+      local o = w:spawn("O")
+      for _, e in ipairs{ p, c, o } do e:add(k, { n = 5 }) end
+      p.enabled = false
+      o:get(k).enabled = false
+      w:step(1 / 60)
+      assert.are.same({}, ran)
+      assert.are.equal(5, c:get(k).n)
+      local text = w:dump()
+      assert.truthy(text:find("enabled: false", 1, true))
+      local again = assert(keel.parse(text))
+      assert.is_false(again:find("P").enabled)
+      assert.is_false(again:find("O"):get(k).enabled)
+      assert.are.equal(5, again:find("C"):get(k).n)
+      p.enabled = true
+      o:get(k).enabled = true
+      w:step(1 / 60)
+      assert.are.equal(3, #ran)
+    end)
+
+    it("discards a destroy made by a callback that then fails", function()
+      local k = key("undestroy")
+      keel.kind{ key = k, update = function(self, e)
+        local b = e.world:find("B")
+        b:destroy()
+        assert(not b:alive())
+        error("changed my mind")
+      end }
+      local w = keel.world()
+      w:spawn("A"):add(k)
+      local b = w:spawn{ name = "B", components = { { "core:transform", position = { 1, 2, 3 } } } }
+      w:step(1 / 60)
+      local found = w:find("B")
+      assert.truthy(found)
+      assert.is_true(found:alive())
+      assert.are.same({ 1, 2, 3 }, found:get("core:transform").position)
+      assert.are.equal(1, #w:errors())
+      assert.truthy(b)
+    end)
+
+    it("treats a failing awake like any callback: rolled back, recorded, faulted (on add and on load)", function()
+      local k = key("badawake")
+      local updates = 0
+      keel.kind{ key = k, fields = { { "x", "int" } }, awake = function(self) self.x = 5; error("awake boom") end,
+        update = function() updates = updates + 1 end }
+      local w = keel.world()
+      local e = w:spawn("E")
+      local c = e:add(k)
+      assert.are.equal(0, c.x)
+      assert.are.equal(1, #w:errors())
+      assert.are.equal("awake", w:errors()[1].phase)
+      w:step(1 / 60)
+      assert.are.equal(0, updates)
+      local loaded = assert(keel.parse(doc(entity_text(U1, "E", comp_text(k, 1, 0)))))
+      assert.are.equal(1, #loaded:errors())
+      assert.are.equal(0, loaded:find(U1):get(k).x)
+    end)
+
+    it("costs no Lua allocation per step for kinds without callbacks", function()
+      local k = key("quiet")
+      keel.kind{ key = k, fields = { { "x", "float" } } }
+      local w = keel.world()
+      for _ = 1, 200 do w:spawn{ name = "E", components = { "core:transform", k } } end
+      w:step(1 / 60)
+      collectgarbage()
+      collectgarbage("stop")
+      local before = collectgarbage("count")
+      for _ = 1, 50 do w:step(1 / 60) end
+      local grown = collectgarbage("count") - before
+      collectgarbage("restart")
+      assert.are.equal(0, grown)
+    end)
+
+    it("runs each callback as a transaction: rollback, discard, fault once, step goes on", function()
+      local k, ok_k = key("faulty"), key("fine")
+      local calls, fine = 0, 0
+      keel.kind{ key = k, fields = { { "x", "int" } }, update = function(self, e)
+        calls = calls + 1
+        self.x = 99
+        e.world:find("F"):get("core:transform").position = { 7, 7, 7 }
+        e.world:find("F").name = "Renamed"
+        e.world:spawn("Queued")
+        e:add("core:camera")
+        error("boom")
+      end }
+      keel.kind{ key = ok_k, update = function() fine = fine + 1 end }
+      local w = keel.world()
+      local e = w:spawn("E")
+      e:add("core:transform")
+      local c = e:add(k, { x = 1 }, 0)
+      local f = w:spawn{ name = "F", components = { "core:transform" } }
+      f:add(ok_k)
+      w:step(1 / 60)
+      w:step(1 / 60)
+      assert.are.same({ 0, 0, 0 }, f:get("core:transform").position)
+      assert.are.equal("F", f.name)
+      assert.are.equal(1, calls)
+      assert.are.equal(2, fine)
+      assert.are.equal(1, c.x)
+      assert.is_false(e:has("core:camera"))
+      assert.is_nil(w:find("Queued"))
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.are.equal(e.uuid, errs[1].entity)
+      assert.are.equal(k, errs[1].kind)
+      assert.are.equal(0, errs[1].slot)
+      assert.are.equal("update", errs[1].phase)
+      assert.truthy(errs[1].message:find("boom", 1, true))
+    end)
+
+    it("phase order: start, fixed_update, update, late_update; pre-order; membership order", function()
+      local w = keel.world("L")
+      LOG = {}
+      local p = w:spawn{ name = "P", components = { "cx:trace_one", "cx:trace_many" } }
+      local q = w:spawn{ name = "Q", components = { "cx:trace_many" } }
+      local c = w:spawn{ name = "C", parent = p, components = { "cx:trace_many" } }
+      assert.are.same({ "awake:b:P", "awake:a:P", "awake:a:Q", "awake:a:C" }, LOG)
+      LOG = {}
+      w:step(1 / 60)
+      local want = {}
+      for _, ph in ipairs { "start", "fixed", "update", "late" } do
+        for _, s in ipairs { "b:P", "a:P", "a:C", "a:Q" } do want[#want + 1] = ph .. ":" .. s end
+      end
+      assert.are.same(want, LOG)
+      LOG = {}
+      w:step(1 / 60)
+      assert.falsy(table.concat(LOG, " "):find("start", 1, true))
+      assert.truthy(q and c)
+    end)
+
+    it("fixed_update runs per fixed step of 1/60 s with an accumulator", function()
+      local w = keel.world("F")
+      w:spawn{ name = "Q", components = { "cx:trace_one" } }
+      w:step(0) -- start
+      local function fixed_count(dt)
+        LOG = {}
+        w:step(dt)
+        local n = 0
+        for _, s in ipairs(LOG) do if s:match("^fixed:") then n = n + 1 end end
+        return n
+      end
+      assert.are.equal(3, fixed_count(0.05))
+      assert.are.equal(1, fixed_count(0.02))
+      assert.are.equal(0, fixed_count(0.01))
+      assert.are.equal(1, fixed_count(0.01))
+    end)
+
+    it("spawned or added during a phase first runs next step", function()
+      local w = keel.world("Sp")
+      CTX.S = function() w:spawn{ name = "N", components = { "cx:actor" } } end
+      CTX.A = function(self, e) e:add("cx:actor") end
+      w:spawn{ name = "S", components = { "cx:actor" } }
+      w:spawn{ name = "A", components = { "cx:actor" } }
+      w:step(1 / 60)
+      assert.are.same({ "u:S", "u:A" }, LOG)
+      LOG = {}
+      w:step(1 / 60)
+      assert.are.same({ "u:S", "u:A", "u:A", "u:N" }, LOG)
+    end)
+
+    it("a destroy is visible at once and the entity does not run later in the phase", function()
+      local w = keel.world("De")
+      local alive
+      local v
+      CTX.K = function() v:destroy(); alive = v:alive() end
+      w:spawn{ name = "K", components = { "cx:actor" } }
+      v = w:spawn{ name = "V", components = { "cx:actor" } }
+      w:spawn{ name = "Z", components = { "cx:actor" } }
+      w:step(1 / 60)
+      assert.is_false(alive)
+      assert.are.same({ "u:K", "u:Z" }, LOG)
+      assert.are.equal(2, w:count())
+    end)
+
+    it("a component removed before its turn does not run", function()
+      local w = keel.world("Rm")
+      local v
+      CTX.K = function() v:remove("cx:actor", 0) end
+      w:spawn{ name = "K", components = { "cx:actor" } }
+      v = w:spawn{ name = "V", components = { "cx:actor", "cx:actor" } }
+      w:step(1 / 60)
+      assert.are.same({ "u:K", "u:V" }, LOG)
+    end)
+
+    it("disabled entities (with their subtree) and components are parked but saved", function()
+      local w = keel.world("Dis")
+      local p = w:spawn{ name = "P", components = { "cx:actor" } }
+      w:spawn{ name = "C", parent = p, components = { "cx:actor" } }
+      local o = w:spawn{ name = "O", components = { "cx:actor", "cx:actor" } }
+      p.enabled = false
+      o:get("cx:actor", 1).enabled = false
+      w:step(1 / 60)
+      assert.are.same({ "u:O" }, LOG)
+      local y = w:dump()
+      assert.truthy(y:find("enabled: false", 1, true))
+      assert.truthy(y:find("name: C", 1, true))
+    end)
+
+    it("a failing callback is rolled back, faulted, and recorded once", function()
+      local w = keel.world("Fault")
+      local victim, other, target
+      local bad = w:spawn{ name = "Bad", components = { { "cx:actor", n = 1 } } }
+      victim = w:spawn{ name = "Victim" }
+      other = w:spawn{ name = "Other", components = { "cx:actor" } }
+      target = w:spawn{ name = "Target" }
+      CTX.Bad = function(self, e)
+        self.n = 50
+        other:get("cx:actor").n = 99
+        victim:destroy()
+        other:add("core:transform")
+        target.parent = other
+        w:spawn("FromBad")
+        error("boom")
+      end
+      w:step(1 / 60)
+      assert.are.equal(1, bad:get("cx:actor").n)
+      assert.are.equal(0, other:get("cx:actor").n)
+      assert.is_true(victim:alive())
+      assert.is_false(other:has("core:transform"))
+      assert.is_nil(target.parent)
+      assert.is_nil(w:find("FromBad"))
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.are.equal(bad.uuid, errs[1].entity)
+      assert.are.equal("cx:actor", errs[1].kind)
+      assert.are.equal(0, errs[1].slot)
+      assert.are.equal("update", errs[1].phase)
+      assert.truthy(errs[1].message:find("boom", 1, true))
+      LOG = {}
+      CTX.Bad = function() error("again") end
+      w:step(1 / 60)
+      w:step(1 / 60)
+      assert.are.equal(1, #w:errors())
+      for _, s in ipairs(LOG) do assert.are_not.equal("u:Bad", s) end
+    end)
+
+    it("a hook write out of range is a fault with the write rolled back", function()
+      local w = keel.world("HookRange")
+      local e = w:spawn{ name = "E", components = { "core:transform", { "cx:stamina", sprinting = true } } }
+      e:get("cx:stamina").value = 0
+      w:step(1 / 60)
+      assert.are.equal(0, e:get("cx:stamina").value)
+      assert.are.equal(1, #w:errors())
+    end)
+
+    it("the stamina example runs: one second of sprint costs 20", function()
+      local w = keel.world("Run")
+      local e = w:spawn{ name = "E", components = { "core:transform", { "cx:stamina", sprinting = true } } }
+      w:run(60, 1 / 60)
+      assert.is_true(math.abs(e:get("cx:stamina").value - 80) < 1e-6)
+      assert.are.same({}, w:errors())
     end)
   end)
 end)

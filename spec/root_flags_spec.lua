@@ -1,6 +1,10 @@
 -- root_flags_spec.lua — where a kind may live is kind metadata (root_only, not_on_root), not a special case.
 local keel = require "keel"
 
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local code_of = H.code_of
+local key = H.key_maker("placement")
+
 describe("kind placement flags", function()
   it("not_on_root keeps a kind off the scene root and nowhere else", function()
     keel.kind{ key = "rf:spatial", not_on_root = true, fields = { { "x", "float" } } }
@@ -24,6 +28,14 @@ describe("kind placement flags", function()
     keel.kind{ key = "rf:rule", fields = { { "n", "int" } } }
     local w = keel.world("RF")
     assert.are.equal("rf:rule", w.root:add("rf:rule").kind)
+  end)
+
+  it("honours root_only: the kind goes on the scene root and nowhere else", function()
+    local k = key("rootonly")
+    keel.kind{ key = k, root_only = true }
+    local w = keel.world()
+    assert.are.equal("InvalidOperation", code_of(function() w:spawn("E"):add(k) end))
+    assert.are.equal(k, w.root:add(k).kind)
   end)
 end)
 

@@ -1,7 +1,16 @@
 -- world_spec.lua — keel.world / keel.load / keel.parse and the World methods.
 local keel = require "keel"
 
-local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local fails, raises, code_of = H.fails, H.raises, H.code_of
+local entities, names, joined_names = H.entities, H.names, H.joined_names
+local U1, UUID_PATTERN = H.U1, H.UUID_PATTERN
+local key = H.key_maker("world")
+
+-- The shared cx: kinds; LOG gathers what their tracers note.
+local LOG = {}
+setup(function() H.declare_cx_kinds(function(s) LOG[#LOG + 1] = s end) end)
+before_each(function() LOG = {} end)
 
 keel.kind{ key = "sw:tag", fields = { { "n", "int", default = 0 } } }
 keel.kind{ key = "sw:many", multiplicity = "many", fields = { { "v", "float" } } }
@@ -30,6 +39,24 @@ describe("world", function()
     it("sets no globals", function()
       assert.is_nil(rawget(_G, "keel"))
     end)
+
+    it("keel.world(name) makes a new empty scene with uuid, name, root, revision", function()
+      local w = keel.world("Arena")
+      assert.are.equal("Arena", w.name)
+      assert.truthy(w.uuid:match(UUID_PATTERN))
+      assert.truthy(w.root)
+      assert.are.equal("number", type(w.revision))
+      assert.are.equal(0, w:count())
+    end)
+
+    it("keel.world gives uuid, name, root, revision", function()
+      local w = keel.world("Arena")
+      assert.truthy(w.uuid:match(UUID_PATTERN))
+      assert.are.equal("4", w.uuid:sub(15, 15)) -- keel generates version 4
+      assert.are.equal("Arena", w.name)
+      assert.truthy(w.root)
+      assert.are.equal("number", type(w.revision))
+    end)
   end)
 
   describe(".root", function()
@@ -51,6 +78,77 @@ describe("world", function()
       assert.is_true(c.loaded)
       assert.are.equal("core:world_settings", c.kind)
       fails("InvalidOperation", function() w:spawn("E"):add("core:world_settings") end)
+    end)
+
+    it("is never listed, counted or queried among entities", function()
+      local w = keel.world()
+      w.root:add("core:world_settings")
+      w:spawn("E"):add("core:transform")
+      assert.are.same({ "E" }, names(entities(w)))
+      assert.are.equal(1, w:count())
+      assert.are.equal(0, w:count("core:world_settings"))
+      for e in w:each("core:world_settings") do assert.are_not.equal(w.root, e) end
+      for e in w:query("core:world_settings") do assert.are_not.equal(w.root, e) end
+      assert.is_nil(w:find(w.root.uuid))
+    end)
+
+    it("is never destroyed or duplicated: ProtectedEntity", function()
+      local w = keel.world()
+      assert.are.equal("ProtectedEntity", code_of(function() w.root.parent = w:spawn("P") end))
+      assert.are.equal("ProtectedEntity", code_of(function() w.root.name = "Renamed" end))
+      assert.are.equal("ProtectedEntity", code_of(function() w.root.enabled = false end))
+      assert.are.equal("ProtectedEntity", code_of(function() w.root:destroy() end))
+      assert.are.equal("ProtectedEntity", code_of(function() w.root:duplicate() end))
+      assert.is_true(w.root:alive())
+    end)
+
+    it("holds core:world_settings, which only the root may hold", function()
+      local w = keel.world()
+      local s = w.root:add("core:world_settings")
+      assert.are.same({ 0.2, 0.2, 0.25, 1 }, s.ambient)
+      assert.are.equal("InvalidOperation", code_of(function() w:spawn("E"):add("core:world_settings") end))
+    end)
+
+    it("holds game rules and runs them before any entity in every phase", function()
+      local k = key("rules")
+      local order = {}
+      local function rec(phase) return function(self, e) order[#order + 1] = phase .. ":" .. (e == e.world.root and "root" or e.name) end end
+      keel.kind{ key = k, start = rec("start"), update = rec("update"), late_update = rec("late"), fixed_update = rec("fixed") }
+      local w = keel.world()
+      w:spawn("A"):add(k)
+      w.root:add(k)
+      w:step(1 / 60)
+      assert.are.same({ "start:root", "start:A", "fixed:root", "fixed:A", "update:root", "update:A", "late:root", "late:A" }, order)
+    end)
+
+    it("is protected, not listed among entities, holds scene-wide kinds only", function()
+      local w = keel.world("R")
+      local e = w:spawn("E")
+      local root = w.root
+      fails("ProtectedEntity", root.destroy, root)
+      fails("ProtectedEntity", root.duplicate, root)
+      assert.is_true(root:alive())
+      for x in w:entities() do assert.are_not.equal(root, x) end
+      assert.is_nil(w:find(root.uuid))
+      assert.are.equal(1, w:count())
+      assert.are.equal("core:world_settings", root:add("core:world_settings").kind)
+      fails("InvalidOperation", e.add, e, "core:world_settings")
+      fails("InvalidOperation", root.add, root, "core:transform")
+      root:add("cx:trace_many")
+      e:add("cx:trace_many")
+      local n = 0
+      for x in w:each("cx:trace_many") do n = n + 1; assert.are.equal(e, x) end
+      assert.are.equal(1, n)
+    end)
+
+    it("root components run before any entity's in every phase", function()
+      local w = keel.world("R")
+      w:spawn{ name = "E", components = { "cx:trace_many" } }
+      w.root:add("cx:trace_many")
+      LOG = {}
+      w:step(1 / 60)
+      assert.are.same({ "start:a:", "start:a:E", "fixed:a:", "fixed:a:E", "update:a:", "update:a:E",
+        "late:a:", "late:a:E" }, LOG)
     end)
   end)
 
@@ -84,6 +182,83 @@ describe("world", function()
       fails("InvalidArgument", function() w:spawn(42) end)
       fails("InvalidArgument", function() w:spawn{ name = 1 } end)
       fails("InvalidArgument", function() w:spawn{ parent = "nope" } end)
+    end)
+
+    it("makes every operation fully happen or change nothing", function()
+      local w = keel.world()
+      local e = w:spawn{ name = "E", components = { "core:transform" } }
+      local r = w.revision
+      assert.are.equal("InvalidOperation", code_of(function()
+        w:spawn{ name = "Bad", components = { "core:transform", "core:transform" } }
+      end))
+      assert.are.equal(1, w:count())
+      assert.are.equal(r, w.revision)
+      assert.are.equal("InvalidArgument", code_of(function() e:get("core:transform"):set{ position = { 1, 1, 1 }, scale = "big" } end))
+      assert.are.same({ 0, 0, 0 }, e:get("core:transform").position)
+    end)
+
+    it("runs no hook and bumps no revision for a spawn spec the rules refuse", function()
+      local k = key("spawnhooks")
+      local log = {}
+      keel.kind{ key = k, requires = { "core:transform" }, awake = function() log[#log + 1] = "awake" end,
+        on_destroy = function() log[#log + 1] = "destroy" end }
+      local w = keel.world()
+      local r = w.revision
+      for _, comps in ipairs{ { "core:transform", k, k }, { "core:transform", k, "core:camera", "no:such" },
+        { k, "core:transform" }, { "core:transform", k, { "core:camera", fov = 500 } },
+        { "core:transform", k, "core:point_light", "core:spot_light" }, { "core:transform", k, "core:world_settings" } } do
+        raises(function() w:spawn{ name = "Bad", components = comps } end)
+      end
+      local long = { "core:transform", k }
+      for _ = 1, 20 do long[#long + 1] = "core:audio_source" end
+      long[#long + 1] = k
+      raises(function() w:spawn{ name = "Long", components = long } end)
+      assert.are.same({}, log)
+      assert.are.equal(r, w.revision)
+      assert.are.equal(0, w:count())
+      long[#long] = nil
+      assert.are.equal(22, #w:spawn{ name = "Long", components = long }:components())
+    end)
+
+    it("w:spawn takes a name or a spec with parent and components", function()
+      local w = keel.world()
+      local other = w:spawn("Other")
+      local e = w:spawn{ name = "Player", parent = other,
+        components = { { "core:transform", position = { 0, 1.5, 0 } }, "core:camera" } }
+      assert.are.equal("Player", e.name)
+      assert.are.equal(other, e.parent)
+      assert.are.same({ 0, 1.5, 0 }, e:get("core:transform").position)
+      assert.is_true(e:has("core:camera"))
+    end)
+
+    it("w:spawn refuses a spec with unknown keys or a non-boolean enabled (InvalidArgument)", function()
+      local w = keel.world()
+      local p = w:spawn("P")
+      assert.are.equal("InvalidArgument", code_of(function() w:spawn{ name = "C", parnet = p } end))
+      assert.are.equal("InvalidArgument", code_of(function() w:spawn{ name = "C", enabled = "no" } end))
+      assert.are.equal("InvalidArgument", code_of(function() w:spawn{ name = "C", parent = "P" } end))
+      assert.are.equal("NotFound", code_of(function() w:spawn{ name = "C", components = { { "core:transform", postion = { 1, 2, 3 } } } } end))
+      assert.are.equal(1, w:count())
+      assert.is_false(w:spawn{ name = "D", enabled = false }.enabled)
+    end)
+
+    it("spawn by name and by spec; e fields", function()
+      local w = keel.world("S")
+      local p = w:spawn("Player")
+      assert.truthy(p.uuid:match(UUID_PATTERN))
+      assert.are.equal("Player", p.name)
+      assert.is_nil(p.parent)
+      assert.is_true(p.enabled)
+      assert.are.equal(w, p.world)
+      assert.is_true(p:alive())
+      local r = w:spawn{ name = "Runner", parent = p,
+        components = { { "core:transform", position = { 0, 1.5, 0 } }, "cx:stamina" } }
+      assert.are.equal(p, r.parent)
+      assert.are.same({ 0, 1.5, 0 }, r:get("core:transform").position)
+      assert.are.equal(100, r:get("cx:stamina").value)
+      assert.are.equal(1, #p:children())
+      assert.are.equal(r, p:children()[1])
+      assert.is_false(w:spawn{ name = "D", enabled = false }.enabled)
     end)
   end)
 
@@ -122,6 +297,52 @@ describe("world", function()
       assert.is_nil(w:find("nobody"))
       assert.is_nil(w:find("00000000-0000-4000-8000-000000000000"))
       fails("InvalidArgument", function() w:find(1) end)
+    end)
+
+    it("finds an entity by its new name after a rename, not by the old one", function()
+      local w = keel.world()
+      local e = w:spawn("Old")
+      e.name = "New"
+      assert.is_nil(w:find("Old"))
+      assert.are.equal(e, w:find("New"))
+      local twin = w:spawn("New")
+      e:destroy()
+      assert.are.equal(twin, w:find("New"))
+    end)
+
+    it("w:find looks for a UUID string first, then the first entity with that name", function()
+      local w = keel.world()
+      local a = w:spawn("Twin")
+      w:spawn("Twin")
+      local named = w:spawn(a.uuid)
+      assert.are.equal(a, w:find("Twin"))
+      assert.are.equal(a, w:find(a.uuid))
+      assert.are.equal(named, w:find(named.uuid))
+      assert.is_nil(w:find("nobody"))
+    end)
+
+    -- "the first entity with that name": first in run order (hierarchy pre-order), the order
+    -- that survives save and load (README, "The Lua face").
+    it("w:find by name gives the first match in run order, the same after a reload", function()
+      local w = keel.world()
+      local t1 = w:spawn("T1")
+      w:spawn("X")
+      local x2 = w:spawn{ name = "X", parent = t1 }
+      assert.are.equal(x2, w:find("X"))
+      assert.are.equal(x2.uuid, assert(keel.parse(w:dump())):find("X").uuid)
+    end)
+
+    it("find: a UUID first, else the first entity with that name; nil when none", function()
+      local w = keel.world("F")
+      local a = w:spawn("A")
+      local b = w:spawn(a.uuid) -- an entity named like another's UUID
+      local a2 = w:spawn("A")
+      assert.are.equal(a, w:find(a.uuid))
+      assert.are.equal(a, w:find("A"))
+      assert.is_nil(w:find("nobody"))
+      assert.is_nil(w:find(U1))
+      assert.are_not.equal(a2, w:find("A"))
+      assert.truthy(b)
     end)
   end)
 
@@ -166,6 +387,17 @@ describe("world", function()
       end
       assert.are.equal(3, seen)
     end)
+
+    it("entities() walks run order: pre-order, join order, children in sibling order", function()
+      local w = keel.world("O")
+      local p = w:spawn("P")
+      local q = w:spawn("Q")
+      local c = w:spawn{ name = "C", parent = p }
+      w:spawn{ name = "G", parent = c }
+      w:spawn{ name = "C2", parent = p }
+      assert.are.equal("P,C,G,C2,Q", joined_names(w.entities, w))
+      assert.truthy(q)
+    end)
   end)
 
   describe(":each()", function()
@@ -193,6 +425,23 @@ describe("world", function()
       for _ in f, s, c, closer do break end
       assert.are.equal("keel.Query (closed)", tostring(closer))
     end)
+
+    it("w:each gives one (entity, component) per slot; w:query gives entities holding all", function()
+      local w = keel.world()
+      local a = w:spawn{ name = "A", components = { "core:transform", "core:audio_source", "core:audio_source" } }
+      local b = w:spawn{ name = "B", components = { "core:transform", "core:camera" } }
+      local n, slots = 0, {}
+      for e, c in w:each("core:audio_source") do n = n + 1; slots[#slots + 1] = c.slot; assert.are.equal(a, e) end
+      assert.are.equal(2, n)
+      assert.are.same({ 0, 1 }, slots)
+      local hits = {}
+      for e, t, cam in w:query("core:transform", "core:camera") do
+        hits[#hits + 1] = e
+        assert.are.equal("core:transform", t.kind)
+        assert.are.equal("core:camera", cam.kind)
+      end
+      assert.are.same({ b }, hits)
+    end)
   end)
 
   describe(":query()", function()
@@ -217,6 +466,25 @@ describe("world", function()
       for _ in f, s, c, closer do break end
       assert.are.equal("keel.Query (closed)", tostring(closer))
     end)
+
+    it("count, each (one per slot) and query", function()
+      local w = keel.world("C")
+      w:spawn{ name = "A", components = { "core:transform", "core:audio_source", "core:audio_source" } }
+      w:spawn{ name = "B", components = { "core:transform" } }
+      assert.are.equal(2, w:count())
+      assert.are.equal(2, w:count("core:transform"))
+      assert.are.equal(2, w:count("core:audio_source"))
+      local rows = {}
+      for e, c in w:each("core:audio_source") do rows[#rows + 1] = e.name .. c.slot end
+      assert.are.same({ "A0", "A1" }, rows)
+      local q = {}
+      for e, t, s in w:query("core:transform", "core:audio_source") do
+        q[#q + 1] = e.name
+        assert.are.equal("core:transform", t.kind)
+        assert.are.equal("core:audio_source", s.kind)
+      end
+      assert.are.same({ "A" }, { q[1] })
+    end)
   end)
 
   describe(":count()", function()
@@ -229,6 +497,15 @@ describe("world", function()
       assert.are.equal(2, w:count())
       assert.are.equal(2, w:count("sw:many"))
       assert.are.equal(0, w:count("sw:tag"))
+    end)
+
+    it("w:count([kind])", function()
+      local w = keel.world()
+      w:spawn{ name = "A", components = { "core:transform", "core:audio_source", "core:audio_source" } }
+      w:spawn("B")
+      assert.are.equal(2, w:count())
+      assert.are.equal(1, w:count("core:transform"))
+      assert.are.equal(0, w:count("core:camera"))
     end)
   end)
 
@@ -343,6 +620,15 @@ entities:
       local again = w2:dump()
       assert.truthy(again:match("mod:winch_sw"))
       assert.are.equal(again, assert(keel.parse(again)):dump())
+    end)
+
+    it("w:dump gives the canonical YAML text", function()
+      local w = keel.world("Dumped")
+      local text = w:dump()
+      assert.truthy(text:find("^keel: 1\n"))
+      assert.truthy(text:find("name: Dumped", 1, true))
+      local again = assert(keel.parse(text))
+      assert.are.equal(text, again:dump())
     end)
   end)
 

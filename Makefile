@@ -16,7 +16,7 @@ run: release
 	@./build/keel run $(ARGS)
 
 test: deps
-	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DKEEL_SANITIZE=ON \
+	@cmake -S . -B build-test -DCMAKE_BUILD_TYPE=Debug -DKEEL_SANITIZE=ON -DKEEL_WERROR=ON \
 		-DCMAKE_C_COMPILER=clang >/dev/null
 	@cmake --build build-test -j $(JOBS)
 	@cd build-test && ctest --output-on-failure -j $(JOBS)

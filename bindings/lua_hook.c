@@ -169,7 +169,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
         fields[n++] = (int)i;
     }
     /* checked there, all or nothing (no validate: the kinds that have one take write_back) */
-    if (*out == KEEL_OK && n) *out = keel__field_set_many(w, c, n, fields, vals, true, d);
+    if (*out == KEEL_OK && n) *out = keel__field_copy_back(w, c, (void *)rec, n, fields, vals, d);
     if (kept) lua_settop(L, top);
     return true;
 }
@@ -536,7 +536,7 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
         fields[n++] = (int)i;
     }
     /* finite plain floats: nothing the write path checks can refuse them */
-    if (n) keel__field_set_many(w, t->call.comp, n, fields, vals, true, NULL);
+    if (n) keel__field_copy_back(w, t->call.comp, t->call.record, n, fields, vals, NULL);
     return true;
 }
 

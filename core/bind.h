@@ -17,6 +17,14 @@ keel_status keel__field_set(keel_world *w, keel_comp c, int field, const keel_va
  * and the first refusal stops (earlier writes stay, journaled inside a transaction). */
 keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int *fields, keel_value *vals,
                                  bool internal, keel_diags *d);
+/* The copy-back of a hook's own component, its last act before its transaction closes:
+ * `record` is c's record, which the caller knows has not moved since the hook began (nothing
+ * entered the core since), and c is the running hook's component. Values are checked first
+ * and a refusal writes nothing. When the hook's transaction is the outermost one it commits
+ * right after, so nothing is journaled; otherwise as keel__field_set_many. Any other case
+ * (c not the running hook's, a kind with validate) goes through keel__field_set_many. */
+keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
+                                  keel_value *vals, keel_diags *d);
 /* A component's first values, already checked, before anything else saw it (a Lua body written
  * just after its add, a cooked scene being built) or hot reload putting a default back: no
  * validate, no journal (a rollback of the add takes the component whole). `counted`: the change
@@ -35,7 +43,8 @@ typedef struct keel__hook_txn {
     uint32_t row;            /* the component's storage row when the hook began */
     size_t mark;
     int cmd_depth;
-    keel_comp outer;
+    keel_comp outer;         /* the hook this one runs inside (w->hook_comp before it) */
+    uint32_t outer_row;
     const keel_kind_desc *kd;
 } keel__hook_txn;
 

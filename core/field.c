@@ -5,7 +5,9 @@
 #include "kind.h"
 #include "record.h"
 #include "txn.h"
+#include "value.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -162,6 +164,45 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
         keel__record_put(c.kind, rec, fields[j], &vals[j]);
     }
     count_writes(w, c.kind, m, n);
+    return KEEL_OK;
+}
+
+keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
+                                  keel_value *vals, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
+               w->hook_comp.slot == c.slot;
+    if (!own || !kd || kd->validate) return keel__field_set_many(w, c, n, fields, vals, true, d);
+    keel_status st;
+    for (size_t j = 0; j < n; j++) {
+        if (fields[j] < 0 || (size_t)fields[j] >= kd->field_count)
+            return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, fields[j]);
+        const keel_field_desc *f = &kd->fields[fields[j]];
+        /* a plain float needs only to be finite: the common case, checked here */
+        if (f->type == KEEL_T_FLOAT && vals[j].type == KEEL_T_FLOAT && !f->has_min && !f->has_max &&
+            isfinite(vals[j].as.f))
+            continue;
+        if ((st = keel__value_check(f, &vals[j], d))) return st;
+    }
+    /* all checked: nothing below can fail */
+    bool journal = w->txn_depth > 1 && keel__txn_wants(w); /* the outermost one commits right after */
+    const keel__layout *L = keel__kind_layout(c.kind);
+    unsigned char *rec = record;
+    for (size_t j = 0; j < n; j++) {
+        const keel_field_desc *f = &kd->fields[fields[j]];
+        unsigned char *p = rec + L->offsets[fields[j]];
+        if (journal) {
+            keel_value old;
+            keel__value_load(f, p, &old);
+            value_own(&old);
+            keel__txn_log_field(w, w->ents[(uint32_t)c.entity].uuid, c.kind, c.slot, fields[j], &old);
+        }
+        if (f->type == KEEL_T_FLOAT) memcpy(p, &vals[j].as.f, sizeof vals[j].as.f);
+        else keel__value_store(f, p, &vals[j]);
+    }
+    w->stores[c.kind].rows[w->hook_row].counter += n;
+    w->revision += n;
     return KEEL_OK;
 }
 

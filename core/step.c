@@ -54,7 +54,9 @@ static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const ke
     w->cmd_depth = 0; /* commands made by the hook are outermost for the log */
     w->txn_depth++;
     t->outer = w->hook_comp;
+    t->outer_row = w->hook_row;
     w->hook_comp = c; /* from the local: re-reading t->call.comp just after writing it stalls */
+    w->hook_row = m->row;
 }
 
 /* Closes it: commits, or rolls back, faults the component and records the failure once. */
@@ -63,6 +65,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
     keel_kind_id k = t->call.comp.kind;
     uint32_t slot = t->call.comp.slot;
     w->hook_comp = t->outer;
+    w->hook_row = t->outer_row;
     w->txn_depth--;
     w->cmd_depth = t->cmd_depth;
 

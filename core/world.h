@@ -56,6 +56,7 @@ struct keel_world {
     int cmd_depth;                    /* only the outermost command logs its inverse */
     bool rolling_back;                /* no hooks, no logging */
     keel_comp hook_comp;              /* the component whose hook is running (readonly fields are its own) */
+    uint32_t hook_row;                /* its storage row when that hook began */
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;

@@ -235,6 +235,14 @@ static keel_status record_error(lua_State *L, keel_diags *d, const char *what)
     return code;
 }
 
+bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w)
+{
+    if (ctx->migrating) return true;
+    for (int i = 0; i < ctx->depth; i++)
+        if (ctx->self_w[i] == w) return true;
+    return false;
+}
+
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++)
@@ -697,8 +705,11 @@ static keel_status migrate_tramp(keel_node *body, int to_version, void *user, ke
     lua_pushvalue(L, -2);
     lua_pushvalue(L, -2);
     lk->busy++;
+    lk->ctx->migrating++;
     keel_status s = KEEL_OK;
-    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    int rc = lua_pcall(L, 1, 1, 0);
+    lk->ctx->migrating--;
+    if (rc != LUA_OK) {
         char what[32];
         snprintf(what, sizeof what, "migrate[%d]", to_version);
         s = record_error(L, d, what);

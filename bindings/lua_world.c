@@ -559,12 +559,17 @@ static int w_save(lua_State *L)
     return 1;
 }
 
-/* w:close() and __close: frees the world now; its handles go stale. Not from inside its own step. */
+/* w:close() and __close: frees the world now; its handles go stale. Refused (before anything is
+ * freed) during its step and inside any of its callbacks: their callers go on using the world. */
 static int w_close(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
+    if (lw->w && keel__lua_in_callback(lw->ctx, lw->w))
+        return keel_lua_raisef(
+            L, KEEL_INVALID_OPERATION,
+            "a world cannot be closed inside a callback: close refuses while a callback transaction is open");
     return world_gc(L);
 }
 

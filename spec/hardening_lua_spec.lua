@@ -252,3 +252,26 @@ describe("c:set{} with a validate hook that changes the argument table (issue 17
     assert.are.equal("old", c.s)
   end)
 end)
+
+describe("keel.history misuse (issue 17, item 11)", function()
+  local history = require "keel.history"
+
+  it("raises InvalidArgument error objects for a wrong self", function()
+    local h = history.new(keel.world("H"))
+    local e = h:spawn("e")
+    for _, call in ipairs{
+      function() h.undo() end, function() h.redo(nil) end, function() h.spawn(1, "x") end,
+      function() h.destroy("h", e) end, function() h.add({}, e, "x") end, function() h.remove(e, e, "x") end,
+      function() h.set(true, nil, "n", 1) end, function() h.reparent(nil, e) end, function() h.rename(nil, e, "n") end,
+    } do
+      local err = H.fails("InvalidArgument", call)
+      assert.truthy(err.message:match("a history expected"), err.message)
+    end
+  end)
+
+  it("keel.core._invalid raises an error object whatever it is given", function()
+    H.fails("InvalidArgument", function() keel._invalid("boom") end)
+    H.fails("InvalidArgument", function() keel._invalid() end)
+    H.fails("InvalidArgument", function() keel._invalid({}) end)
+  end)
+end)

@@ -35,7 +35,7 @@ static int cmd_tostring(lua_State *L)
 static int cmd_index(lua_State *L)
 {
     lcmd *c = keel__lua_checkudata(L, 1, &keel__lua_mt_cmd);
-    const char *k = luaL_checkstring(L, 2);
+    const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : ""; /* other keys read nil */
     if (strcmp(k, "type") == 0) {
         int t = (int)c->cmd.type;
         lua_pushstring(L, t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");

@@ -140,56 +140,54 @@ static int c__set(lua_State *L)
     return set_field(L, h, check_field(L, h, 2), 3, true);
 }
 
-/* c:set{...}: checks every value first, then writes; a refused write undoes the earlier ones. */
+/* c:set{...}: all or nothing. Every key and value is checked and converted first into a snapshot
+ * (the Lua values anchored in a table: converted strings borrow them); only the snapshot is
+ * written, so a validate hook that changes the argument table changes nothing that is written. */
 int keel__lua_comp_set(lua_State *L)
 {
     keel_lua_comp *h = check_loaded(L, 1);
     if (lua_type(L, 2) != LUA_TTABLE)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "set: a table of fields expected, got %s", luaL_typename(L, 2));
+    lua_settop(L, 2);
     const keel_kind_desc *kd = keel_kind_describe(h->c.kind);
+    size_t cap = kd->field_count ? kd->field_count : 1; /* keys are distinct field names: n <= field_count */
+    keel_value *vals = lua_newuserdatauv(L, cap * (sizeof *vals + sizeof(int)), 0); /* 3, collected */
+    int *fields = (int *)(vals + cap);
+    lua_createtable(L, (int)cap, 0); /* 4: the anchors */
     size_t n = 0;
     lua_pushnil(L);
     while (lua_next(L, 2)) {
-        lua_pop(L, 1);
-        int f = check_field(L, h, -1);
-        keel_value v;
+        int f = check_field(L, h, -2);
         char err[256];
-        lua_pushvalue(L, -1);
-        lua_gettable(L, 2);
-        if (!keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err))
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
-        lua_pop(L, 1);
-        n++;
+        if (n == cap || !keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &vals[n], err, sizeof err))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", n == cap ? "set: too many fields" : err);
+        fields[n++] = f;
+        lua_rawseti(L, 4, (lua_Integer)n); /* pops the value, keeps it alive */
     }
     flush(L, h);
-    keel_cmd *undo = lua_newuserdatauv(L, (n ? n : 1) * sizeof *undo, 0); /* collected, never leaked */
-    memset(undo, 0, (n ? n : 1) * sizeof *undo);
-    size_t done = 0;
     bool internal = keel__lua_is_self(h->lw->ctx, h->lw->w, h->c);
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = KEEL_OK;
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    lua_pushnil(L);
-    while (s == KEEL_OK && lua_next(L, 2)) {
-        int f = keel_kind_field(h->c.kind, lua_tostring(L, -2));
-        keel_value v;
-        char err[8];
-        keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &v, err, sizeof err);
-        s = keel__field_set(h->lw->w, h->c, f, &v, internal, &undo[done], &d);
-        if (s == KEEL_OK) done++;
-        lua_pop(L, 1);
-        if (s != KEEL_OK) lua_pop(L, 1);
+    if (!kd->validate) {
+        s = keel__field_set_many(h->lw->w, h->c, n, fields, vals, internal, &d); /* checks all, then writes */
+    } else {
+        /* validated as each lands: a refusal undoes the earlier writes */
+        keel_cmd *undo = lua_newuserdatauv(L, cap * sizeof *undo, 0); /* collected, never leaked */
+        memset(undo, 0, cap * sizeof *undo);
+        size_t done = 0;
+        while (s == KEEL_OK && done < n) {
+            s = keel__field_set(h->lw->w, h->c, fields[done], &vals[done], internal, &undo[done], &d);
+            if (s == KEEL_OK) done++;
+        }
+        while (s != KEEL_OK && done > 0) keel_cmd_apply(h->lw->w, &undo[--done], NULL, NULL);
+        for (size_t i = 0; i < n; i++) keel_cmd_free(&undo[i]);
     }
-    while (s != KEEL_OK && done > 0) keel_cmd_apply(h->lw->w, &undo[--done], NULL, NULL);
-    for (size_t i = 0; i < n; i++) keel_cmd_free(&undo[i]);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) {
-        sync(L, h);
-        return keel_lua_raise(L, s, &d);
-    }
-    keel_diags_free(&d);
     sync(L, h);
+    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    keel_diags_free(&d);
     return 0;
 }
 

@@ -8,6 +8,8 @@
 
 static int error_tostring(lua_State *L)
 {
+    if (lua_type(L, 1) != LUA_TTABLE)
+        return keel__lua_argerror(L, 1, "%s expected, got %s", KEEL_LUA_ERROR, luaL_typename(L, 1));
     lua_getfield(L, 1, "code");
     lua_getfield(L, 1, "message");
     lua_pushfstring(L, "%s: %s", luaL_optstring(L, -2, "Error"), luaL_optstring(L, -1, ""));
@@ -24,7 +26,7 @@ static bool is_error(lua_State *L, int idx)
 }
 
 /* The text of an operand of `..`: an error object's tostring; strings and numbers as Lua
- * concatenates them; anything else raises as concatenating it with a string would. */
+ * concatenates them; anything else raises Lua's own message, as an InvalidArgument object. */
 static void concat_operand(lua_State *L, int idx)
 {
     if (lua_type(L, idx) == LUA_TSTRING || lua_type(L, idx) == LUA_TNUMBER) {
@@ -33,7 +35,7 @@ static void concat_operand(lua_State *L, int idx)
     } else if (is_error(L, idx)) {
         luaL_tolstring(L, idx, NULL);
     } else {
-        luaL_error(L, "attempt to concatenate a %s value", luaL_typename(L, idx));
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "attempt to concatenate a %s value", luaL_typename(L, idx));
     }
 }
 

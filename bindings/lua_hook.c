@@ -215,24 +215,55 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
     return KEEL_OK;
 }
 
-/* The failure of a pcall as a diagnostic; returns its status. */
+static int tostring_call(lua_State *L)
+{
+    luaL_tolstring(L, 1, NULL);
+    return 1;
+}
+
+/* Pushes the text of the value at idx and returns it. Protected: a __tostring (or __name) that
+ * raises or returns no string gives a fixed text instead, so a strange error object can never
+ * escape the trampoline that is recording it (it would unwind through the core mid-step). */
+static const char *safe_tostring(lua_State *L, int idx)
+{
+    idx = lua_absindex(L, idx);
+    lua_pushcfunction(L, tostring_call);
+    lua_pushvalue(L, idx);
+    if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+        lua_pop(L, 1);
+        lua_pushfstring(L, "(error object is a %s value; its __tostring failed)", luaL_typename(L, idx));
+    }
+    return lua_tostring(L, -1);
+}
+
+/* The failure of a pcall (error value on top) as a diagnostic; returns its status. Reads the
+ * error with raw accesses and protected text only: it runs no metamethod that could raise. */
 static keel_status record_error(lua_State *L, keel_diags *d, const char *what)
 {
+    int top = lua_gettop(L);
     keel_status code = KEEL_INVALID_OPERATION;
     const char *msg = NULL;
-    if (lua_type(L, -1) == LUA_TTABLE) {
-        lua_getfield(L, -1, "code");
-        const char *cn = lua_tostring(L, -1);
+    if (lua_type(L, top) == LUA_TTABLE) {
+        lua_pushliteral(L, "code");
+        const char *cn = lua_rawget(L, top) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
         for (int s = KEEL_NOT_FOUND; cn && s <= KEEL_IO_ERROR; s++)
             if (strcmp(cn, keel_status_name((keel_status)s)) == 0) code = (keel_status)s;
-        lua_pop(L, 1);
-        lua_getfield(L, -1, "message");
-        msg = lua_tostring(L, -1);
-        lua_pop(L, 1); /* still referenced by the error table on the stack */
+        lua_pushliteral(L, "message");
+        int mt = lua_rawget(L, top);
+        if (mt == LUA_TSTRING || mt == LUA_TNUMBER) msg = lua_tostring(L, -1); /* stays on the stack */
     }
-    if (!msg) msg = luaL_tolstring(L, -1, NULL);
+    if (!msg) msg = safe_tostring(L, top);
     keel_diag_add(d, KEEL_SEV_ERROR, code, "", NULL, 0, 0, "%s: %s", what, msg);
+    lua_settop(L, top);
     return code;
+}
+
+bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w)
+{
+    if (ctx->migrating) return true;
+    for (int i = 0; i < ctx->depth; i++)
+        if (ctx->self_w[i] == w) return true;
+    return false;
 }
 
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
@@ -697,8 +728,11 @@ static keel_status migrate_tramp(keel_node *body, int to_version, void *user, ke
     lua_pushvalue(L, -2);
     lua_pushvalue(L, -2);
     lk->busy++;
+    lk->ctx->migrating++;
     keel_status s = KEEL_OK;
-    if (lua_pcall(L, 1, 1, 0) != LUA_OK) {
+    int rc = lua_pcall(L, 1, 1, 0);
+    lk->ctx->migrating--;
+    if (rc != LUA_OK) {
         char what[32];
         snprintf(what, sizeof what, "migrate[%d]", to_version);
         s = record_error(L, d, what);

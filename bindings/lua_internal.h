@@ -100,6 +100,7 @@ typedef struct keel_lua_ctx {
     int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
     int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
     int depth;         /* callback nesting */
+    int migrating;     /* migrate steps running (they know no world: every close refuses meanwhile) */
     keel_world *self_w[KEEL_LUA_MAX_DEPTH];
     keel_comp self_c[KEEL_LUA_MAX_DEPTH];
     keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
@@ -214,6 +215,9 @@ keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_de
 void keel__lua_hooks_free(keel_lua_kind *lk);
 /* Points the core's batch runner at the Lua trampolines. */
 void keel__lua_open_hook(void);
+/* Is a callback of `w` running (a hook of any phase or validate: its self is w's), or a migrate
+ * step (of whatever world)? w:close refuses meanwhile: the callback's caller still uses w. */
+bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w);
 /* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 /* Writes pending changes of self tables showing `c` (before a write through a handle). */

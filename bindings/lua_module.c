@@ -150,10 +150,13 @@ static keel_lua_ctx *get_ctx(lua_State *L)
 }
 
 /* keel.core._invalid(message): raises an InvalidArgument error object, so misuse caught in
- * the Lua modules (keel.history) fails like misuse caught in C. */
+ * the Lua modules (keel.history) fails like misuse caught in C (a message that is no string
+ * is misuse of its own, raised the same way). */
 static int m_invalid(lua_State *L)
 {
-    return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", luaL_checkstring(L, 1));
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return keel__lua_argerror(L, 1, "a message string expected, got %s", luaL_typename(L, 1));
+    return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", lua_tostring(L, 1));
 }
 
 /* The module's one entry point: the rest of core.so is built with hidden visibility. */

@@ -24,6 +24,8 @@ static const char *checkpath(lua_State *L, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
         keel__lua_argerror(L, idx, "a path string expected, got %s", luaL_typename(L, idx));
+    if (keel__lua_has_nul(L, idx))
+        keel__lua_argerror(L, idx, "the path holds a NUL byte"); /* would be cut there */
     return lua_tostring(L, idx);
 }
 

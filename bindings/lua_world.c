@@ -550,6 +550,8 @@ static int w_save(lua_State *L)
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (lua_type(L, 2) != LUA_TSTRING)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: a path expected, got %s", luaL_typename(L, 2));
+    if (keel__lua_has_nul(L, 2))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: the path holds a NUL byte");
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_scene_save(lw->w, lua_tostring(L, 2), &d);
@@ -559,12 +561,17 @@ static int w_save(lua_State *L)
     return 1;
 }
 
-/* w:close() and __close: frees the world now; its handles go stale. Not from inside its own step. */
+/* w:close() and __close: frees the world now; its handles go stale. Refused (before anything is
+ * freed) during its step and inside any of its callbacks: their callers go on using the world. */
 static int w_close(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
+    if (lw->w && keel__lua_in_callback(lw->ctx, lw->w))
+        return keel_lua_raisef(
+            L, KEEL_INVALID_OPERATION,
+            "a world cannot be closed inside a callback: close refuses while a callback transaction is open");
     return world_gc(L);
 }
 
@@ -677,6 +684,8 @@ static keel_status read_opts(lua_State *L, int idx, const char *scene, keel_load
     if (!lua_isnoneornil(L, idx)) {
         read_opts_table(L, idx, o);
         lua_getfield(L, idx, "assets");
+        if (lua_type(L, -1) == LUA_TSTRING && keel__lua_has_nul(L, -1))
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets: the path holds a NUL byte");
         if (lua_type(L, -1) == LUA_TSTRING) given = lua_tostring(L, -1); /* stays on the stack */
         else if (!lua_isnil(L, -1) && !(lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
             keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets must be a path or false, got %s",
@@ -740,6 +749,8 @@ static int k_load(lua_State *L)
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TSTRING)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: a path expected, got %s", luaL_typename(L, 1));
+    if (keel__lua_has_nul(L, 1))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: the path holds a NUL byte");
     keel_diags d;
     keel_diags_init(&d);
     keel_load_opts o;

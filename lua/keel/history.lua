@@ -13,10 +13,17 @@ History.__index = History
 -- Misuse raises an InvalidArgument error object, as it does everywhere in keel.
 local function check(v, what, where)
   local mt = getmetatable(v)
-  if not (mt and mt.__name == "keel." .. what) then
+  if not (type(mt) == "table" and rawget(mt, "__name") == "keel." .. what) then
     core._invalid(("%s: a keel.%s expected, got %s"):format(where, what, type(v)))
   end
   return v
+end
+
+-- The history a method is called on (h:undo(), not h.undo()).
+local function check_self(h, where)
+  if getmetatable(h) ~= History then
+    core._invalid(("%s: a history expected (call it as h:%s()), got %s"):format(where, where:match("[%w_]+$"), type(h)))
+  end
 end
 
 function M.new(w)
@@ -30,17 +37,20 @@ local function record(self, inverse)
 end
 
 function History:spawn(spec)
+  check_self(self, "history:spawn")
   local e, inverse = self.world:_spawn(spec)
   record(self, inverse)
   return e
 end
 
 function History:destroy(e)
+  check_self(self, "history:destroy")
   check(e, "Entity", "history:destroy")
   record(self, e:_destroy())
 end
 
 function History:add(e, kind, body)
+  check_self(self, "history:add")
   check(e, "Entity", "history:add")
   local c, inverse = e:_add(kind, body)
   record(self, inverse)
@@ -48,6 +58,7 @@ function History:add(e, kind, body)
 end
 
 function History:remove(e, kind, slot)
+  check_self(self, "history:remove")
   check(e, "Entity", "history:remove")
   local body, inverse = e:_remove(kind, slot)
   record(self, inverse)
@@ -55,16 +66,19 @@ function History:remove(e, kind, slot)
 end
 
 function History:set(c, field, value)
+  check_self(self, "history:set")
   check(c, "Component", "history:set")
   record(self, c:_set(field, value))
 end
 
 function History:reparent(e, parent)
+  check_self(self, "history:reparent")
   check(e, "Entity", "history:reparent")
   record(self, e:_reparent(parent))
 end
 
 function History:rename(e, name)
+  check_self(self, "history:rename")
   check(e, "Entity", "history:rename")
   record(self, e:_rename(name))
 end
@@ -80,10 +94,12 @@ local function replay(self, from, to)
 end
 
 function History:undo()
+  check_self(self, "history:undo")
   return replay(self, self.undos, self.redos)
 end
 
 function History:redo()
+  check_self(self, "history:redo")
   return replay(self, self.redos, self.undos)
 end
 

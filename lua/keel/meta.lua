@@ -157,7 +157,8 @@ function World:save(path) end
 function World:dump() end
 
 ---Frees the world now instead of at collection (also `local w <close> = ...`); its
----handles go stale. Refused (InvalidOperation) inside its own step; closing twice is a no-op.
+---handles go stale. Refused (InvalidOperation) inside its own step and inside any callback of
+---it (a hook, validate) or any migrate step; closing twice is a no-op.
 function World:close() end
 
 ---@class KeelEntity

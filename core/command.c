@@ -1,4 +1,4 @@
-/* command.c — inverse commands: building, copying, freeing, applying, and the hook transaction log. */
+/* command.c — inverse commands: the entity document (a DESTROY's inverse), copying, freeing and applying them. */
 #include "world.h"
 #include "body.h"
 #include "command.h"

@@ -2,9 +2,7 @@
 #include "util.h"
 #include "bytes.h"
 #include "kind.h"
-#include "record.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

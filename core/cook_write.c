@@ -3,8 +3,6 @@
 #include "bytes.h"
 #include "entity.h"
 
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -606,3 +606,11 @@ keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
     if (!keel__utf8_valid(name)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
     return KEEL_OK;
 }
+
+void keel__names_free(keel_world *w)
+{
+    for (size_t p = 0; p < w->names_cap; p++) free(w->names[p].s);
+    free(w->names);
+    w->names = NULL;
+    w->names_cap = w->names_used = 0;
+}

@@ -1,6 +1,5 @@
 /* field.c — the one write path of a field: check, put, validate, bump the change counters, journal. */
 #include "world.h"
-#include "command.h"
 #include "field.h"
 #include "kind.h"
 #include "record.h"

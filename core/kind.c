@@ -1,4 +1,4 @@
-/* kind.c — the process-wide kind registry: declaration, layout, field checks, records. */
+/* kind.c — the process-wide kind registry: types, declaring (checked, deep-copied), finding, describing. */
 #include "util.h"
 #include "builtins.h"
 #include "kind.h"
@@ -6,7 +6,6 @@
 #include "reload.h"
 #include "value.h"
 
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* member.c — per-kind storage, membership entries, slots and the kind rules; field reads and writes. */
+/* member.c — membership: an entity's component stack (entries, pooled arrays, serials), slots,
+ * the kind rules, adding and removing components, awake, and reading what an entity holds. */
 #include "world.h"
 #include "body.h"
 #include "kind.h"
@@ -7,8 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ---------------------------------------------------------------- storage */
 
 /* ---------------------------------------------------------------- entries */
 
@@ -759,16 +758,10 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
     return keel__cmd_end(w, st, inv, &tmp);
 }
 
-/* ---------------------------------------------------------------- fields */
+/* ---------------------------------------------------------------- bodies */
 
 keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transient)
 {
     keel__entry *m = keel__comp_entry(w, c);
     return m ? keel__body_encode(c.kind, keel__store_rec(&w->stores[c.kind], m->row), with_transient) : NULL;
 }
-
-/* ---------------------------------------------------------------- registry changes */
-
-/* ---------------------------------------------------------------- committed writes */
-
-/* ---------------------------------------------------------------- redeclaring a kind */

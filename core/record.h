@@ -14,8 +14,6 @@ typedef struct keel__layout {
 /* (Re)computes L for description d (L zeroed or built before). */
 void keel__layout_build(const keel_kind_desc *d, keel__layout *L);
 void keel__layout_free(keel__layout *L);
-/* The layout of declared kind k (NULL for an unknown id); kind.c owns it. */
-const keel__layout *keel__kind_layout(keel_kind_id k);
 
 /* Offset of field `field` / total record size under a description's layout
  * (declared order, 8-byte aligned; the size is at least 8). Lets a world read

@@ -9,14 +9,9 @@
 #include "kind.h"
 #include "record.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <zlib.h>
 
 #define SAVE_NODE_DEPTH 64
 

@@ -1,13 +1,10 @@
-/* world.c — worlds, entity handles, the UUID index and the hierarchy (spawn, destroy, reparent, duplicate). */
+/* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "world.h"
-#include "reload.h"
 #include "txn.h"
 
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
 
 static keel_world *g_worlds;   /* every live world, for registry changes */
 static uint64_t g_epoch;
@@ -60,8 +57,7 @@ void keel_world_free(keel_world *w)
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */
-    for (size_t p = 0; p < w->names_cap; p++) free(w->names[p].s);
-    free(w->names);
+    keel__names_free(w);
     keel__store_free_all(w);
     keel__runs_free(w);
     keel__faults_free(w);

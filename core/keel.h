@@ -616,8 +616,12 @@ typedef struct keel_add_opts {
     const keel_node *body;   /* MAP of field values by name; NULL: all defaults */
     int version;             /* version `body` was written in; 0 = the kind's */
     bool strict;             /* an enum choice the kind no longer offers: error, not warning */
-    bool skip_rules;         /* loaders: multiplicity/requires/rejects checked later (keel_check_rules) */
-    bool no_awake;           /* loaders: awake runs after publish (keel_awake_all) */
+    /* For a host's own loader, which adds a whole scene before anything may look at it (keel's
+     * scene and cooked readers do): kind rules hold only once every component is in, and awake
+     * must not see a half-built world. Call keel_check_rules per entity and keel_awake_all once
+     * everything is added; a world left between the two is not valid. */
+    bool skip_rules;         /* multiplicity/requires/rejects checked later, by keel_check_rules */
+    bool no_awake;           /* awake runs later, by keel_awake_all */
     const char *path;        /* diagnostics path prefix for body errors */
     const char *file;        /* diagnostics file */
 } keel_add_opts;

@@ -10,6 +10,7 @@
 #include "util.h"
 #include "record.h"
 #include "scene_write.h"
+#include "value.h"
 
 typedef struct writer {
     yaml_emitter_t em;
@@ -389,6 +390,14 @@ static void emit_body(writer *wr, keel_kind_id k, const keel_node *body)
 static bool via_encode;
 void keel__scene_write_via_encode(bool on) { via_encode = on; }
 
+static void sink_plain(void *wr, const char *text) { plain(wr, text); }
+static void sink_number(void *wr, double x) { float_value(wr, x); }
+static void sink_text(void *wr, const char *s, keel__text_kind kind) { str(wr, s); }
+static void sink_seq_start(void *wr) { seq_start(wr, true); }
+static void sink_seq_end(void *wr) { seq_end(wr); }
+/* Field values straight to the emitter, with the writer's own float formatting. */
+static const keel__value_sink writer_sink = { sink_plain, sink_number, sink_text, sink_seq_start, sink_seq_end };
+
 static void emit_record(writer *wr, const keel_world *w, keel_comp c)
 {
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
@@ -400,26 +409,7 @@ static void emit_record(writer *wr, const keel_world *w, keel_comp c)
         keel_value v;
         keel__record_get(c.kind, rec, (int)i, &v);
         key(wr, f->key);
-        switch (f->type) {
-        case KEEL_T_BOOL: plain(wr, v.as.b ? "true" : "false"); break;
-        case KEEL_T_INT: int_value(wr, v.as.i); break;
-        case KEEL_T_FLOAT: float_value(wr, v.as.f); break;
-        case KEEL_T_ENUM:
-            str(wr, v.as.i >= 0 && (size_t)v.as.i < f->choice_count ? f->choices[v.as.i] : f->choices[0]);
-            break;
-        case KEEL_T_STRING: str(wr, v.as.s ? v.as.s : ""); break;
-        case KEEL_T_ASSET:
-        case KEEL_T_ENTITY:
-            if (v.nil) {
-                plain(wr, "null");
-            } else {
-                char u[37];
-                keel_uuid_format(v.as.u, u);
-                str(wr, u);
-            }
-            break;
-        default: vec_value(wr, v.as.v, keel_type_width(f->type)); break;
-        }
+        keel__value_emit(f->type, &v, f->type == KEEL_T_ENUM ? keel__value_choice(f, v.as.i) : NULL, &writer_sink, wr);
     }
     map_end(wr);
 }

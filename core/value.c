@@ -290,39 +290,88 @@ bool keel__value_equal(const keel_value *a, const keel_value *b)
     }
 }
 
-/* ---- body nodes ---- */
+/* ---- emitting: one switch, the sink decides the form (a node, or the scene writer's events) ---- */
 
-static keel_node *number_node(double x)
-{
-    char buf[40];
-    keel_format_double(x, buf, sizeof buf);
-    return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-}
-
-keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice, bool quote_text)
+void keel__value_emit(keel_type t, const keel_value *v, const char *choice, const keel__value_sink *s, void *ctx)
 {
     char buf[40];
     switch (t) {
-    case KEEL_T_BOOL: return keel_node_new_scalar(v->as.b ? "true" : "false", KEEL_STYLE_PLAIN);
+    case KEEL_T_BOOL: s->plain(ctx, v->as.b ? "true" : "false"); return;
     case KEEL_T_INT:
         snprintf(buf, sizeof buf, "%" PRId64, v->as.i);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    case KEEL_T_FLOAT: return number_node(v->as.f);
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
-        keel_node *s = keel_node_new_seq();
-        s->style = KEEL_STYLE_FLOW;
-        for (int i = 0; i < keel_type_width(t); i++) keel_node_push(s, number_node(v->as.v[i]));
-        return s;
-    }
-    case KEEL_T_ENUM: return keel_node_new_scalar(choice ? choice : "", quote_text ? KEEL_STYLE_PLAIN : KEEL_STYLE_ANY);
-    case KEEL_T_STRING:
-        return keel_node_new_scalar(v->as.s ? v->as.s : "", quote_text ? KEEL_STYLE_DOUBLE : KEEL_STYLE_ANY);
+        s->plain(ctx, buf);
+        return;
+    case KEEL_T_FLOAT: s->number(ctx, v->as.f); return;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+        s->seq_start(ctx);
+        for (int i = 0; i < keel_type_width(t); i++) s->number(ctx, v->as.v[i]);
+        s->seq_end(ctx);
+        return;
+    case KEEL_T_ENUM: s->text(ctx, choice ? choice : "", KEEL__TEXT_CHOICE); return;
+    case KEEL_T_STRING: s->text(ctx, v->as.s ? v->as.s : "", KEEL__TEXT_STRING); return;
     case KEEL_T_ASSET: case KEEL_T_ENTITY:
-        if (v->nil) return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+        if (v->nil) {
+            s->plain(ctx, "null");
+            return;
+        }
         keel_uuid_format(v->as.u, buf);
-        return keel_node_new_scalar(buf, KEEL_STYLE_PLAIN);
-    default: return keel_node_new_scalar("null", KEEL_STYLE_PLAIN);
+        s->text(ctx, buf, KEEL__TEXT_UUID);
+        return;
+    default: s->plain(ctx, "null"); return;
     }
+}
+
+/* The node sink: a scalar, or a flow sequence of numbers. */
+typedef struct node_sink {
+    keel_node *out, *seq;
+    bool quote_text;
+} node_sink;
+
+static void node_add(node_sink *n, keel_node *x)
+{
+    if (n->seq) keel_node_push(n->seq, x);
+    else n->out = x;
+}
+
+static void node_plain(void *ctx, const char *text) { node_add(ctx, keel_node_new_scalar(text, KEEL_STYLE_PLAIN)); }
+
+static void node_number(void *ctx, double x)
+{
+    char buf[40];
+    keel_format_double(x, buf, sizeof buf);
+    node_add(ctx, keel_node_new_scalar(buf, KEEL_STYLE_PLAIN));
+}
+
+static void node_text(void *ctx, const char *s, keel__text_kind kind)
+{
+    node_sink *n = ctx;
+    keel_node_style st = KEEL_STYLE_PLAIN; /* a UUID */
+    if (kind == KEEL__TEXT_STRING) st = n->quote_text ? KEEL_STYLE_DOUBLE : KEEL_STYLE_ANY;
+    else if (kind == KEEL__TEXT_CHOICE) st = n->quote_text ? KEEL_STYLE_PLAIN : KEEL_STYLE_ANY;
+    node_add(n, keel_node_new_scalar(s, st));
+}
+
+static void node_seq_start(void *ctx)
+{
+    node_sink *n = ctx;
+    n->seq = keel_node_new_seq();
+    n->seq->style = KEEL_STYLE_FLOW;
+}
+
+static void node_seq_end(void *ctx)
+{
+    node_sink *n = ctx;
+    n->out = n->seq;
+    n->seq = NULL;
+}
+
+static const keel__value_sink node_sink_ops = { node_plain, node_number, node_text, node_seq_start, node_seq_end };
+
+keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice, bool quote_text)
+{
+    node_sink n = { NULL, NULL, quote_text };
+    keel__value_emit(t, v, choice, &node_sink_ops, &n);
+    return n.out;
 }
 
 const char *keel__value_choice(const keel_field_desc *f, int64_t i)

@@ -13,6 +13,19 @@ void keel__value_store(const keel_field_desc *f, unsigned char *p, const keel_va
 void keel__value_load(const keel_field_desc *f, const unsigned char *p, keel_value *out);
 /* Typed equality: floats bit for bit, strings by content, nil references equal. */
 bool keel__value_equal(const keel_value *a, const keel_value *b);
+/* What a sink is told a value is: plain text (bool, int, null), a number (a float, each item of
+ * a vector, between seq_start and seq_end), or text the writer quotes as it must. */
+typedef enum { KEEL__TEXT_STRING, KEEL__TEXT_CHOICE, KEEL__TEXT_UUID } keel__text_kind;
+typedef struct keel__value_sink {
+    void (*plain)(void *ctx, const char *text);
+    void (*number)(void *ctx, double x);
+    void (*text)(void *ctx, const char *s, keel__text_kind kind);
+    void (*seq_start)(void *ctx);
+    void (*seq_end)(void *ctx);
+} keel__value_sink;
+/* Emits value v of type t (`choice`: an enum's choice name) to sink s: the one switch that
+ * turns values into text, whatever form the text takes. */
+void keel__value_emit(keel_type t, const keel_value *v, const char *choice, const keel__value_sink *s, void *ctx);
 /* The value as a body node of type t (`choice`: an enum's choice name). `quote_text`: strings
  * double-quoted and choices plain, as typed text; else both left to the writer (canonical). */
 keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice, bool quote_text);

@@ -220,6 +220,119 @@ keel_status keel__value_check(const keel_field_desc *f, keel_value *v, keel_diag
     }
 }
 
+/* ---- from a body node ---- */
+
+static keel_status problem(keel__value_problem *pb, keel_severity sev, keel_status code, const keel_node *at,
+                           const char *fmt, const char *a, const char *b)
+{
+    pb->set = true;
+    pb->sev = sev;
+    pb->code = code;
+    pb->at = at;
+    pb->fmt = fmt;
+    snprintf(pb->a, sizeof pb->a, "%s", a ? a : "");
+    snprintf(pb->b, sizeof pb->b, "%s", b ? b : "");
+    return code;
+}
+
+static const char *show(const keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SEQ)
+        return "a sequence";
+    if (n->kind == KEEL_NODE_MAP)
+        return "a map";
+    return NULL;
+}
+
+keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, bool strict, keel_value *v,
+                                  bool *keep_default, keel__value_problem *pb)
+{
+    memset(v, 0, sizeof *v);
+    pb->set = false;
+    v->type = f->type;
+    *keep_default = false;
+    char quoted[96];
+    if (n->kind == KEEL_NODE_SCALAR)
+        snprintf(quoted, sizeof quoted, "'%.80s%s'", n->text ? n->text : "",
+                 n->len > 80 ? "..." : "");
+    const char *got = show(n) ? show(n) : quoted;
+    /* libyaml decodes "\0": a keel string is a C string, so a NUL would cut it (or a choice
+     * name, a UUID, a number) short. Refused, whatever the field's type. */
+    if (keel__node_has_nul(n))
+        return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "%s field holds a NUL byte%s",
+                    keel_type_name(f->type), NULL);
+    switch (f->type) {
+    case KEEL_T_BOOL:
+        if (!keel_node_as_bool(n, &v->as.b))
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected bool, got %s%s", got, NULL);
+        return KEEL_OK;
+    case KEEL_T_INT: {
+        double x;
+        if (keel_node_as_int(n, &v->as.i))
+            return KEEL_OK;
+        if (keel_node_as_float(n, &x)) {
+            v->type = KEEL_T_FLOAT; /* integral floats are converted by the field check */
+            v->as.f = x;
+            return KEEL_OK;
+        }
+        return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected int, got %s%s", got, NULL);
+    }
+    case KEEL_T_FLOAT:
+        if (!keel_node_as_float(n, &v->as.f))
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected float, got %s%s", got, NULL);
+        return KEEL_OK;
+    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
+        int w = keel_type_width(f->type);
+        char want[48];
+        snprintf(want, sizeof want, "%s (a sequence of %d numbers)", keel_type_name(f->type), w);
+        if (n->kind != KEEL_NODE_SEQ || n->count != (size_t)w)
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected %s, got %s", want,
+                        n->kind == KEEL_NODE_SEQ ? "a sequence of another length" : got);
+        for (int i = 0; i < w; i++)
+            if (!keel_node_as_float(&n->items[i], &v->as.v[i]))
+                return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, &n->items[i],
+                            "expected %s, got a non-number in it", want, NULL);
+        return KEEL_OK;
+    }
+    case KEEL_T_ENUM:
+        if (n->kind != KEEL_NODE_SCALAR)
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected a choice name, got %s%s",
+                        got, NULL);
+        for (size_t i = 0; i < f->choice_count; i++)
+            if (!strcmp(f->choices[i], n->text)) {
+                v->as.i = (int64_t)i;
+                return KEEL_OK;
+            }
+        if (strict)
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "%s is not one of its choices%s",
+                        quoted, NULL);
+        *keep_default = true;
+        problem(pb, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, n,
+             "%s is not one of its choices; kept the default", quoted, NULL);
+        return KEEL_OK;
+    case KEEL_T_STRING:
+        if (n->kind != KEEL_NODE_SCALAR)
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected string, got %s%s", got, NULL);
+        v->as.s = n->text ? n->text : "";
+        return KEEL_OK;
+    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+        if (n->kind != KEEL_NODE_SCALAR)
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected a UUID or null, got %s%s",
+                        got, NULL);
+        if (keel_node_is_null(n)) {
+            v->nil = true;
+            return KEEL_OK;
+        }
+        if (!keel_uuid_parse(n->text, &v->as.u))
+            return problem(pb, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, n, "%s is not a canonical UUID%s", quoted,
+                        NULL);
+        v->nil = keel_uuid_is_nil(v->as.u);
+        return KEEL_OK;
+    default:
+        return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "bad field type%s%s", NULL, NULL);
+    }
+}
+
 /* ---- record bytes ---- */
 
 void keel__value_store(const keel_field_desc *f, unsigned char *p, const keel_value *v)

@@ -7,6 +7,21 @@
 /* Checks v against field f, converting it in place where keel_field_check documents a
  * conversion; InvalidArgument or LimitExceeded in d when it cannot be stored. */
 keel_status keel__value_check(const keel_field_desc *f, keel_value *v, keel_diags *d);
+/* What keel__value_from_node found wrong: a diagnostic to report at node `at`, its message
+ * `fmt` with the two strings a and b for its two %s. */
+typedef struct keel__value_problem {
+    bool set;
+    keel_severity sev;
+    keel_status code;
+    const keel_node *at;
+    const char *fmt;
+    char a[128], b[96];
+} keel__value_problem;
+/* Reads body node n as a value of f's type (before keel__value_check's range checks; strings
+ * borrowed from n). An enum name that is not a choice is an error when `strict`, else a warning
+ * with *keep_default set and KEEL_OK. Anything reported is in pb (pb->set). */
+keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, bool strict, keel_value *v,
+                                  bool *keep_default, keel__value_problem *pb);
 /* Stores checked v into a record's bytes at p (strings duplicated, the old one freed). */
 void keel__value_store(const keel_field_desc *f, unsigned char *p, const keel_value *v);
 /* Loads the value at p (strings borrowed from the record). */

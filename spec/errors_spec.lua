@@ -214,3 +214,101 @@ describe("errors", function()
     assert.has_error(function() return nil .. err end)
   end)
 end)
+
+-- a callback error whose __tostring raises: each case crashed under ASan or misbehaved before its fix.
+do
+  local keel = require "keel"
+  local H = require "spec.helper"
+  local n = 0
+  local function key(what)
+    n = n + 1
+    return ("hl:%s%d"):format(what, n)
+  end
+
+  -- A pcall's failure as an InvalidOperation error object, from inside a callback.
+  local function refused(f)
+    local ok, err = pcall(f)
+    return not ok and type(err) == "table" and err.code == "InvalidOperation"
+  end
+
+  -- An error value whose __tostring itself raises.
+  local function bad_error()
+    return setmetatable({}, { __tostring = function() error("tostring raised") end })
+  end
+
+  describe("a callback error whose __tostring raises", function()
+    it("is recorded by w:step, which goes on; later steps run", function()
+      local w = keel.world("S")
+      local k, ran = key("update"), 0
+      keel.kind{ key = k, fields = { { "x", "float" } }, update = function() ran = ran + 1; error(bad_error()) end }
+      w:spawn("e"):add(k)
+      w:step(1 / 60)
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.are.equal("update", errs[1].phase)
+      assert.truthy(errs[1].message:find("its __tostring failed", 1, true), errs[1].message)
+      w:step(1 / 60) -- not "a step cannot run inside a step"
+      assert.are.equal(1, ran) -- the failed component is faulted
+    end)
+
+    it("is recorded per item in a batch of hooks", function()
+      local w = keel.world("S")
+      local k, ran = key("batch"), 0
+      keel.kind{ key = k, fields = { { "x", "float" } },
+        update = function(self) ran = ran + 1; if self.x == 2 then error(bad_error()) end; self.x = self.x + 10 end }
+      for i = 1, 6 do w:spawn("e" .. i):add(k, { x = i }) end
+      w:step(1 / 60)
+      assert.are.equal(6, ran)
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.truthy(errs[1].message:find("its __tostring failed", 1, true), errs[1].message)
+      assert.are.equal(13, w:find("e3"):get(k).x)
+      w:step(1 / 60)
+      assert.are.equal(11, ran)
+    end)
+
+    it("does not escape keel.parse through awake (nor leak its buffer)", function()
+      local k = key("awake")
+      keel.kind{ key = k, fields = { { "x", "float" } } }
+      local src = keel.world("P")
+      src:spawn{ name = "E", components = { k } }
+      local text = src:dump()
+      keel.kind{ key = k, fields = { { "x", "float" } }, awake = function() error(bad_error()) end }
+      local ok, w = pcall(keel.parse, text)
+      assert.is_true(ok, tostring(w))
+      assert.are.equal(1, #w:errors())
+      assert.truthy(w:errors()[1].message:find("its __tostring failed", 1, true))
+    end)
+
+    it("raised from validate becomes an error object; the registry is not left inside a callback", function()
+      local w = keel.world("S")
+      local k = key("validate")
+      keel.kind{ key = k, fields = { { "x", "float" } }, validate = function() error(bad_error()) end }
+      local c = w:spawn("e"):add(k)
+      local err = H.fails("InvalidOperation", function() c.x = 5 end)
+      assert.truthy(err.message:find("its __tostring failed", 1, true), err.message)
+      assert.are.equal(0, c.x)
+      keel.kind{ key = key("after"), fields = {} } -- refused while a validate is (wrongly) still open
+    end)
+
+    it("raised from a migrate step fails keel.persist.load with an error, not a raise", function()
+      local d = H.tmpdir()
+      local k = key("migrate")
+      keel.kind{ key = k, fields = { { "kmh", "float" } } }
+      local w = keel.world("M")
+      w:spawn{ name = "E", components = { { k, kmh = 1 } } }
+      local text = w:dump()
+      local base = keel.persist.baseline(w)
+      w:find("E"):get(k).kmh = 36
+      assert(keel.persist.save(w, base, d .. "/g.sav"))
+      local fresh = assert(keel.parse(text))
+      keel.kind{ key = k, version = 2, fields = { { "ms", "float" } },
+        migrate = { [2] = function() error(bad_error()) end } }
+      local ok, res, err = pcall(keel.persist.load, fresh, d .. "/g.sav")
+      assert.is_true(ok, tostring(res))
+      assert.is_nil(res)
+      assert.truthy(tostring(err):find("its __tostring failed", 1, true), tostring(err))
+      H.rmrf(d)
+    end)
+  end)
+end

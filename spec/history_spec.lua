@@ -271,3 +271,43 @@ describe("history", function()
     assert.is_false(h:undo())
   end)
 end)
+
+-- keel.history misuse: each case crashed under ASan or misbehaved before its fix.
+do
+  local keel = require "keel"
+  local H = require "spec.helper"
+  local n = 0
+  local function key(what)
+    n = n + 1
+    return ("hl:%s%d"):format(what, n)
+  end
+
+  -- A pcall's failure as an InvalidOperation error object, from inside a callback.
+  local function refused(f)
+    local ok, err = pcall(f)
+    return not ok and type(err) == "table" and err.code == "InvalidOperation"
+  end
+
+  describe("keel.history misuse", function()
+    local history = require "keel.history"
+
+    it("raises InvalidArgument error objects for a wrong self", function()
+      local h = history.new(keel.world("H"))
+      local e = h:spawn("e")
+      for _, call in ipairs{
+        function() h.undo() end, function() h.redo(nil) end, function() h.spawn(1, "x") end,
+        function() h.destroy("h", e) end, function() h.add({}, e, "x") end, function() h.remove(e, e, "x") end,
+        function() h.set(true, nil, "n", 1) end, function() h.reparent(nil, e) end, function() h.rename(nil, e, "n") end,
+      } do
+        local err = H.fails("InvalidArgument", call)
+        assert.truthy(err.message:match("a history expected"), err.message)
+      end
+    end)
+
+    it("keel.core._invalid raises an error object whatever it is given", function()
+      H.fails("InvalidArgument", function() keel._invalid("boom") end)
+      H.fails("InvalidArgument", function() keel._invalid() end)
+      H.fails("InvalidArgument", function() keel._invalid({}) end)
+    end)
+  end)
+end

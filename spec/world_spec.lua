@@ -671,3 +671,117 @@ entities:
     end)
   end)
 end)
+
+-- w:close() inside a callback of its world: each case crashed under ASan or misbehaved before its fix.
+do
+  local keel = require "keel"
+  local H = require "spec.helper"
+  local n = 0
+  local function key(what)
+    n = n + 1
+    return ("hl:%s%d"):format(what, n)
+  end
+
+  -- A pcall's failure as an InvalidOperation error object, from inside a callback.
+  local function refused(f)
+    local ok, err = pcall(f)
+    return not ok and type(err) == "table" and err.code == "InvalidOperation"
+  end
+
+  describe("w:close() inside a callback of its world", function()
+    it("refuses inside awake: InvalidOperation, and the world stays usable", function()
+      local w = keel.world("C")
+      local seen
+      local k = key("awake")
+      keel.kind{ key = k, fields = { { "x", "float" } },
+        awake = function(self) self.x = 5; seen = refused(function() w:close() end) end }
+      local c = w:spawn("e"):add(k)
+      assert.is_true(seen)
+      assert.are.equal(5, c.x)
+      assert.are.equal(1, w:count())
+    end)
+
+    it("refuses inside awake when the hook does not catch it: the failure is recorded, nothing is freed", function()
+      local w = keel.world("C")
+      local k = key("awake")
+      keel.kind{ key = k, fields = { { "x", "float" } }, awake = function(self) self.x = 2; w:close() end }
+      local e = w:spawn("e")
+      e:add(k)
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.are.equal("awake", errs[1].phase)
+      assert.truthy(errs[1].message:match("cannot be closed"), errs[1].message)
+      assert.is_true(e:alive())
+      assert.are.equal(1, w:count())
+      w:close()
+      assert.are.equal("keel.World (closed)", tostring(w))
+    end)
+
+    it("refuses inside on_destroy", function()
+      local w = keel.world("C")
+      local seen
+      local k = key("destroy")
+      keel.kind{ key = k, fields = { { "x", "float" } },
+        on_destroy = function(self) self.x = 3; seen = refused(function() w:close() end) end }
+      local e = w:spawn("e")
+      e:add(k)
+      e:destroy()
+      assert.is_true(seen)
+      assert.are.equal(0, w:count())
+    end)
+
+    it("refuses inside validate", function()
+      local w = keel.world("C")
+      local seen
+      local k = key("validate")
+      keel.kind{ key = k, fields = { { "x", "float" } },
+        validate = function() seen = refused(function() w:close() end); return true end }
+      local c = w:spawn("e"):add(k)
+      c.x = 4
+      assert.is_true(seen)
+      assert.are.equal(4, c.x)
+    end)
+
+    it("refuses inside a migrate step run by keel.persist.load", function()
+      local d = H.tmpdir()
+      local k = key("migrate")
+      keel.kind{ key = k, fields = { { "kmh", "float" } } }
+      local w = keel.world("M")
+      w:spawn{ name = "E", components = { { k, kmh = 1 } } }
+      local text = w:dump()
+      local base = keel.persist.baseline(w)
+      w:find("E"):get(k).kmh = 36
+      assert(keel.persist.save(w, base, d .. "/g.sav"))
+      local fresh = assert(keel.parse(text))
+      local seen
+      keel.kind{ key = k, version = 2, fields = { { "ms", "float" } },
+        migrate = { [2] = function(body)
+          seen = refused(function() fresh:close() end)
+          body.ms = body.kmh / 3.6; body.kmh = nil
+          return body
+        end } }
+      assert.is_true(keel.persist.load(fresh, d .. "/g.sav"))
+      assert.is_true(seen)
+      assert.are.equal(10, fresh:find("E"):get(k).ms)
+      H.rmrf(d)
+    end)
+
+    it("refuses inside step phases as before, with the same code", function()
+      local w = keel.world("C")
+      local seen
+      local k = key("update")
+      keel.kind{ key = k, fields = {}, update = function() seen = refused(function() w:close() end) end }
+      w:spawn("e"):add(k)
+      w:step(1 / 60)
+      assert.is_true(seen)
+    end)
+
+    it("still closes another world from inside a callback", function()
+      local w, other = keel.world("C"), keel.world("O")
+      local k = key("other")
+      keel.kind{ key = k, fields = {}, awake = function() other:close() end }
+      w:spawn("e"):add(k)
+      assert.are.equal("keel.World (closed)", tostring(other))
+    end)
+  end)
+end

@@ -293,7 +293,7 @@ static keel_node *fields_node(rd *r, const cooked *ck, uint32_t nf)
         keel_value v;
         const char *en = NULL;
         read_value(r, ck, t, &v, &en);
-        keel_node_put(body, key, keel__value_node(v.type, &v, en, true));
+        keel_node_put(body, key, keel__value_node(v.type, &v, en, false));
     }
     return body;
 }

@@ -595,6 +595,20 @@ describe("keel program", function()
       assert.are.equal(slurp(SCENES .. "/demo.yaml"), yaml)
     end)
 
+    it("dumps a cooked scene whose kinds are not declared byte for byte as its YAML", function()
+      -- read with no kinds, every game component is unknown: its body comes from the cooked
+      -- values, and strings are written as the canonical writer writes them (unquoted when plain)
+      local dir = tmpdir()
+      local cooked = dir .. "/demo.keelc"
+      local c1, _, e1 = keel("cook " .. shell_quote(SCENES .. "/demo.yaml") .. " -o " .. shell_quote(cooked))
+      lfs.mkdir(dir .. "/nokinds")
+      local c2, bare, e2 = keel("dump " .. shell_quote(cooked) .. " --kinds " .. shell_quote(dir .. "/nokinds"))
+      rmrf(dir)
+      assert.are.equal(0, c1, e1)
+      assert.are.equal(0, c2, e2)
+      assert.are.equal(slurp(SCENES .. "/demo.yaml"), bare)
+    end)
+
     it("refuses to cook a scene with unknown kinds (exit 1)", function()
       local dir = tmpdir()
       local code, _, err = keel("cook " .. shell_quote(SCENES .. "/unknown_kind.yaml") .. " -o "

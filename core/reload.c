@@ -8,21 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t align8(size_t n) { return (n + 7) & ~(size_t)7; }
-
 static void world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d)
 {
     if (k >= w->store_count || !w->stores[k].cap) return;
     keel__store *s = &w->stores[k];
     const keel_kind_desc *nd = keel_kind_describe(k);
     size_t nsize = keel_kind_record_size(k);
+    /* the old records are laid out by the old description, which the registry no longer holds */
     size_t *old_off = keel__xrealloc(NULL, (old_desc->field_count + 1) * sizeof *old_off);
-    size_t off = 0;
-    for (size_t f = 0; f < old_desc->field_count; f++) {
-        off = align8(off);
-        old_off[f] = off;
-        off += keel_type_size(old_desc->fields[f].type);
-    }
+    for (size_t f = 0; f < old_desc->field_count; f++) old_off[f] = keel__layout_offset(old_desc, (int)f);
     int *from = keel__xrealloc(NULL, (nd->field_count + 1) * sizeof *from); /* new field <- old field */
     bool *moved = keel__xcalloc(old_desc->field_count + 1, sizeof *moved);
     for (size_t f = 0; f < nd->field_count; f++) {

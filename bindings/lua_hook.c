@@ -266,6 +266,12 @@ bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w)
     return false;
 }
 
+void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what)
+{
+    if (keel_world_in_callback(w))
+        keel_lua_raisef(L, KEEL_INVALID_OPERATION, "%s refuses while a callback transaction is open", what);
+}
+
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++)

@@ -218,6 +218,8 @@ void keel__lua_open_hook(void);
 /* Is a callback of `w` running (a hook of any phase or validate: its self is w's), or a migrate
  * step (of whatever world)? w:close refuses meanwhile: the callback's caller still uses w. */
 bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w);
+/* Raises InvalidOperation "<what> refuses while a callback transaction is open" when one of w is. */
+void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what);
 /* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 /* Writes pending changes of self tables showing `c` (before a write through a handle). */

@@ -457,7 +457,8 @@ typedef struct keel_grid {
 /* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8, is ""
  * (keel_world_set_name refuses it instead). */
 keel_world *keel_world_new(const char *name);
-void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
+/* NULL is a no-op; runs no hooks. Inside a callback of w it does nothing (keel_world_in_callback). */
+void keel_world_free(keel_world *w);
 keel_uuid keel_world_uuid(const keel_world *w);        /* never nil */
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
 /* Never NULL; borrowed: valid until keel_world_set_name or keel_world_free. */
@@ -763,6 +764,12 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d);
 void keel_world_set_fixed_dt(keel_world *w, double fixed_dt);
 double keel_world_fixed_dt(const keel_world *w);       /* seconds; 1/60 until set */
 bool keel_world_in_step(const keel_world *w);          /* inside keel_step (so inside its hooks) */
+/* Whether a callback transaction of w is open (a hook of w is running, at any depth). While
+ * one is, what would let a file or another world see state that may still roll back refuses:
+ * keel_scene_dump, keel_scene_save, keel_cook and keel_persist_save are InvalidOperation
+ * ("keel_scene_save refuses while a callback transaction is open"), keel_baseline_capture
+ * returns NULL and keel_world_free does nothing. NULL: false. */
+bool keel_world_in_callback(const keel_world *w);
 uint64_t keel_world_frame(const keel_world *w);        /* completed steps */
 
 typedef struct keel_fault {
@@ -905,7 +912,8 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
 /* Reads a YAML scene or a cooked file (told apart by the KEELCOOK magic).
  * `o` NULL: keel_load_opts_default(). NULL path: InvalidArgument. */
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d);
-/* Canonical YAML text (malloc'd, NUL-terminated; the caller frees it). */
+/* Canonical YAML text (malloc'd, NUL-terminated; the caller frees it). InvalidOperation while a
+ * callback transaction of w is open (keel_world_in_callback), as keel_scene_save. */
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d);
 /* Atomic: temp file beside `path`, write, fsync, rename, fsync the directory. NULL path: InvalidArgument. */
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d);
@@ -969,7 +977,8 @@ keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o
  *     return st != KEEL_OK;
  */
 typedef struct keel_baseline keel_baseline;
-keel_baseline *keel_baseline_capture(const keel_world *w); /* NULL for a NULL world */
+/* NULL for a NULL world, and while a callback transaction of w is open (keel_world_in_callback). */
+keel_baseline *keel_baseline_capture(const keel_world *w);
 void keel_baseline_free(keel_baseline *b);                 /* NULL is a no-op */
 
 typedef struct keel_slot_info {
@@ -981,7 +990,8 @@ typedef struct keel_slot_info {
 void keel_slot_info_free(keel_slot_info *i); /* NULL is a no-op; leaves it zeroed */
 
 /* `info` NULL: no title; saved_at 0: now. InvalidArgument: a NULL world, base or
- * path, or a baseline of another scene; LimitExceeded: the state is too large.
+ * path, or a baseline of another scene; LimitExceeded: the state is too large;
+ * InvalidOperation: a callback transaction of w is open (keel_world_in_callback).
  * info->fields that is not a MAP of scalars (a SEQ, even empty): InvalidArgument. */
 keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
                               const keel_slot_info *info, keel_diags *d);

@@ -247,6 +247,7 @@ void keel_world_set_fixed_dt(keel_world *w, double fixed_dt)
 
 double keel_world_fixed_dt(const keel_world *w) { return w->fixed_dt; }
 bool keel_world_in_step(const keel_world *w) { return w->in_step; }
+bool keel_world_in_callback(const keel_world *w) { return w && w->txn_depth > 0; }
 uint64_t keel_world_frame(const keel_world *w) { return w->frame; }
 
 /* The registry's file may define this too; the weak one only fills a gap. */

@@ -585,6 +585,55 @@ static void step_rollback_when_the_hook_also_took_inverses(void **state)
     assert_int_equal(v.as.i, 0);
 }
 
+/* Inside a callback transaction nothing that writes the world out may run: its state may still roll back. */
+static keel_baseline *base_before; /* taken before the step */
+
+static keel_status save_inside(const keel_call *c)
+{
+    keel_world *w = c->world;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_true(keel_world_in_callback(w));
+    char *text = NULL;
+    size_t len = 0;
+    assert_diag(keel_scene_dump(w, &text, &len, &d), &d, KEEL_INVALID_OPERATION,
+                "keel_scene_dump refuses while a callback transaction is open");
+    assert_null(text);
+    assert_diag(keel_scene_save(w, "never-written.yaml", &d), &d, KEEL_INVALID_OPERATION,
+                "keel_scene_save refuses while a callback transaction is open");
+    void *cooked = NULL;
+    assert_diag(keel_cook(w, NULL, &cooked, &len, &d), &d, KEEL_INVALID_OPERATION,
+                "keel_cook refuses while a callback transaction is open");
+    assert_null(keel_baseline_capture(w));
+    assert_diag(keel_persist_save(w, base_before, "never-written.sav", NULL, &d), &d, KEEL_INVALID_OPERATION,
+                "keel_persist_save refuses while a callback transaction is open");
+    keel_world_free(w); /* does nothing: the step goes on using it */
+    keel_diags_free(&d);
+    return KEEL_OK;
+}
+
+static void step_writers_refuse_inside_a_callback(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:act");
+    base_before = keel_baseline_capture(f->w);
+    assert_non_null(base_before);
+    assert_false(keel_world_in_callback(f->w));
+    assert_false(keel_world_in_callback(NULL));
+    act = save_inside;
+    step(f, 0.1);
+    assert_int_equal(keel_fault_count(f->w), 0);
+    assert_null(fopen("never-written.yaml", "r"));
+    assert_null(fopen("never-written.sav", "r"));
+    assert_false(keel_world_in_callback(f->w)); /* committed: everything works again */
+    char *text = NULL;
+    assert_int_equal(keel_scene_dump(f->w, &text, NULL, &f->d), KEEL_OK);
+    assert_non_null(strstr(text, "name: A"));
+    free(text);
+    keel_baseline_free(base_before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -605,6 +654,7 @@ int main(void)
         T(step_on_destroy_destroying_itself),
         T(step_random_hook_changes_roll_back_entirely),
         T(step_rollback_when_the_hook_also_took_inverses),
+        T(step_writers_refuse_inside_a_callback),
     };
     return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
 }

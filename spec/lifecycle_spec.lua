@@ -278,6 +278,103 @@ describe("lifecycle", function()
     end)
   end)
 
+  describe("an entity field the hook leaves alone", function()
+    -- Committed state only (design/worlds.md): an unchanged entity field is never re-checked
+    -- when self is written back, so a hook may destroy what its own field points to.
+    local function killer(k, extra)
+      keel.kind{ key = k, fields = { { "target", "entity" }, { "hp", "int" } },
+        awake = extra and extra.awake, update = extra and extra.update or function(self, e)
+          if self.target then self.target:destroy() end
+          self.hp = self.hp + 1
+        end }
+    end
+
+    it("is not re-checked when the hook destroyed its target: no fault, and it reads nil after", function()
+      local w = keel.world("Kill")
+      local k = key("kill")
+      killer(k)
+      local t = w:spawn("target")
+      local c = w:spawn("killer"):add(k, { target = t })
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.is_false(t:alive())
+      assert.is_nil(c.target)
+      assert.are.equal(1, c.hp) -- the other fields were written back
+    end)
+
+    it("holds in a batch of the kind's hooks too", function()
+      local w = keel.world("Kill")
+      local k = key("killbatch")
+      killer(k)
+      local cs, ts = {}, {}
+      for i = 1, 6 do
+        ts[i] = w:spawn("t" .. i)
+        cs[i] = w:spawn("k" .. i):add(k, { target = ts[i] })
+      end
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      for i = 1, 6 do
+        assert.is_false(ts[i]:alive())
+        assert.is_nil(cs[i].target)
+        assert.are.equal(1, cs[i].hp)
+      end
+    end)
+
+    it("holds outside a step (awake) and when the target is the hook's own entity", function()
+      local w = keel.world("Kill")
+      local k = key("killawake")
+      killer(k, { awake = function(self, e) if self.target then self.target:destroy() end end,
+        update = function() end })
+      local t = w:spawn("target")
+      local c = w:spawn("killer"):add(k, { target = t })
+      assert.are.same({}, w:errors())
+      assert.is_false(t:alive())
+      assert.is_nil(c.target)
+      local k2 = key("suicide")
+      keel.kind{ key = k2, fields = { { "me", "entity" } }, update = function(self, e) self.me:destroy() end }
+      local e = w:spawn("self")
+      e:add(k2, { me = e })
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.is_false(e:alive())
+    end)
+
+    it("is still checked when the hook changed it to an entity that is not alive", function()
+      local w = keel.world("Kill")
+      local k = key("swap")
+      local other
+      keel.kind{ key = k, fields = { { "target", "entity" } }, update = function(self, e)
+        other:destroy()
+        self.target = other
+      end }
+      other = w:spawn("other")
+      local t = w:spawn("t")
+      local c = w:spawn("x"):add(k, { target = t })
+      w:step(1 / 60)
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.truthy(errs[1].message:find("field 'target': the entity is not alive in this world", 1, true))
+      assert.is_true(other:alive()) -- rolled back with the hook
+      assert.are.equal(t, c.target)
+    end)
+
+    it("takes a new value the hook wrote through a handle and then put back in self", function()
+      local w = keel.world("Kill")
+      local k = key("back")
+      local a, b
+      keel.kind{ key = k, fields = { { "target", "entity" } }, update = function(self, e)
+        self.target = b
+        assert(e:get(k).target == b, "the handle sees self's pending write")
+        self.target = a -- back to what self was given: the store holds b, so a is written
+      end }
+      a, b = w:spawn("a"), w:spawn("b")
+      local c = w:spawn("x"):add(k, { target = a })
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.are.equal(a, c.target)
+    end)
+  end)
+
   describe("readonly fields", function()
     it("are written by the kind's own hooks, not from outside", function()
       local w = keel.world("RO")

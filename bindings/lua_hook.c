@@ -325,8 +325,8 @@ void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char 
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++)
-        if (ctx->self_w[i] == w && ctx->self_c[i].entity == c.entity && ctx->self_c[i].kind == c.kind &&
-            ctx->self_c[i].slot == c.slot)
+        if (ctx->self_w[i] == w && !ctx->self_gone[i] && ctx->self_c[i].entity == c.entity &&
+            ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot)
             return true;
     return false;
 }
@@ -334,8 +334,8 @@ bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d)
 {
     for (int i = 0; i < ctx->depth; i++) {
-        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
-            ctx->self_c[i].slot != c.slot)
+        if (ctx->self_w[i] != w || ctx->self_gone[i] || ctx->self_c[i].entity != c.entity ||
+            ctx->self_c[i].kind != c.kind || ctx->self_c[i].slot != c.slot)
             continue;
         keel_lua_kind *lk = ctx->self_k[i];
         const keel_kind_desc *kd = keel_kind_describe(c.kind);
@@ -353,8 +353,8 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
 void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++) {
-        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
-            ctx->self_c[i].slot != c.slot)
+        if (ctx->self_w[i] != w || ctx->self_gone[i] || ctx->self_c[i].entity != c.entity ||
+            ctx->self_c[i].kind != c.kind || ctx->self_c[i].slot != c.slot)
             continue;
         keel_lua_kind *lk = ctx->self_k[i];
         const keel_kind_desc *kd = keel_kind_describe(c.kind);
@@ -376,7 +376,7 @@ static bool self_live(lua_State *L, keel_lua_ctx *ctx, int depth, int idx)
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_k[depth]->self_tab[depth]);
     bool live = lua_rawequal(L, -1, idx);
     lua_pop(L, 1);
-    return live && keel_comp_alive(ctx->self_w[depth], ctx->self_c[depth]);
+    return live && (ctx->self_gone[depth] || keel_comp_alive(ctx->self_w[depth], ctx->self_c[depth]));
 }
 
 /* A Component handle for the self of `depth`, pushed. */
@@ -394,6 +394,9 @@ static int self_method(lua_State *L)
     lua_CFunction fn = lua_tocfunction(L, lua_upvalueindex(3));
     if (!self_live(L, ctx, depth, 1))
         return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+    if (ctx->self_gone[depth]) /* its fields are still in self */
+        return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed: self has its fields, not its methods",
+                               keel_kind_describe(ctx->self_c[depth].kind)->key);
     push_self_comp(L, ctx, depth);
     lua_replace(L, 1);
     return fn(L);
@@ -412,8 +415,9 @@ static int self_index(lua_State *L)
     if (strcmp(k, "kind") == 0) lua_pushstring(L, keel_kind_describe(c.kind)->key);
     else if (strcmp(k, "slot") == 0) lua_pushinteger(L, (lua_Integer)c.slot);
     else if (strcmp(k, "loaded") == 0) lua_pushboolean(L, 1);
-    else if (strcmp(k, "enabled") == 0) lua_pushboolean(L, keel_comp_enabled(w, c));
-    else if (strcmp(k, "version") == 0) lua_pushinteger(L, (lua_Integer)keel_comp_counter(w, c));
+    else if (strcmp(k, "enabled") == 0) lua_pushboolean(L, !ctx->self_gone[depth] && keel_comp_enabled(w, c));
+    else if (strcmp(k, "version") == 0)
+        lua_pushinteger(L, ctx->self_gone[depth] ? 0 : (lua_Integer)keel_comp_counter(w, c));
     else if (strcmp(k, "entity") == 0) {
         keel__lua_push_world_of(L, ctx, w);
         keel__lua_push_entity(L, lua_gettop(L), c.entity);
@@ -434,6 +438,8 @@ static int self_newindex(lua_State *L)
         return 0;
     }
     if (k && strcmp(k, "enabled") == 0) {
+        if (ctx->self_gone[depth])
+            return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed", keel_kind_describe(c.kind)->key);
         push_self_comp(L, ctx, depth);
         lua_replace(L, 1);
         lua_settable(L, 1);
@@ -558,9 +564,12 @@ static keel_status hook_tramp(const keel_call *call)
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
     }
     int widx = push_world_if(L, lk, w);
+    /* an on_destroy the core ran at the commit, on the record its component left behind */
+    bool gone = call->phase == KEEL_PHASE_ON_DESTROY && keel_record(w, call->comp) != call->record;
     ctx->self_w[depth] = w;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
+    ctx->self_gone[depth] = gone;
     ctx->depth++; /* before the fill: a nil-valued key goes through self's __newindex, which checks it */
     lk->busy++;
     fill_self(L, lk, kd, w, call->record, self, keys, kbase, widx, depth);
@@ -575,7 +584,7 @@ static keel_status hook_tramp(const keel_call *call)
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
-    else if (!lk->dead &&
+    else if (!lk->dead && !gone && /* a gone component takes no write-back */
              !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
                                    self, keys, kbase, depth, call->diags, &s))
         s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
@@ -661,6 +670,7 @@ static int batch_loop(lua_State *L)
         ctx->self_w[0] = w;
         ctx->self_c[0] = call->comp;
         ctx->self_k[0] = lk;
+        ctx->self_gone[0] = false;
         ctx->depth = 1;
         lb->in_item = true;
         if (floats) { /* fill_self, less its per-field type dispatch */
@@ -746,6 +756,7 @@ static keel_status validate_tramp(const keel_call *call, int field)
     ctx->self_w[depth] = call->world;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
+    ctx->self_gone[depth] = false;
     ctx->depth++;
     lk->busy++;
     fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, 0, widx, depth);

@@ -104,6 +104,7 @@ typedef struct keel_lua_ctx {
     keel_world *self_w[KEEL_LUA_MAX_DEPTH];
     keel_comp self_c[KEEL_LUA_MAX_DEPTH];
     keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
+    bool self_gone[KEEL_LUA_MAX_DEPTH]; /* an on_destroy run at the commit: its component is gone */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
 } keel_lua_ctx;

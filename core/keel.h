@@ -566,7 +566,12 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
 /* Runs on_destroy, destroys every component record, drops preserved bodies,
  * reparents children to the top level, retires the handle. The root is
  * ProtectedEntity. During a step the entity is dead at once and freed at the
- * phase boundary. A stale handle is NotFound (as for every entity command). */
+ * phase boundary. A stale handle is NotFound (as for every entity command).
+ * Inside a callback transaction (keel_world_in_callback) the entity is dead at
+ * once but on_destroy waits for the outermost commit: it runs then, once per
+ * component, in the order the destroys were made (keel_remove's too), with
+ * call->record the component's last record and call->comp.entity the dead
+ * handle; a destroy that rolls back runs none. */
 keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d);
 /* Moves `e` to the end of `parent`'s children (KEEL_NO_ENTITY: top level).
  * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
@@ -646,7 +651,8 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
                              uint32_t slot, const keel_node *body, keel_diags *d);
 /* Removes by key and slot (known or unknown). A one kind may pass KEEL_SLOT_AUTO.
  * Removing a component another present one requires is InvalidOperation. The
- * inverse re-adds the saved body in the same slot. */
+ * inverse re-adds the saved body in the same slot. Its on_destroy runs first, or,
+ * inside a callback transaction, at the commit (as keel_destroy's). */
 keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t slot,
                         keel_cmd *inverse, keel_diags *d);
 /* Multiplicity, requires/rejects and root rules for e's whole stack. */
@@ -713,9 +719,10 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
  * ====================================================================== */
 
 /* Dense per-kind storage: i in [0, count) gives owner, slot and record. Raw rows: the
- * scene root's components are among them (owner keel_world_root), and during a step a
- * component removed or destroyed stays until the phase boundary with owner KEEL_NO_ENTITY
- * (skip those; its record is dead). Queries never list either. */
+ * scene root's components are among them (owner keel_world_root), and during a step (or
+ * while a callback transaction is open) a component removed or destroyed stays until the
+ * phase boundary (or the transaction's close) with owner KEEL_NO_ENTITY (skip those; its
+ * record is dead). Queries never list either. */
 /* Removal moves the last row into the hole: rows and record pointers are valid until the
  * next structural change to kind k. Past the end (or a kind this world never held): count 0,
  * owner KEEL_NO_ENTITY, slot 0, record NULL. */

@@ -13,6 +13,7 @@ struct keel_lua_kind {
     int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
     int validate, migrate, keys;
     int self_tab[KEEL_LUA_MAX_DEPTH];
+    int filled[KEEL_LUA_MAX_DEPTH]; /* kinds with entity fields: what each one's self got (see fill_self) */
     size_t nfields;
     size_t *offsets;             /* filled on first call (from the registry) */
     const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
@@ -32,7 +33,10 @@ static void lk_unref(lua_State *L, keel_lua_kind *lk)
     luaL_unref(L, LUA_REGISTRYINDEX, lk->validate);
     luaL_unref(L, LUA_REGISTRYINDEX, lk->migrate);
     luaL_unref(L, LUA_REGISTRYINDEX, lk->keys);
-    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) luaL_unref(L, LUA_REGISTRYINDEX, lk->self_tab[i]);
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) {
+        luaL_unref(L, LUA_REGISTRYINDEX, lk->self_tab[i]);
+        luaL_unref(L, LUA_REGISTRYINDEX, lk->filled[i]);
+    }
 }
 
 static void lk_destroy(keel_lua_kind *lk)
@@ -92,6 +96,31 @@ static void push_self(lua_State *L, keel_lua_kind *lk, int depth)
     lk->self_tab[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
 }
 
+/* Pushes the table of what the self of this depth was given for its entity fields (by field
+ * number; made on first use), and returns its index: the copy-back skips an entity field whose
+ * value is still that one (rawequal), so a handle its hook made dead is never converted. */
+static int push_filled(lua_State *L, keel_lua_kind *lk, int depth)
+{
+    if (lk->filled[depth] != LUA_NOREF) {
+        lua_rawgeti(L, LUA_REGISTRYINDEX, lk->filled[depth]);
+    } else {
+        lua_createtable(L, (int)lk->nfields, 0);
+        lua_pushvalue(L, -1);
+        lk->filled[depth] = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    return lua_gettop(L);
+}
+
+/* Whether the entity field i's value at idx is what its self was given (or last synced to). */
+static bool entity_unchanged(lua_State *L, int filled, size_t i, int idx)
+{
+    idx = lua_absindex(L, idx);
+    lua_rawgeti(L, filled, (lua_Integer)i + 1);
+    bool same = lua_rawequal(L, -1, idx);
+    lua_pop(L, 1);
+    return same;
+}
+
 /* Pushes the world udata of w when the kind has entity fields (else pushes nothing); returns its index or 0. */
 static int push_world_if(lua_State *L, keel_lua_kind *lk, keel_world *w)
 {
@@ -108,17 +137,24 @@ static inline void push_key(lua_State *L, int keys, int kbase, size_t i)
     else lua_rawgeti(L, keys, (lua_Integer)i + 1);
 }
 
-/* Copies the record's fields into the self table at `self` (names: see push_key). */
+/* Copies the record's fields into the self table at `self` (names: see push_key), the self of
+ * `depth`; entity fields also into its filled table. */
 static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                      const char *rec, int self, int keys, int kbase, int widx)
+                      const char *rec, int self, int keys, int kbase, int widx, int depth)
 {
+    int filled = lk->has_entity ? push_filled(L, lk, depth) : 0;
     for (size_t i = 0; i < lk->nfields; i++) {
         const keel_field_desc *fd = &kd->fields[i];
         push_key(L, keys, kbase, i);
         if (fd->type == KEEL_T_FLOAT) lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
         else keel__lua_push_stored(L, fd, rec + lk->offsets[i], w, widx);
+        if (fd->type == KEEL_T_ENTITY) {
+            lua_pushvalue(L, -1);
+            lua_rawseti(L, filled, (lua_Integer)i + 1);
+        }
         lua_rawset(L, self);
     }
+    if (filled) lua_remove(L, filled);
 }
 
 #define KEEL_LUA_COMMIT_MAX 64 /* kinds with more fields write back through keel_set */
@@ -127,15 +163,21 @@ static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd,
  * every changed field is converted and checked first, then all are stored with no journal
  * entry. Returns false when this path does not apply (then nothing was written). */
 static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                                 keel_comp c, const char *rec, int self, int keys, int kbase, keel_diags *d,
-                                 keel_status *out)
+                                 keel_comp c, const char *rec, int self, int keys, int kbase, int depth,
+                                 keel_diags *d, keel_status *out)
 {
     if (!rec || kd->validate || lk->nfields > KEEL_LUA_COMMIT_MAX) return false;
     int fields[KEEL_LUA_COMMIT_MAX];
     keel_value vals[KEEL_LUA_COMMIT_MAX];
     size_t n = 0;
     int top = lua_gettop(L);
-    bool kept = false; /* values left on the stack (borrowed strings): room checked once, settop at the end */
+    int filled = lk->has_entity ? push_filled(L, lk, depth) : 0;
+    bool kept = filled != 0; /* values left on the stack (borrowed strings): room checked once, settop at the end */
+    if (kept && !lua_checkstack(L, (int)lk->nfields + 4)) {
+        lua_settop(L, top);
+        *out = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+        return true;
+    }
     *out = KEEL_OK;
     for (size_t i = 0; i < lk->nfields; i++) {
         const keel_field_desc *fd = &kd->fields[i];
@@ -159,6 +201,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
                 break;
             }
             kept = true;
+            if (fd->type == KEEL_T_ENTITY && entity_unchanged(L, filled, i, -1)) continue; /* never re-checked */
             if (keel__lua_same(L, -1, fd, p, w)) continue;
             char err[256];
             if (!keel__lua_to_value(L, -1, fd, w, v, err, sizeof err)) {
@@ -177,10 +220,13 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
 /* Writes back the fields of `self` that differ from the record, through the registry.
  * `rec` is the record when no entry into the core happened since it was fetched, else NULL. */
 static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                              keel_comp c, const char *rec, int self, int keys, keel_diags *d)
+                              keel_comp c, const char *rec, int self, int keys, int depth, keel_diags *d)
 {
-    for (size_t i = 0; i < lk->nfields; i++) {
-        if (!rec && !(rec = keel_record(w, c))) return KEEL_OK; /* removed during the call */
+    int top = lua_gettop(L);
+    int filled = lk->has_entity ? push_filled(L, lk, depth) : 0;
+    keel_status s = KEEL_OK;
+    for (size_t i = 0; i < lk->nfields && s == KEEL_OK; i++) {
+        if (!rec && !(rec = keel_record(w, c))) break; /* removed during the call */
         const keel_field_desc *fd = &kd->fields[i];
         const char *p = rec + lk->offsets[i];
         lua_rawgeti(L, keys, (lua_Integer)i + 1);
@@ -195,24 +241,28 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             }
             changed_float = true;
         }
+        if (fd->type == KEEL_T_ENTITY && entity_unchanged(L, filled, i, -1)) {
+            lua_pop(L, 1); /* what its self was given: never re-checked */
+            continue;
+        }
         if (changed_float || !keel__lua_same(L, -1, fd, p, w)) {
             keel_value v;
             char err[256];
-            keel_status s;
             unsigned long entries = keel__lua_entries;
             if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
             if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
             else s = keel__field_set(w, c, (int)i, &v, true, NULL, d); /* a kind's own hooks may write readonly fields */
-            if (s != KEEL_OK) {
-                lua_pop(L, 1);
-                return s;
+            if (s == KEEL_OK && fd->type == KEEL_T_ENTITY) { /* the store holds it now */
+                lua_pushvalue(L, -1);
+                lua_rawseti(L, filled, (lua_Integer)i + 1);
             }
             if (entries != keel__lua_entries || kd->validate) rec = NULL; /* validate may have moved it */
         }
         lua_pop(L, 1);
     }
-    return KEEL_OK;
+    lua_settop(L, top);
+    return s;
 }
 
 static int tostring_call(lua_State *L)
@@ -266,11 +316,17 @@ bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w)
     return false;
 }
 
+void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what)
+{
+    if (keel_world_in_callback(w))
+        keel_lua_raisef(L, KEEL_INVALID_OPERATION, "%s refuses while a callback transaction is open", what);
+}
+
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++)
-        if (ctx->self_w[i] == w && ctx->self_c[i].entity == c.entity && ctx->self_c[i].kind == c.kind &&
-            ctx->self_c[i].slot == c.slot)
+        if (ctx->self_w[i] == w && !ctx->self_gone[i] && ctx->self_c[i].entity == c.entity &&
+            ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot)
             return true;
     return false;
 }
@@ -278,8 +334,8 @@ bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d)
 {
     for (int i = 0; i < ctx->depth; i++) {
-        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
-            ctx->self_c[i].slot != c.slot)
+        if (ctx->self_w[i] != w || ctx->self_gone[i] || ctx->self_c[i].entity != c.entity ||
+            ctx->self_c[i].kind != c.kind || ctx->self_c[i].slot != c.slot)
             continue;
         keel_lua_kind *lk = ctx->self_k[i];
         const keel_kind_desc *kd = keel_kind_describe(c.kind);
@@ -287,7 +343,7 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
         int top = lua_gettop(L);
         push_self(L, lk, i);
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
-        keel_status s = write_back(L, lk, kd, w, c, NULL, top + 1, top + 2, d);
+        keel_status s = write_back(L, lk, kd, w, c, NULL, top + 1, top + 2, i, d);
         lua_settop(L, top);
         if (s != KEEL_OK) return s;
     }
@@ -297,8 +353,8 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
 void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++) {
-        if (ctx->self_w[i] != w || ctx->self_c[i].entity != c.entity || ctx->self_c[i].kind != c.kind ||
-            ctx->self_c[i].slot != c.slot)
+        if (ctx->self_w[i] != w || ctx->self_gone[i] || ctx->self_c[i].entity != c.entity ||
+            ctx->self_c[i].kind != c.kind || ctx->self_c[i].slot != c.slot)
             continue;
         keel_lua_kind *lk = ctx->self_k[i];
         const keel_kind_desc *kd = keel_kind_describe(c.kind);
@@ -308,7 +364,7 @@ void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_co
         push_self(L, lk, i);
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
         int widx = push_world_if(L, lk, w);
-        fill_self(L, lk, kd, w, rec, top + 1, top + 2, 0, widx);
+        fill_self(L, lk, kd, w, rec, top + 1, top + 2, 0, widx, i);
         lua_settop(L, top);
     }
 }
@@ -320,7 +376,7 @@ static bool self_live(lua_State *L, keel_lua_ctx *ctx, int depth, int idx)
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_k[depth]->self_tab[depth]);
     bool live = lua_rawequal(L, -1, idx);
     lua_pop(L, 1);
-    return live && keel_comp_alive(ctx->self_w[depth], ctx->self_c[depth]);
+    return live && (ctx->self_gone[depth] || keel_comp_alive(ctx->self_w[depth], ctx->self_c[depth]));
 }
 
 /* A Component handle for the self of `depth`, pushed. */
@@ -338,6 +394,9 @@ static int self_method(lua_State *L)
     lua_CFunction fn = lua_tocfunction(L, lua_upvalueindex(3));
     if (!self_live(L, ctx, depth, 1))
         return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+    if (ctx->self_gone[depth]) /* its fields are still in self */
+        return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed: self has its fields, not its methods",
+                               keel_kind_describe(ctx->self_c[depth].kind)->key);
     push_self_comp(L, ctx, depth);
     lua_replace(L, 1);
     return fn(L);
@@ -356,8 +415,9 @@ static int self_index(lua_State *L)
     if (strcmp(k, "kind") == 0) lua_pushstring(L, keel_kind_describe(c.kind)->key);
     else if (strcmp(k, "slot") == 0) lua_pushinteger(L, (lua_Integer)c.slot);
     else if (strcmp(k, "loaded") == 0) lua_pushboolean(L, 1);
-    else if (strcmp(k, "enabled") == 0) lua_pushboolean(L, keel_comp_enabled(w, c));
-    else if (strcmp(k, "version") == 0) lua_pushinteger(L, (lua_Integer)keel_comp_counter(w, c));
+    else if (strcmp(k, "enabled") == 0) lua_pushboolean(L, !ctx->self_gone[depth] && keel_comp_enabled(w, c));
+    else if (strcmp(k, "version") == 0)
+        lua_pushinteger(L, ctx->self_gone[depth] ? 0 : (lua_Integer)keel_comp_counter(w, c));
     else if (strcmp(k, "entity") == 0) {
         keel__lua_push_world_of(L, ctx, w);
         keel__lua_push_entity(L, lua_gettop(L), c.entity);
@@ -378,6 +438,8 @@ static int self_newindex(lua_State *L)
         return 0;
     }
     if (k && strcmp(k, "enabled") == 0) {
+        if (ctx->self_gone[depth])
+            return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed", keel_kind_describe(c.kind)->key);
         push_self_comp(L, ctx, depth);
         lua_replace(L, 1);
         lua_settable(L, 1);
@@ -502,12 +564,15 @@ static keel_status hook_tramp(const keel_call *call)
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
     }
     int widx = push_world_if(L, lk, w);
+    /* an on_destroy the core ran at the commit, on the record its component left behind */
+    bool gone = call->phase == KEEL_PHASE_ON_DESTROY && keel_record(w, call->comp) != call->record;
     ctx->self_w[depth] = w;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
+    ctx->self_gone[depth] = gone;
     ctx->depth++; /* before the fill: a nil-valued key goes through self's __newindex, which checks it */
     lk->busy++;
-    fill_self(L, lk, kd, w, call->record, self, keys, kbase, widx);
+    fill_self(L, lk, kd, w, call->record, self, keys, kbase, widx, depth);
     lua_pushvalue(L, fn);
     lua_pushvalue(L, self);
     push_call_entity(L, ctx, w, call->comp.entity, fast);
@@ -519,11 +584,11 @@ static keel_status hook_tramp(const keel_call *call)
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
-    else if (!lk->dead &&
+    else if (!lk->dead && !gone && /* a gone component takes no write-back */
              !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
-                                   self, keys, kbase, call->diags, &s))
+                                   self, keys, kbase, depth, call->diags, &s))
         s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
-                       self, keys, call->diags);
+                       self, keys, depth, call->diags);
     ctx->depth--;
     lua_settop(L, top);
     if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
@@ -605,6 +670,7 @@ static int batch_loop(lua_State *L)
         ctx->self_w[0] = w;
         ctx->self_c[0] = call->comp;
         ctx->self_k[0] = lk;
+        ctx->self_gone[0] = false;
         ctx->depth = 1;
         lb->in_item = true;
         if (floats) { /* fill_self, less its per-field type dispatch */
@@ -613,7 +679,7 @@ static int batch_loop(lua_State *L)
                 lua_pushnumber(L, *(const double *)(call->record + lk->offsets[i]));
                 lua_rawset(L, 5);
             }
-        } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx);
+        } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
         lua_pushvalue(L, 4);
         lua_pushvalue(L, 5);
         keel__lua_push_entity_cached(L, 2, 3, call->comp.entity);
@@ -624,8 +690,8 @@ static int batch_loop(lua_State *L)
         const char *rec = entries == keel__lua_entries ? call->record : NULL;
         if (!lk->dead && !(floats && write_back_floats(L, lk, w, &b->txn, rec, kbase))) {
             lua_settop(L, base);
-            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, call->diags, &s))
-                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, call->diags);
+            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, 0, call->diags, &s))
+                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, 0, call->diags);
         }
         ctx->depth = 0;
         lb->in_item = false;
@@ -690,9 +756,10 @@ static keel_status validate_tramp(const keel_call *call, int field)
     ctx->self_w[depth] = call->world;
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
+    ctx->self_gone[depth] = false;
     ctx->depth++;
     lk->busy++;
-    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, 0, widx);
+    fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, 0, widx, depth);
     lua_pushvalue(L, top + 1);
     lua_pushvalue(L, top + 2);
     lua_pushstring(L, kd->fields[field].key);
@@ -783,7 +850,7 @@ keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_de
     lk->offsets = offsets;
     lk->nfields = desc->field_count;
     lk->has_entity = has_entity;
-    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = LUA_NOREF;
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = lk->filled[i] = LUA_NOREF;
     for (int p = 0; p < KEEL_PHASE_COUNT_; p++)
         if ((lk->hook[p] = spec_ref(L, phase_keys[p], LUA_TFUNCTION)) != LUA_NOREF) desc->hooks[p] = hook_tramp;
     if ((lk->validate = spec_ref(L, "validate", LUA_TFUNCTION)) != LUA_NOREF) desc->validate = validate_tramp;

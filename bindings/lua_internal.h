@@ -104,6 +104,7 @@ typedef struct keel_lua_ctx {
     keel_world *self_w[KEEL_LUA_MAX_DEPTH];
     keel_comp self_c[KEEL_LUA_MAX_DEPTH];
     keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
+    bool self_gone[KEEL_LUA_MAX_DEPTH]; /* an on_destroy run at the commit: its component is gone */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
 } keel_lua_ctx;
@@ -218,6 +219,8 @@ void keel__lua_open_hook(void);
 /* Is a callback of `w` running (a hook of any phase or validate: its self is w's), or a migrate
  * step (of whatever world)? w:close refuses meanwhile: the callback's caller still uses w. */
 bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w);
+/* Raises InvalidOperation "<what> refuses while a callback transaction is open" when one of w is. */
+void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what);
 /* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 /* Writes pending changes of self tables showing `c` (before a write through a handle). */

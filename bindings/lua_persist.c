@@ -57,6 +57,7 @@ static int base_tostring(lua_State *L)
 static int persist_baseline(lua_State *L)
 {
     keel_world *w = keel_lua_checkworld(L, 1);
+    keel__lua_refuse_in_callback(L, w, "keel.persist.baseline");
     lbase *lb = lua_newuserdatauv(L, sizeof *lb, 0); /* owner first, so an error never leaks */
     lb->b = NULL;
     keel__lua_setmt(L, &mt_baseline);
@@ -121,6 +122,7 @@ static int persist_save(lua_State *L)
     lbase *lb = checkbase(L, 2);
     const char *path = checkpath(L, 3);
     check_info(L, 4);
+    keel__lua_refuse_in_callback(L, w, "keel.persist.save");
     keel_slot_info info = { 0 };
     const char *title = NULL;
     if (lua_istable(L, 4)) {

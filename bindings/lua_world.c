@@ -530,6 +530,7 @@ static int w_warnings(lua_State *L)
 static int w_dump(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
+    keel__lua_refuse_in_callback(L, lw->w, "w:dump");
     void **box = keel__lua_newbox(L);
     char *text = NULL;
     size_t len = 0;
@@ -552,6 +553,7 @@ static int w_save(lua_State *L)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: a path expected, got %s", luaL_typename(L, 2));
     if (keel__lua_has_nul(L, 2))
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: the path holds a NUL byte");
+    keel__lua_refuse_in_callback(L, lw->w, "w:save");
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_scene_save(lw->w, lua_tostring(L, 2), &d);
@@ -566,12 +568,12 @@ static int w_save(lua_State *L)
 static int w_close(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
+    if (lw->w && (keel_world_in_callback(lw->w) || keel__lua_in_callback(lw->ctx, lw->w)))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION,
+                               "w:close refuses while a callback transaction is open: a world cannot be closed "
+                               "inside its own callbacks");
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
-    if (lw->w && keel__lua_in_callback(lw->ctx, lw->w))
-        return keel_lua_raisef(
-            L, KEEL_INVALID_OPERATION,
-            "a world cannot be closed inside a callback: close refuses while a callback transaction is open");
     return world_gc(L);
 }
 

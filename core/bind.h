@@ -46,6 +46,7 @@ typedef struct keel__hook_txn {
     keel_comp outer;         /* the hook this one runs inside (w->hook_comp before it) */
     uint32_t outer_row;
     const keel_kind_desc *kd;
+    bool detached;           /* an on_destroy run at the commit: the component is gone already */
 } keel__hook_txn;
 
 /* A stretch [next, end) of one kind's items in a phase's run list, run by a binding in one go

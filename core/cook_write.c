@@ -219,6 +219,8 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     if (out) *out = NULL;
     if (len) *len = 0;
     if (!w || !out || !len) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_cook: NULL argument");
+    if (keel_world_in_callback(w))
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_cook refuses while a callback transaction is open");
     keel_diags local;
     keel_diags_init(&local);
     strtab st = { 0 };

@@ -457,7 +457,8 @@ typedef struct keel_grid {
 /* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8, is ""
  * (keel_world_set_name refuses it instead). */
 keel_world *keel_world_new(const char *name);
-void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
+/* NULL is a no-op; runs no hooks. Inside a callback of w it does nothing (keel_world_in_callback). */
+void keel_world_free(keel_world *w);
 keel_uuid keel_world_uuid(const keel_world *w);        /* never nil */
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
 /* Never NULL; borrowed: valid until keel_world_set_name or keel_world_free. */
@@ -565,7 +566,12 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
 /* Runs on_destroy, destroys every component record, drops preserved bodies,
  * reparents children to the top level, retires the handle. The root is
  * ProtectedEntity. During a step the entity is dead at once and freed at the
- * phase boundary. A stale handle is NotFound (as for every entity command). */
+ * phase boundary. A stale handle is NotFound (as for every entity command).
+ * Inside a callback transaction (keel_world_in_callback) the entity is dead at
+ * once but on_destroy waits for the outermost commit: it runs then, once per
+ * component, in the order the destroys were made (keel_remove's too), with
+ * call->record the component's last record and call->comp.entity the dead
+ * handle; a destroy that rolls back runs none. */
 keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d);
 /* Moves `e` to the end of `parent`'s children (KEEL_NO_ENTITY: top level).
  * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
@@ -645,7 +651,8 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
                              uint32_t slot, const keel_node *body, keel_diags *d);
 /* Removes by key and slot (known or unknown). A one kind may pass KEEL_SLOT_AUTO.
  * Removing a component another present one requires is InvalidOperation. The
- * inverse re-adds the saved body in the same slot. */
+ * inverse re-adds the saved body in the same slot. Its on_destroy runs first, or,
+ * inside a callback transaction, at the commit (as keel_destroy's). */
 keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t slot,
                         keel_cmd *inverse, keel_diags *d);
 /* Multiplicity, requires/rejects and root rules for e's whole stack. */
@@ -712,9 +719,10 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
  * ====================================================================== */
 
 /* Dense per-kind storage: i in [0, count) gives owner, slot and record. Raw rows: the
- * scene root's components are among them (owner keel_world_root), and during a step a
- * component removed or destroyed stays until the phase boundary with owner KEEL_NO_ENTITY
- * (skip those; its record is dead). Queries never list either. */
+ * scene root's components are among them (owner keel_world_root), and during a step (or
+ * while a callback transaction is open) a component removed or destroyed stays until the
+ * phase boundary (or the transaction's close) with owner KEEL_NO_ENTITY (skip those; its
+ * record is dead). Queries never list either. */
 /* Removal moves the last row into the hole: rows and record pointers are valid until the
  * next structural change to kind k. Past the end (or a kind this world never held): count 0,
  * owner KEEL_NO_ENTITY, slot 0, record NULL. */
@@ -763,6 +771,12 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d);
 void keel_world_set_fixed_dt(keel_world *w, double fixed_dt);
 double keel_world_fixed_dt(const keel_world *w);       /* seconds; 1/60 until set */
 bool keel_world_in_step(const keel_world *w);          /* inside keel_step (so inside its hooks) */
+/* Whether a callback transaction of w is open (a hook of w is running, at any depth). While
+ * one is, what would let a file or another world see state that may still roll back refuses:
+ * keel_scene_dump, keel_scene_save, keel_cook and keel_persist_save are InvalidOperation
+ * ("keel_scene_save refuses while a callback transaction is open"), keel_baseline_capture
+ * returns NULL and keel_world_free does nothing. NULL: false. */
+bool keel_world_in_callback(const keel_world *w);
 uint64_t keel_world_frame(const keel_world *w);        /* completed steps */
 
 typedef struct keel_fault {
@@ -905,7 +919,8 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
 /* Reads a YAML scene or a cooked file (told apart by the KEELCOOK magic).
  * `o` NULL: keel_load_opts_default(). NULL path: InvalidArgument. */
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d);
-/* Canonical YAML text (malloc'd, NUL-terminated; the caller frees it). */
+/* Canonical YAML text (malloc'd, NUL-terminated; the caller frees it). InvalidOperation while a
+ * callback transaction of w is open (keel_world_in_callback), as keel_scene_save. */
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d);
 /* Atomic: temp file beside `path`, write, fsync, rename, fsync the directory. NULL path: InvalidArgument. */
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d);
@@ -969,7 +984,8 @@ keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o
  *     return st != KEEL_OK;
  */
 typedef struct keel_baseline keel_baseline;
-keel_baseline *keel_baseline_capture(const keel_world *w); /* NULL for a NULL world */
+/* NULL for a NULL world, and while a callback transaction of w is open (keel_world_in_callback). */
+keel_baseline *keel_baseline_capture(const keel_world *w);
 void keel_baseline_free(keel_baseline *b);                 /* NULL is a no-op */
 
 typedef struct keel_slot_info {
@@ -981,7 +997,8 @@ typedef struct keel_slot_info {
 void keel_slot_info_free(keel_slot_info *i); /* NULL is a no-op; leaves it zeroed */
 
 /* `info` NULL: no title; saved_at 0: now. InvalidArgument: a NULL world, base or
- * path, or a baseline of another scene; LimitExceeded: the state is too large.
+ * path, or a baseline of another scene; LimitExceeded: the state is too large;
+ * InvalidOperation: a callback transaction of w is open (keel_world_in_callback).
  * info->fields that is not a MAP of scalars (a SEQ, even empty): InvalidArgument. */
 keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
                               const keel_slot_info *info, keel_diags *d);

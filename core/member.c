@@ -525,8 +525,9 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         uint32_t s = m->slot;
         if (inv) remove_inverse(w, i, m, inv);
         if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
-            keel__call_hook(w, i, m->kind, s, KEEL_PHASE_ON_DESTROY, 0);
-            m = keel__ent_get(w, e) ? keel__entry_by_key(&w->ents[i], key, s) : NULL;
+            bool now = w->txn_depth == 0; /* else deferred: no hook runs before the delete */
+            keel__call_on_destroy(w, i, m->kind, s, m->row);
+            if (now) m = keel__ent_get(w, e) ? keel__entry_by_key(&w->ents[i], key, s) : NULL;
         }
         if (m) entry_delete(w, i, m);
         keel__touch(w);
@@ -534,18 +535,19 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
     return keel__cmd_end(w, st, inv, &tmp);
 }
 
-/* on_destroy for every live component (membership order), then every record freed. */
+/* on_destroy for every live component (membership order; inside a callback transaction, deferred
+ * to its commit), then every record freed. */
 void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
 {
     if (!quiet) {
         keel__ent *en = &w->ents[i];
         size_t n = en->member_count;
-        keel_comp *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
+        keel__entry *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
         size_t c = 0;
         for (size_t m = 0; m < n; m++)
             if (en->members[m].kind && en->members[m].awoken && !en->members[m].faulted)
-                list[c++] = (keel_comp){ 0, en->members[m].kind, en->members[m].slot };
-        for (size_t m = 0; m < c; m++) keel__call_hook(w, i, list[m].kind, list[m].slot, KEEL_PHASE_ON_DESTROY, 0);
+                list[c++] = en->members[m]; /* a copy: hooks run now may change the stack */
+        for (size_t m = 0; m < c; m++) keel__call_on_destroy(w, i, list[m].kind, list[m].slot, list[m].row);
         free(list);
     }
     keel__ent *en = &w->ents[i];

@@ -143,7 +143,7 @@ static keel_uuid parent_uuid(const keel_world *w, keel_entity e)
 
 keel_baseline *keel_baseline_capture(const keel_world *w)
 {
-    if (!w) return NULL;
+    if (!w || keel_world_in_callback(w)) return NULL; /* the state may still roll back */
     keel_baseline *b = keel__xcalloc(1, sizeof *b);
     b->scene = keel_world_uuid(w);
     size_t n = keel_world_entity_count(w) + 1;
@@ -480,6 +480,8 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
                               const keel_slot_info *info, keel_diags *d)
 {
     if (!w || !base || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_save: NULL argument");
+    if (keel_world_in_callback(w))
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while a callback transaction is open");
     if (!keel_uuid_equal(keel_world_uuid(w), base->scene)) {
         char a[37], b[37];
         keel_uuid_format(base->scene, a);

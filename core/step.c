@@ -38,17 +38,17 @@ const keel_fault *keel_fault_at(const keel_world *w, size_t i)
 
 /* ---------------------------------------------------------------- transactions */
 
-/* Opens the transaction of the hook of entry `m` (loaded, not faulted) of live entity i; kd has the hook. */
-static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
-                       keel_phase phase, double dt, keel__hook_txn *t)
+/* Opens the transaction of a hook of component c (row `row` of its kind) of entity index i. */
+static void hook_open(keel_world *w, uint32_t i, keel_uuid uuid, keel_comp c, uint32_t row,
+                      const keel_kind_desc *kd, keel_phase phase, double dt, keel__hook_txn *t)
 {
     t->index = i;
-    t->row = m->row;
+    t->row = row;
     t->kd = kd;
-    t->uuid = w->ents[i].uuid;
+    t->uuid = uuid;
+    t->detached = false;
     t->diags = (keel_diags){ 0 }; /* nothing to free unless the hook reports something */
-    keel_comp c = { keel__handle(w, i), m->kind, m->slot };
-    t->call = (keel_call){ w, c, keel__store_rec(&w->stores[m->kind], m->row), phase, dt, kd->user, &t->diags };
+    t->call = (keel_call){ w, c, keel__store_rec(&w->stores[c.kind], row), phase, dt, kd->user, &t->diags };
     t->mark = w->log_count;
     t->cmd_depth = w->cmd_depth;
     w->cmd_depth = 0; /* commands made by the hook are outermost for the log */
@@ -56,7 +56,36 @@ static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const ke
     t->outer = w->hook_comp;
     t->outer_row = w->hook_row;
     w->hook_comp = c; /* from the local: re-reading t->call.comp just after writing it stalls */
-    w->hook_row = m->row;
+    w->hook_row = row;
+}
+
+/* Opens the transaction of the hook of entry `m` (loaded, not faulted) of live entity i; kd has the hook. */
+static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
+                       keel_phase phase, double dt, keel__hook_txn *t)
+{
+    keel_comp c = { keel__handle(w, i), m->kind, m->slot };
+    hook_open(w, i, w->ents[i].uuid, c, m->row, kd, phase, dt, t);
+}
+
+static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st);
+
+/* The on_destroys of destroys that committed, in the order the destroys were made; those their
+ * own hooks commit join the end of the queue. Each is a transaction of its own, on the record
+ * left in its row (the component is gone: nothing is faulted if it fails, the failure is recorded). */
+static void run_doomed(keel_world *w)
+{
+    w->draining = true;
+    for (size_t n = 0; n < w->doomed_count; n++) {
+        keel__doomed dm = w->doomed[n]; /* the queue may grow meanwhile */
+        const keel_kind_desc *kd = keel_kind_describe(dm.comp.kind);
+        if (!kd || !kd->hooks[KEEL_PHASE_ON_DESTROY]) continue;
+        keel__hook_txn t;
+        hook_open(w, (uint32_t)dm.comp.entity, dm.uuid, dm.comp, dm.row, kd, KEEL_PHASE_ON_DESTROY, 0, &t);
+        t.detached = true;
+        hook_end(w, &t, kd->hooks[KEEL_PHASE_ON_DESTROY](&t.call));
+    }
+    w->doomed_count = 0;
+    w->draining = false;
 }
 
 /* Closes it: commits, or rolls back, faults the component and records the failure once. */
@@ -77,7 +106,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         }
         keel_entity now = keel_find(w, t->uuid);
         if (t->index == 0) now = keel_world_root(w);
-        keel__ent *en = keel__ent_get(w, now);
+        keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
         keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
         if (fm) fm->faulted = true;
         const char *msg = "failed";
@@ -92,8 +121,11 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         keel__txn_commit(w, t->mark);
         if (w->held_count) keel__held_release(w);
         if (w->tomb_cap) keel__tombs_clear(w);
+        if (w->doomed_count && !w->draining) run_doomed(w);
     }
     if (t->diags.items) keel_diags_free(&t->diags);
+    /* outside a step nothing holds a record once the outermost transaction has closed */
+    if (w->pending_count && w->txn_depth == 0 && !w->draining && !w->in_step) keel__store_flush_pending(w);
 }
 
 static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
@@ -102,6 +134,15 @@ static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const ke
     keel__hook_txn t;
     hook_begin(w, i, m, kd, phase, dt, &t);
     hook_end(w, &t, kd->hooks[phase](&t.call));
+}
+
+void keel__call_on_destroy(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, uint32_t row)
+{
+    if (w->rolling_back) return;
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd || !kd->hooks[KEEL_PHASE_ON_DESTROY]) return;
+    if (w->txn_depth == 0) keel__call_hook(w, i, k, slot, KEEL_PHASE_ON_DESTROY, 0);
+    else keel__txn_log_doomed(w, (keel_comp){ keel__handle(w, i), k, slot }, row, w->ents[i].uuid);
 }
 
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
@@ -215,7 +256,8 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt);
     }
-    keel__store_flush_pending(w); /* the phase boundary: records of the dead are freed */
+    /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
+    if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
 }
 
 keel_status keel_step(keel_world *w, double dt, keel_diags *d)
@@ -247,6 +289,7 @@ void keel_world_set_fixed_dt(keel_world *w, double fixed_dt)
 
 double keel_world_fixed_dt(const keel_world *w) { return w->fixed_dt; }
 bool keel_world_in_step(const keel_world *w) { return w->in_step; }
+bool keel_world_in_callback(const keel_world *w) { return w && w->txn_depth > 0; }
 uint64_t keel_world_frame(const keel_world *w) { return w->frame; }
 
 /* The registry's file may define this too; the weak one only fills a gap. */

@@ -19,6 +19,10 @@ typedef struct keel__run {
 
 /* Runs one hook as a transaction; a failure rolls back, faults and records. */
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt);
+/* The on_destroy of component (k, slot), in row `row`, of entity i, about to be destroyed: now
+ * outside any callback transaction; inside one, journaled to run at the outermost commit (the
+ * caller takes the component away at once; its row stays readable until then). */
+void keel__call_on_destroy(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, uint32_t row);
 void keel__runs_free(keel_world *w);
 void keel__faults_free(keel_world *w);
 

@@ -59,11 +59,13 @@ void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
 
 void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
 {
-    if (!w->in_step) {
+    /* a swap-remove moves the last row, which must not be a pending one */
+    if (!w->in_step && w->txn_depth == 0 && !w->draining && !w->pending_count) {
         keel__store_remove_now(w, k, row);
         return;
     }
-    /* a hook may still hold this record: free it at the phase boundary */
+    /* a hook may still hold this record, or its on_destroy is deferred to the commit: free it
+     * at the phase boundary, or when the outermost callback transaction has closed */
     w->stores[k].rows[row].owner = KEEL__NONE;
     w->stores[k].changes++;
     if (w->pending_count == w->pending_cap) {

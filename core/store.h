@@ -45,7 +45,9 @@ keel__store *keel__store_of(keel_world *w, keel_kind_id k);
 uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, uint32_t slot);
 /* Finalises the row's record and frees it now (the last row moves into its place). */
 void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row);
-/* Finalises the row's record; the row itself is freed at the next phase boundary. */
+/* Frees the row now, or, during a step or while a callback transaction is open (or rows are
+ * already pending), marks it ownerless and leaves its record readable until
+ * keel__store_flush_pending (the phase boundary; the outermost transaction's close outside a step). */
 void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
 void keel__store_flush_pending(keel_world *w);
 void keel__store_free_all(keel_world *w);

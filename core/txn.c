@@ -46,7 +46,7 @@ keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd
     }
     if (inv && inv->type != KEEL_CMD_NONE && keel__txn_wants(w)) {
         keel__jentry *j = log_push(w);
-        j->is_field = false;
+        j->type = KEEL__J_CMD;
         if (inv == tmp) {
             j->cmd = *tmp; /* moved: tmp is not freed */
             return st;
@@ -61,7 +61,7 @@ void keel__txn_log_field(keel_world *w, keel_uuid entity, keel_kind_id k, uint32
                          const keel_value *old)
 {
     keel__jentry *j = log_push(w);
-    j->is_field = true;
+    j->type = KEEL__J_FIELD;
     j->set.entity = entity;
     j->set.kind = k;
     j->set.slot = slot;
@@ -69,10 +69,17 @@ void keel__txn_log_field(keel_world *w, keel_uuid entity, keel_kind_id k, uint32
     j->set.old = *old;
 }
 
+void keel__txn_log_doomed(keel_world *w, keel_comp c, uint32_t row, keel_uuid entity)
+{
+    keel__jentry *j = log_push(w);
+    j->type = KEEL__J_DOOMED;
+    j->doomed = (keel__doomed){ c, row, entity };
+}
+
 static void entry_free(keel__jentry *j)
 {
-    if (!j->is_field) keel_cmd_free(&j->cmd);
-    else if (j->set.old.type == KEEL_T_STRING) free((char *)j->set.old.as.s);
+    if (j->type == KEEL__J_CMD) keel_cmd_free(&j->cmd);
+    else if (j->type == KEEL__J_FIELD && j->set.old.type == KEEL_T_STRING) free((char *)j->set.old.as.s);
 }
 
 void keel__txn_rollback(keel_world *w, size_t mark)
@@ -81,12 +88,12 @@ void keel__txn_rollback(keel_world *w, size_t mark)
     w->rolling_back = true;
     while (w->log_count > mark) {
         keel__jentry *j = &w->log[--w->log_count];
-        if (j->is_field) {
+        if (j->type == KEEL__J_FIELD) {
             keel_uuid u = j->set.entity; /* nil: the scene root */
             keel_entity e = keel_uuid_is_nil(u) ? keel_world_root(w) : keel_find(w, u);
             keel_comp c = { e, j->set.kind, j->set.slot };
             keel__field_set(w, c, j->set.field, &j->set.old, true, NULL, NULL);
-        } else {
+        } else if (j->type == KEEL__J_CMD) {
             keel__cmd_apply(w, &j->cmd, NULL, true, NULL);
         }
         entry_free(j);
@@ -96,13 +103,24 @@ void keel__txn_rollback(keel_world *w, size_t mark)
 
 void keel__txn_commit(keel_world *w, size_t mark)
 {
+    for (size_t i = mark; i < w->log_count; i++) {
+        if (w->log[i].type != KEEL__J_DOOMED) continue;
+        if (w->doomed_count == w->doomed_cap) {
+            w->doomed_cap = w->doomed_cap ? w->doomed_cap * 2 : 16;
+            w->doomed = keel__xrealloc(w->doomed, w->doomed_cap * sizeof *w->doomed);
+        }
+        w->doomed[w->doomed_count++] = w->log[i].doomed;
+    }
     while (w->log_count > mark) entry_free(&w->log[--w->log_count]);
 }
 
 void keel__txn_free(keel_world *w)
 {
-    keel__txn_commit(w, 0);
+    while (w->log_count) entry_free(&w->log[--w->log_count]);
     free(w->log);
     w->log = NULL;
     w->log_cap = 0;
+    free(w->doomed);
+    w->doomed = NULL;
+    w->doomed_count = w->doomed_cap = 0;
 }

@@ -48,7 +48,7 @@ keel_world *keel_world_new(const char *name)
 
 void keel_world_free(keel_world *w)
 {
-    if (!w) return;
+    if (!w || keel_world_in_callback(w)) return; /* its hooks' callers go on using it */
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;

@@ -57,6 +57,9 @@ struct keel_world {
     bool rolling_back;                /* no hooks, no logging */
     keel_comp hook_comp;              /* the component whose hook is running (readonly fields are its own) */
     uint32_t hook_row;                /* its storage row when that hook began */
+    keel__doomed *doomed;             /* committed destroys whose on_destroy is due (step.c runs them) */
+    size_t doomed_count, doomed_cap;
+    bool draining;                    /* those are running: the ones they add join the queue */
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;

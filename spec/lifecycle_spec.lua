@@ -221,6 +221,107 @@ describe("lifecycle", function()
     end)
   end)
 
+  describe("on_destroy of a destroy made inside a callback", function()
+    -- Committed state only (design/worlds.md): on_destroy runs once for a destroy that commits,
+    -- at the commit, in the order the destroys were made; a destroy that rolls back runs none.
+    local k = key("doomed")
+    local seen
+    keel.kind{ key = k, multiplicity = "many", fields = { { "tag", "string" }, { "hp", "int" } },
+      on_destroy = function(self, e)
+        seen[#seen + 1] = { tag = self.tag, hp = self.hp, alive = e:alive(), gone = not pcall(function() self:body() end) }
+        self.hp = 0 -- a gone component takes no write-back: harmless
+      end }
+    local function tags()
+      local out = {}
+      for i, s in ipairs(seen) do out[i] = s.tag end
+      return out
+    end
+    before_each(function() seen = {} end)
+
+    it("waits for the commit, then runs once per destroy in the order they were made", function()
+      local w = keel.world("D")
+      local a, b, c = w:spawn("a"), w:spawn("b"), w:spawn("c")
+      a:add(k, { tag = "a", hp = 1 })
+      b:add(k, { tag = "b0" })
+      b:add(k, { tag = "b1" })
+      c:add(k, { tag = "c" })
+      local during
+      local kk = key("killer")
+      keel.kind{ key = kk, fields = {}, update = function(self, e)
+        c:destroy()
+        a:remove(k, 0)
+        b:destroy()
+        during = #seen
+      end }
+      w:spawn("killer"):add(kk)
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.are.equal(0, during)
+      assert.are.same({ "c", "a", "b0", "b1" }, tags())
+      assert.are.equal(1, seen[2].hp) -- the component's last values, read from its record
+      assert.is_false(seen[1].alive) -- c is gone from lookups by the commit
+      assert.is_true(seen[2].alive)  -- a only lost a component
+      assert.is_true(seen[1].gone)   -- self has the fields, not the methods
+      w:step(1 / 60)
+      assert.are.equal(4, #seen)     -- once
+    end)
+
+    it("runs no hook for a destroy or remove that rolls back: the entity comes back as if nothing happened", function()
+      local w = keel.world("D")
+      local a, b = w:spawn("a"), w:spawn("b")
+      a:add(k, { tag = "a", hp = 5 })
+      b:add(k, { tag = "b" })
+      local kk = key("failer")
+      keel.kind{ key = kk, fields = {}, update = function(self, e)
+        a:remove(k, 0)
+        b:destroy()
+        error("changed my mind")
+      end }
+      w:spawn("killer"):add(kk)
+      w:step(1 / 60)
+      assert.are.equal(1, #w:errors())
+      assert.are.same({}, tags())
+      assert.is_true(b:alive())
+      assert.are.equal(5, a:get(k, 0).hp)
+      b:destroy() -- outside any callback: at once
+      assert.are.same({ "b" }, tags())
+    end)
+
+    it("waits for the outermost commit when made from a nested hook", function()
+      local w = keel.world("D")
+      local t = w:spawn("t")
+      t:add(k, { tag = "t" })
+      local inner, outer = key("inner"), key("outer")
+      keel.kind{ key = inner, fields = {}, awake = function() t:destroy() end }
+      local after_inner
+      keel.kind{ key = outer, fields = { { "fail", "bool" } }, update = function(self, e)
+        e:add(inner)
+        after_inner = #seen
+        if self.fail then error("outer failed") end
+      end }
+      local o = w:spawn("o"):add(outer, { fail = true })
+      w:step(1 / 60)
+      assert.are.equal(0, after_inner)
+      assert.are.same({}, tags())  -- the outer failed: the inner's destroy rolled back with it
+      assert.is_true(t:alive())
+      w:spawn("ok"):add(outer)
+      w:step(1 / 60)
+      assert.are.equal(0, after_inner)
+      assert.are.same({ "t" }, tags())
+      assert.is_false(t:alive())
+      assert.is_true(o.fail)
+    end)
+
+    it("runs at once for a destroy outside any callback", function()
+      local w = keel.world("D")
+      local e = w:spawn("e")
+      e:add(k, { tag = "now" })
+      e:destroy()
+      assert.are.same({ "now" }, tags())
+      assert.is_true(seen[1].alive) -- still there while its hooks run
+    end)
+  end)
+
   describe("self", function()
     it("sees the fields, writes back changes, and offers the component methods", function()
       local w = keel.world("Self")
@@ -275,6 +376,103 @@ describe("lifecycle", function()
       assert.are.same({}, w:errors())
       assert.are.equal(1, c.a)
       assert.are.equal(2, c.b)
+    end)
+  end)
+
+  describe("an entity field the hook leaves alone", function()
+    -- Committed state only (design/worlds.md): an unchanged entity field is never re-checked
+    -- when self is written back, so a hook may destroy what its own field points to.
+    local function killer(k, extra)
+      keel.kind{ key = k, fields = { { "target", "entity" }, { "hp", "int" } },
+        awake = extra and extra.awake, update = extra and extra.update or function(self, e)
+          if self.target then self.target:destroy() end
+          self.hp = self.hp + 1
+        end }
+    end
+
+    it("is not re-checked when the hook destroyed its target: no fault, and it reads nil after", function()
+      local w = keel.world("Kill")
+      local k = key("kill")
+      killer(k)
+      local t = w:spawn("target")
+      local c = w:spawn("killer"):add(k, { target = t })
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.is_false(t:alive())
+      assert.is_nil(c.target)
+      assert.are.equal(1, c.hp) -- the other fields were written back
+    end)
+
+    it("holds in a batch of the kind's hooks too", function()
+      local w = keel.world("Kill")
+      local k = key("killbatch")
+      killer(k)
+      local cs, ts = {}, {}
+      for i = 1, 6 do
+        ts[i] = w:spawn("t" .. i)
+        cs[i] = w:spawn("k" .. i):add(k, { target = ts[i] })
+      end
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      for i = 1, 6 do
+        assert.is_false(ts[i]:alive())
+        assert.is_nil(cs[i].target)
+        assert.are.equal(1, cs[i].hp)
+      end
+    end)
+
+    it("holds outside a step (awake) and when the target is the hook's own entity", function()
+      local w = keel.world("Kill")
+      local k = key("killawake")
+      killer(k, { awake = function(self, e) if self.target then self.target:destroy() end end,
+        update = function() end })
+      local t = w:spawn("target")
+      local c = w:spawn("killer"):add(k, { target = t })
+      assert.are.same({}, w:errors())
+      assert.is_false(t:alive())
+      assert.is_nil(c.target)
+      local k2 = key("suicide")
+      keel.kind{ key = k2, fields = { { "me", "entity" } }, update = function(self, e) self.me:destroy() end }
+      local e = w:spawn("self")
+      e:add(k2, { me = e })
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.is_false(e:alive())
+    end)
+
+    it("is still checked when the hook changed it to an entity that is not alive", function()
+      local w = keel.world("Kill")
+      local k = key("swap")
+      local other
+      keel.kind{ key = k, fields = { { "target", "entity" } }, update = function(self, e)
+        other:destroy()
+        self.target = other
+      end }
+      other = w:spawn("other")
+      local t = w:spawn("t")
+      local c = w:spawn("x"):add(k, { target = t })
+      w:step(1 / 60)
+      local errs = w:errors()
+      assert.are.equal(1, #errs)
+      assert.truthy(errs[1].message:find("field 'target': the entity is not alive in this world", 1, true))
+      assert.is_true(other:alive()) -- rolled back with the hook
+      assert.are.equal(t, c.target)
+    end)
+
+    it("takes a new value the hook wrote through a handle and then put back in self", function()
+      local w = keel.world("Kill")
+      local k = key("back")
+      local a, b
+      keel.kind{ key = k, fields = { { "target", "entity" } }, update = function(self, e)
+        self.target = b
+        assert(e:get(k).target == b, "the handle sees self's pending write")
+        self.target = a -- back to what self was given: the store holds b, so a is written
+      end }
+      a, b = w:spawn("a"), w:spawn("b")
+      local c = w:spawn("x"):add(k, { target = a })
+      w:step(1 / 60)
+      assert.are.same({}, w:errors())
+      assert.are.equal(a, c.target)
     end)
   end)
 

@@ -463,4 +463,32 @@ describe("keel.persist", function()
       assert.is_true(keel.persist.load(w, path))
     end)
   end)
+
+  describe("inside a callback transaction of the world", function()
+    it("save and baseline refuse with InvalidOperation, and nothing is written", function()
+      local w = fresh()
+      local base = keel.persist.baseline(w)
+      local errs = {}
+      local k = key("refuse")
+      keel.kind{ key = k, fields = {}, update = function(self, e)
+        w:find("Crate").name = "Rolled back"
+        for _, f in ipairs{ function() return keel.persist.save(w, base, path) end,
+          function() return keel.persist.baseline(w) end } do
+          local ok, err = pcall(f)
+          errs[#errs + 1] = not ok and err or "no error"
+        end
+        error("then it fails")
+      end }
+      w:find("Player"):add(k)
+      w:step(1 / 60)
+      assert.are.equal(2, #errs)
+      assert.are.equal("InvalidOperation", errs[1].code)
+      assert.are.equal("keel.persist.save refuses while a callback transaction is open", errs[1].message)
+      assert.are.equal("InvalidOperation", errs[2].code)
+      assert.are.equal("keel.persist.baseline refuses while a callback transaction is open", errs[2].message)
+      assert.is_nil(io.open(path, "rb"))
+      assert.truthy(w:find("Crate"))
+      assert.is_true(keel.persist.save(w, keel.persist.baseline(w), path)) -- committed state: fine
+    end)
+  end)
 end)

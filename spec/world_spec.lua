@@ -785,3 +785,89 @@ do
     end)
   end)
 end
+
+-- Committed state only (design/worlds.md): inside a callback transaction of its world, w:save,
+-- w:dump and w:close refuse with InvalidOperation, so a file never sees state that may roll back.
+describe("world inside a callback transaction", function()
+  local n = 0
+  local function key(what)
+    n = n + 1
+    return ("cs:%s%d"):format(what, n)
+  end
+  -- The error a call raised inside a hook, kept for the test to look at.
+  local function caught(f)
+    local ok, err = pcall(f)
+    return not ok and err or "no error"
+  end
+
+  it("w:save refuses, and the file is not written even when the hook then fails", function()
+    local d = H.tmpdir()
+    local w = keel.world("S")
+    local err
+    local k = key("save")
+    keel.kind{ key = k, fields = { { "x", "float" } }, update = function(self, e)
+      self.x = 99
+      w:spawn("Rolled back")
+      err = caught(function() w:save(d .. "/s.yaml") end)
+      error("then it fails")
+    end }
+    local c = w:spawn("e"):add(k)
+    w:step(1 / 60)
+    assert.are.equal("table", type(err))
+    assert.are.equal("InvalidOperation", err.code)
+    assert.are.equal("w:save refuses while a callback transaction is open", err.message)
+    assert.is_false(H.file_exists(d .. "/s.yaml"))
+    assert.are.equal(0, c.x)
+    assert.is_nil(w:find("Rolled back"))
+    assert.is_true(w:save(d .. "/s.yaml")) -- outside the callback it saves
+    H.rmrf(d)
+  end)
+
+  it("w:dump refuses inside awake, in or out of a step, and works again after", function()
+    local w = keel.world("D")
+    local errs = {}
+    local k = key("dump")
+    keel.kind{ key = k, fields = {}, awake = function() errs[#errs + 1] = caught(function() return w:dump() end) end,
+      update = function(self, e) errs[#errs + 1] = caught(function() return w:dump() end) end }
+    w:spawn("e"):add(k)
+    w:step(1 / 60)
+    assert.are.equal(2, #errs)
+    for _, err in ipairs(errs) do
+      assert.are.equal("InvalidOperation", err.code)
+      assert.are.equal("w:dump refuses while a callback transaction is open", err.message)
+    end
+    assert.truthy(w:dump():match("name: e"))
+  end)
+
+  it("w:close refuses with the same words, in awake and in a step", function()
+    local w = keel.world("C")
+    local errs = {}
+    local k = key("close")
+    keel.kind{ key = k, fields = {}, awake = function() errs[#errs + 1] = caught(function() w:close() end) end,
+      update = function() errs[#errs + 1] = caught(function() w:close() end) end }
+    w:spawn("e"):add(k)
+    w:step(1 / 60)
+    assert.are.equal(2, #errs)
+    for _, err in ipairs(errs) do
+      assert.are.equal("InvalidOperation", err.code)
+      assert.truthy(err.message:find("w:close refuses while a callback transaction is open", 1, true), err.message)
+    end
+    assert.are.equal(1, w:count())
+  end)
+
+  it("does not stop another world's save or dump: only the world whose transaction is open refuses", function()
+    local d = H.tmpdir()
+    local w, other = keel.world("W"), keel.world("O")
+    other:spawn("x")
+    local text, saved
+    local k = key("other")
+    keel.kind{ key = k, fields = {}, awake = function()
+      text = other:dump()
+      saved = other:save(d .. "/o.yaml")
+    end }
+    w:spawn("e"):add(k)
+    assert.truthy(text:match("name: x"))
+    assert.is_true(saved)
+    H.rmrf(d)
+  end)
+end)

@@ -187,8 +187,8 @@ static void step_destroy_is_visible_at_once(void **state)
     fx *f = *state;
     act_on_b(f, 1, destroy_target, true, NULL);
     step(f, 0.1);
-    /* B's on_destroy runs, its update never does */
-    assert_string_equal(logbuf, "A.0:update B.0:destroy");
+    /* B's on_destroy runs (at A's commit: B is gone from lookups by then), its update never does */
+    assert_string_equal(logbuf, "A.0:update ?.0:destroy");
     assert_int_equal(keel_storage_count(f->w, K("test:rec")), 0); /* freed at the boundary */
 }
 
@@ -585,6 +585,232 @@ static void step_rollback_when_the_hook_also_took_inverses(void **state)
     assert_int_equal(v.as.i, 0);
 }
 
+/* ---- on_destroy at the commit (design/worlds.md, "Committed state only") */
+
+static keel_status (*doom_act)(const keel_call *c); /* what test:doom's on_destroy does besides logging */
+
+/* test:doom's on_destroy: logs d<n>, n read from the record the destroyed component left behind. */
+static keel_status doom_hook(const keel_call *c)
+{
+    char item[32];
+    snprintf(item, sizeof item, "%sd%lld", logbuf[0] ? " " : "", (long long)*(const int64_t *)c->record);
+    strncat(logbuf, item, sizeof logbuf - strlen(logbuf) - 1);
+    return doom_act ? doom_act(c) : KEEL_OK;
+}
+
+static void declare_doom(void)
+{
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:doom";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    kd.fields = rec_fields;
+    kd.field_count = 1;
+    kd.hooks[KEEL_PHASE_ON_DESTROY] = doom_hook;
+    assert_int_equal(keel_kind_declare(&kd, NULL, NULL), KEEL_OK);
+    doom_act = NULL;
+}
+
+/* A test:doom component with n on e. */
+static keel_comp doom(fx *f, keel_entity e, int64_t n)
+{
+    keel_comp c = add(f, e, "test:doom");
+    keel_value v = { .type = KEEL_T_INT, .as.i = n };
+    assert_int_equal(keel_set(f->w, c, 0, &v, NULL, &f->d), KEEL_OK);
+    return c;
+}
+
+static keel_entity doomed_b, doomed_c, doomed_d;
+
+/* Destroys B (two test:doom), removes C's, destroys D: none of their on_destroys runs yet. */
+static keel_status destroy_three(const keel_call *c)
+{
+    keel_world *w = c->world;
+    if (!keel_alive(w, doomed_b)) return KEEL_OK; /* done in an earlier step */
+    assert_int_equal(keel_destroy(w, doomed_b, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_remove(w, doomed_c, "test:doom", 0, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_destroy(w, doomed_d, NULL, NULL), KEEL_OK);
+    assert_false(keel_alive(w, doomed_b)); /* structural changes apply at once */
+    assert_int_equal(keel_member_count(w, doomed_c), 0);
+    assert_null(strstr(logbuf, " d")); /* ... their on_destroys wait for the commit */
+    return KEEL_OK;
+}
+
+static void step_on_destroy_runs_at_the_commit_in_destroy_order(void **state)
+{
+    fx *f = *state;
+    declare_doom();
+    keel_entity a = spawn(f, "A", 0);
+    doomed_b = spawn(f, "B", 0), doomed_c = spawn(f, "C", 0), doomed_d = spawn(f, "D", 0);
+    doom(f, doomed_b, 1);
+    doom(f, doomed_b, 2);
+    doom(f, doomed_c, 3);
+    doom(f, doomed_d, 4);
+    add(f, a, "test:act");
+    act = destroy_three;
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:update d1 d2 d3 d4");
+    assert_int_equal(keel_fault_count(f->w), 0);
+    assert_int_equal(keel_storage_count(f->w, K("test:doom")), 0); /* the rows went at the boundary */
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:update"); /* once */
+}
+
+static keel_status destroy_three_then_fail(const keel_call *c)
+{
+    destroy_three(c);
+    return keel_error(c->diags, KEEL_INVALID_OPERATION, "", "gave up");
+}
+
+static void step_rolled_back_destroy_runs_no_on_destroy(void **state)
+{
+    fx *f = *state;
+    declare_doom();
+    keel_entity a = spawn(f, "A", 0);
+    doomed_b = spawn(f, "B", 0), doomed_c = spawn(f, "C", 0), doomed_d = spawn(f, "D", 0);
+    doom(f, doomed_b, 1);
+    doom(f, doomed_c, 3);
+    doom(f, doomed_d, 4);
+    add(f, a, "test:act");
+    act = destroy_three_then_fail;
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:update"); /* no hook for what rolled back */
+    assert_true(keel_alive(f->w, doomed_b));     /* as if nothing happened */
+    assert_int_equal(keel_member_count(f->w, doomed_c), 1);
+    assert_int_equal(keel_storage_count(f->w, K("test:doom")), 3);
+    assert_int_equal(keel_fault_count(f->w), 1);
+    /* the components came back whole: a later destroy outside any callback runs on_destroy at once */
+    clear();
+    assert_int_equal(keel_destroy(f->w, doomed_b, NULL, &f->d), KEEL_OK);
+    assert_string_equal(logbuf, "d1");
+}
+
+static bool doom_fail; /* test:doom's on_destroy of n == 1 fails after its changes */
+
+/* test:doom's on_destroy of n == 1 destroys D and removes C's test:doom (a transaction of its own). */
+static keel_status doom_chain(const keel_call *c)
+{
+    if (*(const int64_t *)c->record != 1) return KEEL_OK;
+    assert_true(keel_world_in_callback(c->world));
+    assert_false(keel_alive(c->world, c->comp.entity)); /* B is gone from lookups */
+    assert_int_equal(keel_destroy(c->world, doomed_d, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_remove(c->world, doomed_c, "test:doom", 0, NULL, NULL), KEEL_OK);
+    return doom_fail ? keel_error(c->diags, KEEL_INVALID_OPERATION, "", "on_destroy failed") : KEEL_OK;
+}
+
+static keel_status destroy_b_only(const keel_call *c)
+{
+    if (!keel_alive(c->world, doomed_b)) return KEEL_OK; /* done in an earlier step */
+    assert_int_equal(keel_destroy(c->world, doomed_b, NULL, NULL), KEEL_OK);
+    return KEEL_OK;
+}
+
+/* A destroys B (d1, d2); d1 destroys D (d4) and removes C's (d3). */
+static void doom_chain_step(fx *f, bool fail)
+{
+    declare_doom();
+    doom_act = doom_chain;
+    doom_fail = fail;
+    keel_entity a = spawn(f, "A", 0);
+    doomed_b = spawn(f, "B", 0), doomed_c = spawn(f, "C", 0), doomed_d = spawn(f, "D", 0);
+    doom(f, doomed_b, 1);
+    doom(f, doomed_b, 2);
+    doom(f, doomed_c, 3);
+    doom(f, doomed_d, 4);
+    add(f, a, "test:act");
+    act = destroy_b_only;
+    clear();
+    step(f, 0.1);
+}
+
+static void step_on_destroy_at_the_commit_queues_what_it_destroys(void **state)
+{
+    fx *f = *state;
+    doom_chain_step(f, false);
+    /* d1's own destroys commit with it: their on_destroys join the queue after d2 */
+    assert_string_equal(logbuf, "A.0:update d1 d2 d4 d3");
+    assert_int_equal(keel_fault_count(f->w), 0);
+    assert_false(keel_alive(f->w, doomed_d));
+    assert_int_equal(keel_member_count(f->w, doomed_c), 0);
+    assert_int_equal(keel_storage_count(f->w, K("test:doom")), 0);
+}
+
+static void step_on_destroy_at_the_commit_rolls_back_alone(void **state)
+{
+    fx *f = *state;
+    doom_chain_step(f, true);
+    /* d1 failed: its destroy and remove roll back and run no hook; B's destroy stays committed */
+    assert_string_equal(logbuf, "A.0:update d1 d2");
+    assert_false(keel_alive(f->w, doomed_b));
+    assert_true(keel_alive(f->w, doomed_d));
+    assert_int_equal(keel_member_count(f->w, doomed_c), 1);
+    assert_int_equal(keel_storage_count(f->w, K("test:doom")), 2);
+    /* recorded once, as an on_destroy failure of B's component; nothing else is faulted */
+    assert_int_equal(keel_fault_count(f->w), 1);
+    const keel_fault *ft = keel_fault_at(f->w, 0);
+    assert_string_equal(ft->kind, "test:doom");
+    assert_int_equal(ft->phase, KEEL_PHASE_ON_DESTROY);
+    assert_string_equal(ft->message, "on_destroy failed");
+    keel_member m;
+    assert_true(keel_member_at(f->w, doomed_c, 0, &m));
+    assert_false(m.faulted);
+    clear();
+    step(f, 0.1);
+    assert_string_equal(logbuf, "A.0:update");
+}
+
+/* Inside a callback transaction nothing that writes the world out may run: its state may still roll back. */
+static keel_baseline *base_before; /* taken before the step */
+
+static keel_status save_inside(const keel_call *c)
+{
+    keel_world *w = c->world;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_true(keel_world_in_callback(w));
+    char *text = NULL;
+    size_t len = 0;
+    assert_diag(keel_scene_dump(w, &text, &len, &d), &d, KEEL_INVALID_OPERATION,
+                "keel_scene_dump refuses while a callback transaction is open");
+    assert_null(text);
+    assert_diag(keel_scene_save(w, "never-written.yaml", &d), &d, KEEL_INVALID_OPERATION,
+                "keel_scene_save refuses while a callback transaction is open");
+    void *cooked = NULL;
+    assert_diag(keel_cook(w, NULL, &cooked, &len, &d), &d, KEEL_INVALID_OPERATION,
+                "keel_cook refuses while a callback transaction is open");
+    assert_null(keel_baseline_capture(w));
+    assert_diag(keel_persist_save(w, base_before, "never-written.sav", NULL, &d), &d, KEEL_INVALID_OPERATION,
+                "keel_persist_save refuses while a callback transaction is open");
+    keel_world_free(w); /* does nothing: the step goes on using it */
+    keel_diags_free(&d);
+    return KEEL_OK;
+}
+
+static void step_writers_refuse_inside_a_callback(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0);
+    add(f, a, "test:act");
+    base_before = keel_baseline_capture(f->w);
+    assert_non_null(base_before);
+    assert_false(keel_world_in_callback(f->w));
+    assert_false(keel_world_in_callback(NULL));
+    act = save_inside;
+    step(f, 0.1);
+    assert_int_equal(keel_fault_count(f->w), 0);
+    assert_null(fopen("never-written.yaml", "r"));
+    assert_null(fopen("never-written.sav", "r"));
+    assert_false(keel_world_in_callback(f->w)); /* committed: everything works again */
+    char *text = NULL;
+    assert_int_equal(keel_scene_dump(f->w, &text, NULL, &f->d), KEEL_OK);
+    assert_non_null(strstr(text, "name: A"));
+    free(text);
+    keel_baseline_free(base_before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -605,6 +831,11 @@ int main(void)
         T(step_on_destroy_destroying_itself),
         T(step_random_hook_changes_roll_back_entirely),
         T(step_rollback_when_the_hook_also_took_inverses),
+        T(step_writers_refuse_inside_a_callback),
+        T(step_on_destroy_runs_at_the_commit_in_destroy_order),
+        T(step_rolled_back_destroy_runs_no_on_destroy),
+        T(step_on_destroy_at_the_commit_queues_what_it_destroys),
+        T(step_on_destroy_at_the_commit_rolls_back_alone),
     };
     return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
 }

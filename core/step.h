@@ -19,6 +19,9 @@ typedef struct keel__run {
 
 /* Runs one hook as a transaction; a failure rolls back, faults and records. */
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt);
+/* The same, with call.from set (on_transfer: the world the component came from). */
+void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt,
+                          keel_world *from);
 void keel__runs_free(keel_world *w);
 void keel__faults_free(keel_world *w);
 

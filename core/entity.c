@@ -605,3 +605,48 @@ void keel__names_free(keel_world *w)
 }
 
 void keel__entity_forget(keel_world *w, uint32_t i) { destroy_index(w, i, true); }
+
+void keel__entities_copy(keel_world *dst, const keel_world *src)
+{
+    dst->ent_count = dst->ent_cap = src->ent_count;
+    dst->ents = keel__xrealloc(NULL, (src->ent_count ? src->ent_count : 1) * sizeof *dst->ents);
+    memcpy(dst->ents, src->ents, src->ent_count * sizeof *dst->ents);
+    for (uint32_t i = 0; i < src->ent_count; i++) {
+        keel__ent *en = &dst->ents[i];
+        en->members = NULL; /* member.c gives each its own array */
+        if (!en->alive) {
+            en->member_count = en->member_cap = 0;
+            en->name = NULL;
+            continue;
+        }
+        en->name = keel__name_intern(dst, src->ents[i].name);
+    }
+    dst->free_count = dst->free_cap = src->free_count;
+    dst->free_idx = keel__xrealloc(NULL, (src->free_count ? src->free_count : 1) * sizeof *dst->free_idx);
+    if (src->free_count) memcpy(dst->free_idx, src->free_idx, src->free_count * sizeof *dst->free_idx);
+    dst->hash_cap = src->hash_cap;
+    dst->hash_used = src->hash_used;
+    dst->hash = src->hash_cap ? keel__xrealloc(NULL, src->hash_cap * sizeof *dst->hash) : NULL;
+    if (src->hash_cap) memcpy(dst->hash, src->hash, src->hash_cap * sizeof *dst->hash);
+    dst->live = src->live;
+    dst->reuse_index = KEEL__NONE;
+}
+
+void keel__entities_outlive(keel_world *w, const keel_world *old)
+{
+    if (old->ent_count > w->ent_cap) {
+        w->ents = keel__xrealloc(w->ents, old->ent_count * sizeof *w->ents);
+        w->ent_cap = old->ent_count;
+    }
+    for (uint32_t i = w->ent_count; i < old->ent_count; i++) { /* only old had it: a free slot now */
+        memset(&w->ents[i], 0, sizeof w->ents[i]);
+        w->ents[i].gen = old->ents[i].gen;
+        free_push(w, i);
+    }
+    if (old->ent_count > w->ent_count) w->ent_count = old->ent_count;
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        uint32_t g = w->ents[i].gen;
+        if (i < old->ent_count && old->ents[i].gen > g) g = old->ents[i].gen;
+        w->ents[i].gen = g < UINT32_MAX ? g + 1 : g; /* at the end of the range, retired as destroy does */
+    }
+}

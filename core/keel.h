@@ -612,6 +612,33 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
 keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_entity parent, keel_entity *out,
                           keel_diags *d);
 
+/* Play mode. keel_world_play remembers the world as it is now (a deep copy: entities,
+ * components, slots, names, hierarchy, fields, unknown components, settings and counters);
+ * keel_world_stop puts all of it back exactly (a dump before play equals one after stop, the
+ * revision included) as a new epoch: every handle taken before stop, the root's included,
+ * is stale afterwards. Faults recorded while playing are kept. Both refuse with
+ * InvalidOperation inside a callback or a step, play when already playing and stop when not.
+ *
+ * Example:
+ *     keel_world *w = keel_world_new("level");
+ *     keel_entity crate = KEEL_NO_ENTITY;
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_status st = keel_spawn(w, "Crate", KEEL_NO_ENTITY, NULL, &crate, NULL, &d);
+ *     uint64_t rev = keel_world_revision(w);
+ *     if (st == KEEL_OK) st = keel_world_play(w, &d);
+ *     if (st == KEEL_OK) st = keel_destroy(w, crate, NULL, &d); // play breaks things
+ *     if (st == KEEL_OK) st = keel_world_stop(w, &d);
+ *     int failed = st != KEEL_OK || keel_world_entity_count(w) != 1 || keel_alive(w, crate) ||
+ *                  keel_world_revision(w) != rev || !keel_find_name(w, "Crate");
+ *     keel_diags_free(&d);
+ *     keel_world_free(w);
+ *     return failed;
+ */
+keel_status keel_world_play(keel_world *w, keel_diags *d);
+keel_status keel_world_stop(keel_world *w, keel_diags *d);
+bool keel_world_playing(const keel_world *w); /* between play and stop */
+
 bool keel_alive(const keel_world *w, keel_entity e);  /* false for stale handles and KEEL_NO_ENTITY */
 keel_entity keel_find(const keel_world *w, keel_uuid u);      /* O(1); root not found */
 keel_entity keel_find_name(const keel_world *w, const char *name); /* first in run order */

@@ -792,3 +792,22 @@ void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry
     ds->rows[row].counter = ss->rows[m->row].counter;
     keel__touch(dst);
 }
+
+void keel__members_copy(keel_world *dst, const keel_world *src)
+{
+    for (uint32_t i = 0; i < src->ent_count; i++) {
+        const keel__ent *se = &src->ents[i];
+        if (!se->alive || !se->member_cap) continue;
+        keel__entry *a = entries_alloc(dst, se->member_cap);
+        memcpy(a, se->members, se->member_count * sizeof *a);
+        for (uint32_t k = 0; k < se->member_count; k++) {
+            if (a[k].kind) continue; /* loaded: the same row of the copied store */
+            keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
+            u->key = keel__strdup(se->members[k].unk->key);
+            u->preserved = keel_node_copy(se->members[k].unk->preserved);
+            a[k].unk = u;
+        }
+        dst->ents[i].members = a;
+    }
+    dst->last_serial = src->last_serial;
+}

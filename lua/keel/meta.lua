@@ -107,6 +107,7 @@
 ---@field uuid string
 ---@field name string
 ---@field root KeelEntity
+---@field playing boolean           # between w:play() and w:stop()
 ---@field revision integer
 local World = {}
 
@@ -166,6 +167,15 @@ function World:dump() end
 ---@param parent? KeelEntity
 ---@return KeelEntity
 function World:transfer(e, other, parent) end
+
+---Play mode: remembers the world as it is now (entities, components, fields, unknown
+---components, settings, the revision); `w:stop()` puts it back. InvalidOperation when already
+---playing or inside a callback.
+function World:play() end
+
+---Puts the world back exactly as it was at `w:play()`, as a new epoch: every handle taken
+---before (the root's too) refuses afterwards; the World handle itself stays good.
+function World:stop() end
 
 ---Frees the world now instead of at collection (also `local w <close> = ...`); its
 ---handles go stale. Refused (InvalidOperation) inside its own step and inside any callback of

@@ -22,7 +22,7 @@ struct keel_lua_kind {
 };
 
 static const char *const phase_keys[KEEL_PHASE_COUNT_] = {
-    "awake", "start", "fixed_update", "update", "late_update", "on_destroy"
+    "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "on_transfer"
 };
 
 /* ---- lifetime ---- */
@@ -579,6 +579,11 @@ static keel_status hook_tramp(const keel_call *call)
     int nargs = 2;
     if (call->phase == KEEL_PHASE_UPDATE || call->phase == KEEL_PHASE_FIXED_UPDATE || call->phase == KEEL_PHASE_LATE_UPDATE) {
         lua_pushnumber(L, call->dt);
+        nargs = 3;
+    }
+    if (call->phase == KEEL_PHASE_ON_TRANSFER) {
+        if (call->from) keel__lua_push_world_of(L, ctx, call->from);
+        else lua_pushnil(L);
         nargs = 3;
     }
     keel_status s = KEEL_OK;

@@ -577,10 +577,64 @@ static int w_close(lua_State *L)
     return world_gc(L);
 }
 
+/* w:transfer(e, other [, parent]): e's subtree moved into `other` (keel_transfer); returns its
+ * handle there. e must be of w and parent of `other` (a handle of another world is stale). */
+static int w_transfer(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    keel_lua_entity *h = keel__lua_checkentity(L, 2);
+    if (h->lw != lw) return keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
+    keel_lua_world *to = keel__lua_checklw(L, 3);
+    keel_entity parent = KEEL_NO_ENTITY;
+    if (!lua_isnoneornil(L, 4)) {
+        keel_lua_entity *p = keel__lua_checkentity(L, 4);
+        if (p->lw != to)
+            return keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent is not an entity of the destination world");
+        parent = p->e;
+    }
+    if (keel__lua_in_callback(lw->ctx, lw->w) || keel__lua_in_callback(to->ctx, to->w))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:transfer refuses while a callback transaction is open");
+    keel_entity out = KEEL_NO_ENTITY;
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel_transfer(lw->w, h->e, to->w, parent, &out, &d);
+    KEEL_LUA_LEAVE();
+    keel__lua_check(L, s, &d, NULL);
+    keel__lua_push_entity(L, 3, out);
+    return 1;
+}
+
+/* w:play() / w:stop(): play mode (keel_world_play / keel_world_stop). After stop the World
+ * handle itself stays good (its epoch follows the world's); every other handle is stale. */
+static int w_play(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (keel__lua_in_callback(lw->ctx, lw->w))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:play refuses while a callback transaction is open");
+    keel_diags d;
+    keel_diags_init(&d);
+    keel__lua_check(L, keel_world_play(lw->w, &d), &d, NULL);
+    return 0;
+}
+
+static int w_stop(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (keel__lua_in_callback(lw->ctx, lw->w))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses while a callback transaction is open");
+    keel_diags d;
+    keel_diags_init(&d);
+    keel__lua_check(L, keel_world_stop(lw->w, &d), &d, NULL);
+    lw->epoch = keel_world_epoch(lw->w);
+    return 0;
+}
+
 static const luaL_Reg world_methods[] = {
     { "spawn", w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
-    { "close", w_close }, { "_spawn", w__spawn }, { NULL, NULL }
+    { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop },
+    { "_spawn", w__spawn }, { NULL, NULL }
 };
 
 static int world_index(lua_State *L)
@@ -600,6 +654,7 @@ static int world_index(lua_State *L)
         }
         if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
         if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, 1, keel_world_root(lw->w)); return 1; }
+        if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
     }
     lua_pushvalue(L, 2);
     lua_rawget(L, lua_upvalueindex(1));

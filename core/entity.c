@@ -362,10 +362,10 @@ void keel__held_release(keel_world *w)
     w->held_count = 0;
 }
 
-static keel_status destroy_index(keel_world *w, uint32_t i)
+static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
 {
     w->ents[i].dying = true;
-    keel__members_drop(w, i, w->rolling_back);
+    keel__members_drop(w, i, quiet || w->rolling_back);
     keel__ent *en = &w->ents[i];
     en->dying = false;
     while (en->first_child != KEEL__NONE) {
@@ -434,7 +434,7 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
     /* a dying entity is destroyed from its own on_destroy: the outer destroy finishes it */
     if (st == KEEL_OK && !w->ents[i].dying) {
         if (inv) destroy_inverse(w, i, inv);
-        st = destroy_index(w, i);
+        st = destroy_index(w, i, false);
     }
     return keel__cmd_end(w, st, inv, &tmp);
 }
@@ -479,17 +479,6 @@ keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cm
     return keel__cmd_end(w, st, inv, &tmp);
 }
 
-static void collect_subtree(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap)
-{
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        *list = keel__xrealloc(*list, *cap * sizeof **list);
-    }
-    (*list)[(*n)++] = i;
-    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next)
-        collect_subtree(w, c, list, n, cap);
-}
-
 static void remap_entity_fields(keel_world *w, uint32_t copy, const uint32_t *orig, const uint32_t *copies,
                                 size_t n)
 {
@@ -527,16 +516,15 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
 
     uint32_t *orig = NULL;
     size_t n = 0, cap = 0;
-    collect_subtree(w, i, &orig, &n, &cap); /* before creating copies: p may lie inside */
+    keel__subtree_collect(w, i, &orig, &n, &cap); /* before creating copies: p may lie inside */
     uint32_t *copies = keel__xrealloc(NULL, n * sizeof *copies);
+    /* index -> its copy, for the entities copied so far (pre-order: parents first) */
+    uint32_t *to = keel__xcalloc(w->ent_count + n, sizeof *to);
     for (size_t k = 0; k < n; k++) {
-        uint32_t op = w->ents[orig[k]].parent, cp = p;
-        if (k > 0)
-            for (size_t j = 0; j < k; j++)
-                if (orig[j] == op) { cp = copies[j]; break; }
+        uint32_t cp = k == 0 ? p : to[w->ents[orig[k]].parent];
         keel_entity ce;
         keel__spawn_at(w, w->ents[orig[k]].name, cp, SIZE_MAX, NULL, &ce, NULL);
-        copies[k] = (uint32_t)ce;
+        copies[k] = to[orig[k]] = (uint32_t)ce;
         w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
         for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
             keel__entry me = w->ents[orig[k]].members[m]; /* a copy: the entity array may move */
@@ -567,6 +555,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
     if (out) *out = keel__handle(w, copies[0]);
     free(orig);
     free(copies);
+    free(to);
     return keel__cmd_end(w, KEEL_OK, inv, &tmp);
 }
 
@@ -613,4 +602,51 @@ void keel__names_free(keel_world *w)
     free(w->names);
     w->names = NULL;
     w->names_cap = w->names_used = 0;
+}
+
+void keel__entity_forget(keel_world *w, uint32_t i) { destroy_index(w, i, true); }
+
+void keel__entities_copy(keel_world *dst, const keel_world *src)
+{
+    dst->ent_count = dst->ent_cap = src->ent_count;
+    dst->ents = keel__xrealloc(NULL, (src->ent_count ? src->ent_count : 1) * sizeof *dst->ents);
+    memcpy(dst->ents, src->ents, src->ent_count * sizeof *dst->ents);
+    for (uint32_t i = 0; i < src->ent_count; i++) {
+        keel__ent *en = &dst->ents[i];
+        en->members = NULL; /* member.c gives each its own array */
+        if (!en->alive) {
+            en->member_count = en->member_cap = 0;
+            en->name = NULL;
+            continue;
+        }
+        en->name = keel__name_intern(dst, src->ents[i].name);
+    }
+    dst->free_count = dst->free_cap = src->free_count;
+    dst->free_idx = keel__xrealloc(NULL, (src->free_count ? src->free_count : 1) * sizeof *dst->free_idx);
+    if (src->free_count) memcpy(dst->free_idx, src->free_idx, src->free_count * sizeof *dst->free_idx);
+    dst->hash_cap = src->hash_cap;
+    dst->hash_used = src->hash_used;
+    dst->hash = src->hash_cap ? keel__xrealloc(NULL, src->hash_cap * sizeof *dst->hash) : NULL;
+    if (src->hash_cap) memcpy(dst->hash, src->hash, src->hash_cap * sizeof *dst->hash);
+    dst->live = src->live;
+    dst->reuse_index = KEEL__NONE;
+}
+
+void keel__entities_outlive(keel_world *w, const keel_world *old)
+{
+    if (old->ent_count > w->ent_cap) {
+        w->ents = keel__xrealloc(w->ents, old->ent_count * sizeof *w->ents);
+        w->ent_cap = old->ent_count;
+    }
+    for (uint32_t i = w->ent_count; i < old->ent_count; i++) { /* only old had it: a free slot now */
+        memset(&w->ents[i], 0, sizeof w->ents[i]);
+        w->ents[i].gen = old->ents[i].gen;
+        free_push(w, i);
+    }
+    if (old->ent_count > w->ent_count) w->ent_count = old->ent_count;
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        uint32_t g = w->ents[i].gen;
+        if (i < old->ent_count && old->ents[i].gen > g) g = old->ents[i].gen;
+        w->ents[i].gen = g < UINT32_MAX ? g + 1 : g; /* at the end of the range, retired as destroy does */
+    }
 }

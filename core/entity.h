@@ -38,6 +38,15 @@ void keel__names_free(keel_world *w);
 keel_status keel__ent_target(const keel_world *w, keel_entity e, const char *what, uint32_t *out, keel_diags *d);
 keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d);
+/* Takes entity i out of w as a destroy would, but runs no hook (its components moved elsewhere,
+ * or are going away with no one to tell); its children go to the top level. */
+void keel__entity_forget(keel_world *w, uint32_t i);
+/* Copies src's entity table into dst (empty): generations, UUIDs, names, hierarchy, flags and
+ * the UUID index; membership arrays are left to keel__members_copy. */
+void keel__entities_copy(keel_world *dst, const keel_world *src);
+/* Makes every handle of w and of `old` (an earlier state of the same world) stale in w: each
+ * index's generation moves past both, and indices only `old` had become free slots. */
+void keel__entities_outlive(keel_world *w, const keel_world *old);
 void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);
 /* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */

@@ -232,3 +232,14 @@ keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]
     }
     return KEEL_OK;
 }
+
+void keel__subtree_collect(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap)
+{
+    if (*n == *cap) {
+        *cap = *cap ? *cap * 2 : 16;
+        *list = keel__xrealloc(*list, *cap * sizeof **list);
+    }
+    (*list)[(*n)++] = i;
+    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next)
+        keel__subtree_collect(w, c, list, n, cap);
+}

@@ -21,5 +21,7 @@ keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i);
 size_t keel__sibling_index(const keel_world *w, uint32_t i);
 /* The index of `parent` (KEEL_NO_ENTITY: the root); NotFound when it is not alive. */
 keel_status keel__parent_index(const keel_world *w, keel_entity parent, uint32_t *out, keel_diags *d);
+/* Appends entity i and its whole subtree, in pre-order, to *list (grown as needed). */
+void keel__subtree_collect(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap);
 
 #endif

@@ -297,6 +297,7 @@ typedef enum keel_phase {
     KEEL_PHASE_UPDATE,
     KEEL_PHASE_LATE_UPDATE,
     KEEL_PHASE_ON_DESTROY,
+    KEEL_PHASE_ON_TRANSFER, /* after keel_transfer moved the component in; call.from is the source world */
     KEEL_PHASE_COUNT_
 } keel_phase;
 const char *keel_phase_name(keel_phase p); /* "awake", "fixed_update", ... */
@@ -311,6 +312,7 @@ typedef struct keel_call {
     double dt;
     void *user;           /* the kind's desc.user */
     keel_diags *diags;    /* a hook that fails adds its message here */
+    keel_world *from;     /* on_transfer: the world the component came from; NULL otherwise */
 } keel_call;
 
 /* A hook returns KEEL_OK, or any other status to fail: the core then rolls the
@@ -587,6 +589,61 @@ keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cm
  * fresh UUIDs; entity fields pointing inside the subtree are remapped. */
 keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, keel_entity *out,
                            keel_cmd *inverse, keel_diags *d);
+/* Moves e and its whole subtree out of `src` into `dst` under `parent` (KEEL_NO_ENTITY: top
+ * level), as one: UUIDs, names, hierarchy, component records, slots, versions, enabled flags
+ * and unknown components are kept; no on_destroy and no awake run; each component's
+ * KEEL_PHASE_ON_TRANSFER hook runs in dst after the move (call.from = src), and moved
+ * components first run in dst's next step. Everything is checked first and a refusal moves
+ * nothing: InvalidArgument (NULL or the same world), InvalidOperation (a callback transaction
+ * or step open in either world; a UUID of the subtree already alive in dst, named),
+ * NotFound (e not alive in src, parent not alive in dst), ProtectedEntity (the root),
+ * LimitExceeded (the depth limit in dst). Afterwards src's handles to the moved entities are
+ * stale; *out (may be NULL) is e's handle in dst. Entity fields pointing inside the subtree
+ * keep pointing (by UUID); others read as not alive in dst unless that UUID lives there.
+ *
+ * Example:
+ *     keel_world *a = keel_world_new("level"), *b = keel_world_new("inventory");
+ *     keel_entity sword = KEEL_NO_ENTITY, moved = KEEL_NO_ENTITY;
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_status st = keel_spawn(a, "Sword", KEEL_NO_ENTITY, NULL, &sword, NULL, &d);
+ *     if (st == KEEL_OK) st = keel_transfer(a, sword, b, KEEL_NO_ENTITY, &moved, &d);
+ *     int failed = st != KEEL_OK || keel_alive(a, sword) || !keel_alive(b, moved) ||
+ *                  strcmp(keel_entity_name(b, moved), "Sword") != 0;
+ *     keel_diags_free(&d);
+ *     keel_world_free(a);
+ *     keel_world_free(b);
+ *     return failed;
+ */
+keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_entity parent, keel_entity *out,
+                          keel_diags *d);
+
+/* Play mode. keel_world_play remembers the world as it is now (a deep copy: entities,
+ * components, slots, names, hierarchy, fields, unknown components, settings and counters);
+ * keel_world_stop puts all of it back exactly (a dump before play equals one after stop, the
+ * revision included) as a new epoch: every handle taken before stop, the root's included,
+ * is stale afterwards. Faults recorded while playing are kept. Both refuse with
+ * InvalidOperation inside a callback or a step, play when already playing and stop when not.
+ *
+ * Example:
+ *     keel_world *w = keel_world_new("level");
+ *     keel_entity crate = KEEL_NO_ENTITY;
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_status st = keel_spawn(w, "Crate", KEEL_NO_ENTITY, NULL, &crate, NULL, &d);
+ *     uint64_t rev = keel_world_revision(w);
+ *     if (st == KEEL_OK) st = keel_world_play(w, &d);
+ *     if (st == KEEL_OK) st = keel_destroy(w, crate, NULL, &d); // play breaks things
+ *     if (st == KEEL_OK) st = keel_world_stop(w, &d);
+ *     int failed = st != KEEL_OK || keel_world_entity_count(w) != 1 || keel_alive(w, crate) ||
+ *                  keel_world_revision(w) != rev || !keel_find_name(w, "Crate");
+ *     keel_diags_free(&d);
+ *     keel_world_free(w);
+ *     return failed;
+ */
+keel_status keel_world_play(keel_world *w, keel_diags *d);
+keel_status keel_world_stop(keel_world *w, keel_diags *d);
+bool keel_world_playing(const keel_world *w); /* between play and stop */
 
 bool keel_alive(const keel_world *w, keel_entity e);  /* false for stale handles and KEEL_NO_ENTITY */
 keel_entity keel_find(const keel_world *w, keel_uuid u);      /* O(1); root not found */

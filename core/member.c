@@ -295,7 +295,7 @@ static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, u
         keel_diags tmp;
         keel_diags_init(&tmp);
         keel_call call = { w, { e, k, slot }, keel__store_rec(&w->stores[k], m->row), KEEL_PHASE_COUNT_, 0,
-                           kd->user, &tmp };
+                           kd->user, &tmp, NULL };
         keel__callback_enter();
         keel_status st = kd->validate(&call, (int)f);
         keel__callback_leave();
@@ -766,4 +766,50 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
 {
     keel__entry *m = keel__comp_entry(w, c);
     return m ? keel__body_encode(c.kind, keel__store_rec(&w->stores[c.kind], m->row), with_transient) : NULL;
+}
+
+void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry *m)
+{
+    keel__entry *c = entry_push(dst, &dst->ents[di]);
+    c->kind = m->kind;
+    c->slot = m->slot;
+    c->enabled = m->enabled;
+    c->started = m->started;
+    c->awoken = m->awoken;
+    c->faulted = m->faulted;
+    if (!m->kind) { /* an unknown entry: its body changes hands */
+        c->version = m->version;
+        c->unk = m->unk;
+        m->unk = NULL;
+        keel__touch(dst);
+        return;
+    }
+    uint32_t row = keel__store_append(dst, m->kind, keel__handle(dst, di), m->slot);
+    c->row = row;
+    c->born = keel__born_stamp(dst);
+    keel__store *ss = &src->stores[m->kind], *ds = &dst->stores[m->kind];
+    void *to = keel__store_rec(ds, row), *from = keel__store_rec(ss, m->row);
+    memcpy(to, from, ds->record_size);
+    memset(from, 0, ss->record_size); /* its strings are the new record's now: the source frees nothing */
+    ds->rows[row].counter = ss->rows[m->row].counter;
+    keel__touch(dst);
+}
+
+void keel__members_copy(keel_world *dst, const keel_world *src)
+{
+    for (uint32_t i = 0; i < src->ent_count; i++) {
+        const keel__ent *se = &src->ents[i];
+        if (!se->alive || !se->member_cap) continue;
+        keel__entry *a = entries_alloc(dst, se->member_cap);
+        memcpy(a, se->members, se->member_count * sizeof *a);
+        for (uint32_t k = 0; k < se->member_count; k++) {
+            if (a[k].kind) continue; /* loaded: the same row of the copied store */
+            keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
+            u->key = keel__strdup(se->members[k].unk->key);
+            u->preserved = keel_node_copy(se->members[k].unk->preserved);
+            a[k].unk = u;
+        }
+        dst->ents[i].members = a;
+    }
+    dst->last_serial = src->last_serial;
 }

@@ -56,6 +56,11 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
                                keel_comp *out, keel_diags *d);
 /* Copies entry `m` (of another entity) onto entity `dst` in the same slot. */
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
+/* Moves entry m of entity in `src` onto entity di of `dst` (same slot, flags, version and record;
+ * an unknown entry's body), leaving m's record empty for src to drop without a hook. */
+void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry *m);
+/* Gives every live entity of dst (a copy of src's table) a copy of its membership array. */
+void keel__members_copy(keel_world *dst, const keel_world *src);
 /* The outermost hook transaction ended: removed entries can no longer come back. */
 void keel__tombs_clear(keel_world *w);
 /* The entry of key `key` (loaded or unknown) in `slot` (KEEL_SLOT_AUTO: the lowest). */

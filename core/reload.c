@@ -232,7 +232,10 @@ static void world_refit(keel_world *w, keel_kind_id k, keel_diags *d)
 
 void keel__worlds_relayout(keel_kind_id k, const keel_kind_desc *old_desc, keel_diags *d)
 {
-    for (keel_world *w = keel__world_list(); w; w = w->next_world) world_relayout(w, k, old_desc, d);
+    for (keel_world *w = keel__world_list(); w; w = w->next_world) {
+        world_relayout(w, k, old_desc, d);
+        if (w->played) world_relayout(w->played, k, old_desc, d); /* what stop will put back */
+    }
 }
 
 void keel__worlds_adopt(keel_kind_id k, keel_diags *d)
@@ -243,12 +246,17 @@ void keel__worlds_adopt(keel_kind_id k, keel_diags *d)
 keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, keel_diags *d)
 {
     keel_status st = KEEL_OK;
-    for (keel_world *w = keel__world_list(); w; w = w->next_world)
+    for (keel_world *w = keel__world_list(); w; w = w->next_world) {
         if (world_check_kind(w, k, nd, d)) st = KEEL_INVALID_OPERATION;
+        if (w->played && world_check_kind(w->played, k, nd, d)) st = KEEL_INVALID_OPERATION;
+    }
     return st;
 }
 
 void keel__worlds_refit(keel_kind_id k, keel_diags *d)
 {
-    for (keel_world *w = keel__world_list(); w; w = w->next_world) world_refit(w, k, d);
+    for (keel_world *w = keel__world_list(); w; w = w->next_world) {
+        world_refit(w, k, d);
+        if (w->played) world_refit(w->played, k, d);
+    }
 }

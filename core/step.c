@@ -48,7 +48,7 @@ static void hook_open(keel_world *w, uint32_t i, keel_uuid uuid, keel_comp c, ui
     t->uuid = uuid;
     t->detached = false;
     t->diags = (keel_diags){ 0 }; /* nothing to free unless the hook reports something */
-    t->call = (keel_call){ w, c, keel__store_rec(&w->stores[c.kind], row), phase, dt, kd->user, &t->diags };
+    t->call = (keel_call){ w, c, keel__store_rec(&w->stores[c.kind], row), phase, dt, kd->user, &t->diags, NULL };
     t->mark = w->log_count;
     t->cmd_depth = w->cmd_depth;
     w->cmd_depth = 0; /* commands made by the hook are outermost for the log */
@@ -129,10 +129,11 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
 }
 
 static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
-                       keel_phase phase, double dt)
+                       keel_phase phase, double dt, keel_world *from)
 {
     keel__hook_txn t;
     hook_begin(w, i, m, kd, phase, dt, &t);
+    t.call.from = from;
     hook_end(w, &t, kd->hooks[phase](&t.call));
 }
 
@@ -145,14 +146,20 @@ void keel__call_on_destroy(keel_world *w, uint32_t i, keel_kind_id k, uint32_t s
     else keel__txn_log_doomed(w, (keel_comp){ keel__handle(w, i), k, slot }, row, w->ents[i].uuid);
 }
 
-void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
+void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt,
+                          keel_world *from)
 {
     if (w->rolling_back) return;
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd || !kd->hooks[phase] || !w->ents[i].alive) return;
     keel__entry *m = keel__entry_find(&w->ents[i], k, slot);
     if (!m || m->faulted) return;
-    call_entry(w, i, m, kd, phase, dt);
+    call_entry(w, i, m, kd, phase, dt, from);
+}
+
+void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
+{
+    keel__call_hook_from(w, i, k, slot, phase, dt, NULL);
 }
 
 /* ---------------------------------------------------------------- run lists */
@@ -254,7 +261,7 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
             }
         }
         keel__entry *m = run_due(w, it, phase);
-        if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt);
+        if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
     }
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
@@ -298,7 +305,8 @@ __attribute__((weak))
 #endif
 const char *keel_phase_name(keel_phase p)
 {
-    static const char *const names[] = { "awake", "start", "fixed_update", "update", "late_update", "on_destroy" };
+    static const char *const names[] = { "awake", "start", "fixed_update", "update", "late_update", "on_destroy",
+                                         "on_transfer" };
     return (unsigned)p < KEEL_PHASE_COUNT_ ? names[p] : "?";
 }
 

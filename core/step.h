@@ -23,6 +23,9 @@ void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, k
  * outside any callback transaction; inside one, journaled to run at the outermost commit (the
  * caller takes the component away at once; its row stays readable until then). */
 void keel__call_on_destroy(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, uint32_t row);
+/* The same, with call.from set (on_transfer: the world the component came from). */
+void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt,
+                          keel_world *from);
 void keel__runs_free(keel_world *w);
 void keel__faults_free(keel_world *w);
 

@@ -1,6 +1,7 @@
 /* store.c — dense per-kind storage: records in pages that never move, row facts, rows freed at phase boundaries. */
 #include "world.h"
 #include "record.h"
+#include "kind.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -104,4 +105,30 @@ void keel__store_free_all(keel_world *w)
     free(w->stores);
     w->stores = NULL;
     w->store_count = 0;
+}
+
+void keel__stores_copy(keel_world *dst, const keel_world *src)
+{
+    dst->store_count = src->store_count;
+    dst->stores = keel__xcalloc(src->store_count ? src->store_count : 1, sizeof *dst->stores);
+    for (size_t k = 0; k < src->store_count; k++) {
+        const keel__store *s = &src->stores[k];
+        keel__store *c = &dst->stores[k];
+        *c = *s;
+        c->pages = s->npages ? keel__xrealloc(NULL, s->npages * sizeof *c->pages) : NULL;
+        for (size_t p = 0; p < s->npages; p++) {
+            size_t bytes = ((size_t)KEEL__PAGE << p) * (s->record_size ? s->record_size : 1);
+            c->pages[p] = keel__xrealloc(NULL, bytes);
+            memcpy(c->pages[p], s->pages[p], bytes);
+        }
+        c->rows = s->acap ? keel__xrealloc(NULL, s->acap * sizeof *c->rows) : NULL;
+        if (s->count) memcpy(c->rows, s->rows, s->count * sizeof *c->rows);
+        const keel__layout *L = keel__kind_layout((keel_kind_id)k);
+        if (!L || !L->has_strings) continue;
+        for (size_t r = 0; r < s->count; r++) /* each copy owns its strings */
+            if (s->rows[r].owner != KEEL__NONE)
+                keel__record_copy((keel_kind_id)k, keel__store_rec(c, r), keel__store_rec(s, r));
+            else
+                memset(keel__store_rec(c, r), 0, s->record_size); /* already finalised in src */
+    }
 }

@@ -50,6 +50,8 @@ void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row);
  * keel__store_flush_pending (the phase boundary; the outermost transaction's close outside a step). */
 void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row);
 void keel__store_flush_pending(keel_world *w);
+/* Copies every store of src into dst (empty): records (strings duplicated), rows and counters. */
+void keel__stores_copy(keel_world *dst, const keel_world *src);
 void keel__store_free_all(keel_world *w);
 
 #endif

@@ -46,9 +46,9 @@ keel_world *keel_world_new(const char *name)
     return w;
 }
 
-void keel_world_free(keel_world *w)
+/* Frees everything w holds, not w itself nor its place in the list of live worlds. */
+static void world_contents_free(keel_world *w)
 {
-    if (!w || keel_world_in_callback(w)) return; /* its hooks' callers go on using it */
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
@@ -68,11 +68,44 @@ void keel_world_free(keel_world *w)
     free(w->held);
     free(w->hash);
     free(w->name);
+}
+
+void keel_world_free(keel_world *w)
+{
+    if (!w || keel_world_in_callback(w)) return; /* its hooks' callers go on using it */
+    if (w->played) keel__world_discard(w->played);
+    world_contents_free(w);
     if (w->prev_world) w->prev_world->next_world = w->next_world;
     else g_worlds = w->next_world;
     if (w->next_world) w->next_world->prev_world = w->prev_world;
     free(w);
 }
+
+keel_world *keel__world_copy(const keel_world *w)
+{
+    keel_world *c = keel__xcalloc(1, sizeof *c);
+    c->uuid = w->uuid;
+    c->name = keel__strdup(w->name);
+    c->grid = w->grid;
+    c->revision = w->revision;
+    c->epoch = w->epoch;
+    c->frame = w->frame;
+    c->structure = w->structure;
+    c->fixed_dt = w->fixed_dt;
+    c->acc = w->acc;
+    keel__entities_copy(c, w);
+    keel__members_copy(c, w);
+    keel__stores_copy(c, w);
+    return c;
+}
+
+void keel__world_discard(keel_world *c)
+{
+    world_contents_free(c);
+    free(c);
+}
+
+uint64_t keel__epoch_next(void) { return ++g_epoch; }
 
 keel_uuid keel_world_uuid(const keel_world *w) { return w->uuid; }
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d)

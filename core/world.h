@@ -63,6 +63,7 @@ struct keel_world {
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;
+    keel_world *played;               /* while playing: the world as it was at play (play.c) */
     /* membership serials */
     uint64_t last_serial;
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
@@ -71,6 +72,14 @@ struct keel_world {
 
 /* Every live world, for registry changes (linked through next_world). */
 keel_world *keel__world_list(void);
+/* A deep copy of w outside the list of live worlds (play mode's remembered state): entities,
+ * membership, records, settings and counters; no run lists, journal, faults or pending rows
+ * (w has none of the last three when this is called). */
+keel_world *keel__world_copy(const keel_world *w);
+/* Frees such a copy. */
+void keel__world_discard(keel_world *c);
+/* A new epoch number, never used before in this process. */
+uint64_t keel__epoch_next(void);
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;

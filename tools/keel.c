@@ -15,7 +15,7 @@ static const char *const usage_text =
     "usage: keel                                  a REPL with an empty world bound to `world`\n"
     "       keel SCRIPT.lua [ARGS...]             run a Lua script (`arg` set, `require \"keel\"` available)\n"
     "       keel repl [SCENE]                     REPL with SCENE loaded as `world`\n"
-    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT]\n"
+    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
     "                                             run gameplay headless (default: the bundled demo)\n"
     "       keel check FILE... [--strict]         validate; FILE:LINE:COL: error: CODE: message\n"
     "       keel fmt FILE... [--check]            rewrite in canonical form; --check only reports\n"
@@ -40,10 +40,12 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  changed. ctrl-c drops the line or stops a Lua loop, ctrl-d quits. Piped input\n"
       "  runs without prompts; keel exits 1 at its end if a line failed.\n" },
     { "run",
-      "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT]\n"
+      "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
       "  Runs gameplay headless: SCENE (default: the bundled demo) for N frames\n"
       "  (default 600) of S seconds (default 1/60), then prints frames, entities,\n"
       "  ms per frame and callback errors; --save writes the world to OUT after.\n"
+      "  --play runs in play mode and says whether stop put the world back\n"
+      "  identical to the scene as loaded.\n"
       "  Exits 1 when a callback failed.\n" },
     { "check",
       "usage: keel check FILE... [--strict]\n"

@@ -223,7 +223,7 @@ static int bind_world(lua_State *L, keel_cli *cli, const char *scene)
 }
 
 /* keel.repl's show() and complete() go to the registry for the C side,
- * reload() and help() to globals for the user. */
+ * reload(), help(), play() and stop() to globals for the user. */
 static void bind_repl_module(lua_State *L, const keel_cli *cli)
 {
     lua_getglobal(L, "require");
@@ -240,6 +240,10 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_setglobal(L, "reload");
     lua_getfield(L, -1, "help");
     lua_setglobal(L, "help");
+    lua_getfield(L, -1, "play");
+    lua_setglobal(L, "play");
+    lua_getfield(L, -1, "stop");
+    lua_setglobal(L, "stop");
     lua_pop(L, 1);
 }
 

@@ -55,7 +55,9 @@ static int l_now(lua_State *L)
 }
 
 static const char run_chunk[] =
-    "local w, name, frames, dt, save, tty, now, interrupted = ...\n"
+    "local w, name, frames, dt, save, tty, now, interrupted, play = ...\n"
+    "local authored = play and w:dump()\n"
+    "if play then w:play() end\n"
     "local t0 = now()\n"
     "local every = math.max(1, frames // 100)\n"
     "local ran = frames\n"
@@ -93,6 +95,11 @@ static const char run_chunk[] =
     "  if not ok then return #errs, tostring(err) end\n"
     "  print('saved ' .. save)\n"
     "end\n"
+    "if play then\n"
+    "  w:stop()\n"
+    "  print(w:dump() == authored and 'play: stop put the world back identical to the scene as loaded'\n"
+    "    or 'play: stop did NOT put the world back identical to the scene as loaded')\n"
+    "end\n"
     "return #errs\n";
 
 /* ctrl-c in `keel run` stops after the current frame (the summary is still
@@ -115,10 +122,11 @@ static int l_interrupted(lua_State *L)
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     const char *frames_s = NULL, *dt_s = NULL, *save = NULL;
+    bool play = false;
     const keel_cli_opt opts[] = {
-        { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--save", &save, NULL },
+        { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--save", &save, NULL }, { "--play", NULL, &play },
     };
-    int n = keel_cli_parse(cli, argc, argv, opts, 3);
+    int n = keel_cli_parse(cli, argc, argv, opts, 4);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 1) {
         keel_cli_usage_error(cli, "run: expected at most one SCENE");
@@ -173,9 +181,10 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushboolean(L, isatty(STDOUT_FILENO));
     lua_pushcfunction(L, l_now);
     lua_pushcfunction(L, l_interrupted);
+    lua_pushboolean(L, play);
     run_interrupted = 0;
     signal(SIGINT, on_run_sigint);
-    int status = keel_cli_call(L, 8, 2, false);
+    int status = keel_cli_call(L, 9, 2, false);
     signal(SIGINT, SIG_DFL);
     if (run_interrupted) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */

@@ -81,6 +81,7 @@
 ---@field fixed_update? fun(self: KeelComponent, entity: KeelEntity, dt: number)
 ---@field late_update? fun(self: KeelComponent, entity: KeelEntity, dt: number)
 ---@field on_destroy? fun(self: KeelComponent, entity: KeelEntity)
+---@field on_transfer? fun(self: KeelComponent, entity: KeelEntity, from_world: KeelWorld)
 ---@field validate? fun(self: KeelComponent, field: string): boolean?, string?
 ---@field migrate? table<integer, fun(body: table): table>
 
@@ -106,6 +107,7 @@
 ---@field uuid string
 ---@field name string
 ---@field root KeelEntity
+---@field playing boolean           # between w:play() and w:stop()
 ---@field revision integer
 local World = {}
 
@@ -155,6 +157,25 @@ function World:save(path) end
 
 ---@return string yaml canonical YAML text
 function World:dump() end
+
+---Moves `e` and its subtree into `other` (under `parent`, an entity of `other`), as one:
+---checked first (a refusal moves nothing), then UUIDs, names, bodies, slots, versions, flags
+---and unknown components kept, no awake or on_destroy, then each component's on_transfer.
+---Returns `e`'s handle in `other`; the old handles refuse (NotFound).
+---@param e KeelEntity
+---@param other KeelWorld
+---@param parent? KeelEntity
+---@return KeelEntity
+function World:transfer(e, other, parent) end
+
+---Play mode: remembers the world as it is now (entities, components, fields, unknown
+---components, settings, the revision); `w:stop()` puts it back. InvalidOperation when already
+---playing or inside a callback.
+function World:play() end
+
+---Puts the world back exactly as it was at `w:play()`, as a new epoch: every handle taken
+---before (the root's too) refuses afterwards; the World handle itself stays good.
+function World:stop() end
 
 ---Frees the world now instead of at collection (also `local w <close> = ...`); its
 ---handles go stale. Refused (InvalidOperation) inside its own step and inside any callback of

@@ -387,6 +387,7 @@ c = e:get("core:transform")    a component: c.position = { 1, 2, 3 } writes thro
 keel.kinds(), keel.kind_info(key), keel.kind{ ... }   the kinds; ./kinds/*.lua are loaded at start-up
 keel.load(path), keel.persist  scenes and save games
 reload()                       re-runs the kind files that changed
+play(), stop()                 play mode: stop() puts the world back as it was at play() (handles go stale)
 =expr or expr                  prints the value; Tab completes (kind keys inside quotes)
 ctrl-c drops the line or stops a Lua loop (a world:run after its frame; twice: at once); ctrl-d quits]]
 
@@ -398,6 +399,26 @@ end
 -- the program loaded them with). Returns the list of files run again.
 function repl.reload()
   return require("keel.kindfiles").reload()
+end
+
+-- play() / stop(): play mode for the REPL's world (world:play / world:stop); stop() says
+-- whether the world came back as it was at play() (its dump compared).
+local authored
+
+function repl.play()
+  local w = rawget(_G, "world")
+  authored = w:dump()
+  w:play()
+  return "playing: stop() puts the world back as it is now"
+end
+
+function repl.stop()
+  local w = rawget(_G, "world")
+  w:stop()
+  local same = authored == nil or w:dump() == authored
+  authored = nil
+  return same and "stopped: the world is back as it was at play() (earlier handles are stale: find them again)"
+    or "stopped, but the world differs from play()"
 end
 
 return repl

@@ -139,6 +139,43 @@ int main(void)
     row("churn (C)", churn_s * 1e9 / (2.0 * N), -1, "ns/op");
     row("memory", rss_per_entity, -1, "bytes/entity");
 
+    /* ---- transfer: a 10k-entity subtree (a root, 100 groups of 99) moved between two worlds,
+     * against duplicating the same subtree (a move must cost no more than a copy) ---- */
+    {
+        enum { GROUPS = 100, PER = 99, SUB = 1 + GROUPS * (1 + PER), ROUNDS = 5 };
+        keel_world *src = keel_world_new("src"), *dst = keel_world_new("dst");
+        double best_move = 1e9, best_copy = 1e9;
+        for (int r = 0; r < ROUNDS; r++) {
+            keel_entity top;
+            keel_spawn(src, "top", 0, NULL, &top, NULL, NULL);
+            for (int g = 0; g < GROUPS; g++) {
+                keel_entity grp;
+                keel_spawn(src, "group", top, NULL, &grp, NULL, NULL);
+                for (int i = 0; i < PER; i++) {
+                    keel_entity e;
+                    keel_spawn(src, "e", grp, NULL, &e, NULL, NULL);
+                    keel_add(src, e, ktr, NULL, NULL, NULL, NULL);
+                    keel_add(src, e, kvel, NULL, NULL, NULL, NULL);
+                }
+            }
+            keel_entity copy, moved;
+            t0 = now();
+            keel_duplicate(src, top, 0, &copy, NULL, NULL);
+            double c = now() - t0;
+            keel_destroy(src, copy, NULL, NULL); /* only the copy's root: its subtree stays, off the clock */
+            t0 = now();
+            keel_transfer(src, top, dst, 0, &moved, NULL);
+            double m = now() - t0;
+            if (c < best_copy) best_copy = c;
+            if (m < best_move) best_move = m;
+            keel_world_free(dst);
+            dst = keel_world_new("dst");
+        }
+        row("transfer", best_move * 1e9 / SUB, best_copy * 1e9 / SUB, "ns/entity");
+        keel_world_free(src);
+        keel_world_free(dst);
+    }
+
     keel_query_free(q);
     keel_world_free(w);
     free(es);

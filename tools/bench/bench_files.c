@@ -141,6 +141,25 @@ int main(void)
     printf("BENCH\tsave game load\t%.1f\t%.1f\tms\n", t_load * 1e3, t_yaml * 1e3);
     keel_world_free(w);
 
+    /* play mode: play, the same play, stop; against what a game would do without it:
+     * a baseline when play starts and a save-game apply to get back (both on the same scene) */
+    if ((s = keel_scene_parse(yaml, ylen, &lo, &w, &d))) die("parse", s, &d);
+    t0 = now();
+    if ((s = keel_world_play(w, &d))) die("play", s, &d);
+    double t_play = now() - t0;
+    play(w);
+    t0 = now();
+    if ((s = keel_world_stop(w, &d))) die("stop", s, &d);
+    t_play += now() - t0;
+    keel_world_free(w);
+    if ((s = keel_scene_parse(yaml, ylen, &lo, &w, &d))) die("parse", s, &d);
+    t0 = now();
+    keel_baseline *again = keel_baseline_capture(w);
+    double t_base = now() - t0;
+    keel_baseline_free(again);
+    printf("BENCH\tplay+stop\t%.1f\t%.1f\tms\n", t_play * 1e3, (t_base + t_load) * 1e3);
+    keel_world_free(w);
+
     unlink(save_path);
     unlink(yaml_path);
     keel_baseline_free(base);

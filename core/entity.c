@@ -202,7 +202,7 @@ uint32_t keel__ent_alloc(keel_world *w)
     }
     uint32_t i = w->ent_count++;
     memset(&w->ents[i], 0, sizeof w->ents[i]);
-    w->ents[i].gen = 1;
+    w->ents[i].gen = KEEL__GEN(w->tag, 1);
     return i;
 }
 
@@ -380,8 +380,8 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     keel__entries_release(w, en);
     en->name = NULL;
     en->alive = false;
-    /* an index whose generation would wrap is retired, so a stale handle never matches again */
-    if (en->gen < UINT32_MAX) {
+    /* an index whose generation count would wrap is retired, so a stale handle never matches again */
+    if ((en->gen & KEEL__GEN_COUNT) < KEEL__GEN_COUNT) {
         en->gen++;
         if (w->txn_depth > 0 && !w->rolling_back) {
             if (w->held_count == w->held_cap) {
@@ -632,21 +632,8 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
     dst->reuse_index = KEEL__NONE;
 }
 
-void keel__entities_outlive(keel_world *w, const keel_world *old)
+void keel__entities_retag(keel_world *w, uint16_t tag)
 {
-    if (old->ent_count > w->ent_cap) {
-        w->ents = keel__xrealloc(w->ents, old->ent_count * sizeof *w->ents);
-        w->ent_cap = old->ent_count;
-    }
-    for (uint32_t i = w->ent_count; i < old->ent_count; i++) { /* only old had it: a free slot now */
-        memset(&w->ents[i], 0, sizeof w->ents[i]);
-        w->ents[i].gen = old->ents[i].gen;
-        free_push(w, i);
-    }
-    if (old->ent_count > w->ent_count) w->ent_count = old->ent_count;
-    for (uint32_t i = 0; i < w->ent_count; i++) {
-        uint32_t g = w->ents[i].gen;
-        if (i < old->ent_count && old->ents[i].gen > g) g = old->ents[i].gen;
-        w->ents[i].gen = g < UINT32_MAX ? g + 1 : g; /* at the end of the range, retired as destroy does */
-    }
+    w->tag = tag;
+    for (uint32_t i = 0; i < w->ent_count; i++) w->ents[i].gen = KEEL__GEN(tag, w->ents[i].gen & KEEL__GEN_COUNT);
 }

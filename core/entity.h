@@ -14,6 +14,14 @@ typedef struct keel__name {
 } keel__name;
 
 struct keel__entry;
+/* A generation word: the world's tag (1 to 4095, unique among up to 4,095 live worlds, new at
+ * every stop of play mode) in the high 12 bits, a count of the index's uses in the low 20 (an
+ * index used 1,048,575 times is retired). A handle is gen << 32 | index, so one of another world
+ * or of an earlier epoch never matches. */
+#define KEEL__TAG_MAX 0xFFFu
+#define KEEL__GEN(tag, count) ((uint32_t)(tag) << 20 | (uint32_t)(count))
+#define KEEL__GEN_COUNT 0xFFFFFu
+
 typedef struct keel__ent {
     keel_uuid uuid;
     const char *name;       /* interned */
@@ -44,9 +52,9 @@ void keel__entity_forget(keel_world *w, uint32_t i);
 /* Copies src's entity table into dst (empty): generations, UUIDs, names, hierarchy, flags and
  * the UUID index; membership arrays are left to keel__members_copy. */
 void keel__entities_copy(keel_world *dst, const keel_world *src);
-/* Makes every handle of w and of `old` (an earlier state of the same world) stale in w: each
- * index's generation moves past both, and indices only `old` had become free slots. */
-void keel__entities_outlive(keel_world *w, const keel_world *old);
+/* Gives every entity of w the generation tag `tag` (its count kept): handles carrying another
+ * tag, those of an earlier epoch of w, are stale from now on. */
+void keel__entities_retag(keel_world *w, uint16_t tag);
 void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);
 /* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */

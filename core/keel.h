@@ -248,7 +248,11 @@ typedef struct keel_value {
 typedef uint32_t keel_kind_id;      /* process-local, never persisted; 0 = none */
 #define KEEL_NO_KIND ((keel_kind_id)0)
 
-typedef uint64_t keel_entity;       /* generation << 32 | index; 0 = none */
+/* An entity handle: generation << 32 | index; 0 = none. The generation carries its world's tag
+ * (unique among live worlds, new at every keel_world_stop) and a count of the index's reuses, so
+ * a handle of a destroyed entity, of another world or of an earlier epoch names nothing: every
+ * function taking one treats it as not alive (NotFound). */
+typedef uint64_t keel_entity;
 #define KEEL_NO_ENTITY ((keel_entity)0)
 
 #define KEEL_SLOT_AUTO UINT32_MAX   /* keel_add: a one kind's slot 0, a many kind's max+1 */

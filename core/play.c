@@ -43,10 +43,11 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
     was->faults = NULL;
     was->fault_count = was->fault_cap = 0;
     was->played = NULL;
-    /* a new epoch: every handle taken before refuses, the root's and those taken while playing */
-    keel__entities_outlive(w, was);
     keel__world_discard(was);
+    /* a new epoch and tag: every handle taken before refuses, the root's and those taken while
+     * playing (they all carry the old tag) */
     w->epoch = keel__epoch_next();
+    keel__entities_retag(w, keel__tag_next());
     w->runs_valid = false;
     w->child_structure = 0;
     w->structure++;

@@ -33,6 +33,7 @@ keel_world *keel_world_new(const char *name)
     w->name = keel__strdup(name && keel__utf8_valid(name) ? name : ""); /* what a scene file can hold */
     w->grid = (keel_grid){ true, { 0, 0, 0 }, { 0, 0, 0, 1 }, 1.0, 10 };
     w->epoch = ++g_epoch;
+    w->tag = keel__tag_next();
     w->fixed_dt = 1.0 / 60.0;
     w->reuse_index = KEEL__NONE;
     uint32_t r = keel__ent_alloc(w); /* the root: index 0, generation 1 */
@@ -89,6 +90,7 @@ keel_world *keel__world_copy(const keel_world *w)
     c->grid = w->grid;
     c->revision = w->revision;
     c->epoch = w->epoch;
+    c->tag = w->tag;
     c->frame = w->frame;
     c->structure = w->structure;
     c->fixed_dt = w->fixed_dt;
@@ -181,3 +183,15 @@ size_t keel_world_entity_count(const keel_world *w) { return w->live; }
 /* ---------------------------------------------------------------- registry changes */
 
 keel_world *keel__world_list(void) { return g_worlds; }
+
+uint16_t keel__tag_next(void)
+{
+    static uint16_t last;
+    for (unsigned tries = 0; tries < KEEL__TAG_MAX; tries++) {
+        last = (uint16_t)(last % KEEL__TAG_MAX + 1); /* 1..4095: 0 would allow a generation of 0 */
+        bool used = false;
+        for (const keel_world *w = g_worlds; w && !used; w = w->next_world) used = w->tag == last;
+        if (!used) return last;
+    }
+    return last; /* more live worlds than tags: shared, as handles then cannot tell them apart */
+}

@@ -14,6 +14,7 @@ struct keel_world {
     char *name;
     keel_grid grid;
     uint64_t revision, epoch, frame;
+    uint16_t tag;                     /* in every generation of its entities (entity.h KEEL__GEN) */
     uint64_t structure;               /* bumps on every structural change */
     keel__ent *ents;
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
@@ -80,6 +81,8 @@ keel_world *keel__world_copy(const keel_world *w);
 void keel__world_discard(keel_world *c);
 /* A new epoch number, never used before in this process. */
 uint64_t keel__epoch_next(void);
+/* A generation tag no live world uses (entity.h, KEEL__GEN). */
+uint16_t keel__tag_next(void);
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;

@@ -112,6 +112,10 @@ static void transfer_refusal_changes_nothing(void **state)
     assert_int_equal(keel_spawn(dst, "Gone", KEEL_NO_ENTITY, NULL, &gone, NULL, &f->d), KEEL_OK);
     assert_int_equal(keel_destroy(dst, gone, NULL, &f->d), KEEL_OK);
     assert_diag(keel_transfer(f->w, a, dst, gone, NULL, &f->d), &f->d, KEEL_NOT_FOUND, "");
+    /* a handle of another world never names an entity here, whatever its index */
+    assert_false(keel_alive(dst, a));
+    assert_diag(keel_transfer(f->w, a, dst, a, NULL, &f->d), &f->d, KEEL_NOT_FOUND, "");
+    assert_diag(keel_transfer(dst, a, f->w, KEEL_NO_ENTITY, NULL, &f->d), &f->d, KEEL_NOT_FOUND, "");
     assert_true(keel_alive(f->w, a));
     keel_world_free(dst);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,17 +30,24 @@ typedef enum fault {
     FAULT_CLOSE,
     FAULT_RENAME,
     FAULT_TINY_WRITES,  /* not a failure: at most 7 bytes per write */
-    FAULT_EINTR_ONCE    /* not a failure: the first write is interrupted */
+    FAULT_EINTR_ONCE,   /* not a failure: the first write is interrupted */
+    FAULT_EXISTS_ONCE   /* not a failure: the first temp name is taken */
 } fault;
 
 static fault mode;
 static int writes, fsyncs;
 static const struct keel__io_ops *real;
 
+static int opens;
+
 static int f_open(const char *path, int flags, mode_t m)
 {
     if (mode == FAULT_OPEN && (flags & O_CREAT)) {
         errno = EACCES;
+        return -1;
+    }
+    if (mode == FAULT_EXISTS_ONCE && (flags & O_CREAT) && opens++ == 0) {
+        errno = EEXIST; /* as if another process had picked the same temp name */
         return -1;
     }
     return real->open(path, flags, m);
@@ -227,6 +235,89 @@ static void atomic_unwritable_directory(void **state)
     keel_diags_free(&d);
 }
 
+static void touch(const char *path, time_t mtime)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "torn", 4), 4);
+    close(fd);
+    struct timespec t[2] = { { mtime, 0 }, { mtime, 0 } };
+    assert_int_equal(utimensat(AT_FDCWD, path, t, 0), 0);
+}
+
+static bool exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* A killed save's temp carries the PID a later process may get again: that process's first
+ * save must not trip over it (O_EXCL), and the litter goes. */
+static void atomic_stale_temps_of_a_reused_pid(void **state)
+{
+    put_old();
+    char p[256];
+    time_t long_ago = time(NULL) - 3600;
+    /* Every name this process's old counter scheme would pick first. */
+    for (int i = 1; i <= 64; i++) {
+        snprintf(p, sizeof p, "%s.tmp.%ld.%d", target, (long)getpid(), i);
+        touch(p, long_ago);
+    }
+    /* A process that is gone left one too, just now. */
+    pid_t gone = fork();
+    assert_true(gone >= 0);
+    if (gone == 0) _exit(0);
+    waitpid(gone, NULL, 0);
+    char dead[256], live[256], other[256];
+    snprintf(dead, sizeof dead, "%s.tmp.%ld.%016x", target, (long)gone, 7u);
+    touch(dead, time(NULL));
+    /* A temp of this process written now (a save in flight on another thread): kept. */
+    snprintf(live, sizeof live, "%s.tmp.%ld.%016x", target, (long)getpid(), 9u);
+    touch(live, time(NULL));
+    /* Names of another pattern are never touched. */
+    snprintf(other, sizeof other, "%s.tmp.notes", target);
+    touch(other, long_ago);
+
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_write_atomic(target, "NEW\n", 4, &d), KEEL_OK);
+    assert_int_equal(d.count, 0);
+    size_t len;
+    char *now = slurp(&len);
+    assert_string_equal(now, "NEW\n");
+    free(now);
+    for (int i = 1; i <= 64; i++) {
+        snprintf(p, sizeof p, "%s.tmp.%ld.%d", target, (long)getpid(), i);
+        assert_false(exists(p));
+    }
+    assert_false(exists(dead));
+    assert_true(exists(live));
+    assert_true(exists(other));
+    unlink(live);
+    unlink(other);
+    assert_int_equal(stray_files(), 0);
+    keel_diags_free(&d);
+}
+
+static void atomic_taken_temp_name_is_drawn_again(void **state)
+{
+    put_old();
+    mode = FAULT_EXISTS_ONCE;
+    opens = writes = fsyncs = 0;
+    keel__io_set_ops(&faulty);
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_write_atomic(target, "NEW\n", 4, &d), KEEL_OK);
+    keel__io_set_ops(NULL);
+    assert_true(opens >= 2);
+    size_t len;
+    char *now = slurp(&len);
+    assert_string_equal(now, "NEW\n");
+    free(now);
+    assert_int_equal(stray_files(), 0);
+    keel_diags_free(&d);
+}
+
 /* A world of n entities with three components each; `tag` makes the two versions differ. */
 static keel_world *big_world(size_t n, const char *tag)
 {
@@ -286,7 +377,9 @@ static void atomic_kill_during_save(void **state)
     }
     printf("# target was alpha %d times, beta %d times\n", saw_a, saw_b);
     assert_true(saw_a + saw_b > 0);
-    clear_dir(); /* killed children leave their temp files behind: that is expected */
+    /* Killed children leave their temps behind; the next save clears them away. */
+    assert_int_equal(keel_write_atomic(target, a, la, NULL), KEEL_OK);
+    assert_int_equal(stray_files(), 0);
     free(a);
     free(b);
     keel_world_free(wa);
@@ -301,6 +394,8 @@ int main(void)
         cmocka_unit_test(atomic_short_writes_are_completed),
         cmocka_unit_test(atomic_unwritable_directory),
         cmocka_unit_test(atomic_kill_during_save),
+        cmocka_unit_test(atomic_stale_temps_of_a_reused_pid),
+        cmocka_unit_test(atomic_taken_temp_name_is_drawn_again),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

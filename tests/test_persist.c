@@ -408,6 +408,38 @@ static void persist_info_reads_slot_details_alone(void **state)
     keel_baseline_free(b);
 }
 
+/* keel_persist_info refuses details over 1 MiB, so a save never writes them. */
+static void persist_refuses_slot_details_over_the_limit(void **state)
+{
+    keel_world *w = parse(scene);
+    keel_baseline *b = keel_baseline_capture(w);
+    size_t n = (1u << 20) + 1;
+    char *title = malloc(n + 1);
+    memset(title, 't', n);
+    title[n] = 0;
+    keel_slot_info info = { .title = title, .saved_at = 1, .play_seconds = 1 };
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_persist_save(w, b, tmp_path, &info, &d), KEEL_LIMIT_EXCEEDED);
+    assert_non_null(strstr(d.items[0].message, "slot details"));
+    keel_diags_free(&d);
+    assert_int_equal(access(tmp_path, F_OK), -1); /* nothing written */
+
+    /* Just under the limit: saved, and both readers take it. */
+    title[(1u << 20) - 100] = 0;
+    assert_int_equal(keel_persist_save(w, b, tmp_path, &info, NULL), KEEL_OK);
+    keel_slot_info got;
+    assert_int_equal(keel_persist_info(tmp_path, &got, NULL), KEEL_OK);
+    assert_int_equal(strlen(got.title), (1u << 20) - 100);
+    keel_slot_info_free(&got);
+    keel_world *fresh = parse(scene);
+    load_ok(fresh);
+    keel_world_free(fresh);
+    free(title);
+    keel_world_free(w);
+    keel_baseline_free(b);
+}
+
 /* Writes `len` bytes to tmp_path and expects the load to be refused with `code`, world untouched. */
 static void assert_refused(keel_world *fresh, const char *want_dump, const uint8_t *data, size_t len,
                            keel_status code)
@@ -749,6 +781,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(persist_applies_fields_a_validate_hook_ties_together, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_rejects_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_refuses_fields_that_are_not_a_map, setup, teardown),
+        cmocka_unit_test_setup_teardown(persist_refuses_slot_details_over_the_limit, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

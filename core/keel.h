@@ -69,12 +69,19 @@ typedef struct keel_diag {
     char *path;    /* "entities[3].components[1].body.range"; "" when none */
     char *file;    /* NULL unless it came from a file */
     int line, col; /* 1-based; 0 when unknown */
+    size_t more;   /* a summary ("and N more ..."): how many left-out diagnostics it stands for; else 0 */
 } keel_diag;
+
+/* A list keeps its first KEEL_DIAGS_LISTED diagnostics in full; past that, one summary item
+ * per severity and code counts the rest ("and N more errors: InvalidArgument"), so a bad
+ * input of any size gives a list of bounded size. errors and warnings count them all. */
+#define KEEL_DIAGS_LISTED 1000
 
 typedef struct keel_diags {
     keel_diag *items;
     size_t count, cap;
-    size_t errors; /* how many items are errors (the rest are warnings) */
+    size_t errors;   /* how many errors were added, listed or summarised */
+    size_t warnings; /* how many warnings, likewise */
 } keel_diags;
 
 /* Zeroes `d`; nothing is allocated until the first item. The items and their strings
@@ -95,7 +102,7 @@ keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
 /* The first error's code, KEEL_OK when there is none. */
 keel_status keel_diags_status(const keel_diags *d);
 /* Moves every item of `src` to the end of `dst`, prefixing paths with `prefix`
- * (joined with '.') when non-empty; `src` is left empty. */
+ * (joined with '.') when non-empty, and summarising past dst's cap; `src` is left empty. */
 void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix);
 /* "FILE:LINE:COL: error: CODE: message (at path)" into buf; returns buf.
  * Parts that are unknown are left out; a line longer than `cap` is truncated.

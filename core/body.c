@@ -272,3 +272,11 @@ keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_trans
     }
     return map;
 }
+
+size_t keel__body_size(const keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SCALAR) return n->len + 1;
+    size_t total = 2, items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) total += keel__body_size(&n->items[i]);
+    return total;
+}

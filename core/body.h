@@ -11,6 +11,9 @@
  * Diagnostics carry `path` (+ ".field") and the node's file:line:col. */
 keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version, bool strict,
                               void *record, const char *path, const char *file, keel_diags *d);
+/* A body's size as the scene reader holds it to limits.body_size ("64 KiB encoded"): each
+ * scalar's text + 1, each collection 2 plus its items. Saves and sets are held to it too. */
+size_t keel__body_size(const keel_node *n);
 /* Record -> MAP node in declared field order. */
 keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient);
 

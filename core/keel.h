@@ -149,7 +149,8 @@ struct keel_node {
     keel_node_kind kind;
     keel_node_style style;
     int line, col;     /* 1-based source position; 0 when built in memory */
-    char *text;        /* scalars: the text as written (NUL-terminated) */
+    char *text;        /* scalars: the text as written (NUL-terminated); collections: push and
+                        * put's private record (capacity, key index), freed with the node */
     size_t len;        /* scalars: length of text */
     size_t count;      /* SEQ: items; MAP: pairs */
     keel_node *items;  /* SEQ: count items; MAP: 2*count, key then value */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "world.h"
+#include "body.h"
 #include "kind.h"
 #include "yaml_read.h"
 
@@ -251,14 +252,8 @@ static bool want_map(loader *L, const keel_node *n, const char *path, const char
     return ok;
 }
 
-/* Encoded size of a body, approximated by the text it holds. */
-static size_t body_size(const keel_node *n)
-{
-    if (n->kind == KEEL_NODE_SCALAR) return n->len + 1;
-    size_t total = 2, items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
-    for (size_t i = 0; i < items; i++) total += body_size(&n->items[i]);
-    return total;
-}
+/* Encoded size of a body, approximated by the text it holds (as saves and sets count it). */
+static size_t body_size(const keel_node *n) { return keel__body_size(n); }
 
 /* ---- sections ---- */
 

@@ -14,6 +14,12 @@ keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version
 /* A body's size as the scene reader holds it to limits.body_size ("64 KiB encoded"): each
  * scalar's text + 1, each collection 2 plus its items. Saves and sets are held to it too. */
 size_t keel__body_size(const keel_node *n);
+/* LimitExceeded when the body a save would write for this record is larger than the scene
+ * reader's body size limit. O(1) for kinds without strings that cannot reach it. */
+keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_diags *d);
+/* LimitExceeded when an unknown component's body breaks a limit the scene reader applies
+ * (body size, string and collection length, nesting below a component). */
+keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d);
 /* Record -> MAP node in declared field order. */
 keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient);
 

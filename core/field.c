@@ -3,6 +3,7 @@
 #include "command.h"
 #include "field.h"
 #include "kind.h"
+#include "body.h"
 #include "record.h"
 #include "txn.h"
 
@@ -97,6 +98,11 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
     keel__record_get(c.kind, rec, field, &old);
     value_own(&old);
     keel__record_put(c.kind, rec, field, &nv);
+    if ((st = keel__record_body_check(c.kind, rec, d))) { /* a save would write what a load refuses */
+        keel__record_put(c.kind, rec, field, &old);
+        value_drop(&old);
+        return st;
+    }
     w->cmd_depth++; /* what validate does is this write's, not journaled apart */
     st = validate(w, c, &m, kd, field, &old, d);
     w->cmd_depth--;

@@ -462,15 +462,16 @@ typedef struct keel_grid {
     int64_t major_line_every; /* >= 1 */
 } keel_grid;
 
-/* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8, is ""
- * (keel_world_set_name refuses it instead). */
+/* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8 or is
+ * longer than 64 KiB, is "" (keel_world_set_name refuses it instead). */
 keel_world *keel_world_new(const char *name);
 void keel_world_free(keel_world *w);           /* NULL is a no-op; runs no hooks */
 keel_uuid keel_world_uuid(const keel_world *w);        /* never nil */
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
 /* Never NULL; borrowed: valid until keel_world_set_name or keel_world_free. */
 const char *keel_world_name(const keel_world *w);
-/* A NULL name is InvalidArgument. */
+/* A NULL name or one not valid UTF-8 is InvalidArgument; over 64 KiB (what a scene file
+ * may hold) LimitExceeded. */
 keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d);
 /* The editor grid (scene settings), inside the world: valid until the world is freed. */
 const keel_grid *keel_world_grid(const keel_world *w);
@@ -566,8 +567,8 @@ void keel_cmd_free(keel_cmd *cmd); /* frees the contents (not the struct); leave
 
 /* Spawns an entity as the last child of `parent` (KEEL_NO_ENTITY: top level).
  * `uuid` NULL: a fresh v4. A UUID already in the world is InvalidOperation;
- * the nil UUID is InvalidArgument; a stale parent NotFound. `*out` is
- * KEEL_NO_ENTITY on failure. */
+ * the nil UUID is InvalidArgument; a stale parent NotFound; a name not valid
+ * UTF-8 InvalidArgument, over 64 KiB LimitExceeded. `*out` is KEEL_NO_ENTITY on failure. */
 keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
                        const keel_uuid *uuid, keel_entity *out, keel_cmd *inverse, keel_diags *d);
 /* Runs on_destroy, destroys every component record, drops preserved bodies,
@@ -579,7 +580,7 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
  * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
 keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d);
 /* `name` is copied; names need not be unique. InvalidArgument: NULL or not valid UTF-8;
- * ProtectedEntity: the root. */
+ * LimitExceeded: over 64 KiB (as for keel_spawn); ProtectedEntity: the root. */
 keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d);
 /* Sets e's own flag; a disabled entity and all its descendants run no hooks
  * (keel_entity_active). ProtectedEntity: the root. */
@@ -636,7 +637,8 @@ typedef struct keel_add_opts {
  * max + 1, would be KEEL_SLOT_AUTO), a missing requirement, a
  * rejected pair (either direction), a root-only kind off the root, a not-on-root
  * kind (core:transform) on the root. LimitExceeded: more than
- * 256 components on one entity. NotFound: a stale entity, a kind not registered.
+ * 256 components on one entity, or a body a scene file could not hold (over 64 KiB as
+ * saved; keel_set refuses a string that would make it so too). NotFound: a stale entity, a kind not registered.
  * `opts` NULL: KEEL_ADD_OPTS_INIT. */
 keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts,
                      keel_comp *out, keel_cmd *inverse, keel_diags *d);
@@ -644,7 +646,9 @@ keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_ad
  * than the registered kind): key, version, slot and the body tree (copied; NULL:
  * empty). It runs nothing and refuses edits. InvalidArgument: a malformed key, a
  * body that is not a MAP, a version below 1; InvalidOperation: a registered kind at
- * or below its version (use keel_add), an occupied slot. */
+ * or below its version (use keel_add), an occupied slot; LimitExceeded: a body past
+ * the scene reader's limits (64 KiB in all, strings 64 KiB, collections 65,536 items,
+ * 27 levels deep). */
 keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int version,
                              uint32_t slot, const keel_node *body, keel_diags *d);
 /* Removes by key and slot (known or unknown). A one kind may pass KEEL_SLOT_AUTO.
@@ -702,7 +706,9 @@ keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *ou
  * `v` NULL, or of a type the field cannot take: InvalidArgument. Conversions it
  * does take: an INT into a float field; a FLOAT with an integral value into an
  * int field; any vector of the right width into vec/quat/color fields; a STRING
- * naming a choice into an enum field; a UUID STRING into an asset/entity field. */
+ * naming a choice into an enum field; a UUID STRING into an asset/entity field.
+ * LimitExceeded: a string over 64 KiB, or one that makes the body a save writes larger
+ * than 64 KiB (keel_scene_load would refuse it); the old value stays. */
 keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
                      keel_cmd *inverse, keel_diags *d);
 /* Back to the declared default; field -1 resets every field. */

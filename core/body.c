@@ -306,7 +306,7 @@ keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_dia
 /* Depth counts the body map as 1. */
 static const char *node_over(const keel_node *n, const keel_limits *lim, size_t depth, size_t max_depth)
 {
-    if (n->kind != KEEL_NODE_SCALAR && depth > max_depth) return "nested deeper than the limit";
+    if (n->kind != KEEL_NODE_SCALAR && depth > max_depth) return "a body is nested deeper than the limit";
     if (n->kind == KEEL_NODE_SCALAR) return n->len > lim->string_length ? "a string is longer than the limit" : NULL;
     if (n->count > lim->collection_length) return "a collection is longer than the limit";
     size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
@@ -317,13 +317,18 @@ static const char *node_over(const keel_node *n, const keel_limits *lim, size_t 
     return NULL;
 }
 
-keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d)
+const char *keel__body_over_limits(const keel_node *body)
 {
-    if (!body) return KEEL_OK;
     keel_limits lim = keel_limits_default();
     /* document, entities, an entity, its components, a component: the body is the 6th level */
     const char *why = node_over(body, &lim, 1, lim.nesting_depth - 5);
-    if (!why && keel__body_size(body) > lim.body_size) why = "larger than the limit";
-    if (why) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "an unknown component's body: %s", why);
+    if (!why && keel__body_size(body) > lim.body_size) why = "a body is larger than the limit";
+    return why;
+}
+
+keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d)
+{
+    const char *why = body ? keel__body_over_limits(body) : NULL;
+    if (why) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "an unknown component: %s", why);
     return KEEL_OK;
 }

@@ -20,6 +20,8 @@ keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_dia
 /* LimitExceeded when an unknown component's body breaks a limit the scene reader applies
  * (body size, string and collection length, nesting below a component). */
 keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d);
+/* The same as a reason ("a string is longer than the limit"), NULL when within them. */
+const char *keel__body_over_limits(const keel_node *body);
 /* Record -> MAP node in declared field order. */
 keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient);
 

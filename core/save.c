@@ -600,8 +600,9 @@ static void decode_state(keel__rd *r, state *st)
             if (r->err) break;
             c->body = keel__rd_node(r, 0, SAVE_NODE_DEPTH);
             if (c->body && c->body->kind != KEEL_NODE_MAP && !r->err) r->err = "a component body is not a map";
-            if (c->body && !r->err && keel__body_size(c->body) > keel_limits_default().body_size) {
-                r->err = "a component body is larger than the limit (65,536 bytes)";
+            const char *why = c->body && !r->err ? keel__body_over_limits(c->body) : NULL;
+            if (why) { /* what a scene file could not hold */
+                r->err = why;
                 r->limit = true;
             }
             if (!r->err && c->key && !keel__kind_key_valid(c->key)) r->err = "a kind key is malformed";

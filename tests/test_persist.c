@@ -521,7 +521,22 @@ static void persist_wide_bodies_are_refused_quickly(void **state)
     keel_diags_init(&d);
     assert_int_equal(load_slot(&d, &took), KEEL_LIMIT_EXCEEDED);
     printf("# 20,000 keys: %s in %.3f s\n", d.items[0].message, took);
-    assert_non_null(strstr(d.items[0].message, "body is larger than the limit"));
+    assert_non_null(strstr(d.items[0].message, "a body is larger than the limit"));
+    keel_diags_free(&d);
+
+    /* 28 levels: deeper than a scene file can hold a component body */
+    keel_node *deep = keel_node_new_map();
+    keel_node_put(deep, "leaf", NULL);
+    for (int i = 1; i < 28; i++) {
+        keel_node *up = keel_node_new_map();
+        keel_node_put(up, "in", deep);
+        deep = up;
+    }
+    write_slot_with_body(deep);
+    keel_node_free(deep);
+    keel_diags_init(&d);
+    assert_int_equal(load_slot(&d, &took), KEEL_LIMIT_EXCEEDED);
+    assert_non_null(strstr(d.items[0].message, "nested deeper than the limit"));
     keel_diags_free(&d);
 
     /* 5,000 keys: within both, loaded */

@@ -281,11 +281,17 @@ size_t keel__body_size(const keel_node *n)
     return total;
 }
 
+bool keel__record_body_bounded(keel_kind_id k)
+{
+    const keel__layout *L = keel__kind_layout(k);
+    return !L || (!L->has_strings && L->body_most <= keel_limits_default().body_size);
+}
+
 keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_diags *d)
 {
     const keel__layout *L = keel__kind_layout(k);
     size_t limit = keel_limits_default().body_size;
-    if (!L || (!L->has_strings && L->body_most <= limit)) return KEEL_OK;
+    if (keel__record_body_bounded(k)) return KEEL_OK;
     const keel_kind_desc *K = keel_kind_describe(k);
     size_t most = L->body_most;
     for (size_t i = 0; i < K->field_count; i++) {

@@ -17,6 +17,8 @@ size_t keel__body_size(const keel_node *n);
 /* LimitExceeded when the body a save would write for this record is larger than the scene
  * reader's body size limit. O(1) for kinds without strings that cannot reach it. */
 keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_diags *d);
+/* No record of kind k can fail keel__record_body_check (no strings, few fields). */
+bool keel__record_body_bounded(keel_kind_id k);
 /* LimitExceeded when an unknown component's body breaks a limit the scene reader applies
  * (body size, string and collection length, nesting below a component). */
 keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d);

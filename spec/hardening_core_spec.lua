@@ -2,6 +2,8 @@
 local keel = require "keel"
 
 keel.kind{ key = "hc:notes", multiplicity = "many", fields = { { "a", "string" }, { "b", "string" } } }
+keel.kind{ key = "hc:writer", fields = { { "a", "string" }, { "b", "string" } },
+  update = function(self) self.a = ("a"):rep(40 * 1024); self.b = ("b"):rep(40 * 1024) end }
 
 local function catch(f, ...)
   local ok, err = pcall(f, ...)
@@ -48,5 +50,17 @@ describe("limits held at set time", function()
     c.b = ("b"):rep(KIB64 - 40 * 1024 - 64)
     local back = reloads(w)
     assert.are.equal(1, back:count())
+  end)
+
+  it("refuses the same from a hook's writes: the hook faults, the fields stay", function()
+    local w = keel.world("W")
+    local c = w:spawn("E"):add("hc:writer")
+    w:step(0.1)
+    local errs = w:errors()
+    assert.are.equal(1, #errs)
+    assert.truthy(errs[1].message:match("larger than the limit"))
+    assert.are.equal("", c.a)
+    assert.are.equal("", c.b)
+    reloads(w)
   end)
 end)

@@ -177,3 +177,69 @@ keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_trans
     }
     return map;
 }
+
+size_t keel__body_size(const keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SCALAR) return n->len + 1;
+    size_t total = 2, items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) total += keel__body_size(&n->items[i]);
+    return total;
+}
+
+bool keel__record_body_bounded(keel_kind_id k)
+{
+    const keel__layout *L = keel__kind_layout(k);
+    return !L || (!L->has_strings && L->body_most <= keel_limits_default().body_size);
+}
+
+keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_diags *d)
+{
+    const keel__layout *L = keel__kind_layout(k);
+    size_t limit = keel_limits_default().body_size;
+    if (keel__record_body_bounded(k)) return KEEL_OK;
+    const keel_kind_desc *K = keel_kind_describe(k);
+    size_t most = L->body_most;
+    for (size_t i = 0; i < K->field_count; i++) {
+        if (K->fields[i].type != KEEL_T_STRING || (K->fields[i].flags & KEEL_FIELD_TRANSIENT)) continue;
+        keel_value v;
+        keel__record_get(k, record, (int)i, &v);
+        most += v.as.s ? strlen(v.as.s) : 0;
+    }
+    if (most <= limit) return KEEL_OK;
+    keel_node *body = keel__body_encode(k, record, false); /* near the limit: the exact size */
+    size_t size = keel__body_size(body);
+    keel_node_free(body);
+    if (size <= limit) return KEEL_OK;
+    return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "%s: a body of %zu bytes is larger than the limit (%zu bytes)",
+                      K->key, size, limit);
+}
+
+/* Depth counts the body map as 1. */
+static const char *node_over(const keel_node *n, const keel_limits *lim, size_t depth, size_t max_depth)
+{
+    if (n->kind != KEEL_NODE_SCALAR && depth > max_depth) return "a body is nested deeper than the limit";
+    if (n->kind == KEEL_NODE_SCALAR) return n->len > lim->string_length ? "a string is longer than the limit" : NULL;
+    if (n->count > lim->collection_length) return "a collection is longer than the limit";
+    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) {
+        const char *why = node_over(&n->items[i], lim, depth + 1, max_depth);
+        if (why) return why;
+    }
+    return NULL;
+}
+
+const char *keel__body_over_limits(const keel_node *body)
+{
+    keel_limits lim = keel_limits_default();
+    /* document, entities, an entity, its components, a component: the body is the 6th level */
+    const char *why = node_over(body, &lim, 1, lim.nesting_depth - 5);
+    if (!why && keel__body_size(body) > lim.body_size) why = "a body is larger than the limit";
+    return why;
+}
+
+keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d)
+{
+    const char *why = body ? keel__body_over_limits(body) : NULL;
+    if (why) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "an unknown component: %s", why);
+    return KEEL_OK;
+}

@@ -108,6 +108,33 @@ uint32_t keel__rd_count(keel__rd *r, size_t min, const char *what)
     return n;
 }
 
+static int text_order(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether two keys of the map are equal: sorted, so n log n rather than a scan per key. */
+static bool has_duplicate_key(const keel_node *map)
+{
+    if (map->count < 2) return false;
+    const char **keys = keel__xrealloc(NULL, map->count * sizeof *keys);
+    for (size_t i = 0; i < map->count; i++) keys[i] = map->items[2 * i].text;
+    qsort(keys, map->count, sizeof *keys, text_order);
+    bool dup = false;
+    for (size_t i = 1; i < map->count && !dup; i++) dup = strcmp(keys[i - 1], keys[i]) == 0;
+    free(keys);
+    return dup;
+}
+
+static bool over_limit(keel__rd *r, const char *what)
+{
+    if (!r->err) {
+        r->err = what;
+        r->limit = true;
+    }
+    return false;
+}
+
 keel_node *keel__rd_node(keel__rd *r, int depth, int max_depth)
 {
     if (depth > max_depth) {
@@ -121,7 +148,12 @@ keel_node *keel__rd_node(keel__rd *r, int depth, int max_depth)
         r->err = "a body node has a bad kind or style";
         return NULL;
     }
+    keel_limits lim = keel_limits_default();
     if (kind == KEEL_NODE_SCALAR) {
+        if (r->len - r->pos >= 4 && keel__get_u32(r->p + r->pos) > lim.string_length) {
+            over_limit(r, "a string is longer than the limit (65,536 bytes)");
+            return NULL;
+        }
         char *text = keel__rd_str(r, "truncated scalar");
         if (!text) return NULL;
         keel_node *n = keel_node_new_scalar(text, (keel_node_style)style);
@@ -130,8 +162,15 @@ keel_node *keel__rd_node(keel__rd *r, int depth, int max_depth)
     }
     uint32_t count = keel__rd_count(r, kind == KEEL_NODE_MAP ? 12 : 6, "truncated collection");
     if (r->err) return NULL;
+    if (count > lim.collection_length) {
+        over_limit(r, "a collection is longer than the limit (65,536 items)");
+        return NULL;
+    }
     keel_node *n = kind == KEEL_NODE_MAP ? keel_node_new_map() : keel_node_new_seq();
     n->style = (keel_node_style)style;
+    size_t slots = kind == KEEL_NODE_MAP ? 2 * (size_t)count : count;
+    if (slots) n->items = keel__xcalloc(slots, sizeof *n->items);
+    /* Filled in place, not by put (a scan per key) or push: n->count is what is read. */
     for (uint32_t i = 0; i < count; i++) {
         if (kind == KEEL_NODE_MAP) {
             keel_node *k = keel__rd_node(r, depth + 1, max_depth);
@@ -143,17 +182,25 @@ keel_node *keel__rd_node(keel__rd *r, int depth, int max_depth)
                 keel_node_free(n);
                 return NULL;
             }
-            keel_node_put(n, k->text, v);
-            n->items[2 * (n->count - 1)].style = k->style; /* unknown bodies keep their key styles */
-            keel_node_free(k);
+            n->items[2 * i] = *k; /* unknown bodies keep their key styles */
+            n->items[2 * i + 1] = *v;
+            free(k);
+            free(v);
         } else {
             keel_node *v = keel__rd_node(r, depth + 1, max_depth);
             if (!v) {
                 keel_node_free(n);
                 return NULL;
             }
-            keel_node_push(n, v);
+            n->items[i] = *v;
+            free(v);
         }
+        n->count = i + 1;
+    }
+    if (kind == KEEL_NODE_MAP && has_duplicate_key(n)) {
+        r->err = "a map holds a key twice";
+        keel_node_free(n);
+        return NULL;
     }
     return n;
 }

@@ -31,6 +31,7 @@ typedef struct keel__rd {
     const uint8_t *p;
     size_t len, pos;
     const char *err;
+    bool limit; /* err is a load limit (LimitExceeded), not damage */
 } keel__rd;
 static inline bool keel__rd_need(keel__rd *r, size_t n, const char *what)
 {
@@ -71,7 +72,9 @@ static inline bool keel__rd_bool(keel__rd *r, const char *what)
 char *keel__rd_str(keel__rd *r, const char *what);     /* malloc'd; a NUL inside is an error */
 /* A count whose items take at least `min` bytes each: bounded by what is left. */
 uint32_t keel__rd_count(keel__rd *r, size_t min, const char *what);
-/* A node written by keel__buf_node, nested at most max_depth deep. */
+/* A node written by keel__buf_node, nested at most max_depth deep, within the scene
+ * reader's limits (keel_limits_default: string length, collection length); a map with
+ * a key twice is refused (keel__buf_node never writes one). */
 keel_node *keel__rd_node(keel__rd *r, int depth, int max_depth);
 
 #endif

@@ -51,12 +51,56 @@ static keel_diag *diags_push(keel_diags *d)
     return g;
 }
 
+static void summary_text(keel_diag *g)
+{
+    free(g->message);
+    g->message = keel__strfmt("and %zu more %s%s: %s (the first %d diagnostics are listed)", g->more,
+                              g->severity == KEEL_SEV_WARNING ? "warning" : "error", g->more == 1 ? "" : "s",
+                              keel_status_name(g->code), KEEL_DIAGS_LISTED);
+}
+
+/* Counts `n` diagnostics of this severity and code that are not listed. Summaries are
+ * appended once the list is full, so they are among its last items (at most one per
+ * severity and code: 2 * 9). */
+static void summarise(keel_diags *d, keel_severity sev, keel_status code, size_t n, const char *file)
+{
+    size_t tail = 2 * (KEEL_IO_ERROR + 1);
+    for (size_t i = d->count; i-- > 0 && d->count - i <= tail;) {
+        keel_diag *g = &d->items[i];
+        if (g->more && g->severity == sev && g->code == code) {
+            g->more += n;
+            summary_text(g);
+            return;
+        }
+    }
+    keel_diag *g = diags_push(d);
+    g->code = code;
+    g->severity = sev;
+    g->path = keel__strdup("");
+    g->file = file ? keel__strdup(file) : NULL;
+    g->more = n;
+    summary_text(g);
+}
+
+static void count(keel_diags *d, keel_severity sev, size_t n)
+{
+    if (sev == KEEL_SEV_ERROR)
+        d->errors += n;
+    else
+        d->warnings += n;
+}
+
 keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
                           const char *path, const char *file, int line, int col,
                           const char *fmt, ...)
 {
     if (!d)
         return code;
+    count(d, sev, 1);
+    if (d->count >= KEEL_DIAGS_LISTED) {
+        summarise(d, sev, code, 1, file);
+        return code;
+    }
     va_list ap;
     va_start(ap, fmt);
     char *msg = keel__vstrfmt(fmt, ap);
@@ -70,8 +114,6 @@ keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
     g->file = file ? keel__strdup(file) : NULL;
     g->line = line;
     g->col = col;
-    if (sev == KEEL_SEV_ERROR)
-        d->errors++;
     return code;
 }
 
@@ -105,14 +147,20 @@ void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix)
     }
     for (size_t i = 0; i < src->count; i++) {
         keel_diag *s = &src->items[i];
+        count(dst, s->severity, s->more ? s->more : 1);
+        if (s->more || dst->count >= KEEL_DIAGS_LISTED) {
+            summarise(dst, s->severity, s->code, s->more ? s->more : 1, s->file);
+            free(s->message);
+            free(s->path);
+            free(s->file);
+            continue;
+        }
         keel_diag *g = diags_push(dst);
         *g = *s;
         if (prefix && *prefix) {
             g->path = join_path(prefix, s->path);
             free(s->path);
         }
-        if (g->severity == KEEL_SEV_ERROR)
-            dst->errors++;
     }
     free(src->items);
     memset(src, 0, sizeof *src);

@@ -288,8 +288,8 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d)
 {
     keel_uuid u;
-    if (name && !keel__utf8_valid(name))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity name must be valid UTF-8");
+    keel_status nst = name ? keel__name_check(name, "an entity", d) : KEEL_OK;
+    if (nst) return nst;
     if (uuid) {
         if (keel_uuid_is_nil(*uuid))
             return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
@@ -588,11 +588,16 @@ void keel_world_reserve(keel_world *w, size_t entities)
     if (cap > w->hash_cap) hash_grow(w, cap);
 }
 
-/* Names are written to scene files: NULL (InvalidArgument) and malformed UTF-8 are refused. */
+/* Names are written to scene files: NULL and malformed UTF-8 (InvalidArgument) are refused,
+ * and so is a name longer than a scene file may hold (LimitExceeded). */
 keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
 {
     if (!name) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name cannot be null", what);
     if (!keel__utf8_valid(name)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
+    size_t len = strlen(name), limit = keel_limits_default().string_length;
+    if (len > limit) /* the scene reader's string length */
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "%s name of %zu bytes is longer than the limit (%zu bytes)", what,
+                          len, limit);
     return KEEL_OK;
 }
 

@@ -2,6 +2,7 @@
 #include "world.h"
 #include "field.h"
 #include "kind.h"
+#include "body.h"
 #include "record.h"
 #include "txn.h"
 #include "value.h"
@@ -98,6 +99,11 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
     keel__record_get(c.kind, rec, field, &old);
     value_own(&old);
     keel__record_put(c.kind, rec, field, &nv);
+    if ((st = keel__record_body_check(c.kind, rec, d))) { /* a save would write what a load refuses */
+        keel__record_put(c.kind, rec, field, &old);
+        value_drop(&old);
+        return st;
+    }
     w->cmd_depth++; /* what validate does is this write's, not journaled apart */
     st = validate(w, c, &m, kd, field, &old, d);
     w->cmd_depth--;
@@ -149,10 +155,19 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
         if ((st = writable(w, c, m, kd, fields[j], internal, d))) return st;
         if ((st = keel_field_check(c.kind, fields[j], &vals[j], d))) return st;
     }
+    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
+    if (!keel__record_body_bounded(c.kind)) { /* the body a save would write, tried on a copy */
+        void *scratch = keel__xrealloc(NULL, keel_kind_record_size(c.kind));
+        keel__record_copy(c.kind, scratch, rec);
+        for (size_t j = 0; j < n; j++) keel__record_put(c.kind, scratch, fields[j], &vals[j]);
+        st = keel__record_body_check(c.kind, scratch, d);
+        keel__record_fini(c.kind, scratch);
+        free(scratch);
+        if (st) return st;
+    }
     /* all checked: nothing below can fail */
     bool journal = keel__txn_wants(w);
     keel_uuid uuid = journal ? w->ents[(uint32_t)c.entity].uuid : (keel_uuid){ { 0 } };
-    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
     for (size_t j = 0; j < n; j++) {
         if (journal) {
             keel_value old;

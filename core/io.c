@@ -1,6 +1,8 @@
 /* io.c — reading whole files and writing them atomically (temp file, fsync, rename). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,11 +80,107 @@ static keel_status fail(keel_diags *d, const char *path, const char *step, int e
                          "cannot save %s: %s failed: %s", path, step, strerror(err));
 }
 
+/* When process `pid` started, in seconds since the epoch (/proc/PID/stat's starttime after
+ * /proc/stat's btime); false when it is not known. */
+static bool proc_start(long pid, double *out)
+{
+    char name[64], buf[1024];
+    snprintf(name, sizeof name, "/proc/%ld/stat", pid);
+    FILE *f = fopen(name, "r");
+    if (!f) return false;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command name may hold spaces and parentheses */
+    unsigned long long ticks = 0;
+    /* after ")": state, then fields 4..21; starttime is field 22 */
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &ticks) != 1)
+        return false;
+    f = fopen("/proc/stat", "r");
+    if (!f) return false;
+    long long btime = -1;
+    char line[256];
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "btime %lld", &btime) == 1) break;
+    fclose(f);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (btime < 0 || hz <= 0) return false;
+    *out = (double)btime + (double)ticks / (double)hz;
+    return true;
+}
+
+/* "NAME.tmp.PID.SUFFIX" (SUFFIX: hex digits; older keels wrote a decimal counter) for the
+ * file name `base`: the owner's PID, or 0 when `entry` is not such a temp. */
+static long temp_owner(const char *entry, const char *base)
+{
+    size_t bl = strlen(base);
+    if (strncmp(entry, base, bl) != 0 || strncmp(entry + bl, ".tmp.", 5) != 0) return 0;
+    const char *p = entry + bl + 5;
+    long pid = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (pid > 1L << 30) return 0;
+        pid = pid * 10 + (*p - '0');
+    }
+    if (*p++ != '.' || !*p || strspn(p, "0123456789abcdef") != strlen(p)) return 0;
+    return pid;
+}
+
+/* Removes temps of `path` that a killed save left: their process is gone, or the process
+ * now holding that PID started after the temp was last written (the PID was reused). A
+ * live save's temp is never older than its process, so it is left alone. The 2 s margin
+ * covers btime's whole-second precision. */
+static void remove_stale_temps(const char *path)
+{
+    char *dir = dir_of(path);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    DIR *dd = opendir(dir);
+    struct dirent *de;
+    while (dd && (de = readdir(dd))) {
+        long pid = temp_owner(de->d_name, base);
+        if (pid <= 0) continue;
+        char *full = keel__strfmt("%s/%s", dir, de->d_name);
+        struct stat st;
+        double started;
+        bool stale = false;
+        if (lstat(full, &st) == 0 && S_ISREG(st.st_mode)) {
+            if (kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+                stale = true;
+            else if (proc_start(pid, &started))
+                stale = (double)st.st_mtim.tv_sec + st.st_mtim.tv_nsec / 1e9 < started - 2.0;
+        }
+        if (stale) ops->unlink(full);
+        free(full);
+    }
+    if (dd) closedir(dd);
+    free(dir);
+}
+
+/* Opens a new temp beside `path`: PATH.tmp.PID.RANDOM, created exclusively. A name that
+ * exists already (a killed save's, or a clash) is not an error: another is drawn. */
+static int open_temp(const char *path, char **tmp)
+{
+    int fd = -1;
+    for (int attempt = 0; attempt < 16; attempt++) {
+        keel_uuid r = keel_uuid_v4();
+        uint64_t x;
+        memcpy(&x, r.bytes, sizeof x);
+        *tmp = keel__strfmt("%s.tmp.%ld.%016llx", path, (long)getpid(), (unsigned long long)x);
+        fd = ops->open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST) return fd;
+        free(*tmp);
+        *tmp = NULL;
+    }
+    errno = EEXIST;
+    return fd;
+}
+
 keel_status keel_write_atomic(const char *path, const void *data, size_t len, keel_diags *d)
 {
-    static unsigned long counter;
-    char *tmp = keel__strfmt("%s.tmp.%ld.%lu", path, (long)getpid(), ++counter);
-    int fd = ops->open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    remove_stale_temps(path);
+    char *tmp = NULL;
+    int fd = open_temp(path, &tmp);
     if (fd < 0) {
         int e = errno;
         free(tmp);

@@ -69,12 +69,19 @@ typedef struct keel_diag {
     char *path;    /* "entities[3].components[1].body.range"; "" when none */
     char *file;    /* NULL unless it came from a file */
     int line, col; /* 1-based; 0 when unknown */
+    size_t more;   /* a summary ("and N more ..."): how many left-out diagnostics it stands for; else 0 */
 } keel_diag;
+
+/* A list keeps its first KEEL_DIAGS_LISTED diagnostics in full; past that, one summary item
+ * per severity and code counts the rest ("and N more errors: InvalidArgument"), so a bad
+ * input of any size gives a list of bounded size. errors and warnings count them all. */
+#define KEEL_DIAGS_LISTED 1000
 
 typedef struct keel_diags {
     keel_diag *items;
     size_t count, cap;
-    size_t errors; /* how many items are errors (the rest are warnings) */
+    size_t errors;   /* how many errors were added, listed or summarised */
+    size_t warnings; /* how many warnings, likewise */
 } keel_diags;
 
 /* Zeroes `d`; nothing is allocated until the first item. The items and their strings
@@ -95,7 +102,7 @@ keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
 /* The first error's code, KEEL_OK when there is none. */
 keel_status keel_diags_status(const keel_diags *d);
 /* Moves every item of `src` to the end of `dst`, prefixing paths with `prefix`
- * (joined with '.') when non-empty; `src` is left empty. */
+ * (joined with '.') when non-empty, and summarising past dst's cap; `src` is left empty. */
 void keel_diags_append(keel_diags *dst, keel_diags *src, const char *prefix);
 /* "FILE:LINE:COL: error: CODE: message (at path)" into buf; returns buf.
  * Parts that are unknown are left out; a line longer than `cap` is truncated.
@@ -142,7 +149,8 @@ struct keel_node {
     keel_node_kind kind;
     keel_node_style style;
     int line, col;     /* 1-based source position; 0 when built in memory */
-    char *text;        /* scalars: the text as written (NUL-terminated) */
+    char *text;        /* scalars: the text as written (NUL-terminated); collections: push and
+                        * put's private record (capacity, key index), freed with the node */
     size_t len;        /* scalars: length of text */
     size_t count;      /* SEQ: items; MAP: pairs */
     keel_node *items;  /* SEQ: count items; MAP: 2*count, key then value */
@@ -460,8 +468,8 @@ typedef struct keel_grid {
     int64_t major_line_every; /* >= 1 */
 } keel_grid;
 
-/* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8, is ""
- * (keel_world_set_name refuses it instead). */
+/* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8 or is
+ * longer than 64 KiB, is "" (keel_world_set_name refuses it instead). */
 keel_world *keel_world_new(const char *name);
 /* NULL is a no-op; runs no hooks. Inside a callback of w it does nothing (keel_world_in_callback). */
 void keel_world_free(keel_world *w);
@@ -469,7 +477,8 @@ keel_uuid keel_world_uuid(const keel_world *w);        /* never nil */
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
 /* Never NULL; borrowed: valid until keel_world_set_name or keel_world_free. */
 const char *keel_world_name(const keel_world *w);
-/* A NULL name is InvalidArgument. */
+/* A NULL name or one not valid UTF-8 is InvalidArgument; over 64 KiB (what a scene file
+ * may hold) LimitExceeded. */
 keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d);
 /* The editor grid (scene settings), inside the world: valid until the world is freed. */
 const keel_grid *keel_world_grid(const keel_world *w);
@@ -565,8 +574,8 @@ void keel_cmd_free(keel_cmd *cmd); /* frees the contents (not the struct); leave
 
 /* Spawns an entity as the last child of `parent` (KEEL_NO_ENTITY: top level).
  * `uuid` NULL: a fresh v4. A UUID already in the world is InvalidOperation;
- * the nil UUID is InvalidArgument; a stale parent NotFound. `*out` is
- * KEEL_NO_ENTITY on failure. */
+ * the nil UUID is InvalidArgument; a stale parent NotFound; a name not valid
+ * UTF-8 InvalidArgument, over 64 KiB LimitExceeded. `*out` is KEEL_NO_ENTITY on failure. */
 keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent,
                        const keel_uuid *uuid, keel_entity *out, keel_cmd *inverse, keel_diags *d);
 /* Runs on_destroy, destroys every component record, drops preserved bodies,
@@ -583,7 +592,7 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
  * A cycle is InvalidOperation; the hierarchy depth limit (256) LimitExceeded. */
 keel_status keel_reparent(keel_world *w, keel_entity e, keel_entity parent, keel_cmd *inverse, keel_diags *d);
 /* `name` is copied; names need not be unique. InvalidArgument: NULL or not valid UTF-8;
- * ProtectedEntity: the root. */
+ * LimitExceeded: over 64 KiB (as for keel_spawn); ProtectedEntity: the root. */
 keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d);
 /* Sets e's own flag; a disabled entity and all its descendants run no hooks
  * (keel_entity_active). ProtectedEntity: the root. */
@@ -699,7 +708,8 @@ typedef struct keel_add_opts {
  * max + 1, would be KEEL_SLOT_AUTO), a missing requirement, a
  * rejected pair (either direction), a root-only kind off the root, a not-on-root
  * kind (core:transform) on the root. LimitExceeded: more than
- * 256 components on one entity. NotFound: a stale entity, a kind not registered.
+ * 256 components on one entity, or a body a scene file could not hold (over 64 KiB as
+ * saved; keel_set refuses a string that would make it so too). NotFound: a stale entity, a kind not registered.
  * `opts` NULL: KEEL_ADD_OPTS_INIT. */
 keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_add_opts *opts,
                      keel_comp *out, keel_cmd *inverse, keel_diags *d);
@@ -707,7 +717,9 @@ keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_ad
  * than the registered kind): key, version, slot and the body tree (copied; NULL:
  * empty). It runs nothing and refuses edits. InvalidArgument: a malformed key, a
  * body that is not a MAP, a version below 1; InvalidOperation: a registered kind at
- * or below its version (use keel_add), an occupied slot. */
+ * or below its version (use keel_add), an occupied slot; LimitExceeded: a body past
+ * the scene reader's limits (64 KiB in all, strings 64 KiB, collections 65,536 items,
+ * 27 levels deep). */
 keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int version,
                              uint32_t slot, const keel_node *body, keel_diags *d);
 /* Removes by key and slot (known or unknown). A one kind may pass KEEL_SLOT_AUTO.
@@ -766,7 +778,9 @@ keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *ou
  * `v` NULL, or of a type the field cannot take: InvalidArgument. Conversions it
  * does take: an INT into a float field; a FLOAT with an integral value into an
  * int field; any vector of the right width into vec/quat/color fields; a STRING
- * naming a choice into an enum field; a UUID STRING into an asset/entity field. */
+ * naming a choice into an enum field; a UUID STRING into an asset/entity field.
+ * LimitExceeded: a string over 64 KiB, or one that makes the body a save writes larger
+ * than 64 KiB (keel_scene_load would refuse it); the old value stays. */
 keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
                      keel_cmd *inverse, keel_diags *d);
 /* Back to the declared default; field -1 resets every field. */

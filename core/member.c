@@ -339,6 +339,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     if (o->body) {
         st = keel__body_decode(k, o->body, o->version ? o->version : kd->version, o->strict, rec,
                                o->path ? o->path : "", o->file, d);
+        if (st == KEEL_OK) st = keel__record_body_check(k, rec, d);
         if (st) {
             keel__record_fini(k, rec);
             s->count--;
@@ -395,6 +396,7 @@ static keel_status unknown_check(const char *key, int version, const keel_node *
     if (version < 1) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: version must be >= 1, not %d", key, version);
     if (body && body->kind != KEEL_NODE_MAP)
         return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: a component body must be a map", key);
+    if (keel__unknown_body_check(body, d)) return KEEL_LIMIT_EXCEEDED;
     const keel_kind_desc *kd = keel_kind_describe(keel_kind_find(key));
     if (kd && version <= (kd->version < 1 ? 1 : kd->version))
         return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is declared: add it with keel_add", key);

@@ -34,10 +34,46 @@ keel_node *keel_node_new_map(void)
     return node_alloc(KEEL_NODE_MAP, KEEL_STYLE_ANY);
 }
 
-/* Room for `extra` more child structs; capacity is not stored, so grow by exact size. */
-static void node_reserve(keel_node *n, size_t slots)
+/* What push and put keep about a collection, in its `text` (which only scalars use for
+ * text): the capacity of `items`, so it grows geometrically, and for a wide map a hash index
+ * of its keys, so a put finds its key without a scan. Filling a collection is linear overall.
+ * The record holds only while `items` and `count` are as it left them: a collection changed
+ * by other means (the struct is public) gets a fresh one. Index slots hold pair index + 1
+ * (0: empty), open addressing, at most half full; mask 0: no index. */
+typedef struct node_aux {
+    const keel_node *items;
+    size_t count, cap, mask;
+    uint32_t slots[];
+} node_aux;
+
+#define INDEX_FROM 16 /* below this many pairs a scan is as fast as a hash */
+
+static size_t used_slots(const keel_node *n)
 {
-    n->items = keel__xrealloc(n->items, slots * sizeof *n->items);
+    return n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+}
+
+/* The collection's record, with room for `slots` child structs in items. */
+static node_aux *node_reserve(keel_node *n, size_t slots)
+{
+    node_aux *a = (node_aux *)(void *)n->text;
+    if (!a || a->items != n->items || a->count != n->count) {
+        free(n->text);
+        a = keel__xcalloc(1, sizeof *a);
+        a->cap = used_slots(n); /* all that is known of a block allocated elsewhere */
+        a->count = n->count;
+        a->items = n->items;
+        n->text = (char *)(void *)a;
+        n->len = 0;
+    }
+    if (a->cap < slots) {
+        size_t cap = 8;
+        while (cap < slots) cap *= 2;
+        n->items = keel__xrealloc(n->items, cap * sizeof *n->items);
+        a->items = n->items;
+        a->cap = cap;
+    }
+    return a;
 }
 
 keel_node *keel_node_push(keel_node *seq, keel_node *item)
@@ -48,10 +84,64 @@ keel_node *keel_node_push(keel_node *seq, keel_node *item)
     }
     if (!item)
         item = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* a null */
-    node_reserve(seq, seq->count + 1);
+    node_aux *a = node_reserve(seq, seq->count + 1);
     seq->items[seq->count] = *item;
     free(item);
-    return &seq->items[seq->count++];
+    a->count = ++seq->count;
+    return &seq->items[seq->count - 1];
+}
+
+static size_t key_hash(const char *k)
+{
+    size_t h = (size_t)14695981039346656037ull;
+    for (; *k; k++) h = (h ^ (unsigned char)*k) * (size_t)1099511628211ull;
+    return h;
+}
+
+static const char *key_text(const keel_node *map, size_t pair)
+{
+    const keel_node *k = &map->items[2 * pair];
+    return k->kind == KEEL_NODE_SCALAR && k->text ? k->text : NULL;
+}
+
+static void index_insert(node_aux *a, const keel_node *map, size_t pair)
+{
+    const char *k = key_text(map, pair);
+    if (!k) return;
+    size_t at = key_hash(k) & a->mask;
+    while (a->slots[at]) at = (at + 1) & a->mask;
+    a->slots[at] = (uint32_t)(pair + 1);
+}
+
+/* The pair whose key is `key` (the first, if a hand-made map has it twice), or map->count.
+ * `a` is the map's record (node_reserve); it may move when the index is (re)built. */
+static size_t find_pair(keel_node *map, node_aux **ap, const char *key)
+{
+    node_aux *a = *ap;
+    if (map->count < INDEX_FROM) {
+        for (size_t i = 0; i < map->count; i++) {
+            const char *k = key_text(map, i);
+            if (k && strcmp(k, key) == 0) return i;
+        }
+        return map->count;
+    }
+    if (!a->mask || 2 * (map->count + 1) > a->mask + 1) { /* none yet, or too full for one more */
+        size_t slots = 64;
+        while (slots < 4 * (map->count + 1)) slots *= 2;
+        a = keel__xrealloc(a, sizeof *a + slots * sizeof *a->slots);
+        memset(a->slots, 0, slots * sizeof *a->slots);
+        a->mask = slots - 1;
+        for (size_t i = 0; i < map->count; i++) index_insert(a, map, i);
+        map->text = (char *)(void *)a;
+        *ap = a;
+    }
+    /* Pairs go in in order, so along a probe chain a lower pair comes first. */
+    for (size_t at = key_hash(key) & a->mask; a->slots[at]; at = (at + 1) & a->mask) {
+        size_t pair = a->slots[at] - 1;
+        const char *k = key_text(map, pair);
+        if (k && strcmp(k, key) == 0) return pair;
+    }
+    return map->count;
 }
 
 keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value)
@@ -62,23 +152,23 @@ keel_node *keel_node_put(keel_node *map, const char *key, keel_node *value)
     }
     if (!value)
         value = keel_node_new_scalar("", KEEL_STYLE_PLAIN); /* a null */
-    for (size_t i = 0; i < map->count; i++) {
-        keel_node *k = &map->items[2 * i];
-        if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, key) == 0) {
-            keel_node *v = &map->items[2 * i + 1];
-            keel_node_clear(v);
-            *v = *value;
-            free(value);
-            return v;
-        }
+    node_aux *a = node_reserve(map, 2 * (map->count + 1));
+    size_t i = find_pair(map, &a, key);
+    if (i < map->count) {
+        keel_node *v = &map->items[2 * i + 1];
+        keel_node_clear(v);
+        *v = *value;
+        free(value);
+        return v;
     }
     keel_node *k = keel_node_new_scalar(key, KEEL_STYLE_ANY);
-    node_reserve(map, 2 * (map->count + 1));
     map->items[2 * map->count] = *k;
     map->items[2 * map->count + 1] = *value;
     free(k);
     free(value);
-    return &map->items[2 * map->count++ + 1];
+    if (a->mask) index_insert(a, map, map->count);
+    a->count = ++map->count;
+    return &map->items[2 * map->count - 1];
 }
 
 static void node_copy_into(keel_node *dst, const keel_node *src)
@@ -86,7 +176,7 @@ static void node_copy_into(keel_node *dst, const keel_node *src)
     *dst = *src;
     dst->text = NULL;
     dst->items = NULL;
-    if (src->text) {
+    if (src->text && src->kind == KEEL_NODE_SCALAR) { /* a map's text is its index: not copied */
         dst->text = keel__xrealloc(NULL, src->len + 1);
         memcpy(dst->text, src->text, src->len);
         dst->text[src->len] = '\0';

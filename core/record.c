@@ -109,6 +109,26 @@ void keel__layout_build(const keel_kind_desc *d, keel__layout *L)
     L->defaults = keel__xrealloc(NULL, L->size);
     memset(L->defaults, 0, L->size);
     L->has_strings = false;
+    L->body_most = 2; /* a map */
+    for (size_t i = 0; i < d->field_count; i++) {
+        const keel_field_desc *f = &d->fields[i];
+        if (f->flags & KEEL_FIELD_TRANSIENT) continue; /* not saved */
+        size_t most = 0;                                /* the value's longest text */
+        switch (f->type) {
+        case KEEL_T_BOOL: most = 5; break;               /* false */
+        case KEEL_T_INT: most = 20; break;               /* -9223372036854775808 */
+        case KEEL_T_ENUM:
+            for (size_t c = 0; c < f->choice_count; c++)
+                if (f->choices[c] && strlen(f->choices[c]) > most) most = strlen(f->choices[c]);
+            break;
+        case KEEL_T_STRING: break;
+        case KEEL_T_ASSET: case KEEL_T_ENTITY: most = 36; break;
+        default: most = 24; break;                       /* -2.2250738585072014e-308 */
+        }
+        int width = keel_type_width(f->type);
+        size_t value = f->type == KEEL_T_FLOAT || width == 1 ? most + 1 : 2 + (size_t)width * (most + 1);
+        L->body_most += strlen(f->key) + 1 + value;
+    }
     for (size_t i = 0; i < d->field_count; i++) {
         if (d->fields[i].type == KEEL_T_STRING)
             L->has_strings = true; /* filled per record: each owns its copy */

@@ -10,6 +10,8 @@ typedef struct keel__layout {
     size_t size;             /* record size, a multiple of 8, at least 8 */
     unsigned char *defaults; /* a record of the declared defaults, strings NULL: spawning copies it */
     bool has_strings;        /* records own heap strings (init, fini and copy have work to do) */
+    size_t body_most;        /* the saved body's size (keel__body_size) with every number and UUID at its
+                              * longest text and every string empty: strings add their length */
 } keel__layout;
 /* (Re)computes L for description d (L zeroed or built before). */
 void keel__layout_build(const keel_kind_desc *d, keel__layout *L);

@@ -597,6 +597,11 @@ static void decode_state(keel__rd *r, state *st)
             if (r->err) break;
             c->body = keel__rd_node(r, 0, SAVE_NODE_DEPTH);
             if (c->body && c->body->kind != KEEL_NODE_MAP && !r->err) r->err = "a component body is not a map";
+            const char *why = c->body && !r->err ? keel__body_over_limits(c->body) : NULL;
+            if (why) { /* what a scene file could not hold */
+                r->err = why;
+                r->limit = true;
+            }
             if (!r->err && c->key && !keel__kind_key_valid(c->key)) r->err = "a kind key is malformed";
         }
     }
@@ -623,10 +628,12 @@ static keel_status read_save(const char *path, state *st, keel_diags *d)
     size_t len = 0;
     keel_status s = keel__slot_read(path, &raw, &len, d);
     if (s != KEEL_OK) return s;
-    keel__rd r = { raw, len, 0, NULL };
+    keel__rd r = { raw, len, 0, NULL, false };
     decode_state(&r, st);
     free(raw);
-    if (r.err) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", path, 0, 0, "save file: %s", r.err);
+    if (r.err)
+        return keel_diag_add(d, KEEL_SEV_ERROR, r.limit ? KEEL_LIMIT_EXCEEDED : KEEL_PARSE_ERROR, "", path, 0, 0,
+                             "save file: %s", r.err);
     return KEEL_OK;
 }
 

@@ -2,10 +2,12 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "world.h"
+#include "body.h"
 #include "kind.h"
 #include "yaml_read.h"
 
@@ -250,14 +252,8 @@ static bool want_map(loader *L, const keel_node *n, const char *path, const char
     return ok;
 }
 
-/* Encoded size of a body, approximated by the text it holds. */
-static size_t body_size(const keel_node *n)
-{
-    if (n->kind == KEEL_NODE_SCALAR) return n->len + 1;
-    size_t total = 2, items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
-    for (size_t i = 0; i < items; i++) total += body_size(&n->items[i]);
-    return total;
-}
+/* Encoded size of a body, approximated by the text it holds (as saves and sets count it). */
+static size_t body_size(const keel_node *n) { return keel__body_size(n); }
 
 /* ---- sections ---- */
 
@@ -675,42 +671,79 @@ static void resolve_parents(loader *L, size_t count, ent_rec *recs)
     }
 }
 
-/* Then the hierarchy, in document order; a cycle is refused before it is made. Depth is
+/* Parent rings, found on the resolved parents before anything is linked: a ring longer than
+ * the depth limit is a cycle too, not a depth problem. Each ring is reported once, at its
+ * member that comes last in the document (the link that would close it), and none of its
+ * members is linked. Marks them in `in_ring`. */
+static void find_rings(loader *L, size_t count, ent_rec *recs, bool *in_ring)
+{
+    /* up[i]: the rec of rec i's parent (SIZE_MAX: none, or not an entity of the list) */
+    size_t max = 0;
+    for (size_t i = 0; i < count; i++)
+        if (recs[i].e && (uint32_t)recs[i].e > max) max = (uint32_t)recs[i].e;
+    size_t *rec_of = keel__xrealloc(NULL, (max + 1) * sizeof *rec_of);
+    size_t *up = keel__xrealloc(NULL, (count ? count : 1) * sizeof *up);
+    for (size_t i = 0; i <= max; i++) rec_of[i] = SIZE_MAX;
+    for (size_t i = 0; i < count; i++)
+        if (recs[i].e) rec_of[(uint32_t)recs[i].e] = i;
+    for (size_t i = 0; i < count; i++) {
+        keel_entity p = recs[i].e ? recs[i].parent_e : KEEL_NO_ENTITY;
+        size_t at = p && (uint32_t)p <= max ? rec_of[(uint32_t)p] : SIZE_MAX;
+        up[i] = at != SIZE_MAX && recs[at].e == p ? at : SIZE_MAX;
+    }
+    uint8_t *state = keel__xcalloc(count ? count : 1, 1); /* 0 unseen, 1 on this walk, 2 done */
+    for (size_t start = 0; start < count; start++) {
+        size_t j = start;
+        while (j != SIZE_MAX && state[j] == 0) {
+            state[j] = 1;
+            j = up[j];
+        }
+        if (j != SIZE_MAX && state[j] == 1) { /* the walk came back to itself: j is on a ring */
+            size_t closing = j;
+            for (size_t k = up[j]; k != j; k = up[k])
+                if (k > closing) closing = k;
+            size_t k = closing;
+            char chain[1024];
+            describe_entity(L, recs[closing].e, chain, sizeof chain);
+            do {
+                in_ring[k] = true;
+                k = up[k];
+                char part[160];
+                describe_entity(L, recs[k].e, part, sizeof part);
+                size_t len = strlen(chain);
+                if (len + strlen(part) + 8 < sizeof chain) snprintf(chain + len, sizeof chain - len, " -> %s", part);
+            } while (k != closing);
+            char *p = pathf("entities[%zu].parent", closing);
+            error(L, KEEL_INVALID_OPERATION, p, recs[closing].parent, "hierarchy cycle: %s", chain);
+            free(p);
+        }
+        for (j = start; j != SIZE_MAX && state[j] == 1; j = up[j]) state[j] = 2;
+    }
+    free(state);
+    free(up);
+    free(rec_of);
+}
+
+/* Then the hierarchy, in document order, rings left out (find_rings reported them). Depth is
  * check_depth's (a subtree linked earlier makes it deeper than this walk sees); the world's
  * own limit can still refuse a link here. Returns whether it reported a depth problem. */
 static bool link_parents(loader *L, size_t count, ent_rec *recs)
 {
     bool deep = false;
+    bool *in_ring = keel__xcalloc(count ? count : 1, sizeof *in_ring);
+    find_rings(L, count, recs, in_ring);
     for (size_t i = 0; i < count; i++) {
         ent_rec *r = &recs[i];
         keel_entity parent = r->parent_e;
-        if (!parent) continue;
+        if (!parent || in_ring[i]) continue;
         char *p = pathf("entities[%zu].parent", i);
-        /* Walk up from the new parent: meeting r->e means a cycle. The tree is acyclic
-         * and no deeper than the world allows, so the walk ends. */
-        char chain[1024];
-        describe_entity(L, r->e, chain, sizeof chain);
-        bool cycle = false;
-        for (keel_entity a = parent; a; a = keel_entity_parent(L->w, a)) {
-            char part[160];
-            describe_entity(L, a, part, sizeof part);
-            size_t len = strlen(chain);
-            if (len + strlen(part) + 8 < sizeof chain) snprintf(chain + len, sizeof chain - len, " -> %s", part);
-            if (a == r->e) {
-                cycle = true;
-                break;
-            }
-        }
-        if (cycle) {
-            error(L, KEEL_INVALID_OPERATION, p, r->parent, "hierarchy cycle: %s", chain);
-        } else {
-            keel_diags tmp;
-            keel_diags_init(&tmp);
-            if (keel_reparent(L->w, r->e, parent, NULL, &tmp) == KEEL_LIMIT_EXCEEDED) deep = true;
-            forward(L, &tmp, p, r->parent);
-        }
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        if (keel_reparent(L->w, r->e, parent, NULL, &tmp) == KEEL_LIMIT_EXCEEDED) deep = true;
+        forward(L, &tmp, p, r->parent);
         free(p);
     }
+    free(in_ring);
     return deep;
 }
 

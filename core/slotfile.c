@@ -223,6 +223,12 @@ keel_status keel__slot_write(const char *path, const keel_slot_info *info, const
         free(file.p);
         return s;
     }
+    if (file.len - SAVE_HEADER > SAVE_INFO_MAX) { /* keel_persist_info would refuse the file */
+        size_t n = file.len - SAVE_HEADER;
+        free(file.p);
+        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "slot details of %zu bytes are over the limit (%u bytes)", n,
+                          SAVE_INFO_MAX);
+    }
     uint32_t info_len = (uint32_t)(file.len - SAVE_HEADER);
     for (int i = 0; i < 4; i++) file.p[12 + i] = (uint8_t)(info_len >> (8 * i));
 
@@ -266,6 +272,8 @@ keel_status keel__slot_read(const char *path, uint8_t **state, size_t *state_len
         err = "CRC mismatch: the file is damaged or truncated";
     else if ((info_len = keel__get_u32(p + 12)) > len - SAVE_HEADER - 12)
         err = "slot details run past the end of the file";
+    else if (info_len > SAVE_INFO_MAX)
+        err = "slot details are larger than the limit"; /* as keel_persist_info says */
     else {
         size_t at = SAVE_HEADER + info_len;
         raw_len = keel__get_u32(p + at);

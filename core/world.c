@@ -30,7 +30,7 @@ keel_world *keel_world_new(const char *name)
     keel_world *w = calloc(1, sizeof *w);
     if (!w) return NULL;
     w->uuid = keel_uuid_v4();
-    w->name = keel__strdup(name && keel__utf8_valid(name) ? name : ""); /* what a scene file can hold */
+    w->name = keel__strdup(name && keel__name_check(name, "a scene", NULL) == KEEL_OK ? name : ""); /* what a scene file can hold */
     w->grid = (keel_grid){ true, { 0, 0, 0 }, { 0, 0, 0, 1 }, 1.0, 10 };
     w->epoch = ++g_epoch;
     w->tag = keel__tag_next();

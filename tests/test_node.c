@@ -7,6 +7,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <time.h>
 
 #include "keel.h"
 
@@ -270,6 +272,63 @@ static void node_push_and_put_refuse_the_wrong_parent(void **state)
     keel_node_free(scalar);
 }
 
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Filling a wide map is linear overall (issue 17: 80,000 keys took 9.4 s), and put keeps its
+ * contract: a key put again is replaced in place, order is insertion order. */
+static void node_put_wide_map_is_linear(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    char key[32];
+    double t0 = seconds();
+    keel_node *m = keel_node_new_map();
+    for (int i = 0; i < N; i++) {
+        snprintf(key, sizeof key, "k%d", i);
+        keel_node_put(m, key, keel_node_new_scalar(key, KEEL_STYLE_PLAIN));
+    }
+    for (int i = 0; i < N; i += 7) { /* replaced, not appended */
+        snprintf(key, sizeof key, "k%d", i);
+        keel_node_put(m, key, keel_node_new_scalar("again", KEEL_STYLE_PLAIN));
+    }
+    double took = seconds() - t0;
+    printf("# %d puts and %d replacements: %.3f s\n", N, (N + 6) / 7, took);
+    assert_true(took < 2.0);
+    assert_int_equal(m->count, N);
+    assert_string_equal(m->items[2 * 5].text, "k5");
+    assert_string_equal(keel_node_get(m, "k5")->text, "k5");
+    assert_string_equal(keel_node_get(m, "k7")->text, "again");
+    assert_string_equal(m->items[2 * 14 + 1].text, "again");
+
+    /* A copy is a plain map: puts into it find its keys. */
+    keel_node *c = keel_node_copy(m);
+    assert_true(keel_node_equal(c, m));
+    keel_node_put(c, "k3", keel_node_new_scalar("copy", KEEL_STYLE_PLAIN));
+    keel_node_put(c, "new", NULL);
+    assert_int_equal(c->count, N + 1);
+    assert_string_equal(keel_node_get(c, "k3")->text, "copy");
+    assert_string_equal(keel_node_get(m, "k3")->text, "k3");
+
+    /* A pair appended by hand (the struct is public) is still found by put. */
+    keel_node *k = keel_node_new_scalar("by-hand", KEEL_STYLE_ANY), *v = keel_node_new_scalar("1", KEEL_STYLE_PLAIN);
+    m->items = realloc(m->items, 2 * (m->count + 1) * sizeof *m->items);
+    m->items[2 * m->count] = *k;
+    m->items[2 * m->count + 1] = *v;
+    m->count++;
+    free(k);
+    free(v);
+    keel_node_put(m, "by-hand", keel_node_new_scalar("2", KEEL_STYLE_PLAIN));
+    assert_int_equal(m->count, N + 1);
+    assert_string_equal(keel_node_get(m, "by-hand")->text, "2");
+    keel_node_free(c);
+    keel_node_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +342,7 @@ int main(void)
         cmocka_unit_test(node_format_double_shortest),
         cmocka_unit_test(node_format_double_truncates_safely),
         cmocka_unit_test(node_push_and_put_refuse_the_wrong_parent),
+        cmocka_unit_test(node_put_wide_map_is_linear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,9 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <time.h>
 
 #include "keel.h"
 #include "bytes.h"
+#include "slotfile.h"
 #include "field.h"
 
 static const char *const moods[] = { "calm", "angry" };
@@ -408,6 +410,157 @@ static void persist_info_reads_slot_details_alone(void **state)
     keel_baseline_free(b);
 }
 
+/* keel_persist_info refuses details over 1 MiB, so a save never writes them. */
+static void persist_refuses_slot_details_over_the_limit(void **state)
+{
+    keel_world *w = parse(scene);
+    keel_baseline *b = keel_baseline_capture(w);
+    size_t n = (1u << 20) + 1;
+    char *title = malloc(n + 1);
+    memset(title, 't', n);
+    title[n] = 0;
+    keel_slot_info info = { .title = title, .saved_at = 1, .play_seconds = 1 };
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_persist_save(w, b, tmp_path, &info, &d), KEEL_LIMIT_EXCEEDED);
+    assert_non_null(strstr(d.items[0].message, "slot details"));
+    keel_diags_free(&d);
+    assert_int_equal(access(tmp_path, F_OK), -1); /* nothing written */
+
+    /* Just under the limit: saved, and both readers take it. */
+    title[(1u << 20) - 100] = 0;
+    assert_int_equal(keel_persist_save(w, b, tmp_path, &info, NULL), KEEL_OK);
+    keel_slot_info got;
+    assert_int_equal(keel_persist_info(tmp_path, &got, NULL), KEEL_OK);
+    assert_int_equal(strlen(got.title), (1u << 20) - 100);
+    keel_slot_info_free(&got);
+    keel_world *fresh = parse(scene);
+    load_ok(fresh);
+    keel_world_free(fresh);
+    free(title);
+    keel_world_free(w);
+    keel_baseline_free(b);
+}
+
+/* A slot whose unknown component has `body` in place of its small saved one: a CRC-valid
+ * file no keel writes (the way issue 17 crafted its 80,000-key slot). */
+static void write_slot_with_body(const keel_node *body)
+{
+    keel_world *w = parse(scene);
+    keel_baseline *b = keel_baseline_capture(w);
+    keel_node *small = keel_node_new_map();
+    keel_node_put(small, "marker", keel_node_new_scalar("1", KEEL_STYLE_PLAIN));
+    keel_entity player = keel_find_name(w, "Player");
+    assert_int_equal(keel_add_unknown(w, player, "mod:wide", 1, 0, small, NULL), KEEL_OK);
+    save(w, b);
+    uint8_t *raw;
+    size_t len;
+    assert_int_equal(keel__slot_read(tmp_path, &raw, &len, NULL), KEEL_OK);
+    keel__buf old = { 0 }, out = { 0 };
+    keel__buf_node(&old, small);
+    uint8_t *at = NULL;
+    for (size_t i = 0; !at && i + old.len <= len; i++)
+        if (memcmp(raw + i, old.p, old.len) == 0) at = raw + i;
+    assert_non_null(at);
+    keel__buf_bytes(&out, raw, (size_t)(at - raw));
+    keel__buf_node(&out, body);
+    keel__buf_bytes(&out, at + old.len, len - (size_t)(at - raw) - old.len);
+    keel_slot_info info = fixed_info();
+    assert_int_equal(keel__slot_write(tmp_path, &info, &out, NULL), KEEL_OK);
+    free(raw);
+    free(old.p);
+    free(out.p);
+    keel_node_free(small);
+    keel_baseline_free(b);
+    keel_world_free(w);
+}
+
+static keel_node *wide_body(size_t keys)
+{
+    keel_node *m = keel_node_new_map();
+    char k[32];
+    for (size_t i = 0; i < keys; i++) {
+        snprintf(k, sizeof k, "k%zu", i);
+        keel_node_put(m, k, keel_node_new_scalar("1", KEEL_STYLE_PLAIN));
+    }
+    return m;
+}
+
+static keel_status load_slot(keel_diags *d, double *took)
+{
+    keel_world *fresh = parse(scene);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    keel_status st = keel_persist_load(fresh, tmp_path, d);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    *took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+    keel_world_free(fresh);
+    return st;
+}
+
+/* Bodies in a slot are held to the scene reader's limits, and read in linear time. */
+static void persist_wide_bodies_are_refused_quickly(void **state)
+{
+    keel_diags d;
+    double took;
+    /* 80,000 keys: over the collection length and the body size */
+    keel_node *wide = wide_body(80000);
+    write_slot_with_body(wide);
+    keel_node_free(wide);
+    keel_diags_init(&d);
+    assert_int_equal(load_slot(&d, &took), KEEL_LIMIT_EXCEEDED);
+    printf("# 80,000 keys: %s in %.3f s\n", d.items[0].message, took);
+    assert_non_null(strstr(d.items[0].message, "collection is longer than the limit"));
+    assert_true(took < 2.0);
+    keel_diags_free(&d);
+
+    /* 20,000 keys: within the collection length, over the body size */
+    wide = wide_body(20000);
+    write_slot_with_body(wide);
+    keel_node_free(wide);
+    keel_diags_init(&d);
+    assert_int_equal(load_slot(&d, &took), KEEL_LIMIT_EXCEEDED);
+    printf("# 20,000 keys: %s in %.3f s\n", d.items[0].message, took);
+    assert_non_null(strstr(d.items[0].message, "a body is larger than the limit"));
+    keel_diags_free(&d);
+
+    /* 28 levels: deeper than a scene file can hold a component body */
+    keel_node *deep = keel_node_new_map();
+    keel_node_put(deep, "leaf", NULL);
+    for (int i = 1; i < 28; i++) {
+        keel_node *up = keel_node_new_map();
+        keel_node_put(up, "in", deep);
+        deep = up;
+    }
+    write_slot_with_body(deep);
+    keel_node_free(deep);
+    keel_diags_init(&d);
+    assert_int_equal(load_slot(&d, &took), KEEL_LIMIT_EXCEEDED);
+    assert_non_null(strstr(d.items[0].message, "nested deeper than the limit"));
+    keel_diags_free(&d);
+
+    /* 5,000 keys: within both, loaded */
+    wide = wide_body(5000);
+    write_slot_with_body(wide);
+    keel_node_free(wide);
+    keel_diags_init(&d);
+    assert_int_equal(load_slot(&d, &took), KEEL_OK);
+    printf("# 5,000 keys: loaded in %.3f s\n", took);
+    keel_diags_free(&d);
+
+    /* A key twice: damaged (keel never writes one) */
+    wide = wide_body(3);
+    keel_node_put(wide, "twin", NULL);
+    wide->items[2 * 0].text[1] = 'x'; /* "k0" -> "kx" */
+    wide->items[2 * 1].text[1] = 'x'; /* "k1" -> "kx" too: by hand, put would replace */
+    write_slot_with_body(wide);
+    keel_node_free(wide);
+    keel_diags_init(&d);
+    assert_int_equal(load_slot(&d, &took), KEEL_PARSE_ERROR);
+    assert_non_null(strstr(d.items[0].message, "a key twice"));
+    keel_diags_free(&d);
+}
+
 /* Writes `len` bytes to tmp_path and expects the load to be refused with `code`, world untouched. */
 static void assert_refused(keel_world *fresh, const char *want_dump, const uint8_t *data, size_t len,
                            keel_status code)
@@ -749,6 +902,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(persist_applies_fields_a_validate_hook_ties_together, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_rejects_null_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_refuses_fields_that_are_not_a_map, setup, teardown),
+        cmocka_unit_test_setup_teardown(persist_refuses_slot_details_over_the_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(persist_wide_bodies_are_refused_quickly, setup, teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

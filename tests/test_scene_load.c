@@ -729,6 +729,48 @@ static void scene_load_depth_reported_once(void **state)
     keel_diags_free(&d);
 }
 
+/* A document of n entities whose parents make one ring (entity i's parent is i+1, the last's
+ * the first), after `tail` unrelated entities parented into the ring. */
+static char *ring_scene(size_t n, size_t tail)
+{
+    size_t cap = 256 + (n + tail) * 128, at = 0;
+    char *t = malloc(cap);
+    at += (size_t)snprintf(t + at, cap - at, "%sentities:\n", HEAD);
+    for (size_t i = 0; i < tail; i++)
+        at += (size_t)snprintf(t + at, cap - at, "  - uuid: 00000000-0000-4000-9000-%012zx\n    parent: 00000000-0000-4000-8000-%012zx\n",
+                               i + 1, (size_t)1);
+    for (size_t i = 0; i < n; i++)
+        at += (size_t)snprintf(t + at, cap - at, "  - uuid: 00000000-0000-4000-8000-%012zx\n    parent: 00000000-0000-4000-8000-%012zx\n",
+                               i + 1, (i + 1) % n + 1);
+    return t;
+}
+
+/* A ring is a cycle whatever its length, never the depth limit. */
+static void scene_load_parent_ring_is_a_cycle_at_any_length(void **state)
+{
+    (void)state;
+    size_t lengths[] = { 1, 2, 255, 256, 257, 300, 1000 };
+    for (size_t i = 0; i < sizeof lengths / sizeof *lengths; i++) {
+        for (size_t tail = 0; tail <= 3; tail += 3) {
+            char *text = ring_scene(lengths[i], tail);
+            keel_world *w = NULL;
+            keel_diags d;
+            keel_diags_init(&d);
+            keel_status st = parse(text, NULL, &w, &d);
+            printf("# ring of %zu (+%zu): %s, %zu errors\n", lengths[i], tail, keel_status_name(st), d.errors);
+            assert_int_equal(st, KEEL_INVALID_OPERATION);
+            assert_null(w);
+            assert_int_equal(d.errors, 1);
+            assert_non_null(strstr(d.items[0].message, "hierarchy cycle: "));
+            char want[64];
+            snprintf(want, sizeof want, "entities[%zu].parent", tail + lengths[i] - 1); /* the closing link */
+            assert_string_equal(d.items[0].path, want);
+            keel_diags_free(&d);
+            free(text);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -751,6 +793,7 @@ int main(void)
         cmocka_unit_test(scene_load_null_text_and_path),
         cmocka_unit_test(scene_parse_without_file_keeps_line_and_col),
         cmocka_unit_test(scene_load_depth_reported_once),
+        cmocka_unit_test(scene_load_parent_ring_is_a_cycle_at_any_length),
     };
     return cmocka_run_group_tests(tests, setup_kinds, teardown_kinds);
 }

@@ -113,12 +113,8 @@ static void print_diag(const keel_diag *g, const char *file)
 
 size_t keel_cli_print_diags(const keel_diags *d, const char *file)
 {
-    size_t errors = 0;
-    for (size_t i = 0; d && i < d->count; i++) {
-        errors += d->items[i].severity == KEEL_SEV_ERROR;
-        print_diag(&d->items[i], file);
-    }
-    return errors;
+    for (size_t i = 0; d && i < d->count; i++) print_diag(&d->items[i], file);
+    return d ? d->errors : 0; /* summarised errors too */
 }
 
 /* The freeze's diagnostics ("game:x requires 'core:transfrom', which is not

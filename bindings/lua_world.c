@@ -692,6 +692,10 @@ static int k_world(lua_State *L)
     if (!lua_isnoneornil(L, 1) && !keel__utf8_valid(lua_tostring(L, 1)))
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a scene name must be valid UTF-8");
     const char *name = luaL_optstring(L, 1, "");
+    size_t len = strlen(name), limit = keel_limits_default().string_length;
+    if (len > limit) /* what keel.load would refuse: keel_world_new would make it "" */
+        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "world: a scene name of %zu bytes is longer than the limit (%zu bytes)",
+                               len, limit);
     keel_world *w = keel_world_new(name);
     if (!w) return luaL_error(L, "out of memory");
     keel__lua_push_world(L, ctx, w, true);

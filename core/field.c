@@ -199,6 +199,15 @@ keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size
             continue;
         if ((st = keel__value_check(f, &vals[j], d))) return st;
     }
+    if (!keel__record_body_bounded(c.kind)) { /* the body a save would write, tried on a copy */
+        void *scratch = keel__xrealloc(NULL, keel_kind_record_size(c.kind));
+        keel__record_copy(c.kind, scratch, record);
+        for (size_t j = 0; j < n; j++) keel__record_put(c.kind, scratch, fields[j], &vals[j]);
+        st = keel__record_body_check(c.kind, scratch, d);
+        keel__record_fini(c.kind, scratch);
+        free(scratch);
+        if (st) return st;
+    }
     /* all checked: nothing below can fail */
     bool journal = w->txn_depth > 1 && keel__txn_wants(w); /* the outermost one commits right after */
     const keel__layout *L = keel__kind_layout(c.kind);

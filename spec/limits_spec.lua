@@ -1,4 +1,4 @@
--- Issue 17, the core side seen from Lua: what a world accepts, keel.load reads back.
+-- limits_spec.lua — the load limits held when values are set: what a world accepts, keel.load reads back.
 local keel = require "keel"
 
 keel.kind{ key = "hc:notes", multiplicity = "many", fields = { { "a", "string" }, { "b", "string" } } }
@@ -62,5 +62,14 @@ describe("limits held at set time", function()
     assert.are.equal("", c.a)
     assert.are.equal("", c.b)
     reloads(w)
+  end)
+end)
+
+describe("keel.world() names", function()
+  it("refuses a scene name keel.load would refuse (LimitExceeded), not a silent empty name", function()
+    local ok, err = pcall(keel.world, ("n"):rep(64 * 1024 + 1))
+    assert.is_false(ok)
+    assert.are.equal("LimitExceeded", err.code)
+    assert.are.equal(("n"):rep(64 * 1024), keel.world(("n"):rep(64 * 1024)).name)
   end)
 end)

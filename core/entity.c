@@ -642,3 +642,17 @@ void keel__entities_retag(keel_world *w, uint16_t tag)
     w->tag = tag;
     for (uint32_t i = 0; i < w->ent_count; i++) w->ents[i].gen = KEEL__GEN(tag, w->ents[i].gen & KEEL__GEN_COUNT);
 }
+
+void keel__entity_unindex(keel_world *w, uint32_t i)
+{
+    hash_remove(w, w->ents[i].uuid);
+    w->live--;
+    keel__touch(w);
+}
+
+void keel__entity_reindex(keel_world *w, uint32_t i)
+{
+    hash_insert(w, i);
+    w->live++;
+    keel__touch(w);
+}

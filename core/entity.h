@@ -28,6 +28,7 @@ typedef struct keel__ent {
     uint32_t gen;
     /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 64 bytes an entity */
     unsigned alive : 1, enabled : 1;
+    unsigned lifted : 1;    /* out of play in a keel_lift: not alive, not in the UUID index (lift.c) */
     unsigned dying : 1;     /* its on_destroy hooks are running */
     unsigned member_count : 10, member_cap : 10;
     uint32_t parent, first_child, last_child, next, prev;
@@ -55,6 +56,9 @@ void keel__entities_copy(keel_world *dst, const keel_world *src);
 /* Gives every entity of w the generation tag `tag` (its count kept): handles carrying another
  * tag, those of an earlier epoch of w, are stale from now on. */
 void keel__entities_retag(keel_world *w, uint16_t tag);
+/* Takes live entity i out of the UUID index and the live count / puts it back (lift.c). */
+void keel__entity_unindex(keel_world *w, uint32_t i);
+void keel__entity_reindex(keel_world *w, uint32_t i);
 void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);
 /* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */

@@ -658,6 +658,39 @@ keel_status keel_world_play(keel_world *w, keel_diags *d);
 keel_status keel_world_stop(keel_world *w, keel_diags *d);
 bool keel_world_playing(const keel_world *w); /* between play and stop */
 
+/* Lift: e's subtree taken out of play without being destroyed. Its entities are not alive to
+ * lookups, queries, steps, dumps or saves (keel_alive is false, keel_find misses them), but no
+ * hook runs and their handles, slots, records and versions are kept. keel_lift_restore puts
+ * everything back exactly, in the same place in the hierarchy and run order (at the top level
+ * when the parent is gone) and the same handles; keel_lift_discard removes it for good, as
+ * keel_destroy would, each on_destroy once. Both free the lift. While a world has lifts,
+ * keel_scene_save, keel_persist_save, keel_transfer and play/stop refuse (InvalidOperation),
+ * and a kind with lifted components may not change its fields; keel_world_free discards them.
+ * Refused inside a callback or step (InvalidOperation); NotFound / ProtectedEntity as for
+ * keel_destroy. A restore is InvalidOperation when one of the subtree's UUIDs came alive
+ * meanwhile (the lift stays open).
+ *
+ * Example:
+ *     keel_world *w = keel_world_new("level");
+ *     keel_entity boss = KEEL_NO_ENTITY;
+ *     keel_lift *lift = NULL;
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_status st = keel_spawn(w, "Boss", KEEL_NO_ENTITY, NULL, &boss, NULL, &d);
+ *     if (st == KEEL_OK) st = keel_lift_entity(w, boss, &lift, &d);
+ *     int failed = st != KEEL_OK || keel_alive(w, boss) || keel_world_entity_count(w) != 0;
+ *     if (st == KEEL_OK) st = keel_lift_restore(lift, &d);
+ *     failed = failed || st != KEEL_OK || !keel_alive(w, boss);
+ *     keel_diags_free(&d);
+ *     keel_world_free(w);
+ *     return failed;
+ */
+typedef struct keel_lift keel_lift;
+keel_status keel_lift_entity(keel_world *w, keel_entity e, keel_lift **out, keel_diags *d);
+keel_status keel_lift_restore(keel_lift *lift, keel_diags *d);
+keel_status keel_lift_discard(keel_lift *lift, keel_diags *d);
+size_t keel_world_lift_count(const keel_world *w); /* open lifts */
+
 bool keel_alive(const keel_world *w, keel_entity e);  /* false for stale handles and KEEL_NO_ENTITY */
 keel_entity keel_find(const keel_world *w, keel_uuid u);      /* O(1); root not found */
 keel_entity keel_find_name(const keel_world *w, const char *name); /* first in run order */

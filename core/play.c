@@ -7,6 +7,8 @@ static keel_status refuse_in_callback(const keel_world *w, const char *what, kee
 {
     if (w->txn_depth > 0 || w->in_step)
         return keel_error(d, KEEL_INVALID_OPERATION, "", "%s refuses while a callback transaction is open", what);
+    if (w->lifts)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s refuses while entities are lifted (restore or discard them)", what);
     return KEEL_OK;
 }
 

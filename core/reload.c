@@ -243,9 +243,25 @@ void keel__worlds_adopt(keel_kind_id k, keel_diags *d)
     for (keel_world *w = keel__world_list(); w; w = w->next_world) world_adopt(w, k, d);
 }
 
+/* Whether description nd keeps kind k's record layout (the same fields, names and types, in order). */
+static bool same_layout(keel_kind_id k, const keel_kind_desc *nd)
+{
+    const keel_kind_desc *od = keel_kind_describe(k);
+    if (!od || od->field_count != nd->field_count) return false;
+    for (size_t f = 0; f < nd->field_count; f++)
+        if (od->fields[f].type != nd->fields[f].type || strcmp(od->fields[f].key, nd->fields[f].key) != 0) return false;
+    return true;
+}
+
 keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, keel_diags *d)
 {
     keel_status st = KEEL_OK;
+    /* a lift holds records out of the stores, where a relayout cannot reach them */
+    for (keel_world *w = keel__world_list(); w; w = w->next_world)
+        if (w->lifts && !same_layout(k, nd) && keel__lifts_hold(w, k))
+            st = keel_error(d, KEEL_INVALID_OPERATION, "",
+                            "%s has components lifted in world '%s': restore or discard them before changing its fields",
+                            nd->key, w->name);
     for (keel_world *w = keel__world_list(); w; w = w->next_world) {
         if (world_check_kind(w, k, nd, d)) st = KEEL_INVALID_OPERATION;
         if (w->played && world_check_kind(w->played, k, nd, d)) st = KEEL_INVALID_OPERATION;

@@ -482,6 +482,8 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
     if (!w || !base || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_save: NULL argument");
     if (keel_world_in_callback(w))
         return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while a callback transaction is open");
+    if (keel_world_lift_count(w))
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while entities are lifted (restore or discard them)");
     if (!keel_uuid_equal(keel_world_uuid(w), base->scene)) {
         char a[37], b[37];
         keel_uuid_format(base->scene, a);

@@ -573,6 +573,8 @@ keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d
     if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no path");
     if (keel_world_in_callback(w))
         return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while a callback transaction is open");
+    if (keel_world_lift_count(w))
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while entities are lifted (restore or discard them)");
     char *text = NULL;
     size_t len = 0;
     keel_status st = keel_scene_dump(w, &text, &len, d);

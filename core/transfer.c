@@ -13,6 +13,8 @@ static keel_status transfer_check(keel_world *src, keel_entity e, keel_world *ds
         return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a transfer moves between two worlds (keel_reparent moves within one)");
     if (src->txn_depth > 0 || dst->txn_depth > 0 || src->in_step || dst->in_step)
         return keel_error(d, KEEL_INVALID_OPERATION, "", "transfer refuses while a callback transaction is open");
+    if (src->lifts || dst->lifts)
+        return keel_error(d, KEEL_INVALID_OPERATION, "", "transfer refuses while entities are lifted (restore or discard them)");
     keel_status st = keel__ent_target(src, e, "transferred", i, d);
     if (st) return st;
     *p = 0;

@@ -50,6 +50,7 @@ keel_world *keel_world_new(const char *name)
 /* Frees everything w holds, not w itself nor its place in the list of live worlds. */
 static void world_contents_free(keel_world *w)
 {
+    keel__lifts_free(w); /* closing a world with lifts open discards them */
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;

@@ -65,6 +65,7 @@ struct keel_world {
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;
     keel_world *played;               /* while playing: the world as it was at play (play.c) */
+    struct keel_lift *lifts;          /* open lifts, newest first (lift.c) */
     /* membership serials */
     uint64_t last_serial;
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
@@ -79,6 +80,10 @@ keel_world *keel__world_list(void);
 keel_world *keel__world_copy(const keel_world *w);
 /* Frees such a copy. */
 void keel__world_discard(keel_world *c);
+/* Frees w's open lifts and what they hold (lift.c; the world is going away). */
+void keel__lifts_free(keel_world *w);
+/* Whether an open lift of w holds a record of kind k. */
+bool keel__lifts_hold(const keel_world *w, keel_kind_id k);
 /* A new epoch number, never used before in this process. */
 uint64_t keel__epoch_next(void);
 /* A generation tag no live world uses (entity.h, KEEL__GEN). */

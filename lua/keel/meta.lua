@@ -177,6 +177,19 @@ function World:play() end
 ---before (the root's too) refuses afterwards; the World handle itself stays good.
 function World:stop() end
 
+---Takes `e`'s subtree out of play without destroying it (not alive to lookups, queries,
+---steps, dumps or saves; no hook runs). InvalidOperation inside a callback.
+---@param e KeelEntity
+---@return KeelLift
+function World:lift(e) end
+
+---@class KeelLift
+local Lift = {}
+---Puts the subtree back exactly: same handles, fields, versions and place in run order.
+function Lift:restore() end
+---Removes the subtree for good: on_destroy once for each component.
+function Lift:discard() end
+
 ---Frees the world now instead of at collection (also `local w <close> = ...`); its
 ---handles go stale. Refused (InvalidOperation) inside its own step and inside any callback of
 ---it (a hook, validate) or any migrate step; closing twice is a no-op.

@@ -222,7 +222,7 @@ static keel_entity opt_parent(lua_State *L, int idx, keel_lua_world *lw)
 {
     if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
     keel_lua_entity *p = keel__lua_checkentity(L, idx);
-    if (p->lw != lw) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "the parent belongs to another world");
+    if (p->lw != lw) keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
     return p->e;
 }
 

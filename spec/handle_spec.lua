@@ -204,6 +204,8 @@ describe("handles and their world", function()
     -- a handle of one world passed to another works on its own world
     local child = w2:spawn { name = "C", parent = e2 }
     assert.are.equal(e2, child.parent)
-    assert.are.equal("InvalidArgument", code_of(function() return w1:spawn { name = "X", parent = e2 } end))
+    -- worlds.md: a handle of another world is NotFound ("stale handle")
+    assert.are.equal("NotFound", code_of(function() return w1:spawn { name = "X", parent = e2 } end))
+    assert.are.equal("NotFound", code_of(function() return e1:duplicate(e2) end))
   end)
 end)

@@ -625,7 +625,7 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
 {
     if (!rec || lk->kd->validate) return false;
     int fields[KEEL_LUA_MEMO_KEYS];
-    keel_value vals[KEEL_LUA_MEMO_KEYS];
+    double vals[KEEL_LUA_MEMO_KEYS];
     size_t n = 0;
     for (size_t i = 0; i < lk->nfields; i++) {
         lua_pushvalue(L, kbase + (int)i);
@@ -633,11 +633,11 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
         double f = (double)lua_tonumber(L, -1);
         if (f == *(const double *)(rec + lk->offsets[i])) continue;
         if (!isfinite(f)) return false;
-        vals[n] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+        vals[n] = f;
         fields[n++] = (int)i;
     }
     /* finite plain floats: nothing the write path checks can refuse them */
-    if (n) keel__field_copy_back(w, t->call.comp, t->call.record, n, fields, vals, NULL);
+    if (n) keel__field_copy_floats(w, t->call.comp, t->call.record, n, fields, vals);
     return true;
 }
 

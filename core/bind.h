@@ -25,6 +25,10 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
  * (c not the running hook's, a kind with validate) goes through keel__field_set_many. */
 keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
                                   keel_value *vals, keel_diags *d);
+/* keel__field_copy_back for the Lua batch's plain float fields: the caller promises every field
+ * is a float with no bounds, every value finite, and the kind has no validate hook; with nothing
+ * left to check, the values are stored at their offsets (journaled only inside a nested hook). */
+void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n, const int *fields, const double *vals);
 /* A component's first values, already checked, before anything else saw it (a Lua body written
  * just after its add, a cooked scene being built) or hot reload putting a default back: no
  * validate, no journal (a rollback of the add takes the component whole). `counted`: the change

@@ -189,7 +189,7 @@ size_t keel__body_size(const keel_node *n)
 bool keel__record_body_bounded(keel_kind_id k)
 {
     const keel__layout *L = keel__kind_layout(k);
-    return !L || (!L->has_strings && L->body_most <= keel_limits_default().body_size);
+    return !L || L->body_bounded;
 }
 
 keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_diags *d)

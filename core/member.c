@@ -20,20 +20,6 @@ const char *keel__entry_key(const keel__entry *m)
     return m->unk->key;
 }
 
-keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
-{
-    keel__entry *best = NULL;
-    for (uint32_t i = 0; i < en->member_count; i++) {
-        keel__entry *m = &en->members[i];
-        if (m->kind != k) continue;
-        if (slot == KEEL_SLOT_AUTO) {
-            if (!best || m->slot < best->slot) best = m;
-        } else if (m->slot == slot) {
-            return m;
-        }
-    }
-    return best;
-}
 
 /* Whether entry m holds `key`; `k` is key's kind id when registered (KEEL_NO_KIND
  * otherwise): loaded entries then compare ids, not strings. */

@@ -3,6 +3,7 @@
 #define KEEL_MEMBER_H
 
 #include "keel.h"
+#include "entity.h"
 
 #define KEEL__MAX_COMPONENTS 256
 /* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per
@@ -39,8 +40,22 @@ typedef struct keel__tomb {
     uint64_t serial;
 } keel__tomb;
 
-struct keel__ent;
-keel__entry *keel__entry_find(struct keel__ent *en, keel_kind_id k, uint32_t slot); /* loaded only */
+/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks. */
+static inline keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
+{
+    keel__entry *best = NULL;
+    for (uint32_t i = 0; i < en->member_count; i++) {
+        keel__entry *m = &en->members[i];
+        if (m->kind != k) continue;
+        if (slot == KEEL_SLOT_AUTO) {
+            if (!best || m->slot < best->slot) best = m;
+        } else if (m->slot == slot) {
+            return m;
+        }
+    }
+    return best;
+}
+
 const char *keel__entry_key(const keel__entry *m);
 /* The entry of live component c (NULL when c is not alive). */
 keel__entry *keel__comp_entry(const keel_world *w, keel_comp c);

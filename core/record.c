@@ -135,6 +135,7 @@ void keel__layout_build(const keel_kind_desc *d, keel__layout *L)
         else
             keel__value_store(&d->fields[i], L->defaults + L->offsets[i], &d->fields[i].def);
     }
+    L->body_bounded = !L->has_strings && L->body_most <= keel_limits_default().body_size;
 }
 
 void keel__layout_free(keel__layout *L)

@@ -12,6 +12,8 @@ typedef struct keel__layout {
     bool has_strings;        /* records own heap strings (init, fini and copy have work to do) */
     size_t body_most;        /* the saved body's size (keel__body_size) with every number and UUID at its
                               * longest text and every string empty: strings add their length */
+    bool body_bounded;       /* no record of it can make a body past the load limit (no strings, and
+                              * body_most within it): writes need no size check */
 } keel__layout;
 /* (Re)computes L for description d (L zeroed or built before). */
 void keel__layout_build(const keel_kind_desc *d, keel__layout *L);

@@ -125,6 +125,6 @@ int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...)
     va_end(ap);
     keel_diags d;
     keel_diags_init(&d);
-    keel_error(&d, s, "", "%s", buf);
+    KEEL_ERROR(&d, s, "", "%s", buf);
     return keel_lua_raise(L, s, &d);
 }

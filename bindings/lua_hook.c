@@ -175,7 +175,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
     bool kept = filled != 0; /* values left on the stack (borrowed strings): room checked once, settop at the end */
     if (kept && !lua_checkstack(L, (int)lk->nfields + 4)) {
         lua_settop(L, top);
-        *out = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+        *out = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
         return true;
     }
     *out = KEEL_OK;
@@ -197,7 +197,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
         } else {
             /* stays on the stack: string values are borrowed from it */
             if (!kept && !lua_checkstack(L, (int)lk->nfields + 4)) {
-                *out = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+                *out = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
                 break;
             }
             kept = true;
@@ -205,7 +205,7 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
             if (keel__lua_same(L, -1, fd, p, w)) continue;
             char err[256];
             if (!keel__lua_to_value(L, -1, fd, w, v, err, sizeof err)) {
-                *out = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+                *out = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
                 break;
             }
         }
@@ -251,7 +251,7 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             unsigned long entries = keel__lua_entries;
             if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
             if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
-                s = keel_error(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+                s = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
             else s = keel__field_set(w, c, (int)i, &v, true, NULL, d); /* a kind's own hooks may write readonly fields */
             if (s == KEEL_OK && fd->type == KEEL_T_ENTITY) { /* the store holds it now */
                 lua_pushvalue(L, -1);
@@ -525,14 +525,14 @@ static keel_status hook_tramp(const keel_call *call)
     keel_lua_ctx *ctx = lk->ctx;
     int depth = ctx->depth;
     if (depth >= KEEL_LUA_MAX_DEPTH)
-        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+        return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
     lk_prepare(lk, call->comp.kind);
     const keel_kind_desc *kd = lk->kd;
     keel_world *w = call->world;
     int top = lua_gettop(L), fn, self, keys, kbase = 0;
     bool fast = depth == 0 && in_step_frame(L);
     if (!fast && !lua_checkstack(L, 12)) /* w:step's frame has room for what a call pushes */
-        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+        return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     if (fast) {
         /* inside w:step: the function, self and keys of the last kind stay in reserved slots */
         fn = keel__lua_cur.memo_idx;
@@ -749,8 +749,8 @@ static keel_status validate_tramp(const keel_call *call, int field)
     keel_lua_ctx *ctx = lk->ctx;
     int depth = ctx->depth;
     if (depth >= KEEL_LUA_MAX_DEPTH)
-        return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
-    if (!lua_checkstack(L, 12)) return keel_error(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+        return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+    if (!lua_checkstack(L, 12)) return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     const keel_kind_desc *kd = keel_kind_describe(call->comp.kind);
     lk_prepare(lk, call->comp.kind);
     int top = lua_gettop(L);
@@ -773,7 +773,7 @@ static keel_status validate_tramp(const keel_call *call, int field)
         s = record_error(L, call->diags, "validate");
     } else if ((lua_type(L, -2) == LUA_TBOOLEAN && !lua_toboolean(L, -2)) || (lua_isnil(L, -2) && !lua_isnil(L, -1))) {
         const char *msg = lua_tostring(L, -1);
-        s = keel_error(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "%s.%s: %s", kd->key,
+        s = KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "%s.%s: %s", kd->key,
                        kd->fields[field].key, msg ? msg : "rejected by validate");
     }
     ctx->depth--;
@@ -788,8 +788,8 @@ static keel_status migrate_tramp(keel_node *body, int to_version, void *user, ke
     lua_State *L = lk_state(lk);
     if (lk->migrate == LUA_NOREF) return KEEL_OK;
     if (!L || lk->dead)
-        return keel_error(d, KEEL_UNSUPPORTED, "", "a Lua migration cannot run outside its Lua state");
-    if (!lua_checkstack(L, 8)) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+        return KEEL_ERROR(d, KEEL_UNSUPPORTED, "", "a Lua migration cannot run outside its Lua state");
+    if (!lua_checkstack(L, 8)) return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     int top = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, lk->migrate);
     if (lua_rawgeti(L, -1, to_version) != LUA_TFUNCTION) {
@@ -817,7 +817,7 @@ static keel_status migrate_tramp(keel_node *body, int to_version, void *user, ke
         }
         if (!n || n->kind != KEEL_NODE_MAP) {
             keel_node_free(n);
-            s = keel_error(d, KEEL_INVALID_ARGUMENT, "", "migrate[%d] must return a table of YAML values", to_version);
+            s = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "migrate[%d] must return a table of YAML values", to_version);
         } else {
             keel_node_clear(body);
             *body = *n;

@@ -245,7 +245,7 @@ static int body_field(lua_State *L, int idx, keel_kind_id k, keel_diags *d)
     const char *key = lua_tostring(L, idx);
     int f = keel__lua_has_nul(L, idx) ? -1 : keel_kind_field(k, key);
     if (f < 0)
-        keel_error(d, KEEL_NOT_FOUND, key, "%s has no field '%s'%s", keel_kind_describe(k)->key, key,
+        KEEL_ERROR(d, KEEL_NOT_FOUND, key, "%s has no field '%s'%s", keel_kind_describe(k)->key, key,
                    keel__lua_has_nul(L, idx) ? " (the name holds a NUL byte)" : "");
     return f;
 }
@@ -257,7 +257,7 @@ keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_wo
     if (lua_isnoneornil(L, idx)) return map;
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (lua_type(L, idx) != LUA_TTABLE) {
-        keel_error(d, KEEL_INVALID_ARGUMENT, "", "a body must be a table, got %s", luaL_typename(L, idx));
+        KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a body must be a table, got %s", luaL_typename(L, idx));
         keel_node_free(map);
         return NULL;
     }
@@ -276,7 +276,7 @@ keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_wo
         keel_value v;
         char err[256];
         if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
-            keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
+            KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
         } else {
             keel_node_put(map, key, value_to_node(&kd->fields[f], &v));
         }
@@ -431,7 +431,7 @@ static bool body_collect(lua_State *L, int idx, keel_kind_id k, keel_world *w, k
             if (f < 0) {
                 ok = false;
             } else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
-                keel_error(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
+                KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
                 ok = false;
             } else if (keel_field_check(k, f, &v, d) != KEEL_OK) {
                 ok = false; /* out of range or not a choice: refused before anything is added */

@@ -259,39 +259,39 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
         keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (!key) {
-            keel_error(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
+            KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
             ok = false;
         } else if (!k) {
-            keel_error(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
+            KEEL_ERROR(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
             ok = false;
         } else if (kd->flags & KEEL_KIND_ROOT_ONLY) {
-            keel_error(d, KEEL_INVALID_OPERATION, "", "%s lives only on the scene root", key);
+            KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s lives only on the scene root", key);
             ok = false;
         } else {
             size_t same = 0;
             for (size_t j = 0; j < i - 1; j++) same += ks[j] == k;
             if (same && kd->multiplicity == KEEL_ONE) {
-                keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
+                KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
                 ok = false;
             } else if (kd->max && same >= kd->max) {
-                keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, kd->max);
+                KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, kd->max);
                 ok = false;
             }
             for (size_t r = 0; ok && r < kd->requires_count; r++)
                 if (!spec_in(keel_kind_find(kd->requires[r]), ks, i - 1)) {
-                    keel_error(d, KEEL_INVALID_OPERATION, "", "%s requires %s", key, kd->requires[r]);
+                    KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s requires %s", key, kd->requires[r]);
                     ok = false;
                 }
             for (size_t r = 0; ok && r < kd->rejects_count; r++)
                 if (spec_in(keel_kind_find(kd->rejects[r]), ks, i - 1)) {
-                    keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", key, kd->rejects[r]);
+                    KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", key, kd->rejects[r]);
                     ok = false;
                 }
             for (size_t j = 0; ok && j < i - 1; j++) {
                 const keel_kind_desc *od = keel_kind_describe(ks[j]);
                 for (size_t r = 0; ok && r < od->rejects_count; r++)
                     if (strcmp(od->rejects[r], key) == 0) {
-                        keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, key);
+                        KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, key);
                         ok = false;
                     }
             }
@@ -320,13 +320,13 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             body = lua_gettop(L);
         }
         if (!key) {
-            keel_error(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
+            KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
             lua_pop(L, 1);
             return false;
         }
         keel_kind_id k = keel_kind_find(key);
         if (!k) {
-            keel_error(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
+            KEEL_ERROR(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
             lua_pop(L, 1);
             return false;
         }

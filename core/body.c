@@ -49,7 +49,7 @@ static keel_status migrate(const keel_kind_desc *k, keel_node **body, int versio
         keel_status st = k->migrate(*body, v, k->user, &tmp);
         keel__callback_leave();
         if (st && !tmp.errors)
-            keel_error(&tmp, st, "", "%s: migration to version %d failed", k->key, v);
+            KEEL_ERROR(&tmp, st, "", "%s: migration to version %d failed", k->key, v);
         for (size_t i = 0; i < tmp.count; i++)
             if (!tmp.items[i].file && c->file) {
                 tmp.items[i].file = keel__strdup(c->file);
@@ -210,7 +210,7 @@ keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_dia
     size_t size = keel__body_size(body);
     keel_node_free(body);
     if (size <= limit) return KEEL_OK;
-    return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "%s: a body of %zu bytes is larger than the limit (%zu bytes)",
+    return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "%s: a body of %zu bytes is larger than the limit (%zu bytes)",
                       K->key, size, limit);
 }
 
@@ -240,6 +240,6 @@ const char *keel__body_over_limits(const keel_node *body)
 keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d)
 {
     const char *why = body ? keel__body_over_limits(body) : NULL;
-    if (why) return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "an unknown component: %s", why);
+    if (why) return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "an unknown component: %s", why);
     return KEEL_OK;
 }

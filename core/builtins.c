@@ -73,7 +73,7 @@ static const keel_field_desc spot_light_fields[] = {
 static keel_status spot_light_validate(const keel_call *call, int field)
 {
     if (num(call, "inner_angle") > num(call, "outer_angle"))
-        return keel_error(call->diags, KEEL_INVALID_ARGUMENT, "inner_angle",
+        return KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, "inner_angle",
                           "inner_angle must not exceed outer_angle");
     return KEEL_OK;
 }
@@ -101,7 +101,7 @@ static const keel_field_desc camera_fields[] = {
 static keel_status camera_validate(const keel_call *call, int field)
 {
     if (!(num(call, "far") > num(call, "near")))
-        return keel_error(call->diags, KEEL_INVALID_ARGUMENT, "far", "far must be greater than near");
+        return KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, "far", "far must be greater than near");
     return KEEL_OK;
 }
 
@@ -122,7 +122,7 @@ static const keel_field_desc audio_source_fields[] = {
 static keel_status audio_source_validate(const keel_call *call, int field)
 {
     if (num(call, "max_distance") < num(call, "min_distance"))
-        return keel_error(call->diags, KEEL_INVALID_ARGUMENT, "max_distance",
+        return KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, "max_distance",
                           "max_distance must not be less than min_distance");
     return KEEL_OK;
 }

@@ -93,7 +93,7 @@ static keel_status find_uuid(const keel_world *w, keel_uuid u, keel_entity *out,
     if (*out) return KEEL_OK;
     char s[37];
     keel_uuid_format(u, s);
-    return keel_error(d, KEEL_NOT_FOUND, "", "%s %s not found", what, s);
+    return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s %s not found", what, s);
 }
 
 static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, keel_diags *d)
@@ -104,11 +104,11 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
     keel_status st = KEEL_OK;
     keel_uuid u = cmd->entity;
     const keel_node *n;
-    if (t->kind != KEEL_NODE_MAP) st = keel_error(d, KEEL_PARSE_ERROR, "", "an entity document must be a map");
+    if (t->kind != KEEL_NODE_MAP) st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "an entity document must be a map");
     if (st == KEEL_OK && keel_uuid_is_nil(u)) {
         n = keel_node_get(t, "uuid");
         if (!n || n->kind != KEEL_NODE_SCALAR || !keel_uuid_parse(n->text, &u))
-            st = keel_error(d, KEEL_PARSE_ERROR, "uuid", "an entity document needs a valid uuid");
+            st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "uuid", "an entity document needs a valid uuid");
     }
     uint32_t parent = 0;
     keel_uuid pu = cmd->parent;
@@ -140,7 +140,7 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
         if ((n = keel_node_get(cn, "enabled"))) keel_node_as_bool(n, &enabled);
         const keel_node *body = keel_node_get(cn, "body");
         if (!kn || kn->kind != KEEL_NODE_SCALAR) {
-            st = keel_error(d, KEEL_PARSE_ERROR, "components", "a component needs a kind");
+            st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "components", "a component needs a kind");
             break;
         }
         keel_kind_id k = keel_kind_find(kn->text);
@@ -191,9 +191,9 @@ static keel_status comp_by_key(keel_world *w, const keel_cmd *cmd, keel_comp *ou
         keel_member m;
         for (size_t i = 0; keel_member_at(w, e, i, &m); i++)
             if (cmd->kind_key && strcmp(m.key, cmd->kind_key) == 0)
-                return keel_error(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be edited",
+                return KEEL_ERROR(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be edited",
                                   cmd->kind_key);
-        return keel_error(d, KEEL_NOT_FOUND, "", "kind %s not found", cmd->kind_key ? cmd->kind_key : "(none)");
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %s not found", cmd->kind_key ? cmd->kind_key : "(none)");
     }
     *out = (keel_comp){ e, k, cmd->slot };
     return KEEL_OK;
@@ -259,14 +259,14 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
     case KEEL_CMD_NONE:
         return KEEL_OK;
     case KEEL_CMD_SPAWN:
-        if (!cmd->tree) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a spawn needs an entity tree");
+        if (!cmd->tree) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a spawn needs an entity tree");
         return spawn_from_tree(w, cmd, inverse, d);
     case KEEL_CMD_DESTROY:
         if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
         return keel_destroy(w, e, inverse, d);
     case KEEL_CMD_ADD: {
         if ((st = find_uuid(w, cmd->entity, &e, "entity", d))) return st;
-        if (!cmd->kind_key) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an add needs a kind key");
+        if (!cmd->kind_key) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "an add needs a kind key");
         keel_kind_id k = keel_kind_find(cmd->kind_key);
         if (k && cmd->version <= keel_kind_describe(k)->version) {
             keel_add_opts o = KEEL_ADD_OPTS_INIT;
@@ -295,7 +295,7 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
         if ((st = comp_by_key(w, cmd, &c, d))) return st;
         int f = cmd->field ? keel_kind_field(c.kind, cmd->field) : -1;
         if (f < 0)
-            return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %s", cmd->kind_key,
+            return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %s", cmd->kind_key,
                               cmd->field ? cmd->field : "(none)");
         return keel__field_set(w, c, f, &cmd->value, internal, inverse, d);
     }
@@ -312,10 +312,10 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
         return keel_comp_set_enabled(w, c, cmd->enabled, inverse, d);
     case KEEL_CMD_BATCH:
         if (!cmd->items && cmd->item_count)
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a batch of %zu commands has no items", cmd->item_count);
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a batch of %zu commands has no items", cmd->item_count);
         return apply_batch(w, cmd, inverse, internal, d);
     }
-    return keel_error(d, KEEL_INVALID_ARGUMENT, "", "unknown command type %d", (int)cmd->type);
+    return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "unknown command type %d", (int)cmd->type);
 }
 
 keel_status keel_cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, keel_diags *d)

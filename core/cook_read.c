@@ -73,7 +73,7 @@ static keel_status bad(keel_diags *d, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return keel_error(d, KEEL_PARSE_ERROR, path, "cooked file: %s", msg);
+    return KEEL_ERROR(d, KEEL_PARSE_ERROR, path, "cooked file: %s", msg);
 }
 
 static size_t value_size(keel_type t)
@@ -93,7 +93,7 @@ static size_t value_size(keel_type t)
 static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *lim, cooked *ck, keel_diags *d)
 {
     if (len > lim->document_size)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "cooked file is %zu bytes, over the %zu byte limit",
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "cooked file is %zu bytes, over the %zu byte limit",
                           len, lim->document_size);
     if (len < 8 || memcmp(p, "KEELCOOK", 8) != 0) return bad(d, "", "bad magic (not a KEELCOOK file)");
     if (len < COOK_HEADER + 4) return bad(d, "", "truncated header (%zu bytes)", len);
@@ -152,7 +152,7 @@ static keel_status read_strings(const uint8_t *p, const keel_limits *lim, cooked
         uint32_t n = rd_u32(&r);
         if (!rd_need(&r, n)) return bad(d, "", "string %u: length %u runs past the string table", i, n);
         if (n > lim->string_length)
-            return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "cooked file: string %u is %u bytes, over the %zu limit",
+            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "cooked file: string %u is %u bytes, over the %zu limit",
                               i, n, lim->string_length);
         if (memchr(r.p + r.pos, 0, n)) return bad(d, "", "string %u contains a NUL byte", i);
         memcpy(pool, r.p + r.pos, n);
@@ -183,7 +183,7 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
 
     const section *se = &ck->sec[SEC_ENTITIES];
     if (se->count > lim->entities)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "entities", "cooked file: %u entities, over the %zu limit",
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "entities", "cooked file: %u entities, over the %zu limit",
                           se->count, lim->entities);
     if ((uint64_t)se->count * COOK_ENTITY_SIZE != se->length)
         return bad(d, "entities", "entity section length %u does not hold %u entities", se->length, se->count);
@@ -204,7 +204,7 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
         else {
             depth[i] = parent == COOK_NONE ? 1 : depth[parent] + 1;
             if (depth[i] > lim->hierarchy_depth)
-                st = keel_error(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: hierarchy deeper than %zu",
+                st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: hierarchy deeper than %zu",
                                 lim->hierarchy_depth);
         }
     }
@@ -228,7 +228,7 @@ static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cook
         per_owner = owner == prev_owner ? per_owner + 1 : 1;
         prev_owner = owner;
         if (per_owner > lim->components_per_entity)
-            return keel_error(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: more than %zu components on one entity",
+            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, path, "cooked file: more than %zu components on one entity",
                               lim->components_per_entity);
         if (!str_ok(ck, key)) return bad(d, path, "kind key string index %u out of range", key);
         if (!keel__kind_key_valid(ck->strings[key]))
@@ -400,7 +400,7 @@ static void check_refs(keel_world *w, keel_entity e, const char *prefix, const k
             snprintf(path, sizeof path, "%s.components[%zu].body.%s", prefix, i, desc->fields[f].key);
             keel_uuid_format(v.as.u, text);
             if (t == KEEL_T_ENTITY && !keel_find(w, v.as.u))
-                keel_error(d, KEEL_NOT_FOUND, path, "unknown entity reference %s", text);
+                KEEL_ERROR(d, KEEL_NOT_FOUND, path, "unknown entity reference %s", text);
             else if (t == KEEL_T_ASSET && !keel_assets_has(o->assets, v.as.u))
                 keel_diag_add(d, o->strict ? KEEL_SEV_ERROR : KEEL_SEV_WARNING, KEEL_NOT_FOUND, path, NULL, 0, 0,
                               "asset %s is not in the manifest", text);
@@ -529,7 +529,7 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
 keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
     if (out) *out = NULL;
-    if (!out || (!data && len)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_cook_read: NULL argument");
+    if (!out || (!data && len)) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_cook_read: NULL argument");
     keel_load_opts def = keel_load_opts_default();
     if (!o) o = &def;
     const uint8_t *p = data;

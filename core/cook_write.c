@@ -155,13 +155,13 @@ static void cook_component(const keel_world *w, keel_entity owner, uint32_t owne
             char text[37];
             keel_uuid_format(u, text);
             if (fd->type == KEEL_T_ENTITY && !keel_find(w, u))
-                keel_error(d, KEEL_NOT_FOUND, path, "%s.%s refers to entity %s, which is not in the scene",
+                KEEL_ERROR(d, KEEL_NOT_FOUND, path, "%s.%s refers to entity %s, which is not in the scene",
                            m->key, fd->key, text);
             else if (fd->type == KEEL_T_ASSET && !assets)
-                keel_error(d, KEEL_NOT_FOUND, path,
+                KEEL_ERROR(d, KEEL_NOT_FOUND, path,
                            "%s.%s refers to asset %s but no asset manifest was given", m->key, fd->key, text);
             else if (fd->type == KEEL_T_ASSET && !keel_assets_has(assets, u))
-                keel_error(d, KEEL_NOT_FOUND, path, "%s.%s refers to asset %s, which is not in the manifest",
+                KEEL_ERROR(d, KEEL_NOT_FOUND, path, "%s.%s refers to asset %s, which is not in the manifest",
                            m->key, fd->key, text);
             break;
         }
@@ -180,7 +180,7 @@ static bool requires_dropped(const keel_world *w, keel_entity e, keel_kind_id k,
         if (!rk || kind_cooked(rk)) continue;
         const char *why = (keel_kind_describe(rk)->flags & KEEL_KIND_EDITOR_ONLY) ? "editor_only" : "nosave";
         char *who = keel__entity_label(w, (uint32_t)e);
-        keel_error(d, KEEL_INVALID_OPERATION, path, "%s: %s requires %s, which is %s: cooking drops it", who, kd->key,
+        KEEL_ERROR(d, KEEL_INVALID_OPERATION, path, "%s: %s requires %s, which is %s: cooking drops it", who, kd->key,
                    kd->requires[r], why);
         free(who);
         return true;
@@ -200,10 +200,10 @@ static void cook_members(const keel_world *w, keel_entity e, uint32_t owner_ix, 
         if (!m.loaded) {
             keel_kind_id k = keel_kind_find(m.key); /* declared, but the file's version is newer */
             if (k)
-                keel_error(d, KEEL_UNSUPPORTED, path, "%s is written in version %d, newer than the declared %d: "
+                KEEL_ERROR(d, KEEL_UNSUPPORTED, path, "%s is written in version %d, newer than the declared %d: "
                            "it is kept unknown and cannot be cooked", m.key, m.version, keel_kind_describe(k)->version);
             else
-                keel_error(d, KEEL_UNSUPPORTED, path,
+                KEEL_ERROR(d, KEEL_UNSUPPORTED, path,
                            "%s is not declared: an unknown component cannot be cooked", m.key);
             continue;
         }
@@ -218,9 +218,9 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
 {
     if (out) *out = NULL;
     if (len) *len = 0;
-    if (!w || !out || !len) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_cook: NULL argument");
+    if (!w || !out || !len) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_cook: NULL argument");
     if (keel_world_in_callback(w))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_cook refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_cook refuses while a callback transaction is open");
     keel_diags local;
     keel_diags_init(&local);
     strtab st = { 0 };
@@ -280,7 +280,7 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
             off += secs[i]->len;
         }
         if (off + 4 > UINT32_MAX) {
-            s = keel_error(&local, KEEL_LIMIT_EXCEEDED, "", "cooked scene would exceed 4 GiB");
+            s = KEEL_ERROR(&local, KEEL_LIMIT_EXCEEDED, "", "cooked scene would exceed 4 GiB");
             free(f.p);
         } else {
             for (int i = 0; i < SEC_COUNT_; i++) keel__buf_bytes(&f, secs[i]->p, secs[i]->len);

@@ -229,8 +229,8 @@ keel_status keel__ent_target(const keel_world *w, keel_entity e, const char *wha
 {
     *out = live_index(w, e);
     if (keel__ent_get(w, e) && (uint32_t)e == 0)
-        return keel_error(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be %s", what);
-    if (*out == KEEL__NONE) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+        return KEEL_ERROR(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be %s", what);
+    if (*out == KEEL__NONE) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
     return KEEL_OK;
 }
 
@@ -292,18 +292,18 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
     if (nst) return nst;
     if (uuid) {
         if (keel_uuid_is_nil(*uuid))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
         if (hash_slot(w, *uuid) != SIZE_MAX) {
             char s[37];
             keel_uuid_format(*uuid, s);
-            return keel_error(d, KEEL_INVALID_OPERATION, "", "entity %s already exists", s);
+            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "entity %s already exists", s);
         }
         u = *uuid;
     } else {
         do u = keel__new_uuid(w); while (hash_slot(w, u) != SIZE_MAX);
     }
     if (keel__depth_of(w, parent) + 1 > KEEL__MAX_DEPTH)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
     uint32_t i = KEEL__NONE;
     for (size_t k = 0; w->reuse_index != KEEL__NONE && k < w->held_count; k++)
         if (w->held[k] == w->reuse_index && w->ents[w->reuse_index].gen == w->reuse_gen + 1) {
@@ -511,7 +511,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
     if (st == KEEL_OK && parent) st = keel__parent_index(w, parent, &p, d);
     else if (st == KEEL_OK) p = w->ents[i].parent;
     if (st == KEEL_OK && keel__depth_of(w, p) + keel__height_of(w, i) > KEEL__MAX_DEPTH)
-        st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+        st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
     if (st) return keel__cmd_end(w, st, inv, &tmp);
 
     uint32_t *orig = NULL;
@@ -592,11 +592,11 @@ void keel_world_reserve(keel_world *w, size_t entities)
  * and so is a name longer than a scene file may hold (LimitExceeded). */
 keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
 {
-    if (!name) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name cannot be null", what);
-    if (!keel__utf8_valid(name)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
+    if (!name) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s name cannot be null", what);
+    if (!keel__utf8_valid(name)) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
     size_t len = strlen(name), limit = keel_limits_default().string_length;
     if (len > limit) /* the scene reader's string length */
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "%s name of %zu bytes is longer than the limit (%zu bytes)", what,
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "%s name of %zu bytes is longer than the limit (%zu bytes)", what,
                           len, limit);
     return KEEL_OK;
 }

@@ -18,7 +18,7 @@ keel_status keel_get(const keel_world *w, keel_comp c, int field, keel_value *ou
     if (st) return st;
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     if (field < 0 || (size_t)field >= kd->field_count)
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
     keel__record_get(c.kind, keel__store_rec(&w->stores[c.kind], m->row), field, out);
     return KEEL_OK;
 }
@@ -39,12 +39,12 @@ static keel_status writable(const keel_world *w, keel_comp c, const keel__entry 
                             int field, bool internal, keel_diags *d)
 {
     if (field < 0 || (size_t)field >= kd->field_count)
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
     /* readonly means "not from outside": the component's own hooks may write it */
     bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
                w->hook_comp.slot == m->slot;
     if (!internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
-        return keel_error(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
+        return KEEL_ERROR(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
                           kd->fields[field].key, kd->key);
     return KEEL_OK;
 }
@@ -66,7 +66,7 @@ static keel_status validate(keel_world *w, keel_comp c, keel__entry **m, const k
     if (st == KEEL_OK) return KEEL_OK;
     if (*m) keel__record_put(c.kind, keel__store_rec(&w->stores[c.kind], (*m)->row), field, old);
     if (!d || d->errors == before)
-        keel_error(d, st, kd->fields[field].key, "%s rejected the value of %s", kd->key, kd->fields[field].key);
+        KEEL_ERROR(d, st, kd->fields[field].key, "%s rejected the value of %s", kd->key, kd->fields[field].key);
     return st;
 }
 
@@ -86,7 +86,7 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
     keel_status st = keel__comp_resolve(w, c, &m, "edited", d);
     const keel_kind_desc *kd = st ? NULL : keel_kind_describe(c.kind);
     if (st == KEEL_OK) st = writable(w, c, m, kd, field, internal, d);
-    if (!v && st == KEEL_OK) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "no value given");
+    if (!v && st == KEEL_OK) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no value given");
     keel_value nv;
     if (st == KEEL_OK) {
         nv = *v;
@@ -191,7 +191,7 @@ keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size
     keel_status st;
     for (size_t j = 0; j < n; j++) {
         if (fields[j] < 0 || (size_t)fields[j] >= kd->field_count)
-            return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, fields[j]);
+            return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, fields[j]);
         const keel_field_desc *f = &kd->fields[fields[j]];
         /* a plain float needs only to be finite: the common case, checked here */
         if (f->type == KEEL_T_FLOAT && vals[j].type == KEEL_T_FLOAT && !f->has_min && !f->has_max &&
@@ -264,7 +264,7 @@ keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d)
     if (st) return st;
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     if (field < -1 || field >= (int)kd->field_count)
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
     size_t size = keel_kind_record_size(c.kind);
     void *def = keel__xrealloc(NULL, size ? size : 1);
     memset(def, 0, size);

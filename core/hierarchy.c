@@ -136,7 +136,7 @@ size_t keel__height_of(const keel_world *w, uint32_t i) /* 1 for a leaf */
 keel_status keel__parent_index(const keel_world *w, keel_entity parent, uint32_t *out, keel_diags *d)
 {
     if (!parent) { *out = 0; return KEEL_OK; }
-    if (!keel__ent_get(w, parent)) return keel_error(d, KEEL_NOT_FOUND, "", "parent entity not found");
+    if (!keel__ent_get(w, parent)) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "parent entity not found");
     *out = (uint32_t)parent;
     return KEEL_OK;
 }
@@ -145,9 +145,9 @@ keel_status keel__parent_index(const keel_world *w, keel_entity parent, uint32_t
 static keel_status move_under(keel_world *w, uint32_t i, uint32_t p, size_t index, keel_diags *d)
 {
     for (uint32_t a = p; a != 0; a = w->ents[a].parent)
-        if (a == i) return keel_error(d, KEEL_INVALID_OPERATION, "", "reparenting would create a cycle");
+        if (a == i) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "reparenting would create a cycle");
     if (keel__depth_of(w, p) + keel__height_of(w, i) > KEEL__MAX_DEPTH)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
     keel__unlink_child(w, i);
     keel__link_child(w, p, i, index);
     keel__touch(w);

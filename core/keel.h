@@ -97,7 +97,9 @@ keel_status keel_diag_add(keel_diags *d, keel_severity sev, keel_status code,
     __attribute__((format(printf, 8, 9)))
 #endif
     ;
-#define keel_error(d, code, path, ...) \
+/* An error with no file position: what a hook or validate callback reports before returning its
+ * status (`return KEEL_ERROR(c->diags, KEEL_INVALID_ARGUMENT, "hp", "hp %d is negative", hp);`). */
+#define KEEL_ERROR(d, code, path, ...) \
     keel_diag_add((d), KEEL_SEV_ERROR, (code), (path), NULL, 0, 0, __VA_ARGS__)
 /* The first error's code, KEEL_OK when there is none. */
 keel_status keel_diags_status(const keel_diags *d);
@@ -338,7 +340,7 @@ typedef keel_status (*keel_hook_fn)(const keel_call *call);
  *     {
  *         const int64_t *f = c->record; // hp, max_hp: int fields in declared order
  *         if (f[0] <= f[1]) return KEEL_OK;
- *         return keel_error(c->diags, KEEL_INVALID_ARGUMENT, "hp", "hp is above max_hp");
+ *         return KEEL_ERROR(c->diags, KEEL_INVALID_ARGUMENT, "hp", "hp is above max_hp");
  *     }
  */
 typedef keel_status (*keel_validate_fn)(const keel_call *call, int field);

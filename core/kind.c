@@ -166,11 +166,11 @@ keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diag
 {
     kind *K = kind_get(k);
     if (!K)
-        return keel_error(d, KEEL_NOT_FOUND, "", "no kind with id %u", (unsigned)k);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "no kind with id %u", (unsigned)k);
     if (field < 0 || (size_t)field >= K->desc.field_count)
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s has no field #%d", K->desc.key, field);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field #%d", K->desc.key, field);
     if (!v)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, K->desc.fields[field].key, "%s: no value given",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, K->desc.fields[field].key, "%s: no value given",
                           K->desc.fields[field].key);
     return keel__value_check(&K->desc.fields[field], v, d);
 }
@@ -294,41 +294,41 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     snprintf(path, sizeof path, "fields[%zu]", index);
     memset(out, 0, sizeof *out);
     if (!src->key || !*src->key)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu] has no key", kkey, index);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu] has no key", kkey, index);
     if (!keel__utf8_valid(src->key)) /* written into scene files as a body key */
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu]: a field name must be valid UTF-8", kkey,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: fields[%zu]: a field name must be valid UTF-8", kkey,
                           index);
     for (size_t c = 0; src->choices && c < src->choice_count; c++)
         if (src->choices[c] && !keel__utf8_valid(src->choices[c]))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': a choice must be valid UTF-8", kkey,
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': a choice must be valid UTF-8", kkey,
                               src->key);
     if ((unsigned)src->type >= KEEL_T_COUNT_)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s' has an unknown type (%d)", kkey,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s' has an unknown type (%d)", kkey,
                           src->key, (int)src->type);
     if ((src->has_min || src->has_max) && !is_numeric(src->type))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max apply to numbers only, not %s",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max apply to numbers only, not %s",
                           kkey, src->key, keel_type_name(src->type));
     if ((src->has_min && !isfinite(src->min)) || (src->has_max && !isfinite(src->max)))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max must be finite", kkey,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max must be finite", kkey,
                           src->key);
     if (src->has_min && src->has_max && src->min > src->max)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min is greater than max", kkey,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min is greater than max", kkey,
                           src->key);
     if (src->type == KEEL_T_ENUM) {
         if (src->choice_count < 1 || !src->choices)
-            return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': an enum needs at least one choice",
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': an enum needs at least one choice",
                               kkey, src->key);
         for (size_t c = 0; c < src->choice_count; c++) {
             if (!src->choices[c] || !*src->choices[c])
-                return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': choice #%zu is empty", kkey,
+                return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': choice #%zu is empty", kkey,
                                   src->key, c + 1);
             for (size_t e = 0; e < c; e++)
                 if (!strcmp(src->choices[c], src->choices[e]))
-                    return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': choice '%s' appears twice",
+                    return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': choice '%s' appears twice",
                                       kkey, src->key, src->choices[c]);
         }
     } else if (src->choice_count) {
-        return keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': only enums have choices", kkey,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': only enums have choices", kkey,
                           src->key);
     }
     keel_value def = src->has_default ? src->def : implicit_default(src);
@@ -337,7 +337,7 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     keel_status st = keel__value_check(src, &def, &tmp);
     if (st) {
         const char *msg = tmp.count ? tmp.items[0].message : "";
-        keel_error(d, KEEL_INVALID_ARGUMENT, path, "%s: bad default for %s", kkey, msg);
+        KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: bad default for %s", kkey, msg);
         keel_diags_free(&tmp);
         return KEEL_INVALID_ARGUMENT;
     }
@@ -382,11 +382,11 @@ static keel_status check_refs(const kind *K, keel_diags *d)
     keel_status st = KEEL_OK;
     for (size_t i = 0; i < K->desc.requires_count; i++)
         if (!keel_kind_find(K->desc.requires[i])) /* never itself: desc_copy refuses that */
-            st = keel_error(d, KEEL_NOT_FOUND, "requires", "%s requires '%s', which is not declared",
+            st = KEEL_ERROR(d, KEEL_NOT_FOUND, "requires", "%s requires '%s', which is not declared",
                             K->desc.key, K->desc.requires[i]);
     for (size_t i = 0; i < K->desc.rejects_count; i++)
         if (!keel_kind_find(K->desc.rejects[i]) && strcmp(K->desc.rejects[i], K->desc.key))
-            st = keel_error(d, KEEL_NOT_FOUND, "rejects", "%s rejects '%s', which is not declared",
+            st = KEEL_ERROR(d, KEEL_NOT_FOUND, "rejects", "%s rejects '%s', which is not declared",
                             K->desc.key, K->desc.rejects[i]);
     return st;
 }
@@ -397,44 +397,44 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
     memset(out, 0, sizeof *out);
     const char *key = src->key ? src->key : "";
     if (!keel__kind_key_valid(src->key))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "key",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "key",
                           "bad kind key '%s': expected ns:name with [a-z0-9_]+ on both sides", key);
     if (src->version < 0)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "version", "%s: version %d is below 1", key, src->version);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "version", "%s: version %d is below 1", key, src->version);
     if ((unsigned)src->multiplicity > KEEL_MANY)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "multiplicity", "%s: bad multiplicity %d", key,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "multiplicity", "%s: bad multiplicity %d", key,
                           (int)src->multiplicity);
     if (src->multiplicity == KEEL_ONE && src->max)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "max", "%s: max applies to many kinds only", key);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max", "%s: max applies to many kinds only", key);
     if ((src->field_count && !src->fields) || (src->requires_count && !src->requires) ||
         (src->rejects_count && !src->rejects))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: a count is set but its array is NULL", key);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s: a count is set but its array is NULL", key);
     for (size_t i = 0; i < src->requires_count; i++)
         if (!keel__kind_key_valid(src->requires[i]))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "requires", "%s: requires a bad kind key '%s'", key,
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "requires", "%s: requires a bad kind key '%s'", key,
                               src->requires[i] ? src->requires[i] : "");
     for (size_t i = 0; i < src->rejects_count; i++)
         if (!keel__kind_key_valid(src->rejects[i]))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: rejects a bad kind key '%s'", key,
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: rejects a bad kind key '%s'", key,
                               src->rejects[i] ? src->rejects[i] : "");
     /* A kind no entity could ever hold is a mistake in its declaration, said now. */
     if (src->flags & ~(unsigned)(KEEL_KIND_NOSAVE | KEEL_KIND_EDITOR_ONLY | KEEL_KIND_ROOT_ONLY | KEEL_KIND_NOT_ON_ROOT))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "flags", "%s: unknown kind flags 0x%x", key, src->flags);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "flags", "%s: unknown kind flags 0x%x", key, src->flags);
     if ((src->flags & KEEL_KIND_ROOT_ONLY) && (src->flags & KEEL_KIND_NOT_ON_ROOT))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "flags", "%s: root_only and not_on_root together leave it no place",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "flags", "%s: root_only and not_on_root together leave it no place",
                           key);
     for (size_t i = 0; i < src->requires_count; i++) {
         if (!strcmp(src->requires[i], key))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "requires", "%s: a kind cannot require itself", key);
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "requires", "%s: a kind cannot require itself", key);
         for (size_t j = 0; j < src->rejects_count; j++)
             if (!strcmp(src->requires[i], src->rejects[j]))
-                return keel_error(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: requires and rejects %s", key,
+                return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "rejects", "%s: requires and rejects %s", key,
                                   src->requires[i]);
     }
     for (size_t i = 0; i < src->field_count; i++)
         for (size_t j = 0; j < i; j++)
             if (src->fields[i].key && src->fields[j].key && !strcmp(src->fields[i].key, src->fields[j].key))
-                return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "%s: field '%s' is declared twice", key,
+                return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "fields", "%s: field '%s' is declared twice", key,
                                   src->fields[i].key);
 
     keel_field_desc *fields = src->field_count ? keel__xrealloc(NULL, src->field_count * sizeof *fields) : NULL;
@@ -493,7 +493,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
     if (out)
         *out = KEEL_NO_KIND;
     if (!desc)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no kind description");
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no kind description");
     keel_kind_desc copy;
     keel_status st = desc_copy(desc, &copy, d);
     if (st)
@@ -514,9 +514,9 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
     /* The core reads built-in records as fixed structs (keel_transform, ...), and a hook's
      * record pointer must outlive its call: neither may change under them. */
     if (id && kind_get(id)->desc.builtin)
-        st = keel_error(d, KEEL_INVALID_OPERATION, "key", "%s is built in: it cannot be redeclared", copy.key);
+        st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "key", "%s is built in: it cannot be redeclared", copy.key);
     else if (callback_depth > 0)
-        st = keel_error(d, KEEL_INVALID_OPERATION, "key", "%s: kinds cannot be declared from a validate or migrate callback",
+        st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "key", "%s: kinds cannot be declared from a validate or migrate callback",
                         copy.key);
     if (st) {
         free_desc(&copy);

@@ -33,7 +33,7 @@ struct keel_lift {
 static keel_status refuse(const keel_world *w, const char *what, keel_diags *d)
 {
     if (w->txn_depth > 0 || w->in_step)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s refuses while a callback transaction is open", what);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s refuses while a callback transaction is open", what);
     return KEEL_OK;
 }
 
@@ -61,7 +61,7 @@ static void take_records(keel_world *w, keel_lift *l, uint32_t i, size_t *cap)
 keel_status keel_lift_entity(keel_world *w, keel_entity e, keel_lift **out, keel_diags *d)
 {
     if (out) *out = NULL;
-    if (!w || !out) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_lift_entity: NULL argument");
+    if (!w || !out) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_lift_entity: NULL argument");
     keel_status st = refuse(w, "lift", d);
     uint32_t i = 0;
     if (st == KEEL_OK) st = keel__ent_target(w, e, "lifted", &i, d);
@@ -114,7 +114,7 @@ static keel_status put_back(keel_lift *l, keel_diags *d)
         if (!keel_find(w, u)) continue;
         char s[37];
         keel_uuid_format(u, s);
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "entity %s came alive while lifted: restore refused", s);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "entity %s came alive while lifted: restore refused", s);
     }
     for (size_t k = 0; k < l->count; k++) {
         uint32_t x = l->ents[k];
@@ -140,7 +140,7 @@ static keel_status put_back(keel_lift *l, keel_diags *d)
 
 keel_status keel_lift_restore(keel_lift *l, keel_diags *d)
 {
-    if (!l) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_lift_restore: NULL lift");
+    if (!l) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_lift_restore: NULL lift");
     keel_status st = refuse(l->w, "restore", d);
     if (st == KEEL_OK) st = put_back(l, d);
     if (st) return st;
@@ -151,7 +151,7 @@ keel_status keel_lift_restore(keel_lift *l, keel_diags *d)
 
 keel_status keel_lift_discard(keel_lift *l, keel_diags *d)
 {
-    if (!l) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_lift_discard: NULL lift");
+    if (!l) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_lift_discard: NULL lift");
     keel_world *w = l->w;
     keel_status st = refuse(w, "discard", d);
     if (st == KEEL_OK) st = put_back(l, d);

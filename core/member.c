@@ -190,11 +190,11 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
     keel__ent *me = (keel__ent *)en;
     if (one) {
         if (*slot != KEEL_SLOT_AUTO && *slot != 0)
-            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
+            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
         if (entry_by_key_k(me, k, key, 0))
-            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
+            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
     }
     if (*slot == KEEL_SLOT_AUTO) {
@@ -203,13 +203,13 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
         for (uint32_t i = 0; i < en->member_count; i++)
             if (entry_is(&en->members[i], k, key) && (uint64_t)en->members[i].slot + 1 > next)
                 next = (uint64_t)en->members[i].slot + 1;
-        if (next >= KEEL_SLOT_AUTO) return keel_error(d, KEEL_INVALID_OPERATION, "", "no slot left for %s", key);
+        if (next >= KEEL_SLOT_AUTO) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "no slot left for %s", key);
         *slot = (uint32_t)next;
     } else if (entry_by_key_k(me, k, key, *slot)) {
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
     }
     if (!skip_rules && max && key_count(en, k, key) >= max)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, max);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, max);
     return KEEL_OK;
 }
 
@@ -224,9 +224,9 @@ static bool names(const char *const *list, size_t n, const char *key)
 keel_status keel__root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d)
 {
     if ((kd->flags & KEEL_KIND_ROOT_ONLY) && i != 0)
-        return keel_error(d, KEEL_INVALID_OPERATION, path, "%s lives only on the scene root", kd->key);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, path, "%s lives only on the scene root", kd->key);
     if (i == 0 && (kd->flags & KEEL_KIND_NOT_ON_ROOT))
-        return keel_error(d, KEEL_INVALID_OPERATION, path, "the scene root cannot hold %s", kd->key);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, path, "the scene root cannot hold %s", kd->key);
     return KEEL_OK;
 }
 
@@ -243,15 +243,15 @@ keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, kee
     if (st) return st;
     for (size_t r = 0; r < kd->requires_count; r++)
         if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
-            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
+            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t m = 0; m < en->member_count; m++) {
         const char *other = keel__entry_key(&en->members[m]);
         if (names(kd->rejects, kd->rejects_count, other))
-            return keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", kd->key, other);
+            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", kd->key, other);
         if (en->members[m].kind) {
             const keel_kind_desc *od = keel_kind_describe(en->members[m].kind);
             if (names(od->rejects, od->rejects_count, kd->key))
-                return keel_error(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, kd->key);
+                return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, kd->key);
         }
     }
     return KEEL_OK;
@@ -259,7 +259,7 @@ keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, kee
 
 static keel_status entity_for(const keel_world *w, keel_entity e, keel_diags *d)
 {
-    return keel__ent_get(w, e) ? KEEL_OK : keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    return keel__ent_get(w, e) ? KEEL_OK : KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
 }
 
 static void entry_delete(keel_world *w, uint32_t i, keel__entry *m);
@@ -288,7 +288,7 @@ static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, u
         char *p = o->path && *o->path ? keel__strfmt("%s.%s", o->path, kd->fields[f].key)
                                       : keel__strdup(kd->fields[f].key);
         if (st && !tmp.errors)
-            keel_error(&tmp, st, "", "%s rejected the value of %s", kd->key, kd->fields[f].key);
+            KEEL_ERROR(&tmp, st, "", "%s rejected the value of %s", kd->key, kd->fields[f].key);
         for (size_t j = 0; j < tmp.count; j++)
             keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, o->file, val->line, val->col, "%s",
                           tmp.items[j].message);
@@ -307,11 +307,11 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     keel_status st = entity_for(w, e, d);
     if (st) return st;
     const keel_kind_desc *kd = keel_kind_describe(k);
-    if (!kd) return keel_error(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)k);
+    if (!kd) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)k);
     uint32_t i = (uint32_t)e;
     keel__ent *en = &w->ents[i];
     if (en->member_count >= KEEL__MAX_COMPONENTS)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                           KEEL__MAX_COMPONENTS);
     uint32_t slot = o->slot;
     st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
@@ -376,16 +376,16 @@ keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_ad
  * read (not registered, or written in a newer version than the registered one). */
 static keel_status unknown_check(const char *key, int version, const keel_node *body, keel_diags *d)
 {
-    if (!key || !*key) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "an unknown component needs a kind key");
+    if (!key || !*key) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "an unknown component needs a kind key");
     if (!keel__kind_key_valid(key))
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", key);
-    if (version < 1) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: version must be >= 1, not %d", key, version);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "malformed kind key '%.64s' (ns:name, [a-z0-9_]+)", key);
+    if (version < 1) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s: version must be >= 1, not %d", key, version);
     if (body && body->kind != KEEL_NODE_MAP)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "%s: a component body must be a map", key);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s: a component body must be a map", key);
     if (keel__unknown_body_check(body, d)) return KEEL_LIMIT_EXCEEDED;
     const keel_kind_desc *kd = keel_kind_describe(keel_kind_find(key));
     if (kd && version <= (kd->version < 1 ? 1 : kd->version))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is declared: add it with keel_add", key);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is declared: add it with keel_add", key);
     return KEEL_OK;
 }
 
@@ -397,7 +397,7 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     keel_status st = entity_for(w, e, d);
     if (st == KEEL_OK) st = unknown_check(key, version, body, d);
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
-        st = keel_error(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
+        st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
     if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
@@ -477,24 +477,24 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
     keel_status st = entity_for(w, e, d);
     uint32_t i = (uint32_t)e;
     keel__entry *m = NULL;
-    if (st == KEEL_OK && !key) st = keel_error(d, KEEL_INVALID_ARGUMENT, "", "a kind key is required");
+    if (st == KEEL_OK && !key) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a kind key is required");
     if (st == KEEL_OK) {
         keel__ent *en = &w->ents[i];
         keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
-            st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
         else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(en, k, 0)) &&
                  key_count(en, KEEL_NO_KIND, key) > 1)
-            st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(en, KEEL_NO_KIND, key));
         else if (!(m = keel__entry_by_key(en, key, slot))) {
             if (!keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
-                st = keel_error(d, KEEL_NOT_FOUND, "", "%s not found", key);
+                st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", key);
             else
-                st = keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
+                st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
         }
     }
     if (st == KEEL_OK && m->kind && key_count(&w->ents[i], m->kind, key) == 1) {
@@ -504,7 +504,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
             if (other == m || !other->kind) continue;
             const keel_kind_desc *od = keel_kind_describe(other->kind);
             if (names(od->requires, od->requires_count, key)) {
-                st = keel_error(d, KEEL_INVALID_OPERATION, "", "%s is required by %s", key, od->key);
+                st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is required by %s", key, od->key);
                 break;
             }
         }
@@ -569,7 +569,7 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, keel_diags *d)
 {
     keel__ent *en = keel__ent_get(w, e);
-    if (!en) return keel_error(d, KEEL_NOT_FOUND, path ? path : "", "entity not found");
+    if (!en) return KEEL_ERROR(d, KEEL_NOT_FOUND, path ? path : "", "entity not found");
     keel_status first = KEEL_OK;
     uint32_t i = (uint32_t)e;
     for (uint32_t a = 0; a < en->member_count; a++) {
@@ -579,29 +579,29 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
         if (m->kind) {
             const keel_kind_desc *kd = keel_kind_describe(m->kind);
             if (kd->multiplicity == KEEL_ONE && m->slot != 0)
-                st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u",
+                st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u",
                                 kd->key, m->slot);
             for (uint32_t b = 0; b < a; b++)
                 if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
-                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)",
+                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)",
                                     kd->key);
             if (kd->multiplicity == KEEL_MANY && kd->max) {
                 uint32_t seen = 0;
                 for (uint32_t b = 0; b <= a; b++)
                     if (en->members[b].kind == m->kind) seen++;
                 if (seen > kd->max)
-                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key,
+                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key,
                                     kd->max);
             }
             keel_status rs = keel__root_rules(i, kd, p, d);
             if (rs) st = rs;
             for (size_t r = 0; r < kd->requires_count; r++)
                 if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
-                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
+                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
             for (uint32_t b = 0; b < en->member_count; b++) {
                 const char *other = keel__entry_key(&en->members[b]);
                 if (b != a && names(kd->rejects, kd->rejects_count, other))
-                    st = keel_error(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
+                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
             }
         }
         free(p);
@@ -716,16 +716,16 @@ bool keel_comp_enabled(const keel_world *w, keel_comp c)
 keel_status keel__comp_resolve(const keel_world *w, keel_comp c, keel__entry **out, const char *what, keel_diags *d)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
-    if (!en) return keel_error(d, KEEL_NOT_FOUND, "", "entity not found");
+    if (!en) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
     const keel_kind_desc *kd = c.kind ? keel_kind_describe(c.kind) : NULL;
-    if (!kd) return keel_error(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)c.kind);
+    if (!kd) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)c.kind);
     *out = keel__entry_find(en, c.kind, c.slot);
     if (*out) return KEEL_OK;
     if (keel__entry_by_key(en, kd->key, c.slot))
-        return keel_error(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be %s", kd->key, what);
+        return KEEL_ERROR(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be %s", kd->key, what);
     if (c.slot == KEEL_SLOT_AUTO || !keel__entry_by_key(en, kd->key, KEEL_SLOT_AUTO))
-        return keel_error(d, KEEL_NOT_FOUND, "", "%s not found", kd->key);
-    return keel_error(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", c.slot, kd->key);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", kd->key);
+    return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", c.slot, kd->key);
 }
 
 keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d)

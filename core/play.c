@@ -6,18 +6,18 @@
 static keel_status refuse_in_callback(const keel_world *w, const char *what, keel_diags *d)
 {
     if (w->txn_depth > 0 || w->in_step)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s refuses while a callback transaction is open", what);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s refuses while a callback transaction is open", what);
     if (w->lifts)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s refuses while entities are lifted (restore or discard them)", what);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s refuses while entities are lifted (restore or discard them)", what);
     return KEEL_OK;
 }
 
 keel_status keel_world_play(keel_world *w, keel_diags *d)
 {
-    if (!w) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_world_play: NULL world");
+    if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_world_play: NULL world");
     keel_status st = refuse_in_callback(w, "play", d);
     if (st) return st;
-    if (w->played) return keel_error(d, KEEL_INVALID_OPERATION, "", "the world is already playing");
+    if (w->played) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "the world is already playing");
     keel__store_flush_pending(w); /* rows freed since the last step: nothing to remember of them */
     w->played = keel__world_copy(w);
     return KEEL_OK;
@@ -27,10 +27,10 @@ bool keel_world_playing(const keel_world *w) { return w && w->played; }
 
 keel_status keel_world_stop(keel_world *w, keel_diags *d)
 {
-    if (!w) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_world_stop: NULL world");
+    if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_world_stop: NULL world");
     keel_status st = refuse_in_callback(w, "stop", d);
     if (st) return st;
-    if (!w->played) return keel_error(d, KEEL_INVALID_OPERATION, "", "the world is not playing (keel_world_play first)");
+    if (!w->played) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "the world is not playing (keel_world_play first)");
     keel_world *was = w->played;
     keel_world now = *w;
     *w = *was;

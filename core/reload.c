@@ -85,14 +85,14 @@ static keel_status adopt_rules(keel_world *w, uint32_t i, keel_kind_id k, const 
     const keel_kind_desc *kd = keel_kind_describe(k);
     keel__ent *en = &w->ents[i];
     if (kd->multiplicity == KEEL_ONE && m->slot != 0)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", kd->key,
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", kd->key,
                           m->slot);
     uint32_t live = 0;
     for (uint32_t a = 0; a < en->member_count; a++) live += en->members[a].kind == k;
     if (kd->multiplicity == KEEL_ONE && live)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", kd->key);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", kd->key);
     if (kd->multiplicity == KEEL_MANY && kd->max && live >= kd->max)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", kd->key, kd->max);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", kd->key, kd->max);
     return keel__check_add_rules(w, i, k, d);
 }
 
@@ -188,7 +188,7 @@ static keel_status world_check_kind(keel_world *w, keel_kind_id k, const keel_ki
             if (!why) continue;
             if (broken++ < SHOWN) {
                 char *who = keel__entity_label(w, i);
-                keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break a live component: %s in world '%s' %s",
+                KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break a live component: %s in world '%s' %s",
                            nd->key, who, w->name, why);
                 free(who);
             }
@@ -196,7 +196,7 @@ static keel_status world_check_kind(keel_world *w, keel_kind_id k, const keel_ki
         }
     }
     if (broken > SHOWN)
-        keel_error(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break %zu more live components in world '%s'",
+        KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "redeclaring %s would break %zu more live components in world '%s'",
                    nd->key, broken - SHOWN, w->name);
     return broken ? KEEL_INVALID_OPERATION : KEEL_OK;
 }
@@ -259,7 +259,7 @@ keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, ke
     /* a lift holds records out of the stores, where a relayout cannot reach them */
     for (keel_world *w = keel__world_list(); w; w = w->next_world)
         if (w->lifts && !same_layout(k, nd) && keel__lifts_hold(w, k))
-            st = keel_error(d, KEEL_INVALID_OPERATION, "",
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
                             "%s has components lifted in world '%s': restore or discard them before changing its fields",
                             nd->key, w->name);
     for (keel_world *w = keel__world_list(); w; w = w->next_world) {

@@ -479,16 +479,16 @@ static void encode_state(const keel_world *w, const keel_baseline *base, keel__b
 keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, const char *path,
                               const keel_slot_info *info, keel_diags *d)
 {
-    if (!w || !base || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_save: NULL argument");
+    if (!w || !base || !path) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_save: NULL argument");
     if (keel_world_in_callback(w))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while a callback transaction is open");
     if (keel_world_lift_count(w))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while entities are lifted (restore or discard them)");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_persist_save refuses while entities are lifted (restore or discard them)");
     if (!keel_uuid_equal(keel_world_uuid(w), base->scene)) {
         char a[37], b[37];
         keel_uuid_format(base->scene, a);
         keel_uuid_format(keel_world_uuid(w), b);
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
     }
     keel__buf state = { 0 };
     encode_state(w, base, &state);
@@ -738,7 +738,7 @@ static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, co
                                 keel_diags *d)
 {
     void *live = keel_record(w, c);
-    if (!live) return keel_error(d, KEEL_NOT_FOUND, path, "%s slot %u is not live", sc->key, sc->slot);
+    if (!live) return KEEL_ERROR(d, KEEL_NOT_FOUND, path, "%s slot %u is not live", sc->key, sc->slot);
     size_t size = keel_kind_record_size(c.kind);
     void *scratch = keel__xcalloc(1, size);
     keel__record_copy(c.kind, scratch, live);
@@ -828,7 +828,7 @@ static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const c
     }
     keel_comp c;
     if (!desc || !keel_get_comp(w, e->h, k, sc->slot, &c) || c.slot != sc->slot)
-        return keel_error(d, KEEL_NOT_FOUND, path, "%s slot %u is not in this world", sc->key, sc->slot);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, path, "%s slot %u is not in this world", sc->key, sc->slot);
     if (keel_comp_enabled(w, c) != sc->enabled) {
         s = keel_comp_set_enabled(w, c, sc->enabled, &inv, d);
         if (s != KEEL_OK) return s;
@@ -845,26 +845,26 @@ static keel_status check_state(const keel_world *w, const state *st, keel_diags 
         char b[37];
         keel_uuid_format(st->scene, a);
         keel_uuid_format(keel_world_uuid(w), b);
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "the save is of scene %s, the world is scene %s", a, b);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "the save is of scene %s, the world is scene %s", a, b);
     }
     for (uint32_t i = 0; i < st->ndead; i++)
         if (!keel_find(w, st->dead[i])) {
             keel_uuid_format(st->dead[i], a);
-            keel_error(d, KEEL_NOT_FOUND, "destroyed", "entity %s is not in this world", a);
+            KEEL_ERROR(d, KEEL_NOT_FOUND, "destroyed", "entity %s is not in this world", a);
         }
     for (uint32_t i = 0; i < st->nents; i++) {
         const s_ent *e = &st->ents[i];
         keel_uuid_format(e->uuid, a);
         bool there = resolve(w, e->uuid) != KEEL_NO_ENTITY;
         if ((e->flags & REC_SPAWNED) && there)
-            keel_error(d, KEEL_INVALID_OPERATION, "entities", "spawned entity %s is already in this world", a);
+            KEEL_ERROR(d, KEEL_INVALID_OPERATION, "entities", "spawned entity %s is already in this world", a);
         if (!(e->flags & REC_SPAWNED) && !there)
-            keel_error(d, KEEL_NOT_FOUND, "entities", "entity %s is not in this world", a);
+            KEEL_ERROR(d, KEEL_NOT_FOUND, "entities", "entity %s is not in this world", a);
         if (!(e->flags & REC_SPAWNED))
             for (uint32_t r = 0; r < e->nrem; r++) {
                 keel_member m;
                 if (!member_find(w, resolve(w, e->uuid), e->rem[r].key, e->rem[r].slot, &m))
-                    keel_error(d, KEEL_NOT_FOUND, "entities", "%s slot %u of entity %s is not in this world",
+                    KEEL_ERROR(d, KEEL_NOT_FOUND, "entities", "%s slot %u of entity %s is not in this world",
                                e->rem[r].key, e->rem[r].slot, a);
             }
     }
@@ -902,7 +902,7 @@ static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags 
             if (!keel_uuid_is_nil(e->parent) && !p) {
                 char a[37];
                 keel_uuid_format(e->parent, a);
-                s = keel_error(d, KEEL_NOT_FOUND, "entities", "parent %s is not in this world", a);
+                s = KEEL_ERROR(d, KEEL_NOT_FOUND, "entities", "parent %s is not in this world", a);
             } else {
                 s = keel_reparent(w, e->h, p, &inv, d);
                 if (s == KEEL_OK) journal_cmd(j, &inv);
@@ -912,10 +912,10 @@ static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags 
     for (uint32_t i = 0; i < st->norders && s == KEEL_OK; i++) {
         const s_order *o = &st->orders[i];
         keel_entity p = keel_uuid_is_nil(o->parent) ? KEEL_NO_ENTITY : keel_find(w, o->parent);
-        if (!keel_uuid_is_nil(o->parent) && !p) s = keel_error(d, KEEL_NOT_FOUND, "order", "an ordered parent is missing");
+        if (!keel_uuid_is_nil(o->parent) && !p) s = KEEL_ERROR(d, KEEL_NOT_FOUND, "order", "an ordered parent is missing");
         for (uint32_t k = 0; k < o->n && s == KEEL_OK; k++) {
             keel_entity c = keel_find(w, o->kids[k]);
-            if (!c) s = keel_error(d, KEEL_NOT_FOUND, "order", "an ordered child is missing");
+            if (!c) s = KEEL_ERROR(d, KEEL_NOT_FOUND, "order", "an ordered child is missing");
             else s = keel_reparent(w, c, p, &inv, d);
             if (s == KEEL_OK) journal_cmd(j, &inv);
         }
@@ -943,9 +943,9 @@ static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags 
 
 keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
 {
-    if (!w || !path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_load: NULL argument");
+    if (!w || !path) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_load: NULL argument");
     if (keel_world_in_step(w))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "a save cannot be loaded during a step");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a save cannot be loaded during a step");
     keel_diags local;
     keel_diags_init(&local);
     state st;

@@ -895,7 +895,7 @@ static void by_stage(keel_diags *d)
 
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
-    if (!text) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
+    if (!text) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
     keel_load_opts defaults = keel_load_opts_default();
     if (!o) o = &defaults;
     loader L;
@@ -950,7 +950,7 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
 
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
-    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no path");
+    if (!path) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no path");
     keel_load_opts opts = o ? *o : keel_load_opts_default();
     opts.file = path;
     char *data = NULL;

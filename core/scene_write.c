@@ -511,7 +511,7 @@ static void emit_settings(writer *wr, const keel_world *w)
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d)
 {
     if (keel_world_in_callback(w)) /* a file never sees state that may still roll back */
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_scene_dump refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_scene_dump refuses while a callback transaction is open");
     writer wr;
     memset(&wr, 0, sizeof wr);
     if (!yaml_emitter_initialize(&wr.em)) abort();
@@ -570,11 +570,11 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
 
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d)
 {
-    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "no path");
+    if (!path) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no path");
     if (keel_world_in_callback(w))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while a callback transaction is open");
     if (keel_world_lift_count(w))
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while entities are lifted (restore or discard them)");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while entities are lifted (restore or discard them)");
     char *text = NULL;
     size_t len = 0;
     keel_status st = keel_scene_dump(w, &text, &len, d);

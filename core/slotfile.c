@@ -73,24 +73,24 @@ static keel_status info_text(const keel_slot_info *info, time_t now, keel__buf *
     keel__buf_bytes(b, num, strlen(num));
     double ps = info ? info->play_seconds : 0;
     if (!isfinite(ps) || ps < 0)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "play_seconds", "play_seconds must be a finite number >= 0");
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "play_seconds", "play_seconds must be a finite number >= 0");
     keel__buf_bytes(b, "play_seconds: ", 14);
     keel_format_double(ps, num, sizeof num);
     keel__buf_bytes(b, num, strlen(num));
     keel__buf_u8(b, '\n');
     const keel_node *f = info ? info->fields : NULL;
     if (f && f->kind != KEEL_NODE_MAP) /* an empty SEQ or a scalar too: count says nothing of them */
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot fields must be a map of scalars");
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "fields", "slot fields must be a map of scalars");
     if (!f || f->count == 0) return KEEL_OK;
     keel__buf_bytes(b, "fields:\n", 8);
     for (size_t i = 0; i < f->count; i++) {
         const keel_node *k = &f->items[2 * i], *v = &f->items[2 * i + 1];
         if (k->kind != KEEL_NODE_SCALAR || !field_key_ok(k->text))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "fields",
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "fields",
                               "slot field key \"%s\" is not made of letters, digits and _",
                               k->kind == KEEL_NODE_SCALAR ? k->text : "?");
         if (v->kind != KEEL_NODE_SCALAR)
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "fields", "slot field %s is not a scalar", k->text);
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "fields", "slot field %s is not a scalar", k->text);
         keel__buf_bytes(b, "  ", 2);
         keel__buf_bytes(b, k->text, k->len);
         keel__buf_bytes(b, ": ", 2);
@@ -226,7 +226,7 @@ keel_status keel__slot_write(const char *path, const keel_slot_info *info, const
     if (file.len - SAVE_HEADER > SAVE_INFO_MAX) { /* keel_persist_info would refuse the file */
         size_t n = file.len - SAVE_HEADER;
         free(file.p);
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "slot details of %zu bytes are over the limit (%u bytes)", n,
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "slot details of %zu bytes are over the limit (%u bytes)", n,
                           SAVE_INFO_MAX);
     }
     uint32_t info_len = (uint32_t)(file.len - SAVE_HEADER);
@@ -234,7 +234,7 @@ keel_status keel__slot_write(const char *path, const keel_slot_info *info, const
 
     if (state->len > SAVE_STATE_MAX) {
         free(file.p);
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "save state of %zu bytes is over the limit", state->len);
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "save state of %zu bytes is over the limit", state->len);
     }
     uLongf clen = compressBound((uLong)state->len);
     keel__buf_u32(&file, (uint32_t)state->len);
@@ -244,7 +244,7 @@ keel_status keel__slot_write(const char *path, const keel_slot_info *info, const
     int zr = compress2(dst, &clen, state->p, (uLong)state->len, 6);
     if (zr != Z_OK) {
         free(file.p);
-        return keel_error(d, KEEL_IO_ERROR, "", "zlib compress2 failed (%d)", zr);
+        return KEEL_ERROR(d, KEEL_IO_ERROR, "", "zlib compress2 failed (%d)", zr);
     }
     file.len = clen_at + 4 + clen;
     for (int i = 0; i < 4; i++) file.p[clen_at + i] = (uint8_t)((uint32_t)clen >> (8 * i));
@@ -306,9 +306,9 @@ keel_status keel__slot_read(const char *path, uint8_t **state, size_t *state_len
 
 keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d)
 {
-    if (!out) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL argument");
+    if (!out) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL argument");
     memset(out, 0, sizeof *out);
-    if (!path) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL path");
+    if (!path) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_info: NULL path");
     FILE *f = fopen(path, "rb");
     if (!f) return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_IO_ERROR, "", path, 0, 0, "cannot open %s: %s", path, strerror(errno));
     uint8_t h[SAVE_HEADER];

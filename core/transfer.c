@@ -8,19 +8,19 @@
 static keel_status transfer_check(keel_world *src, keel_entity e, keel_world *dst, keel_entity parent, uint32_t *i,
                                   uint32_t *p, keel_diags *d)
 {
-    if (!src || !dst) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "keel_transfer: NULL world");
+    if (!src || !dst) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_transfer: NULL world");
     if (src == dst)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a transfer moves between two worlds (keel_reparent moves within one)");
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a transfer moves between two worlds (keel_reparent moves within one)");
     if (src->txn_depth > 0 || dst->txn_depth > 0 || src->in_step || dst->in_step)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "transfer refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "transfer refuses while a callback transaction is open");
     if (src->lifts || dst->lifts)
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "transfer refuses while entities are lifted (restore or discard them)");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "transfer refuses while entities are lifted (restore or discard them)");
     keel_status st = keel__ent_target(src, e, "transferred", i, d);
     if (st) return st;
     *p = 0;
     if (parent && (st = keel__parent_index(dst, parent, p, d))) return st;
     if (keel__depth_of(dst, *p) + keel__height_of(src, *i) > KEEL__MAX_DEPTH)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
     return KEEL_OK;
 }
 
@@ -33,7 +33,7 @@ static keel_status clash_check(const keel_world *src, const uint32_t *list, size
         if (!keel_find(dst, u)) continue;
         char s[37];
         keel_uuid_format(u, s);
-        return keel_error(d, KEEL_INVALID_OPERATION, "", "entity %s already exists in world '%s'", s, dst->name);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "entity %s already exists in world '%s'", s, dst->name);
     }
     return KEEL_OK;
 }

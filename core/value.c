@@ -35,13 +35,13 @@ static keel_status check_bounds(const keel_field_desc *f, double x, keel_diags *
     if (f->has_min && (f->min_exclusive ? !(x > f->min) : !(x >= f->min))) {
         fmt_num(x, a, sizeof a);
         fmt_num(f->min, b, sizeof b);
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is below the minimum (%s %s)",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is below the minimum (%s %s)",
                           f->key, a, f->min_exclusive ? ">" : ">=", b);
     }
     if (f->has_max && (f->max_exclusive ? !(x < f->max) : !(x <= f->max))) {
         fmt_num(x, a, sizeof a);
         fmt_num(f->max, b, sizeof b);
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is above the maximum (%s %s)",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is above the maximum (%s %s)",
                           f->key, a, f->max_exclusive ? "<" : "<=", b);
     }
     return KEEL_OK;
@@ -53,12 +53,12 @@ static keel_status check_finite(const keel_field_desc *f, double x, keel_diags *
         return KEEL_OK;
     char a[40];
     fmt_num(x, a, sizeof a);
-    return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is not a finite number", f->key, a);
+    return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: %s is not a finite number", f->key, a);
 }
 
 static keel_status wrong_type(const keel_field_desc *f, const keel_value *v, keel_diags *d)
 {
-    return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected %s, got %s", f->key,
+    return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected %s, got %s", f->key,
                       keel_type_name(f->type), keel_type_name(v->type));
 }
 
@@ -79,7 +79,7 @@ static keel_status check_int(const keel_field_desc *f, keel_value *v, keel_diags
         if (x != floor(x) || x < -9223372036854775808.0 || x >= 9223372036854775808.0) {
             char a[40];
             fmt_num(x, a, sizeof a);
-            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected int, got %s",
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: expected int, got %s",
                               f->key, a);
         }
         v->type = KEEL_T_INT;
@@ -134,7 +134,7 @@ static keel_status check_vector(const keel_field_desc *f, keel_value *v, keel_di
             len = big * sqrt(sum);
         }
         if (!(len > 0) || !isfinite(len))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key,
                               "%s: a zero quaternion cannot be normalized", f->key);
         /* Near-unit quaternions are left alone: dividing by a length one ulp
          * off 1 moves the last digit back and forth, and a saved scene
@@ -151,7 +151,7 @@ static keel_status check_enum(const keel_field_desc *f, keel_value *v, keel_diag
     if (v->type == KEEL_T_STRING) {
         int c = choice_index(f, v->as.s);
         if (c < 0)
-            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not one of its choices",
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not one of its choices",
                               f->key, v->as.s ? v->as.s : "");
         v->type = KEEL_T_ENUM;
         v->as.i = c;
@@ -160,7 +160,7 @@ static keel_status check_enum(const keel_field_desc *f, keel_value *v, keel_diag
     if (v->type != KEEL_T_ENUM && v->type != KEEL_T_INT)
         return wrong_type(f, v, d);
     if (v->as.i < 0 || (uint64_t)v->as.i >= f->choice_count)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key,
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key,
                           "%s: choice %lld is out of range (0 to %zu)", f->key,
                           (long long)v->as.i, f->choice_count ? f->choice_count - 1 : 0);
     v->type = KEEL_T_ENUM;
@@ -172,11 +172,11 @@ static keel_status check_string(const keel_field_desc *f, keel_value *v, keel_di
     if (v->type != KEEL_T_STRING)
         return wrong_type(f, v, d);
     if (v->as.s && strlen(v->as.s) > STRING_LIMIT)
-        return keel_error(d, KEEL_LIMIT_EXCEEDED, f->key,
+        return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, f->key,
                           "%s: string of %zu bytes exceeds the limit of %u", f->key,
                           strlen(v->as.s), STRING_LIMIT);
     if (v->as.s && !keel__utf8_valid(v->as.s)) /* a scene file could not hold it */
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: a string must be valid UTF-8", f->key);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: a string must be valid UTF-8", f->key);
     return KEEL_OK;
 }
 
@@ -187,7 +187,7 @@ static keel_status check_ref(const keel_field_desc *f, keel_value *v, keel_diags
         if (!v->as.s || !*v->as.s) {
             memset(&u, 0, sizeof u);
         } else if (!keel_uuid_parse(v->as.s, &u)) {
-            return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not a UUID", f->key,
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: '%s' is not a UUID", f->key,
                               v->as.s);
         }
         v->type = f->type;
@@ -216,7 +216,7 @@ keel_status keel__value_check(const keel_field_desc *f, keel_value *v, keel_diag
     case KEEL_T_STRING: return check_string(f, v, d);
     case KEEL_T_ASSET: case KEEL_T_ENTITY: return check_ref(f, v, d);
     default:
-        return keel_error(d, KEEL_INVALID_ARGUMENT, f->key, "%s: bad field type %d", f->key, (int)f->type);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, f->key, "%s: bad field type %d", f->key, (int)f->type);
     }
 }
 

@@ -113,7 +113,7 @@ uint64_t keel__epoch_next(void) { return ++g_epoch; }
 keel_uuid keel_world_uuid(const keel_world *w) { return w->uuid; }
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d)
 {
-    if (keel_uuid_is_nil(u)) return keel_error(d, KEEL_INVALID_ARGUMENT, "", "a scene UUID cannot be nil");
+    if (keel_uuid_is_nil(u)) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a scene UUID cannot be nil");
     w->uuid = u;
     w->revision++;
     return KEEL_OK;
@@ -136,25 +136,25 @@ const keel_grid *keel_world_grid(const keel_world *w) { return &w->grid; }
 
 keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d)
 {
-    if (!g) return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid", "no grid given");
+    if (!g) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid", "no grid given");
     for (int k = 0; k < 3; k++)
         if (!isfinite(g->origin[k]))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.origin", "grid origin is not finite");
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.origin", "grid origin is not finite");
     double len = 0;
     for (int k = 0; k < 4; k++) {
         if (!isfinite(g->orientation[k]))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
                               "grid orientation is not finite");
         len += g->orientation[k] * g->orientation[k];
     }
     if (len <= 0)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
                           "grid orientation must be a non-zero quaternion");
     if (!isfinite(g->base_spacing) || g->base_spacing <= 0)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing",
                           "grid base_spacing must be > 0");
     if (g->major_line_every < 1)
-        return keel_error(d, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every",
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every",
                           "grid major_line_every must be >= 1");
     w->grid = *g;
     len = sqrt(len);

@@ -273,7 +273,7 @@ static keel_status migrate(keel_node *body, int to, void *user, keel_diags *d)
         double kmh = 0;
         const keel_node *v = keel_node_get(body, "velocity");
         if (v && !keel_node_as_float(v, &kmh))
-            return keel_error(d, KEEL_INVALID_ARGUMENT, "velocity", "velocity is not a number");
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "velocity", "velocity is not a number");
         char buf[40];
         keel_format_double(kmh / 3.6, buf, sizeof buf);
         keel_node_put(body, "speed", keel_node_new_scalar(buf, KEEL_STYLE_PLAIN));

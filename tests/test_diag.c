@@ -21,7 +21,7 @@ static void diag_list_is_capped_and_counts_stay_exact(void **state)
     for (int i = 0; i < 5000; i++)
         keel_diag_add(&d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "body.x", "f.yaml", i + 1, 3, "bad value %d", i);
     for (int i = 0; i < 3000; i++) keel_diag_add(&d, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "", "f.yaml", 0, 0, "w %d", i);
-    for (int i = 0; i < 10; i++) keel_error(&d, KEEL_PARSE_ERROR, "", "p %d", i);
+    for (int i = 0; i < 10; i++) KEEL_ERROR(&d, KEEL_PARSE_ERROR, "", "p %d", i);
     assert_true(d.count <= MAX_ITEMS);
     assert_int_equal(d.errors, 5010);
     assert_int_equal(keel_diags_status(&d), KEEL_INVALID_ARGUMENT);
@@ -47,7 +47,7 @@ static void diag_summaries_say_how_many_more(void **state)
     for (int i = 0; i < 5000; i++)
         keel_diag_add(&d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "body.x", "f.yaml", i + 1, 3, "bad value %d", i);
     for (int i = 0; i < 3000; i++) keel_diag_add(&d, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "", "f.yaml", 0, 0, "w %d", i);
-    keel_error(&d, KEEL_PARSE_ERROR, "", "only one");
+    KEEL_ERROR(&d, KEEL_PARSE_ERROR, "", "only one");
     assert_int_equal(d.count, KEEL_DIAGS_LISTED + 3);
     assert_int_equal(d.errors, 5001);
     assert_int_equal(d.warnings, 3000);
@@ -69,7 +69,7 @@ static void diag_summaries_say_how_many_more(void **state)
     /* Appending keeps the cap and the counts; summaries add up. */
     keel_diags dst;
     keel_diags_init(&dst);
-    for (int i = 0; i < 600; i++) keel_error(&dst, KEEL_INVALID_ARGUMENT, "", "early %d", i);
+    for (int i = 0; i < 600; i++) KEEL_ERROR(&dst, KEEL_INVALID_ARGUMENT, "", "early %d", i);
     keel_diags_append(&dst, &d, "root");
     assert_int_equal(d.count, 0);
     assert_true(dst.count <= MAX_ITEMS);
@@ -90,8 +90,8 @@ static void diag_first_error_code_survives_the_cap(void **state)
     keel_diags d;
     keel_diags_init(&d);
     for (int i = 0; i < 1500; i++) keel_diag_add(&d, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "", NULL, 0, 0, "w");
-    keel_error(&d, KEEL_LIMIT_EXCEEDED, "", "late");
-    keel_error(&d, KEEL_INVALID_ARGUMENT, "", "later");
+    KEEL_ERROR(&d, KEEL_LIMIT_EXCEEDED, "", "late");
+    KEEL_ERROR(&d, KEEL_INVALID_ARGUMENT, "", "later");
     assert_int_equal(keel_diags_status(&d), KEEL_LIMIT_EXCEEDED);
     assert_int_equal(d.errors, 2);
     keel_diags_free(&d);

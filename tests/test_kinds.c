@@ -842,15 +842,15 @@ static void diags_add_count_and_status(void **state)
     assert_int_equal(keel_diags_status(&g), KEEL_OK);
     assert_int_equal(keel_diag_add(&g, KEEL_SEV_WARNING, KEEL_NOT_FOUND, NULL, NULL, 0, 0, "w %d", 1), KEEL_NOT_FOUND);
     assert_int_equal(keel_diags_status(&g), KEEL_OK); /* warnings are not errors */
-    assert_int_equal(keel_error(&g, KEEL_PARSE_ERROR, "a.b", "first %s", "error"), KEEL_PARSE_ERROR);
-    assert_int_equal(keel_error(&g, KEEL_IO_ERROR, "", "second"), KEEL_IO_ERROR);
+    assert_int_equal(KEEL_ERROR(&g, KEEL_PARSE_ERROR, "a.b", "first %s", "error"), KEEL_PARSE_ERROR);
+    assert_int_equal(KEEL_ERROR(&g, KEEL_IO_ERROR, "", "second"), KEEL_IO_ERROR);
     assert_int_equal(g.count, 3);
     assert_int_equal(g.errors, 2);
     assert_int_equal(keel_diags_status(&g), KEEL_PARSE_ERROR);
     assert_string_equal(g.items[0].path, "");
     assert_null(g.items[0].file);
     assert_string_equal(g.items[1].message, "first error");
-    assert_int_equal(keel_error(NULL, KEEL_NOT_FOUND, "", "nowhere"), KEEL_NOT_FOUND); /* NULL list */
+    assert_int_equal(KEEL_ERROR(NULL, KEEL_NOT_FOUND, "", "nowhere"), KEEL_NOT_FOUND); /* NULL list */
     keel_diags_free(&g);
     keel_diags_free(&g); /* twice is fine */
     assert_int_equal(g.count, 0);
@@ -861,10 +861,10 @@ static void diags_append_prefixes_paths(void **state)
     keel_diags dst, src;
     keel_diags_init(&dst);
     keel_diags_init(&src);
-    keel_error(&dst, KEEL_NOT_FOUND, "x", "already");
-    keel_error(&src, KEEL_INVALID_ARGUMENT, "range", "one");
+    KEEL_ERROR(&dst, KEEL_NOT_FOUND, "x", "already");
+    KEEL_ERROR(&src, KEEL_INVALID_ARGUMENT, "range", "one");
     keel_diag_add(&src, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "[2].name", "f.yaml", 3, 4, "two");
-    keel_error(&src, KEEL_PARSE_ERROR, "", "three");
+    KEEL_ERROR(&src, KEEL_PARSE_ERROR, "", "three");
     keel_diags_append(&dst, &src, "entities[3].components[1].body");
     assert_int_equal(src.count, 0);
     assert_int_equal(dst.count, 4);
@@ -874,7 +874,7 @@ static void diags_append_prefixes_paths(void **state)
     assert_string_equal(dst.items[2].file, "f.yaml");
     assert_int_equal(dst.items[2].line, 3);
     assert_string_equal(dst.items[3].path, "entities[3].components[1].body");
-    keel_error(&src, KEEL_IO_ERROR, "p", "four");
+    KEEL_ERROR(&src, KEEL_IO_ERROR, "p", "four");
     keel_diags_append(&dst, &src, NULL);
     assert_string_equal(dst.items[4].path, "p");
     keel_diags_free(&dst);
@@ -887,7 +887,7 @@ static void diags_format_lines(void **state)
     keel_diags_init(&g);
     keel_diag_add(&g, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "entities[0].components[0].body.range", "a.yaml", 12, 9,
                   "range: 0 is below the minimum (> 0)");
-    keel_error(&g, KEEL_NOT_FOUND, "", "no such kind");
+    KEEL_ERROR(&g, KEEL_NOT_FOUND, "", "no such kind");
     keel_diag_add(&g, KEEL_SEV_WARNING, KEEL_NOT_FOUND, "", "a.yaml", 0, 0, "mod:winch is not declared: 3 components kept");
     char buf[256];
     assert_string_equal(keel_diag_format(&g.items[0], buf, sizeof buf),

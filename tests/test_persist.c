@@ -743,7 +743,7 @@ static keel_status migrate_engine(keel_node *body, int to_version, void *user, k
         keel_node *k = &body->items[2 * i], *v = &body->items[2 * i + 1];
         if (strcmp(k->text, "velocity") != 0) continue;
         double kmh;
-        if (!keel_node_as_float(v, &kmh)) return keel_error(d, KEEL_INVALID_ARGUMENT, "velocity", "not a number");
+        if (!keel_node_as_float(v, &kmh)) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "velocity", "not a number");
         char buf[64];
         keel_format_double(kmh / 3.6, buf, sizeof buf);
         free(k->text);

@@ -484,7 +484,7 @@ static keel_status migrate_speed(keel_node *body, int to_version, void *user, ke
         keel_node *k = &body->items[2 * i], *v = &body->items[2 * i + 1];
         if (strcmp(k->text, "velocity") != 0) continue;
         double kmh;
-        if (!keel_node_as_float(v, &kmh)) return keel_error(d, KEEL_INVALID_ARGUMENT, "velocity", "not a number");
+        if (!keel_node_as_float(v, &kmh)) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "velocity", "not a number");
         free(k->text);
         k->text = strdup("speed");
         k->len = 5;

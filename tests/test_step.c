@@ -237,7 +237,7 @@ static keel_status write_then_fail(const keel_call *c)
     assert_int_equal(keel_spawn(w, "Ghost", 0, NULL, &e, NULL, NULL), KEEL_OK);
     assert_int_equal(keel_add(w, target, keel_kind_find("test:plain"), NULL, NULL, NULL, NULL), KEEL_OK);
     assert_int_equal(keel_rename(w, target, "Renamed", NULL, NULL), KEEL_OK);
-    return keel_error(c->diags, KEEL_INVALID_OPERATION, "", "boom: the hook gave up");
+    return KEEL_ERROR(c->diags, KEEL_INVALID_OPERATION, "", "boom: the hook gave up");
 }
 
 static void step_failed_hook_rolls_back_and_faults_once(void **state)
@@ -380,7 +380,7 @@ static void step_refuses_nesting_and_bad_dt(void **state)
 static keel_status failing_awake(const keel_call *c)
 {
     rec_hook(c);
-    return keel_error(c->diags, KEEL_INVALID_ARGUMENT, "", "awake refused");
+    return KEEL_ERROR(c->diags, KEEL_INVALID_ARGUMENT, "", "awake refused");
 }
 
 static void step_failed_awake_faults_but_add_succeeds(void **state)
@@ -661,7 +661,7 @@ static void step_on_destroy_runs_at_the_commit_in_destroy_order(void **state)
 static keel_status destroy_three_then_fail(const keel_call *c)
 {
     destroy_three(c);
-    return keel_error(c->diags, KEEL_INVALID_OPERATION, "", "gave up");
+    return KEEL_ERROR(c->diags, KEEL_INVALID_OPERATION, "", "gave up");
 }
 
 static void step_rolled_back_destroy_runs_no_on_destroy(void **state)
@@ -698,7 +698,7 @@ static keel_status doom_chain(const keel_call *c)
     assert_false(keel_alive(c->world, c->comp.entity)); /* B is gone from lookups */
     assert_int_equal(keel_destroy(c->world, doomed_d, NULL, NULL), KEEL_OK);
     assert_int_equal(keel_remove(c->world, doomed_c, "test:doom", 0, NULL, NULL), KEEL_OK);
-    return doom_fail ? keel_error(c->diags, KEEL_INVALID_OPERATION, "", "on_destroy failed") : KEEL_OK;
+    return doom_fail ? KEEL_ERROR(c->diags, KEEL_INVALID_OPERATION, "", "on_destroy failed") : KEEL_OK;
 }
 
 static keel_status destroy_b_only(const keel_call *c)

@@ -284,6 +284,24 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
     return keel__next_after_subtree(w, i);
 }
 
+/* Entity index i (allocated) comes alive with these facts, linked and indexed. */
+static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, size_t index, keel_uuid u)
+{
+    keel__ent *en = &w->ents[i];
+    en->uuid = u;
+    en->name = keel__name_intern(w, name ? name : "");
+    en->alive = en->enabled = true;
+    en->dying = false;
+    en->first_child = en->last_child = KEEL__NONE;
+    en->child_count = 0;
+    en->members = NULL;
+    en->member_count = en->member_cap = 0;
+    keel__link_child(w, parent, i, index);
+    hash_insert(w, i);
+    w->live++;
+    keel__touch(w);
+}
+
 keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, size_t index,
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d)
 {
@@ -313,21 +331,16 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
             break;
         }
     if (i == KEEL__NONE) i = keel__ent_alloc(w);
-    keel__ent *en = &w->ents[i];
-    en->uuid = u;
-    en->name = keel__name_intern(w, name ? name : "");
-    en->alive = en->enabled = true;
-    en->dying = false;
-    en->first_child = en->last_child = KEEL__NONE;
-    en->child_count = 0;
-    en->members = NULL;
-    en->member_count = en->member_cap = 0;
-    keel__link_child(w, parent, i, index);
-    hash_insert(w, i);
-    w->live++;
-    keel__touch(w);
+    place(w, i, name, parent, index, u);
     if (out) *out = keel__handle(w, i);
     return KEEL_OK;
+}
+
+uint32_t keel__entity_place(keel_world *w, const char *name, uint32_t parent, keel_uuid uuid)
+{
+    uint32_t i = keel__ent_alloc(w);
+    place(w, i, name, parent, SIZE_MAX, uuid);
+    return i;
 }
 
 keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, const keel_uuid *uuid,

@@ -47,10 +47,7 @@ static void move_entities(keel_world *src, const uint32_t *orig, size_t n, keel_
     for (size_t k = 0; k < n; k++) {
         const keel__ent *oe = &src->ents[orig[k]];
         uint32_t mp = k == 0 ? p : to[oe->parent];
-        keel_uuid u = oe->uuid;
-        keel_entity me;
-        keel__spawn_at(dst, oe->name, mp, SIZE_MAX, &u, &me, NULL); /* checked: cannot fail */
-        moved[k] = to[orig[k]] = (uint32_t)me;
+        moved[k] = to[orig[k]] = keel__entity_place(dst, oe->name, mp, oe->uuid); /* all checked before */
         dst->ents[moved[k]].enabled = src->ents[orig[k]].enabled;
         for (uint32_t m = 0; m < src->ents[orig[k]].member_count; m++)
             keel__entry_move(dst, moved[k], src, &src->ents[orig[k]].members[m]);

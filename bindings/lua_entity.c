@@ -279,7 +279,7 @@ static int e__enable(lua_State *L) { return entity_op(L, keel__lua_checkentity(L
 static const luaL_Reg entity_methods[] = {
     { "alive", e_alive }, { "children", e_children }, { "add", e_add }, { "get", e_get },
     { "has", e_has }, { "remove", e_remove }, { "components", e_components },
-    { "duplicate", e_duplicate }, { "destroy", e_destroy },
+    { "duplicate", e_duplicate }, { "destroy", e_destroy }, { "send", keel__lua_e_send },
     { "_add", e__add }, { "_remove", e__remove }, { "_destroy", e__destroy },
     { "_rename", e__rename }, { "_reparent", e__reparent }, { "_enable", e__enable },
     { NULL, NULL }

@@ -22,7 +22,7 @@ struct keel_lua_kind {
 };
 
 static const char *const phase_keys[KEEL_PHASE_COUNT_] = {
-    "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "on_transfer"
+    "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "on_transfer", "on_message"
 };
 
 /* ---- lifetime ---- */
@@ -586,6 +586,7 @@ static keel_status hook_tramp(const keel_call *call)
         else lua_pushnil(L);
         nargs = 3;
     }
+    if (call->phase == KEEL_PHASE_ON_MESSAGE) nargs = 2 + keel__lua_push_message(L, ctx); /* name, data, sender */
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);

@@ -98,6 +98,8 @@ typedef struct keel_lua_ctx {
     bool alive;
     int refs;
     int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
+    int msgs_ref;      /* registry: { [lightuserdata keel_world*] = its message queue } (lua_message.c) */
+    int msg_ref;       /* registry slot: the message being delivered */
     int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
     int depth;         /* callback nesting */
     int migrating;     /* migrate steps running (they know no world: every close refuses meanwhile) */
@@ -156,6 +158,13 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 /* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_world(lua_State *L);
+/* ---- lua_message.c ---- */
+int keel__lua_e_send(lua_State *L);      /* e:send(name, data) */
+int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
+/* Pushes the message being delivered (name, data, sender) for an on_message hook; returns 3. */
+int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx);
+void keel__lua_messages_forget(lua_State *L, keel_lua_ctx *ctx, keel_world *w); /* a closed world's queue */
+void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
 

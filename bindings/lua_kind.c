@@ -68,7 +68,7 @@ static double num_field(lua_State *L, int idx, const char *what, const char *nam
 static const char *const kind_keys[] = {
     "key", "display", "category", "version", "multiplicity", "max", "requires", "rejects",
     "nosave", "editor_only", "root_only", "not_on_root", "fields", "awake", "start", "fixed_update", "update", "late_update",
-    "on_destroy", "on_transfer", "validate", "migrate", NULL
+    "on_destroy", "on_transfer", "on_message", "validate", "migrate", NULL
 };
 static const char *const field_keys[] = {
     "default", "min", "max", "choices", "transient", "readonly", "hidden", NULL

@@ -124,6 +124,7 @@ static int world_gc(lua_State *L)
                 lua_rawsetp(L, -3, w);
             }
             lua_pop(L, 2);
+            keel__lua_messages_forget(L, lw->ctx, w);
         }
         if (lw->owned) keel_world_free(w);
     }
@@ -697,7 +698,7 @@ static int lift_tostring(lua_State *L)
 static const luaL_Reg world_methods[] = {
     { "spawn", w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
-    { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "lift", w_lift },
+    { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "lift", w_lift }, { "broadcast", keel__lua_w_broadcast },
     { "_spawn", w__spawn }, { NULL, NULL }
 };
 

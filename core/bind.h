@@ -73,6 +73,15 @@ extern keel_hook_fn keel__batch_hook;
 extern void (*keel__batch_run)(keel__batch *b);
 bool keel__batch_next(keel__batch *b);
 void keel__batch_done(keel__batch *b, keel_status st);
+/* Set by a binding: called at the start of every step (phase KEEL_PHASE_COUNT_) and at the end
+ * of every phase's hooks, outside any transaction (the Lua binding delivers messages there). */
+extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase);
+/* Runs component c's hook for `phase` as a transaction (a failure rolls back, faults, records),
+ * unless c is gone, disabled, under a disabled entity or faulted. */
+void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase);
+/* Records an entry in the world's error list (keel_fault_at), as a failed hook would. */
+void keel__fault_add(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
+                     const char *message);
 /* The kind of the batch's next item (the binding prepares its per-kind state from it). */
 keel_kind_id keel__batch_kind(const keel__batch *b);
 

@@ -312,6 +312,7 @@ typedef enum keel_phase {
     KEEL_PHASE_LATE_UPDATE,
     KEEL_PHASE_ON_DESTROY,
     KEEL_PHASE_ON_TRANSFER, /* after keel_transfer moved the component in; call.from is the source world */
+    KEEL_PHASE_ON_MESSAGE,  /* a message delivered to the component (the Lua binding's e:send / w:broadcast) */
     KEEL_PHASE_COUNT_
 } keel_phase;
 const char *keel_phase_name(keel_phase p); /* "awake", "fixed_update", ... */

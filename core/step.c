@@ -157,6 +157,23 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
     call_entry(w, i, m, kd, phase, dt, from);
 }
 
+void (*keel__phase_end_hook)(keel_world *w, keel_phase phase);
+
+void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
+{
+    keel__ent *en = keel__ent_get(w, c.entity);
+    if (!en) return;
+    keel__entry *m = keel__entry_find(en, c.kind, c.slot);
+    if (!m || !m->enabled || !keel__active(w, (uint32_t)c.entity)) return; /* disabled: not reached */
+    keel__call_hook(w, (uint32_t)c.entity, c.kind, m->slot, phase, 0);
+}
+
+void keel__fault_add(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
+                     const char *message)
+{
+    fault_record(w, entity, kind, slot, phase, message);
+}
+
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
 {
     keel__call_hook_from(w, i, k, slot, phase, dt, NULL);
@@ -263,6 +280,7 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
     }
+    if (keel__phase_end_hook) keel__phase_end_hook(w, phase);
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
 }
@@ -273,6 +291,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     if (!isfinite(dt) || dt < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "dt must be a finite number >= 0");
     w->in_step = true;
+    if (keel__phase_end_hook) keel__phase_end_hook(w, KEEL_PHASE_COUNT_); /* what was left for this step */
     run_phase(w, KEEL_PHASE_START, dt);
     w->acc += dt;
     int n = 0;
@@ -306,7 +325,7 @@ __attribute__((weak))
 const char *keel_phase_name(keel_phase p)
 {
     static const char *const names[] = { "awake", "start", "fixed_update", "update", "late_update", "on_destroy",
-                                         "on_transfer" };
+                                         "on_transfer", "on_message" };
     return (unsigned)p < KEEL_PHASE_COUNT_ ? names[p] : "?";
 }
 

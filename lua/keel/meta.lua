@@ -82,6 +82,7 @@
 ---@field late_update? fun(self: KeelComponent, entity: KeelEntity, dt: number)
 ---@field on_destroy? fun(self: KeelComponent, entity: KeelEntity)
 ---@field on_transfer? fun(self: KeelComponent, entity: KeelEntity, from_world: KeelWorld)
+---@field on_message? fun(self: KeelComponent, entity: KeelEntity, name: string, data: any, sender: KeelEntity?)
 ---@field validate? fun(self: KeelComponent, field: string): boolean?, string?
 ---@field migrate? table<integer, fun(body: table): table>
 
@@ -177,6 +178,12 @@ function World:play() end
 ---before (the root's too) refuses afterwards; the World handle itself stays good.
 function World:stop() end
 
+---Sends `name` with a copy of `data` (plain data) to every component with on_message, in run
+---order, at the end of the current phase (or the start of the next step).
+---@param name string
+---@param data? any
+function World:broadcast(name, data) end
+
 ---Takes `e`'s subtree out of play without destroying it (not alive to lookups, queries,
 ---steps, dumps or saves; no hook runs). InvalidOperation inside a callback.
 ---@param e KeelEntity
@@ -202,6 +209,13 @@ function World:close() end
 ---@field enabled boolean
 ---@field world KeelWorld
 local Entity = {}
+
+---Sends `name` with a copy of `data` (plain data: nil, booleans, numbers, strings, entity
+---handles and tables of those) to every component of this entity with on_message, delivered
+---at the end of the current phase (or the start of the next step).
+---@param name string
+---@param data? any
+function Entity:send(name, data) end
 
 ---@return boolean
 function Entity:alive() end

@@ -270,6 +270,8 @@ static int comp_index(lua_State *L)
         lua_pushinteger(L, (lua_Integer)(h->c.kind ? keel_comp_counter(w, h->c) : 0));
     } else if (strcmp(k, "enabled") == 0) {
         lua_pushboolean(L, h->c.kind ? keel_comp_enabled(w, h->c) : m.enabled);
+    } else if (strcmp(k, "faulted") == 0) {
+        lua_pushboolean(L, h->c.kind && keel_comp_faulted(w, h->c));
     } else {
         check_loaded(L, 1);
         int f = check_field(L, h, 2);
@@ -298,6 +300,14 @@ static int comp_newindex(lua_State *L)
         keel_status s = keel_comp_set_enabled(h->lw->w, h->c, lua_toboolean(L, 3), NULL, &d);
         KEEL_LUA_LEAVE();
         keel__lua_check(L, s, &d, NULL);
+        return 0;
+    }
+    if (k && strcmp(k, "faulted") == 0) {
+        if (lua_type(L, 3) != LUA_TBOOLEAN || lua_toboolean(L, 3))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "c.faulted can only be set to false (to run it again)");
+        keel_diags d;
+        keel_diags_init(&d);
+        keel__lua_check(L, keel_comp_clear_fault(h->lw->w, h->c, &d), &d, NULL);
         return 0;
     }
     if (k && (!strcmp(k, "kind") || !strcmp(k, "slot") || !strcmp(k, "entity") || !strcmp(k, "loaded") || !strcmp(k, "version")))

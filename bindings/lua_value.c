@@ -13,6 +13,38 @@ static const char *choice_name(const keel_field_desc *fd, int64_t i)
     return (i >= 0 && (size_t)i < fd->choice_count) ? fd->choices[i] : "";
 }
 
+/* .x .y .z .w (and .r .g .b .a) of a vector table: its items 1 to 4; 0 for another key. */
+static int vec_slot(lua_State *L, int k)
+{
+    if (lua_type(L, k) != LUA_TSTRING || lua_rawlen(L, k) != 1) return 0;
+    switch (lua_tostring(L, k)[0]) {
+    case 'x': case 'r': return 1;
+    case 'y': case 'g': return 2;
+    case 'z': case 'b': return 3;
+    case 'w': case 'a': return 4;
+    default: return 0;
+    }
+}
+
+static int vec_index(lua_State *L)
+{
+    int i = vec_slot(L, 2);
+    if (i) lua_rawgeti(L, 1, i);
+    else lua_pushnil(L);
+    return 1;
+}
+
+static int vec_newindex(lua_State *L)
+{
+    int i = vec_slot(L, 2);
+    lua_settop(L, 3);
+    if (i) lua_rawseti(L, 1, i);
+    else lua_rawset(L, 1);
+    return 0;
+}
+
+static const char vec_mt_key = 'v'; /* registry key of the metatable every vector value shares */
+
 static void push_vec(lua_State *L, const double *v, int n)
 {
     lua_createtable(L, n, 0);
@@ -20,6 +52,40 @@ static void push_vec(lua_State *L, const double *v, int n)
         lua_pushnumber(L, v[i]);
         lua_rawseti(L, -2, i + 1);
     }
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &vec_mt_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 2);
+        lua_pushcfunction(L, vec_index);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, vec_newindex);
+        lua_setfield(L, -2, "__newindex");
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &vec_mt_key);
+    }
+    lua_setmetatable(L, -2);
+}
+
+/* A vector written by names ({ x = 1, y = 2, z = 3 }, colours { r =, g =, b = [, a =] }): its items
+ * pushed into a fresh array at the top; false when the table has no such names. */
+static bool named_vec(lua_State *L, int idx, int n, bool color)
+{
+    static const char *const xyzw[] = { "x", "y", "z", "w" }, *const rgba[] = { "r", "g", "b", "a" };
+    const char *const *names = color ? rgba : xyzw;
+    idx = lua_absindex(L, idx);
+    lua_getfield(L, idx, names[0]);
+    bool named = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+    if (!named) return false;
+    lua_createtable(L, n, 0);
+    for (int i = 0; i < n; i++) {
+        lua_getfield(L, idx, names[i]);
+        if (lua_isnil(L, -1) && color && i == 3) { /* alpha defaults to opaque */
+            lua_pop(L, 1);
+            break;
+        }
+        lua_rawseti(L, -2, i + 1);
+    }
+    return true;
 }
 
 static void push_uuid_entity(lua_State *L, keel_uuid u, keel_world *w, int world_idx)
@@ -121,6 +187,11 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
     case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
         int n = keel_type_width(fd->type);
         if (t != LUA_TTABLE) goto bad;
+        if (lua_rawlen(L, idx) == 0 && named_vec(L, idx, n, fd->type == KEEL_T_COLOR)) {
+            bool ok = keel__lua_to_value(L, lua_gettop(L), fd, w, out, err, errcap);
+            lua_pop(L, 1);
+            return ok;
+        }
         int len = (int)lua_rawlen(L, idx);
         if (!(len == n || (fd->type == KEEL_T_COLOR && len == 3))) {
             snprintf(err, errcap, "%s '%s' needs %d numbers, got %d", want, fd->key, n, len);

@@ -799,6 +799,10 @@ uint64_t keel_comp_serial(const keel_world *w, keel_comp c); /* keel_member.seri
 void *keel_record(const keel_world *w, keel_comp c);
 uint64_t keel_comp_counter(const keel_world *w, keel_comp c); /* keel_member.counter; 0 when not alive */
 bool keel_comp_enabled(const keel_world *w, keel_comp c);     /* its own flag; false when not alive */
+/* Whether c is faulted: a hook of it failed, and its hooks are skipped until its kind is
+ * redeclared (hot reload) or keel_comp_clear_fault (NotFound / Unsupported as keel_get). */
+bool keel_comp_faulted(const keel_world *w, keel_comp c);
+keel_status keel_comp_clear_fault(keel_world *w, keel_comp c, keel_diags *d);
 /* A disabled component runs no hooks; its fields can still be read and written.
  * NotFound and Unsupported as for keel_get. */
 keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d);

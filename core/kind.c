@@ -536,6 +536,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         if (relayout)
             keel__worlds_relayout(id, &old, d);
         keel__worlds_refit(id, d);
+        keel__worlds_unfault(id);
         if (old.user_free && old.user && old.user != copy.user)
             old.user_free(old.user);
         free_desc(&old);

@@ -706,6 +706,21 @@ uint64_t keel_comp_counter(const keel_world *w, keel_comp c)
     return m ? w->stores[c.kind].rows[m->row].counter : 0;
 }
 
+bool keel_comp_faulted(const keel_world *w, keel_comp c)
+{
+    keel__entry *m = keel__comp_entry(w, c);
+    return m && m->faulted;
+}
+
+keel_status keel_comp_clear_fault(keel_world *w, keel_comp c, keel_diags *d)
+{
+    keel__entry *m = NULL;
+    keel_status st = keel__comp_resolve(w, c, &m, "cleared of its fault", d);
+    if (st) return st;
+    m->faulted = false;
+    return KEEL_OK;
+}
+
 bool keel_comp_enabled(const keel_world *w, keel_comp c)
 {
     keel__entry *m = keel__comp_entry(w, c);

@@ -276,3 +276,22 @@ void keel__worlds_refit(keel_kind_id k, keel_diags *d)
         if (w->played) world_refit(w->played, k, d);
     }
 }
+
+/* A faulted component runs again once its kind is redeclared (the fix is in). */
+static void world_unfault(keel_world *w, keel_kind_id k)
+{
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        keel__ent *en = &w->ents[i];
+        if (!en->alive && !en->lifted) continue;
+        for (uint32_t m = 0; m < en->member_count; m++)
+            if (en->members[m].kind == k) en->members[m].faulted = false;
+    }
+}
+
+void keel__worlds_unfault(keel_kind_id k)
+{
+    for (keel_world *w = keel__world_list(); w; w = w->next_world) {
+        world_unfault(w, k);
+        if (w->played) world_unfault(w->played, k);
+    }
+}

@@ -17,5 +17,7 @@ void keel__worlds_adopt(keel_kind_id k, keel_diags *d);
 keel_status keel__worlds_check_kind(keel_kind_id k, const keel_kind_desc *nd, keel_diags *d);
 /* After replacing it: values outside the new bounds go back to their defaults (warnings). */
 void keel__worlds_refit(keel_kind_id k, keel_diags *d);
+/* After redeclaring kind k: its faulted components run again (hot reload clears faults). */
+void keel__worlds_unfault(keel_kind_id k);
 
 #endif

@@ -895,3 +895,76 @@ do
     end)
   end)
 end
+
+-- gameplay.md "Smaller expectations": vector values by name, and c.faulted.
+do
+  local keel = require "keel"
+  local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+
+  describe("vector values", function()
+    it("read as arrays that also answer .x .y .z .w and .r .g .b .a, through one shared metatable", function()
+      local w = keel.world("V")
+      local e = w:spawn{ name = "E", components = { "core:transform" } }
+      local tr = e:get("core:transform")
+      tr.position = { 1, 2, 3 }
+      local p, r = tr.position, tr.rotation
+      assert.are.same({ 1, 2, 3 }, { p[1], p[2], p[3] })
+      assert.are.equal(3, #p)
+      assert.are.equal(1, p.x)
+      assert.are.equal(2, p.y)
+      assert.are.equal(3, p.z)
+      assert.are.equal(1, r.w)
+      assert.are.equal(getmetatable(p), getmetatable(r))
+      p.y = 7 -- by name, into item 2
+      assert.are.equal(7, p[2])
+      tr.position = p
+      assert.are.equal(7, tr.position.y)
+    end)
+
+    it("accept either form when written: { x =, y =, z = } and { r =, g =, b = [, a =] }", function()
+      local K = "cs:tint"
+      keel.kind{ key = K, fields = { { "c", "color" }, { "v", "vec3" } },
+        update = function(self) self.c = { r = 0.5, g = 0.25, b = 0 }; self.v = { x = 1, y = 2, z = 3 } end }
+      local w = keel.world("V")
+      local c = w:spawn("E"):add(K)
+      c.c = { r = 1, g = 1, b = 1, a = 0.5 }
+      assert.are.equal(0.5, c.c.a)
+      w:step(1 / 60)
+      assert.are.same({ 0.5, 0.25, 0, 1 }, { c.c[1], c.c[2], c.c[3], c.c[4] }) -- alpha defaults to 1
+      assert.are.same({ 1, 2, 3 }, { c.v.x, c.v.y, c.v.z })
+      H.fails("InvalidArgument", function() c.v = { x = 1, y = "two", z = 3 } end)
+    end)
+  end)
+
+  describe("c.faulted", function()
+    it("reads whether a hook failed; = false runs it again; hot reload clears it", function()
+      local K = "cs:flaky"
+      local fail, runs = true, 0
+      local spec = { key = K, fields = { { "n", "int" } }, update = function(self)
+        runs = runs + 1
+        if fail then error("flaky") end
+      end }
+      keel.kind(spec)
+      local w = keel.world("F")
+      local c = w:spawn("E"):add(K)
+      assert.is_false(c.faulted)
+      w:step(1 / 60)
+      assert.is_true(c.faulted)
+      w:step(1 / 60)
+      assert.are.equal(1, runs) -- skipped while faulted
+      fail = false
+      c.faulted = false
+      w:step(1 / 60)
+      assert.are.equal(2, runs)
+      fail = true
+      w:step(1 / 60)
+      assert.is_true(c.faulted)
+      fail = false
+      keel.kind(spec) -- redeclared: it runs again
+      assert.is_false(c.faulted)
+      w:step(1 / 60)
+      assert.are.equal(4, runs)
+      H.fails("InvalidArgument", function() c.faulted = true end)
+    end)
+  end)
+end

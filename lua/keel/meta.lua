@@ -259,6 +259,7 @@ function Entity:destroy() end
 ---@field loaded boolean
 ---@field version integer
 ---@field enabled boolean
+---@field faulted boolean          # a hook failed; set false to run it again
 ---@field [string] any
 local Component = {}
 

@@ -71,7 +71,7 @@ static const char *const kind_keys[] = {
     "on_destroy", "on_transfer", "on_message", "validate", "migrate", NULL
 };
 static const char *const field_keys[] = {
-    "default", "min", "max", "choices", "transient", "readonly", "hidden", NULL
+    "default", "min", "max", "choices", "transient", "readonly", "hidden", "runtime", NULL
 };
 
 /* Raises InvalidArgument naming the first key of table t not in `allowed` (integer keys
@@ -150,7 +150,8 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
     lua_pop(L, 1);
     fd->flags = (opt_bool(L, f, "transient") ? KEEL_FIELD_TRANSIENT : 0) |
                 (opt_bool(L, f, "readonly") ? KEEL_FIELD_READONLY : 0) |
-                (opt_bool(L, f, "hidden") ? KEEL_FIELD_HIDDEN : 0);
+                (opt_bool(L, f, "hidden") ? KEEL_FIELD_HIDDEN : 0) |
+                (opt_bool(L, f, "runtime") ? KEEL_FIELD_RUNTIME : 0);
 }
 
 /* The declaration's own options (argument 1): everything but fields and hooks. Strings are
@@ -351,6 +352,10 @@ static void push_info(lua_State *L, keel_kind_id k)
         lua_setfield(L, -2, "readonly");
         lua_pushboolean(L, (fd->flags & KEEL_FIELD_HIDDEN) != 0);
         lua_setfield(L, -2, "hidden");
+        if (fd->flags & KEEL_FIELD_RUNTIME) { /* only when set: older readers see the keys they know */
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "runtime");
+        }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "fields");

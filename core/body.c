@@ -159,7 +159,7 @@ keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version
     return first;
 }
 
-keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient)
+keel_node *keel__body_encode(keel_kind_id k, const void *record, unsigned skip)
 {
     const keel_kind_desc *K = keel_kind_describe(k);
     keel_node *map = keel_node_new_map();
@@ -168,7 +168,7 @@ keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_trans
     map->style = KEEL_STYLE_BLOCK;
     for (size_t i = 0; i < K->field_count; i++) {
         const keel_field_desc *f = &K->fields[i];
-        if ((f->flags & KEEL_FIELD_TRANSIENT) && !with_transient)
+        if (f->flags & skip)
             continue;
         keel_value v;
         keel__record_get(k, record, (int)i, &v);
@@ -206,7 +206,7 @@ keel_status keel__record_body_check(keel_kind_id k, const void *record, keel_dia
         most += v.as.s ? strlen(v.as.s) : 0;
     }
     if (most <= limit) return KEEL_OK;
-    keel_node *body = keel__body_encode(k, record, false); /* near the limit: the exact size */
+    keel_node *body = keel__body_encode(k, record, KEEL_FIELD_TRANSIENT); /* near the limit: the exact size */
     size_t size = keel__body_size(body);
     keel_node_free(body);
     if (size <= limit) return KEEL_OK;

@@ -24,7 +24,9 @@ bool keel__record_body_bounded(keel_kind_id k);
 keel_status keel__unknown_body_check(const keel_node *body, keel_diags *d);
 /* The same as a reason ("a string is longer than the limit"), NULL when within them. */
 const char *keel__body_over_limits(const keel_node *body);
-/* Record -> MAP node in declared field order. */
-keel_node *keel__body_encode(keel_kind_id k, const void *record, bool with_transient);
+/* Record -> MAP node in declared field order, leaving out fields with a flag in `skip`: 0 for every
+ * field (undo trees), KEEL_FIELD_TRANSIENT for a save game's bodies, KEEL__BODY_SCENE for a scene's. */
+#define KEEL__BODY_SCENE (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)
+keel_node *keel__body_encode(keel_kind_id k, const void *record, unsigned skip);
 
 #endif

@@ -77,7 +77,7 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
         keel_node_put(c, "version", int_node(m->kind ? keel_kind_describe(m->kind)->version : m->version));
         keel_node_put(c, "slot", int_node(m->slot));
         if (!m->enabled) keel_node_put(c, "enabled", scalar("false"));
-        keel_node *body = m->kind ? keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), true)
+        keel_node *body = m->kind ? keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0)
                                   : keel_node_copy(m->unk->preserved);
         keel_node_put(c, "body", body ? body : keel_node_new_map());
         keel_node_push(comps, c);

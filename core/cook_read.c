@@ -330,7 +330,7 @@ static void put_fields(keel_world *w, keel_comp c, rd *r, const cooked *ck, cons
             continue;
         }
         const keel_field_desc *fd = &desc->fields[fi];
-        if (fd->flags & KEEL_FIELD_TRANSIENT) continue;
+        if (fd->flags & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) continue;
         if (t == KEEL_T_ENUM) {
             size_t ci = 0;
             while (ci < fd->choice_count && strcmp(fd->choices[ci], en) != 0) ci++;

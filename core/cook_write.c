@@ -128,7 +128,7 @@ static void cook_component(const keel_world *w, keel_entity owner, uint32_t owne
     uint32_t nfields = 0;
     for (size_t f = 0; f < desc->field_count; f++) {
         const keel_field_desc *fd = &desc->fields[f];
-        if (fd->flags & KEEL_FIELD_TRANSIENT) continue;
+        if (fd->flags & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) continue; /* not part of a scene */
         keel_value v;
         if (keel_get(w, c, (int)f, &v, d) != KEEL_OK) continue;
         keel__buf_u32(b, strtab_intern(st, fd->key));

@@ -281,7 +281,9 @@ typedef enum keel_multiplicity { KEEL_ONE = 0, KEEL_MANY } keel_multiplicity;
 enum keel_field_flags {
     KEEL_FIELD_TRANSIENT = 1u << 0, /* shown, not saved */
     KEEL_FIELD_READONLY = 1u << 1,  /* shown, not written from outside (Unsupported) */
-    KEEL_FIELD_HIDDEN = 1u << 2     /* the kind's own bookkeeping */
+    KEEL_FIELD_HIDDEN = 1u << 2,    /* the kind's own bookkeeping */
+    KEEL_FIELD_RUNTIME = 1u << 3    /* saved in save games, never in scene files or cooked scenes
+                                     * (a countdown, an AI's state); not with TRANSIENT */
 };
 
 enum keel_kind_flags {
@@ -825,8 +827,9 @@ keel_status keel_set(keel_world *w, keel_comp c, int field, const keel_value *v,
                      keel_cmd *inverse, keel_diags *d);
 /* Back to the declared default; field -1 resets every field. */
 keel_status keel_reset(keel_world *w, keel_comp c, int field, keel_diags *d);
-/* The component's fields as a MAP node in declared order (transient fields
- * included only when `with_transient`); entity and asset fields as UUID text. */
+/* The component's fields as a MAP node in declared order (transient and runtime fields
+ * included only when `with_transient`: the scene form leaves them out); entity and asset
+ * fields as UUID text. */
 keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transient);
 
 /* ======================================================================

@@ -305,6 +305,10 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     if ((unsigned)src->type >= KEEL_T_COUNT_)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s' has an unknown type (%d)", kkey,
                           src->key, (int)src->type);
+    if ((src->flags & KEEL_FIELD_TRANSIENT) && (src->flags & KEEL_FIELD_RUNTIME))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path,
+                          "%s: field '%s' is transient (saved nowhere) and runtime (saved in save games) at once", kkey,
+                          src->key);
     if ((src->has_min || src->has_max) && !is_numeric(src->type))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': min/max apply to numbers only, not %s",
                           kkey, src->key, keel_type_name(src->type));

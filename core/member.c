@@ -449,7 +449,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
     add.index = (size_t)(m - w->ents[i].members);
     if (m->kind) {
         add.version = keel_kind_describe(m->kind)->version;
-        add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), true);
+        add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0);
     } else {
         add.version = m->version;
         add.tree = keel_node_copy(m->unk->preserved);
@@ -768,7 +768,8 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
 keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transient)
 {
     keel__entry *m = keel__comp_entry(w, c);
-    return m ? keel__body_encode(c.kind, keel__store_rec(&w->stores[c.kind], m->row), with_transient) : NULL;
+    return m ? keel__body_encode(c.kind, keel__store_rec(&w->stores[c.kind], m->row), with_transient ? 0 : KEEL__BODY_SCENE)
+             : NULL;
 }
 
 void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry *m)

@@ -231,7 +231,8 @@ static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const ke
     keel__buf_u8(b, m->loaded ? 1 : 0);
     keel__buf_u8(b, m->enabled ? 1 : 0);
     if (m->loaded) {
-        keel_node *body = keel_body_encode(w, (keel_comp){ e, m->kind, m->slot }, false);
+        /* a save game keeps runtime fields, which a scene file leaves out */
+        keel_node *body = keel__body_encode(m->kind, keel_record(w, (keel_comp){ e, m->kind, m->slot }), KEEL_FIELD_TRANSIENT);
         keel__buf_node(b, body);
         keel_node_free(body);
     } else if (m->preserved) {
@@ -267,7 +268,7 @@ static keel_node *changed_fields(const keel_baseline *base, const base_comp *bc,
     }
     keel_node *delta = keel_node_new_map();
     if (ndiff) {
-        keel_node *body = keel_body_encode(w, c, false);
+        keel_node *body = keel__body_encode(c.kind, keel_record(w, c), KEEL_FIELD_TRANSIENT);
         for (size_t f = 0; f < desc->field_count; f++) {
             const keel_node *v = diff[f] ? keel_node_get(body, desc->fields[f].key) : NULL;
             if (v) keel_node_put(delta, desc->fields[f].key, keel_node_copy(v));

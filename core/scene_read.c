@@ -366,11 +366,13 @@ static void warn_unsaved(loader *L, const keel_kind_desc *kd, const keel_node *n
         return;
     }
     for (size_t f = 0; body && f < kd->field_count; f++) {
-        const keel_node *at = (kd->fields[f].flags & KEEL_FIELD_TRANSIENT) ? keel_node_get(body, kd->fields[f].key) : NULL;
+        unsigned fl = kd->fields[f].flags;
+        const keel_node *at = (fl & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) ? keel_node_get(body, kd->fields[f].key) : NULL;
         if (!at) continue;
         char *p = pathf("%s.body.%s", cpath, kd->fields[f].key);
-        warning(L, KEEL_UNSUPPORTED, p, at, "%s: field '%s' is transient: read, but never saved", kd->key,
-                kd->fields[f].key);
+        warning(L, KEEL_UNSUPPORTED, p, at, "%s: field '%s' is %s: read, but never %s", kd->key, kd->fields[f].key,
+                fl & KEEL_FIELD_TRANSIENT ? "transient" : "runtime",
+                fl & KEEL_FIELD_TRANSIENT ? "saved" : "written to a scene file");
         free(p);
     }
 }

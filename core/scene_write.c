@@ -405,7 +405,7 @@ static void emit_record(writer *wr, const keel_world *w, keel_comp c)
     map_start(wr, false);
     for (size_t i = 0; kd && rec && i < kd->field_count; i++) {
         const keel_field_desc *f = &kd->fields[i];
-        if (f->flags & KEEL_FIELD_TRANSIENT) continue;
+        if (f->flags & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) continue; /* not part of a scene */
         keel_value v;
         keel__record_get(c.kind, rec, (int)i, &v);
         key(wr, f->key);

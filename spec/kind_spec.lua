@@ -879,3 +879,42 @@ do
     end)
   end)
 end
+
+-- gameplay.md "Smaller expectations": the runtime field flag.
+do
+  local keel = require "keel"
+  local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+
+  describe("runtime fields", function()
+    it("are saved in save games and never written to scene files", function()
+      keel.kind{ key = "sk:ai", fields = { { "name", "string", default = "bob" },
+        { "countdown", "float", default = 3, runtime = true } },
+        update = function(self) self.countdown = self.countdown - 1 end }
+      local text = keel.world("R"):dump()
+      local w = assert(keel.parse(text))
+      local base = keel.persist.baseline(w)
+      local e = w:spawn("Old")
+      e:add("sk:ai")
+      w:step(1 / 60)
+      w:step(1 / 60)
+      assert.are.equal(1, e:get("sk:ai").countdown)
+      local dump = w:dump()
+      assert.truthy(dump:find("name: bob", 1, true))
+      assert.is_nil(dump:find("countdown", 1, true))
+      local dir = H.tmpdir()
+      assert(keel.persist.save(w, base, dir .. "/slot.save"))
+      local back = assert(keel.parse(text))
+      assert(keel.persist.load(back, dir .. "/slot.save"))
+      H.rmrf(dir)
+      assert.are.equal(1, back:find("Old"):get("sk:ai").countdown)
+      assert.is_true(keel.kind_info("sk:ai").fields[2].runtime)
+      assert.is_nil(keel.kind_info("sk:ai").fields[1].runtime)
+    end)
+
+    it("cannot also be transient (InvalidArgument)", function()
+      H.fails("InvalidArgument", function()
+        keel.kind{ key = "sk:both", fields = { { "x", "int", transient = true, runtime = true } } }
+      end)
+    end)
+  end)
+end

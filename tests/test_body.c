@@ -361,7 +361,7 @@ static void body_encode_declared_order_and_forms(void **state)
                             false, &g),
                      KEEL_OK);
     keel_diags_free(&g);
-    keel_node *m = keel__body_encode(kid, rec, false);
+    keel_node *m = keel__body_encode(kid, rec, KEEL__BODY_SCENE);
     assert_int_equal(m->kind, KEEL_NODE_MAP);
     static const char *const order[] = { "value", "sprinting", "mode", "range", "steps", "offset", "label", "icon" };
     assert_int_equal(m->count, N(order)); /* the transient field is left out */
@@ -388,13 +388,13 @@ static void body_encode_declared_order_and_forms(void **state)
     keel_diags_init(&g);
     assert_int_equal(keel__body_decode(kid, m, 1, false, copy, "body", NULL, &g), KEEL_OK);
     assert_int_equal(g.count, 0);
-    keel_node *again = keel__body_encode(kid, copy, false);
+    keel_node *again = keel__body_encode(kid, copy, KEEL__BODY_SCENE);
     assert_true(keel_node_equal(m, again));
     keel_node_free(again);
     keel__record_fini(kid, copy);
     free(copy);
 
-    keel_node *all = keel__body_encode(kid, rec, true);
+    keel_node *all = keel__body_encode(kid, rec, 0);
     assert_int_equal(all->count, N(order) + 1);
     assert_string_equal(keel_node_get(all, "scratch")->text, "2");
     keel_node_free(all);

@@ -179,10 +179,11 @@ static void json_kind(listing *b, const keel_kind_desc *k)
         puts_(b, ", \"choices\": ");
         if (f->type == KEEL_T_ENUM) put_key_list(b, f->choices, f->choice_count, true);
         else puts_(b, "null");
-        putf(b, ", \"transient\": %s, \"readonly\": %s, \"hidden\": %s}",
+        putf(b, ", \"transient\": %s, \"readonly\": %s, \"hidden\": %s%s}",
              f->flags & KEEL_FIELD_TRANSIENT ? "true" : "false",
              f->flags & KEEL_FIELD_READONLY ? "true" : "false",
-             f->flags & KEEL_FIELD_HIDDEN ? "true" : "false");
+             f->flags & KEEL_FIELD_HIDDEN ? "true" : "false",
+             f->flags & KEEL_FIELD_RUNTIME ? ", \"runtime\": true" : ""); /* only when set, as min_exclusive */
     }
     puts_(b, k->field_count ? "\n   ]}" : "]}");
 }
@@ -226,6 +227,7 @@ static void text_kind(listing *b, const keel_kind_desc *k)
         if (f->flags & KEEL_FIELD_TRANSIENT) puts_(b, "  transient");
         if (f->flags & KEEL_FIELD_READONLY) puts_(b, "  readonly");
         if (f->flags & KEEL_FIELD_HIDDEN) puts_(b, "  hidden");
+        if (f->flags & KEEL_FIELD_RUNTIME) puts_(b, "  runtime");
         puts_(b, "\n");
     }
 }

@@ -31,6 +31,7 @@
 ---@field transient boolean
 ---@field readonly boolean
 ---@field hidden boolean
+---@field runtime? true               # saved in save games, never in scene files (absent when not)
 
 ---@class KeelKindInfo
 ---@field key string
@@ -60,6 +61,7 @@
 ---@field transient? boolean
 ---@field readonly? boolean
 ---@field hidden? boolean
+---@field runtime? boolean              # saved in save games, never in scene files
 
 ---@class KeelKindDecl
 ---@field key string                     # "ns:name"

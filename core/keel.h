@@ -919,7 +919,8 @@ const keel_fault *keel_fault_at(const keel_world *w, size_t i);
  * timers fire waits for the next step. Each call is a transaction, as a hook:
  * a callback that returns non-OK has its field writes and structural changes
  * rolled back, the failure is recorded once as a fault whose `timer` is the
- * timer's id, and the step goes on; a repeating timer keeps repeating.
+ * timer's id, the timer ends (a repeating one too, as a faulted component runs
+ * no more hooks) and the step goes on.
  * A timer with an owner entity is cancelled when that entity is destroyed,
  * transferred to another world, or its world is freed; play mode's
  * keel_world_stop cancels every timer. Timers made or cancelled by a callback

@@ -131,8 +131,9 @@ static int due_cmp(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* One call as a transaction; a failure is recorded with the timer's id. */
-static void timer_call(keel_world *w, keel__timer *t)
+/* One call as a transaction; a failure is recorded with the timer's id (and ends the timer, as a
+ * fault stops a component's hooks: a repeating failure does not fill the faults). */
+static bool timer_call(keel_world *w, keel__timer *t)
 {
     keel_timer_call call = { w, t->owner, t->id, t->user, NULL };
     keel_timer_fn fn = t->fn;
@@ -153,6 +154,7 @@ static void timer_call(keel_world *w, keel__timer *t)
         keel__fault_timer(w, u, call.id, msg);
     }
     if (txn.diags.items) keel_diags_free(&txn.diags);
+    return st == KEEL_OK;
 }
 
 void keel__timers_fire(keel_world *w, double dt)
@@ -176,11 +178,12 @@ void keel__timers_fire(keel_world *w, double dt)
         keel__timer *t = timer_find(w, due[k].id);
         if (!t || owner_state(w, t->owner) != 1) continue; /* cancelled, or its owner went, meanwhile */
         t->firing = true;
-        timer_call(w, t);
+        bool ok = timer_call(w, t);
         t = timer_find(w, due[k].id);
         if (!t) continue;
         t->firing = false;
-        if (t->cancelled || t->period == 0) {
+        t->failed = !ok;
+        if (t->cancelled || t->period == 0 || t->failed) {
             timer_end(w, t);
             continue;
         }

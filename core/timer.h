@@ -12,6 +12,7 @@ typedef struct keel__timer {
     void (*release)(void *user);
     void *user;
     bool firing, cancelled;       /* its callback runs; cancelled meanwhile (released after it) */
+    bool failed;                  /* its last call failed: it ends */
 } keel__timer;
 
 /* Advances world time by dt and fires the timers due (keel_step, before the update phase). */

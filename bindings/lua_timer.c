@@ -7,11 +7,13 @@
 
 static const keel_lua_type timer_type = { "keel.Timer" };
 
-typedef struct ltimer { keel_timer_id id; } ltimer; /* user value 1: the World */
+typedef struct ltimer {
+    keel_timer_id id;
+} ltimer; /* user value 1: the World */
 
 typedef struct timer_user {
     keel_lua_ctx *ctx;
-    int ref;           /* registry: the function */
+    int ref; /* registry: the function */
 } timer_user;
 
 /* The state to call or unref on: the one that entered keel, if it is this ctx's. */
@@ -42,7 +44,8 @@ static keel_status timer_tramp(const keel_timer_call *call)
     keel_lua_ctx *ctx = u->ctx;
     int depth = ctx->depth;
     if (depth >= KEEL_LUA_MAX_DEPTH)
-        return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep", KEEL_LUA_MAX_DEPTH);
+        return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep",
+                          KEEL_LUA_MAX_DEPTH);
     if (!lua_checkstack(L, 8)) return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     int top = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, u->ref);
@@ -70,10 +73,12 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     const char *what = repeat ? "every" : "after";
     double s = lua_tonumber(L, 2);
     if (lua_type(L, 2) != LUA_TNUMBER || !isfinite(s) || s < 0 || (repeat && s == 0))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: seconds must be a finite number %s 0, got %s", what,
-                               repeat ? ">" : ">=", lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
+        return keel_lua_raisef(
+            L, KEEL_INVALID_ARGUMENT, "%s: seconds must be a finite number %s 0, got %s", what,
+            repeat ? ">" : ">=", lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
     if (lua_type(L, 3) != LUA_TFUNCTION)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function expected, got %s", what, luaL_typename(L, 3));
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function expected, got %s", what,
+                               luaL_typename(L, 3));
     ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
     t->id = 0;
     keel__lua_setmt(L, &timer_type);
@@ -88,8 +93,9 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     }
     *u = (timer_user){ lw->ctx, ref };
     lw->ctx->refs++;
-    keel_timer_desc desc = { .seconds = s, .repeat = repeat, .owner = owner, .fn = timer_tramp, .user = u,
-                             .release = timer_release };
+    keel_timer_desc desc = {
+        .seconds = s, .repeat = repeat, .owner = owner, .fn = timer_tramp, .user = u, .release = timer_release
+    };
     keel_diags d;
     keel_diags_init(&d);
     keel_status st = keel_timer_add(lw->w, &desc, &t->id, &d);
@@ -98,8 +104,14 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     return 1;
 }
 
-static int w_after(lua_State *L) { return timer_make(L, 1, keel__lua_checklw(L, 1), 0, false); }
-static int w_every(lua_State *L) { return timer_make(L, 1, keel__lua_checklw(L, 1), 0, true); }
+static int w_after(lua_State *L)
+{
+    return timer_make(L, 1, keel__lua_checklw(L, 1), 0, false);
+}
+static int w_every(lua_State *L)
+{
+    return timer_make(L, 1, keel__lua_checklw(L, 1), 0, true);
+}
 
 static int entity_timer(lua_State *L, bool repeat)
 {
@@ -108,8 +120,14 @@ static int entity_timer(lua_State *L, bool repeat)
     return timer_make(L, widx, h->lw, h->e, repeat);
 }
 
-static int e_after(lua_State *L) { return entity_timer(L, false); }
-static int e_every(lua_State *L) { return entity_timer(L, true); }
+static int e_after(lua_State *L)
+{
+    return entity_timer(L, false);
+}
+static int e_every(lua_State *L)
+{
+    return entity_timer(L, true);
+}
 
 const luaL_Reg keel__lua_timer_world_methods[] = { { "after", w_after }, { "every", w_every }, { NULL, NULL } };
 const luaL_Reg keel__lua_timer_entity_methods[] = { { "after", e_after }, { "every", e_every }, { NULL, NULL } };
@@ -162,7 +180,8 @@ static int timer_tostring(lua_State *L)
     keel_world *w;
     ltimer *t = check_timer(L, 1, &w);
     double s;
-    if (w && keel_timer_remaining(w, t->id, &s) == KEEL_OK) lua_pushfstring(L, "keel.Timer %I (%f s left)", (lua_Integer)t->id, s);
+    if (w && keel_timer_remaining(w, t->id, &s) == KEEL_OK)
+        lua_pushfstring(L, "keel.Timer %I (%f s left)", (lua_Integer)t->id, s);
     else lua_pushfstring(L, "keel.Timer %I (ended)", (lua_Integer)t->id);
     return 1;
 }

@@ -897,7 +897,7 @@ typedef struct keel_fault {
     uint32_t slot;
     keel_phase phase;
     const char *message;
-    keel_timer_id timer;  /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
+    keel_timer_id timer; /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
 } keel_fault;
 /* Every fault since the world was made, oldest first; never cleared. keel_fault_at: NULL
  * past the end. The fault belongs to the world: the pointer is valid until the next fault
@@ -959,21 +959,21 @@ const keel_fault *keel_fault_at(const keel_world *w, size_t i);
 /* What a timer's callback is called with. */
 typedef struct keel_timer_call {
     keel_world *world;
-    keel_entity owner;    /* KEEL_NO_ENTITY for a world timer */
+    keel_entity owner; /* KEEL_NO_ENTITY for a world timer */
     keel_timer_id id;
     void *user;
-    keel_diags *diags;    /* a callback that fails adds its message here */
+    keel_diags *diags; /* a callback that fails adds its message here */
 } keel_timer_call;
 /* Returns KEEL_OK, or any other status to fail (the call is rolled back, see above). */
 typedef keel_status (*keel_timer_fn)(const keel_timer_call *call);
 
 typedef struct keel_timer_desc {
-    double seconds;               /* once: finite >= 0; repeating: the period, finite > 0 */
+    double seconds; /* once: finite >= 0; repeating: the period, finite > 0 */
     bool repeat;
-    keel_entity owner;            /* KEEL_NO_ENTITY: the world's; else a live entity of w */
+    keel_entity owner; /* KEEL_NO_ENTITY: the world's; else a live entity of w */
     keel_timer_fn fn;
     void *user;
-    void (*release)(void *user);  /* optional: called once when the timer ends (fired once,
+    void (*release)(void *user); /* optional: called once when the timer ends (fired once,
                                    * cancelled, owner gone, world freed or stopped), never
                                    * while its own callback runs */
 } keel_timer_desc;

@@ -137,8 +137,11 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
 
 void keel__callback_open(keel_world *w, keel__hook_txn *t)
 {
-    *t = (keel__hook_txn){ .mark = w->log_count, .cmd_depth = w->cmd_depth, .outer = w->hook_comp,
-                           .outer_row = w->hook_row, .detached = true };
+    *t = (keel__hook_txn){ .mark = w->log_count,
+                           .cmd_depth = w->cmd_depth,
+                           .outer = w->hook_comp,
+                           .outer_row = w->hook_row,
+                           .detached = true };
     w->cmd_depth = 0;
     w->txn_depth++;
     w->hook_comp = (keel_comp){ 0 }; /* no component's readonly fields are its own */

@@ -56,10 +56,12 @@ static int owner_state(const keel_world *w, keel_entity e)
 keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_timer_id *id, keel_diags *d)
 {
     if (id) *id = 0;
-    if (!w || !desc || !desc->fn) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_timer_add: NULL world, desc or fn");
+    if (!w || !desc || !desc->fn)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_timer_add: NULL world, desc or fn");
     double s = desc->seconds;
     if (!isfinite(s) || s < 0 || (desc->repeat && s == 0))
-        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "seconds must be a finite number %s 0", desc->repeat ? ">" : ">=");
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "seconds must be a finite number %s 0",
+                          desc->repeat ? ">" : ">=");
     if (desc->owner && owner_state(w, desc->owner) != 1)
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "a timer's owner must be a live entity of its world");
     if (w->timer_count == w->timer_cap) {
@@ -70,8 +72,13 @@ keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_time
         }
     }
     keel__timer *t = &w->timers[w->timer_count++];
-    *t = (keel__timer){ .due = w->time + s, .period = desc->repeat ? s : 0, .id = ++g_next_id,
-                        .owner = desc->owner, .fn = desc->fn, .release = desc->release, .user = desc->user };
+    *t = (keel__timer){ .due = w->time + s,
+                        .period = desc->repeat ? s : 0,
+                        .id = ++g_next_id,
+                        .owner = desc->owner,
+                        .fn = desc->fn,
+                        .release = desc->release,
+                        .user = desc->user };
     if (id) *id = t->id;
     return KEEL_OK;
 }
@@ -119,10 +126,19 @@ keel_status keel_timer_remaining(const keel_world *w, keel_timer_id id, double *
     return KEEL_OK;
 }
 
-size_t keel_timer_count(const keel_world *w) { return w ? w->timer_count - w->timer_ended : 0; }
-double keel_world_time(const keel_world *w) { return w ? w->time : 0; }
+size_t keel_timer_count(const keel_world *w)
+{
+    return w ? w->timer_count - w->timer_ended : 0;
+}
+double keel_world_time(const keel_world *w)
+{
+    return w ? w->time : 0;
+}
 
-typedef struct due_item { double due; keel_timer_id id; } due_item;
+typedef struct due_item {
+    double due;
+    keel_timer_id id;
+} due_item;
 
 static int due_cmp(const void *a, const void *b)
 {

@@ -4,7 +4,10 @@
 static char g_log[256];
 static int g_released;
 
-static void note(const char *s) { strncat(g_log, s, sizeof g_log - strlen(g_log) - 1); }
+static void note(const char *s)
+{
+    strncat(g_log, s, sizeof g_log - strlen(g_log) - 1);
+}
 
 static keel_status tick_update(const keel_call *c)
 {
@@ -54,13 +57,18 @@ static int timer_setup(void **state)
 static keel_timer_id after(fx *f, double s, keel_entity owner, const char *text)
 {
     keel_timer_id id = 0;
-    keel_timer_desc desc = { .seconds = s, .owner = owner, .fn = say, .user = (void *)text, .release = count_release };
+    keel_timer_desc desc = {
+        .seconds = s, .owner = owner, .fn = say, .user = (void *)text, .release = count_release
+    };
     assert_int_equal(keel_timer_add(f->w, &desc, &id, &f->d), KEEL_OK);
     assert_true(id != 0);
     return id;
 }
 
-static void step(fx *f, double dt) { assert_int_equal(keel_step(f->w, dt, &f->d), KEEL_OK); }
+static void step(fx *f, double dt)
+{
+    assert_int_equal(keel_step(f->w, dt, &f->d), KEEL_OK);
+}
 
 static void timer_fires_in_due_order_ties_by_creation(void **state)
 {

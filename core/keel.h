@@ -974,8 +974,8 @@ typedef struct keel_timer_desc {
     keel_timer_fn fn;
     void *user;
     void (*release)(void *user); /* optional: called once when the timer ends (fired once,
-                                   * cancelled, owner gone, world freed or stopped), never
-                                   * while its own callback runs */
+                                  * cancelled, owner gone, world freed or stopped), never
+                                  * while its own callback runs */
 } keel_timer_desc;
 
 /* Makes a timer; *id (optional) its id. InvalidArgument: NULL w, desc or fn, bad seconds;

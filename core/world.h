@@ -72,7 +72,7 @@ struct keel_world {
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
     size_t tomb_count, tomb_cap;
     /* timers (timer.c): sorted by id, ended ones compacted away after each firing pass */
-    double time; /* world time: the sum of every dt given to keel_step */
+    double time;                      /* world time: the sum of every dt given to keel_step */
     keel__timer *timers;
     size_t timer_count, timer_cap, timer_ended;
     bool timers_firing;

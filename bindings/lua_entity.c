@@ -367,6 +367,7 @@ void keel__lua_open_entity(lua_State *L)
     keel__lua_newmt(L, &keel__lua_mt_entity);
     luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, entity_methods);
+    luaL_setfuncs(L, keel__lua_timer_entity_methods, 0); /* after, every */
     lua_pushcclosure(L, entity_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

@@ -288,7 +288,7 @@ static const char *safe_tostring(lua_State *L, int idx)
 
 /* The failure of a pcall (error value on top) as a diagnostic; returns its status. Reads the
  * error with raw accesses and protected text only: it runs no metamethod that could raise. */
-static keel_status record_error(lua_State *L, keel_diags *d, const char *what)
+keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what)
 {
     int top = lua_gettop(L);
     keel_status code = KEEL_INVALID_OPERATION;
@@ -372,7 +372,7 @@ void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_co
 /* Is the table at idx the live self of `depth`? */
 static bool self_live(lua_State *L, keel_lua_ctx *ctx, int depth, int idx)
 {
-    if (depth >= ctx->depth || ctx->self_k[depth]->dead) return false;
+    if (depth >= ctx->depth || !ctx->self_k[depth] || ctx->self_k[depth]->dead) return false; /* NULL: a timer */
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->self_k[depth]->self_tab[depth]);
     bool live = lua_rawequal(L, -1, idx);
     lua_pop(L, 1);
@@ -589,7 +589,7 @@ static keel_status hook_tramp(const keel_call *call)
     if (call->phase == KEEL_PHASE_ON_MESSAGE) nargs = 2 + keel__lua_push_message(L, ctx); /* name, data, sender */
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
-    if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = record_error(L, call->diags, phase_keys[call->phase]);
+    if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = keel__lua_record_error(L, call->diags, phase_keys[call->phase]);
     else if (!lk->dead && !gone && /* a gone component takes no write-back */
              !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
                                    self, keys, kbase, depth, call->diags, &s))
@@ -732,7 +732,7 @@ static void batch_run(keel__batch *b)
             while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
             break;
         }
-        keel_status s = record_error(L, b->txn.call.diags, phase_keys[b->phase]);
+        keel_status s = keel__lua_record_error(L, b->txn.call.diags, phase_keys[b->phase]);
         lua_settop(L, top);
         lk->ctx->depth = 0;
         lb.in_item = false;
@@ -771,7 +771,7 @@ static keel_status validate_tramp(const keel_call *call, int field)
     lua_pushstring(L, kd->fields[field].key);
     keel_status s = KEEL_OK;
     if (lua_pcall(L, 2, 2, 0) != LUA_OK) {
-        s = record_error(L, call->diags, "validate");
+        s = keel__lua_record_error(L, call->diags, "validate");
     } else if ((lua_type(L, -2) == LUA_TBOOLEAN && !lua_toboolean(L, -2)) || (lua_isnil(L, -2) && !lua_isnil(L, -1))) {
         const char *msg = lua_tostring(L, -1);
         s = KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "%s.%s: %s", kd->key,
@@ -808,7 +808,7 @@ static keel_status migrate_tramp(keel_node *body, int to_version, void *user, ke
     if (rc != LUA_OK) {
         char what[32];
         snprintf(what, sizeof what, "migrate[%d]", to_version);
-        s = record_error(L, d, what);
+        s = keel__lua_record_error(L, d, what);
     } else {
         if (lua_isnil(L, -1)) lua_pop(L, 1); /* the step changed the table in place */
         keel_node *n = lua_type(L, -1) == LUA_TTABLE ? keel__lua_to_node(L, -1, 0) : NULL;

@@ -237,6 +237,15 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
 /* Re-fills self tables showing `c` after a write through a handle. */
 void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
+/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>"; returns its status. */
+keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
+
+/* ---- Timers (lua_timer.c) ---- */
+
+extern const luaL_Reg keel__lua_timer_world_methods[];  /* after, every */
+extern const luaL_Reg keel__lua_timer_entity_methods[]; /* after, every */
+void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metatable */
+
 /* ---- Values (lua_value.c) ---- */
 
 /* Pushes a field value stored at `p` in a record (entity fields need the world at world_idx). */

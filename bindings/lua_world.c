@@ -511,6 +511,10 @@ static int w_errors(lua_State *L)
         lua_setfield(L, -2, "phase");
         lua_pushstring(L, f->message ? f->message : "");
         lua_setfield(L, -2, "message");
+        if (f->timer) {
+            lua_pushinteger(L, (lua_Integer)f->timer);
+            lua_setfield(L, -2, "timer");
+        }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -935,11 +939,13 @@ void keel__lua_open_world(lua_State *L)
     luaL_newlib(L, world_methods);
     luaL_setfuncs(L, keel__lua_query_methods, 0);   /* entities, each, query, count */
     luaL_setfuncs(L, keel__lua_command_methods, 0); /* _apply */
+    luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     lua_pushcclosure(L, world_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     keel__lua_open_query(L);
     keel__lua_open_command(L);
+    keel__lua_open_timer(L);
     static const luaL_Reg lift_mt[] = { { "__tostring", lift_tostring }, { NULL, NULL } };
     static const luaL_Reg lift_methods[] = { { "restore", lift_restore }, { "discard", lift_discard }, { NULL, NULL } };
     keel__lua_newmt(L, &lift_type);

@@ -897,18 +897,111 @@ bool keel_world_in_step(const keel_world *w);          /* inside keel_step (so i
 bool keel_world_in_callback(const keel_world *w);
 uint64_t keel_world_frame(const keel_world *w);        /* completed steps */
 
+typedef uint64_t keel_timer_id; /* 0: none; never reused in a process */
+
 typedef struct keel_fault {
     keel_uuid entity;
     const char *kind;
     uint32_t slot;
     keel_phase phase;
     const char *message;
+    keel_timer_id timer; /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
 } keel_fault;
 /* Every fault since the world was made, oldest first; never cleared. keel_fault_at: NULL
  * past the end. The fault belongs to the world: the pointer is valid until the next fault
  * is recorded, its strings until keel_world_free. */
 size_t keel_fault_count(const keel_world *w);
 const keel_fault *keel_fault_at(const keel_world *w, size_t i);
+
+/* ======================================================================
+ * Timers: runtime state, never written to scene files or save games
+ *
+ * World time is the sum of the dt given to keel_step (keel_world_time). A
+ * timer falls due `seconds` after it was made (keel_timer_every: every
+ * `seconds` after that); due timers fire at the start of the update phase of
+ * the step in which they fall due (after fixed_update, before any update
+ * hook), in due-time order, ties in creation order. A repeating timer fires at
+ * most once per step: when a step passes several of its periods it fires once
+ * and its next due time is the first period end after now (the rest are
+ * dropped, as fixed_update drops what is too far behind). A timer made while
+ * timers fire waits for the next step. Each call is a transaction, as a hook:
+ * a callback that returns non-OK has its field writes and structural changes
+ * rolled back, the failure is recorded once as a fault whose `timer` is the
+ * timer's id, the timer ends (a repeating one too, as a faulted component runs
+ * no more hooks) and the step goes on.
+ * A timer with an owner entity is cancelled when that entity is destroyed,
+ * transferred to another world, or its world is freed; play mode's
+ * keel_world_stop cancels every timer. Timers made or cancelled by a callback
+ * that fails stay made or cancelled (timers are not journaled).
+ *
+ * Example:
+ *     static int fired;
+ *     static keel_status count_fire(const keel_timer_call *c)
+ *     {
+ *         (void)c;
+ *         fired++;
+ *         return KEEL_OK;
+ *     }
+ *     int main(void)
+ *     {
+ *         keel_diags d;
+ *         keel_diags_init(&d);
+ *         keel_init();
+ *         keel_world *w = keel_world_new("Timers");
+ *         keel_timer_id once = 0, tick = 0;
+ *         double left = -1;
+ *         keel_status st = keel_timer_after(w, 0.5, KEEL_NO_ENTITY, count_fire, NULL, &once, &d);
+ *         if (st == KEEL_OK) st = keel_timer_every(w, 0.25, KEEL_NO_ENTITY, count_fire, NULL, &tick, &d);
+ *         for (int i = 0; st == KEEL_OK && i < 4; i++) st = keel_step(w, 0.25, &d); // 1 s of world time
+ *         int bad = st != KEEL_OK || fired != 5;                        // once, and tick 4 times
+ *         bad |= keel_timer_remaining(w, once, &left) != KEEL_NOT_FOUND; // fired: gone
+ *         bad |= keel_timer_remaining(w, tick, &left) != KEEL_OK || left != 0.25;
+ *         bad |= keel_timer_cancel(w, tick) != KEEL_OK;
+ *         keel_world_free(w);
+ *         keel_diags_free(&d);
+ *         keel_shutdown();
+ *         return bad;
+ *     }
+ * ====================================================================== */
+
+/* What a timer's callback is called with. */
+typedef struct keel_timer_call {
+    keel_world *world;
+    keel_entity owner; /* KEEL_NO_ENTITY for a world timer */
+    keel_timer_id id;
+    void *user;
+    keel_diags *diags; /* a callback that fails adds its message here */
+} keel_timer_call;
+/* Returns KEEL_OK, or any other status to fail (the call is rolled back, see above). */
+typedef keel_status (*keel_timer_fn)(const keel_timer_call *call);
+
+typedef struct keel_timer_desc {
+    double seconds; /* once: finite >= 0; repeating: the period, finite > 0 */
+    bool repeat;
+    keel_entity owner; /* KEEL_NO_ENTITY: the world's; else a live entity of w */
+    keel_timer_fn fn;
+    void *user;
+    void (*release)(void *user); /* optional: called once when the timer ends (fired once,
+                                  * cancelled, owner gone, world freed or stopped), never
+                                  * while its own callback runs */
+} keel_timer_desc;
+
+/* Makes a timer; *id (optional) its id. InvalidArgument: NULL w, desc or fn, bad seconds;
+ * NotFound: the owner is not a live entity of w. On failure release is not called. */
+keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_timer_id *id, keel_diags *d);
+/* keel_timer_add, once / repeating, without a release function. */
+keel_status keel_timer_after(keel_world *w, double seconds, keel_entity owner, keel_timer_fn fn, void *user,
+                             keel_timer_id *id, keel_diags *d);
+keel_status keel_timer_every(keel_world *w, double seconds, keel_entity owner, keel_timer_fn fn, void *user,
+                             keel_timer_id *id, keel_diags *d);
+/* NotFound when the timer has ended (fired once, cancelled, owner gone) or never was. A timer
+ * may cancel itself from its callback. */
+keel_status keel_timer_cancel(keel_world *w, keel_timer_id id);
+/* Seconds until it is due (0 when due or firing); NotFound as keel_timer_cancel. */
+keel_status keel_timer_remaining(const keel_world *w, keel_timer_id id, double *seconds);
+/* Pending timers of w (those whose owner went are counted until the next step notices). */
+size_t keel_timer_count(const keel_world *w);
+double keel_world_time(const keel_world *w); /* the sum of every dt given to keel_step */
 
 /* ======================================================================
  * Renderer snapshot: immutable, extracted from the world; unknown components

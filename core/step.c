@@ -1,6 +1,7 @@
 /* step.c — the lifecycle: phases, run lists, hook transactions with rollback, and recorded faults. */
 #include "world.h"
 #include "txn.h"
+#include "timer.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -15,7 +16,13 @@ static void fault_record(keel_world *w, keel_uuid entity, const char *kind, uint
         w->fault_cap = w->fault_cap ? w->fault_cap * 2 : 8;
         w->faults = keel__xrealloc(w->faults, w->fault_cap * sizeof *w->faults);
     }
-    w->faults[w->fault_count++] = (keel_fault){ entity, keel__strdup(kind), slot, phase, keel__strdup(message) };
+    w->faults[w->fault_count++] = (keel_fault){ entity, keel__strdup(kind), slot, phase, keel__strdup(message), 0 };
+}
+
+void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const char *message)
+{
+    fault_record(w, entity, "", 0, KEEL_PHASE_UPDATE, message);
+    w->faults[w->fault_count - 1].timer = id;
 }
 
 void keel__faults_free(keel_world *w)
@@ -126,6 +133,39 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
     if (t->diags.items) keel_diags_free(&t->diags);
     /* outside a step nothing holds a record once the outermost transaction has closed */
     if (w->pending_count && w->txn_depth == 0 && !w->draining && !w->in_step) keel__store_flush_pending(w);
+}
+
+void keel__callback_open(keel_world *w, keel__hook_txn *t)
+{
+    *t = (keel__hook_txn){ .mark = w->log_count,
+                           .cmd_depth = w->cmd_depth,
+                           .outer = w->hook_comp,
+                           .outer_row = w->hook_row,
+                           .detached = true };
+    w->cmd_depth = 0;
+    w->txn_depth++;
+    w->hook_comp = (keel_comp){ 0 }; /* no component's readonly fields are its own */
+    w->hook_row = 0;
+}
+
+void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st)
+{
+    w->hook_comp = t->outer;
+    w->hook_row = t->outer_row;
+    w->txn_depth--;
+    w->cmd_depth = t->cmd_depth;
+    if (st != KEEL_OK) {
+        keel__txn_rollback(w, t->mark);
+        if (w->txn_depth == 0) {
+            keel__held_release(w);
+            if (w->tomb_cap) keel__tombs_clear(w);
+        }
+    } else if (w->txn_depth == 0) {
+        keel__txn_commit(w, t->mark);
+        if (w->held_count) keel__held_release(w);
+        if (w->tomb_cap) keel__tombs_clear(w);
+        if (w->doomed_count && !w->draining) run_doomed(w);
+    }
 }
 
 static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
@@ -301,6 +341,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
         n++;
     }
     if (w->acc >= w->fixed_dt) w->acc = fmod(w->acc, w->fixed_dt); /* too far behind: drop the excess */
+    keel__timers_fire(w, dt);
     run_phase(w, KEEL_PHASE_UPDATE, dt);
     run_phase(w, KEEL_PHASE_LATE_UPDATE, dt);
     w->in_step = false;

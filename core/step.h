@@ -26,6 +26,12 @@ void keel__call_on_destroy(keel_world *w, uint32_t i, keel_kind_id k, uint32_t s
 /* The same, with call.from set (on_transfer: the world the component came from). */
 void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt,
                           keel_world *from);
+/* A callback transaction of no component (a timer's), opened and closed as a hook's: on a
+ * failure closing rolls back, but faults nothing and records nothing (keel__fault_timer). */
+void keel__callback_open(keel_world *w, keel__hook_txn *t);
+void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
+/* Records the failure of timer `id` (entity: its owner's UUID, or the root's). */
+void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const char *message);
 void keel__runs_free(keel_world *w);
 void keel__faults_free(keel_world *w);
 

@@ -51,6 +51,7 @@ keel_world *keel_world_new(const char *name)
 static void world_contents_free(keel_world *w)
 {
     keel__lifts_free(w); /* closing a world with lifts open discards them */
+    keel__timers_free(w); /* and its timers end (play mode's stop: those made while playing) */
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
@@ -96,6 +97,7 @@ keel_world *keel__world_copy(const keel_world *w)
     c->structure = w->structure;
     c->fixed_dt = w->fixed_dt;
     c->acc = w->acc;
+    c->time = w->time;
     keel__entities_copy(c, w);
     keel__members_copy(c, w);
     keel__stores_copy(c, w);

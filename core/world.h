@@ -8,6 +8,7 @@
 #include "store.h"
 #include "step.h"
 #include "txn.h"
+#include "timer.h"
 
 struct keel_world {
     keel_uuid uuid;
@@ -70,6 +71,11 @@ struct keel_world {
     uint64_t last_serial;
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
     size_t tomb_count, tomb_cap;
+    /* timers (timer.c): sorted by id, ended ones compacted away after each firing pass */
+    double time;                      /* world time: the sum of every dt given to keel_step */
+    keel__timer *timers;
+    size_t timer_count, timer_cap, timer_ended;
+    bool timers_firing;
 };
 
 /* Every live world, for registry changes (linked through next_world). */

@@ -105,6 +105,7 @@
 ---@field slot integer
 ---@field phase string
 ---@field message string
+---@field timer? integer            # a timer's failure: its `t.id` (kind "", entity its owner's or the root's)
 
 ---@class KeelWorld
 ---@field uuid string
@@ -192,6 +193,33 @@ function World:broadcast(name, data) end
 ---@return KeelLift
 function World:lift(e) end
 
+---Calls `fn(w)` once, after `seconds` (finite, >= 0) of world time (the sum of the dt given
+---to `w:step`): at the start of the update phase of the step in which it falls due, in due-time
+---order (ties: creation order). Each call is a transaction: an error rolls back its writes and
+---structural changes, is recorded once in `w:errors()` (with `timer = t.id`) and ends the timer;
+---the step goes on. Timers are runtime state: never in scene files, dumps or save games;
+---`w:stop()` and `w:close()` cancel them. A timer made while timers fire waits for the next step.
+---@param seconds number
+---@param fn fun(w: KeelWorld)
+---@return KeelTimer
+function World:after(seconds, fn) end
+
+---As `w:after`, repeating every `seconds` (finite, > 0); it fires at most once per step (the
+---periods a long step passes are dropped: its next due time is the first period end after now).
+---@param seconds number
+---@param fn fun(w: KeelWorld)
+---@return KeelTimer
+function World:every(seconds, fn) end
+
+---@class KeelTimer
+---@field remaining number?  # seconds until due (0 while firing); nil once it ended (fired once, cancelled, failed, its owner or world gone)
+---@field id integer         # the `timer` of its entry in `w:errors()`
+local Timer = {}
+---Cancels it; true when it was pending (cancelling an ended timer does nothing). A timer may
+---cancel itself from its own callback.
+---@return boolean
+function Timer:cancel() end
+
 ---@class KeelLift
 local Lift = {}
 ---Puts the subtree back exactly: same handles, fields, versions and place in run order.
@@ -253,6 +281,19 @@ function Entity:components() end
 function Entity:duplicate(parent) end
 
 function Entity:destroy() end
+
+---`w:after` owned by `e`: calls `fn(e)`; cancelled when `e` is destroyed, transferred out of
+---the world, or its world is closed or stopped. NotFound on a stale handle.
+---@param seconds number
+---@param fn fun(e: KeelEntity)
+---@return KeelTimer
+function Entity:after(seconds, fn) end
+
+---`w:every` owned by `e` (see Entity:after).
+---@param seconds number
+---@param fn fun(e: KeelEntity)
+---@return KeelTimer
+function Entity:every(seconds, fn) end
 
 ---@class KeelComponent
 ---@field kind string

@@ -1,0 +1,198 @@
+/* lua_timer.c — keel.Timer: w:after/w:every, e:after/e:every, t:cancel(), t.remaining. The Lua
+ * function stays in the registry while the timer lives; the core releases it when it ends. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "lua_internal.h"
+
+static const keel_lua_type timer_type = { "keel.Timer" };
+
+typedef struct ltimer {
+    keel_timer_id id;
+} ltimer; /* user value 1: the World */
+
+typedef struct timer_user {
+    keel_lua_ctx *ctx;
+    int ref; /* registry: the function */
+} timer_user;
+
+/* The state to call or unref on: the one that entered keel, if it is this ctx's. */
+static lua_State *user_state(const timer_user *u)
+{
+    if (!u->ctx->alive || keel__lua_cur.ctx != u->ctx) return NULL;
+    return keel__lua_cur.L;
+}
+
+static void timer_release(void *p)
+{
+    timer_user *u = p;
+    if (u->ctx->alive) {
+        lua_State *L = user_state(u);
+        luaL_unref(L ? L : u->ctx->main, LUA_REGISTRYINDEX, u->ref);
+    }
+    keel__lua_ctx_release(u->ctx);
+    free(u);
+}
+
+/* Calls the function with the World (a world timer) or the owner's Entity, as a callback of the
+ * world: w:close refuses meanwhile, and no component's self is its own. */
+static keel_status timer_tramp(const keel_timer_call *call)
+{
+    timer_user *u = call->user;
+    lua_State *L = user_state(u);
+    if (!L) return KEEL_OK;
+    keel_lua_ctx *ctx = u->ctx;
+    int depth = ctx->depth;
+    if (depth >= KEEL_LUA_MAX_DEPTH)
+        return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "callbacks nested more than %d deep",
+                          KEEL_LUA_MAX_DEPTH);
+    if (!lua_checkstack(L, 8)) return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, u->ref);
+    keel__lua_push_world_of(L, ctx, call->world);
+    if (call->owner) {
+        keel__lua_push_entity(L, top + 2, call->owner);
+        lua_remove(L, top + 2);
+    }
+    ctx->self_w[depth] = call->world;
+    ctx->self_c[depth] = (keel_comp){ 0 };
+    ctx->self_k[depth] = NULL;
+    ctx->self_gone[depth] = true; /* no self table to flush or sync */
+    ctx->depth++;
+    keel_status s = KEEL_OK;
+    if (lua_pcall(L, 1, 0, 0) != LUA_OK) s = keel__lua_record_error(L, call->diags, "timer");
+    ctx->depth--;
+    lua_settop(L, top);
+    return s;
+}
+
+/* w:after/w:every (owner 0) and e:after/e:every: seconds at 2, the function at 3; the World
+ * udata at world_idx. Pushes the Timer. */
+static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity owner, bool repeat)
+{
+    const char *what = repeat ? "every" : "after";
+    double s = lua_tonumber(L, 2);
+    if (lua_type(L, 2) != LUA_TNUMBER || !isfinite(s) || s < 0 || (repeat && s == 0))
+        return keel_lua_raisef(
+            L, KEEL_INVALID_ARGUMENT, "%s: seconds must be a finite number %s 0, got %s", what,
+            repeat ? ">" : ">=", lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
+    if (lua_type(L, 3) != LUA_TFUNCTION)
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function expected, got %s", what,
+                               luaL_typename(L, 3));
+    ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
+    t->id = 0;
+    keel__lua_setmt(L, &timer_type);
+    lua_pushvalue(L, world_idx);
+    lua_setiuservalue(L, -2, 1);
+    lua_pushvalue(L, 3);
+    int ref = luaL_ref(L, LUA_REGISTRYINDEX); /* the last thing that can raise */
+    timer_user *u = malloc(sizeof *u);
+    if (!u) {
+        luaL_unref(L, LUA_REGISTRYINDEX, ref);
+        return luaL_error(L, "not enough memory");
+    }
+    *u = (timer_user){ lw->ctx, ref };
+    lw->ctx->refs++;
+    keel_timer_desc desc = {
+        .seconds = s, .repeat = repeat, .owner = owner, .fn = timer_tramp, .user = u, .release = timer_release
+    };
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status st = keel_timer_add(lw->w, &desc, &t->id, &d);
+    if (st != KEEL_OK) timer_release(u);
+    keel__lua_check(L, st, &d, NULL);
+    return 1;
+}
+
+static int w_after(lua_State *L)
+{
+    return timer_make(L, 1, keel__lua_checklw(L, 1), 0, false);
+}
+static int w_every(lua_State *L)
+{
+    return timer_make(L, 1, keel__lua_checklw(L, 1), 0, true);
+}
+
+static int entity_timer(lua_State *L, bool repeat)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    int widx = keel__lua_push_handle_world(L, 1);
+    return timer_make(L, widx, h->lw, h->e, repeat);
+}
+
+static int e_after(lua_State *L)
+{
+    return entity_timer(L, false);
+}
+static int e_every(lua_State *L)
+{
+    return entity_timer(L, true);
+}
+
+const luaL_Reg keel__lua_timer_world_methods[] = { { "after", w_after }, { "every", w_every }, { NULL, NULL } };
+const luaL_Reg keel__lua_timer_entity_methods[] = { { "after", e_after }, { "every", e_every }, { NULL, NULL } };
+
+/* The Timer at idx and its world (NULL once the world is closed). */
+static ltimer *check_timer(lua_State *L, int idx, keel_world **w)
+{
+    ltimer *t = keel__lua_checkudata(L, idx, &timer_type);
+    lua_getiuservalue(L, idx, 1);
+    keel_lua_world *lw = lua_touserdata(L, -1);
+    lua_pop(L, 1);
+    *w = lw ? lw->w : NULL;
+    return t;
+}
+
+/* t:cancel(): true when it was pending; cancelling an ended timer does nothing. */
+static int t_cancel(lua_State *L)
+{
+    keel_world *w;
+    ltimer *t = check_timer(L, 1, &w);
+    lua_pushboolean(L, w && keel_timer_cancel(w, t->id) == KEEL_OK);
+    return 1;
+}
+
+static const luaL_Reg timer_methods[] = { { "cancel", t_cancel }, { NULL, NULL } };
+
+static int timer_index(lua_State *L)
+{
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+    keel_world *w;
+    ltimer *t = check_timer(L, 1, &w);
+    const char *k = lua_tostring(L, 2);
+    if (k && strcmp(k, "remaining") == 0) {
+        double s;
+        if (w && keel_timer_remaining(w, t->id, &s) == KEEL_OK) lua_pushnumber(L, s);
+        else lua_pushnil(L); /* ended: fired once, cancelled, its owner or world gone */
+        return 1;
+    }
+    if (k && strcmp(k, "id") == 0) {
+        lua_pushinteger(L, (lua_Integer)t->id);
+        return 1;
+    }
+    return 0;
+}
+
+static int timer_tostring(lua_State *L)
+{
+    keel_world *w;
+    ltimer *t = check_timer(L, 1, &w);
+    double s;
+    if (w && keel_timer_remaining(w, t->id, &s) == KEEL_OK)
+        lua_pushfstring(L, "keel.Timer %I (%f s left)", (lua_Integer)t->id, s);
+    else lua_pushfstring(L, "keel.Timer %I (ended)", (lua_Integer)t->id);
+    return 1;
+}
+
+void keel__lua_open_timer(lua_State *L)
+{
+    static const luaL_Reg mt[] = { { "__tostring", timer_tostring }, { NULL, NULL } };
+    keel__lua_newmt(L, &timer_type);
+    luaL_setfuncs(L, mt, 0);
+    luaL_newlib(L, timer_methods);
+    lua_pushcclosure(L, timer_index, 1);
+    lua_setfield(L, -2, "__index");
+    lua_pop(L, 1);
+}

@@ -1,0 +1,224 @@
+/* timer.c — timers on world time: made, cancelled, fired in due order as transactions at the
+ * start of the update phase. Kept in one array sorted by id (ids only grow); a firing pass
+ * sorts the due ones, so a step costs O(n) plus O(k log k) for k due timers. */
+#include "world.h"
+#include "timer.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static keel_timer_id g_next_id; /* process-wide: a stale id never names a newer timer */
+
+/* The live timer with this id (binary search: the array is sorted by id), or NULL. */
+static keel__timer *timer_find(const keel_world *w, keel_timer_id id)
+{
+    size_t lo = 0, hi = w->timer_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (w->timers[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == w->timer_count || w->timers[lo].id != id || !w->timers[lo].fn) return NULL;
+    return &w->timers[lo];
+}
+
+/* Ends it: its slot stays (ids keep their order) until compaction; release runs last. */
+static void timer_end(keel_world *w, keel__timer *t)
+{
+    void (*release)(void *) = t->release;
+    void *user = t->user;
+    t->fn = NULL;
+    t->release = NULL;
+    w->timer_ended++;
+    if (release) release(user); /* may make timers: t is not used after this */
+}
+
+static void timers_compact(keel_world *w)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < w->timer_count; i++)
+        if (w->timers[i].fn) w->timers[n++] = w->timers[i];
+    w->timer_count = n;
+    w->timer_ended = 0;
+}
+
+/* 1: the owner is alive (or there is none); 0: it is gone (destroyed, transferred, stale);
+ * -1: lifted out of play (not gone: the timer waits for its restore). */
+static int owner_state(const keel_world *w, keel_entity e)
+{
+    if (!e) return 1;
+    uint32_t i = (uint32_t)e;
+    if (i >= w->ent_count || w->ents[i].gen != (uint32_t)(e >> 32)) return 0;
+    if (w->ents[i].alive) return 1;
+    return w->ents[i].lifted ? -1 : 0;
+}
+
+keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_timer_id *id, keel_diags *d)
+{
+    if (id) *id = 0;
+    if (!w || !desc || !desc->fn)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_timer_add: NULL world, desc or fn");
+    double s = desc->seconds;
+    if (!isfinite(s) || s < 0 || (desc->repeat && s == 0))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "seconds must be a finite number %s 0",
+                          desc->repeat ? ">" : ">=");
+    if (desc->owner && owner_state(w, desc->owner) != 1)
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "a timer's owner must be a live entity of its world");
+    if (w->timer_count == w->timer_cap) {
+        if (w->timer_ended && !w->timers_firing) timers_compact(w);
+        if (w->timer_count == w->timer_cap) {
+            w->timer_cap = w->timer_cap ? w->timer_cap * 2 : 16;
+            w->timers = keel__xrealloc(w->timers, w->timer_cap * sizeof *w->timers);
+        }
+    }
+    keel__timer *t = &w->timers[w->timer_count++];
+    *t = (keel__timer){ .due = w->time + s,
+                        .period = desc->repeat ? s : 0,
+                        .id = ++g_next_id,
+                        .owner = desc->owner,
+                        .fn = desc->fn,
+                        .release = desc->release,
+                        .user = desc->user };
+    if (id) *id = t->id;
+    return KEEL_OK;
+}
+
+keel_status keel_timer_after(keel_world *w, double seconds, keel_entity owner, keel_timer_fn fn, void *user,
+                             keel_timer_id *id, keel_diags *d)
+{
+    keel_timer_desc desc = { .seconds = seconds, .owner = owner, .fn = fn, .user = user };
+    return keel_timer_add(w, &desc, id, d);
+}
+
+keel_status keel_timer_every(keel_world *w, double seconds, keel_entity owner, keel_timer_fn fn, void *user,
+                             keel_timer_id *id, keel_diags *d)
+{
+    keel_timer_desc desc = { .seconds = seconds, .repeat = true, .owner = owner, .fn = fn, .user = user };
+    return keel_timer_add(w, &desc, id, d);
+}
+
+/* A timer whose owner went counts as ended as soon as anyone asks. */
+static keel__timer *timer_live(keel_world *w, keel_timer_id id)
+{
+    keel__timer *t = w ? timer_find(w, id) : NULL;
+    if (!t || t->cancelled) return NULL;
+    if (!t->firing && owner_state(w, t->owner) == 0) {
+        timer_end(w, t);
+        return NULL;
+    }
+    return t;
+}
+
+keel_status keel_timer_cancel(keel_world *w, keel_timer_id id)
+{
+    keel__timer *t = timer_live(w, id);
+    if (!t) return KEEL_NOT_FOUND;
+    if (t->firing) t->cancelled = true; /* its callback runs: released once it returns */
+    else timer_end(w, t);
+    return KEEL_OK;
+}
+
+keel_status keel_timer_remaining(const keel_world *w, keel_timer_id id, double *seconds)
+{
+    keel__timer *t = timer_live((keel_world *)w, id);
+    if (!t) return KEEL_NOT_FOUND;
+    if (seconds) *seconds = t->firing || t->due <= w->time ? 0 : t->due - w->time;
+    return KEEL_OK;
+}
+
+size_t keel_timer_count(const keel_world *w)
+{
+    return w ? w->timer_count - w->timer_ended : 0;
+}
+double keel_world_time(const keel_world *w)
+{
+    return w ? w->time : 0;
+}
+
+typedef struct due_item {
+    double due;
+    keel_timer_id id;
+} due_item;
+
+static int due_cmp(const void *a, const void *b)
+{
+    const due_item *x = a, *y = b;
+    if (x->due != y->due) return x->due < y->due ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* One call as a transaction; a failure is recorded with the timer's id (and ends the timer, as a
+ * fault stops a component's hooks: a repeating failure does not fill the faults). */
+static bool timer_call(keel_world *w, keel__timer *t)
+{
+    keel_timer_call call = { w, t->owner, t->id, t->user, NULL };
+    keel_timer_fn fn = t->fn;
+    keel__hook_txn txn;
+    keel__callback_open(w, &txn);
+    call.diags = &txn.diags;
+    keel_status st = fn(&call); /* may grow the array: t is stale after this */
+    keel__callback_close(w, &txn, st);
+    if (st != KEEL_OK) {
+        const char *msg = "failed";
+        for (size_t j = 0; j < txn.diags.count; j++)
+            if (txn.diags.items[j].severity == KEEL_SEV_ERROR) {
+                msg = txn.diags.items[j].message;
+                break;
+            }
+        keel_entity owner = call.owner ? call.owner : keel_world_root(w);
+        keel_uuid u = owner_state(w, owner) == 1 ? w->ents[(uint32_t)owner].uuid : w->ents[0].uuid;
+        keel__fault_timer(w, u, call.id, msg);
+    }
+    if (txn.diags.items) keel_diags_free(&txn.diags);
+    return st == KEEL_OK;
+}
+
+void keel__timers_fire(keel_world *w, double dt)
+{
+    w->time += dt;
+    if (w->timer_count == w->timer_ended) return;
+    size_t n = 0, count = w->timer_count; /* one a release makes now waits for the next step */
+    due_item *due = keel__xrealloc(NULL, count * sizeof *due);
+    for (size_t i = 0; i < count; i++) {
+        keel__timer *t = &w->timers[i];
+        if (!t->fn) continue;
+        int os = owner_state(w, t->owner);
+        if (os == 0) timer_end(w, t);
+        else if (os == 1 && t->due <= w->time) {
+            due[n++] = (due_item){ t->due, t->id };
+        }
+    }
+    qsort(due, n, sizeof *due, due_cmp);
+    w->timers_firing = true;
+    for (size_t k = 0; k < n; k++) {
+        keel__timer *t = timer_find(w, due[k].id);
+        if (!t || owner_state(w, t->owner) != 1) continue; /* cancelled, or its owner went, meanwhile */
+        t->firing = true;
+        bool ok = timer_call(w, t);
+        t = timer_find(w, due[k].id);
+        if (!t) continue;
+        t->firing = false;
+        t->failed = !ok;
+        if (t->cancelled || t->period == 0 || t->failed) {
+            timer_end(w, t);
+            continue;
+        }
+        t->due += t->period;
+        if (t->due <= w->time) t->due += (floor((w->time - t->due) / t->period) + 1) * t->period;
+        if (t->due <= w->time) t->due = w->time + t->period; /* rounding */
+    }
+    w->timers_firing = false;
+    free(due);
+    if (w->timer_ended) timers_compact(w);
+}
+
+void keel__timers_free(keel_world *w)
+{
+    w->timers_firing = true; /* a release that makes a timer must not move the array */
+    for (size_t i = 0; i < w->timer_count; i++)
+        if (w->timers[i].fn) timer_end(w, &w->timers[i]);
+    free(w->timers);
+    w->timers = NULL;
+    w->timer_count = w->timer_cap = w->timer_ended = 0;
+    w->timers_firing = false;
+}

@@ -926,7 +926,7 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
                 warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
                         u->count == 1 ? "" : "s");
         }
-        if (L.diags.errors == 0) {
+        if (L.diags.errors == 0 && !o->no_awake) {
             keel_awake_all(L.w, &tmp);
             forward(&L, &tmp, "", NULL);
         }

@@ -1088,7 +1088,8 @@ typedef struct keel_load_opts {
     bool strict;                 /* warnings about enums/assets become errors */
     const keel_assets *assets;   /* NULL: asset references are not checked */
     const char *file;            /* name used in diagnostics (keel_scene_parse) */
-    bool no_awake;               /* a template (keel_instantiate's): no awake runs, nothing is awoken */
+    bool no_awake;               /* a template (keel_instantiate's): awake never runs in the world, not at
+                                  * the load, nor for an add or a component hot reload adopts */
 } keel_load_opts;
 keel_load_opts keel_load_opts_default(void); /* default limits, not strict, no assets, no file */
 

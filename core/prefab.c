@@ -119,6 +119,7 @@ keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel
     keel_status st = instantiate_check(dst, tmpl, o, &p, d);
     if (st) return st;
     keel_world *s = keel__world_copy(tmpl);
+    s->dormant = true; /* what the callback adds wakes up in dst, with the rest */
     uint32_t *tops = NULL, *made = NULL;
     size_t ntop = 0, n = 0;
     st = stage(s, o, &tops, &ntop, d);

@@ -105,6 +105,18 @@ describe("keel.prefab()", function()
     assert.matches("rope_length: 12.5", w:dump())
   end)
 
+  it("runs nothing in the template, not even when a kind declared later adopts its components", function()
+    local LATE = key("late")
+    local text = ENEMY:gsub("(name: Enemy\n  components:\n)",
+      "%1  - kind: " .. LATE .. "\n    version: 1\n    slot: 0\n    body: {v: 3}\n")
+    local p = assert(keel.prefab(file("late.yaml", text)))
+    keel.kind{ key = LATE, fields = { { "v", "int" } }, awake = function(self, e) note("late:" .. e.name .. ":" .. self.v) end }
+    assert.are.same({}, LOG)
+    local w = keel.world("W")
+    w:instantiate(p)
+    assert.are.same({ "late:Enemy:3", "awake:Enemy:5", "awake:Gun:2" }, LOG)
+  end)
+
   it("ignores the scene root's components, with a warning", function()
     local text = ENEMY:gsub("entities:\n", "root:\n- kind: core:world_settings\n  version: 1\n  slot: 0\n  body: {}\nentities:\n")
     local p = assert(keel.prefab(file("rooted.yaml", text)))

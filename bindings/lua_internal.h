@@ -212,7 +212,7 @@ void keel__lua_end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *r
 keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
                                 keel_diags *d);
 extern const luaL_Reg keel__lua_prefab_methods[]; /* w:instantiate */
-void keel__lua_open_prefab(lua_State *L); /* [module, ctx] on top: adds prefab; pops ctx */
+void keel__lua_open_prefab(lua_State *L);         /* [module, ctx] on top: adds prefab; pops ctx */
 
 /* ---- Kinds (lua_kind.c) ---- */
 

@@ -101,7 +101,8 @@ static int k_prefab(lua_State *L)
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TSTRING)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: a path expected, got %s", luaL_typename(L, 1));
-    if (keel__lua_has_nul(L, 1)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: the path holds a NUL byte");
+    if (keel__lua_has_nul(L, 1))
+        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: the path holds a NUL byte");
     lua_settop(L, 1);
     const char *path = lua_tostring(L, 1);
     size_t len;
@@ -149,7 +150,8 @@ static int k_prefab(lua_State *L)
     size_t rootc = keel_member_count(w, keel_world_root(w));
     if (rootc)
         keel_diag_add(&d, KEEL_SEV_WARNING, KEEL_UNSUPPORTED, "root", path, 0, 0,
-                      "a prefab's scene root components are ignored (%zu component%s)", rootc, rootc == 1 ? "" : "s");
+                      "a prefab's scene root components are ignored (%zu component%s)", rootc,
+                      rootc == 1 ? "" : "s");
     keel__lua_push_diags(L, &d);
     keel_diags_free(&d);
     lua_setiuservalue(L, 4, 2);
@@ -196,7 +198,8 @@ static keel_status apply_set(keel_world *s, const keel_entity *tops, size_t n, v
 static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
 {
     if (lua_type(L, idx) != LUA_TTABLE)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set must be a table, got %s", luaL_typename(L, idx));
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set must be a table, got %s",
+                        luaL_typename(L, idx));
     size_t nk = 0;
     lua_pushnil(L);
     while (lua_next(L, idx)) {
@@ -216,8 +219,8 @@ static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
         keel_kind_id k = keel_kind_find(key);
         if (!k) keel_lua_raisef(L, KEEL_NOT_FOUND, "instantiate: set: kind '%s' is not declared", key);
         if (lua_type(L, -1) != LUA_TTABLE)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set['%s'] must be a table of fields, got %s", key,
-                            luaL_typename(L, -1));
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set['%s'] must be a table of fields, got %s",
+                            key, luaL_typename(L, -1));
         const keel_kind_desc *kd = keel_kind_describe(k);
         size_t cap = kd->field_count ? kd->field_count : 1;
         set_kind *sk = &sp->kinds[sp->n++];
@@ -232,7 +235,8 @@ static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
             const char *fname = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
             int f = fname ? keel_kind_field(k, fname) : -1;
             if (f < 0)
-                keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", key, fname ? fname : luaL_typename(L, -2));
+                keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", key,
+                                fname ? fname : luaL_typename(L, -2));
             char err[256];
             if (sk->n == cap || !keel__lua_to_value(L, -1, &kd->fields[f], dst, &sk->vals[sk->n], err, sizeof err))
                 keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", sk->n == cap ? "set: too many fields" : err);
@@ -323,8 +327,9 @@ void keel__lua_open_prefab(lua_State *L)
 {
     lua_pushcclosure(L, k_prefab, 1); /* the ctx upvalue */
     lua_setfield(L, -2, "prefab");
-    static const luaL_Reg mt[] = { { "__gc", prefab_gc }, { "__close", prefab_gc }, { "__tostring", prefab_tostring },
-                                   { NULL, NULL } };
+    static const luaL_Reg mt[] = {
+        { "__gc", prefab_gc }, { "__close", prefab_gc }, { "__tostring", prefab_tostring }, { NULL, NULL }
+    };
     static const luaL_Reg methods[] = { { "warnings", prefab_warnings }, { NULL, NULL } };
     keel__lua_newmt(L, &mt_prefab);
     luaL_setfuncs(L, mt, 0);

@@ -693,8 +693,8 @@ keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_
  *     return failed;
  */
 typedef struct keel_instantiate_opts {
-    keel_entity parent;      /* of dst; KEEL_NO_ENTITY: the top level */
-    const char *name;        /* every top-level copy's name; NULL: the template's */
+    keel_entity parent; /* of dst; KEEL_NO_ENTITY: the top level */
+    const char *name;   /* every top-level copy's name; NULL: the template's */
     /* called with the staged top-level copies; a status other than KEEL_OK refuses the whole */
     keel_status (*before_awake)(keel_world *stage, const keel_entity *tops, size_t n, void *user, keel_diags *d);
     void *user;

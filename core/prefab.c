@@ -81,8 +81,8 @@ static void remap(keel_world *dst, uint32_t i, const keel_uuid *from, const uint
 }
 
 /* The staged entities into dst under p, pre-order, each with a fresh UUID; their entries move. */
-static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *tops, size_t ntop,
-                    uint32_t **made, size_t *n)
+static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *tops, size_t ntop, uint32_t **made,
+                    size_t *n)
 {
     uint32_t *orig = NULL;
     size_t cap = 0;
@@ -96,7 +96,8 @@ static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *
         keel__ent *se = &s->ents[orig[k]];
         uint32_t mp = se->parent == 0 ? p : to[se->parent];
         keel_uuid u;
-        do u = keel__new_uuid(dst); while (keel_find(dst, u));
+        do u = keel__new_uuid(dst);
+        while (keel_find(dst, u));
         from[k] = se->uuid;
         (*made)[k] = to[orig[k]] = keel__entity_place(dst, se->name, mp, u);
         dst->ents[(*made)[k]].enabled = se->enabled;

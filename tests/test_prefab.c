@@ -105,8 +105,8 @@ static void instantiate_copies_with_fresh_uuids_and_remapped_refs(void **state)
         assert_false(keel_find(t, keel_entity_uuid(f->w, e))); /* fresh UUIDs */
     assert_true(keel_uuid_equal(field(f, lead, 1).as.u, keel_entity_uuid(f->w, tops[0])));
     assert_true(keel_uuid_equal(field(f, tops[1], 1).as.u, keel_entity_uuid(f->w, lead)));
-    assert_int_equal(keel_member_count(f->w, tops[0]), 2);           /* the unknown kind kept */
-    assert_int_equal(keel_member_count(f->w, keel_world_root(f->w)), 0); /* the root's not copied */
+    assert_int_equal(keel_member_count(f->w, tops[0]), 2);                      /* the unknown kind kept */
+    assert_int_equal(keel_member_count(f->w, keel_world_root(f->w)), 0);        /* the root's not copied */
     assert_string_equal(log_text, "awake:Squad:1;awake:Lead:2;awake:Medic:3;"); /* pre-order */
     /* a second copy: other UUIDs again; a short out array still counts them all */
     keel_entity one = 0;

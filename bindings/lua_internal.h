@@ -211,6 +211,18 @@ int keel__lua_comp_body(lua_State *L);
 int keel__lua_comp_reset(lua_State *L);
 int keel__lua_comp_unpack(lua_State *L);
 
+/* ---- Loads (lua_world.c) and prefabs (lua_prefab.c) ---- */
+
+/* Before a core call that may wrap worlds from hooks (a load, an instantiate): collect the
+ * worlds wrapped meanwhile; after, close those that are not `result` (freed by the core). */
+int keel__lua_begin_load(lua_State *L, keel_lua_ctx *ctx);
+void keel__lua_end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *result);
+/* keel.load's opts { strict, assets, limits } at idx (see lua_world.c); *assets for the caller to free. */
+keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
+                                keel_diags *d);
+extern const luaL_Reg keel__lua_prefab_methods[]; /* w:instantiate */
+void keel__lua_open_prefab(lua_State *L);         /* [module, ctx] on top: adds prefab; pops ctx */
+
 /* ---- Kinds (lua_kind.c) ---- */
 
 void keel__lua_open_kind(lua_State *L); /* adds kind, kinds, kind_info to the table on top */

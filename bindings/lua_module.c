@@ -178,6 +178,8 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_entity(L);
     keel__lua_open_component(L);
     lua_pushlightuserdata(L, ctx);
+    keel__lua_open_prefab(L); /* prefab; pops the ctx */
+    lua_pushlightuserdata(L, ctx);
     keel__lua_open_kind(L);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");

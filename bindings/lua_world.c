@@ -64,7 +64,7 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 
 /* Before a load: collect the worlds hooks wrap. After: close those that are not the result
  * (a failed load's candidate is freed by the core; its handles must go stale, not dangle). */
-static int begin_load(lua_State *L, keel_lua_ctx *ctx)
+int keel__lua_begin_load(lua_State *L, keel_lua_ctx *ctx)
 {
     int prev = ctx->loading_ref;
     lua_newtable(L);
@@ -72,7 +72,7 @@ static int begin_load(lua_State *L, keel_lua_ctx *ctx)
     return prev;
 }
 
-static void end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *result)
+void keel__lua_end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *result)
 {
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->loading_ref);
     size_t n = lua_rawlen(L, -1);
@@ -804,8 +804,8 @@ static void read_opts_table(lua_State *L, int idx, keel_load_opts *o);
 /* Reads opts { strict, assets, limits } at idx; assets loaded into *assets (caller frees).
  * With no opts.assets, a scene file (`scene` non-NULL) uses the manifest beside it, as the
  * keel program does; opts.assets = false uses none. */
-static keel_status read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
-                             keel_diags *d)
+keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
+                                keel_diags *d)
 {
     *o = keel_load_opts_default();
     *assets = NULL;
@@ -885,14 +885,14 @@ static int k_load(lua_State *L)
     keel_diags_init(&d);
     keel_load_opts o;
     keel_assets *assets;
-    keel_status s = read_opts(L, 2, lua_tostring(L, 1), &o, &assets, &d);
+    keel_status s = keel__lua_read_opts(L, 2, lua_tostring(L, 1), &o, &assets, &d);
     keel_world *w = NULL;
     if (s == KEEL_OK) {
-        int prev = begin_load(L, ctx);
+        int prev = keel__lua_begin_load(L, ctx);
         KEEL_LUA_ENTER(L, ctx);
         s = keel_scene_load(lua_tostring(L, 1), &o, &w, &d);
         KEEL_LUA_LEAVE();
-        end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
+        keel__lua_end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
     return finish_load(L, ctx, s, w, &d);
@@ -909,14 +909,14 @@ static int k_parse(lua_State *L)
     keel_diags_init(&d);
     keel_load_opts o;
     keel_assets *assets;
-    keel_status s = read_opts(L, 2, NULL, &o, &assets, &d);
+    keel_status s = keel__lua_read_opts(L, 2, NULL, &o, &assets, &d);
     keel_world *w = NULL;
     if (s == KEEL_OK) {
-        int prev = begin_load(L, ctx);
+        int prev = keel__lua_begin_load(L, ctx);
         KEEL_LUA_ENTER(L, ctx);
         s = keel_scene_parse(text, len, &o, &w, &d);
         KEEL_LUA_LEAVE();
-        end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
+        keel__lua_end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
     return finish_load(L, ctx, s, w, &d);
@@ -940,6 +940,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_query_methods, 0);   /* entities, each, query, count */
     luaL_setfuncs(L, keel__lua_command_methods, 0); /* _apply */
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
+    luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
     lua_pushcclosure(L, world_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

@@ -517,7 +517,7 @@ static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opt
     if (d->errors == 0) check_built(w, handles, count, o, d);
     free(handles);
     keel_status s = keel_diags_status(d);
-    if (s == KEEL_OK) s = keel_awake_all(w, d);
+    if (s == KEEL_OK && !o->no_awake) s = keel_awake_all(w, d);
     if (s != KEEL_OK) {
         keel_world_free(w);
         return s;

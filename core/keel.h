@@ -636,6 +636,75 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
 keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_entity parent, keel_entity *out,
                           keel_diags *d);
 
+/* Prefabs. A template is an ordinary world, usually a scene loaded with keel_load_opts.no_awake
+ * (nothing in it runs; it is never stepped). keel_instantiate copies every entity of `tmpl`
+ * into `dst` with fresh UUIDs: names, hierarchy, sibling order, enabled flags, component
+ * records, slots and unknown components are kept; entity fields naming an entity of the
+ * template name its copy instead (as keel_duplicate). The template's root components are not
+ * copied. The top-level copies go under opts->parent (KEEL_NO_ENTITY: the top level), renamed
+ * to opts->name when it is not NULL. opts->before_awake, when set, gets the copies before
+ * anything sees them, in a private staging world (its handles mean nothing in dst): it may
+ * write fields, add or remove components. Then every copy's kind rules are checked, and only
+ * then are the copies published in dst and their components awoken (pre-order, membership
+ * order). A refusal (the callback's status, a kind rule, InvalidArgument for a bad name,
+ * NotFound for a parent not alive in dst, LimitExceeded for the depth limit) leaves dst as it
+ * was and runs no hook. Allowed inside a callback transaction of dst: a rollback destroys the
+ * copies. The top-level copies' handles go to out[0..cap) in the template's order; *count
+ * (may be NULL) is how many there are. tmpl is read, never changed; tmpl == dst is allowed.
+ * `opts` NULL: all defaults.
+ *
+ * Example:
+ *     keel_status raise_y(keel_world *stage, const keel_entity *tops, size_t n, void *user, keel_diags *d)
+ *     {
+ *         keel_kind_id tk = keel_kind_find("core:transform");
+ *         keel_value v = { .type = KEEL_T_VEC3, .as.v = { 0, *(double *)user, 0 } };
+ *         keel_comp c;
+ *         for (size_t k = 0; k < n; k++) {
+ *             if (!keel_get_comp(stage, tops[k], tk, KEEL_SLOT_AUTO, &c)) continue;
+ *             keel_status st = keel_set(stage, c, keel_kind_field(tk, "position"), &v, NULL, d);
+ *             if (st != KEEL_OK) return st;
+ *         }
+ *         return KEEL_OK;
+ *     }
+ *
+ * Example:
+ *     const char *yaml = "keel: 1\nscene: {uuid: 5f0e3c52-7a51-4a53-9d6e-2b1c9c1f0a01, name: Crate}\n"
+ *                        "entities:\n- uuid: 5f0e3c52-7a51-4a53-9d6e-2b1c9c1f0a02\n  name: Crate\n"
+ *                        "  components:\n  - {kind: core:transform, version: 1, slot: 0, body: {}}\n";
+ *     keel_load_opts lo = keel_load_opts_default();
+ *     lo.no_awake = true;
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *tmpl = NULL, *w = keel_world_new("level");
+ *     keel_status st = keel_scene_parse(yaml, strlen(yaml), &lo, &tmpl, &d);
+ *     double y = 2;
+ *     keel_instantiate_opts o = { .name = "Crate 1", .before_awake = raise_y, .user = &y };
+ *     keel_entity a = KEEL_NO_ENTITY, b = KEEL_NO_ENTITY;
+ *     size_t n = 0;
+ *     if (st == KEEL_OK) st = keel_instantiate(w, tmpl, &o, &a, 1, &n, &d);
+ *     if (st == KEEL_OK) st = keel_instantiate(w, tmpl, NULL, &b, 1, &n, &d);
+ *     keel_kind_id tk = keel_kind_find("core:transform");
+ *     keel_comp c;
+ *     keel_value v = { 0 };
+ *     if (st == KEEL_OK && keel_get_comp(w, a, tk, KEEL_SLOT_AUTO, &c))
+ *         st = keel_get(w, c, keel_kind_field(tk, "position"), &v, &d);
+ *     int failed = st != KEEL_OK || n != 1 || v.as.v[1] != 2 || strcmp(keel_entity_name(w, a), "Crate 1") != 0 ||
+ *                  keel_uuid_equal(keel_entity_uuid(w, a), keel_entity_uuid(w, b));
+ *     keel_diags_free(&d);
+ *     keel_world_free(tmpl);
+ *     keel_world_free(w);
+ *     return failed;
+ */
+typedef struct keel_instantiate_opts {
+    keel_entity parent; /* of dst; KEEL_NO_ENTITY: the top level */
+    const char *name;   /* every top-level copy's name; NULL: the template's */
+    /* called with the staged top-level copies; a status other than KEEL_OK refuses the whole */
+    keel_status (*before_awake)(keel_world *stage, const keel_entity *tops, size_t n, void *user, keel_diags *d);
+    void *user;
+} keel_instantiate_opts;
+keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel_instantiate_opts *opts,
+                             keel_entity *out, size_t cap, size_t *count, keel_diags *d);
+
 /* Play mode. keel_world_play remembers the world as it is now (a deep copy: entities,
  * components, slots, names, hierarchy, fields, unknown components, settings and counters);
  * keel_world_stop puts all of it back exactly (a dump before play equals one after stop, the
@@ -1120,6 +1189,8 @@ typedef struct keel_load_opts {
     bool strict;                 /* warnings about enums/assets become errors */
     const keel_assets *assets;   /* NULL: asset references are not checked */
     const char *file;            /* name used in diagnostics (keel_scene_parse) */
+    bool no_awake;               /* a template (keel_instantiate's): awake never runs in the world, not at
+                                  * the load, nor for an add or a component hot reload adopts */
 } keel_load_opts;
 keel_load_opts keel_load_opts_default(void); /* default limits, not strict, no assets, no file */
 

@@ -22,5 +22,6 @@ keel_load_opts keel_load_opts_default(void)
     o.strict = false;
     o.assets = NULL;
     o.file = NULL;
+    o.no_awake = false;
     return o;
 }

@@ -348,7 +348,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     }
     keel__touch(w);
     if (out) *out = (keel_comp){ e, k, slot };
-    if (!o->no_awake && !w->rolling_back) {
+    if (!o->no_awake && !w->rolling_back && !w->dormant) {
         m->awoken = true;
         if (kd->hooks[KEEL_PHASE_AWAKE]) keel__call_hook(w, i, k, slot, KEEL_PHASE_AWAKE, 0);
     }
@@ -629,6 +629,7 @@ static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id o
 /* Run order (root first, then pre-order), fixed before any hook runs. */
 void keel__awake_in_run_order(keel_world *w, keel_kind_id only)
 {
+    if (w->dormant) return;
     size_t n = 0;
     keel__run_item *list = keel__xrealloc(NULL, (w->live + 1) * sizeof *list);
     list[n++] = (keel__run_item){ 0, w->ents[0].gen, 0, 0 };

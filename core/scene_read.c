@@ -928,7 +928,8 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
                 warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
                         u->count == 1 ? "" : "s");
         }
-        if (L.diags.errors == 0) {
+        L.w->dormant = o->no_awake;
+        if (L.diags.errors == 0 && !o->no_awake) {
             keel_awake_all(L.w, &tmp);
             forward(&L, &tmp, "", NULL);
         }
@@ -959,10 +960,12 @@ keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_worl
     size_t len = 0;
     keel_status st = keel_read_file(path, opts.limits.document_size, &data, &len, d);
     if (st) return st;
-    if (len >= 8 && memcmp(data, "KEELCOOK", 8) == 0)
+    if (len >= 8 && memcmp(data, "KEELCOOK", 8) == 0) {
         st = keel_cook_read(data, len, &opts, out, d);
-    else
+        if (st == KEEL_OK) (*out)->dormant = opts.no_awake; /* the cooked reader knows no world struct */
+    } else {
         st = keel_scene_parse(data, len, &opts, out, d);
+    }
     free(data);
     return st;
 }

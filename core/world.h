@@ -45,6 +45,7 @@ struct keel_world {
     bool next_ready;
     /* lifecycle */
     bool in_step;
+    bool dormant;                     /* a template (keel_load_opts.no_awake): awake never runs in it */
     double fixed_dt, acc;
     keel__run runs[KEEL_PHASE_COUNT_];
     uint64_t runs_structure;

@@ -172,6 +172,18 @@ function World:dump() end
 ---@return KeelEntity
 function World:transfer(e, other, parent) end
 
+---Copies every entity of the prefab's document into this world with fresh UUIDs (entity
+---references inside it remapped), under `opts.parent` (default: the top level), the top-level
+---copies renamed to `opts.name`; `opts.set` ({ [kind key] = { field = value } }) is written
+---to the top-level copies' components before any awake runs (pre-order). Returns the copy of
+---the single top-level entity, or an array of them when the document has several. A failure
+---(a bad set, a validate refusal, kind rules) raises and leaves the world untouched, no hook
+---run. Allowed inside a callback: a rollback of it takes the copies back.
+---@param p KeelPrefab
+---@param opts? KeelInstantiateOptions
+---@return KeelEntity|KeelEntity[]
+function World:instantiate(p, opts) end
+
 ---Play mode: remembers the world as it is now (entities, components, fields, unknown
 ---components, settings, the revision); `w:stop()` puts it back. InvalidOperation when already
 ---playing or inside a callback.
@@ -219,6 +231,19 @@ local Timer = {}
 ---cancel itself from its own callback.
 ---@return boolean
 function Timer:cancel() end
+
+---@class KeelInstantiateOptions
+---@field parent? KeelEntity
+---@field name? string
+---@field set? table<string, table<string, any>>
+
+---A scene document used as a template (`keel.prefab`): loaded with the checks of `keel.load`,
+---no awake; its scene root's components are ignored, with a warning.
+---@class KeelPrefab
+---@field path string
+local Prefab = {}
+---@return KeelDiagnostic[] warnings the load's warnings, the ignored root components among them
+function Prefab:warnings() end
 
 ---@class KeelLift
 local Lift = {}
@@ -382,6 +407,14 @@ function keel.world(name) end
 ---@return KeelWorld|nil world
 ---@return KeelError? err
 function keel.load(path, opts) end
+
+---A scene file as a template for `w:instantiate`, cached by path: the same Prefab while the
+---file's content is unchanged (its bytes are compared on every call, so any edit is seen), else
+---the file read again. nil and an error (as `keel.load`'s, with file:line:col) on failure.
+---@param path string
+---@return KeelPrefab|nil prefab
+---@return KeelError? err
+function keel.prefab(path) end
 
 ---@param yaml string
 ---@param opts? KeelLoadOptions

@@ -13,7 +13,26 @@ typedef struct liter {
     keel_kind_id *kinds; /* each: 1 kind; query: nk kinds */
     size_t nk;
     int mode;            /* 0 entities, 1 each, 2 query */
+    bool all;            /* each/query: disabled entities and components too */
 } liter;
+
+/* Takes a trailing { all = true } off the arguments (gameplay.md: each, query and count skip
+ * what is disabled unless asked); returns whether it asked for all. */
+static bool take_all(lua_State *L)
+{
+    int top = lua_gettop(L);
+    if (top < 2 || lua_type(L, top) != LUA_TTABLE) return false;
+    lua_getfield(L, top, "all");
+    bool all = lua_toboolean(L, -1);
+    lua_pop(L, 2);
+    return all;
+}
+
+/* Whether component c counts for each/query/count: enabled, its entity and ancestors too. */
+static bool counts(keel_world *w, keel_comp c, bool all)
+{
+    return all || (keel_comp_enabled(w, c) && keel_entity_active(w, c.entity));
+}
 
 static int iter_close(lua_State *L)
 {
@@ -53,7 +72,7 @@ static int iter_next(lua_State *L)
         }
         if (it->mode == 1) {
             keel_comp c = { e, it->kinds[0], it->slots[i] };
-            if (!keel_comp_alive(w, c)) continue;
+            if (!keel_comp_alive(w, c) || !counts(w, c, it->all)) continue;
             keel__lua_push_entity(L, widx, e);
             keel__lua_push_comp(L, widx, c, NULL);
             return 2;
@@ -63,7 +82,7 @@ static int iter_next(lua_State *L)
         keel__lua_push_entity(L, widx, e);
         for (size_t k = 0; k < it->nk && all; k++) {
             keel_comp c;
-            if (!keel_get_comp(w, e, it->kinds[k], KEEL_SLOT_AUTO, &c)) all = false;
+            if (!keel_get_comp(w, e, it->kinds[k], KEEL_SLOT_AUTO, &c) || !counts(w, c, it->all)) all = false;
             else keel__lua_push_comp(L, widx, c, NULL);
         }
         if (all) return 1 + (int)it->nk;
@@ -124,8 +143,10 @@ static keel_kind_id check_kind(lua_State *L, int idx)
 static int w_each(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
+    bool all = take_all(L);
     keel_kind_id k = check_kind(L, 2);
     liter *it = push_iter(L, lw, 1);
+    it->all = all;
     size_t n = keel_storage_count(lw->w, k);
     it->ents = xcalloc(L, n, sizeof *it->ents);
     it->slots = xcalloc(L, n, sizeof *it->slots);
@@ -142,10 +163,12 @@ static int w_each(lua_State *L)
 static int w_query(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
+    bool all = take_all(L);
     int nk = lua_gettop(L) - 1;
     if (nk < 1) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "query: at least one kind expected");
     for (int i = 0; i < nk; i++) check_kind(L, i + 2);
     liter *it = push_iter(L, lw, 2);
+    it->all = all;
     it->kinds = xcalloc(L, (size_t)nk, sizeof *it->kinds);
     it->nk = (size_t)nk;
     for (int i = 0; i < nk; i++) it->kinds[i] = keel_kind_find(lua_tostring(L, i + 2));
@@ -168,13 +191,16 @@ static int w_count(lua_State *L)
         lua_pushinteger(L, (lua_Integer)keel_world_entity_count(lw->w));
         return 1;
     }
+    bool all = take_all(L);
     keel_kind_id k = check_kind(L, 2);
     /* storage holds the root's components too; the root is not an entity here */
-    size_t n = keel_storage_count(lw->w, k);
+    size_t total = keel_storage_count(lw->w, k), n = 0;
     keel_entity root = keel_world_root(lw->w);
-    keel_member m;
-    for (size_t i = 0; keel_member_at(lw->w, root, i, &m); i++)
-        if (m.kind == k && n > 0) n--;
+    for (size_t i = 0; i < total; i++) {
+        keel_entity e = keel_storage_owner(lw->w, k, i);
+        if (!e || e == root) continue;
+        if (counts(lw->w, (keel_comp){ e, k, keel_storage_slot(lw->w, k, i) }, all)) n++;
+    }
     lua_pushinteger(L, (lua_Integer)n);
     return 1;
 }

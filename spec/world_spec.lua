@@ -871,3 +871,35 @@ describe("world inside a callback transaction", function()
     H.rmrf(d)
   end)
 end)
+
+-- gameplay.md "Smaller expectations": disabled entities and components are skipped unless asked.
+do
+  local keel = require "keel"
+  describe("w:each, w:query and w:count(kind) with disabled ones", function()
+    it("skip disabled entities (and their subtrees) and disabled components unless { all = true }", function()
+      keel.kind{ key = "sw:filt", fields = { { "n", "int" } } }
+      local w = keel.world("F")
+      local a = w:spawn("A")
+      a:add("sw:filt")
+      local b = w:spawn("B")
+      b:add("sw:filt")
+      local c = w:spawn{ name = "C", parent = b }
+      c:add("sw:filt")
+      local d = w:spawn("D")
+      d:add("sw:filt").enabled = false
+      b.enabled = false
+      local function names(iter)
+        local t = {}
+        for e in iter do t[#t + 1] = e.name end
+        table.sort(t)
+        return table.concat(t, ",")
+      end
+      assert.are.equal(1, w:count("sw:filt"))
+      assert.are.equal(4, w:count("sw:filt", { all = true }))
+      assert.are.equal("A", names(w:each("sw:filt")))
+      assert.are.equal("A,B,C,D", names(w:each("sw:filt", { all = true })))
+      assert.are.equal("A", names(w:query("sw:filt")))
+      assert.are.equal("A,B,C,D", names(w:query("sw:filt", { all = true })))
+    end)
+  end)
+end

@@ -128,17 +128,21 @@ function World:find(uuid_or_name) end
 ---@return fun(): KeelEntity
 function World:entities() end
 
+---Enabled components of `kind` on active entities; a trailing `{ all = true }` lists disabled ones too.
 ---@param kind string
+---@param opts? { all: boolean }
 ---@return fun(): KeelEntity, KeelComponent
-function World:each(kind) end
+function World:each(kind, opts) end
 
 ---@param ... string kind keys
 ---@return fun(): KeelEntity, KeelComponent, ...
 function World:query(...) end
 
+---Entities (no kind), or enabled components of `kind` on active entities (`{ all = true }`: all).
 ---@param kind? string
+---@param opts? { all: boolean }
 ---@return integer
-function World:count(kind) end
+function World:count(kind, opts) end
 
 ---@param dt? number
 function World:step(dt) end

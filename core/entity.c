@@ -669,3 +669,5 @@ void keel__entity_reindex(keel_world *w, uint32_t i)
     w->live++;
     keel__touch(w);
 }
+
+void keel__uuid_prefetch(const keel_world *w, keel_uuid u) { uuid_prefetch(w, u); }

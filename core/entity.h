@@ -62,6 +62,8 @@ void keel__entity_reindex(keel_world *w, uint32_t i);
 /* A new entity with these facts, already checked by the caller (a valid name, a UUID not alive
  * in w, the depth limit): keel_transfer's entities arrive this way. Returns its index. */
 uint32_t keel__entity_place(keel_world *w, const char *name, uint32_t parent, keel_uuid uuid);
+/* Starts fetching u's slot of the UUID index: a loop over many UUIDs asks a few ahead. */
+void keel__uuid_prefetch(const keel_world *w, keel_uuid u);
 void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);
 /* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */

@@ -29,6 +29,7 @@ static keel_status clash_check(const keel_world *src, const uint32_t *list, size
                                keel_diags *d)
 {
     for (size_t k = 0; k < n; k++) {
+        if (k + 8 < n) keel__uuid_prefetch(dst, src->ents[list[k + 8]].uuid); /* the index misses cache */
         keel_uuid u = src->ents[list[k]].uuid;
         if (!keel_find(dst, u)) continue;
         char s[37];
@@ -45,6 +46,7 @@ static void move_entities(keel_world *src, const uint32_t *orig, size_t n, keel_
     /* src index -> its copy in dst, for the entities moved so far (pre-order: parents first) */
     uint32_t *to = keel__xcalloc(src->ent_count, sizeof *to);
     for (size_t k = 0; k < n; k++) {
+        if (k + 8 < n) keel__uuid_prefetch(dst, src->ents[orig[k + 8]].uuid);
         const keel__ent *oe = &src->ents[orig[k]];
         uint32_t mp = k == 0 ? p : to[oe->parent];
         moved[k] = to[orig[k]] = keel__entity_place(dst, oe->name, mp, oe->uuid); /* all checked before */
@@ -73,7 +75,10 @@ keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_
     keel_world_reserve(dst, (size_t)dst->ent_count + n); /* one growth of dst's tables, not many */
     move_entities(src, orig, n, dst, p, moved);
     /* out of src deepest first, so no child is ever set down at the top level; no hook runs */
-    for (size_t k = n; k-- > 0;) keel__entity_forget(src, orig[k]);
+    for (size_t k = n; k-- > 0;) {
+        if (k >= 8) keel__uuid_prefetch(src, src->ents[orig[k - 8]].uuid);
+        keel__entity_forget(src, orig[k]);
+    }
     keel_entity handle = keel__handle(dst, moved[0]);
     /* then on_transfer, in pre-order and membership order, each its own transaction in dst */
     for (size_t k = 0; k < n; k++) {

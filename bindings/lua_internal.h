@@ -100,6 +100,7 @@ typedef struct keel_lua_ctx {
     int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
     int msgs_ref;      /* registry: { [lightuserdata keel_world*] = its message queue } (lua_message.c) */
     int msg_ref;       /* registry slot: the message being delivered */
+    int systems_ref;   /* registry: the declared systems, in declaration order (lua_system.c) */
     int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
     int depth;         /* callback nesting */
     int migrating;     /* migrate steps running (they know no world: every close refuses meanwhile) */
@@ -165,6 +166,11 @@ int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
 int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx);
 void keel__lua_messages_forget(lua_State *L, keel_lua_ctx *ctx, keel_world *w); /* a closed world's queue */
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
+/* ---- lua_system.c ---- */
+/* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
+void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_phase phase, double dt);
+void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds _systems_runner to the table on top */
+extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_runnable, w:_fault_system */
 
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
 

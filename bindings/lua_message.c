@@ -182,13 +182,13 @@ static void receivers(keel_world *w, keel_entity e, keel_comp **list, size_t *n,
     }
 }
 
-static void deliver(keel_world *w, keel_phase phase)
+static void deliver(keel_world *w, keel_phase phase, double dt)
 {
-    (void)phase;
     lua_State *L = keel__lua_cur.L;
     keel_lua_ctx *ctx = keel__lua_cur.ctx;
     if (!L || !ctx || !ctx->alive || ctx->msgs_ref == LUA_NOREF || !lua_checkstack(L, 10)) return;
     int top = lua_gettop(L);
+    if (phase < KEEL_PHASE_COUNT_) keel__lua_run_systems(L, ctx, w, phase, dt); /* then the phase's messages */
     push_queue(L, ctx, w, false);
     if (!lua_istable(L, -1)) {
         lua_settop(L, top);

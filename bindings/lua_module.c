@@ -139,7 +139,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     ctx->alive = true;
     ctx->refs = 1;
     ctx->loading_ref = LUA_NOREF;
-    ctx->msgs_ref = ctx->msg_ref = LUA_NOREF;
+    ctx->msgs_ref = ctx->msg_ref = ctx->systems_ref = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
     lua_newtable(L); /* keel_world* -> World udata, weak values */
     lua_createtable(L, 0, 1);
@@ -181,6 +181,7 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_prefab(L); /* prefab; pops the ctx */
     lua_pushlightuserdata(L, ctx);
     keel__lua_open_kind(L);
+    keel__lua_open_system(L, ctx);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");
     lua_pushcfunction(L, m_invalid);

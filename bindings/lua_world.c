@@ -515,6 +515,10 @@ static int w_errors(lua_State *L)
             lua_pushinteger(L, (lua_Integer)f->timer);
             lua_setfield(L, -2, "timer");
         }
+        if (f->system) {
+            lua_pushstring(L, f->system);
+            lua_setfield(L, -2, "system");
+        }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -941,6 +945,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_command_methods, 0); /* _apply */
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
+    luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */
     lua_pushcclosure(L, world_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

@@ -75,7 +75,16 @@ bool keel__batch_next(keel__batch *b);
 void keel__batch_done(keel__batch *b, keel_status st);
 /* Set by a binding: called at the start of every step (phase KEEL_PHASE_COUNT_) and at the end
  * of every phase's hooks, outside any transaction (the Lua binding delivers messages there). */
-extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase);
+extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
+/* Whether component c takes part in this step: enabled, not faulted, under active entities and
+ * not added during this step (a system's `each` visits what a hook would run). */
+bool keel__comp_runnable(const keel_world *w, keel_comp c);
+/* A callback transaction not tied to a component (a system's run): close commits, or rolls back
+ * on a status other than KEEL_OK (the caller records the failure). */
+void keel__callback_open(keel_world *w, keel__hook_txn *t);
+void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
+/* Records a system's failure in the world's error list (keel_fault.system = its name). */
+void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message);
 /* Runs component c's hook for `phase` as a transaction (a failure rolls back, faults, records),
  * unless c is gone, disabled, under a disabled entity or faulted. */
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase);

@@ -975,6 +975,7 @@ typedef struct keel_fault {
     keel_phase phase;
     const char *message;
     keel_timer_id timer; /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
+    const char *system;  /* a system's failure (the Lua binding's keel.system): its name; else NULL */
 } keel_fault;
 /* Every fault since the world was made, oldest first; never cleared. keel_fault_at: NULL
  * past the end. The fault belongs to the world: the pointer is valid until the next fault

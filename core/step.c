@@ -16,7 +16,7 @@ static void fault_record(keel_world *w, keel_uuid entity, const char *kind, uint
         w->fault_cap = w->fault_cap ? w->fault_cap * 2 : 8;
         w->faults = keel__xrealloc(w->faults, w->fault_cap * sizeof *w->faults);
     }
-    w->faults[w->fault_count++] = (keel_fault){ entity, keel__strdup(kind), slot, phase, keel__strdup(message), 0 };
+    w->faults[w->fault_count++] = (keel_fault){ entity, keel__strdup(kind), slot, phase, keel__strdup(message), 0, NULL };
 }
 
 void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const char *message)
@@ -25,9 +25,16 @@ void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const 
     w->faults[w->fault_count - 1].timer = id;
 }
 
+void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message)
+{
+    fault_record(w, entity, "", 0, phase, message);
+    w->faults[w->fault_count - 1].system = keel__strdup(system);
+}
+
 void keel__faults_free(keel_world *w)
 {
     for (size_t i = 0; i < w->fault_count; i++) {
+        free((char *)w->faults[i].system);
         free((char *)w->faults[i].kind);
         free((char *)w->faults[i].message);
     }
@@ -197,7 +204,14 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
     call_entry(w, i, m, kd, phase, dt, from);
 }
 
-void (*keel__phase_end_hook)(keel_world *w, keel_phase phase);
+void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
+
+bool keel__comp_runnable(const keel_world *w, keel_comp c)
+{
+    keel__ent *en = keel__ent_get(w, c.entity);
+    keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    return m && m->enabled && !m->faulted && m->born <= w->frame && keel__active(w, (uint32_t)c.entity);
+}
 
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
 {
@@ -320,7 +334,7 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
     }
-    if (keel__phase_end_hook) keel__phase_end_hook(w, phase);
+    if (keel__phase_end_hook) keel__phase_end_hook(w, phase, dt);
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
 }
@@ -331,7 +345,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     if (!isfinite(dt) || dt < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "dt must be a finite number >= 0");
     w->in_step = true;
-    if (keel__phase_end_hook) keel__phase_end_hook(w, KEEL_PHASE_COUNT_); /* what was left for this step */
+    if (keel__phase_end_hook) keel__phase_end_hook(w, KEEL_PHASE_COUNT_, 0); /* what was left for this step */
     run_phase(w, KEEL_PHASE_START, dt);
     w->acc += dt;
     int n = 0;

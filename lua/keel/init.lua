@@ -21,4 +21,5 @@
 -- * Handles held before a destroy stay stale after an undo restores the entity (same
 --   UUID, new handle): look it up again with w:find(uuid).
 local core = require "keel.core"
+if not core.system then require "keel.system"(core) end -- keel.system{}, keel.systems(), keel.system_reset()
 return core

@@ -386,6 +386,37 @@ function persist.info(path) end
 ---@field persist KeelPersist
 local keel = {}
 
+---@class KeelSystemSpec
+---@field name string
+---@field phase "start"|"fixed_update"|"update"|"late_update"
+---@field query? string[]             # each: the kinds an entity must hold (lowest slot of each)
+---@field after? string[]             # systems of the phase that run first
+---@field each? fun(e: KeelEntity, ...: KeelComponent|number)  # components in query order, then dt
+---@field run? fun(w: KeelWorld, dt: number)
+
+---@class KeelSystemInfo
+---@field name string
+---@field phase string
+---@field query string[]
+---@field after string[]
+---@field faulted boolean
+
+---Declares (or redeclares, clearing its fault) a system: after a phase's component hooks, in
+---`after` order (ties: declaration order; a cycle is InvalidArgument). Each call is a
+---transaction; a failure faults the system (skipped until redeclared or system_reset) and is
+---recorded once in `w:errors()` with `system = name`.
+---@param spec KeelSystemSpec
+---@return string name
+function keel.system(spec) end
+
+---@return KeelSystemInfo[]
+function keel.systems() end
+
+---Clears a system's fault: it runs again.
+---@param name string
+function keel.system_reset(name) end
+
+
 ---Declares (or redeclares: hot reload) a kind; returns its key, and its warnings when there are
 ---some (a carried-over value outside the new bounds reset to its default, an unknown component
 ---left unadopted). Raises InvalidOperation, changing nothing, when a live component would break

@@ -73,6 +73,26 @@ local spawn_keel = best(3, function()
   return function() sw:close() end
 end)
 
+-- lua system: a system's `each` over N entities against the same work as a per-component hook
+-- (the contract: a system costs no more than a hook over the same entities)
+keel.kind{ key = "bench:pos", fields = { { "x", "float", default = 0 }, { "vx", "float", default = 1 } } }
+keel.system{ name = "bench:move", phase = "update", query = { "bench:pos" },
+  each = function(e, p, dt_) p.x = p.x + p.vx * dt_ end }
+local SYS_STEPS = 5
+local ws = keel.world("bench-system")
+for i = 1, N do ws:spawn("e"):add("bench:pos", { vx = i % 7 }) end
+ws:step(dt)
+local wh = keel.world("bench-hook")
+for i = 1, N do wh:spawn("e"):add("bench:mover", { vx = i % 7 }) end
+wh:step(dt)
+local system_keel, system_hook = pair(2, function()
+  for _ = 1, SYS_STEPS do ws:step(dt) end
+end, function()
+  for _ = 1, SYS_STEPS do wh:step(dt) end
+end)
+ws:close()
+wh:close()
+
 local function row(name, k, b, n)
   print(string.format("BENCH\t%s\t%.1f\t%.1f\tns", name, k / n * 1e9, b / n * 1e9))
   io.stderr:write(string.format("%-12s keel %8.1f ns  baseline %8.1f ns  ratio %.2fx\n", name,
@@ -80,3 +100,4 @@ local function row(name, k, b, n)
 end
 row("lua update", update_keel, update_base, N * STEPS)
 row("lua spawn", spawn_keel, spawn_base, N)
+row("lua system", system_keel, system_hook, N * SYS_STEPS)

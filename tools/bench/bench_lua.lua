@@ -93,6 +93,40 @@ end)
 ws:close()
 wh:close()
 
+-- message: N sends to one component and their delivery at the next step, per message, against
+-- queueing copies of the same tables in plain Lua and calling the handler on each
+local MSGS = 20000
+local got = 0
+keel.kind{ key = "bench:ear", on_message = function(self, e, name, data) got = got + data.n end }
+local wm = keel.world("bench-message")
+local ear = wm:spawn("ear")
+ear:add("bench:ear")
+local message_keel, message_base = pair(3, function()
+  for i = 1, MSGS do ear:send("hit", { n = i }) end
+  wm:step(0)
+end, function()
+  local q = {}
+  local handler = function(data) got = got + data.n end
+  for i = 1, MSGS do local d = { n = i }; q[#q + 1] = { name = "hit", data = { n = d.n } } end
+  for i = 1, #q do handler(q[i].data) end
+end)
+wm:close()
+
+-- timer: N one-shot timers firing in one step, per timer, against calling N plain closures
+local TIMERS = 20000
+local wt = keel.world("bench-timer")
+local fired = 0
+local function tick() fired = fired + 1 end
+local timer_keel, timer_base = pair(3, function()
+  for _ = 1, TIMERS do wt:after(0, tick) end
+  wt:step(dt)
+end, function()
+  local list = {}
+  for i = 1, TIMERS do list[i] = tick end
+  for i = 1, TIMERS do list[i]() end
+end)
+wt:close()
+
 local function row(name, k, b, n)
   print(string.format("BENCH\t%s\t%.1f\t%.1f\tns", name, k / n * 1e9, b / n * 1e9))
   io.stderr:write(string.format("%-12s keel %8.1f ns  baseline %8.1f ns  ratio %.2fx\n", name,
@@ -101,3 +135,5 @@ end
 row("lua update", update_keel, update_base, N * STEPS)
 row("lua spawn", spawn_keel, spawn_base, N)
 row("lua system", system_keel, system_hook, N * SYS_STEPS)
+row("message", message_keel, message_base, MSGS)
+row("timer", timer_keel, timer_base, TIMERS)

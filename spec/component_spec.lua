@@ -821,19 +821,6 @@ end)
 
 -- c:set{} with a validate hook that changes the argument table: each case crashed under ASan or misbehaved before its fix.
 do
-  local keel = require "keel"
-  local H = require "spec.helper"
-  local n = 0
-  local function key(what)
-    n = n + 1
-    return ("hl:%s%d"):format(what, n)
-  end
-
-  -- A pcall's failure as an InvalidOperation error object, from inside a callback.
-  local function refused(f)
-    local ok, err = pcall(f)
-    return not ok and type(err) == "table" and err.code == "InvalidOperation"
-  end
 
   describe("c:set{} with a validate hook that changes the argument table", function()
     local k = key("set")
@@ -898,8 +885,6 @@ end
 
 -- gameplay.md "Smaller expectations": vector values by name, and c.faulted.
 do
-  local keel = require "keel"
-  local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
 
   describe("vector values", function()
     it("read as arrays that also answer .x .y .z .w and .r .g .b .a, through one shared metatable", function()

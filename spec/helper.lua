@@ -100,6 +100,12 @@ function H.fails(code, f, ...)
   return err
 end
 
+-- Whether f raised an InvalidOperation error object (a refusal seen from inside a callback).
+function H.refused(f)
+  local ok, err = pcall(f)
+  return not ok and type(err) == "table" and err.code == "InvalidOperation"
+end
+
 -- Runs f and returns what it raised (fails when it did not raise).
 function H.raises(f, ...)
   local ok, err = pcall(f, ...)

@@ -274,19 +274,6 @@ end)
 
 -- keel.history misuse: each case crashed under ASan or misbehaved before its fix.
 do
-  local keel = require "keel"
-  local H = require "spec.helper"
-  local n = 0
-  local function key(what)
-    n = n + 1
-    return ("hl:%s%d"):format(what, n)
-  end
-
-  -- A pcall's failure as an InvalidOperation error object, from inside a callback.
-  local function refused(f)
-    local ok, err = pcall(f)
-    return not ok and type(err) == "table" and err.code == "InvalidOperation"
-  end
 
   describe("keel.history misuse", function()
     local history = require "keel.history"

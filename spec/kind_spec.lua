@@ -786,9 +786,7 @@ end)
 -- keel.kind{} with many fields: any count up to the limit (1024) declares, spawns, sets, reads,
 -- dumps and parses back; one more is LimitExceeded.
 do
-  local keel = require "keel"
-
-  local fails = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua").fails
+  local fails = H.fails
 
   local LIMIT = 1024 -- keep in step with KEEL_LUA_MAX_FIELDS
 
@@ -882,8 +880,6 @@ end
 
 -- gameplay.md "Smaller expectations": the runtime field flag.
 do
-  local keel = require "keel"
-  local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
 
   describe("runtime fields", function()
     it("are saved in save games and never written to scene files", function()

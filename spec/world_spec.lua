@@ -674,19 +674,6 @@ end)
 
 -- w:close() inside a callback of its world: each case crashed under ASan or misbehaved before its fix.
 do
-  local keel = require "keel"
-  local H = require "spec.helper"
-  local n = 0
-  local function key(what)
-    n = n + 1
-    return ("hl:%s%d"):format(what, n)
-  end
-
-  -- A pcall's failure as an InvalidOperation error object, from inside a callback.
-  local function refused(f)
-    local ok, err = pcall(f)
-    return not ok and type(err) == "table" and err.code == "InvalidOperation"
-  end
 
   describe("w:close() inside a callback of its world", function()
     it("refuses inside awake: InvalidOperation, and the world stays usable", function()
@@ -694,7 +681,7 @@ do
       local seen
       local k = key("awake")
       keel.kind{ key = k, fields = { { "x", "float" } },
-        awake = function(self) self.x = 5; seen = refused(function() w:close() end) end }
+        awake = function(self) self.x = 5; seen = H.refused(function() w:close() end) end }
       local c = w:spawn("e"):add(k)
       assert.is_true(seen)
       assert.are.equal(5, c.x)
@@ -722,7 +709,7 @@ do
       local seen
       local k = key("destroy")
       keel.kind{ key = k, fields = { { "x", "float" } },
-        on_destroy = function(self) self.x = 3; seen = refused(function() w:close() end) end }
+        on_destroy = function(self) self.x = 3; seen = H.refused(function() w:close() end) end }
       local e = w:spawn("e")
       e:add(k)
       e:destroy()
@@ -735,7 +722,7 @@ do
       local seen
       local k = key("validate")
       keel.kind{ key = k, fields = { { "x", "float" } },
-        validate = function() seen = refused(function() w:close() end); return true end }
+        validate = function() seen = H.refused(function() w:close() end); return true end }
       local c = w:spawn("e"):add(k)
       c.x = 4
       assert.is_true(seen)
@@ -756,7 +743,7 @@ do
       local seen
       keel.kind{ key = k, version = 2, fields = { { "ms", "float" } },
         migrate = { [2] = function(body)
-          seen = refused(function() fresh:close() end)
+          seen = H.refused(function() fresh:close() end)
           body.ms = body.kmh / 3.6; body.kmh = nil
           return body
         end } }
@@ -770,7 +757,7 @@ do
       local w = keel.world("C")
       local seen
       local k = key("update")
-      keel.kind{ key = k, fields = {}, update = function() seen = refused(function() w:close() end) end }
+      keel.kind{ key = k, fields = {}, update = function() seen = H.refused(function() w:close() end) end }
       w:spawn("e"):add(k)
       w:step(1 / 60)
       assert.is_true(seen)

@@ -70,6 +70,21 @@ static keel_status validate(keel_world *w, keel_comp c, keel__entry **m, const k
     return st;
 }
 
+/* Whether record `rec` of kind k, with these values put, still makes a body a save can write
+ * (LimitExceeded otherwise); tried on a copy, and only for kinds whose bodies can grow past it. */
+static keel_status body_fits(keel_kind_id k, const void *rec, size_t n, const int *fields, const keel_value *vals,
+                             keel_diags *d)
+{
+    if (keel__record_body_bounded(k)) return KEEL_OK;
+    void *scratch = keel__xrealloc(NULL, keel_kind_record_size(k));
+    keel__record_copy(k, scratch, rec);
+    for (size_t j = 0; j < n; j++) keel__record_put(k, scratch, fields[j], &vals[j]);
+    keel_status st = keel__record_body_check(k, scratch, d);
+    keel__record_fini(k, scratch);
+    free(scratch);
+    return st;
+}
+
 static void count_writes(keel_world *w, keel_kind_id k, const keel__entry *m, size_t n)
 {
     if (m) w->stores[k].rows[m->row].counter += n;
@@ -156,15 +171,7 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
         if ((st = keel_field_check(c.kind, fields[j], &vals[j], d))) return st;
     }
     void *rec = keel__store_rec(&w->stores[c.kind], m->row);
-    if (!keel__record_body_bounded(c.kind)) { /* the body a save would write, tried on a copy */
-        void *scratch = keel__xrealloc(NULL, keel_kind_record_size(c.kind));
-        keel__record_copy(c.kind, scratch, rec);
-        for (size_t j = 0; j < n; j++) keel__record_put(c.kind, scratch, fields[j], &vals[j]);
-        st = keel__record_body_check(c.kind, scratch, d);
-        keel__record_fini(c.kind, scratch);
-        free(scratch);
-        if (st) return st;
-    }
+    if ((st = body_fits(c.kind, rec, n, fields, vals, d))) return st;
     /* all checked: nothing below can fail */
     bool journal = keel__txn_wants(w);
     keel_uuid uuid = journal ? w->ents[(uint32_t)c.entity].uuid : (keel_uuid){ { 0 } };
@@ -199,15 +206,7 @@ keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size
             continue;
         if ((st = keel__value_check(f, &vals[j], d))) return st;
     }
-    if (!keel__record_body_bounded(c.kind)) { /* the body a save would write, tried on a copy */
-        void *scratch = keel__xrealloc(NULL, keel_kind_record_size(c.kind));
-        keel__record_copy(c.kind, scratch, record);
-        for (size_t j = 0; j < n; j++) keel__record_put(c.kind, scratch, fields[j], &vals[j]);
-        st = keel__record_body_check(c.kind, scratch, d);
-        keel__record_fini(c.kind, scratch);
-        free(scratch);
-        if (st) return st;
-    }
+    if ((st = body_fits(c.kind, record, n, fields, vals, d))) return st;
     /* all checked: nothing below can fail */
     bool journal = w->txn_depth > 1 && keel__txn_wants(w); /* the outermost one commits right after */
     const keel__layout *L = keel__kind_layout(c.kind);

@@ -102,46 +102,6 @@ static void run_doomed(keel_world *w)
     w->draining = false;
 }
 
-/* Closes it: commits, or rolls back, faults the component and records the failure once. */
-static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
-{
-    keel_kind_id k = t->call.comp.kind;
-    uint32_t slot = t->call.comp.slot;
-    w->hook_comp = t->outer;
-    w->hook_row = t->outer_row;
-    w->txn_depth--;
-    w->cmd_depth = t->cmd_depth;
-
-    if (st != KEEL_OK) {
-        keel__txn_rollback(w, t->mark);
-        if (w->txn_depth == 0) {
-            keel__held_release(w);
-            if (w->tomb_cap) keel__tombs_clear(w);
-        }
-        keel_entity now = keel_find(w, t->uuid);
-        if (t->index == 0) now = keel_world_root(w);
-        keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
-        keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
-        if (fm) fm->faulted = true;
-        const char *msg = "failed";
-        for (size_t j = 0; j < t->diags.count; j++)
-            if (t->diags.items[j].severity == KEEL_SEV_ERROR) {
-                msg = t->diags.items[j].message;
-                break;
-            }
-        fault_record(w, t->uuid, t->kd->key, slot, t->call.phase, msg);
-    } else if (w->txn_depth == 0) {
-        /* the outermost transaction committed: its log is no longer needed */
-        keel__txn_commit(w, t->mark);
-        if (w->held_count) keel__held_release(w);
-        if (w->tomb_cap) keel__tombs_clear(w);
-        if (w->doomed_count && !w->draining) run_doomed(w);
-    }
-    if (t->diags.items) keel_diags_free(&t->diags);
-    /* outside a step nothing holds a record once the outermost transaction has closed */
-    if (w->pending_count && w->txn_depth == 0 && !w->draining && !w->in_step) keel__store_flush_pending(w);
-}
-
 void keel__callback_open(keel_world *w, keel__hook_txn *t)
 {
     *t = (keel__hook_txn){ .mark = w->log_count,
@@ -168,11 +128,38 @@ void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st)
             if (w->tomb_cap) keel__tombs_clear(w);
         }
     } else if (w->txn_depth == 0) {
+        /* the outermost transaction committed: its log is no longer needed */
         keel__txn_commit(w, t->mark);
         if (w->held_count) keel__held_release(w);
         if (w->tomb_cap) keel__tombs_clear(w);
         if (w->doomed_count && !w->draining) run_doomed(w);
     }
+    /* outside a step nothing holds a record once the outermost transaction has closed */
+    if (w->pending_count && w->txn_depth == 0 && !w->draining && !w->in_step) keel__store_flush_pending(w);
+}
+
+/* Closes a hook's transaction as any callback's, and on a failure faults the component and
+ * records the failure once. */
+static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
+{
+    keel__callback_close(w, t, st);
+    if (st != KEEL_OK) {
+        keel_kind_id k = t->call.comp.kind;
+        uint32_t slot = t->call.comp.slot;
+        keel_entity now = keel_find(w, t->uuid);
+        if (t->index == 0) now = keel_world_root(w);
+        keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
+        keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
+        if (fm) fm->faulted = true;
+        const char *msg = "failed";
+        for (size_t j = 0; j < t->diags.count; j++)
+            if (t->diags.items[j].severity == KEEL_SEV_ERROR) {
+                msg = t->diags.items[j].message;
+                break;
+            }
+        fault_record(w, t->uuid, t->kd->key, slot, t->call.phase, msg);
+    }
+    if (t->diags.items) keel_diags_free(&t->diags);
 }
 
 static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,

@@ -331,12 +331,17 @@ bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
     return false;
 }
 
+/* Whether the self table at depth i is component c's (of world w), its component still there. */
+static bool live_self(const keel_lua_ctx *ctx, int i, const keel_world *w, keel_comp c)
+{
+    return ctx->self_w[i] == w && !ctx->self_gone[i] && ctx->self_c[i].entity == c.entity &&
+           ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot;
+}
+
 keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d)
 {
     for (int i = 0; i < ctx->depth; i++) {
-        if (ctx->self_w[i] != w || ctx->self_gone[i] || ctx->self_c[i].entity != c.entity ||
-            ctx->self_c[i].kind != c.kind || ctx->self_c[i].slot != c.slot)
-            continue;
+        if (!live_self(ctx, i, w, c)) continue;
         keel_lua_kind *lk = ctx->self_k[i];
         const keel_kind_desc *kd = keel_kind_describe(c.kind);
         if (lk->dead || !kd) continue;
@@ -353,9 +358,7 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
 void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++) {
-        if (ctx->self_w[i] != w || ctx->self_gone[i] || ctx->self_c[i].entity != c.entity ||
-            ctx->self_c[i].kind != c.kind || ctx->self_c[i].slot != c.slot)
-            continue;
+        if (!live_self(ctx, i, w, c)) continue;
         keel_lua_kind *lk = ctx->self_k[i];
         const keel_kind_desc *kd = keel_kind_describe(c.kind);
         const char *rec = keel_record(w, c);

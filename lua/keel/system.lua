@@ -61,6 +61,56 @@ return function(core)
     return by_phase
   end
 
+  local function fail(w, s, phase, err)
+    s.faulted = true
+    w:_fault_system(s.name, phase, "system " .. s.name .. ": " .. tostring(err))
+  end
+
+  -- The entities `each` visits now: in run order, holding every queried kind (lowest slot),
+  -- each taking part in this step; the list is made before the first call.
+  local function visits(w, s)
+    local out = {}
+    for _, k in ipairs(s.query) do
+      local ok, held = pcall(w.count, w, k)
+      if not ok or held == 0 then return out end -- a kind nobody holds (or not declared): nothing to visit
+    end
+    for e in w:entities() do
+      local comps = {}
+      for i, k in ipairs(s.query) do
+        local ok, c = pcall(e.get, e, k)
+        if not ok or not c or not w:_runnable(c) then comps = nil; break end
+        comps[i] = c
+      end
+      if comps then out[#out + 1] = { e, comps } end
+    end
+    return out
+  end
+
+  local function runner(w, phase, dt)
+    for _, s in ipairs(order[phase] or NONE) do
+      if not s.faulted then
+        if s.run then
+          local ok, err = w:_atomic(s.run, w, dt)
+          if not ok then fail(w, s, phase, err) end
+        else
+          local n = #s.query
+          for _, v in ipairs(visits(w, s)) do
+            local e, comps = v[1], v[2]
+            if e:alive() then
+              local args = { e }
+              for i = 1, n do args[i + 1] = comps[i] end
+              args[n + 2] = dt
+              local ok, err = w:_atomic(s.each, table.unpack(args, 1, n + 2))
+              if not ok then fail(w, s, phase, err); break end
+            end
+          end
+        end
+      end
+    end
+  end
+
+  local installed = false -- steps pay nothing for systems until one is declared
+
   function core.system(spec)
     if type(spec) ~= "table" then invalid("system: a table expected, got %s", type(spec)) end
     local name = spec.name
@@ -88,6 +138,10 @@ return function(core)
     if not by_phase then invalid("system %s: `after` makes a cycle: %s", name, table.concat(cycle, " -> ")) end
     systems, order = list, by_phase
     by_name[name] = at or #list
+    if not installed then
+      core._systems_runner(runner)
+      installed = true
+    end
     return name
   end
 
@@ -106,51 +160,4 @@ return function(core)
     systems[at].faulted = false
   end
 
-  local function fail(w, s, phase, err)
-    s.faulted = true
-    w:_fault_system(s.name, phase, "system " .. s.name .. ": " .. tostring(err))
-  end
-
-  -- The entities `each` visits now: in run order, holding every queried kind (lowest slot),
-  -- each taking part in this step; the list is made before the first call.
-  local function visits(w, s)
-    local out = {}
-    for _, k in ipairs(s.query) do
-      local ok, held = pcall(w.count, w, k)
-      if not ok or held == 0 then return out end -- a kind nobody holds (or not declared): nothing to visit
-    end
-    for e in w:entities() do
-      local comps = {}
-      for i, k in ipairs(s.query) do
-        local ok, c = pcall(e.get, e, k)
-        if not ok or not c or not w:_runnable(c) then comps = nil; break end
-        comps[i] = c
-      end
-      if comps then out[#out + 1] = { e, comps } end
-    end
-    return out
-  end
-
-  core._systems_runner(function(w, phase, dt)
-    for _, s in ipairs(order[phase] or NONE) do
-      if not s.faulted then
-        if s.run then
-          local ok, err = w:_atomic(s.run, w, dt)
-          if not ok then fail(w, s, phase, err) end
-        else
-          local n = #s.query
-          for _, v in ipairs(visits(w, s)) do
-            local e, comps = v[1], v[2]
-            if e:alive() then
-              local args = { e }
-              for i = 1, n do args[i + 1] = comps[i] end
-              args[n + 2] = dt
-              local ok, err = w:_atomic(s.each, table.unpack(args, 1, n + 2))
-              if not ok then fail(w, s, phase, err); break end
-            end
-          end
-        end
-      end
-    end
-  end)
 end

@@ -607,7 +607,9 @@ keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
 {
     if (!name) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s name cannot be null", what);
     if (!keel__utf8_valid(name)) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "%s name must be valid UTF-8", what);
-    size_t len = strlen(name), limit = keel_limits_default().string_length;
+    static size_t limit; /* the default is a constant: built once, not per spawn */
+    if (!limit) limit = keel_limits_default().string_length;
+    size_t len = strlen(name);
     if (len > limit) /* the scene reader's string length */
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "%s name of %zu bytes is longer than the limit (%zu bytes)", what,
                           len, limit);

@@ -86,6 +86,13 @@ static kind *kind_get(keel_kind_id k)
     return reg.by_id[k - 1];
 }
 
+const keel_kind_desc *keel__kind_parts(keel_kind_id k, const keel__layout **layout)
+{
+    kind *K = kind_get(k);
+    *layout = K ? &K->lay : NULL;
+    return K ? &K->desc : NULL;
+}
+
 const keel__layout *keel__kind_layout(keel_kind_id k)
 {
     kind *K = kind_get(k);

@@ -12,5 +12,8 @@ void keel__callback_enter(void);
 void keel__callback_leave(void);
 /* The layout of declared kind k (NULL for an unknown id): the registry owns it. */
 const keel__layout *keel__kind_layout(keel_kind_id k);
+/* Both at once (records ask for both on every get and put): the description, NULL when k is
+ * not declared, and its layout in *layout. */
+const keel_kind_desc *keel__kind_parts(keel_kind_id k, const keel__layout **layout);
 
 #endif

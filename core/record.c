@@ -23,10 +23,10 @@ size_t keel__layout_size(const keel_kind_desc *d)
 
 void keel__record_init(keel_kind_id k, void *record)
 {
-    const keel_kind_desc *D = keel_kind_describe(k);
+    const keel__layout *L;
+    const keel_kind_desc *D = keel__kind_parts(k, &L);
     if (!D)
         return;
-    const keel__layout *L = keel__kind_layout(k);
     memcpy(record, L->defaults, L->size);
     if (!L->has_strings)
         return;
@@ -51,10 +51,10 @@ void keel__desc_record_fini(const keel_kind_desc *d, void *record)
 
 void keel__record_fini(keel_kind_id k, void *record)
 {
-    const keel_kind_desc *D = keel_kind_describe(k);
+    const keel__layout *L;
+    const keel_kind_desc *D = keel__kind_parts(k, &L);
     if (!D)
         return;
-    const keel__layout *L = keel__kind_layout(k);
     if (L->has_strings)
         keel__desc_record_fini(D, record);
     else
@@ -63,10 +63,10 @@ void keel__record_fini(keel_kind_id k, void *record)
 
 void keel__record_copy(keel_kind_id k, void *dst, const void *src)
 {
-    const keel_kind_desc *D = keel_kind_describe(k);
+    const keel__layout *L;
+    const keel_kind_desc *D = keel__kind_parts(k, &L);
     if (!D)
         return;
-    const keel__layout *L = keel__kind_layout(k);
     memcpy(dst, src, L->size);
     for (size_t i = 0; L->has_strings && i < D->field_count; i++) {
         if (D->fields[i].type != KEEL_T_STRING)
@@ -80,8 +80,8 @@ void keel__record_copy(keel_kind_id k, void *dst, const void *src)
 
 void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out)
 {
-    const keel_kind_desc *D = keel_kind_describe(k);
-    const keel__layout *L = keel__kind_layout(k);
+    const keel__layout *L;
+    const keel_kind_desc *D = keel__kind_parts(k, &L);
     if (!D || f < 0 || (size_t)f >= D->field_count) {
         memset(out, 0, sizeof *out);
         return;
@@ -91,8 +91,8 @@ void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out
 
 void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v)
 {
-    const keel_kind_desc *D = keel_kind_describe(k);
-    const keel__layout *L = keel__kind_layout(k);
+    const keel__layout *L;
+    const keel_kind_desc *D = keel__kind_parts(k, &L);
     if (!D || f < 0 || (size_t)f >= D->field_count)
         return;
     keel__value_store(&D->fields[f], (unsigned char *)record + L->offsets[f], v);

@@ -181,6 +181,19 @@ describe("game:health (messages)", function()
     assert.are.equal(0, hp.value)
   end)
 
+  it("a value written to 0 directly dies in the next update, with the same broadcast", function()
+    local kind = "demo_spec:counter"
+    local heard = 0
+    keel.kind{ key = kind, fields = {}, on_message = function(_, _, name) if name == "died" then heard = heard + 1 end end }
+    w:spawn{ name = "Ear", components = { kind } }
+    hp.value = 0
+    w:step(0.1)
+    assert.is_true(hp.dead)
+    assert.are.equal(1, heard)
+    w:step(0.1)
+    assert.are.equal(1, heard)
+  end)
+
   it("ignores messages that are not its own or carry no amount", function()
     e:send("damage", { much = true })
     e:send("greet", { amount = 10 })

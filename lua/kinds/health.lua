@@ -24,7 +24,10 @@ keel.kind{
     if self.regen > 0 and self.value < self.max then
       self.value = math.min(self.max, self.value + self.regen * dt)
     end
-    if self.value <= 0 then self.dead = true end
+    if self.value <= 0 then -- written to 0 directly (a console, another kind): the same news
+      self.dead = true
+      entity.world:broadcast("died", { entity = entity })
+    end
   end,
   -- e:send("damage", { amount = 5, from = attacker }) / e:send("heal", { amount = 5 })
   on_message = function(self, entity, name, data)

@@ -17,8 +17,8 @@ local function prefab(path)
   error("game:spawner: prefab " .. path .. " not found")
 end
 
--- One spawn of the spawner in `slot` of `entity`: the timer's callback (not a hook: it writes
--- through a component handle). The copy's components get their values before its awake runs.
+-- One spawn of the spawner `c` (a component handle: the timer's callback is not a hook) of
+-- `entity`. `set` gives the copy's components their values before its awake runs.
 local function spawn(entity, c)
   c.spawned = c.spawned + 1
   local a = c.spawned * 2.399963 -- the golden angle: a fixed direction per spawn, runs are deterministic

@@ -62,7 +62,7 @@ describe("the demo scene", function()
     assert.are.equal(15, w:count())
   end)
 
-  it("the Chaser's bites reach the Player as damage messages", function()
+  it("followers' bites reach the Player as damage messages", function()
     local w = demo()
     local hp = w:find("Player"):get("game:health")
     -- alone, regen (2/s from 80) would fill it to 100 in ten seconds

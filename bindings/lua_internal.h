@@ -255,7 +255,14 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
 /* Re-fills self tables showing `c` after a write through a handle. */
 void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
-/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>"; returns its status. */
+/* "chunk:line" of the Lua function that called the running C function (skipping keel's own Lua
+ * modules, as error(msg, 2) skips a level); false when it was called from C. */
+bool keel__lua_position(lua_State *L, char *buf, size_t cap);
+/* The position an error value carries: a keel error object's `where`, or the "chunk:line" that
+ * starts a Lua error string. Raw accesses only: it runs no metamethod. */
+bool keel__lua_error_where(lua_State *L, int idx, char *buf, size_t cap);
+/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
+ * position as the diagnostic's file and line, and in the message); returns its status. */
 keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
 
 /* ---- Timers (lua_timer.c) ---- */

@@ -519,6 +519,12 @@ static int w_errors(lua_State *L)
             lua_pushstring(L, f->system);
             lua_setfield(L, -2, "system");
         }
+        if (f->where) {
+            lua_pushstring(L, f->where);
+            lua_setfield(L, -2, "where");
+        }
+        lua_pushinteger(L, (lua_Integer)f->count);
+        lua_setfield(L, -2, "count");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

@@ -83,8 +83,10 @@ bool keel__comp_runnable(const keel_world *w, keel_comp c);
  * on a status other than KEEL_OK (the caller records the failure). */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);
 void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
-/* Records a system's failure in the world's error list (keel_fault.system = its name). */
-void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message);
+/* Records a system's failure in the world's error list (keel_fault.system = its name; where: the
+ * Lua position "chunk:line" of the error, or NULL). */
+void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message,
+                        const char *where);
 /* Runs component c's hook for `phase` as a transaction (a failure rolls back, faults, records),
  * unless c is gone, disabled, under a disabled entity or faulted. */
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase);

@@ -975,10 +975,15 @@ typedef struct keel_fault {
     keel_phase phase;
     const char *message;
     keel_timer_id timer; /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
-    const char *system;  /* a system's failure (the Lua binding's keel.system): its name; else NULL */
+    const char *system;  /* a system's failure (keel_system_add, the Lua binding's keel.system): its name; else NULL */
+    const char *where;   /* "chunk:line" of the Lua code that raised it (a Lua callback); else NULL */
+    size_t count;        /* how many failures it stands for (>= 1): see below */
+    uint64_t frame;      /* keel_world_frame when it was recorded */
 } keel_fault;
 /* Every fault since the world was made, oldest first; never cleared. keel_fault_at: NULL
- * past the end. The fault belongs to the world: the pointer is valid until the next fault
+ * past the end. The same failure again in the same frame (same kind, system, phase,
+ * message and where, as when a bug fails every component of a kind) is not listed again:
+ * the first entry's count grows. The fault belongs to the world: the pointer is valid until the next fault
  * is recorded, its strings until keel_world_free. */
 size_t keel_fault_count(const keel_world *w);
 const keel_fault *keel_fault_at(const keel_world *w, size_t i);

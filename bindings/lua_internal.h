@@ -163,7 +163,7 @@ void keel__lua_open_world(lua_State *L);
 int keel__lua_e_send(lua_State *L);      /* e:send(name, data) */
 int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
 /* Pushes the message being delivered (name, data, sender) for an on_message hook; returns 3. */
-int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx);
+int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx, const keel_call *call); /* name, data, sender */
 void keel__lua_messages_forget(lua_State *L, keel_lua_ctx *ctx, keel_world *w); /* a closed world's queue */
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* ---- lua_system.c ---- */

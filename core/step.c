@@ -2,6 +2,8 @@
 #include "world.h"
 #include "txn.h"
 #include "timer.h"
+#include "message.h"
+#include "system.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -229,6 +231,28 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
 
 void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
 
+void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *msg)
+{
+    if (w->rolling_back) return;
+    keel__ent *en = keel__ent_get(w, c.entity);
+    keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    if (!m || !m->enabled || m->faulted || !keel__active(w, (uint32_t)c.entity)) return;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (!kd || !kd->hooks[KEEL_PHASE_ON_MESSAGE]) return;
+    keel__hook_txn t;
+    hook_begin(w, (uint32_t)c.entity, m, kd, KEEL_PHASE_ON_MESSAGE, 0, &t);
+    const keel_message *outer = w->msg_now;
+    w->msg_now = msg;
+    keel_status st = kd->hooks[KEEL_PHASE_ON_MESSAGE](&t.call);
+    w->msg_now = outer;
+    hook_end(w, &t, st);
+}
+
+const keel_message *keel_call_message(const keel_call *call)
+{
+    return call && call->world && call->phase == KEEL_PHASE_ON_MESSAGE ? call->world->msg_now : NULL;
+}
+
 bool keel__comp_runnable(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
@@ -357,7 +381,9 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
     }
+    keel__systems_run(w, phase, dt);
     if (keel__phase_end_hook) keel__phase_end_hook(w, phase, dt);
+    keel__messages_deliver(w);
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
 }
@@ -368,7 +394,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     if (!isfinite(dt) || dt < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "dt must be a finite number >= 0");
     w->in_step = true;
-    if (keel__phase_end_hook) keel__phase_end_hook(w, KEEL_PHASE_COUNT_, 0); /* what was left for this step */
+    keel__messages_deliver(w); /* those sent since the last step */
     run_phase(w, KEEL_PHASE_START, dt);
     w->acc += dt;
     int n = 0;

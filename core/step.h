@@ -34,6 +34,9 @@ void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
 void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const keel_diags *d);
 /* Records the failure of system `system` (keel_system_add) reported in d. */
 void keel__fault_system_diags(keel_world *w, const char *system, keel_phase phase, const keel_diags *d);
+/* Delivers message m to component c's on_message hook as a transaction, unless c is gone,
+ * disabled, inactive or faulted (message.c). */
+void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *m);
 void keel__runs_free(keel_world *w);
 void keel__faults_free(keel_world *w);
 

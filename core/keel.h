@@ -1163,8 +1163,8 @@ size_t keel_message_count(const keel_world *w);
  *
  * keel_system_add registers a system with world w: `each` is called once per
  * entity holding every kind of `query` (each at its lowest slot; entities in
- * run order: the root first, then pre-order; the list is made before the
- * first call), `run` once per phase. A phase's systems run after its
+ * run order, pre-order; the scene root is not visited; the list is made
+ * before the first call), `run` once per phase. A phase's systems run after its
  * component hooks, C systems before the Lua binding's keel.system ones, in
  * `after` order: a topological order by name (ties in the order added; a
  * name not added yet constrains once it is), a cycle refused with

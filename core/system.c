@@ -284,7 +284,7 @@ static void run_each(keel_world *w, keel__system *s, keel_phase phase, double dt
     keel_entity *visits = NULL;
     size_t n = 0, cap = 0;
     /* the visits, in run order, made before the first call: what a call spawns waits a step */
-    for (keel_entity e = keel_world_root(w); e; e = keel_next(w, e == keel_world_root(w) ? 0 : e)) {
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) { /* not the scene root, as in Lua */
         if (!visit_ready(w, s, e, comps, records)) continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 64;

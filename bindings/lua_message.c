@@ -104,9 +104,12 @@ static void enqueue(lua_State *L, keel_lua_world *lw, keel_entity to, bool broad
     keel_entity sender = KEEL_NO_ENTITY;
     if (ctx->depth > 0 && ctx->self_w[ctx->depth - 1] == lw->w && keel_alive(lw->w, ctx->self_c[ctx->depth - 1].entity))
         sender = ctx->self_c[ctx->depth - 1].entity;
+    int ref = luaL_ref(L, LUA_REGISTRYINDEX); /* the last thing that can raise */
     lua_payload *u = malloc(sizeof *u);
-    if (!u) luaL_error(L, "not enough memory");
-    int ref = luaL_ref(L, LUA_REGISTRYINDEX); /* may raise: u is not yet anyone's */
+    if (!u) {
+        luaL_unref(L, LUA_REGISTRYINDEX, ref);
+        luaL_error(L, "not enough memory");
+    }
     *u = (lua_payload){ ctx, ref };
     ctx->refs++;
     keel_diags d;

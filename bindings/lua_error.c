@@ -15,9 +15,9 @@ static int error_tostring(lua_State *L)
     lua_getfield(L, 1, "message");
     lua_getfield(L, 1, "where");
     if (lua_type(L, -1) == LUA_TSTRING)
-        lua_pushfstring(L, "%s: %s: %s", lua_tostring(L, -1), luaL_optstring(L, -3, "Error"), luaL_optstring(L, -2, ""));
-    else
-        lua_pushfstring(L, "%s: %s", luaL_optstring(L, -3, "Error"), luaL_optstring(L, -2, ""));
+        lua_pushfstring(L, "%s: %s: %s", lua_tostring(L, -1), luaL_optstring(L, -3, "Error"),
+                        luaL_optstring(L, -2, ""));
+    else lua_pushfstring(L, "%s: %s", luaL_optstring(L, -3, "Error"), luaL_optstring(L, -2, ""));
     return 1;
 }
 
@@ -98,7 +98,8 @@ static bool own_chunk(const char *source)
     for (size_t i = 0; i < sizeof mods / sizeof *mods; i++) {
         char tail[32];
         size_t t = (size_t)snprintf(tail, sizeof tail, "keel/%s.lua", mods[i]);
-        if (n >= t + 1 && strcmp(source + n - t, tail) == 0 && (source[n - t - 1] == '/' || n == t + 1)) return true;
+        if (n >= t + 1 && strcmp(source + n - t, tail) == 0 && (source[n - t - 1] == '/' || n == t + 1))
+            return true;
     }
     return false;
 }
@@ -107,7 +108,8 @@ bool keel__lua_position(lua_State *L, char *buf, size_t cap)
 {
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); level++) {
-        if (!lua_getinfo(L, "Sl", &ar) || strcmp(ar.what, "C") == 0) break; /* called from C (pcall(w.spawn, ...)) */
+        if (!lua_getinfo(L, "Sl", &ar) || strcmp(ar.what, "C") == 0)
+            break;                          /* called from C (pcall(w.spawn, ...)) */
         if (own_chunk(ar.source)) continue; /* keel's own Lua: blame its caller */
         if (ar.currentline <= 0) break;
         snprintf(buf, cap, "%s:%d", ar.short_src, ar.currentline);

@@ -599,7 +599,8 @@ static keel_status hook_tramp(const keel_call *call)
         else lua_pushnil(L);
         nargs = 3;
     }
-    if (call->phase == KEEL_PHASE_ON_MESSAGE) nargs = 2 + keel__lua_push_message(L, ctx, call); /* name, data, sender */
+    if (call->phase == KEEL_PHASE_ON_MESSAGE)
+        nargs = 2 + keel__lua_push_message(L, ctx, call); /* name, data, sender */
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = keel__lua_record_error(L, call->diags, phase_keys[call->phase]);

@@ -95,14 +95,16 @@ static void enqueue(lua_State *L, keel_lua_world *lw, keel_entity to, bool broad
     keel_lua_ctx *ctx = lw->ctx;
     if (lua_type(L, 2) != LUA_TSTRING)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name must be a string, got %s", luaL_typename(L, 2));
-    if (keel__lua_has_nul(L, 2)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name cannot hold a NUL byte");
+    if (keel__lua_has_nul(L, 2))
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name cannot hold a NUL byte");
     size_t bytes = 0;
     lua_newtable(L);
     int seen = lua_gettop(L);
     copy_value(L, 3, 0, &bytes, seen);
     /* the sender: the entity whose hook is running in this world, if any */
     keel_entity sender = KEEL_NO_ENTITY;
-    if (ctx->depth > 0 && ctx->self_w[ctx->depth - 1] == lw->w && keel_alive(lw->w, ctx->self_c[ctx->depth - 1].entity))
+    if (ctx->depth > 0 && ctx->self_w[ctx->depth - 1] == lw->w &&
+        keel_alive(lw->w, ctx->self_c[ctx->depth - 1].entity))
         sender = ctx->self_c[ctx->depth - 1].entity;
     int ref = luaL_ref(L, LUA_REGISTRYINDEX); /* the last thing that can raise */
     lua_payload *u = malloc(sizeof *u);
@@ -115,7 +117,8 @@ static void enqueue(lua_State *L, keel_lua_world *lw, keel_entity to, bool broad
     keel_diags d;
     keel_diags_init(&d);
     /* the core releases the payload on a refusal too */
-    keel_status st = keel__message_post(lw->w, to, broadcast, lua_tostring(L, 2), NULL, 0, sender, u, payload_release, &d);
+    keel_status st = keel__message_post(lw->w, to, broadcast, lua_tostring(L, 2), NULL, 0, sender, u,
+                                        payload_release, &d);
     keel__lua_check(L, st, &d, NULL);
 }
 

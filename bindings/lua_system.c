@@ -77,8 +77,9 @@ static int w_fault_system(lua_State *L)
     keel_phase p = phase_of(lua_tostring(L, 3));
     char where[256];
     bool has_where = lua_gettop(L) >= 5 && keel__lua_error_where(L, 5, where, sizeof where);
-    keel__fault_system(lw->w, (keel_uuid){ { 0 } }, lua_tostring(L, 2), p == KEEL_PHASE_COUNT_ ? KEEL_PHASE_UPDATE : p,
-                       lua_tostring(L, 4), has_where ? where : NULL);
+    keel__fault_system(lw->w, (keel_uuid){ { 0 } }, lua_tostring(L, 2),
+                       p == KEEL_PHASE_COUNT_ ? KEEL_PHASE_UPDATE : p, lua_tostring(L, 4),
+                       has_where ? where : NULL);
     return 0;
 }
 

@@ -314,7 +314,7 @@ typedef enum keel_phase {
     KEEL_PHASE_LATE_UPDATE,
     KEEL_PHASE_ON_DESTROY,
     KEEL_PHASE_ON_TRANSFER, /* after keel_transfer moved the component in; call.from is the source world */
-    KEEL_PHASE_ON_MESSAGE,  /* a message delivered to the component (keel_send / keel_broadcast; keel_call_message) */
+    KEEL_PHASE_ON_MESSAGE,  /* a message delivered to the component: keel_call_message */
     KEEL_PHASE_COUNT_
 } keel_phase;
 const char *keel_phase_name(keel_phase p); /* "awake", "fixed_update", ... */
@@ -975,7 +975,7 @@ typedef struct keel_fault {
     keel_phase phase;
     const char *message;
     keel_timer_id timer; /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
-    const char *system;  /* a system's failure (keel_system_add, the Lua binding's keel.system): its name; else NULL */
+    const char *system;  /* a system's failure (keel_system_add, keel.system in Lua): its name; else NULL */
     const char *where;   /* "chunk:line" of the Lua code that raised it (a Lua callback); else NULL */
     size_t count;        /* how many failures it stands for (>= 1): see below */
     uint64_t frame;      /* keel_world_frame when it was recorded */

@@ -37,7 +37,8 @@ keel_status keel__message_post(keel_world *w, keel_entity to, bool broadcast, co
     else if (!*name) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a message name cannot be empty");
     else if (size > KEEL_MESSAGE_MAX_SIZE)
         st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "message data larger than %d bytes", KEEL_MESSAGE_MAX_SIZE);
-    else if (size && !data) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "message data is NULL but its size is %zu", size);
+    else if (size && !data)
+        st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "message data is NULL but its size is %zu", size);
     else if (!broadcast && !keel_alive(w, to))
         st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "a message's target must be a live entity of its world");
     if (st != KEEL_OK) {

@@ -22,7 +22,7 @@ typedef struct keel__system {
 struct keel__systems {
     keel__system *items; /* in the order added (a replaced one keeps its place) */
     size_t count, cap;
-    size_t *order;       /* indices into items, in run order */
+    size_t *order; /* indices into items, in run order */
 };
 
 static void system_fini(keel__system *s)
@@ -114,30 +114,37 @@ static bool sort_systems(const keel__system *items, size_t n, size_t *order, cha
 static bool system_phase(keel_phase p)
 {
     return p == KEEL_PHASE_START || p == KEEL_PHASE_FIXED_UPDATE || p == KEEL_PHASE_UPDATE ||
-           p == KEEL_PHASE_LATE_UPDATE;
+        p == KEEL_PHASE_LATE_UPDATE;
 }
 
 static keel_status check_desc(keel_world *w, const keel_system_desc *sd, keel_diags *d)
 {
     if (!w || !sd) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_system_add: NULL world or desc");
     if (keel_world_in_callback(w))
-        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_system_add refuses while a callback transaction is open");
-    if (!sd->name || !*sd->name) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a system needs a non-empty name");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "keel_system_add refuses while a callback transaction is open");
+    if (!sd->name || !*sd->name)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a system needs a non-empty name");
     const char *name = sd->name;
     if (!system_phase(sd->phase))
-        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: phase must be start, fixed_update, update or late_update",
-                          name);
-    if (!sd->each == !sd->run) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: give exactly one of each and run", name);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "",
+                          "system %s: phase must be start, fixed_update, update or late_update", name);
+    if (!sd->each == !sd->run)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: give exactly one of each and run", name);
     if (sd->each && (!sd->query || sd->query_count == 0))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: each needs a query of at least one kind", name);
-    if (sd->query_count && !sd->query) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: query is NULL", name);
+    if (sd->query_count && !sd->query)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: query is NULL", name);
     for (size_t i = 0; i < sd->query_count; i++)
         if (!keel_kind_describe(sd->query[i]))
-            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: query[%zu] is not a declared kind", name, i);
-    if (sd->after_count && !sd->after) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: after is NULL", name);
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: query[%zu] is not a declared kind", name,
+                              i);
+    if (sd->after_count && !sd->after)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: after is NULL", name);
     for (size_t i = 0; i < sd->after_count; i++)
         if (!sd->after[i] || !*sd->after[i])
-            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: after[%zu] must be a non-empty name", name, i);
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "system %s: after[%zu] must be a non-empty name", name,
+                              i);
     return KEEL_OK;
 }
 
@@ -190,7 +197,8 @@ keel_status keel_system_add(keel_world *w, const keel_system_desc *sd, keel_diag
 keel_status keel_system_remove(keel_world *w, const char *name, keel_diags *d)
 {
     if (w && keel_world_in_callback(w))
-        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_system_remove refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "keel_system_remove refuses while a callback transaction is open");
     struct keel__systems *ss = w ? w->systems : NULL;
     size_t at = ss && name ? find(ss->items, ss->count, name) : 0;
     if (!ss || !name || at == ss->count)

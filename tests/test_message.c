@@ -24,8 +24,8 @@ static keel_status on_message(const keel_call *c)
         return KEEL_OK;
     }
     char text[128];
-    snprintf(text, sizeof text, "%s:%s%s%s%s ", keel_entity_name(c->world, c->comp.entity), m->name, m->size ? "[" : "",
-             m->size ? (const char *)m->data : "", m->size ? "]" : "");
+    snprintf(text, sizeof text, "%s:%s%s%s%s ", keel_entity_name(c->world, c->comp.entity), m->name,
+             m->size ? "[" : "", m->size ? (const char *)m->data : "", m->size ? "]" : "");
     note(text);
     if (m->sender) {
         snprintf(text, sizeof text, "<%s ", keel_entity_name(c->world, m->sender));
@@ -62,7 +62,9 @@ static int msg_group_setup(void **state)
 {
     if (group_setup(state)) return -1;
     static const keel_field_desc f[] = { { .key = "n", .type = KEEL_T_INT } };
-    keel_kind_desc kd = { .key = "test:inbox", .version = 1, .multiplicity = KEEL_MANY, .fields = f, .field_count = 1 };
+    keel_kind_desc kd = {
+        .key = "test:inbox", .version = 1, .multiplicity = KEEL_MANY, .fields = f, .field_count = 1
+    };
     kd.hooks[KEEL_PHASE_ON_MESSAGE] = on_message;
     if (keel_kind_declare(&kd, NULL, NULL)) return -1;
     keel_kind_desc up = { .key = "test:sender", .version = 1 };

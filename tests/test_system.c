@@ -25,7 +25,8 @@ static keel_status hook_update(const keel_call *c)
 static int sys_group_setup(void **state)
 {
     if (group_setup(state)) return -1;
-    static const keel_field_desc f[] = { { .key = "x", .type = KEEL_T_FLOAT }, { .key = "vx", .type = KEEL_T_FLOAT } };
+    static const keel_field_desc f[] = { { .key = "x", .type = KEEL_T_FLOAT },
+                                         { .key = "vx", .type = KEEL_T_FLOAT } };
     keel_kind_desc kd = { .key = "test:mover", .version = 1, .fields = f, .field_count = 2 };
     kd.hooks[KEEL_PHASE_UPDATE] = hook_update;
     if (keel_kind_declare(&kd, NULL, NULL)) return -1;
@@ -75,8 +76,9 @@ static keel_status move(const keel_system_call *c)
 
 static keel_system_desc run_desc(const char *name, const char *text, const char *const *after, size_t n)
 {
-    return (keel_system_desc){ .name = name, .phase = KEEL_PHASE_UPDATE, .run = say, .user = (void *)text,
-                               .after = after, .after_count = n };
+    return (keel_system_desc){
+        .name = name, .phase = KEEL_PHASE_UPDATE, .run = say, .user = (void *)text, .after = after, .after_count = n
+    };
 }
 
 static void system_each_visits_in_run_order_after_hooks(void **state)
@@ -91,7 +93,9 @@ static void system_each_visits_in_run_order_after_hooks(void **state)
     set_f(f, cb, 1, 2);
     set_f(f, cc, 1, 3);
     keel_kind_id k = K("test:mover");
-    keel_system_desc sd = { .name = "test:move", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1, .each = move };
+    keel_system_desc sd = {
+        .name = "test:move", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1, .each = move
+    };
     assert_int_equal(keel_system_add(f->w, &sd, &f->d), KEEL_OK);
     step(f, 0.5);
     assert_string_equal(g_log, "HHHACB"); /* the hooks first */
@@ -99,8 +103,9 @@ static void system_each_visits_in_run_order_after_hooks(void **state)
     /* two kinds: only C holds both */
     g_log[0] = 0;
     keel_kind_id both[2] = { K("test:mover"), K("test:tag") };
-    keel_system_desc s2 = { .name = "test:both", .phase = KEEL_PHASE_LATE_UPDATE, .query = both, .query_count = 2,
-                            .each = move };
+    keel_system_desc s2 = {
+        .name = "test:both", .phase = KEEL_PHASE_LATE_UPDATE, .query = both, .query_count = 2, .each = move
+    };
     assert_int_equal(keel_system_add(f->w, &s2, &f->d), KEEL_OK);
     step(f, 0.5);
     assert_string_equal(g_log, "HHHACBC");
@@ -169,7 +174,9 @@ static void system_refuses_bad_descs(void **state)
     keel_system_desc d2 = { .name = "x", .phase = KEEL_PHASE_AWAKE, .run = say };
     st = keel_system_add(f->w, &d2, &f->d);
     assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "phase must be");
-    keel_system_desc d3 = { .name = "x", .phase = KEEL_PHASE_UPDATE, .run = say, .each = move, .query = &k, .query_count = 1 };
+    keel_system_desc d3 = {
+        .name = "x", .phase = KEEL_PHASE_UPDATE, .run = say, .each = move, .query = &k, .query_count = 1
+    };
     st = keel_system_add(f->w, &d3, &f->d);
     assert_diag(st, &f->d, KEEL_INVALID_ARGUMENT, "exactly one of each and run");
     keel_system_desc d4 = { .name = "x", .phase = KEEL_PHASE_UPDATE, .each = move };
@@ -206,8 +213,9 @@ static void system_failure_rolls_back_faults_and_records_once(void **state)
     keel_comp bad = add(f, spawn(f, "Bad", 0), "test:mover");
     keel_comp after = add(f, spawn(f, "After", 0), "test:mover");
     keel_kind_id k = K("test:mover");
-    keel_system_desc sd = { .name = "test:fail", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1,
-                            .each = write_then_fail };
+    keel_system_desc sd = {
+        .name = "test:fail", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1, .each = write_then_fail
+    };
     assert_int_equal(keel_system_add(f->w, &sd, &f->d), KEEL_OK);
     step(f, 0.1);
     assert_string_equal(g_log, "HHHGoodBad"); /* faulted at Bad: After is not visited */
@@ -248,7 +256,9 @@ static void system_skips_disabled_faulted_and_new(void **state)
     assert_int_equal(keel_comp_set_enabled(f->w, cb, false, NULL, &f->d), KEEL_OK);
     assert_int_equal(keel_set_enabled(f->w, c, false, NULL, &f->d), KEEL_OK);
     keel_kind_id k = K("test:mover");
-    keel_system_desc sd = { .name = "test:move", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1, .each = move };
+    keel_system_desc sd = {
+        .name = "test:move", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1, .each = move
+    };
     assert_int_equal(keel_system_add(f->w, &sd, &f->d), KEEL_OK);
     step(f, 0.1);
     assert_string_equal(g_log, "HA");
@@ -276,8 +286,13 @@ static void system_does_not_visit_what_this_step_added(void **state)
     keel_kind_id k = K("test:mover");
     keel_system_desc sp = { .name = "spawn", .phase = KEEL_PHASE_UPDATE, .run = spawn_mover };
     const char *after_spawn[] = { "spawn" };
-    keel_system_desc mv = { .name = "move", .phase = KEEL_PHASE_UPDATE, .query = &k, .query_count = 1, .each = move,
-                            .after = after_spawn, .after_count = 1 };
+    keel_system_desc mv = { .name = "move",
+                            .phase = KEEL_PHASE_UPDATE,
+                            .query = &k,
+                            .query_count = 1,
+                            .each = move,
+                            .after = after_spawn,
+                            .after_count = 1 };
     assert_int_equal(keel_system_add(f->w, &mv, &f->d), KEEL_OK);
     assert_int_equal(keel_system_add(f->w, &sp, &f->d), KEEL_OK);
     step(f, 0.1);

@@ -98,8 +98,6 @@ typedef struct keel_lua_ctx {
     bool alive;
     int refs;
     int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
-    int msgs_ref;      /* registry: { [lightuserdata keel_world*] = its message queue } (lua_message.c) */
-    int msg_ref;       /* registry slot: the message being delivered */
     int systems_ref;   /* registry: the declared systems, in declaration order (lua_system.c) */
     int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
     int depth;         /* callback nesting */
@@ -164,7 +162,6 @@ int keel__lua_e_send(lua_State *L);      /* e:send(name, data) */
 int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
 /* Pushes the message being delivered (name, data, sender) for an on_message hook; returns 3. */
 int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx, const keel_call *call); /* name, data, sender */
-void keel__lua_messages_forget(lua_State *L, keel_lua_ctx *ctx, keel_world *w); /* a closed world's queue */
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* ---- lua_system.c ---- */
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */

@@ -173,11 +173,6 @@ static void phase_end(keel_world *w, keel_phase phase, double dt)
     keel__lua_run_systems(L, ctx, w, phase, dt);
 }
 
-void keel__lua_messages_forget(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
-{
-    (void)L, (void)ctx, (void)w; /* the queue is the world's: freed with it */
-}
-
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx)
 {
     (void)L, (void)ctx;

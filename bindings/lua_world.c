@@ -124,7 +124,6 @@ static int world_gc(lua_State *L)
                 lua_rawsetp(L, -3, w);
             }
             lua_pop(L, 2);
-            keel__lua_messages_forget(L, lw->ctx, w);
         }
         if (lw->owned) keel_world_free(w);
     }

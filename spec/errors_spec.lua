@@ -384,6 +384,23 @@ describe("errors raised inside callbacks", function()
     assert.truthy(f.system)
   end)
 
+  it("a system's run", function()
+    local line
+    local name = key("run")
+    keel.system{ name = name, phase = "late_update", run = function(w)
+      line = H.here(1)
+      w:spawn(7)
+    end }
+    local w = keel.world("W")
+    w:step(0.1)
+    local f = w:errors()[1]
+    assert.are.equal(1, #w:errors())
+    assert.are.equal(name, f.system)
+    assert.are.equal(line, f.where)
+    assert.truthy(f.message:find(line .. ": InvalidArgument: ", 1, true), f.message)
+    keel.system{ name = name, phase = "late_update", run = function() end } -- harmless from now on
+  end)
+
   it("an on_message handler", function()
     local K = key("msg")
     local line

@@ -230,6 +230,7 @@ static void system_failure_rolls_back_faults_and_records_once(void **state)
     assert_string_equal(fl->message, "bad entity");
     assert_int_equal(fl->phase, KEEL_PHASE_UPDATE);
     assert_int_equal(fl->count, 1);
+    assert_null(fl->where); /* no Lua position: a C failure */
     g_log[0] = 0;
     step(f, 0.1); /* faulted: skipped */
     assert_string_equal(g_log, "HHH");

@@ -17,10 +17,9 @@ static void uuid_prefetch(const keel_world *w, keel_uuid u)
 }
 
 /* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
- * cache miss of a random hash slot overlaps the work of the spawns in between. They come
- * from keel_uuid_v4 like every v4 UUID in keel: a per-thread pool that one getrandom(2)
- * fills for 256 UUIDs, and refills in a forked child (a seeded generator would repeat the
- * parent's sequence there). */
+ * cache miss of a random hash slot overlaps the work of the spawns in between; halfway there
+ * the slot (in cache by then) names the entity a probe will compare, and that is prefetched
+ * too. They come from keel_uuid_v4 like every v4 UUID in keel (uuid.c). */
 keel_uuid keel__new_uuid(keel_world *w)
 {
     if (!w->next_ready) {
@@ -33,6 +32,11 @@ keel_uuid keel__new_uuid(keel_world *w)
     w->next_uuid[w->next_pos] = n;
     w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
     uuid_prefetch(w, n);
+    if (w->hash_cap) {
+        keel_uuid h = w->next_uuid[(w->next_pos + KEEL__UUID_AHEAD / 2) % KEEL__UUID_AHEAD];
+        uint32_t it = w->hash[uuid_hash(h) & (w->hash_cap - 1)];
+        if (it) __builtin_prefetch(&w->ents[it - 1]);
+    }
     return u;
 }
 
@@ -65,18 +69,23 @@ static size_t uuid_hash(keel_uuid u)
     return (size_t)h;
 }
 
-/* Slots hold (low 32 bits of the hash) << 32 | (index + 1): probing and rehashing
- * compare the stored hash first and only touch an entity on a likely match. */
-static void hash_insert_raw(keel_world *w, uint64_t item)
+/* Slots hold index + 1 (0: empty), 4 bytes an entity's slot at most half full: probes compare
+ * the UUID in the entity record (a slot's home is its entity's hash). */
+static size_t ent_home(const keel_world *w, uint32_t slot)
 {
-    size_t mask = w->hash_cap - 1, p = (size_t)(item >> 32) & mask;
+    return uuid_hash(w->ents[slot - 1].uuid) & (w->hash_cap - 1);
+}
+
+static void hash_insert_raw(keel_world *w, size_t home, uint32_t item)
+{
+    size_t mask = w->hash_cap - 1, p = home & mask;
     while (w->hash[p]) p = (p + 1) & mask;
     w->hash[p] = item;
 }
 
 static void hash_grow(keel_world *w, size_t cap)
 {
-    uint64_t *old = w->hash;
+    uint32_t *old = w->hash;
     size_t old_cap = w->hash_cap;
     w->hash_cap = cap;
     size_t bytes = w->hash_cap * sizeof *w->hash;
@@ -87,7 +96,7 @@ static void hash_grow(keel_world *w, size_t cap)
         w->hash = keel__xcalloc(w->hash_cap, sizeof *w->hash);
     }
     for (size_t p = 0; p < old_cap; p++)
-        if (old[p]) hash_insert_raw(w, old[p]);
+        if (old[p]) hash_insert_raw(w, ent_home(w, old[p]), old[p]);
     free(old);
     for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
 }
@@ -95,25 +104,20 @@ static void hash_grow(keel_world *w, size_t cap)
 static void hash_insert(keel_world *w, uint32_t i)
 {
     if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
-    uint32_t h = (uint32_t)uuid_hash(w->ents[i].uuid);
-    hash_insert_raw(w, (uint64_t)h << 32 | (uint64_t)(i + 1));
+    hash_insert_raw(w, uuid_hash(w->ents[i].uuid), i + 1);
     w->hash_used++;
 }
 
 static size_t hash_slot(const keel_world *w, keel_uuid u)
 {
     if (!w->hash_cap) return SIZE_MAX;
-    uint32_t h = (uint32_t)uuid_hash(u);
-    size_t mask = w->hash_cap - 1, p = h & mask;
-    while (w->hash[p]) {
-        uint64_t it = w->hash[p];
-        if ((uint32_t)(it >> 32) == h && keel_uuid_equal(w->ents[(uint32_t)it - 1].uuid, u)) return p;
-        p = (p + 1) & mask;
-    }
+    size_t mask = w->hash_cap - 1, p = uuid_hash(u) & mask;
+    for (uint32_t it; (it = w->hash[p]) != 0; p = (p + 1) & mask)
+        if (keel_uuid_equal(w->ents[it - 1].uuid, u)) return p;
     return SIZE_MAX;
 }
 
-static uint32_t hash_index(const keel_world *w, size_t p) { return (uint32_t)w->hash[p] - 1; }
+static uint32_t hash_index(const keel_world *w, size_t p) { return w->hash[p] - 1; }
 
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void hash_remove(keel_world *w, keel_uuid u)
@@ -125,7 +129,7 @@ static void hash_remove(keel_world *w, keel_uuid u)
     for (;;) {
         q = (q + 1) & mask;
         if (!w->hash[q]) break;
-        size_t home = (size_t)(w->hash[q] >> 32) & mask;
+        size_t home = ent_home(w, w->hash[q]);
         /* move q back into the hole at p if its home is not in (p, q] */
         bool between = p <= q ? (home > p && home <= q) : (home > p || home <= q);
         if (!between) {

@@ -25,7 +25,7 @@ struct keel_world {
     size_t held_count, held_cap;      /* so a rollback can give the entity back its handle */
     uint32_t reuse_index, reuse_gen;  /* set by a rollback's spawn: come back as this handle */
     size_t live;                      /* root excluded */
-    uint64_t *hash;                   /* open addressing: hash << 32 | (index + 1), 0 empty */
+    uint32_t *hash;                   /* open addressing: index + 1, 0 empty (entity.c) */
     keel__name *names;
     size_t names_cap, names_used;     /* used counts dead slots too */
     size_t hash_cap, hash_used;

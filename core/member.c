@@ -666,7 +666,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     out->enabled = m->enabled;
     out->faulted = m->faulted;
     out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
-    out->counter = m->kind ? w->stores[m->kind].rows[m->row].counter : 0;
+    out->counter = m->kind ? keel__row_counter(&w->stores[m->kind], m->row) : 0;
     out->preserved = m->kind ? NULL : m->unk->preserved;
     out->serial = m->serial;
     return true;
@@ -704,7 +704,7 @@ void *keel_record(const keel_world *w, keel_comp c)
 uint64_t keel_comp_counter(const keel_world *w, keel_comp c)
 {
     keel__entry *m = keel__comp_entry(w, c);
-    return m ? w->stores[c.kind].rows[m->row].counter : 0;
+    return m ? keel__row_counter(&w->stores[c.kind], m->row) : 0;
 }
 
 bool keel_comp_faulted(const keel_world *w, keel_comp c)
@@ -796,7 +796,8 @@ void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry
     void *to = keel__store_rec(ds, row), *from = keel__store_rec(ss, m->row);
     memcpy(to, from, ds->record_size);
     memset(from, 0, ss->record_size); /* its strings are the new record's now: the source frees nothing */
-    ds->rows[row].counter = ss->rows[m->row].counter;
+    uint64_t n = keel__row_counter(ss, m->row);
+    if (n) keel__row_count(ds, row, n); /* a new row counts from 0 */
     keel__touch(dst);
 }
 

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+void keel__row_counters_alloc(keel__store *s)
+{
+    s->counters = keel__xcalloc(s->acap ? s->acap : 1, sizeof *s->counters);
+}
+
 /* Grows the table as needed. */
 keel__store *keel__store_of(keel_world *w, keel_kind_id k)
 {
@@ -32,11 +37,13 @@ uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, ui
     if (s->count == s->acap) { /* the parallel array grows geometrically */
         s->acap = s->acap ? s->acap * 2 : KEEL__PAGE;
         s->rows = keel__xrealloc(s->rows, s->acap * sizeof *s->rows);
+        if (s->counters) s->counters = keel__xrealloc(s->counters, s->acap * sizeof *s->counters);
     }
     size_t row = s->count++;
     s->changes++;
     /* the record itself is filled by the caller (init, copy or decode) */
-    s->rows[row] = (keel__row){ (uint32_t)owner, slot, 0 };
+    s->rows[row] = (keel__row){ (uint32_t)owner, slot };
+    if (s->counters) s->counters[row] = 0;
     return (uint32_t)row;
 }
 
@@ -50,6 +57,7 @@ void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
     if (row != last) {
         memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
         s->rows[row] = s->rows[last];
+        if (s->counters) s->counters[row] = s->counters[last];
         uint32_t o = s->rows[row].owner; /* never a pending row: those go last first */
         keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? keel__entry_find(&w->ents[o], k, s->rows[row].slot)
                                                              : NULL;
@@ -101,6 +109,7 @@ void keel__store_free_all(keel_world *w)
         for (size_t p = 0; p < s->npages; p++) free(s->pages[p]);
         free(s->pages);
         free(s->rows);
+        free(s->counters);
     }
     free(w->stores);
     w->stores = NULL;
@@ -123,6 +132,11 @@ void keel__stores_copy(keel_world *dst, const keel_world *src)
         }
         c->rows = s->acap ? keel__xrealloc(NULL, s->acap * sizeof *c->rows) : NULL;
         if (s->count) memcpy(c->rows, s->rows, s->count * sizeof *c->rows);
+        c->counters = NULL;
+        if (s->counters) {
+            keel__row_counters_alloc(c);
+            memcpy(c->counters, s->counters, s->count * sizeof *c->counters);
+        }
         const keel__layout *L = keel__kind_layout((keel_kind_id)k);
         if (!L || !L->has_strings) continue;
         for (size_t r = 0; r < s->count; r++) /* each copy owns its strings */

@@ -10,12 +10,11 @@
 #define KEEL__PAGE_SHIFT 6
 #define KEEL__PAGE (1u << KEEL__PAGE_SHIFT)
 
-/* What a storage row knows besides its record. */
+/* What a storage row knows besides its record (its change counter is kept aside). */
 typedef struct keel__row {
     uint32_t owner;         /* entity index (rows belong to live entities); KEEL__NONE: freed at
                                the next phase boundary */
     uint32_t slot;
-    uint64_t counter;       /* bumps on every write */
 } keel__row;
 
 /* Dense per-kind storage: records in pages, and a parallel array of row facts. */
@@ -27,6 +26,8 @@ typedef struct keel__store {
     uint64_t changes;       /* bumps when rows come, go or move: queries over this kind rebuild */
     unsigned char **pages;
     keel__row *rows;
+    uint64_t *counters;     /* by row, each bumping on every write; NULL until the kind's first
+                               counted write (a store never written through keel pays nothing) */
 } keel__store;
 
 /* A row whose owner went away: freed at the next phase boundary (a running hook may hold it). */
@@ -38,6 +39,17 @@ static inline void *keel__store_rec(const keel__store *s, size_t row)
     unsigned k = 63u - (unsigned)__builtin_clzll((unsigned long long)q);
     size_t first = (((size_t)1 << k) - 1) << KEEL__PAGE_SHIFT;
     return s->pages[k] + (row - first) * s->record_size;
+}
+/* A row's change counter (keel_member.counter). */
+static inline uint64_t keel__row_counter(const keel__store *s, size_t row)
+{
+    return s->counters ? s->counters[row] : 0;
+}
+void keel__row_counters_alloc(keel__store *s);
+static inline void keel__row_count(keel__store *s, size_t row, uint64_t n)
+{
+    if (!s->counters) keel__row_counters_alloc(s);
+    s->counters[row] += n;
 }
 /* The store of kind k in w, created (sized for k's current layout) on first use. */
 keel__store *keel__store_of(keel_world *w, keel_kind_id k);

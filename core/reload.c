@@ -129,11 +129,12 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
                 continue; /* stays unknown, body kept */
             }
             m = &w->ents[i].members[a];
+            uint64_t serial = m->unk->serial; /* adopted in place: the same entry */
             keel__unknown_free(m->unk);
-            m->unk = NULL;
             m->kind = k;
+            m->serial = serial;
             m->row = row;
-            m->born = keel__born_stamp(w);
+            keel__entry_born(w, i, m);
             m->awoken = false;
             any = true;
         }

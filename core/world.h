@@ -70,6 +70,9 @@ struct keel_world {
     struct keel_lift *lifts;          /* open lifts, newest first (lift.c) */
     /* membership serials */
     uint64_t last_serial;
+    keel__fresh *fresh;               /* the entries flagged fresh, all added in frame fresh_frame */
+    size_t fresh_count, fresh_cap;
+    uint64_t fresh_frame;
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
     size_t tomb_count, tomb_cap;
     /* timers (timer.c): sorted by id, ended ones compacted away after each firing pass */
@@ -107,5 +110,10 @@ static inline bool keel__active(const keel_world *w, uint32_t i)
     return true;
 }
 void keel__touch(keel_world *w); /* structural change */
+/* May entry m run in the current frame? (one added during a step first runs in the next one) */
+static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
+{
+    return !m->fresh || w->frame > w->fresh_frame;
+}
 
 #endif

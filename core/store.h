@@ -10,11 +10,11 @@
 #define KEEL__PAGE_SHIFT 6
 #define KEEL__PAGE (1u << KEEL__PAGE_SHIFT)
 
-/* What a storage row knows besides its record (its change counter is kept aside). */
+/* What a storage row knows besides its record: its owner, 4 bytes (its slot is its owner's
+ * entry's, keel__row_slot; its change counter is kept aside). */
 typedef struct keel__row {
     uint32_t owner;         /* entity index (rows belong to live entities); KEEL__NONE: freed at
                                the next phase boundary */
-    uint32_t slot;
 } keel__row;
 
 /* Dense per-kind storage: records in pages, and a parallel array of row facts. */
@@ -31,7 +31,7 @@ typedef struct keel__store {
 } keel__store;
 
 /* A row whose owner went away: freed at the next phase boundary (a running hook may hold it). */
-typedef struct keel__pending { keel_kind_id kind; uint32_t row; } keel__pending;
+typedef struct keel__pending { keel_kind_id kind; uint32_t row, slot; } keel__pending;
 
 static inline void *keel__store_rec(const keel__store *s, size_t row)
 {
@@ -51,6 +51,8 @@ static inline void keel__row_count(keel__store *s, size_t row, uint64_t n)
     if (!s->counters) keel__row_counters_alloc(s);
     s->counters[row] += n;
 }
+/* The slot of row `row` of kind k (its owner's entry; a pending row's as it was). */
+uint32_t keel__row_slot(const keel_world *w, keel_kind_id k, uint32_t row);
 /* The store of kind k in w, created (sized for k's current layout) on first use. */
 keel__store *keel__store_of(keel_world *w, keel_kind_id k);
 /* A new row holding k's defaults, owned by entity `owner` in `slot`. */

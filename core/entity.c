@@ -207,6 +207,7 @@ uint32_t keel__ent_alloc(keel_world *w)
     uint32_t i = w->ent_count++;
     memset(&w->ents[i], 0, sizeof w->ents[i]);
     w->ents[i].gen = KEEL__GEN(w->tag, 1);
+    w->ents[i].kids = KEEL__NONE;
     return i;
 }
 
@@ -279,12 +280,13 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
 {
     uint32_t i;
     if (!prev) {
-        i = w->ents[0].first_child;
+        i = keel__first_child(w, 0);
         return i == KEEL__NONE ? KEEL_NO_ENTITY : keel__handle(w, i);
     }
     if (!keel__ent_get(w, prev)) return KEEL_NO_ENTITY;
     i = (uint32_t)prev;
-    if (w->ents[i].first_child != KEEL__NONE) return keel__handle(w, w->ents[i].first_child);
+    uint32_t c = keel__first_child(w, i);
+    if (c != KEEL__NONE) return keel__handle(w, c);
     return keel__next_after_subtree(w, i);
 }
 
@@ -296,8 +298,7 @@ static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, 
     en->name = keel__name_intern(w, name ? name : "");
     en->alive = en->enabled = true;
     en->dying = false;
-    en->first_child = en->last_child = KEEL__NONE;
-    en->child_count = 0;
+    en->kids = KEEL__NONE;
     en->members = NULL;
     en->member_count = en->member_cap = 0;
     keel__link_child(w, parent, i, index);
@@ -385,8 +386,8 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     keel__members_drop(w, i, quiet || w->rolling_back);
     keel__ent *en = &w->ents[i];
     en->dying = false;
-    while (en->first_child != KEEL__NONE) {
-        uint32_t c = en->first_child;
+    while (en->kids != KEEL__NONE) {
+        uint32_t c = keel__first_child(w, i);
         keel__unlink_child(w, c);
         keel__link_child(w, 0, c, SIZE_MAX);
         en = &w->ents[i];
@@ -420,7 +421,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
 static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
 {
     keel__ent *en = &w->ents[i];
-    size_t n = 1 + en->child_count;
+    size_t n = 1 + keel__child_count(w, i);
     inv->type = KEEL_CMD_BATCH;
     inv->items = keel__xcalloc(n, sizeof *inv->items);
     inv->item_count = n;
@@ -433,7 +434,7 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
     sp->slot = i;               /* the old handle, so a rollback can restore it exactly */
     sp->version = (int)en->gen;
     size_t k = 1;
-    for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next, k++) {
+    for (uint32_t c = keel__first_child(w, i); c != KEEL__NONE; c = w->ents[c].next, k++) {
         keel_cmd *rp = &inv->items[k];
         rp->type = KEEL_CMD_REPARENT;
         rp->entity = w->ents[c].uuid;
@@ -645,6 +646,10 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
         }
         en->name = keel__name_intern(dst, src->ents[i].name);
     }
+    dst->kids_count = dst->kids_cap = src->kids_count;
+    dst->kids_free = src->kids_free;
+    dst->kids = src->kids_count ? keel__xrealloc(NULL, src->kids_count * sizeof *dst->kids) : NULL;
+    if (src->kids_count) memcpy(dst->kids, src->kids, src->kids_count * sizeof *dst->kids);
     dst->free_count = dst->free_cap = src->free_count;
     dst->free_idx = keel__xrealloc(NULL, (src->free_count ? src->free_count : 1) * sizeof *dst->free_idx);
     if (src->free_count) memcpy(dst->free_idx, src->free_idx, src->free_count * sizeof *dst->free_idx);

@@ -18,6 +18,8 @@ struct keel_world {
     uint16_t tag;                     /* in every generation of its entities (entity.h KEEL__GEN) */
     uint64_t structure;               /* bumps on every structural change */
     keel__ent *ents;
+    keel__kids *kids;                 /* children records of the entities that have any (hierarchy.c) */
+    uint32_t kids_count, kids_cap, kids_free; /* kids_free: a free record's index + 1, 0 none */
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
     uint32_t *free_idx;
     size_t free_count, free_cap;
@@ -101,6 +103,22 @@ uint16_t keel__tag_next(void);
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;
+}
+/* Entity i's first and last child (KEEL__NONE: none) and its number of children. */
+static inline uint32_t keel__first_child(const keel_world *w, uint32_t i)
+{
+    uint32_t k = w->ents[i].kids;
+    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].first;
+}
+static inline uint32_t keel__last_child(const keel_world *w, uint32_t i)
+{
+    uint32_t k = w->ents[i].kids;
+    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].last;
+}
+static inline uint32_t keel__child_count(const keel_world *w, uint32_t i)
+{
+    uint32_t k = w->ents[i].kids;
+    return k == KEEL__NONE ? 0 : w->kids[k].count;
 }
 /* Whether entity i and all its ancestors are enabled (a disabled one parks its subtree). */
 static inline bool keel__active(const keel_world *w, uint32_t i)

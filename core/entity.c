@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 
 static size_t uuid_hash(keel_uuid u);
+static bool slot_may_be(const keel_world *w, uint32_t it, size_t h);
+static uint32_t slot_ent(const keel_world *w, uint32_t it);
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static void uuid_prefetch(const keel_world *w, keel_uuid u)
@@ -33,9 +35,9 @@ keel_uuid keel__new_uuid(keel_world *w)
     w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
     uuid_prefetch(w, n);
     if (w->hash_cap) {
-        keel_uuid h = w->next_uuid[(w->next_pos + KEEL__UUID_AHEAD / 2) % KEEL__UUID_AHEAD];
-        uint32_t it = w->hash[uuid_hash(h) & (w->hash_cap - 1)];
-        if (it) __builtin_prefetch(&w->ents[it - 1]);
+        size_t h = uuid_hash(w->next_uuid[(w->next_pos + KEEL__UUID_AHEAD / 2) % KEEL__UUID_AHEAD]);
+        uint32_t it = w->hash[h & (w->hash_cap - 1)];
+        if (it && slot_may_be(w, it, h)) __builtin_prefetch(&w->ents[slot_ent(w, it)]);
     }
     return u;
 }
@@ -69,11 +71,24 @@ static size_t uuid_hash(keel_uuid u)
     return (size_t)h;
 }
 
-/* Slots hold index + 1 (0: empty), 4 bytes an entity's slot at most half full: probes compare
- * the UUID in the entity record (a slot's home is its entity's hash). */
-static size_t ent_home(const keel_world *w, uint32_t slot)
+/* Slots are 4 bytes (0: empty), the table at most half full: the low hash_ibits bits hold the
+ * entity index + 1, the bits above them the same bits of the UUID's hash. A probe compares
+ * those first and reads the UUID in the entity record only when they match (a slot's home is
+ * its entity's hash), so looking for a new UUID almost never leaves the table. */
+static uint32_t idx_mask(const keel_world *w) { return (uint32_t)(((uint64_t)1 << w->hash_ibits) - 1); }
+static uint32_t slot_item(const keel_world *w, size_t h, uint32_t i)
 {
-    return uuid_hash(w->ents[slot - 1].uuid) & (w->hash_cap - 1);
+    return ((uint32_t)((uint64_t)h >> 32) & ~idx_mask(w)) | (i + 1);
+}
+static bool slot_may_be(const keel_world *w, uint32_t it, size_t h)
+{
+    return ((it ^ (uint32_t)((uint64_t)h >> 32)) & ~idx_mask(w)) == 0;
+}
+static uint32_t slot_ent(const keel_world *w, uint32_t it) { return (it & idx_mask(w)) - 1; }
+
+static size_t ent_home(const keel_world *w, uint32_t it)
+{
+    return uuid_hash(w->ents[slot_ent(w, it)].uuid) & (w->hash_cap - 1);
 }
 
 static void hash_insert_raw(keel_world *w, size_t home, uint32_t item)
@@ -83,10 +98,19 @@ static void hash_insert_raw(keel_world *w, size_t home, uint32_t item)
     w->hash[p] = item;
 }
 
+static unsigned bits_for(uint64_t n) /* bits to hold n (n >= 1) */
+{
+    return 64u - (unsigned)__builtin_clzll((unsigned long long)n);
+}
+
+/* Rebuilds the table at `cap` slots, with index fields wide enough for every entity index. */
 static void hash_grow(keel_world *w, size_t cap)
 {
     uint32_t *old = w->hash;
     size_t old_cap = w->hash_cap;
+    unsigned old_bits = w->hash_ibits;
+    unsigned ib = bits_for((uint64_t)(w->ent_cap > w->ent_count ? w->ent_cap : w->ent_count) + 1);
+    w->hash_ibits = ib < 12 ? 12 : ib;
     w->hash_cap = cap;
     size_t bytes = w->hash_cap * sizeof *w->hash;
     if (bytes >= HUGE_PAGE) { /* random UUIDs touch every page of a table at least a quarter full */
@@ -95,8 +119,12 @@ static void hash_grow(keel_world *w, size_t cap)
     } else {
         w->hash = keel__xcalloc(w->hash_cap, sizeof *w->hash);
     }
-    for (size_t p = 0; p < old_cap; p++)
-        if (old[p]) hash_insert_raw(w, ent_home(w, old[p]), old[p]);
+    for (size_t p = 0; p < old_cap; p++) {
+        if (!old[p]) continue;
+        uint32_t i = (old[p] & (uint32_t)(((uint64_t)1 << old_bits) - 1)) - 1;
+        size_t h = uuid_hash(w->ents[i].uuid);
+        hash_insert_raw(w, h, slot_item(w, h, i));
+    }
     free(old);
     for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
 }
@@ -104,20 +132,22 @@ static void hash_grow(keel_world *w, size_t cap)
 static void hash_insert(keel_world *w, uint32_t i)
 {
     if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
-    hash_insert_raw(w, uuid_hash(w->ents[i].uuid), i + 1);
+    else if (bits_for((uint64_t)i + 1) > w->hash_ibits) hash_grow(w, w->hash_cap); /* wider index fields */
+    size_t h = uuid_hash(w->ents[i].uuid);
+    hash_insert_raw(w, h, slot_item(w, h, i));
     w->hash_used++;
 }
 
 static size_t hash_slot(const keel_world *w, keel_uuid u)
 {
     if (!w->hash_cap) return SIZE_MAX;
-    size_t mask = w->hash_cap - 1, p = uuid_hash(u) & mask;
+    size_t h = uuid_hash(u), mask = w->hash_cap - 1, p = h & mask;
     for (uint32_t it; (it = w->hash[p]) != 0; p = (p + 1) & mask)
-        if (keel_uuid_equal(w->ents[it - 1].uuid, u)) return p;
+        if (slot_may_be(w, it, h) && keel_uuid_equal(w->ents[slot_ent(w, it)].uuid, u)) return p;
     return SIZE_MAX;
 }
 
-static uint32_t hash_index(const keel_world *w, size_t p) { return w->hash[p] - 1; }
+static uint32_t hash_index(const keel_world *w, size_t p) { return slot_ent(w, w->hash[p]); }
 
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void hash_remove(keel_world *w, keel_uuid u)
@@ -654,6 +684,7 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
     dst->free_idx = keel__xrealloc(NULL, (src->free_count ? src->free_count : 1) * sizeof *dst->free_idx);
     if (src->free_count) memcpy(dst->free_idx, src->free_idx, src->free_count * sizeof *dst->free_idx);
     dst->hash_cap = src->hash_cap;
+    dst->hash_ibits = src->hash_ibits;
     dst->hash_used = src->hash_used;
     dst->hash = src->hash_cap ? keel__xrealloc(NULL, src->hash_cap * sizeof *dst->hash) : NULL;
     if (src->hash_cap) memcpy(dst->hash, src->hash, src->hash_cap * sizeof *dst->hash);

@@ -27,7 +27,8 @@ struct keel_world {
     size_t held_count, held_cap;      /* so a rollback can give the entity back its handle */
     uint32_t reuse_index, reuse_gen;  /* set by a rollback's spawn: come back as this handle */
     size_t live;                      /* root excluded */
-    uint32_t *hash;                   /* open addressing: index + 1, 0 empty (entity.c) */
+    uint32_t *hash;                   /* open addressing: hash bits | index + 1, 0 empty (entity.c) */
+    unsigned hash_ibits;              /* the low bits of a slot that hold the index + 1 */
     keel__name *names;
     size_t names_cap, names_used;     /* used counts dead slots too */
     size_t hash_cap, hash_used;

@@ -257,7 +257,7 @@ bool keel__comp_runnable(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
-    return m && m->enabled && !m->faulted && m->born <= w->frame && keel__active(w, (uint32_t)c.entity);
+    return m && m->enabled && !m->faulted && keel__entry_due(w, m) && keel__active(w, (uint32_t)c.entity);
 }
 
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
@@ -327,7 +327,7 @@ static keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
     keel__ent *en = &w->ents[it.index];
     if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
     keel__entry *m = keel__entry_find(en, it.kind, it.slot);
-    if (!m || !m->enabled || m->faulted || m->born > w->frame) return NULL;
+    if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return NULL;
     if (phase == KEEL_PHASE_START && m->started) return NULL;
     if (!keel__active(w, it.index)) return NULL;
     if (phase == KEEL_PHASE_START) m->started = true;

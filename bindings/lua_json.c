@@ -57,8 +57,9 @@ static bool to_lua(lua_State *L, json_t *j, int depth)
 
 static int m_decode(lua_State *L)
 {
+    if (lua_type(L, 1) != LUA_TSTRING) return keel__lua_argerror(L, 1, "a JSON text expected, got %s", luaL_typename(L, 1));
     size_t len;
-    const char *s = luaL_checklstring(L, 1, &len);
+    const char *s = lua_tolstring(L, 1, &len);
     json_error_t err;
     json_t *j = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
     if (!j) {
@@ -188,7 +189,7 @@ bool keel__lua_push_json(lua_State *L, json_t *j) { return to_lua(L, j, 0); }
 
 static int m_encode(lua_State *L)
 {
-    luaL_checkany(L, 1);
+    if (lua_isnone(L, 1)) return keel__lua_argerror(L, 1, "a value expected");
     lua_settop(L, 1);
     const char *err = NULL;
     json_t *j = from_lua(L, 1, 0, &err);
@@ -204,7 +205,7 @@ static int m_encode(lua_State *L)
 static int m_array(lua_State *L)
 {
     if (lua_isnoneornil(L, 1)) lua_newtable(L);
-    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!lua_istable(L, 1)) return keel__lua_argerror(L, 1, "a table expected, got %s", luaL_typename(L, 1));
     lua_settop(L, 1);
     push_array_mt(L);
     lua_setmetatable(L, 1);

@@ -429,9 +429,17 @@ static void settle(pass *p, json_t *removed, json_t *destroyed)
     wt->emap = emap, wt->cmap = cmap;
 }
 
+static lua_Integer opt_frame(lua_State *L)
+{
+    if (lua_isnoneornil(L, 2)) return 0;
+    if (!lua_isinteger(L, 2)) keel__lua_argerror(L, 2, "a frame number expected, got %s", luaL_typename(L, 2));
+    return lua_tointeger(L, 2);
+}
+
 static watcher *check_watcher(lua_State *L)
 {
-    watcher *wt = luaL_checkudata(L, 1, WATCHER_MT);
+    watcher *wt = luaL_testudata(L, 1, WATCHER_MT);
+    if (!wt) keel__lua_argerror(L, 1, "keel.Watcher expected, got %s", luaL_typename(L, 1));
     if (!wt->lw || !wt->lw->w) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the watched world is closed");
     return wt;
 }
@@ -460,7 +468,7 @@ static void forget(watcher *wt)
 static int wt_snapshot(lua_State *L)
 {
     watcher *wt = check_watcher(L);
-    lua_Integer frame = luaL_optinteger(L, 2, 0);
+    lua_Integer frame = opt_frame(L);
     keel_world *w = wt->lw->w;
     forget(wt);
     pass p = { .wt = wt, .w = w, .entities = json_array() };
@@ -480,7 +488,7 @@ static int wt_delta(lua_State *L)
 {
     watcher *wt = check_watcher(L);
     if (!wt->primed) return wt_snapshot(L);
-    lua_Integer frame = luaL_optinteger(L, 2, 0);
+    lua_Integer frame = opt_frame(L);
     keel_world *w = wt->lw->w;
     json_t *removed = json_array(), *destroyed = json_array();
     pass p = { .wt = wt, .w = w, .changed = json_array(), .added = json_array(), .spawned = json_array(), .updated = json_array() };
@@ -514,7 +522,8 @@ static void free_strs(char **s, size_t n)
 
 static int wt_gc(lua_State *L)
 {
-    watcher *wt = luaL_checkudata(L, 1, WATCHER_MT);
+    watcher *wt = luaL_testudata(L, 1, WATCHER_MT);
+    if (!wt) return keel__lua_argerror(L, 1, "keel.Watcher expected, got %s", luaL_typename(L, 1));
     forget(wt);
     free_strs(wt->kinds, wt->nkinds);
     free_strs(wt->refs, wt->nrefs);

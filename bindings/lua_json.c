@@ -16,7 +16,10 @@
 static const char array_mt_key = 0; /* registry: the array metatable */
 static const char null_key = 0;     /* its address is the null sentinel */
 
-static void push_array_mt(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key); }
+static void push_array_mt(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key);
+}
 
 static bool to_lua(lua_State *L, json_t *j, int depth)
 {
@@ -57,7 +60,8 @@ static bool to_lua(lua_State *L, json_t *j, int depth)
 
 static int m_decode(lua_State *L)
 {
-    if (lua_type(L, 1) != LUA_TSTRING) return keel__lua_argerror(L, 1, "a JSON text expected, got %s", luaL_typename(L, 1));
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return keel__lua_argerror(L, 1, "a JSON text expected, got %s", luaL_typename(L, 1));
     size_t len;
     const char *s = lua_tolstring(L, 1, &len);
     json_error_t err;
@@ -185,7 +189,10 @@ json_t *keel__lua_to_json(lua_State *L, int idx, const char **err)
     return from_lua(L, idx, 0, err);
 }
 
-bool keel__lua_push_json(lua_State *L, json_t *j) { return to_lua(L, j, 0); }
+bool keel__lua_push_json(lua_State *L, json_t *j)
+{
+    return to_lua(L, j, 0);
+}
 
 static int m_encode(lua_State *L)
 {
@@ -194,7 +201,8 @@ static int m_encode(lua_State *L)
     const char *err = NULL;
     json_t *j = from_lua(L, 1, 0, &err);
     if (!j) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode %s", err ? err : "the value");
-    char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS); /* the same text for the same value */
+    char *text = json_dumps(
+        j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS); /* the same text for the same value */
     json_decref(j);
     if (!text) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode the value");
     lua_pushstring(L, text);
@@ -224,8 +232,9 @@ void keel__lua_open_json(lua_State *L)
         lua_rawsetp(L, LUA_REGISTRYINDEX, &array_mt_key);
     }
     lua_setfield(L, -2, "_json_array_mt");
-    static const luaL_Reg fns[] = { { "_json_decode", m_decode }, { "_json_encode", m_encode }, { "_json_array", m_array },
-                                    { NULL, NULL } };
+    static const luaL_Reg fns[] = {
+        { "_json_decode", m_decode }, { "_json_encode", m_encode }, { "_json_array", m_array }, { NULL, NULL }
+    };
     luaL_setfuncs(L, fns, 0);
     lua_pushlightuserdata(L, (void *)&null_key);
     lua_setfield(L, -2, "_json_null");

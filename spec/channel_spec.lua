@@ -424,6 +424,16 @@ describe("channel", function()
       assert.are.equal(a.uuid, updated.parent)
     end)
 
+    it("watches only the entities named in ?entities=", function()
+      local _, body = curl(srv, "-N " .. url(srv, "/events?token=" .. TOKEN .. "&entities=C," .. w:find("B").uuid), { max_time = 1,
+        each = function() end })
+      local snap = decode(body:match("event: snapshot\ndata: ([^\n]*)"))
+      assert.are.equal(2, #snap.entities)
+      local names = { snap.entities[1].name, snap.entities[2].name }
+      table.sort(names)
+      assert.are.same({ "B", "C" }, names)
+    end)
+
     it("costs nothing and sends nothing while nothing changes", function()
       local _, body = curl(srv, "-N " .. url(srv, "/events?token=" .. TOKEN .. "&kinds=ch:stamina"), { max_time = 1,
         each = function() srv.channel:step() end })
@@ -463,6 +473,17 @@ describe("keel.channel without HTTP", function()
     assert.are.equal(3, ch:call("world.info").entities)
     assert.are.equal("", ch:handle('{"jsonrpc":"2.0","method":"world.info"}'))
     w:close()
+  end)
+end)
+
+describe("the REPL's serve()", function()
+  it("serves the REPL's world and says where", function()
+    local code, out, err = H.run_keel(H.find_keel(), "repl " .. q(H.ROOT .. "/scenes/demo.yaml"),
+      "print(serve(0))\nprint(require('keel.repl').server.channel.world == world)\nprint(serve('x'))\n")
+    assert.matches("serving world at http://127%.0%.0%.1:%d+/#token=%x+", out)
+    assert.matches("\ntrue\n", out)
+    assert.are.equal(1, code) -- serve('x') raised
+    assert.matches("InvalidArgument", err)
   end)
 end)
 

@@ -391,6 +391,7 @@ describe("channel", function()
         if frames == 40 then w:spawn("New") end
         if frames == 60 then w:find("C"):destroy() end
         if frames == 70 then w:find("B").name = "Bee" end
+        if frames == 80 then a:get("core:transform").enabled = false end
         if frames % 10 == 0 then srv.channel:step() end
       end })
       assert.are.equal(200, status)
@@ -402,12 +403,13 @@ describe("channel", function()
       for _, e in ipairs(snap.entities) do names[#names + 1] = e.name end
       assert.are.same({ "", "A", "B", "C" }, names)
       assert.are.equal(100, snap.entities[2].components[2].body.value)
-      local changed, spawned, destroyed, updated
+      local changed, spawned, destroyed, updated, toggled
       for i = 2, #events do
         assert.are.equal("delta", events[i].name)
         local d = events[i].data
         for _, c in ipairs(d.changed) do
           if c.kind == "ch:stamina" then changed = c end
+          if c.kind == "core:transform" and c.enabled ~= nil then toggled = c end
         end
         if #d.spawned > 0 then spawned = d.spawned[1] end
         if #d.destroyed > 0 then destroyed = d.destroyed[1] end
@@ -421,6 +423,8 @@ describe("channel", function()
       assert.are.equal(w:find("New").uuid, spawned.uuid)
       assert.is_string(destroyed)
       assert.are.equal("Bee", updated.name) -- renamed
+      assert.are.equal(false, toggled.enabled)
+      assert.are.equal(a.uuid, toggled.entity)
       assert.are.equal(a.uuid, updated.parent)
     end)
 

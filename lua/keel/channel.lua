@@ -192,7 +192,13 @@ local function replay(self, from, to)
   local entry = from[#from]
   if not entry then return false end
   local inverse = {}
-  for i = #entry.steps, 1, -1 do inverse[#inverse + 1] = apply_step(self.world, entry.steps[i]) end
+  local ok, err = pcall(function()
+    for i = #entry.steps, 1, -1 do inverse[#inverse + 1] = apply_step(self.world, entry.steps[i]) end
+  end)
+  if not ok then -- a step refused: the ones applied are taken back, the entry stays where it was
+    for i = #inverse, 1, -1 do pcall(apply_step, self.world, inverse[i]) end
+    error(err, 0)
+  end
   from[#from] = nil
   to[#to + 1] = { what = entry.what, steps = inverse }
   return entry.what

@@ -1,5 +1,7 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "world.h"
+#include "message.h"
+#include "system.h"
 #include "txn.h"
 
 #include <float.h>
@@ -52,6 +54,8 @@ static void world_contents_free(keel_world *w)
 {
     keel__lifts_free(w); /* closing a world with lifts open discards them */
     keel__timers_free(w); /* and its timers end (play mode's stop: those made while playing) */
+    keel__messages_free(w); /* messages queued are dropped */
+    keel__systems_free(w);
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;

@@ -77,6 +77,9 @@ struct keel_world {
     keel__timer *timers;
     size_t timer_count, timer_cap, timer_ended;
     bool timers_firing;
+    struct keel__msgq *msgq;          /* queued messages (message.c); NULL until the first */
+    const keel_message *msg_now;      /* the message an on_message call delivers (keel_call_message) */
+    struct keel__systems *systems;    /* C systems (system.c); NULL until the first */
 };
 
 /* Every live world, for registry changes (linked through next_world). */

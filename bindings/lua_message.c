@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_http.h"
 #include "bind.h"
 
 #define MSG_MAX_DEPTH 16                    /* nested tables in a message's data */
@@ -171,6 +172,8 @@ static void phase_end(keel_world *w, keel_phase phase, double dt)
     keel_lua_ctx *ctx = keel__lua_cur.ctx;
     if (!L || !ctx || !ctx->alive || phase >= KEEL_PHASE_COUNT_ || !lua_checkstack(L, 10)) return;
     keel__lua_run_systems(L, ctx, w, phase, dt);
+    /* the frame's last phase is over: a served world answers its requests (between frames) */
+    if (phase == KEEL_PHASE_LATE_UPDATE && keel__lua_http_open_count) keel__lua_http_step(L, ctx, w);
 }
 
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx)

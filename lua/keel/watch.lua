@@ -1,0 +1,91 @@
+-- watch.lua — the channel's event stream (DESIGN channel.md "Watching"): per subscriber, one
+-- `snapshot`, then at most one `delta` per frame with only what changed since that subscriber
+-- last looked (keel.core._watcher: components found changed by their version, and in them only
+-- the fields whose values differ from what it was last sent). A subscriber more than BEHIND
+-- events behind (queued, unsent) gets a fresh snapshot instead. No subscribers: publish returns.
+local core = require "keel.core"
+
+local M = {}
+M.BEHIND = 256
+
+local Watch = {}
+Watch.__index = Watch
+
+-- push(id, text) -> false when gone; pending(id) -> queued events (nil when gone); drop(id).
+function M.new(ch, push, pending, drop)
+  return setmetatable({ channel = ch, push = push, pending = pending, drop = drop, subs = {}, count = 0, next_id = 0 }, Watch)
+end
+
+local function list(s)
+  if type(s) ~= "string" or s == "" then return nil end
+  local t = {}
+  for item in s:gmatch("[^,]+") do t[#t + 1] = item end
+  return t
+end
+
+-- query: entities=UUID,UUID (or names, or root), kinds=KEY,KEY; returns the stream's id.
+function Watch:subscribe(query)
+  self.next_id = self.next_id + 1
+  local id = self.next_id
+  query = query or {}
+  self.subs[id] = { id = id, fresh = true,
+    watcher = core._watcher(self.channel.world, { kinds = list(query.kinds), entities = list(query.entities) }) }
+  self.count = self.count + 1
+  return id
+end
+
+function Watch:unsubscribe(id)
+  if self.subs[id] then
+    self.subs[id] = nil
+    self.count = self.count - 1
+  end
+end
+
+local function send(self, sub, event, text)
+  if not self.push(sub.id, "event: " .. event .. "\ndata: " .. text .. "\n\n") then self:unsubscribe(sub.id) end
+end
+
+function Watch:snapshot(sub)
+  local ch = self.channel
+  sub.fresh, sub.revision, sub.frame = false, ch.world.revision, ch.frame
+  send(self, sub, "snapshot", sub.watcher:snapshot(ch.frame))
+end
+
+function Watch:delta(sub)
+  local ch = self.channel
+  sub.revision, sub.frame = ch.world.revision, ch.frame
+  local text = sub.watcher:delta(ch.frame)
+  if text then send(self, sub, "delta", text) end
+end
+
+-- The world closed under its watchers: they are let go (their streams stay open, silent).
+local function closed(w)
+  return not pcall(function() return w.revision end)
+end
+
+-- After requests were answered or a frame ran: each subscriber gets what it has not seen, at
+-- most one delta a frame (while paused, edits go out as they come).
+function Watch:publish()
+  if self.count == 0 then return end
+  local ch = self.channel
+  if closed(ch.world) then
+    self.subs, self.count = {}, 0
+    return
+  end
+  local rev, frame = ch.world.revision, ch.frame
+  for id, sub in pairs(self.subs) do
+    local queued = self.pending(id)
+    if queued == nil then
+      self:unsubscribe(id)
+    elseif sub.fresh then
+      self:snapshot(sub)
+    elseif queued > M.BEHIND then
+      self.drop(id)
+      self:snapshot(sub)
+    elseif sub.revision ~= rev and (sub.frame ~= frame or ch.paused) then
+      self:delta(sub)
+    end
+  end
+end
+
+return M

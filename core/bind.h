@@ -25,6 +25,12 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
  * (c not the running hook's, a kind with validate) goes through keel__field_set_many. */
 keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
                                   keel_value *vals, keel_diags *d);
+/* keel__field_copy_back for a callback that is not c's own hook (a system's `each`), its last act
+ * before its transaction closes: `record` is c's (live, slot resolved) at storage row `row` and has
+ * not moved since the callback began. Readonly fields are refused as keel_set refuses them; a kind
+ * with validate goes through keel__field_set_many. */
+keel_status keel__field_copy_back_at(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n,
+                                     const int *fields, keel_value *vals, keel_diags *d);
 /* keel__field_copy_back for the Lua batch's plain float fields: the caller promises every field
  * is a float with no bounds, every value finite, and the kind has no validate hook; with nothing
  * left to check, the values are stored at their offsets (journaled only inside a nested hook). */
@@ -79,6 +85,9 @@ extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
 /* Whether component c takes part in this step: enabled, not faulted, under active entities and
  * not added during this step (a system's `each` visits what a hook would run). */
 bool keel__comp_runnable(const keel_world *w, keel_comp c);
+/* Component c's record and storage row when it takes part in this step (as keel__comp_runnable),
+ * else NULL; c->slot KEEL_SLOT_AUTO asks for the lowest slot and gets the slot found. */
+void *keel__comp_visit(const keel_world *w, keel_comp *c, uint32_t *row);
 /* A callback transaction not tied to a component (a system's run): close commits, or rolls back
  * on a status other than KEEL_OK (the caller records the failure). */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);

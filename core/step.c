@@ -200,6 +200,16 @@ bool keel__comp_runnable(const keel_world *w, keel_comp c)
     return m && m->enabled && !m->faulted && m->born <= w->frame && keel__active(w, (uint32_t)c.entity);
 }
 
+void *keel__comp_visit(const keel_world *w, keel_comp *c, uint32_t *row)
+{
+    keel__ent *en = keel__ent_get(w, c->entity);
+    keel__entry *m = en ? keel__entry_find(en, c->kind, c->slot) : NULL;
+    if (!m || !m->enabled || m->faulted || m->born > w->frame || !keel__active(w, (uint32_t)c->entity)) return NULL;
+    c->slot = m->slot;
+    *row = m->row;
+    return keel__store_rec(&w->stores[c->kind], m->row);
+}
+
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
 {
     keel__ent *en = keel__ent_get(w, c.entity);

@@ -648,8 +648,7 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
         fields[n++] = (int)i;
     }
     /* finite plain floats: nothing the write path checks can refuse them */
-    if (n) keel__field_copy_floats(w, t->call.comp, t->call.record, n, fields, vals);
-    return true;
+    return !n || keel__field_copy_floats(w, t->call.comp, t->call.record, t->row, n, fields, vals);
 }
 
 static bool update_phase(keel_phase p)
@@ -867,6 +866,8 @@ void keel__lua_self_push(lua_State *L, keel_lua_kind *lk, int depth, keel__lua_s
         for (size_t i = 0; i < lk->nfields; i++) lua_rawgeti(L, s->keys, (lua_Integer)i + 1);
     }
     s->floats = s->kbase && all_plain_floats(lk, lk->kd);
+    for (size_t i = 0; i < lk->nfields && s->floats; i++) /* a system may not write those: checked apart */
+        if (lk->kd->fields[i].flags & KEEL_FIELD_READONLY) s->floats = false;
 }
 
 void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec, int widx)
@@ -893,21 +894,26 @@ keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w,
     keel_lua_kind *lk = s->lk;
     if (lk->dead) return KEEL_OK;
     int top = lua_gettop(L);
-    if (rec && s->floats && !lk->kd->validate) {
+    if (rec && s->floats && !lk->kd->validate) { /* write_back_floats, for a system */
         int fields[KEEL_LUA_MEMO_KEYS];
-        keel_value vals[KEEL_LUA_MEMO_KEYS];
+        double vals[KEEL_LUA_MEMO_KEYS];
         size_t n = 0;
         bool plain = true;
-        for (size_t i = 0; i < lk->nfields && plain; i++) {
+        for (size_t i = 0; i < lk->nfields; i++) {
             lua_pushvalue(L, s->kbase + (int)i);
-            if (lua_rawget(L, s->self) != LUA_TNUMBER) plain = false;
+            int t = lua_rawget(L, s->self);
             double f = (double)lua_tonumber(L, -1);
             lua_pop(L, 1);
-            if (!plain || f == *(const double *)(rec + lk->offsets[i])) continue;
-            vals[n] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
+            if (t != LUA_TNUMBER) plain = false;
+            else if (f == *(const double *)(rec + lk->offsets[i])) continue;
+            if (!plain || !isfinite(f)) {
+                plain = false;
+                break;
+            }
+            vals[n] = f;
             fields[n++] = (int)i;
         }
-        if (plain) return n ? keel__field_copy_back_at(w, c, (void *)rec, row, n, fields, vals, d) : KEEL_OK;
+        if (plain && (!n || keel__field_copy_floats(w, c, (void *)rec, row, n, fields, vals))) return KEEL_OK;
     }
     keel_status st = KEEL_OK;
     if (!write_back_committed(L, lk, lk->kd, w, c, rec, s->self, s->keys, s->kbase, s->depth, &row, d, &st))

@@ -70,15 +70,13 @@ typedef struct each_run {
     keel__hook_txn txn;
 } each_run;
 
-/* The entities holding kinds[0] (some slot), in run order (the root is not visited): the list is
- * made before the first call, as a phase's run list is. Pushed as a userdata; returns it. */
-static keel_entity *visit_list(lua_State *L, keel_world *w, keel_kind_id k, size_t *count)
+/* The live entities in run order (the root is not visited): the list is made before the first
+ * call, as a phase's run list is. Pushed as a userdata; returns it. */
+static keel_entity *visit_list(lua_State *L, keel_world *w, size_t *count)
 {
-    size_t cap = keel_storage_count(w, k), n = 0;
+    size_t cap = keel_world_entity_count(w), n = 0;
     keel_entity *list = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *list, 0);
-    keel_comp c;
-    for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e))
-        if (keel_get_comp(w, e, k, KEEL_SLOT_AUTO, &c)) list[n++] = e;
+    for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e)) list[n++] = e;
     *count = n;
     return list;
 }
@@ -97,42 +95,36 @@ static int each_loop(lua_State *L)
     keel__lua_self sel[KEEL_LUA_MAX_DEPTH];
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
-    const keel_entity *list = visit_list(L, w, r->kinds[0], &count);
+    const keel_entity *list = visit_list(L, w, &count);
     int top = lua_gettop(L);
     keel_comp c[KEEL_LUA_MAX_DEPTH];
-    const char *rec[KEEL_LUA_MAX_DEPTH];
+    void *rec[KEEL_LUA_MAX_DEPTH];
     uint32_t row[KEEL_LUA_MAX_DEPTH];
+    keel_diags d = { 0 };
     for (size_t v = 0; v < count; v++) {
-        size_t i = 0;
-        for (; i < n; i++) {
-            c[i] = (keel_comp){ list[v], r->kinds[i], KEEL_SLOT_AUTO };
-            if (!(rec[i] = keel__comp_visit(w, &c[i], &row[i]))) break;
-        }
-        if (i < n) continue; /* gone, not holding them all, or not taking part in this step */
-        for (i = 0; i < n; i++)
+        /* gone, not holding them all, or not taking part in this step */
+        if (!keel__each_visit(w, list[v], n, r->kinds, c, rec, row)) continue;
+        for (size_t i = 0; i < n; i++)
             if (!keel__lua_self_kind_current(r->lk[i], r->kinds[i])) return 0; /* redeclared meanwhile */
         keel__callback_open(w, &r->txn);
         r->in_call = true;
-        for (i = 0; i < n; i++) keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+        for (size_t i = 0; i < n; i++) keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
         ctx->depth = r->base + (int)n;
         lua_pushvalue(L, 3);
         keel__lua_push_entity_cached(L, 2, 5, list[v]);
-        for (i = 0; i < n; i++) lua_pushvalue(L, sel[i].self);
+        for (size_t i = 0; i < n; i++) lua_pushvalue(L, sel[i].self);
         lua_pushnumber(L, dt);
         unsigned long entries = keel__lua_entries;
         lua_call(L, (int)n + 2, 0);
-        bool moved = entries != keel__lua_entries; /* the core was entered: records may have moved */
-        keel_diags d;
-        keel_diags_init(&d);
         keel_status st = KEEL_OK;
-        for (i = 0; i < n && st == KEEL_OK; i++) {
-            lua_settop(L, top);
+        for (size_t i = 0; i < n && st == KEEL_OK; i++) {
+            /* the core entered (by the call or a validate): records may have moved */
+            bool moved = entries != keel__lua_entries;
             st = keel__lua_self_write(L, &sel[i], w, c[i], moved ? NULL : rec[i], row[i], &d);
-            if (!moved && keel__lua_entries != entries) moved = true; /* a validate ran */
         }
-        lua_settop(L, top);
+        if (lua_gettop(L) != top) lua_settop(L, top);
         if (st != KEEL_OK) keel_lua_raise(L, st, &d); /* the caller rolls this call back */
-        keel_diags_free(&d);
+        if (d.items) keel_diags_free(&d);
         ctx->depth = r->base;
         r->in_call = false;
         keel__callback_close(w, &r->txn, KEEL_OK);
@@ -146,16 +138,18 @@ static int each_loop(lua_State *L)
 static int w_each(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    luaL_checktype(L, 2, LUA_TTABLE);
+    if (lua_type(L, 2) != LUA_TTABLE) return keel__lua_argerror(L, 2, "a list of kind keys expected, got %s", luaL_typename(L, 2));
     if (lua_type(L, 3) != LUA_TFUNCTION) return keel__lua_argerror(L, 3, "a function expected, got %s", luaL_typename(L, 3));
-    double dt = luaL_checknumber(L, 4);
+    if (lua_type(L, 4) != LUA_TNUMBER) return keel__lua_argerror(L, 4, "a number expected, got %s", luaL_typename(L, 4));
+    double dt = lua_tonumber(L, 4);
     keel_lua_ctx *ctx = lw->ctx;
     each_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 5 */
     memset(r, 0, sizeof *r);
     r->lw = lw;
     r->n = lua_rawlen(L, 2);
     r->base = ctx->depth;
-    if (r->n == 0 || r->n > (size_t)(KEEL_LUA_MAX_DEPTH - ctx->depth))
+    if (r->n == 0) return keel__lua_argerror(L, 2, "a list of at least one kind key expected");
+    if (r->n > (size_t)(KEEL_LUA_MAX_DEPTH - ctx->depth))
         return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "a system's query of %d kinds nests callbacks more than %d deep",
                                (int)r->n, KEEL_LUA_MAX_DEPTH);
     for (size_t i = 0; i < r->n; i++) {

@@ -31,10 +31,13 @@ keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size
  * with validate goes through keel__field_set_many. */
 keel_status keel__field_copy_back_at(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n,
                                      const int *fields, keel_value *vals, keel_diags *d);
-/* keel__field_copy_back for the Lua batch's plain float fields: the caller promises every field
- * is a float with no bounds, every value finite, and the kind has no validate hook; with nothing
- * left to check, the values are stored at their offsets (journaled only inside a nested hook). */
-void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n, const int *fields, const double *vals);
+/* The copy-back of plain float fields (a Lua batch's, a system's): the caller promises every
+ * field is a float with no bounds and not readonly, every value finite, the kind has no validate
+ * hook, and c (live, slot resolved) has `record` at storage row `row`, unmoved since its callback
+ * began. With nothing left to check, the values are stored at their offsets. False (nothing
+ * written) when a journal entry is needed (a nested transaction): take the general path. */
+bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n, const int *fields,
+                             const double *vals);
 /* A component's first values, already checked, before anything else saw it (a Lua body written
  * just after its add, a cooked scene being built) or hot reload putting a default back: no
  * validate, no journal (a rollback of the add takes the component whole). `counted`: the change
@@ -82,12 +85,12 @@ void keel__batch_done(keel__batch *b, keel_status st);
 /* Set by a binding: called at the start of every step (phase KEEL_PHASE_COUNT_) and at the end
  * of every phase's hooks, outside any transaction (the Lua binding delivers messages there). */
 extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
-/* Whether component c takes part in this step: enabled, not faulted, under active entities and
- * not added during this step (a system's `each` visits what a hook would run). */
-bool keel__comp_runnable(const keel_world *w, keel_comp c);
-/* Component c's record and storage row when it takes part in this step (as keel__comp_runnable),
- * else NULL; c->slot KEEL_SLOT_AUTO asks for the lowest slot and gets the slot found. */
-void *keel__comp_visit(const keel_world *w, keel_comp *c, uint32_t *row);
+/* What a system's `each` visits: whether live entity e holds each of the n kinds (lowest slot)
+ * taking part in this step (enabled, not faulted, under active entities, not added during this
+ * step: what a hook would run); then c[k], rec[k] and row[k] are that
+ * component, its record and its storage row. */
+bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_kind_id *kinds, keel_comp *c,
+                      void **rec, uint32_t *row);
 /* A callback transaction not tied to a component (a system's run): close commits, or rolls back
  * on a status other than KEEL_OK (the caller records the failure). */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);

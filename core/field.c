@@ -246,22 +246,16 @@ keel_status keel__field_copy_back_at(keel_world *w, keel_comp c, void *record, u
     return copy_checked(w, c, kd, record, row, false, n, fields, vals, d);
 }
 
-void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n, const int *fields, const double *vals)
+bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n, const int *fields,
+                             const double *vals)
 {
     const keel__layout *L = keel__kind_layout(c.kind);
-    if (!L || !L->body_bounded || (w->txn_depth > 1 && keel__txn_wants(w))) { /* the general path decides */
-        keel_value v[64];
-        for (size_t j = 0; j < n; j += 64) {
-            size_t m = n - j < 64 ? n - j : 64;
-            for (size_t i = 0; i < m; i++) v[i] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = vals[j + i] };
-            keel__field_copy_back(w, c, record, m, fields + j, v, NULL);
-        }
-        return;
-    }
+    if (!L || !L->body_bounded || (w->txn_depth > 1 && keel__txn_wants(w))) return false;
     unsigned char *rec = record;
     for (size_t j = 0; j < n; j++) memcpy(rec + L->offsets[fields[j]], &vals[j], sizeof vals[j]);
-    w->stores[c.kind].rows[w->hook_row].counter += n;
+    w->stores[c.kind].rows[row].counter += n;
     w->revision += n;
+    return true;
 }
 
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,

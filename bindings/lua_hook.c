@@ -839,7 +839,7 @@ void keel__lua_self_kind_done(lua_State *L, keel_lua_kind *lk)
 
 bool keel__lua_self_kind_current(const keel_lua_kind *lk, keel_kind_id k)
 {
-    return !lk->dead && keel_kind_describe(k) == lk->kd;
+    return !lk->dead && (!lk->shadow || keel_kind_describe(k) == lk->kd); /* a Lua kind's replacement kills it */
 }
 
 void keel__lua_shadows_free(keel_lua_ctx *ctx)
@@ -865,7 +865,7 @@ void keel__lua_self_push(lua_State *L, keel_lua_kind *lk, int depth, keel__lua_s
         s->kbase = s->keys + 1;
         for (size_t i = 0; i < lk->nfields; i++) lua_rawgeti(L, s->keys, (lua_Integer)i + 1);
     }
-    s->floats = s->kbase && all_plain_floats(lk, lk->kd);
+    s->floats = lk->nfields <= KEEL_LUA_MEMO_KEYS && all_plain_floats(lk, lk->kd);
     for (size_t i = 0; i < lk->nfields && s->floats; i++) /* a system may not write those: checked apart */
         if (lk->kd->fields[i].flags & KEEL_FIELD_READONLY) s->floats = false;
 }
@@ -881,7 +881,7 @@ void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_co
     ctx->self_outside[s->depth] = true;
     if (s->floats) { /* fill_self, less its per-field type dispatch */
         for (size_t i = 0; i < lk->nfields; i++) {
-            lua_pushvalue(L, s->kbase + (int)i);
+            push_key(L, s->keys, s->kbase, i);
             lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
             lua_rawset(L, s->self);
         }
@@ -899,11 +899,10 @@ keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w,
         double vals[KEEL_LUA_MEMO_KEYS];
         size_t n = 0;
         bool plain = true;
-        for (size_t i = 0; i < lk->nfields; i++) {
-            lua_pushvalue(L, s->kbase + (int)i);
+        for (size_t i = 0; i < lk->nfields; i++) { /* values stay on the stack: one settop at the end */
+            push_key(L, s->keys, s->kbase, i);
             int t = lua_rawget(L, s->self);
             double f = (double)lua_tonumber(L, -1);
-            lua_pop(L, 1);
             if (t != LUA_TNUMBER) plain = false;
             else if (f == *(const double *)(rec + lk->offsets[i])) continue;
             if (!plain || !isfinite(f)) {
@@ -913,6 +912,7 @@ keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w,
             vals[n] = f;
             fields[n++] = (int)i;
         }
+        lua_settop(L, top);
         if (plain && (!n || keel__field_copy_floats(w, c, (void *)rec, row, n, fields, vals))) return KEEL_OK;
     }
     keel_status st = KEEL_OK;

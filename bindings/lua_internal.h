@@ -111,6 +111,9 @@ typedef struct keel_lua_ctx {
     bool self_outside[KEEL_LUA_MAX_DEPTH]; /* a system's `each`: not its component's own hook (readonly holds) */
     keel_lua_kind **shadows; /* by kind id: self machinery of kinds not declared from this state (systems) */
     size_t shadow_cap;
+    keel_entity *each_list; /* a system's `each`: the entities of its pass (lua_system.c), reused */
+    size_t each_cap;
+    bool each_busy;         /* in use by the pass under way (a nested one takes a userdata) */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
 } keel_lua_ctx;
@@ -270,7 +273,8 @@ void keel__lua_shadows_free(keel_lua_ctx *ctx); /* the state is closing */
 typedef struct keel__lua_self {
     keel_lua_kind *lk;
     int depth;
-    int self, keys, kbase; /* stack indices: the table, the keys table, the field names (0: too many) */
+    int self, keys, kbase; /* indices (stack or upvalue): the table, the keys table, the field names on
+                            * the stack (0: none, read from keys) */
     bool floats;           /* every field an unbounded float: the fast fill and copy-back */
 } keel__lua_self;
 /* Pushes lk's self table of `depth`, its keys and (when few) its field names; fills *s. */

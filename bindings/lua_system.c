@@ -2,6 +2,7 @@
  * the runner called at the end of each step phase, a world-wide callback transaction for one
  * call, a system's `each` over a world (the hooks' self tables, one transaction per call), and
  * the record of a system's failure. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lua_internal.h"
@@ -67,15 +68,30 @@ typedef struct each_run {
     keel_lua_kind *lk[KEEL_LUA_MAX_DEPTH]; /* their self machinery (held) */
     int base;                              /* ctx->depth when the system began */
     bool in_call;                          /* a call's transaction is open: a raise is its failure */
+    bool owns_list;                        /* the pass took ctx->each_list */
     keel__hook_txn txn;
 } each_run;
 
 /* The live entities in run order (the root is not visited): the list is made before the first
- * call, as a phase's run list is. Pushed as a userdata; returns it. */
-static keel_entity *visit_list(lua_State *L, keel_world *w, size_t *count)
+ * call, as a phase's run list is. In ctx's reused buffer, or (a pass inside a pass) a userdata
+ * pushed for it; *owned says which. */
+static keel_entity *visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, size_t *count, bool *owned)
 {
     size_t cap = keel_world_entity_count(w), n = 0;
-    keel_entity *list = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *list, 0);
+    keel_entity *list;
+    *owned = !ctx->each_busy;
+    if (*owned) {
+        if (cap > ctx->each_cap) {
+            keel_entity *grown = realloc(ctx->each_list, cap * sizeof *grown);
+            if (!grown) luaL_error(L, "out of memory");
+            ctx->each_list = grown;
+            ctx->each_cap = cap;
+        }
+        list = ctx->each_list;
+        ctx->each_busy = true;
+    } else {
+        list = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *list, 0);
+    }
     for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e)) list[n++] = e;
     *count = n;
     return list;
@@ -95,7 +111,8 @@ static int each_loop(lua_State *L)
     keel__lua_self sel[KEEL_LUA_MAX_DEPTH];
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
-    const keel_entity *list = visit_list(L, w, &count);
+    const keel_entity *list = visit_list(L, ctx, w, &count, &r->owns_list);
+    luaL_checkstack(L, KEEL_LUA_MEMO_KEYS + 8, NULL); /* what a copy-back leaves on the stack */
     int top = lua_gettop(L);
     keel_comp c[KEEL_LUA_MAX_DEPTH];
     void *rec[KEEL_LUA_MAX_DEPTH];
@@ -176,6 +193,7 @@ static int w_each(lua_State *L)
         st = lua_pcall(L, 4, 0, 0);
     }
     ctx->depth = r->base;
+    if (r->owns_list) ctx->each_busy = false;
     if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
     KEEL_LUA_LEAVE();
     for (size_t i = 0; i < held; i++) keel__lua_self_kind_done(L, r->lk[i]);

@@ -91,8 +91,9 @@ extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
  * component, its record and its storage row. */
 bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_kind_id *kinds, keel_comp *c,
                       void **rec, uint32_t *row);
-/* A callback transaction not tied to a component (a system's run): close commits, or rolls back
- * on a status other than KEEL_OK (the caller records the failure). */
+/* A callback transaction not tied to a component (a system's run, each call of its `each`): close
+ * commits, or rolls back on a status other than KEEL_OK (the caller records the failure). Open
+ * sets only what close reads and t->diags (empty): t->call is not filled. */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);
 void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
 /* Records a system's failure in the world's error list (keel_fault.system = its name). */

@@ -104,7 +104,9 @@ static void run_doomed(keel_world *w)
 
 void keel__callback_open(keel_world *w, keel__hook_txn *t)
 {
-    /* only what keel__callback_close reads: a system's `each` opens one per entity */
+    /* only what keel__callback_close reads, and the diagnostics a caller may fill (a timer's):
+     * a system's `each` opens one per entity */
+    t->diags = (keel_diags){ 0 };
     t->mark = w->log_count;
     t->cmd_depth = w->cmd_depth;
     t->outer = w->hook_comp;

@@ -182,6 +182,23 @@ describe("systems", function()
     keel.system{ name = s, phase = "update", run = function() end }
   end)
 
+  it("each does not visit a component added during this step to an entity it would visit", function()
+    local s, adder = sys("added"), sys("adder")
+    keel.system{ name = adder, phase = "start", run = function(w)
+      local b = w:find("B")
+      if not b:get(TAG) then b:add(TAG) end
+    end }
+    keel.system{ name = s, phase = "update", query = { TAG }, each = function(e) note("each:" .. e.name) end }
+    local w, a, b = world()
+    b:remove(TAG)
+    w:step(1 / 60)
+    local eaches = {}
+    for _, l in ipairs(LOG) do if l:match("^each") then eaches[#eaches + 1] = l end end
+    assert.are.same({ "each:A" }, eaches)
+    keel.system{ name = s, phase = "update", run = function() end }
+    keel.system{ name = adder, phase = "start", run = function() end }
+  end)
+
   it("each skips a faulted component", function()
     local s = sys("faulted")
     local BAD = key("bad")

@@ -224,9 +224,8 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
 /* Writes back the fields of `self` that differ from the record, through the registry.
  * `rec` is the record when no entry into the core happened since it was fetched, else NULL.
  * `internal`: a kind's own hook, which may write readonly fields (a system may not). */
-static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                              keel_comp c, const char *rec, int self, int keys, int depth, bool internal,
-                              keel_diags *d)
+static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w, keel_comp c,
+                              const char *rec, int self, int keys, int depth, bool internal, keel_diags *d)
 {
     int top = lua_gettop(L);
     int filled = lk->has_entity ? push_filled(L, lk, depth) : 0;
@@ -258,7 +257,7 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
             if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
-            else s = keel__field_set(w, c, (int)i, &v, internal, NULL, d); /* a kind's own hooks may write readonly fields */
+            else s = keel__field_set(w, c, (int)i, &v, internal, NULL, d); /* readonly: see `internal` */
             if (s == KEEL_OK && fd->type == KEEL_T_ENTITY) { /* the store holds it now */
                 lua_pushvalue(L, -1);
                 lua_rawseti(L, filled, (lua_Integer)i + 1);
@@ -331,8 +330,8 @@ void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char 
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++)
-        if (ctx->self_w[i] == w && !ctx->self_gone[i] && !ctx->self_outside[i] && ctx->self_c[i].entity == c.entity &&
-            ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot)
+        if (ctx->self_w[i] == w && !ctx->self_gone[i] && !ctx->self_outside[i] &&
+            ctx->self_c[i].entity == c.entity && ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot)
             return true;
     return false;
 }
@@ -603,8 +602,8 @@ static keel_status hook_tramp(const keel_call *call)
     else if (!lk->dead && !gone && /* a gone component takes no write-back */
              !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
                                    self, keys, kbase, depth, NULL, call->diags, &s))
-        s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
-                       self, keys, depth, true, call->diags);
+        s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL, self, keys,
+                       depth, true, call->diags);
     ctx->depth--;
     lua_settop(L, top);
     if (--lk->busy == 0 && lk->dead) lk_destroy(lk);

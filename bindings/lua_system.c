@@ -155,9 +155,12 @@ static int each_loop(lua_State *L)
 static int w_each(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    if (lua_type(L, 2) != LUA_TTABLE) return keel__lua_argerror(L, 2, "a list of kind keys expected, got %s", luaL_typename(L, 2));
-    if (lua_type(L, 3) != LUA_TFUNCTION) return keel__lua_argerror(L, 3, "a function expected, got %s", luaL_typename(L, 3));
-    if (lua_type(L, 4) != LUA_TNUMBER) return keel__lua_argerror(L, 4, "a number expected, got %s", luaL_typename(L, 4));
+    if (lua_type(L, 2) != LUA_TTABLE)
+        return keel__lua_argerror(L, 2, "a list of kind keys expected, got %s", luaL_typename(L, 2));
+    if (lua_type(L, 3) != LUA_TFUNCTION)
+        return keel__lua_argerror(L, 3, "a function expected, got %s", luaL_typename(L, 3));
+    if (lua_type(L, 4) != LUA_TNUMBER)
+        return keel__lua_argerror(L, 4, "a number expected, got %s", luaL_typename(L, 4));
     double dt = lua_tonumber(L, 4);
     keel_lua_ctx *ctx = lw->ctx;
     each_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 5 */
@@ -167,8 +170,9 @@ static int w_each(lua_State *L)
     r->base = ctx->depth;
     if (r->n == 0) return keel__lua_argerror(L, 2, "a list of at least one kind key expected");
     if (r->n > (size_t)(KEEL_LUA_MAX_DEPTH - ctx->depth))
-        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "a system's query of %d kinds nests callbacks more than %d deep",
-                               (int)r->n, KEEL_LUA_MAX_DEPTH);
+        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED,
+                               "a system's query of %d kinds nests callbacks more than %d deep", (int)r->n,
+                               KEEL_LUA_MAX_DEPTH);
     for (size_t i = 0; i < r->n; i++) {
         lua_rawgeti(L, 2, (lua_Integer)i + 1);
         const char *key = lua_tostring(L, -1);

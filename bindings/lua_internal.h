@@ -106,6 +106,12 @@ typedef struct keel_lua_ctx {
     keel_comp self_c[KEEL_LUA_MAX_DEPTH];
     keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
     bool self_gone[KEEL_LUA_MAX_DEPTH]; /* an on_destroy run at the commit: its component is gone */
+    bool self_outside[KEEL_LUA_MAX_DEPTH]; /* a system's `each`: not its component's own hook (readonly holds) */
+    keel_lua_kind **shadows; /* by kind id: self machinery of kinds not declared from this state (systems) */
+    size_t shadow_cap;
+    keel_entity *each_list; /* a system's `each`: the entities of its pass (lua_system.c), reused */
+    size_t each_cap;
+    bool each_busy;         /* in use by the pass under way (a nested one takes a userdata) */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
 } keel_lua_ctx;
@@ -167,7 +173,7 @@ void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
 void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_phase phase, double dt);
 void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds _systems_runner to the table on top */
-extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_runnable, w:_fault_system */
+extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_each, w:_fault_system */
 
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
 
@@ -258,6 +264,32 @@ bool keel__lua_position(lua_State *L, char *buf, size_t cap);
 /* The position an error value carries: a keel error object's `where`, or the "chunk:line" that
  * starts a Lua error string. Raw accesses only: it runs no metamethod. */
 bool keel__lua_error_where(lua_State *L, int idx, char *buf, size_t cap);
+/* A system's `each` (lua_system.c) gets the same reused self tables as hooks: one per queried
+ * kind, each at its own depth. The machinery of kind k for this state, NULL when k is not
+ * declared: its Lua declaration's, or one ctx keeps for a kind declared in C or by another
+ * state (remade when that kind changes). Held until keel__lua_self_kind_done. */
+keel_lua_kind *keel__lua_self_kind(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k);
+void keel__lua_self_kind_done(lua_State *L, keel_lua_kind *lk);
+/* Whether lk's declaration is still the registry's (a kind redeclared meanwhile: stop using it). */
+bool keel__lua_self_kind_current(const keel_lua_kind *lk, keel_kind_id k);
+void keel__lua_shadows_free(keel_lua_ctx *ctx); /* the state is closing */
+typedef struct keel__lua_self {
+    keel_lua_kind *lk;
+    int depth;
+    int self, keys, kbase; /* indices (stack or upvalue): the table, the keys table, the field names on
+                            * the stack (0: none, read from keys) */
+    bool floats;           /* every field an unbounded float: the fast fill and copy-back */
+} keel__lua_self;
+/* Pushes lk's self table of `depth`, its keys and (when few) its field names; fills *s. */
+void keel__lua_self_push(lua_State *L, keel_lua_kind *lk, int depth, keel__lua_self *s);
+/* Makes s's self the view of component c of w (record rec) for a system and fills it (the
+ * World at widx, for entity fields). The caller raises ctx->depth past it. */
+void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec, int widx);
+/* Writes back the fields of s's self that changed, as a system's write (readonly refused):
+ * `rec` is c's record at storage row `row` when nothing entered the core since the fill, else NULL. */
+keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec,
+                                 uint32_t row, keel_diags *d);
+
 /* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
  * position as the diagnostic's file and line, and in the message); returns its status. */
 keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);

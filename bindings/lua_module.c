@@ -112,6 +112,9 @@ static int sentinel_gc(lua_State *L)
     if (*pc) {
         (*pc)->alive = false;
         if (keel__lua_cur.ctx == *pc) memset(&keel__lua_cur, 0, sizeof keel__lua_cur);
+        keel__lua_shadows_free(*pc);
+        free((*pc)->each_list);
+        (*pc)->each_list = NULL;
         keel__lua_ctx_release(*pc);
         *pc = NULL;
     }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "bind.h" /* keel__comp_info_get */
 
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
 {
@@ -113,9 +114,9 @@ static int e_get(lua_State *L)
     keel_member m;
     if (k) {
         check_one_slot(L, k, slot);
-        keel_comp c;
-        if (keel_get_comp(w, h->e, k, slot, &c)) {
-            keel__lua_push_comp(L, wi, c, NULL);
+        keel__comp_info ci;
+        if (keel__comp_info_get(w, h->e, k, slot, &ci)) {
+            keel__lua_push_comp_info(L, wi, 0, &ci); /* the same handle while the component lives */
             return 1;
         }
     }

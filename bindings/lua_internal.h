@@ -90,6 +90,17 @@ int keel__lua_push_handle_world(lua_State *L, int idx);
 
 typedef struct keel_lua_kind keel_lua_kind;
 
+/* A kind's field names as this state's interned Lua strings (lua_component.c): a handle's
+ * `c.x` finds its field by comparing the key's address, not its characters. Fields named like
+ * a handle's methods or properties are left out (those names mean the method or property). */
+typedef struct keel_lua_fields {
+    uint64_t stamp;       /* keel__kind_declarations() + 1 when built; 0: not built */
+    uint32_t n;
+    const char **names;   /* anchored in the registry table at ctx->names_ref */
+    int *index;           /* the field of names[i] */
+    uint32_t *offsets;    /* by field index: its offset in the record */
+} keel_lua_fields;
+
 /* One per lua_State that opened keel.core. Lives until the state is closed and
  * every kind it declared is gone (refs counts both), so trampolines of kinds
  * declared from a closed state can see `alive == false` and do nothing. */
@@ -110,6 +121,9 @@ typedef struct keel_lua_ctx {
     bool self_gone[KEEL_LUA_MAX_DEPTH]; /* an on_destroy run at the commit: its component is gone */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
+    keel_lua_fields *fields;          /* by kind id (lua_component.c) */
+    size_t fields_cap;
+    int names_ref;                    /* registry: { [field name] = true }, keeps those strings */
 } keel_lua_ctx;
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx);
@@ -151,6 +165,10 @@ typedef struct keel_lua_world {
     size_t cache_inserts;
     uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
     size_t gens_cap;
+    size_t comp_inserts, comp_kept; /* the component handle caches (lua_component.c): since and at the last sweep */
+    struct keel_lua_qcache *queries; /* w:query's kept queries (lua_query.c) */
+    size_t query_count;
+    unsigned long query_clock;
 } keel_lua_world;
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx);
@@ -175,6 +193,7 @@ extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_runnabl
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
 
 extern const luaL_Reg keel__lua_query_methods[];   /* entities, each, query, count */
+void keel__lua_queries_free(keel_lua_world *lw);    /* the queries w:query kept (the World is going) */
 void keel__lua_open_query(lua_State *L);            /* the keel.Query metatable */
 extern const luaL_Reg keel__lua_command_methods[]; /* _apply */
 void keel__lua_open_command(lua_State *L);          /* the keel.Command metatable */
@@ -202,14 +221,31 @@ void keel__lua_open_entity(lua_State *L);
 
 /* ---- Component ---- */
 
+/* A loaded component's handles are cached per world and kind (slot 0 ones: by entity index), so
+ * the same component gets the same handle back while it lives; a component found live under
+ * the world's structure counter `live - 1` keeps its record at `rec` until that counter moves,
+ * and a field read or write then needs no lookup (bind.h keel__world_structure). */
 typedef struct keel_lua_comp {
     keel_lua_world *lw;
     keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 1 */
     uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
+    uint64_t live;     /* keel__world_structure + 1 when last found live; 0: check in full */
+    void *rec;         /* its record then */
 } keel_lua_comp;
 
+struct keel__comp_info;
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
 void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
+/* Pushes the (cached) handle of the live component `ci` describes. `cache`: the index of the
+ * kind's handle cache (keel__lua_comp_cache) when the caller holds it, else 0. */
+void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const struct keel__comp_info *ci);
+/* Pushes the handle cache of kind k in the world at world_idx (made on first use). */
+void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k);
+/* Gives a World's own Component metatable (at mt) its __index and __newindex: closures that
+ * know the metatable, so telling one of the World's handles is one comparison. */
+void keel__lua_comp_mt_own(lua_State *L, int mt);
+/* Frees what ctx's field tables hold (the state is closing). */
+void keel__lua_fields_free(keel_lua_ctx *ctx);
 void keel__lua_open_component(lua_State *L);
 /* Component methods, shared with self tables: arg 1 is a Component. */
 int keel__lua_comp_set(lua_State *L);

@@ -94,7 +94,10 @@ void keel__lua_setmt(lua_State *L, const keel_lua_type *t)
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx)
 {
-    if (ctx && --ctx->refs == 0) free(ctx);
+    if (ctx && --ctx->refs == 0) {
+        keel__lua_fields_free(ctx);
+        free(ctx);
+    }
 }
 
 keel_lua_ctx *keel__lua_upctx(lua_State *L)
@@ -139,7 +142,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     ctx->alive = true;
     ctx->refs = 1;
     ctx->loading_ref = LUA_NOREF;
-    ctx->msgs_ref = ctx->msg_ref = ctx->systems_ref = LUA_NOREF;
+    ctx->msgs_ref = ctx->msg_ref = ctx->systems_ref = ctx->names_ref = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
     lua_newtable(L); /* keel_world* -> World udata, weak values */
     lua_createtable(L, 0, 1);

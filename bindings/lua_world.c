@@ -24,6 +24,7 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
     lua_pop(L, 1);
     lua_pushvalue(L, world);
     lua_rawseti(L, -2, 1);
+    if (t == &keel__lua_mt_comp) keel__lua_comp_mt_own(L, lua_gettop(L));
     lua_setiuservalue(L, world, uv);
 }
 
@@ -128,6 +129,7 @@ static int world_gc(lua_State *L)
         }
         if (lw->owned) keel_world_free(w);
     }
+    keel__lua_queries_free(lw);
     free(lw->gens); /* no handle is made for a closed world */
     lw->gens = NULL;
     lw->gens_cap = 0;

@@ -1,5 +1,6 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "world.h"
+#include "bind.h"
 #include "txn.h"
 
 #include <float.h>
@@ -24,6 +25,8 @@ void keel__touch(keel_world *w)
     w->structure++;
     w->revision++;
 }
+
+uint64_t keel__world_structure(const keel_world *w) { return w->structure; }
 
 keel_world *keel_world_new(const char *name)
 {

@@ -56,15 +56,17 @@ static const keel_lua_fields *kind_fields(lua_State *L, keel_lua_ctx *ctx, keel_
     free(kf->names);
     memset(kf, 0, sizeof *kf);
     size_t n = kd->field_count;
-    void *block = malloc((n ? n : 1) * (sizeof *kf->names + sizeof *kf->index + sizeof *kf->offsets));
+    void *block = malloc((n ? n : 1) * (sizeof *kf->names + sizeof *kf->index + sizeof *kf->offsets + 1));
     if (!block) return NULL;
     kf->names = block; /* first: a raise below leaves nothing unowned */
     kf->index = (int *)(kf->names + n);
     kf->offsets = (uint32_t *)(kf->index + n);
+    kf->types = (unsigned char *)(kf->offsets + n);
     push_names(L, ctx);
     uint32_t m = 0;
     for (size_t i = 0; i < n; i++) {
         kf->offsets[i] = (uint32_t)keel_kind_field_offset(k, (int)i);
+        kf->types[i] = (unsigned char)kd->fields[i].type;
         if (shadowed(kd->fields[i].key)) continue;
         lua_pushstring(L, kd->fields[i].key); /* interned: every equal short string is this one */
         kf->names[m] = lua_tostring(L, -1);
@@ -159,9 +161,30 @@ static keel_lua_comp *new_handle(lua_State *L, int world_idx, keel_lua_world *lw
     h->serial = ci->serial;
     h->live = keel__world_structure(lw->w) + 1;
     h->rec = ci->record;
+    h->row = ci->row;
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
     lua_setmetatable(L, -2);
     return h;
+}
+
+void keel__lua_push_comp_fast(lua_State *L, keel_lua_world *lw, int world_idx, int cache, const keel__comp_info *ci,
+                              uint64_t live)
+{
+    lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
+    if (ci->c.slot == 0 && lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
+        keel_lua_comp *h = lua_touserdata(L, -1);
+        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+            h->live = live;
+            h->rec = ci->record;
+            h->row = ci->row;
+            return;
+        }
+        lua_pop(L, 1);
+    } else if (ci->c.slot == 0) {
+        lua_pop(L, 1);
+    }
+    keel__lua_push_comp_info(L, world_idx, ci->c.slot == 0 ? cache : 0, ci);
+    (void)lw;
 }
 
 void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel__comp_info *ci)
@@ -185,6 +208,7 @@ void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel
         if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
             h->live = keel__world_structure(lw->w) + 1;
             h->rec = ci->record;
+            h->row = ci->row;
             if (fetched) lua_remove(L, -2);
             return;
         }
@@ -273,9 +297,11 @@ static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
     keel_lua_comp *h = keel__lua_checkudata(L, idx, &keel__lua_mt_comp);
     if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
-    if (h->c.kind) { /* found live: the fast paths may trust it until the structure moves */
-        h->live = keel__world_structure(h->lw->w) + 1;
-        h->rec = keel_record(h->lw->w, h->c);
+    keel__comp_info ci;
+    if (h->c.kind && keel__comp_info_get(h->lw->w, h->c.entity, h->c.kind, h->c.slot, &ci)) {
+        h->live = keel__world_structure(h->lw->w) + 1; /* found live: trusted until the structure moves */
+        h->rec = ci.record;
+        h->row = ci.row;
     }
     return h;
 }
@@ -463,8 +489,9 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
  * is upvalue `up` (the World's own __index/__newindex), the full check otherwise. */
 static keel_lua_comp *to_comp(lua_State *L, int up)
 {
-    if (lua_getmetatable(L, 1)) {
-        bool mine = lua_rawequal(L, -1, lua_upvalueindex(up));
+    if (lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive: its address is its own */
+        bool mine = lua_type(L, lua_upvalueindex(up)) == LUA_TTABLE &&
+                    lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up));
         lua_pop(L, 1);
         if (mine) return lua_touserdata(L, 1);
     }
@@ -477,13 +504,14 @@ static int comp_index(lua_State *L)
     if (h->c.kind) {
         int f = field_of(L, h->lw->ctx, h->c.kind, 2);
         if (direct(L, h, f)) {
-            const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
-            const char *p = (const char *)h->rec + h->lw->ctx->fields[h->c.kind].offsets[f];
-            if (fd->type == KEEL_T_FLOAT) {
+            const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
+            const char *p = (const char *)h->rec + kf->offsets[f];
+            if (kf->types[f] == KEEL_T_FLOAT) {
                 double x;
                 memcpy(&x, p, sizeof x);
                 lua_pushnumber(L, x);
             } else {
+                const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
                 int wi = fd->type == KEEL_T_ENTITY ? keel__lua_push_handle_world(L, 1) : 0;
                 keel__lua_push_stored(L, fd, p, h->lw->w, wi);
             }
@@ -534,20 +562,21 @@ static int comp_newindex(lua_State *L)
     if (h->c.kind) {
         int f = field_of(L, h->lw->ctx, h->c.kind, 2);
         if (direct(L, h, f)) {
-            const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
+            const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
             keel_value v;
             char err[256];
             bool ok;
-            if (fd->type == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
-                memset(&v, 0, sizeof v);
+            if (kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
                 v.type = KEEL_T_FLOAT;
+                v.nil = false;
                 v.as.f = (double)lua_tonumber(L, 3);
                 ok = true;
             } else {
+                const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
                 ok = fd->type != KEEL_T_STRING && keel__lua_to_value(L, 3, fd, h->lw->w, &v, err, sizeof err);
             }
             keel__lua_entries++;
-            if (ok && keel__field_set_plain(h->lw->w, h->c, f, &v)) return 0;
+            if (ok && keel__field_set_plain(h->lw->w, h->c, h->rec, h->row, f, &v)) return 0;
             return set_field(L, h, f, 3, false); /* decides, and raises what it refuses */
         }
     }

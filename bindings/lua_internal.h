@@ -99,6 +99,7 @@ typedef struct keel_lua_fields {
     const char **names;   /* anchored in the registry table at ctx->names_ref */
     int *index;           /* the field of names[i] */
     uint32_t *offsets;    /* by field index: its offset in the record */
+    unsigned char *types; /* by field index: its keel_type */
 } keel_lua_fields;
 
 /* One per lua_State that opened keel.core. Lives until the state is closed and
@@ -231,6 +232,7 @@ typedef struct keel_lua_comp {
     uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
     uint64_t live;     /* keel__world_structure + 1 when last found live; 0: check in full */
     void *rec;         /* its record then */
+    uint32_t row;      /* and its storage row */
 } keel_lua_comp;
 
 struct keel__comp_info;
@@ -239,6 +241,10 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
 /* Pushes the (cached) handle of the live component `ci` describes. `cache`: the index of the
  * kind's handle cache (keel__lua_comp_cache) when the caller holds it, else 0. */
 void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const struct keel__comp_info *ci);
+/* The same for a loop that holds them: lw the World at world_idx, `cache` kind's cache (an
+ * absolute or upvalue index), `live` keel__world_structure(lw->w) + 1. */
+void keel__lua_push_comp_fast(lua_State *L, keel_lua_world *lw, int world_idx, int cache,
+                              const struct keel__comp_info *ci, uint64_t live);
 /* Pushes the handle cache of kind k in the world at world_idx (made on first use). */
 void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k);
 /* Gives a World's own Component metatable (at mt) its __index and __newindex: closures that

@@ -65,10 +65,12 @@ static int iter_tostring(lua_State *L)
 #define UP_CACHES 64
 
 /* Pushes the handle of ci, the k-th kind's. */
-static void push_comp(lua_State *L, const liter *it, size_t k, const keel__comp_info *ci)
+static void push_comp(lua_State *L, const liter *it, size_t k, const keel__comp_info *ci, uint64_t live)
 {
-    keel__lua_push_comp_info(L, lua_upvalueindex(UP_WORLD), k < UP_CACHES ? lua_upvalueindex(UP_ENTS + 1 + (int)k) : 0, ci);
-    (void)it;
+    if (k < UP_CACHES)
+        keel__lua_push_comp_fast(L, it->lw, lua_upvalueindex(UP_WORLD), lua_upvalueindex(UP_ENTS + 1 + (int)k), ci, live);
+    else
+        keel__lua_push_comp_info(L, lua_upvalueindex(UP_WORLD), 0, ci);
 }
 
 static int iter_next(lua_State *L)
@@ -82,7 +84,7 @@ static int iter_next(lua_State *L)
     while (it->i < it->n) {
         size_t i = it->i++;
         keel_entity e = it->ents[i];
-        if (!keel_alive(w, e)) continue;
+        if (it->mode != 2 && !keel_alive(w, e)) continue; /* query: keel__comp_info_row asks */
         if (it->mode == 0) {
             keel__lua_push_entity_cached(L, widx, cache, e);
             return 1;
@@ -92,16 +94,14 @@ static int iter_next(lua_State *L)
                 !(it->all || (ci[0].enabled && keel_entity_active(w, e))))
                 continue;
             keel__lua_push_entity_cached(L, widx, cache, e);
-            push_comp(L, it, 0, &ci[0]);
+            push_comp(L, it, 0, &ci[0], keel__world_structure(w) + 1);
             return 2;
         }
-        bool all = true;
-        for (size_t k = 0; k < it->nk && all; k++)
-            all = keel__comp_info_get(w, e, it->kinds[k], KEEL_SLOT_AUTO, &ci[k]) && (it->all || ci[k].enabled);
-        if (!all || !(it->all || keel_entity_active(w, e))) continue;
-        luaL_checkstack(L, (int)it->nk + 4, "too many kinds");
+        if (!keel__comp_info_row(w, e, it->kinds, it->nk, it->all, ci)) continue;
+        if (it->nk > 8) luaL_checkstack(L, (int)it->nk + 4, "too many kinds");
         keel__lua_push_entity_cached(L, widx, cache, e);
-        for (size_t k = 0; k < it->nk; k++) push_comp(L, it, k, &ci[k]);
+        uint64_t live = keel__world_structure(w) + 1;
+        for (size_t k = 0; k < it->nk; k++) push_comp(L, it, k, &ci[k], live);
         return 1 + (int)it->nk;
     }
     return 0;

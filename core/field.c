@@ -246,7 +246,7 @@ void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n,
     w->revision += n;
 }
 
-bool keel__field_set_plain(keel_world *w, keel_comp c, int field, keel_value *v)
+bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v)
 {
     const keel__layout *L;
     const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
@@ -260,12 +260,11 @@ bool keel__field_set_plain(keel_world *w, keel_comp c, int field, keel_value *v)
     } else if (keel__value_check(f, v, NULL) != KEEL_OK) {
         return false;
     }
-    keel__entry *m = keel__comp_entry(w, c);
-    if (!m) return false;
-    unsigned char *p = (unsigned char *)keel__store_rec(&w->stores[c.kind], m->row) + L->offsets[field];
+    unsigned char *p = (unsigned char *)record + L->offsets[field];
     if (f->type == KEEL_T_FLOAT) memcpy(p, &v->as.f, sizeof v->as.f);
     else keel__value_store(f, p, v);
-    count_writes(w, c.kind, m, 1);
+    w->stores[c.kind].rows[row].counter++;
+    w->revision++;
     return true;
 }
 

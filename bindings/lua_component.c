@@ -489,7 +489,8 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
  * is upvalue `up` (the World's own __index/__newindex), the full check otherwise. */
 static keel_lua_comp *to_comp(lua_State *L, int up)
 {
-    if (lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive: its address is its own */
+    /* a full userdata only: a table or light userdata can be given any metatable */
+    if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive */
         bool mine = lua_type(L, lua_upvalueindex(up)) == LUA_TTABLE &&
                     lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up));
         lua_pop(L, 1);

@@ -82,7 +82,7 @@ static const keel_lua_fields *kind_fields(lua_State *L, keel_lua_ctx *ctx, keel_
 
 /* The field of kind k the string key at idx names, found by address; -1 when this cannot tell
  * (not a string, a name the handle answers itself, a long string that is not interned). */
-static int field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx)
+int keel__lua_field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING) return -1;
     const keel_lua_fields *kf = kind_fields(L, ctx, k);
@@ -91,6 +91,29 @@ static int field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx)
     for (uint32_t i = 0; i < kf->n; i++)
         if (kf->names[i] == s) return kf->index[i];
     return -1;
+}
+
+keel_kind_id keel__lua_kind_of(lua_State *L, keel_lua_ctx *ctx, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (!s) return KEEL_NO_KIND;
+    uint64_t stamp = keel__kind_declarations() + 1;
+    size_t slot = ((uintptr_t)s >> 4) % 64;
+    if (ctx->kind_memo[slot].key == s && ctx->kind_memo[slot].stamp == stamp) return ctx->kind_memo[slot].k;
+    keel_kind_id k = strlen(s) == len ? keel_kind_find(s) : KEEL_NO_KIND;
+    if (k && len <= 40) { /* a short string: interned, so its address names it while it is kept */
+        idx = lua_absindex(L, idx);
+        push_names(L, ctx);
+        lua_pushvalue(L, idx);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -3);
+        lua_pop(L, 1);
+        ctx->kind_memo[slot].key = s;
+        ctx->kind_memo[slot].k = k;
+        ctx->kind_memo[slot].stamp = stamp;
+    }
+    return k;
 }
 
 /* ---- handles ---- */
@@ -503,7 +526,7 @@ static int comp_index(lua_State *L)
 {
     keel_lua_comp *h = to_comp(L, 2);
     if (h->c.kind) {
-        int f = field_of(L, h->lw->ctx, h->c.kind, 2);
+        int f = keel__lua_field_of(L, h->lw->ctx, h->c.kind, 2);
         if (direct(L, h, f)) {
             const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
             const char *p = (const char *)h->rec + kf->offsets[f];
@@ -561,7 +584,7 @@ static int comp_newindex(lua_State *L)
 {
     keel_lua_comp *h = to_comp(L, 1);
     if (h->c.kind) {
-        int f = field_of(L, h->lw->ctx, h->c.kind, 2);
+        int f = keel__lua_field_of(L, h->lw->ctx, h->c.kind, 2);
         if (direct(L, h, f)) {
             const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
             keel_value v;

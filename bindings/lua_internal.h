@@ -125,6 +125,7 @@ typedef struct keel_lua_ctx {
     keel_lua_fields *fields;          /* by kind id (lua_component.c) */
     size_t fields_cap;
     int names_ref;                    /* registry: { [field name] = true }, keeps those strings */
+    struct { const char *key; keel_kind_id k; uint64_t stamp; } kind_memo[64]; /* kind keys by address */
 } keel_lua_ctx;
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx);
@@ -250,6 +251,11 @@ void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k);
 /* Gives a World's own Component metatable (at mt) its __index and __newindex: closures that
  * know the metatable, so telling one of the World's handles is one comparison. */
 void keel__lua_comp_mt_own(lua_State *L, int mt);
+/* The field of kind k the string key at idx names, by the key's address (-1: this cannot tell;
+ * keel_kind_field can). */
+int keel__lua_field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx);
+/* keel_kind_find of the string at idx, remembered by the string's address. */
+keel_kind_id keel__lua_kind_of(lua_State *L, keel_lua_ctx *ctx, int idx);
 /* Frees what ctx's field tables hold (the state is closing). */
 void keel__lua_fields_free(keel_lua_ctx *ctx);
 void keel__lua_open_component(lua_State *L);
@@ -318,14 +324,14 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
 /* True when the Lua value at idx equals the stored field at p. */
 bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
 /* Checks every key (NotFound) and value (InvalidArgument) of a body table for kind k. */
-bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
+bool keel__lua_body_check(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A body table (field = value) -> a MAP node (checked against the kind). NULL with diag on error. */
 keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A YAML core-schema node -> plain Lua value, and back. */
 void keel__lua_push_node(lua_State *L, const keel_node *n);
 keel_node *keel__lua_to_node(lua_State *L, int idx, int depth);
 /* keel_add with a Lua body table at body_idx (nil: defaults); all or nothing. */
-keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
+keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
                           uint32_t slot, keel_comp *out, keel_cmd *inverse, keel_diags *d);
 /* Pushes a table of every field of a live component. */
 void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx);

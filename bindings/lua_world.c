@@ -298,7 +298,7 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
                         ok = false;
                     }
             }
-            if (ok && lua_type(L, item) == LUA_TTABLE) ok = keel__lua_body_check(L, item, k, lw->w, d);
+            if (ok && lua_type(L, item) == LUA_TTABLE) ok = keel__lua_body_check(L, lw->ctx, item, k, lw->w, d);
             ks[i - 1] = k;
         }
         lua_pop(L, 1);
@@ -333,7 +333,7 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             lua_pop(L, 1);
             return false;
         }
-        keel_status s = keel__lua_add(L, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
+        keel_status s = keel__lua_add(L, lw->ctx, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
         lua_pop(L, 1);
         if (s != KEEL_OK) return false;
     }

@@ -190,8 +190,7 @@ static keel_lua_comp *new_handle(lua_State *L, int world_idx, keel_lua_world *lw
     return h;
 }
 
-void keel__lua_push_comp_fast(lua_State *L, keel_lua_world *lw, int world_idx, int cache, const keel__comp_info *ci,
-                              uint64_t live)
+void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const keel__comp_info *ci, uint64_t live)
 {
     lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
     if (ci->c.slot == 0 && lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
@@ -207,7 +206,6 @@ void keel__lua_push_comp_fast(lua_State *L, keel_lua_world *lw, int world_idx, i
         lua_pop(L, 1);
     }
     keel__lua_push_comp_info(L, world_idx, ci->c.slot == 0 ? cache : 0, ci);
-    (void)lw;
 }
 
 void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel__comp_info *ci)

@@ -242,10 +242,9 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
 /* Pushes the (cached) handle of the live component `ci` describes. `cache`: the index of the
  * kind's handle cache (keel__lua_comp_cache) when the caller holds it, else 0. */
 void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const struct keel__comp_info *ci);
-/* The same for a loop that holds them: lw the World at world_idx, `cache` kind's cache (an
- * absolute or upvalue index), `live` keel__world_structure(lw->w) + 1. */
-void keel__lua_push_comp_fast(lua_State *L, keel_lua_world *lw, int world_idx, int cache,
-                              const struct keel__comp_info *ci, uint64_t live);
+/* The same for a loop that holds them: `cache` the kind's cache (an absolute or upvalue index),
+ * `live` keel__world_structure(w) + 1 of the World at world_idx. */
+void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const struct keel__comp_info *ci, uint64_t live);
 /* Pushes the handle cache of kind k in the world at world_idx (made on first use). */
 void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k);
 /* Gives a World's own Component metatable (at mt) its __index and __newindex: closures that

@@ -65,10 +65,10 @@ static int iter_tostring(lua_State *L)
 #define UP_CACHES 64
 
 /* Pushes the handle of ci, the k-th kind's. */
-static void push_comp(lua_State *L, const liter *it, size_t k, const keel__comp_info *ci, uint64_t live)
+static void push_comp(lua_State *L, size_t k, const keel__comp_info *ci, uint64_t live)
 {
     if (k < UP_CACHES)
-        keel__lua_push_comp_fast(L, it->lw, lua_upvalueindex(UP_WORLD), lua_upvalueindex(UP_ENTS + 1 + (int)k), ci, live);
+        keel__lua_push_comp_fast(L, lua_upvalueindex(UP_WORLD), lua_upvalueindex(UP_ENTS + 1 + (int)k), ci, live);
     else
         keel__lua_push_comp_info(L, lua_upvalueindex(UP_WORLD), 0, ci);
 }
@@ -94,14 +94,14 @@ static int iter_next(lua_State *L)
                 !(it->all || (ci[0].enabled && keel_entity_active(w, e))))
                 continue;
             keel__lua_push_entity_cached(L, widx, cache, e);
-            push_comp(L, it, 0, &ci[0], keel__world_structure(w) + 1);
+            push_comp(L, 0, &ci[0], keel__world_structure(w) + 1);
             return 2;
         }
         if (!keel__comp_info_row(w, e, it->kinds, it->nk, it->all, ci)) continue;
         if (it->nk > 8) luaL_checkstack(L, (int)it->nk + 4, "too many kinds");
         keel__lua_push_entity_cached(L, widx, cache, e);
         uint64_t live = keel__world_structure(w) + 1;
-        for (size_t k = 0; k < it->nk; k++) push_comp(L, it, k, &ci[k], live);
+        for (size_t k = 0; k < it->nk; k++) push_comp(L, k, &ci[k], live);
         return 1 + (int)it->nk;
     }
     return 0;

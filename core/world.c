@@ -1,7 +1,7 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "world.h"
-#include "bind.h"
 #include "txn.h"
+#include "bind.h" /* keel__world_structure */
 
 #include <float.h>
 #include <math.h>

@@ -97,7 +97,10 @@ void keel__lua_setmt(lua_State *L, const keel_lua_type *t)
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx)
 {
-    if (ctx && --ctx->refs == 0) free(ctx);
+    if (ctx && --ctx->refs == 0) {
+        keel__lua_fields_free(ctx);
+        free(ctx);
+    }
 }
 
 keel_lua_ctx *keel__lua_upctx(lua_State *L)
@@ -147,6 +150,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     ctx->loading_ref = LUA_NOREF;
     ctx->systems_ref = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
+    ctx->names_ref = LUA_NOREF;
     lua_newtable(L); /* keel_world* -> World udata, weak values */
     lua_createtable(L, 0, 1);
     lua_pushliteral(L, "v");

@@ -45,6 +45,46 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
                        bool counted);
 
+/* One field of c written by a binding with nothing but the value's own check to ask: no validate
+ * hook, not readonly, not a string, a body that cannot outgrow what a save writes, and no open
+ * transaction wanting a journal. `record` and `row` are c's as keel__comp_info_get gave them,
+ * keel__world_structure(w) unchanged since. The value is checked (and converted) as keel_set
+ * would; false when any of that does not hold or the check refuses, having written nothing: the
+ * caller then takes keel__field_set, which decides and reports. Counters move as keel_set's. */
+bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v);
+
+/* ---- world.c ---- */
+
+/* The world's structure counter: it moves on every structural change (an add, a remove, a
+ * destroy, a reparent, a relayout, play's stop), so a binding that found a component's record
+ * under one value knows the component is still there, and its record where it was, while the
+ * counter has not moved. */
+uint64_t keel__world_structure(const keel_world *w);
+
+/* ---- kind.c ---- */
+
+/* Moves on every kind declaration or redeclaration (and at shutdown): a binding's per-kind
+ * caches built under one value hold while it does. */
+uint64_t keel__kind_declarations(void);
+
+/* ---- query.c: one lookup for a binding's handle ---- */
+
+typedef struct keel__comp_info {
+    keel_comp c;             /* c.slot the actual slot */
+    uint64_t serial;         /* keel_member.serial */
+    void *record;            /* valid while keel__world_structure(w) does not move */
+    uint32_t row;            /* its storage row, as long */
+    bool enabled;            /* its own flag */
+} keel__comp_info;
+/* keel_get_comp, keel_comp_serial, keel_record and keel_comp_enabled in one lookup; false when e
+ * holds no loaded component of kind k in `slot` (KEEL_SLOT_AUTO: the lowest). */
+bool keel__comp_info_get(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel__comp_info *out);
+/* A binding's query loop: live non-root entity e's components of the n kinds (each its lowest
+ * slot) in one lookup of e; false when e lacks one or, unless `all`, one is disabled or e is
+ * not active (itself and its ancestors enabled). */
+bool keel__comp_info_row(const keel_world *w, keel_entity e, const keel_kind_id *kinds, size_t n, bool all,
+                         keel__comp_info *out);
+
 /* ---- step.c: hook transactions and batches ---- */
 
 /* An open hook transaction (between its begin and end). */

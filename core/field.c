@@ -258,6 +258,28 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
     return true;
 }
 
+bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v)
+{
+    const keel__layout *L;
+    const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
+    if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
+        keel__txn_wants(w))
+        return false;
+    const keel_field_desc *f = &kd->fields[field];
+    if (f->type == KEEL_T_STRING || (f->flags & KEEL_FIELD_READONLY)) return false;
+    if (f->type == KEEL_T_FLOAT && v->type == KEEL_T_FLOAT && !f->has_min && !f->has_max) {
+        if (!isfinite(v->as.f)) return false;
+    } else if (keel__value_check(f, v, NULL) != KEEL_OK) {
+        return false;
+    }
+    unsigned char *p = (unsigned char *)record + L->offsets[field];
+    if (f->type == KEEL_T_FLOAT) memcpy(p, &v->as.f, sizeof v->as.f);
+    else keel__value_store(f, p, v);
+    keel__row_count(&w->stores[c.kind], row, 1);
+    w->revision++;
+    return true;
+}
+
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
                        bool counted)
 {

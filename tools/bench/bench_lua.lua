@@ -1,5 +1,5 @@
--- bench_lua.lua — the "lua update", "lua spawn", "lua system", "message" and "timer" rows: keel
--- vs plain Lua, same process run.
+-- bench_lua.lua — the Lua rows (update, access, spawn, system, message, timer): keel vs a
+-- baseline, same process run.
 -- Run with the keel program (release build): build/keel tools/bench/bench_lua.lua [N]
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit> (ns per component-update / per entity).
 local keel = require "keel"
@@ -65,6 +65,31 @@ end, function()
 end)
 w:close()
 w, plain = nil, nil
+
+-- lua access: components read and written through handles outside their own hooks, in a
+-- query loop, against the same loop over plain tables (one call per entity, as the update row)
+keel.kind{ key = "bench:a", fields = { { "x", "float", default = 0 } } }
+keel.kind{ key = "bench:b", fields = { { "vx", "float", default = 1 } } }
+local pa, pb = {}, {}
+for i = 1, N do pa[i], pb[i] = { x = 0 }, { vx = i % 7 } end
+local function move(a, b, dt_) a.x = a.x + b.vx * dt_ end
+local wa = keel.world("bench-access")
+for i = 1, N do
+  local e = wa:spawn("e")
+  e:add("bench:a")
+  e:add("bench:b", { vx = i % 7 })
+end
+local access_keel, access_base = pair(3, function()
+  for _ = 1, STEPS do
+    for _, a, b in wa:query("bench:a", "bench:b") do a.x = a.x + b.vx * dt end
+  end
+end, function()
+  for _ = 1, STEPS do
+    for i = 1, N do move(pa[i], pb[i], dt) end
+  end
+end)
+wa:close()
+wa, pa, pb = nil, nil, nil
 
 -- lua spawn (keel; its baseline ran first)
 local spawn_keel = best(3, function()
@@ -139,6 +164,7 @@ local function row(name, k, b, n)
     k / n * 1e9, b / n * 1e9, k / b))
 end
 row("lua update", update_keel, update_base, N * STEPS)
+row("lua access", access_keel, access_base, N * STEPS)
 row("lua spawn", spawn_keel, spawn_base, N)
 row("lua system", system_keel, system_base, N * STEPS)
 row("message", message_keel, message_base, MSGS)

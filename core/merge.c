@@ -942,7 +942,7 @@ static char *finish(const char *text, size_t len, const clist *c, size_t *outlen
     for (size_t i = 0; i < c->n; i++) {
         coll_start(&wr, true, false);
         key(&wr, "path");
-        scalar(&wr, c->items[i].path, strlen(c->items[i].path), YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+        scalar(&wr, c->items[i].path, strlen(c->items[i].path), YAML_PLAIN_SCALAR_STYLE);
         for (int s = 0; s < 3; s++) {
             key(&wr, names[s]);
             emit_node(&wr, c->items[i].v[s]);

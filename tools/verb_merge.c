@@ -186,9 +186,10 @@ static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *ou
         keel_cli_print_diags(&d, out);
         code = KEEL_EXIT_USAGE;
     } else if (nconf) {
-        fprintf(stderr, "%s: merge: %zu conflict%s listed under conflicts: in %s (ours' value kept at each; "
-                "keel merge --take ours|theirs %s [PATH...] resolves them)\n",
-                cli->progname, nconf, nconf == 1 ? "" : "s", out, out);
+        /* git's %A is a temporary name: the message names no file */
+        fprintf(stderr, "%s: merge: %zu conflict%s listed under conflicts: in the merged scene, ours' value "
+                "kept at each (keel merge --take ours|theirs FILE [PATH...] resolves them)\n",
+                cli->progname, nconf, nconf == 1 ? "" : "s");
         code = KEEL_EXIT_INPUT;
     }
     keel_diags_free(&d);

@@ -17,13 +17,13 @@ enum { B = 0, O = 1, T = 2 }; /* base, ours, theirs */
 
 /* ---- conflicts ---- */
 
-typedef struct conflict {
+typedef struct mconflict {
     char *path;
     keel_node *v[3]; /* base, ours, theirs: owned copies; NULL when absent */
-} conflict;
+} mconflict;
 
 typedef struct clist {
-    conflict *items;
+    mconflict *items;
     size_t n, cap;
 } clist;
 
@@ -33,13 +33,13 @@ static void conflict_add(clist *c, char *path, const keel_node *b, const keel_no
         c->cap = c->cap ? 2 * c->cap : 16;
         c->items = keel__xrealloc(c->items, c->cap * sizeof *c->items);
     }
-    c->items[c->n++] = (conflict){ path, { keel_node_copy(b), keel_node_copy(o), keel_node_copy(t) } };
+    c->items[c->n++] = (mconflict){ path, { keel_node_copy(b), keel_node_copy(o), keel_node_copy(t) } };
 }
 
 static void clist_truncate(clist *c, size_t n)
 {
     while (c->n > n) {
-        conflict *x = &c->items[--c->n];
+        mconflict *x = &c->items[--c->n];
         free(x->path);
         for (int s = 0; s < 3; s++) keel_node_free(x->v[s]);
     }
@@ -907,9 +907,11 @@ static void merger_free(merger *M)
 
 /* `text` made canonical by the scene reader and writer (with the kinds registered now), then
  * the conflicts list appended. NULL (after diagnostics) when the scene does not load. */
-static char *finish(const char *text, size_t len, const clist *c, size_t *outlen, keel_diags *d)
+static char *finish(const char *text, size_t len, const keel_limits *lim, const clist *c, size_t *outlen,
+                    keel_diags *d)
 {
     keel_load_opts o = keel_load_opts_default();
+    if (lim) o.limits = *lim;
     o.no_awake = true;
     o.file = "(the merged scene)";
     keel_world *w = NULL;
@@ -976,11 +978,10 @@ bool keel__merge_looks_like_scene(const char *text, size_t len)
 }
 
 /* A document parsed; an empty text (a base that did not exist) is an empty scene. */
-static bool read_doc(const char *text, size_t len, const char *name, bool may_be_empty, keel__arena *arena,
-                     keel_node **doc, keel_diags *d)
+static bool read_doc(const char *text, size_t len, const char *name, const keel_limits *lim, bool may_be_empty,
+                     keel__arena *arena, keel_node **doc, keel_diags *d)
 {
-    keel_limits lim = keel_limits_default();
-    if (keel__yaml_parse_arena(text, len, &lim, name, arena, doc, d) != KEEL_OK) return false;
+    if (keel__yaml_parse_arena(text, len, lim, name, arena, doc, d) != KEEL_OK) return false;
     if (is_null(*doc) && may_be_empty) return true;
     if ((*doc)->kind != KEEL_NODE_MAP || !get(*doc, "keel")) {
         keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", name, 1, 1, "not a keel scene (no 'keel:' key)");
@@ -995,22 +996,25 @@ static bool read_doc(const char *text, size_t len, const char *name, bool may_be
 }
 
 keel_status keel__merge_scenes(const char *const texts[3], const size_t lens[3], const char *const names[3],
-                               char **out, size_t *outlen, size_t *nconflicts, keel_diags *d)
+                               const keel_limits *lim, char **out, size_t *outlen, size_t *nconflicts,
+                               keel_diags *d)
 {
+    keel_limits defaults = keel_limits_default();
+    if (!lim) lim = &defaults;
     keel__arena *arena = keel__arena_new();
     merger M;
     memset(&M, 0, sizeof M);
     bool ok = true;
     for (int s = 0; s < 3; s++) {
         keel_node *doc = NULL;
-        ok = read_doc(texts[s], lens[s], names[s], s == B, arena, &doc, d) && ok;
+        ok = read_doc(texts[s], lens[s], names[s], lim, s == B, arena, &doc, d) && ok;
         M.doc[s] = doc;
     }
     char *result = NULL;
     if (ok) {
         size_t len = 0;
         char *text = emit_doc(&M, &len, d);
-        if (text) result = finish(text, len, &M.conflicts, outlen, d);
+        if (text) result = finish(text, len, lim, &M.conflicts, outlen, d);
         free(text);
     }
     *nconflicts = M.conflicts.n;
@@ -1057,7 +1061,7 @@ typedef struct step {
 static bool parse_path(const char *path, step *st, size_t *n)
 {
     char *copy = keel__strdup(path);
-    char *seg[5];
+    char *seg[5] = { NULL, NULL, NULL, NULL, NULL };
     size_t ns = 0;
     for (char *p = copy; ns < 5;) {
         seg[ns++] = p;
@@ -1237,7 +1241,7 @@ keel_status keel__merge_take(const char *text, size_t len, const char *name, boo
         if (!body) st = KEEL_INVALID_ARGUMENT;
     }
     if (st == KEEL_OK) {
-        *out = finish(body, blen, &rest, outlen, d);
+        *out = finish(body, blen, NULL, &rest, outlen, d);
         if (!*out) st = keel_diags_status(d);
         *remaining = rest.n;
     }

@@ -11,11 +11,12 @@ bool keel__merge_looks_like_scene(const char *text, size_t len);
 /* Three-way merge of scene texts (base may be empty: a file added on both sides).
  * `names` are the three files' names for diagnostics. The result is canonical text (the
  * scene writer's, through the registered kinds) with a `conflicts:` list appended when
- * there are conflicts; *nconflicts says how many. ParseError (or what the reader says) in
+ * there are conflicts; *nconflicts says how many. `lim` NULL: the default limits. ParseError (or what the reader says) in
  * `d` when a side does not parse or is not a scene, or when the merged scene does not load;
  * then nothing is returned. */
 keel_status keel__merge_scenes(const char *const texts[3], const size_t lens[3], const char *const names[3],
-                               char **out, size_t *outlen, size_t *nconflicts, keel_diags *d);
+                               const keel_limits *lim, char **out, size_t *outlen, size_t *nconflicts,
+                               keel_diags *d);
 
 /* Resolves the entries of `text`'s conflicts list whose path is among `paths` (all when
  * npaths is 0): `theirs` puts each entry's theirs value at its path, else ours' value (already

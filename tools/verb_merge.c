@@ -176,7 +176,7 @@ static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *ou
     char *merged = NULL;
     size_t mlen = 0, nconf = 0;
     const char *names[3] = { paths[0], paths[1], paths[2] };
-    keel_status st = keel__merge_scenes((const char *const *)texts, lens, names, &merged, &mlen, &nconf, &d);
+    keel_status st = keel__merge_scenes((const char *const *)texts, lens, names, NULL, &merged, &mlen, &nconf, &d);
     int code = KEEL_EXIT_OK;
     if (st != KEEL_OK) {
         keel_cli_print_diags(&d, NULL);

@@ -1173,6 +1173,24 @@ static keel_node *update(const keel_node *n, const step *s, size_t ns, const kee
     return q;
 }
 
+/* Theirs removed the entity: its children are at the top level there (as keel_destroy leaves
+ * them). Takes `doc`, returns its replacement. */
+static keel_node *orphan_children(keel_node *doc, const char *uuid)
+{
+    const keel_node *list = get(doc, "entities");
+    for (size_t i = 0; list && list->kind == KEEL_NODE_SEQ && i < list->count; i++) {
+        const char *p = text_of(get(&list->items[i], "parent"));
+        const char *u = text_of(get(&list->items[i], "uuid"));
+        if (!p || !u || strcmp(p, uuid) != 0) continue;
+        step st[3] = { { STEP_KEY, "entities", 0 }, { STEP_UUID, (char *)u, 0 }, { STEP_KEY, "parent", 0 } };
+        keel_node *next = update(doc, st, 3, NULL);
+        keel_node_free(doc);
+        doc = next;
+        list = get(doc, "entities");
+    }
+    return doc;
+}
+
 static char *emit_tree(const keel_node *doc, size_t *len, keel_diags *d)
 {
     writer wr;
@@ -1230,6 +1248,7 @@ keel_status keel__merge_take(const char *text, size_t len, const char *name, boo
             keel_node *next = update(cur, steps, ns, v[T]);
             keel_node_free(cur);
             cur = next;
+            if (ns == 2 && steps[1].type == STEP_UUID && !v[T]) cur = orphan_children(cur, steps[1].key);
         }
         steps_free(steps, ns);
     }

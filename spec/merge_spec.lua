@@ -314,6 +314,13 @@ describe("keel merge", function()
       ok_sh(dir, "keel merge --take ours out.yaml && keel check out.yaml")
     end)
 
+    it("a kind rule only the merged stack breaks (rejects)", function()
+      local text = expect({ { type = "add_comp", uuid = uuid(3), kind = "core:point_light", slot = 0, body = {} } },
+                          { { type = "add_comp", uuid = uuid(3), kind = "core:spot_light", slot = 0, body = {} } },
+                          uuid(3) .. "/core:spot_light[0]")
+      assert.truthy(text:find("kind: core:point_light", 1, true), "ours' light kept")
+    end)
+
     it("--take theirs puts theirs' value in, for the paths named", function()
       local b, o, t = small(), small(), small()
       apply(o, { type = "rename", uuid = uuid(1), name = "O1" })

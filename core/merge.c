@@ -263,7 +263,7 @@ typedef struct mcomp {
     keel_node *own;       /* or a merged one, owned */
 } mcomp;
 
-typedef struct clist_m {
+typedef struct mcomps {
     mcomp *items;
     size_t n;
 } mcomps;

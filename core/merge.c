@@ -969,13 +969,15 @@ static char *finish(const char *text, size_t len, const keel_limits *lim, const 
 
 bool keel__merge_looks_like_scene(const char *text, size_t len)
 {
-    for (size_t i = 0; i + 5 <= len; i++) {
-        if ((i == 0 || text[i - 1] == '\n') && memcmp(text + i, "keel:", 5) == 0) return true;
+    bool keel = false, scene = false;
+    for (size_t i = 0; i < len; i++) {
+        keel = keel || (i + 5 <= len && memcmp(text + i, "keel:", 5) == 0);
+        scene = scene || (i + 6 <= len && memcmp(text + i, "scene:", 6) == 0);
         const char *nl = memchr(text + i, '\n', len - i);
         if (!nl) break;
         i = (size_t)(nl - text);
     }
-    return false;
+    return keel && scene;
 }
 
 /* A document parsed; an empty text (a base that did not exist) is an empty scene. */

@@ -4,8 +4,8 @@
 
 #include "keel.h"
 
-/* Does `text` look like a keel scene: a line that starts with "keel:"? (A cheap test; the
- * merge parses what passes it and reports what does not parse.) */
+/* Does `text` look like a keel scene: lines that start with "keel:" and "scene:"? (A cheap
+ * test; the merge parses what passes it and reports what does not parse.) */
 bool keel__merge_looks_like_scene(const char *text, size_t len);
 
 /* Three-way merge of scene texts (base may be empty: a file added on both sides).

@@ -78,9 +78,10 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  Merges three versions of a scene as data (git's %O %A %B; OUT defaults to OURS):\n"
       "  entities by UUID, components by (kind, slot), fields by name. On conflict OUT\n"
       "  holds ours' value at each plus a `conflicts:` list, and keel exits 1. Files\n"
-      "  without a `keel:` header are merged as text by git merge-file. --install sets\n"
-      "  merge.keel.* in the git config and PATTERN merge=keel (default *.yaml) in\n"
-      "  .gitattributes. --take resolves the listed conflicts at PATH (all by default).\n"
+      "  without a scene header (keel:, scene:) are merged as text by git merge-file.\n"
+      "  --install sets merge.keel.* in the git config and PATTERN merge=keel\n"
+      "  (default *.yaml) in .gitattributes. --take resolves the listed conflicts at\n"
+      "  PATH (all by default).\n"
       "  Exits 2 when a side does not parse (OURS untouched).\n" },
 };
 

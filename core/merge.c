@@ -54,7 +54,10 @@ static void clist_free(clist *c)
 
 /* ---- small helpers ---- */
 
-static bool is_null(const keel_node *n) { return !n || (n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n)); }
+static bool is_null(const keel_node *n)
+{
+    return !n || (n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n));
+}
 
 static const keel_node *get(const keel_node *map, const char *key)
 {
@@ -164,13 +167,17 @@ static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t
     emit(wr, &e);
 }
 
-static void plain(writer *wr, const char *text) { scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE); }
+static void plain(writer *wr, const char *text)
+{
+    scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE);
+}
 
 static void coll_start(writer *wr, bool map, bool flow)
 {
     yaml_event_t e;
     if (map)
-        yaml_mapping_start_event_initialize(&e, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+        yaml_mapping_start_event_initialize(&e, NULL, NULL, 1,
+                                            flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
     else
         yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
                                              flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
@@ -201,12 +208,11 @@ static void emit_node(writer *wr, const keel_node *n)
             if (len == 0) plain(wr, "null");
             else scalar(wr, t, len, YAML_PLAIN_SCALAR_STYLE);
             return;
-        case KEEL_STYLE_SINGLE: case KEEL_STYLE_DOUBLE: case KEEL_STYLE_LITERAL: case KEEL_STYLE_FOLDED:
-            scalar(wr, t, len, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
-            return;
-        default:
-            scalar(wr, t, len, YAML_ANY_SCALAR_STYLE);
-            return;
+        case KEEL_STYLE_SINGLE:
+        case KEEL_STYLE_DOUBLE:
+        case KEEL_STYLE_LITERAL:
+        case KEEL_STYLE_FOLDED: scalar(wr, t, len, YAML_DOUBLE_QUOTED_SCALAR_STYLE); return;
+        default: scalar(wr, t, len, YAML_ANY_SCALAR_STYLE); return;
         }
     }
     bool map = n->kind == KEEL_NODE_MAP;
@@ -243,8 +249,8 @@ static char *writer_close(writer *wr, size_t *len, keel_diags *d)
     if (!wr->failed && !yaml_emitter_flush(&wr->em)) wr->failed = true;
     char *out = NULL;
     if (wr->failed) {
-        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "cannot write the merged scene: %s",
-                      wr->em.problem ? wr->em.problem : "emitter error");
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
+                      "cannot write the merged scene: %s", wr->em.problem ? wr->em.problem : "emitter error");
         free(wr->buf);
     } else {
         if (!wr->buf) wr->buf = keel__xrealloc(NULL, 1);
@@ -293,7 +299,10 @@ static void mcomps_free(mcomps *c)
     *c = (mcomps){ 0 };
 }
 
-static const keel_node *mcomp_node(const mcomp *c) { return c->own ? c->own : c->src; }
+static const keel_node *mcomp_node(const mcomp *c)
+{
+    return c->own ? c->own : c->src;
+}
 
 /* A component's identity. A missing slot reads as 0 (what the writer always spells out). */
 static bool comp_key(const keel_node *c, const char **kind, int64_t *slot)
@@ -563,15 +572,18 @@ static const keel_node *uuid_node(const ment *m)
     return NULL;
 }
 
-static const keel_node *comps_of(const keel_node *e) { return get(e, "components"); }
+static const keel_node *comps_of(const keel_node *e)
+{
+    return get(e, "components");
+}
 
 /* Did side s change the entity? A parent dropped because s removed the parent is not a change
  * of this entity (removing an entity puts its children at the top level). */
 static bool entity_changed(const merger *M, const ment *m, int s)
 {
     const keel_node *b = m->e[B], *x = m->e[s];
-    if (!keel_node_equal(get(b, "name"), get(x, "name")) || !keel_node_equal(get(b, "enabled"), get(x, "enabled")) ||
-        !keel_node_equal(comps_of(b), comps_of(x)))
+    if (!keel_node_equal(get(b, "name"), get(x, "name")) ||
+        !keel_node_equal(get(b, "enabled"), get(x, "enabled")) || !keel_node_equal(comps_of(b), comps_of(x)))
         return true;
     if (m->par[s] == m->par[B]) return false;
     return !(m->par[s] == NONE && m->par[B] != NONE && M->ents[m->par[B]].e[s] == NULL);
@@ -607,8 +619,8 @@ static void merge_entity(merger *M, ment *m)
             int kept = m->e[O] ? O : T;
             if (!entity_changed(M, m, kept)) return; /* removed on one side, untouched on the other */
             conflict_add(&M->conflicts, ent_path(m, NULL), m->e[B], m->e[O], m->e[T]);
-            if (!m->e[O]) return; /* ours' value: removed */
-            eff[B] = eff[T] = NULL;  /* ours' entity as it is */
+            if (!m->e[O]) return;   /* ours' value: removed */
+            eff[B] = eff[T] = NULL; /* ours' entity as it is */
         }
     }
     m->exists = true;
@@ -631,7 +643,10 @@ static void merge_entity(merger *M, ment *m)
 }
 
 /* Ours' parent, for a reverted one: NONE when ours does not have the entity. */
-static size_t ours_parent(const ment *m) { return m->e[O] ? m->par[O] : NONE; }
+static size_t ours_parent(const ment *m)
+{
+    return m->e[O] ? m->par[O] : NONE;
+}
 
 /* Parents whose merged target is gone go to the top level; a cycle only the merge makes
  * reverts to ours' parents along it. Each is a parent conflict. */
@@ -818,7 +833,10 @@ static void emit_comps(writer *wr, const mcomps *c)
     coll_end(wr, false);
 }
 
-static void key(writer *wr, const char *k) { plain(wr, k); }
+static void key(writer *wr, const char *k)
+{
+    plain(wr, k);
+}
 
 static void emit_entity(writer *wr, const merger *M, const ment *m)
 {
@@ -1125,7 +1143,8 @@ static bool parse_path(const char *path, step *st, size_t *n)
     } else {
         STEP(STEP_KEY, "entities", 0);
         STEP(STEP_UUID, seg[0], 0);
-        if (ns >= 2 && (strcmp(seg[1], "parent") == 0 || strcmp(seg[1], "name") == 0 || strcmp(seg[1], "enabled") == 0)) {
+        if (ns >= 2 &&
+            (strcmp(seg[1], "parent") == 0 || strcmp(seg[1], "name") == 0 || strcmp(seg[1], "enabled") == 0)) {
             ok = ns == 2;
             STEP(STEP_KEY, seg[1], 0);
         } else if (ns >= 2) {
@@ -1137,7 +1156,8 @@ static bool parse_path(const char *path, step *st, size_t *n)
         char *br = strchr(seg[at], '[');
         long long slot = 0;
         char end = 0;
-        ok = br && sscanf(br, "[%lld%c", &slot, &end) == 2 && end == ']' && br[strlen(br) - 1] == ']' && ns <= at + 2;
+        ok = br && sscanf(br, "[%lld%c", &slot, &end) == 2 && end == ']' && br[strlen(br) - 1] == ']' &&
+            ns <= at + 2;
         if (ok) {
             *br = '\0';
             STEP(STEP_COMP, seg[at], slot);
@@ -1245,7 +1265,8 @@ keel_status keel__merge_take(const char *text, size_t len, const char *name, boo
     const keel_node *list = get(doc, "conflicts");
     if (!list || list->kind != KEEL_NODE_SEQ) {
         keel_node_free(doc);
-        return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0, "no conflicts list to resolve");
+        return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
+                             "no conflicts list to resolve");
     }
     bool *chosen = keel__xcalloc(list->count + 1, sizeof *chosen);
     for (size_t i = 0; i < npaths; i++) {
@@ -1254,8 +1275,9 @@ keel_status keel__merge_take(const char *text, size_t len, const char *name, boo
             const char *p = text_of(get(&list->items[j], "path"));
             if (p && strcmp(p, paths[i]) == 0) found = chosen[j] = true;
         }
-        if (!found) st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
-                                       "no conflict listed at %s", paths[i]);
+        if (!found)
+            st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
+                               "no conflict listed at %s", paths[i]);
     }
     for (size_t j = 0; npaths == 0 && j < list->count; j++) chosen[j] = true;
     clist rest = { 0 };

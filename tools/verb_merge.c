@@ -72,7 +72,8 @@ static int run_git(char *const argv[], char **out, size_t *outlen)
 
 static int install(keel_cli *cli, int npat, char **pats)
 {
-    char *set_name[] = { "git", "config", "merge.keel.name", "keel scene merge (entities, components, fields)", NULL };
+    char *set_name[] = { "git", "config", "merge.keel.name", "keel scene merge (entities, components, fields)",
+                         NULL };
     char *set_driver[] = { "git", "config", "merge.keel.driver", "keel merge %O %A %B", NULL };
     if (run_git(set_name, NULL, NULL) != 0 || run_git(set_driver, NULL, NULL) != 0) {
         fprintf(stderr, "%s: merge --install: git config failed (is this a git repository?)\n", cli->progname);
@@ -167,8 +168,7 @@ static int text_merge(const keel_cli *cli, char **paths, const char *out)
     return code;
 }
 
-static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *out, char *texts[3],
-                       size_t lens[3])
+static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *out, char *texts[3], size_t lens[3])
 {
     keel_cli_setup(L, cli, true); /* kinds are optional here: those that load make the result canonical */
     keel_diags d;
@@ -187,7 +187,8 @@ static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *ou
         code = KEEL_EXIT_USAGE;
     } else if (nconf) {
         /* git's %A is a temporary name: the message names no file */
-        fprintf(stderr, "%s: merge: %zu conflict%s listed under conflicts: in the merged scene, ours' value "
+        fprintf(stderr,
+                "%s: merge: %zu conflict%s listed under conflicts: in the merged scene, ours' value "
                 "kept at each (keel merge --take ours|theirs FILE [PATH...] resolves them)\n",
                 cli->progname, nconf, nconf == 1 ? "" : "s");
         code = KEEL_EXIT_INPUT;
@@ -236,8 +237,9 @@ int keel_cli_merge(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     const char *out = NULL, *which = NULL;
     bool inst = false;
-    const keel_cli_opt opts[] = { { "-o", &out, NULL }, { "--output", &out, NULL }, { "--take", &which, NULL },
-                                  { "--install", NULL, &inst } };
+    const keel_cli_opt opts[] = {
+        { "-o", &out, NULL }, { "--output", &out, NULL }, { "--take", &which, NULL }, { "--install", NULL, &inst }
+    };
     int n = keel_cli_parse(cli, argc, argv, opts, 4);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (inst) return install(cli, n, argv);
@@ -257,7 +259,8 @@ int keel_cli_merge(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (!ok) {
         keel_cli_print_diags(&d, NULL);
         code = KEEL_EXIT_USAGE;
-    } else if (!keel__merge_looks_like_scene(texts[1], lens[1]) && !keel__merge_looks_like_scene(texts[2], lens[2])) {
+    } else if (!keel__merge_looks_like_scene(texts[1], lens[1]) &&
+               !keel__merge_looks_like_scene(texts[2], lens[2])) {
         code = text_merge(cli, argv, out);
     } else {
         code = scene_merge(L, cli, argv, out, texts, lens);

@@ -54,7 +54,8 @@ typedef enum keel_status {
     KEEL_INVALID_ARGUMENT,  /* wrong type, out of range, not finite, bad UUID */
     KEEL_LIMIT_EXCEEDED,    /* a configured limit */
     KEEL_PARSE_ERROR,       /* not well-formed or not of the schema */
-    KEEL_IO_ERROR           /* the file system said no */
+    KEEL_IO_ERROR,          /* the file system said no */
+    KEEL_CONFLICT           /* an unresolved entry of a merged scene's `conflicts:` list (keel merge) */
 } keel_status;
 
 /* "NotFound", "Unsupported", ... exactly as DESIGN.md spells them; "OK" for 0. */

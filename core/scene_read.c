@@ -10,6 +10,7 @@
 #include "body.h"
 #include "kind.h"
 #include "yaml_read.h"
+#include "merge.h"
 
 typedef struct unknown_count {
     char *key;
@@ -786,12 +787,14 @@ static void resolve_references(loader *L, bool entities)
 
 static void build(loader *L, const keel_node *doc)
 {
-    static const char *const top[] = { "keel", "scene", "settings", "root", "entities", NULL };
+    static const char *const top[] = { "keel", "scene", "settings", "root", "entities", "conflicts", NULL };
     if (doc->kind != KEEL_NODE_MAP) {
         error(L, KEEL_PARSE_ERROR, "", doc, "a scene document must be a map (keel, scene, settings, root, entities)");
         return;
     }
     want_map(L, doc, "", "the scene document", top);
+    /* a merge left these (keel merge): each one an error until resolved */
+    keel__merge_conflict_diags(keel_node_get(doc, "conflicts"), L->file, &L->diags);
     const keel_node *v = keel_node_get(doc, "keel");
     int64_t version;
     if (!v) {

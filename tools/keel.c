@@ -24,6 +24,9 @@ static const char *const usage_text =
     "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
     "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
     "       keel kinds [--json]                   list registered kinds and their fields\n"
+    "       keel merge BASE OURS THEIRS [-o OUT]  3-way merge of scenes as data (a git merge driver)\n"
+    "       keel merge --install [PATTERN...]     set this git repository up to use it\n"
+    "       keel merge --take ours|theirs FILE [PATH...]   resolve a merged scene's conflicts\n"
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
@@ -79,6 +82,18 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "usage: keel kinds [--json]\n"
       "  Lists the registered kinds (built-in, the kinds directories') with their\n"
       "  fields, defaults and bounds; --json prints them for tools.\n" },
+    { "merge",
+      "usage: keel merge BASE OURS THEIRS [-o OUT]\n"
+      "       keel merge --install [PATTERN...]\n"
+      "       keel merge --take ours|theirs FILE [PATH...]\n"
+      "  Merges three versions of a scene as data (git's %O %A %B; OUT defaults to OURS):\n"
+      "  entities by UUID, components by (kind, slot), fields by name. On conflict OUT\n"
+      "  holds ours' value at each plus a `conflicts:` list, and keel exits 1. Files\n"
+      "  without a scene header (keel:, scene:) are merged as text by git merge-file.\n"
+      "  --install sets merge.keel.* in the git config and PATTERN merge=keel\n"
+      "  (default *.yaml) in .gitattributes. --take resolves the listed conflicts at\n"
+      "  PATH (all by default).\n"
+      "  Exits 2 when a side does not parse (OURS untouched).\n" },
 };
 
 /* The verb being run, for its usage errors; NULL before dispatch. */
@@ -299,7 +314,7 @@ typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
 static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
-    { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve },
+    { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "merge", keel_cli_merge },
 };
 
 static int pmain(lua_State *L)
@@ -349,7 +364,7 @@ static int pmain(lua_State *L)
                     cli.progname, argv[i], argv[i], argv[i]);
             code = KEEL_EXIT_USAGE;
         } else if (strcmp(argv[i], "-") != 0 && !file_exists(argv[i]) && strpbrk(argv[i], "/.") == NULL) {
-            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds)",
+            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds merge)",
                                  argv[i]);
             code = KEEL_EXIT_USAGE;
         } else {

@@ -1,0 +1,1330 @@
+/* merge.c — three scene documents merged as data: entities by UUID, components by (kind, slot),
+ * fields by name, settings by key (design/merge.md). Works on the document trees, so kinds need
+ * not be declared; declared kinds' rules are checked on the result, which the scene reader and
+ * writer then make canonical. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "merge.h"
+#include "util.h"
+#include "yaml_read.h"
+
+enum { B = 0, O = 1, T = 2 }; /* base, ours, theirs */
+#define NONE SIZE_MAX
+
+/* ---- conflicts ---- */
+
+typedef struct mconflict {
+    char *path;
+    keel_node *v[3]; /* base, ours, theirs: owned copies; NULL when absent */
+} mconflict;
+
+typedef struct clist {
+    mconflict *items;
+    size_t n, cap;
+} clist;
+
+static void conflict_add(clist *c, char *path, const keel_node *b, const keel_node *o, const keel_node *t)
+{
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 16;
+        c->items = keel__xrealloc(c->items, c->cap * sizeof *c->items);
+    }
+    c->items[c->n++] = (mconflict){ path, { keel_node_copy(b), keel_node_copy(o), keel_node_copy(t) } };
+}
+
+static void clist_truncate(clist *c, size_t n)
+{
+    while (c->n > n) {
+        mconflict *x = &c->items[--c->n];
+        free(x->path);
+        for (int s = 0; s < 3; s++) keel_node_free(x->v[s]);
+    }
+}
+
+static void clist_free(clist *c)
+{
+    clist_truncate(c, 0);
+    free(c->items);
+}
+
+/* ---- small helpers ---- */
+
+static bool is_null(const keel_node *n)
+{
+    return !n || (n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n));
+}
+
+static const keel_node *get(const keel_node *map, const char *key)
+{
+    const keel_node *v = map && map->kind == KEEL_NODE_MAP ? keel_node_get(map, key) : NULL;
+    return v;
+}
+
+static const char *text_of(const keel_node *n)
+{
+    return n && n->kind == KEEL_NODE_SCALAR && n->text ? n->text : NULL;
+}
+
+/* Three-way choice: one side changed it, that side; both the same way, that; else a conflict
+ * (ours returned). NULL means absent. */
+static int pick(const keel_node *v[3], bool *conflict)
+{
+    if (keel_node_equal(v[O], v[T])) return O;
+    if (keel_node_equal(v[B], v[O])) return T;
+    if (keel_node_equal(v[B], v[T])) return O;
+    *conflict = true;
+    return O;
+}
+
+/* UUID text -> index, open addressing. */
+typedef struct smap {
+    const char **keys;
+    size_t *vals;
+    size_t mask;
+} smap;
+
+static size_t str_hash(const char *k)
+{
+    size_t h = (size_t)14695981039346656037ull;
+    for (; *k; k++) h = (h ^ (unsigned char)*k) * (size_t)1099511628211ull;
+    return h;
+}
+
+static void smap_init(smap *m, size_t expect)
+{
+    size_t slots = 64;
+    while (slots < 2 * expect + 2) slots *= 2;
+    m->keys = keel__xcalloc(slots, sizeof *m->keys);
+    m->vals = keel__xcalloc(slots, sizeof *m->vals);
+    m->mask = slots - 1;
+}
+
+static size_t smap_get(const smap *m, const char *k)
+{
+    if (!k) return NONE;
+    for (size_t at = str_hash(k) & m->mask; m->keys[at]; at = (at + 1) & m->mask)
+        if (strcmp(m->keys[at], k) == 0) return m->vals[at];
+    return NONE;
+}
+
+/* The caller keeps `k` alive and never puts more than `expect` keys. */
+static void smap_put(smap *m, const char *k, size_t v)
+{
+    size_t at = str_hash(k) & m->mask;
+    while (m->keys[at] && strcmp(m->keys[at], k) != 0) at = (at + 1) & m->mask;
+    m->keys[at] = k;
+    m->vals[at] = v;
+}
+
+static void smap_free(smap *m)
+{
+    free(m->keys);
+    free(m->vals);
+}
+
+/* ---- emitting a node tree (styles kept) ---- */
+
+typedef struct writer {
+    yaml_emitter_t em;
+    char *buf;
+    size_t len, cap;
+    bool failed;
+} writer;
+
+static int out_handler(void *data, unsigned char *bytes, size_t size)
+{
+    writer *wr = data;
+    if (wr->len + size + 1 > wr->cap) {
+        while (wr->len + size + 1 > wr->cap) wr->cap = wr->cap ? wr->cap * 2 : 65536;
+        wr->buf = keel__xrealloc(wr->buf, wr->cap);
+    }
+    memcpy(wr->buf + wr->len, bytes, size);
+    wr->len += size;
+    return 1;
+}
+
+static void emit(writer *wr, yaml_event_t *e)
+{
+    if (wr->failed) {
+        yaml_event_delete(e);
+        return;
+    }
+    if (!yaml_emitter_emit(&wr->em, e)) wr->failed = true;
+}
+
+static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t style)
+{
+    yaml_event_t e;
+    if (!yaml_scalar_event_initialize(&e, NULL, NULL, (yaml_char_t *)text, (int)len, 1, 1, style)) {
+        wr->failed = true;
+        return;
+    }
+    emit(wr, &e);
+}
+
+static void plain(writer *wr, const char *text)
+{
+    scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE);
+}
+
+static void coll_start(writer *wr, bool map, bool flow)
+{
+    yaml_event_t e;
+    if (map)
+        yaml_mapping_start_event_initialize(&e, NULL, NULL, 1,
+                                            flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+    else
+        yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
+                                             flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+    emit(wr, &e);
+}
+
+static void coll_end(writer *wr, bool map)
+{
+    yaml_event_t e;
+    if (map) yaml_mapping_end_event_initialize(&e);
+    else yaml_sequence_end_event_initialize(&e);
+    emit(wr, &e);
+}
+
+/* A scalar as it was written: quoted stays quoted (a string), plain stays plain (its core-schema
+ * meaning kept); made here (style ANY): libyaml's choice. NULL: null. */
+static void emit_node(writer *wr, const keel_node *n)
+{
+    if (!n) {
+        plain(wr, "null");
+        return;
+    }
+    if (n->kind == KEEL_NODE_SCALAR) {
+        const char *t = n->text ? n->text : "";
+        size_t len = n->text ? n->len : 0;
+        switch (n->style) {
+        case KEEL_STYLE_PLAIN:
+            if (len == 0) plain(wr, "null");
+            else scalar(wr, t, len, YAML_PLAIN_SCALAR_STYLE);
+            return;
+        case KEEL_STYLE_SINGLE:
+        case KEEL_STYLE_DOUBLE:
+        case KEEL_STYLE_LITERAL:
+        case KEEL_STYLE_FOLDED: scalar(wr, t, len, YAML_DOUBLE_QUOTED_SCALAR_STYLE); return;
+        default: scalar(wr, t, len, YAML_ANY_SCALAR_STYLE); return;
+        }
+    }
+    bool map = n->kind == KEEL_NODE_MAP;
+    bool flow = n->count == 0 || n->style == KEEL_STYLE_FLOW;
+    coll_start(wr, map, flow);
+    for (size_t i = 0; i < (map ? 2 * n->count : n->count); i++) emit_node(wr, &n->items[i]);
+    coll_end(wr, map);
+}
+
+static void writer_open(writer *wr)
+{
+    memset(wr, 0, sizeof *wr);
+    if (!yaml_emitter_initialize(&wr->em)) abort();
+    yaml_emitter_set_output(&wr->em, out_handler, wr);
+    yaml_emitter_set_unicode(&wr->em, 1);
+    yaml_emitter_set_width(&wr->em, -1);
+    yaml_emitter_set_indent(&wr->em, 2);
+    yaml_emitter_set_break(&wr->em, YAML_LN_BREAK);
+    yaml_event_t e;
+    yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
+    emit(wr, &e);
+    yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
+    emit(wr, &e);
+}
+
+/* Returns the text (malloc'd), or NULL after a diagnostic. */
+static char *writer_close(writer *wr, size_t *len, keel_diags *d)
+{
+    yaml_event_t e;
+    yaml_document_end_event_initialize(&e, 1);
+    emit(wr, &e);
+    yaml_stream_end_event_initialize(&e);
+    emit(wr, &e);
+    if (!wr->failed && !yaml_emitter_flush(&wr->em)) wr->failed = true;
+    char *out = NULL;
+    if (wr->failed) {
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
+                      "cannot write the merged scene: %s", wr->em.problem ? wr->em.problem : "emitter error");
+        free(wr->buf);
+    } else {
+        if (!wr->buf) wr->buf = keel__xrealloc(NULL, 1);
+        wr->buf[wr->len] = '\0';
+        out = wr->buf;
+        *len = wr->len;
+    }
+    yaml_emitter_delete(&wr->em);
+    return out;
+}
+
+/* ---- the merge ---- */
+
+typedef struct mcomp {
+    const keel_node *src; /* a side's component, borrowed */
+    keel_node *own;       /* or a merged one, owned */
+} mcomp;
+
+typedef struct mcomps {
+    mcomp *items;
+    size_t n;
+} mcomps;
+
+typedef struct ment {
+    const char *uuid;
+    const keel_node *e[3]; /* the entity's map on each side, NULL when absent */
+    size_t par[3];         /* the parent's index on each side (NONE: top level) */
+    bool exists;
+    size_t mpar;
+    const keel_node *name, *enabled; /* chosen, borrowed; NULL: absent */
+    mcomps comps;
+} ment;
+
+typedef struct merger {
+    const keel_node *doc[3];
+    clist conflicts;
+    ment *ents;
+    size_t n;
+    smap index;
+} merger;
+
+static void mcomps_free(mcomps *c)
+{
+    for (size_t i = 0; i < c->n; i++) keel_node_free(c->items[i].own);
+    free(c->items);
+    *c = (mcomps){ 0 };
+}
+
+static const keel_node *mcomp_node(const mcomp *c)
+{
+    return c->own ? c->own : c->src;
+}
+
+/* A component's identity. A missing slot reads as 0 (what the writer always spells out). */
+static bool comp_key(const keel_node *c, const char **kind, int64_t *slot)
+{
+    *kind = text_of(get(c, "kind"));
+    *slot = 0;
+    const keel_node *s = get(c, "slot");
+    if (s && !keel_node_as_int(s, slot)) *slot = -1;
+    return *kind != NULL;
+}
+
+static const keel_node *find_comp(const keel_node *list, const char *kind, int64_t slot)
+{
+    if (!list || list->kind != KEEL_NODE_SEQ) return NULL;
+    for (size_t i = 0; i < list->count; i++) {
+        const char *k;
+        int64_t s;
+        if (comp_key(&list->items[i], &k, &s) && s == slot && strcmp(k, kind) == 0) return &list->items[i];
+    }
+    return NULL;
+}
+
+static bool in_list(const keel_node *list, const keel_node *x)
+{
+    const char *k;
+    int64_t s;
+    return comp_key(x, &k, &s) && find_comp(list, k, s) != NULL;
+}
+
+static bool same_key(const keel_node *a, const keel_node *b)
+{
+    const char *ka, *kb;
+    int64_t sa, sb;
+    return comp_key(a, &ka, &sa) && comp_key(b, &kb, &sb) && sa == sb && strcmp(ka, kb) == 0;
+}
+
+static char *comp_path(const char *prefix, const keel_node *c)
+{
+    const char *k;
+    int64_t s;
+    comp_key(c, &k, &s);
+    return keel__strfmt("%s/%s[%lld]", prefix, k ? k : "?", (long long)s);
+}
+
+/* Maps merged key by key (bodies, scene, settings): ours' key order, then theirs' new keys.
+ * A conflict is listed as PREFIX/KEY and keeps ours' value. */
+static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3])
+{
+    keel_node *out = keel_node_new_map();
+    for (int side = O; side <= T; side++) {
+        const keel_node *src = m[side];
+        if (!src || src->kind != KEEL_NODE_MAP) continue;
+        for (size_t i = 0; i < src->count; i++) {
+            const char *k = text_of(&src->items[2 * i]);
+            if (!k) continue;
+            if (side == T && get(m[O], k)) continue;
+            const keel_node *v[3] = { get(m[B], k), get(m[O], k), get(m[T], k) };
+            bool conflict = false;
+            int w = pick(v, &conflict);
+            if (conflict) conflict_add(&M->conflicts, keel__strfmt("%s/%s", prefix, k), v[B], v[O], v[T]);
+            if (v[w]) keel_node_put(out, k, keel_node_copy(v[w]));
+        }
+    }
+    return out;
+}
+
+static const keel_node *body_of(const keel_node *c)
+{
+    const keel_node *b = get(c, "body");
+    return is_null(b) ? NULL : b;
+}
+
+/* One (kind, slot) present on both sides and changed on both: the heads must agree, then the
+ * body merges field by field. False: a conflict on the whole component (listed by the caller). */
+static bool merge_fields(merger *M, const char *cpath, const keel_node *c[3], keel_node **out)
+{
+    if (!keel_node_equal(get(c[O], "version"), get(c[T], "version"))) return false;
+    const keel_node *en[3] = { get(c[B], "enabled"), get(c[O], "enabled"), get(c[T], "enabled") };
+    bool conflict = false;
+    int we = pick(en, &conflict);
+    if (conflict) return false;
+    const keel_node *bodies[3] = { body_of(c[B]), body_of(c[O]), body_of(c[T]) };
+    keel_node *n = keel_node_new_map();
+    keel_node_put(n, "kind", keel_node_copy(get(c[O], "kind")));
+    if (get(c[O], "version")) keel_node_put(n, "version", keel_node_copy(get(c[O], "version")));
+    if (get(c[O], "slot")) keel_node_put(n, "slot", keel_node_copy(get(c[O], "slot")));
+    if (en[we]) keel_node_put(n, "enabled", keel_node_copy(en[we]));
+    keel_node_put(n, "body", merge_map(M, cpath, bodies));
+    *out = n;
+    return true;
+}
+
+/* One (kind, slot): added, removed, kept or merged. Returns whether it is in the result. */
+static bool merge_comp(merger *M, const char *prefix, const keel_node *c[3], mcomp *out)
+{
+    *out = (mcomp){ 0 };
+    if (keel_node_equal(c[O], c[T])) {
+        out->src = c[O];
+        return c[O] != NULL;
+    }
+    if (keel_node_equal(c[B], c[O])) {
+        out->src = c[T];
+        return c[T] != NULL;
+    }
+    if (keel_node_equal(c[B], c[T])) {
+        out->src = c[O];
+        return c[O] != NULL;
+    }
+    char *path = comp_path(prefix, c[O] ? c[O] : c[T] ? c[T] : c[B]);
+    if (c[B] && c[O] && c[T] && merge_fields(M, path, c, &out->own)) {
+        free(path);
+        return true;
+    }
+    /* edit against removal, or added on both sides with different bodies */
+    conflict_add(&M->conflicts, path, c[B], c[O], c[T]);
+    out->src = c[O];
+    return c[O] != NULL;
+}
+
+/* Does this component list break a declared kind's rule (one, max, requires, rejects)? Kinds
+ * not declared here are not judged. */
+static bool breaks_rules(const keel_node *const *comps, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *k = text_of(get(comps[i], "kind"));
+        const keel_kind_desc *kd = k ? keel_kind_describe(keel_kind_find(k)) : NULL;
+        if (!kd) continue;
+        size_t same = 0;
+        for (size_t j = 0; j < n; j++) {
+            const char *kj = text_of(get(comps[j], "kind"));
+            if (kj && strcmp(kj, k) == 0) same++;
+        }
+        if (kd->multiplicity == KEEL_ONE && same > 1) return true;
+        if (kd->multiplicity == KEEL_MANY && kd->max && same > kd->max) return true;
+        for (size_t r = 0; r < kd->requires_count; r++) {
+            bool found = false;
+            for (size_t j = 0; j < n && !found; j++) {
+                const char *kj = text_of(get(comps[j], "kind"));
+                found = kj && strcmp(kj, kd->requires[r]) == 0;
+            }
+            if (!found) return true;
+        }
+        for (size_t r = 0; r < kd->rejects_count; r++)
+            for (size_t j = 0; j < n; j++) {
+                const char *kj = text_of(get(comps[j], "kind"));
+                if (kj && strcmp(kj, kd->rejects[r]) == 0) return true;
+            }
+    }
+    return false;
+}
+
+static bool list_breaks_rules(const keel_node *list)
+{
+    if (!list || list->kind != KEEL_NODE_SEQ) return false;
+    const keel_node **v = keel__xcalloc(list->count + 1, sizeof *v);
+    for (size_t i = 0; i < list->count; i++) v[i] = &list->items[i];
+    bool broken = breaks_rules(v, list->count);
+    free(v);
+    return broken;
+}
+
+/* Whether `x` is in `list` at an index below `limit`, by (kind, slot). */
+static bool comp_among(const keel_node *x, const keel_node *const *list, size_t limit)
+{
+    for (size_t i = 0; i < limit; i++)
+        if (same_key(x, list[i])) return true;
+    return false;
+}
+
+/* A component list (an entity's, or the root's): ours' order, with what theirs added placed
+ * after its predecessor in theirs (after what ours added there too). */
+static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
+{
+    const keel_node *lists[3];
+    for (int s = 0; s < 3; s++) lists[s] = l[s] && l[s]->kind == KEEL_NODE_SEQ ? l[s] : NULL;
+    size_t no = lists[O] ? lists[O]->count : 0, nt = lists[T] ? lists[T]->count : 0;
+    size_t cap = no + nt + 1;
+    mcomp *res = keel__xcalloc(cap, sizeof *res);
+    const keel_node **key = keel__xcalloc(cap, sizeof *key); /* each result's identity */
+    size_t n = 0;
+    size_t first_conflict = M->conflicts.n;
+    /* ours' components, in ours' order */
+    for (size_t i = 0; i < no; i++) {
+        const keel_node *co = &lists[O]->items[i];
+        const char *k;
+        int64_t s;
+        if (!comp_key(co, &k, &s)) continue;
+        const keel_node *c[3] = { find_comp(lists[B], k, s), co, find_comp(lists[T], k, s) };
+        if (merge_comp(M, prefix, c, &res[n])) key[n++] = co;
+    }
+    /* theirs' additions: after the nearest earlier component of theirs that is in the result,
+     * past what ours added right there (ours' additions come first, as if applied first) */
+    size_t after = 0; /* insertion point: index in res */
+    bool have_pred = false;
+    for (size_t i = 0; i < nt; i++) {
+        const keel_node *ct = &lists[T]->items[i];
+        const char *k;
+        int64_t s;
+        if (!comp_key(ct, &k, &s)) continue;
+        size_t at = n;
+        for (size_t j = 0; j < n; j++)
+            if (same_key(key[j], ct)) at = j;
+        if (at < n) { /* already placed */
+            after = at + 1;
+            have_pred = true;
+            continue;
+        }
+        if (find_comp(lists[O], k, s)) continue; /* ours' decision stands (removed) */
+        const keel_node *c[3] = { find_comp(lists[B], k, s), NULL, ct };
+        mcomp m;
+        if (!merge_comp(M, prefix, c, &m)) continue;
+        size_t pos = have_pred ? after : 0;
+        while (pos < n && !in_list(lists[T], key[pos])) pos++;
+        memmove(&res[pos + 1], &res[pos], (n - pos) * sizeof *res);
+        memmove(&key[pos + 1], &key[pos], (n - pos) * sizeof *key);
+        res[pos] = m;
+        key[pos] = ct;
+        n++;
+        after = pos + 1;
+        have_pred = true;
+    }
+    mcomps out = { res, n };
+    /* a kind rule only the merged list breaks: ours' list stands, each difference a conflict */
+    const keel_node **nodes = keel__xcalloc(n + 1, sizeof *nodes);
+    for (size_t i = 0; i < n; i++) nodes[i] = mcomp_node(&res[i]);
+    bool broken = breaks_rules(nodes, n) && !list_breaks_rules(lists[O]);
+    if (broken) {
+        clist_truncate(&M->conflicts, first_conflict);
+        for (size_t i = 0; i < n; i++) {
+            const char *k;
+            int64_t s;
+            comp_key(nodes[i], &k, &s);
+            const keel_node *co = find_comp(lists[O], k, s);
+            if (!keel_node_equal(co, nodes[i]))
+                conflict_add(&M->conflicts, comp_path(prefix, nodes[i]), find_comp(lists[B], k, s), co,
+                             find_comp(lists[T], k, s));
+        }
+        for (size_t i = 0; i < no; i++) {
+            const keel_node *co = &lists[O]->items[i];
+            if (!comp_among(co, nodes, n)) {
+                const char *k;
+                int64_t s;
+                comp_key(co, &k, &s);
+                conflict_add(&M->conflicts, comp_path(prefix, co), find_comp(lists[B], k, s), co,
+                             find_comp(lists[T], k, s));
+            }
+        }
+        mcomps_free(&out);
+        out.items = keel__xcalloc(no + 1, sizeof *out.items);
+        for (size_t i = 0; i < no; i++) out.items[out.n++].src = &lists[O]->items[i];
+    }
+    free(nodes);
+    free(key);
+    return out;
+}
+
+/* ---- entities ---- */
+
+#define ABSENT (SIZE_MAX - 1) /* a parent index on a side the entity is not on */
+
+static const keel_node *uuid_node(const ment *m)
+{
+    for (int s = O; s <= T + 1; s++) {
+        const keel_node *u = get(m->e[s % 3], "uuid");
+        if (u) return u;
+    }
+    return NULL;
+}
+
+static const keel_node *comps_of(const keel_node *e)
+{
+    return get(e, "components");
+}
+
+/* Did side s change the entity? A parent dropped because s removed the parent is not a change
+ * of this entity (removing an entity puts its children at the top level). */
+static bool entity_changed(const merger *M, const ment *m, int s)
+{
+    const keel_node *b = m->e[B], *x = m->e[s];
+    if (!keel_node_equal(get(b, "name"), get(x, "name")) ||
+        !keel_node_equal(get(b, "enabled"), get(x, "enabled")) || !keel_node_equal(comps_of(b), comps_of(x)))
+        return true;
+    if (m->par[s] == m->par[B]) return false;
+    return !(m->par[s] == NONE && m->par[B] != NONE && M->ents[m->par[B]].e[s] == NULL);
+}
+
+static size_t pick_index(const size_t v[3], bool *conflict)
+{
+    if (v[O] == v[T]) return v[O];
+    if (v[B] == v[O]) return v[T];
+    if (v[B] == v[T]) return v[O];
+    *conflict = true;
+    return v[O];
+}
+
+static char *ent_path(const ment *m, const char *rest)
+{
+    return rest ? keel__strfmt("%s/%s", m->uuid, rest) : keel__strdup(m->uuid);
+}
+
+static void parent_conflict(merger *M, const ment *m)
+{
+    conflict_add(&M->conflicts, ent_path(m, "parent"), get(m->e[B], "parent"), get(m->e[O], "parent"),
+                 get(m->e[T], "parent"));
+}
+
+/* Existence, then name, enabled, parent and components, for one entity. */
+static void merge_entity(merger *M, ment *m)
+{
+    const keel_node *eff[3] = { m->e[B], m->e[O], m->e[T] };
+    if (m->e[B]) {
+        if (!m->e[O] && !m->e[T]) return;
+        if (!m->e[O] || !m->e[T]) {
+            int kept = m->e[O] ? O : T;
+            if (!entity_changed(M, m, kept)) return; /* removed on one side, untouched on the other */
+            conflict_add(&M->conflicts, ent_path(m, NULL), m->e[B], m->e[O], m->e[T]);
+            if (!m->e[O]) return;   /* ours' value: removed */
+            eff[B] = eff[T] = NULL; /* ours' entity as it is */
+        }
+    }
+    m->exists = true;
+    size_t par[3];
+    for (int s = 0; s < 3; s++) par[s] = eff[s] ? m->par[s] : ABSENT;
+    bool conflict = false;
+    const keel_node *nm[3] = { get(eff[B], "name"), get(eff[O], "name"), get(eff[T], "name") };
+    m->name = nm[pick(nm, &conflict)];
+    if (conflict) conflict_add(&M->conflicts, ent_path(m, "name"), nm[B], nm[O], nm[T]);
+    conflict = false;
+    const keel_node *en[3] = { get(eff[B], "enabled"), get(eff[O], "enabled"), get(eff[T], "enabled") };
+    m->enabled = en[pick(en, &conflict)];
+    if (conflict) conflict_add(&M->conflicts, ent_path(m, "enabled"), en[B], en[O], en[T]);
+    conflict = false;
+    m->mpar = pick_index(par, &conflict);
+    if (m->mpar == ABSENT) m->mpar = NONE;
+    if (conflict) parent_conflict(M, m);
+    const keel_node *cl[3] = { comps_of(eff[B]), comps_of(eff[O]), comps_of(eff[T]) };
+    m->comps = merge_comps(M, m->uuid, cl);
+}
+
+/* Ours' parent, for a reverted one: NONE when ours does not have the entity. */
+static size_t ours_parent(const ment *m)
+{
+    return m->e[O] ? m->par[O] : NONE;
+}
+
+/* Parents whose merged target is gone go to the top level; a cycle only the merge makes
+ * reverts to ours' parents along it. Each is a parent conflict. */
+static void fix_hierarchy(merger *M)
+{
+    size_t n = M->n;
+    for (size_t i = 0; i < n; i++) {
+        ment *m = &M->ents[i];
+        if (m->exists && m->mpar != NONE && !M->ents[m->mpar].exists) {
+            parent_conflict(M, m);
+            m->mpar = NONE;
+        }
+    }
+    unsigned char *state = keel__xcalloc(n + 1, 1);
+    size_t *stack = keel__xcalloc(n + 1, sizeof *stack);
+    for (bool again = true; again;) {
+        again = false;
+        memset(state, 0, n + 1);
+        for (size_t i = 0; i < n; i++) {
+            if (!M->ents[i].exists || state[i]) continue;
+            size_t depth = 0, c = i;
+            while (c != NONE && state[c] == 0) {
+                state[c] = 1;
+                stack[depth++] = c;
+                c = M->ents[c].mpar;
+            }
+            if (c != NONE && state[c] == 1) { /* a cycle: c ... stack[depth-1] */
+                size_t from = depth;
+                while (from > 0 && stack[from - 1] != c) from--;
+                for (size_t k = from - 1; k < depth; k++) {
+                    ment *x = &M->ents[stack[k]];
+                    size_t p = ours_parent(x);
+                    if (x->mpar == p) continue;
+                    parent_conflict(M, x);
+                    x->mpar = p != NONE && M->ents[p].exists ? p : NONE;
+                    again = true;
+                }
+            }
+            for (size_t k = 0; k < depth; k++) state[stack[k]] = 2;
+        }
+    }
+    free(state);
+    free(stack);
+}
+
+/* Children of each parent on side s, in document order (sibling order), as offsets into one
+ * array: the kids of p (n: the top level) are list[start[p] .. start[p+1]). */
+typedef struct kids {
+    size_t *start, *end, *list;
+} kids;
+
+static kids side_kids(const merger *M, int s)
+{
+    size_t n = M->n;
+    kids k = { keel__xcalloc(n + 2, sizeof(size_t)), keel__xcalloc(n + 1, sizeof(size_t)),
+               keel__xcalloc(n + 1, sizeof(size_t)) };
+    const keel_node *list = get(M->doc[s], "entities");
+    size_t cnt = list && list->kind == KEEL_NODE_SEQ ? list->count : 0;
+    size_t *fill = keel__xcalloc(n + 2, sizeof *fill);
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < cnt; i++) {
+            size_t e = smap_get(&M->index, text_of(get(&list->items[i], "uuid")));
+            if (e == NONE || M->ents[e].e[s] != &list->items[i]) continue; /* a duplicate UUID */
+            size_t p = M->ents[e].par[s] == NONE ? n : M->ents[e].par[s];
+            if (pass == 0) k.start[p + 1]++;
+            else k.list[k.start[p] + fill[p]++] = e;
+        }
+        if (pass == 0)
+            for (size_t p = 0; p <= n; p++) k.start[p + 1] += k.start[p];
+    }
+    free(fill);
+    for (size_t p = 0; p <= n; p++) k.end[p] = k.start[p + 1];
+    return k;
+}
+
+static void kids_free(kids *k)
+{
+    free(k->start);
+    free(k->end);
+    free(k->list);
+}
+
+/* Sibling order of the result: ours' order under each parent, with what theirs placed there
+ * (added or moved in) after its predecessor in theirs, past what ours placed right there.
+ * Fills `out` like side_kids. */
+static kids merged_kids(const merger *M)
+{
+    size_t n = M->n;
+    kids ko = side_kids(M, O), kt = side_kids(M, T);
+    kids out = { keel__xcalloc(n + 2, sizeof(size_t)), keel__xcalloc(n + 1, sizeof(size_t)),
+                 keel__xcalloc(n + 1, sizeof(size_t)) };
+    size_t *next = keel__xcalloc(n + 1, sizeof *next);
+    size_t *in_t = keel__xcalloc(n + 1, sizeof *in_t), *in_l = keel__xcalloc(n + 1, sizeof *in_l);
+    size_t used = 0;
+    for (size_t step = 0; step <= n; step++) {
+        size_t p = step == 0 ? n : step - 1; /* the top level first: its unplaced are found last */
+        size_t stamp = p + 1, head = NONE, tail = NONE;
+        for (size_t j = ko.start[p]; j < ko.end[p]; j++) {
+            size_t c = ko.list[j];
+            const ment *m = &M->ents[c];
+            if (!m->exists || (m->mpar == NONE ? n : m->mpar) != p) continue;
+            next[c] = NONE;
+            if (tail == NONE) head = c;
+            else next[tail] = c;
+            tail = c;
+            in_l[c] = stamp;
+        }
+        for (size_t j = kt.start[p]; j < kt.end[p]; j++) in_t[kt.list[j]] = stamp;
+        size_t last = NONE;
+        for (size_t j = kt.start[p]; j < kt.end[p]; j++) {
+            size_t c = kt.list[j];
+            const ment *m = &M->ents[c];
+            if (in_l[c] == stamp) {
+                last = c;
+                continue;
+            }
+            if (!m->exists || (m->mpar == NONE ? n : m->mpar) != p) continue;
+            size_t a = last, nx = a == NONE ? head : next[a];
+            while (nx != NONE && in_t[nx] != stamp) {
+                a = nx;
+                nx = next[a];
+            }
+            next[c] = nx;
+            if (a == NONE) head = c;
+            else next[a] = c;
+            if (nx == NONE) tail = c;
+            in_l[c] = stamp;
+            last = c;
+        }
+        out.start[p] = used;
+        for (size_t c = head; c != NONE; c = next[c]) out.list[used++] = c;
+        if (p == n) /* at the top: what neither side had there (a parent gone, a cycle undone) */
+            for (size_t c = 0; c < n; c++)
+                if (M->ents[c].exists && M->ents[c].mpar == NONE && in_l[c] != stamp) out.list[used++] = c;
+        out.end[p] = used;
+    }
+    free(next);
+    free(in_t);
+    free(in_l);
+    kids_free(&ko);
+    kids_free(&kt);
+    return out;
+}
+
+/* ---- the document ---- */
+
+static void index_entities(merger *M)
+{
+    size_t total = 0;
+    for (int s = 0; s < 3; s++) {
+        const keel_node *l = get(M->doc[s], "entities");
+        if (l && l->kind == KEEL_NODE_SEQ) total += l->count;
+    }
+    smap_init(&M->index, total);
+    M->ents = keel__xcalloc(total + 1, sizeof *M->ents);
+    static const int order[3] = { O, T, B }; /* the union in ours' order, then theirs', then base's */
+    for (int k = 0; k < 3; k++) {
+        int s = order[k];
+        const keel_node *l = get(M->doc[s], "entities");
+        if (!l || l->kind != KEEL_NODE_SEQ) continue;
+        for (size_t i = 0; i < l->count; i++) {
+            const char *u = text_of(get(&l->items[i], "uuid"));
+            if (!u) continue;
+            size_t e = smap_get(&M->index, u);
+            if (e == NONE) {
+                e = M->n++;
+                M->ents[e].uuid = u;
+                smap_put(&M->index, u, e);
+            }
+            if (!M->ents[e].e[s]) M->ents[e].e[s] = &l->items[i];
+        }
+    }
+    for (size_t i = 0; i < M->n; i++)
+        for (int s = 0; s < 3; s++) {
+            const keel_node *p = get(M->ents[i].e[s], "parent");
+            M->ents[i].par[s] = is_null(p) ? NONE : smap_get(&M->index, text_of(p));
+        }
+}
+
+static void emit_comps(writer *wr, const mcomps *c)
+{
+    coll_start(wr, false, c->n == 0);
+    for (size_t i = 0; i < c->n; i++) emit_node(wr, mcomp_node(&c->items[i]));
+    coll_end(wr, false);
+}
+
+static void key(writer *wr, const char *k)
+{
+    plain(wr, k);
+}
+
+static void emit_entity(writer *wr, const merger *M, const ment *m)
+{
+    coll_start(wr, true, false);
+    key(wr, "uuid");
+    emit_node(wr, uuid_node(m));
+    if (m->name) {
+        key(wr, "name");
+        emit_node(wr, m->name);
+    }
+    if (m->mpar != NONE) {
+        key(wr, "parent");
+        emit_node(wr, uuid_node(&M->ents[m->mpar]));
+    }
+    if (m->enabled) {
+        key(wr, "enabled");
+        emit_node(wr, m->enabled);
+    }
+    key(wr, "components");
+    emit_comps(wr, &m->comps);
+    coll_end(wr, true);
+}
+
+/* The merged document as YAML (not yet canonical). */
+static char *emit_doc(merger *M, size_t *len, keel_diags *d)
+{
+    writer wr;
+    writer_open(&wr);
+    coll_start(&wr, true, false);
+    const keel_node *v[3] = { get(M->doc[B], "keel"), get(M->doc[O], "keel"), get(M->doc[T], "keel") };
+    bool conflict = false;
+    int w = pick(v, &conflict);
+    if (conflict) conflict_add(&M->conflicts, keel__strdup("keel"), v[B], v[O], v[T]);
+    key(&wr, "keel");
+    emit_node(&wr, v[w]);
+    const char *const maps[2] = { "scene", "settings" };
+    for (int i = 0; i < 2; i++) {
+        const keel_node *m[3] = { get(M->doc[B], maps[i]), get(M->doc[O], maps[i]), get(M->doc[T], maps[i]) };
+        keel_node *merged = merge_map(M, maps[i], m);
+        key(&wr, maps[i]);
+        emit_node(&wr, merged);
+        keel_node_free(merged);
+    }
+    const keel_node *roots[3] = { get(M->doc[B], "root"), get(M->doc[O], "root"), get(M->doc[T], "root") };
+    mcomps rc = merge_comps(M, "root", roots);
+    key(&wr, "root");
+    emit_comps(&wr, &rc);
+    mcomps_free(&rc);
+
+    index_entities(M);
+    for (size_t i = 0; i < M->n; i++) merge_entity(M, &M->ents[i]);
+    fix_hierarchy(M);
+    kids k = merged_kids(M);
+    key(&wr, "entities");
+    coll_start(&wr, false, k.start[M->n] == k.end[M->n]);
+    /* pre-order: a stack of (parent, next child position) */
+    size_t *stack = keel__xcalloc(2 * (M->n + 1), sizeof *stack), depth = 0;
+    stack[0] = M->n;
+    stack[1] = k.start[M->n];
+    depth = 1;
+    while (depth > 0) {
+        size_t p = stack[2 * (depth - 1)], *pos = &stack[2 * (depth - 1) + 1];
+        if (*pos >= k.end[p]) {
+            depth--;
+            continue;
+        }
+        size_t c = k.list[(*pos)++];
+        emit_entity(&wr, M, &M->ents[c]);
+        stack[2 * depth] = c;
+        stack[2 * depth + 1] = k.start[c];
+        depth++;
+    }
+    free(stack);
+    kids_free(&k);
+    coll_end(&wr, false);
+    coll_end(&wr, true);
+    return writer_close(&wr, len, d);
+}
+
+static void merger_free(merger *M)
+{
+    for (size_t i = 0; i < M->n; i++) mcomps_free(&M->ents[i].comps);
+    free(M->ents);
+    if (M->index.keys) smap_free(&M->index);
+    clist_free(&M->conflicts);
+}
+
+/* `text` made canonical by the scene reader and writer (with the kinds registered now), then
+ * the conflicts list appended. NULL (after diagnostics) when the scene does not load. */
+static char *finish(const char *text, size_t len, const keel_limits *lim, const clist *c, size_t *outlen,
+                    keel_diags *d)
+{
+    keel_load_opts o = keel_load_opts_default();
+    if (lim) o.limits = *lim;
+    o.no_awake = true;
+    o.file = "(the merged scene)";
+    keel_world *w = NULL;
+    char *canon = NULL;
+    size_t clen = 0;
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    keel_status st = keel_scene_parse(text, len, &o, &w, &tmp);
+    if (st == KEEL_OK) st = keel_scene_dump(w, &canon, &clen, &tmp);
+    keel_world_free(w);
+    /* a load's warnings (unknown kinds) are expected here: only errors are passed on */
+    for (size_t i = 0; i < tmp.count; i++) {
+        const keel_diag *g = &tmp.items[i];
+        if (g->severity == KEEL_SEV_ERROR)
+            keel_diag_add(d, KEEL_SEV_ERROR, g->code, g->path, NULL, g->line, g->col, "the merged scene: %s",
+                          g->message);
+    }
+    keel_diags_free(&tmp);
+    if (st != KEEL_OK) return NULL;
+    if (c->n == 0) {
+        *outlen = clen;
+        return canon;
+    }
+    writer wr;
+    writer_open(&wr);
+    coll_start(&wr, true, false);
+    key(&wr, "conflicts");
+    coll_start(&wr, false, false);
+    static const char *const names[3] = { "base", "ours", "theirs" };
+    for (size_t i = 0; i < c->n; i++) {
+        coll_start(&wr, true, false);
+        key(&wr, "path");
+        scalar(&wr, c->items[i].path, strlen(c->items[i].path), YAML_PLAIN_SCALAR_STYLE);
+        for (int s = 0; s < 3; s++) {
+            key(&wr, names[s]);
+            emit_node(&wr, c->items[i].v[s]);
+        }
+        coll_end(&wr, true);
+    }
+    coll_end(&wr, false);
+    coll_end(&wr, true);
+    size_t tlen = 0;
+    char *tail = writer_close(&wr, &tlen, d);
+    if (!tail) {
+        free(canon);
+        return NULL;
+    }
+    char *all = keel__xrealloc(canon, clen + tlen + 1);
+    memcpy(all + clen, tail, tlen + 1);
+    free(tail);
+    *outlen = clen + tlen;
+    return all;
+}
+
+bool keel__merge_looks_like_scene(const char *text, size_t len)
+{
+    bool keel = false, scene = false;
+    for (size_t i = 0; i < len; i++) {
+        keel = keel || (i + 5 <= len && memcmp(text + i, "keel:", 5) == 0);
+        scene = scene || (i + 6 <= len && memcmp(text + i, "scene:", 6) == 0);
+        const char *nl = memchr(text + i, '\n', len - i);
+        if (!nl) break;
+        i = (size_t)(nl - text);
+    }
+    return keel && scene;
+}
+
+/* A document parsed; an empty text (a base that did not exist) is an empty scene. */
+static bool read_doc(const char *text, size_t len, const char *name, const keel_limits *lim, bool may_be_empty,
+                     keel__arena *arena, keel_node **doc, keel_diags *d)
+{
+    if (keel__yaml_parse_arena(text, len, lim, name, arena, doc, d) != KEEL_OK) return false;
+    if (is_null(*doc) && may_be_empty) return true;
+    if ((*doc)->kind != KEEL_NODE_MAP || !get(*doc, "keel")) {
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", name, 1, 1, "not a keel scene (no 'keel:' key)");
+        return false;
+    }
+    if (get(*doc, "conflicts")) {
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", name, 1, 1,
+                      "this scene still lists merge conflicts: resolve them first (keel merge --take)");
+        return false;
+    }
+    return true;
+}
+
+typedef struct side_read {
+    const char *text;
+    size_t len;
+    const char *name;
+    const keel_limits *lim;
+    bool may_be_empty;
+    keel__arena *arena;
+    keel_node *doc;
+    bool ok;
+    keel_diags diags;
+} side_read;
+
+static void *read_side(void *arg)
+{
+    side_read *r = arg;
+    r->ok = read_doc(r->text, r->len, r->name, r->lim, r->may_be_empty, r->arena, &r->doc, &r->diags);
+    return NULL;
+}
+
+keel_status keel__merge_scenes(const char *const texts[3], const size_t lens[3], const char *const names[3],
+                               const keel_limits *lim, char **out, size_t *outlen, size_t *nconflicts,
+                               keel_diags *d)
+{
+    keel_limits defaults = keel_limits_default();
+    if (!lim) lim = &defaults;
+    merger M;
+    memset(&M, 0, sizeof M);
+    /* The three reads are most of a merge's time and independent: base and theirs are read on
+     * threads of their own while this one reads ours (each into its own arena and list). */
+    side_read reads[3];
+    pthread_t threads[3];
+    bool started[3] = { false, false, false };
+    for (int s = 0; s < 3; s++) {
+        reads[s] = (side_read){ texts[s], lens[s], names[s], lim, s == B, keel__arena_new(), NULL, false, { 0 } };
+        keel_diags_init(&reads[s].diags);
+        if (s != O) started[s] = pthread_create(&threads[s], NULL, read_side, &reads[s]) == 0;
+    }
+    bool ok = true;
+    for (int s = 0; s < 3; s++) {
+        if (started[s]) pthread_join(threads[s], NULL);
+        else read_side(&reads[s]);
+    }
+    for (int s = 0; s < 3; s++) {
+        ok = reads[s].ok && ok;
+        M.doc[s] = reads[s].doc;
+        keel_diags_append(d, &reads[s].diags, "");
+        keel_diags_free(&reads[s].diags);
+    }
+    char *result = NULL;
+    if (ok) {
+        size_t len = 0;
+        char *text = emit_doc(&M, &len, d);
+        if (text) result = finish(text, len, lim, &M.conflicts, outlen, d);
+        free(text);
+    }
+    *nconflicts = M.conflicts.n;
+    merger_free(&M);
+    for (int s = 0; s < 3; s++) keel__arena_free(reads[s].arena);
+    if (!result) return keel_diags_status(d) != KEEL_OK ? keel_diags_status(d) : KEEL_PARSE_ERROR;
+    *out = result;
+    return KEEL_OK;
+}
+
+/* ---- conflicts lists: checking and resolving ---- */
+
+void keel__merge_conflict_diags(const keel_node *list, const char *file, keel_diags *d)
+{
+    if (is_null(list)) return;
+    if (list->kind != KEEL_NODE_SEQ) {
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", file, list->line, list->col,
+                      "conflicts must be a list");
+        return;
+    }
+    for (size_t i = 0; i < list->count; i++) {
+        const keel_node *e = &list->items[i];
+        const char *p = text_of(get(e, "path"));
+        char at[48];
+        snprintf(at, sizeof at, "conflicts[%zu]", i);
+        if (!p) {
+            keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, at, file, e->line, e->col,
+                          "a conflicts entry must be a map with a path");
+            continue;
+        }
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_CONFLICT, at, file, e->line, e->col,
+                      "unresolved merge conflict at %s (keel merge --take ours|theirs FILE %s)", p, p);
+    }
+}
+
+/* One step of a conflict path into the document. */
+typedef struct step {
+    enum { STEP_KEY, STEP_UUID, STEP_COMP } type;
+    char *key; /* the key, the UUID or the kind */
+    int64_t slot;
+} step;
+
+/* "UUID/KIND[SLOT]/FIELD" and its sisters as steps (at most 6); false for a path of no known form. */
+static bool parse_path(const char *path, step *st, size_t *n)
+{
+    char *copy = keel__strdup(path);
+    char *seg[5] = { NULL, NULL, NULL, NULL, NULL };
+    size_t ns = 0;
+    for (char *p = copy; ns < 5;) {
+        seg[ns++] = p;
+        char *slash = strchr(p, '/');
+        if (!slash) break;
+        *slash = '\0';
+        p = slash + 1;
+    }
+    size_t k = 0;
+#define STEP(t, s, sl) (st[k++] = (step){ (t), keel__strdup(s), (sl) })
+    bool ok = ns <= 4;
+    size_t at = 0; /* the segment naming a component; 0: none */
+    if (!ok) {
+    } else if (strcmp(seg[0], "keel") == 0) {
+        ok = ns == 1;
+        STEP(STEP_KEY, "keel", 0);
+    } else if (strcmp(seg[0], "scene") == 0 || strcmp(seg[0], "settings") == 0) {
+        ok = ns == 2;
+        STEP(STEP_KEY, seg[0], 0);
+        if (ok) STEP(STEP_KEY, seg[1], 0);
+    } else if (strcmp(seg[0], "root") == 0) {
+        ok = ns >= 2;
+        STEP(STEP_KEY, "root", 0);
+        at = 1;
+    } else {
+        STEP(STEP_KEY, "entities", 0);
+        STEP(STEP_UUID, seg[0], 0);
+        if (ns >= 2 &&
+            (strcmp(seg[1], "parent") == 0 || strcmp(seg[1], "name") == 0 || strcmp(seg[1], "enabled") == 0)) {
+            ok = ns == 2;
+            STEP(STEP_KEY, seg[1], 0);
+        } else if (ns >= 2) {
+            STEP(STEP_KEY, "components", 0);
+            at = 1;
+        }
+    }
+    if (ok && at) {
+        char *br = strchr(seg[at], '[');
+        long long slot = 0;
+        char end = 0;
+        ok = br && sscanf(br, "[%lld%c", &slot, &end) == 2 && end == ']' && br[strlen(br) - 1] == ']' &&
+            ns <= at + 2;
+        if (ok) {
+            *br = '\0';
+            STEP(STEP_COMP, seg[at], slot);
+            if (ns == at + 2) {
+                STEP(STEP_KEY, "body", 0);
+                STEP(STEP_KEY, seg[at + 1], 0);
+            }
+        }
+    }
+#undef STEP
+    free(copy);
+    *n = k;
+    return ok;
+}
+
+static void steps_free(step *st, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(st[i].key);
+}
+
+static bool step_matches(const step *s, const keel_node *item)
+{
+    if (s->type == STEP_UUID) {
+        const char *u = text_of(get(item, "uuid"));
+        return u && strcmp(u, s->key) == 0;
+    }
+    const char *k;
+    int64_t slot;
+    return comp_key(item, &k, &slot) && slot == s->slot && strcmp(k, s->key) == 0;
+}
+
+/* A copy of `n` with `val` (NULL: nothing) at the steps' place. An entity or component that
+ * is not there is only created at the last step (its whole value); NULL when none results. */
+static keel_node *update(const keel_node *n, const step *s, size_t ns, const keel_node *val)
+{
+    if (ns == 0) return val ? keel_node_copy(val) : NULL;
+    if (s->type == STEP_KEY) {
+        keel_node *m = keel_node_new_map();
+        bool found = false;
+        for (size_t i = 0; n && n->kind == KEEL_NODE_MAP && i < n->count; i++) {
+            const char *k = text_of(&n->items[2 * i]);
+            if (!k) continue;
+            if (strcmp(k, s->key) == 0) {
+                found = true;
+                keel_node *v = update(&n->items[2 * i + 1], s + 1, ns - 1, val);
+                if (v) keel_node_put(m, k, v);
+            } else {
+                keel_node_put(m, k, keel_node_copy(&n->items[2 * i + 1]));
+            }
+        }
+        if (!found) {
+            keel_node *v = update(NULL, s + 1, ns - 1, val);
+            if (v) keel_node_put(m, s->key, v);
+        }
+        return m;
+    }
+    keel_node *q = keel_node_new_seq();
+    bool found = false;
+    for (size_t i = 0; n && n->kind == KEEL_NODE_SEQ && i < n->count; i++) {
+        if (!found && step_matches(s, &n->items[i])) {
+            found = true;
+            keel_node *v = update(&n->items[i], s + 1, ns - 1, val);
+            if (v) keel_node_push(q, v);
+        } else {
+            keel_node_push(q, keel_node_copy(&n->items[i]));
+        }
+    }
+    if (!found && ns == 1 && val) keel_node_push(q, keel_node_copy(val));
+    return q;
+}
+
+/* Theirs removed the entity: its children are at the top level there (as keel_destroy leaves
+ * them). Takes `doc`, returns its replacement. */
+static keel_node *orphan_children(keel_node *doc, const char *uuid)
+{
+    const keel_node *list = get(doc, "entities");
+    for (size_t i = 0; list && list->kind == KEEL_NODE_SEQ && i < list->count; i++) {
+        const char *p = text_of(get(&list->items[i], "parent"));
+        const char *u = text_of(get(&list->items[i], "uuid"));
+        if (!p || !u || strcmp(p, uuid) != 0) continue;
+        step st[3] = { { STEP_KEY, "entities", 0 }, { STEP_UUID, (char *)u, 0 }, { STEP_KEY, "parent", 0 } };
+        keel_node *next = update(doc, st, 3, NULL);
+        keel_node_free(doc);
+        doc = next;
+        list = get(doc, "entities");
+    }
+    return doc;
+}
+
+static char *emit_tree(const keel_node *doc, size_t *len, keel_diags *d)
+{
+    writer wr;
+    writer_open(&wr);
+    emit_node(&wr, doc);
+    return writer_close(&wr, len, d);
+}
+
+keel_status keel__merge_take(const char *text, size_t len, const char *name, bool theirs, const char *const *paths,
+                             size_t npaths, char **out, size_t *outlen, size_t *remaining, keel_diags *d)
+{
+    keel_node *doc = NULL;
+    keel_limits lim = keel_limits_default();
+    keel_status st = keel__yaml_parse(text, len, &lim, name, &doc, d);
+    if (st != KEEL_OK) return st;
+    const keel_node *list = get(doc, "conflicts");
+    if (!list || list->kind != KEEL_NODE_SEQ) {
+        keel_node_free(doc);
+        return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
+                             "no conflicts list to resolve");
+    }
+    bool *chosen = keel__xcalloc(list->count + 1, sizeof *chosen);
+    for (size_t i = 0; i < npaths; i++) {
+        bool found = false;
+        for (size_t j = 0; j < list->count; j++) {
+            const char *p = text_of(get(&list->items[j], "path"));
+            if (p && strcmp(p, paths[i]) == 0) found = chosen[j] = true;
+        }
+        if (!found)
+            st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
+                               "no conflict listed at %s", paths[i]);
+    }
+    for (size_t j = 0; npaths == 0 && j < list->count; j++) chosen[j] = true;
+    clist rest = { 0 };
+    keel_node *cur = keel_node_new_map(); /* the document without its conflicts */
+    for (size_t i = 0; i < doc->count; i++) {
+        const char *k = text_of(&doc->items[2 * i]);
+        if (k && strcmp(k, "conflicts") != 0) keel_node_put(cur, k, keel_node_copy(&doc->items[2 * i + 1]));
+    }
+    for (size_t j = 0; st == KEEL_OK && j < list->count; j++) {
+        const keel_node *e = &list->items[j];
+        const char *p = text_of(get(e, "path"));
+        const keel_node *v[3] = { get(e, "base"), get(e, "ours"), get(e, "theirs") };
+        for (int s = 0; s < 3; s++)
+            if (is_null(v[s])) v[s] = NULL;
+        if (!chosen[j]) {
+            conflict_add(&rest, keel__strdup(p ? p : ""), v[B], v[O], v[T]);
+            continue;
+        }
+        if (!theirs) continue;
+        step steps[6];
+        size_t ns = 0;
+        if (!p || !parse_path(p, steps, &ns)) {
+            st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", name, e->line, e->col,
+                               "not a conflict path: %s", p ? p : "(none)");
+        } else {
+            keel_node *next = update(cur, steps, ns, v[T]);
+            keel_node_free(cur);
+            cur = next;
+            if (ns == 2 && steps[1].type == STEP_UUID && !v[T]) cur = orphan_children(cur, steps[1].key);
+        }
+        steps_free(steps, ns);
+    }
+    free(chosen);
+    char *body = NULL;
+    size_t blen = 0;
+    if (st == KEEL_OK) {
+        body = emit_tree(cur, &blen, d);
+        if (!body) st = KEEL_INVALID_ARGUMENT;
+    }
+    if (st == KEEL_OK) {
+        *out = finish(body, blen, NULL, &rest, outlen, d);
+        if (!*out) st = keel_diags_status(d);
+        *remaining = rest.n;
+    }
+    free(body);
+    clist_free(&rest);
+    keel_node_free(cur);
+    keel_node_free(doc);
+    return st;
+}

@@ -451,6 +451,9 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
         return false;
     }
+    if (vn->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(vn) && keel_node_as_int(vn, &h->version) &&
+        h->version >= 1 && h->version <= INT32_MAX)
+        return true; /* the common case, before any path is built */
     char *p = pathf("%s.version", cpath);
     bool ok = true;
     if (want_int(L, vn, p, &h->version) && (h->version < 1 || h->version > INT32_MAX)) {
@@ -466,6 +469,9 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
 static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_head *h)
 {
     if (!sn) return true;
+    if (sn->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(sn) && keel_node_as_int(sn, &h->slot) && h->slot >= 0 &&
+        h->slot < (int64_t)UINT32_MAX)
+        return true; /* the common case, before any path is built */
     char *p = pathf("%s.slot", cpath);
     bool ok = want_int(L, sn, p, &h->slot);
     if (ok && (h->slot < 0 || h->slot >= (int64_t)UINT32_MAX)) {

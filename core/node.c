@@ -396,12 +396,46 @@ static bool is_core_float(const char *s)
     return *s == '\0';
 }
 
+/* [-+]?digits[.digits] or [-+]?.digits with at most 15 digits in all: the integer M of its
+ * digits and 10^k (k fraction digits) are exact doubles, so M / 10^k, rounded once by the
+ * division, is the nearest double to the text: strtod's answer without strtod. */
+static bool short_decimal(const char *t, double *out)
+{
+    static const double pow10[] = { 1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15 };
+    const char *s = t + (*t == '-' || *t == '+');
+    uint64_t m = 0;
+    int digits = 0, frac = -1;
+    for (;; s++) {
+        if (*s >= '0' && *s <= '9') {
+            if (++digits > 15)
+                return false;
+            m = m * 10 + (uint64_t)(*s - '0');
+            if (frac >= 0)
+                frac++;
+        } else if (*s == '.' && frac < 0) {
+            frac = 0;
+        } else {
+            break;
+        }
+    }
+    if (*s || !digits)
+        return false;
+    double v = (double)m / pow10[frac > 0 ? frac : 0];
+    *out = *t == '-' ? -v : v;
+    return true;
+}
+
 bool keel_node_as_float(const keel_node *n, double *out)
 {
     const char *t = plain_text(n);
     if (!t)
         return false;
     double v;
+    if (short_decimal(t, &v)) {
+        if (out)
+            *out = v;
+        return true;
+    }
     const char *u = t + (*t == '-' || *t == '+');
     if (!strcmp(u, ".inf") || !strcmp(u, ".Inf") || !strcmp(u, ".INF")) {
         v = *t == '-' ? -INFINITY : INFINITY;

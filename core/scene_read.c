@@ -14,43 +14,86 @@
 
 typedef struct unknown_count {
     char *key;
-    size_t count;
+    size_t count, root_count; /* root_count: of them, in the root's components */
     int newer; /* 0: not registered; else the registered version the file's is newer than */
 } unknown_count;
 
-/* What the loader knows about one entity record of the document. */
+/* A place in the document, kept once the node it came from is freed (entities are read one
+ * at a time and dropped: see keel__yaml_parse_stream). */
+typedef struct pos {
+    int line, col;
+} pos;
+
+/* What the loader keeps about one entity record of the document after reading it. */
 typedef struct ent_rec {
-    const keel_node *node, *parent, *components;
-    keel_entity e;       /* KEEL_NO_ENTITY when the record was refused */
+    keel_entity e;        /* KEEL_NO_ENTITY when the record was refused */
     keel_entity parent_e; /* the parent found by UUID (KEEL_NO_ENTITY: top level, or not found) */
-    bool comps_ok;
+    keel_uuid parent_u;   /* has_parent: the well-formed parent UUID it names */
+    pos at, parent_at, comps_at; /* the record, its parent's value, its components' value */
+    size_t parent_text;   /* has_parent: the parent's text, an offset in loader.texts */
+    size_t comp_first, comp_n; /* comps_seq: its entries' positions in loader.comp_pos */
+    bool has_parent, has_comps, comps_seq, comps_ok;
 } ent_rec;
 
 /* A loaded component whose entity and asset fields are checked once every entity exists
  * (the root's components come before the entities they may name). */
 typedef struct ref_check {
     keel_comp c;
-    const keel_node *body;
+    pos *field_at; /* per field of the kind: where the body gave it (0: absent) */
     char *bpath;
 } ref_check;
+
+/* Diagnostics go to one list per stage of reading, joined in this order at the end: the
+ * order a whole-document pass gives, though entities are read before what follows them in
+ * the file (the scene, settings) is looked at. */
+enum { B_TOP, B_ROOT, B_LIST, B_SPAWN, B_COMPS, B_TAIL, B_COUNT };
 
 typedef struct loader {
     const keel_load_opts *o;
     const char *file;
-    keel_diags diags;
+    keel_diags lists[B_COUNT];
+    keel_diags *diags; /* the list being written */
     keel_world *w;
     unknown_count *unk;
-    size_t unk_n, unk_cap;
+    size_t unk_n, unk_cap, unk_root_n; /* unk_root_n: those the root's components named */
     ref_check *refs;
-    size_t refs_n, refs_cap;
+    size_t refs_n, refs_cap, refs_root_n;
+    ent_rec *recs;
+    size_t recs_n, recs_cap;
+    pos *comp_pos;
+    size_t comp_pos_n, comp_pos_cap;
+    char *texts;
+    size_t texts_n, texts_cap;
+    bool streamed;  /* the entities were built as they were read */
+    bool root_done; /* the root's components are loaded */
 } loader;
+
+static keel_node at_pos(pos p)
+{
+    keel_node n;
+    memset(&n, 0, sizeof n);
+    n.line = p.line;
+    n.col = p.col;
+    return n;
+}
+
+static pos pos_of(const keel_node *n) { return (pos){ n->line, n->col }; }
+
+static void *grow(void *items, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap) return items;
+    size_t c = *cap ? *cap : 64;
+    while (c < need) c *= 2;
+    *cap = c;
+    return keel__xrealloc(items, c * size);
+}
 
 static void vreport(loader *L, keel_severity sev, keel_status code, const char *path, const keel_node *at,
                     const char *fmt, va_list ap)
 {
     char msg[640];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    keel_diag_add(&L->diags, sev, code, path, L->file, at ? at->line : 0, at ? at->col : 0, "%s", msg);
+    keel_diag_add(L->diags, sev, code, path, L->file, at ? at->line : 0, at ? at->col : 0, "%s", msg);
 }
 
 #if defined(__GNUC__)
@@ -92,7 +135,7 @@ static bool forward(loader *L, keel_diags *tmp, const char *path, const keel_nod
             g->col = at->col;
         }
     }
-    keel_diags_append(&L->diags, tmp, "");
+    keel_diags_append(L->diags, tmp, "");
     return !had_error;
 }
 
@@ -320,6 +363,7 @@ static void count_unknown(loader *L, const char *key, int newer)
     }
     L->unk[L->unk_n].key = keel__strdup(key);
     L->unk[L->unk_n].count = 1;
+    L->unk[L->unk_n].root_count = 0;
     L->unk[L->unk_n].newer = newer;
     L->unk_n++;
 }
@@ -332,7 +376,7 @@ static bool has_references(const keel_kind_desc *kd)
     return false;
 }
 
-static void check_references(loader *L, keel_comp c, const keel_node *body, const char *bpath, bool entities)
+static void check_references(loader *L, keel_comp c, const pos *field_at, const char *bpath, bool entities)
 {
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     for (size_t f = 0; kd && f < kd->field_count; f++) {
@@ -340,17 +384,17 @@ static void check_references(loader *L, keel_comp c, const keel_node *body, cons
         if (t != KEEL_T_ENTITY && t != KEEL_T_ASSET) continue;
         keel_value v;
         if (keel_get(L->w, c, (int)f, &v, NULL) != KEEL_OK || v.nil || keel_uuid_is_nil(v.as.u)) continue;
-        const keel_node *at = body ? keel_node_get(body, kd->fields[f].key) : NULL;
+        keel_node at = at_pos(field_at[f]);
         char u[37];
         keel_uuid_format(v.as.u, u);
         char *p = pathf("%s.%s", bpath, kd->fields[f].key);
         if (t == KEEL_T_ENTITY && entities && !keel_find(L->w, v.as.u)) {
-            error(L, KEEL_NOT_FOUND, p, at, "entity reference %s is not an entity of this scene", u);
+            error(L, KEEL_NOT_FOUND, p, &at, "entity reference %s is not an entity of this scene", u);
         } else if (t == KEEL_T_ASSET && L->o->assets && !keel_assets_has(L->o->assets, v.as.u)) {
             if (L->o->strict) {
-                error(L, KEEL_NOT_FOUND, p, at, "asset %s is not in the manifest", u);
+                error(L, KEEL_NOT_FOUND, p, &at, "asset %s is not in the manifest", u);
             } else {
-                warning(L, KEEL_NOT_FOUND, p, at, "asset %s is not in the manifest; using a placeholder", u);
+                warning(L, KEEL_NOT_FOUND, p, &at, "asset %s is not in the manifest; using a placeholder", u);
             }
         }
         free(p);
@@ -408,6 +452,9 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
         return false;
     }
+    if (vn->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(vn) && keel_node_as_int(vn, &h->version) &&
+        h->version >= 1 && h->version <= INT32_MAX)
+        return true; /* the common case, before any path is built */
     char *p = pathf("%s.version", cpath);
     bool ok = true;
     if (want_int(L, vn, p, &h->version) && (h->version < 1 || h->version > INT32_MAX)) {
@@ -423,6 +470,9 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
 static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_head *h)
 {
     if (!sn) return true;
+    if (sn->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(sn) && keel_node_as_int(sn, &h->slot) && h->slot >= 0 &&
+        h->slot < (int64_t)UINT32_MAX)
+        return true; /* the common case, before any path is built */
     char *p = pathf("%s.slot", cpath);
     bool ok = want_int(L, sn, p, &h->slot);
     if (ok && (h->slot < 0 || h->slot >= (int64_t)UINT32_MAX)) {
@@ -489,11 +539,13 @@ static bool add_known(loader *L, keel_entity e, const keel_node *n, const comp_h
     bool ok = forward(L, &tmp, cpath, n);
     warn_unsaved(L, kd, n, body, cpath);
     if (has_references(kd)) {
-        if (L->refs_n == L->refs_cap) {
-            L->refs_cap = L->refs_cap ? L->refs_cap * 2 : 64;
-            L->refs = keel__xrealloc(L->refs, L->refs_cap * sizeof *L->refs);
+        L->refs = grow(L->refs, &L->refs_cap, L->refs_n + 1, sizeof *L->refs);
+        pos *field_at = keel__xcalloc(kd->field_count ? kd->field_count : 1, sizeof *field_at);
+        for (size_t f = 0; body && f < kd->field_count; f++) {
+            const keel_node *v = keel_node_get(body, kd->fields[f].key);
+            if (v) field_at[f] = pos_of(v);
         }
-        L->refs[L->refs_n++] = (ref_check){ c, body, keel__strdup(bpath) };
+        L->refs[L->refs_n++] = (ref_check){ c, field_at, keel__strdup(bpath) };
     }
     return ok;
 }
@@ -575,100 +627,135 @@ static void describe_entity(const loader *L, keel_entity e, char *out, size_t ca
     else snprintf(out, cap, "%s", u);
 }
 
-/* Rule diagnostics name "entities[i].components[j]": point them at that entry's line. */
-static void locate_components(keel_diags *tmp, const char *prefix, const keel_node *list)
+/* Rule diagnostics name "entities[i].components[j]": point them at that entry's line.
+ * `at` holds the list's entries' positions (`count` of them; NULL: the value was no list). */
+static void locate_components(keel_diags *tmp, const char *prefix, const pos *at, size_t count)
 {
-    if (!list || list->kind != KEEL_NODE_SEQ) return;
+    if (!at) return;
     size_t plen = strlen(prefix);
     for (size_t i = 0; i < tmp->count; i++) {
         keel_diag *g = &tmp->items[i];
         if (g->line || !g->path || strncmp(g->path, prefix, plen) != 0) continue;
         const char *rest = g->path + plen;
         size_t j;
-        if (strncmp(rest, ".components[", 12) != 0 || sscanf(rest + 12, "%zu", &j) != 1 || j >= list->count)
+        if (strncmp(rest, ".components[", 12) != 0 || sscanf(rest + 12, "%zu", &j) != 1 || j >= count)
             continue;
-        g->line = list->items[j].line;
-        g->col = list->items[j].col;
+        g->line = at[j].line;
+        g->col = at[j].col;
     }
 }
 
-/* Pass 1: validate each record and spawn it at the top level with its UUID. */
-static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
+static void entry_positions(loader *L, const keel_node *list, size_t *first)
+{
+    *first = L->comp_pos_n;
+    L->comp_pos = grow(L->comp_pos, &L->comp_pos_cap, L->comp_pos_n + list->count, sizeof *L->comp_pos);
+    for (size_t j = 0; j < list->count; j++) L->comp_pos[L->comp_pos_n++] = pos_of(&list->items[j]);
+}
+
+static size_t keep_text(loader *L, const char *s, size_t len)
+{
+    L->texts = grow(L->texts, &L->texts_cap, L->texts_n + len + 1, 1);
+    size_t at = L->texts_n;
+    memcpy(L->texts + at, s, len);
+    L->texts[at + len] = '\0';
+    L->texts_n += len + 1;
+    return at;
+}
+
+/* One record of `entities`, as soon as it is read: validated and spawned at the top level
+ * with its UUID (pass 1: its diagnostics in B_SPAWN), then its components decoded and added
+ * (pass 2: B_COMPS). What later passes need of it is kept in an ent_rec; the node is not. */
+static void load_entity(loader *L, const keel_node *n, size_t i)
 {
     static const char *const keys[] = { "uuid", "name", "parent", "enabled", "components", NULL };
-    for (size_t i = 0; i < list->count; i++) {
-        const keel_node *n = &list->items[i];
-        ent_rec *r = &recs[i];
-        r->node = n;
-        char *path = pathf("entities[%zu]", i);
-        if (!want_map(L, n, path, "an entity", keys) && n->kind != KEEL_NODE_MAP) {
-            free(path);
-            continue;
+    L->recs = grow(L->recs, &L->recs_cap, L->recs_n + 1, sizeof *L->recs);
+    ent_rec *r = &L->recs[L->recs_n++];
+    memset(r, 0, sizeof *r);
+    r->at = pos_of(n);
+    L->diags = &L->lists[B_SPAWN];
+    char *path = pathf("entities[%zu]", i);
+    if (!want_map(L, n, path, "an entity", keys) && n->kind != KEEL_NODE_MAP) {
+        free(path);
+        return;
+    }
+    bool ok = true;
+    const keel_node *un = keel_node_get(n, "uuid"), *nn = keel_node_get(n, "name");
+    const keel_node *en = keel_node_get(n, "enabled");
+    const keel_node *parent = keel_node_get(n, "parent");
+    const keel_node *comps = keel_node_get(n, "components");
+    keel_uuid u;
+    char *p = pathf("%s.uuid", path);
+    if (!un) {
+        error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
+        ok = false;
+    } else if (want_uuid(L, un, p, &u)) {
+        keel_entity other = keel_find(L->w, u);
+        if (other) {
+            int first = 0;
+            for (size_t k = 0; k + 1 < L->recs_n; k++)
+                if (L->recs[k].e == other) first = L->recs[k].at.line;
+            error(L, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
+            ok = false;
         }
-        bool ok = true;
-        const keel_node *un = keel_node_get(n, "uuid"), *nn = keel_node_get(n, "name");
-        const keel_node *en = keel_node_get(n, "enabled");
-        r->parent = keel_node_get(n, "parent");
-        r->components = keel_node_get(n, "components");
-        keel_uuid u;
-        char *p = pathf("%s.uuid", path);
-        if (!un) {
-            error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
-            ok = false;
-        } else if (want_uuid(L, un, p, &u)) {
-            keel_entity other = keel_find(L->w, u);
-            if (other) {
-                int first = 0;
-                for (size_t k = 0; k < i; k++)
-                    if (recs[k].e == other) first = recs[k].node->line;
-                error(L, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
-                ok = false;
-            }
-        } else {
-            ok = false;
+    } else {
+        ok = false;
+    }
+    free(p);
+    const char *name = "";
+    if (nn) {
+        p = pathf("%s.name", path);
+        name = want_string(L, nn, p);
+        free(p);
+        if (!name) ok = false;
+    }
+    bool enabled = true;
+    if (en) {
+        p = pathf("%s.enabled", path);
+        ok = want_bool(L, en, p, &enabled) && ok;
+        free(p);
+    }
+    if (parent && !is_null(parent)) { /* its syntax now; whom it names once all exist */
+        p = pathf("%s.parent", path);
+        if (want_uuid(L, parent, p, &r->parent_u)) {
+            r->has_parent = true;
+            r->parent_at = pos_of(parent);
+            r->parent_text = keep_text(L, parent->text, parent->len);
         }
         free(p);
-        const char *name = "";
-        if (nn) {
-            p = pathf("%s.name", path);
-            name = want_string(L, nn, p);
-            free(p);
-            if (!name) ok = false;
-        }
-        bool enabled = true;
-        if (en) {
-            p = pathf("%s.enabled", path);
-            ok = want_bool(L, en, p, &enabled) && ok;
-            free(p);
-        }
-        keel_uuid pu;
-        if (r->parent && !is_null(r->parent)) { /* its syntax now; whom it names once all exist */
-            p = pathf("%s.parent", path);
-            if (!want_uuid(L, r->parent, p, &pu)) r->parent = NULL;
-            free(p);
-        }
-        if (ok) {
-            keel_diags tmp;
-            keel_diags_init(&tmp);
-            if (keel_spawn(L->w, name, KEEL_NO_ENTITY, &u, &r->e, NULL, &tmp) == KEEL_OK && !enabled)
-                keel_set_enabled(L->w, r->e, false, NULL, &tmp);
-            forward(L, &tmp, path, n);
-        }
-        free(path);
     }
+    if (ok) {
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        if (keel_spawn(L->w, name, KEEL_NO_ENTITY, &u, &r->e, NULL, &tmp) == KEEL_OK && !enabled)
+            keel_set_enabled(L->w, r->e, false, NULL, &tmp);
+        forward(L, &tmp, path, n);
+    }
+    free(path);
+    if (!r->e) return;
+    r->has_comps = comps != NULL;
+    if (comps) r->comps_at = pos_of(comps);
+    if (comps && comps->kind == KEEL_NODE_SEQ && comps->count <= L->o->limits.components_per_entity) {
+        r->comps_seq = true; /* else load_components refuses it, and no rule is checked */
+        r->comp_n = comps->count;
+        entry_positions(L, comps, &r->comp_first);
+    }
+    L->diags = &L->lists[B_COMPS];
+    char *prefix = pathf("entities[%zu].components", i);
+    r->comps_ok = load_components(L, r->e, comps, prefix);
+    free(prefix);
 }
 
-/* Parents by UUID, in document order (a malformed one was reported by spawn_entities). */
+/* Parents by UUID, in document order (a malformed one was reported by load_entity). */
 static void resolve_parents(loader *L, size_t count, ent_rec *recs)
 {
     for (size_t i = 0; i < count; i++) {
         ent_rec *r = &recs[i];
-        keel_uuid u;
-        if (!r->e || !r->parent || is_null(r->parent) || !keel_uuid_parse(r->parent->text, &u)) continue;
-        r->parent_e = keel_find(L->w, u);
+        if (!r->e || !r->has_parent) continue;
+        r->parent_e = keel_find(L->w, r->parent_u);
         if (!r->parent_e) {
             char *p = pathf("entities[%zu].parent", i);
-            error(L, KEEL_NOT_FOUND, p, r->parent, "unknown parent %s", r->parent->text);
+            keel_node at = at_pos(r->parent_at);
+            error(L, KEEL_NOT_FOUND, p, &at, "unknown parent %s", L->texts + r->parent_text);
             free(p);
         }
     }
@@ -717,7 +804,8 @@ static void find_rings(loader *L, size_t count, ent_rec *recs, bool *in_ring)
                 if (len + strlen(part) + 8 < sizeof chain) snprintf(chain + len, sizeof chain - len, " -> %s", part);
             } while (k != closing);
             char *p = pathf("entities[%zu].parent", closing);
-            error(L, KEEL_INVALID_OPERATION, p, recs[closing].parent, "hierarchy cycle: %s", chain);
+            keel_node at = at_pos(recs[closing].parent_at);
+            error(L, KEEL_INVALID_OPERATION, p, &at, "hierarchy cycle: %s", chain);
             free(p);
         }
         for (j = start; j != SIZE_MAX && state[j] == 1; j = up[j]) state[j] = 2;
@@ -743,13 +831,13 @@ static bool link_parents(loader *L, size_t count, ent_rec *recs)
         keel_diags tmp;
         keel_diags_init(&tmp);
         if (keel_reparent(L->w, r->e, parent, NULL, &tmp) == KEEL_LIMIT_EXCEEDED) deep = true;
-        forward(L, &tmp, p, r->parent);
+        keel_node at = at_pos(r->parent_at);
+        forward(L, &tmp, p, &at);
         free(p);
     }
     free(in_ring);
     return deep;
 }
-
 /* Hierarchy depth over the built tree (pre-order with an ancestor stack). */
 static void check_depth(loader *L)
 {
@@ -779,22 +867,74 @@ static void check_depth(loader *L)
 static void resolve_references(loader *L, bool entities)
 {
     for (size_t i = 0; i < L->refs_n; i++) {
-        check_references(L, L->refs[i].c, L->refs[i].body, L->refs[i].bpath, entities);
+        check_references(L, L->refs[i].c, L->refs[i].field_at, L->refs[i].bpath, entities);
         free(L->refs[i].bpath);
+        free(L->refs[i].field_at);
     }
     L->refs_n = 0;
+}
+
+/* The root's components: before any entity's, wherever the file has them (their rows come
+ * first, and so do their diagnostics). Remembers what they left, for drop_entities. */
+static void load_root(loader *L, const keel_node *root)
+{
+    L->diags = &L->lists[B_ROOT];
+    load_components(L, keel_world_root(L->w), root, "root");
+    L->root_done = true;
+    L->refs_root_n = L->refs_n;
+    L->unk_root_n = L->unk_n;
+    for (size_t i = 0; i < L->unk_n; i++) L->unk[i].root_count = L->unk[i].count;
+}
+
+/* A refused `entities` list builds nothing: what its records left is forgotten. */
+static void drop_entities(loader *L)
+{
+    keel_diags_free(&L->lists[B_SPAWN]);
+    keel_diags_free(&L->lists[B_COMPS]);
+    for (size_t i = L->refs_root_n; i < L->refs_n; i++) {
+        free(L->refs[i].bpath);
+        free(L->refs[i].field_at);
+    }
+    L->refs_n = L->refs_root_n;
+    for (size_t i = L->unk_root_n; i < L->unk_n; i++) free(L->unk[i].key);
+    L->unk_n = L->unk_root_n;
+    for (size_t i = 0; i < L->unk_n; i++) L->unk[i].count = L->unk[i].root_count;
+}
+
+/* keel__yaml_parse_stream's callbacks: the entities are built as they are read when the root
+ * came before them (as the writer puts it); else the list is read whole and built at the end. */
+static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pairs, size_t pair_count)
+{
+    (void)list;
+    loader *L = ctx;
+    for (size_t i = 0; i < pair_count; i++) {
+        const keel_node *k = &pairs[2 * i];
+        if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, "root") == 0) {
+            load_root(L, &pairs[2 * i + 1]);
+            L->streamed = true;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void stream_item(void *ctx, const keel_node *item, size_t index)
+{
+    loader *L = ctx;
+    if (index < L->o->limits.entities) load_entity(L, item, index); /* past it: refused at the end */
 }
 
 static void build(loader *L, const keel_node *doc)
 {
     static const char *const top[] = { "keel", "scene", "settings", "root", "entities", "conflicts", NULL };
+    L->diags = &L->lists[B_TOP];
     if (doc->kind != KEEL_NODE_MAP) {
         error(L, KEEL_PARSE_ERROR, "", doc, "a scene document must be a map (keel, scene, settings, root, entities)");
         return;
     }
     want_map(L, doc, "", "the scene document", top);
     /* a merge left these (keel merge): each one an error until resolved */
-    keel__merge_conflict_diags(keel_node_get(doc, "conflicts"), L->file, &L->diags);
+    keel__merge_conflict_diags(keel_node_get(doc, "conflicts"), L->file, L->diags);
     const keel_node *v = keel_node_get(doc, "keel");
     int64_t version;
     if (!v) {
@@ -831,8 +971,9 @@ static void build(loader *L, const keel_node *doc)
             if (g && !is_null(g)) load_grid(L, g);
         }
     }
-    load_components(L, keel_world_root(L->w), keel_node_get(doc, "root"), "root");
+    if (!L->root_done) load_root(L, keel_node_get(doc, "root"));
 
+    L->diags = &L->lists[B_LIST];
     const keel_node *list = keel_node_get(doc, "entities");
     if (!list || is_null(list) || list->kind != KEEL_NODE_SEQ || list->count > L->o->limits.entities) {
         if (list && !is_null(list) && list->kind != KEEL_NODE_SEQ)
@@ -840,35 +981,34 @@ static void build(loader *L, const keel_node *doc)
         else if (list && !is_null(list))
             error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)",
                   L->o->limits.entities);
+        drop_entities(L);
         resolve_references(L, !list || is_null(list)); /* the root's; a refused list built no entities to name */
         return;
     }
     /* In DESIGN.md's order: validate and build (bodies decoded), resolve parents and
      * references, then the hierarchy (cycles, depth) and the kind rules. */
-    ent_rec *recs = keel__xcalloc(list->count, sizeof *recs);
-    spawn_entities(L, list, recs);
-    for (size_t i = 0; i < list->count; i++) {
-        if (!recs[i].e) continue;
-        char *prefix = pathf("entities[%zu].components", i);
-        recs[i].comps_ok = load_components(L, recs[i].e, recs[i].components, prefix);
-        free(prefix);
-    }
-    resolve_parents(L, list->count, recs);
+    if (!L->streamed)
+        for (size_t i = 0; i < list->count; i++) load_entity(L, &list->items[i], i);
+    L->diags = &L->lists[B_TAIL];
+    size_t count = L->recs_n;
+    ent_rec *recs = L->recs;
+    resolve_parents(L, count, recs);
     resolve_references(L, true);
-    if (!link_parents(L, list->count, recs)) check_depth(L); /* one depth problem, one diagnostic */
+    if (!link_parents(L, count, recs)) check_depth(L); /* one depth problem, one diagnostic */
     /* Kind rules once every stack is whole (an entity with a refused
      * component would only report follow-on noise). */
-    for (size_t i = 0; i < list->count; i++) {
+    for (size_t i = 0; i < count; i++) {
         if (!recs[i].e || !recs[i].comps_ok) continue;
         char *path = pathf("entities[%zu]", i);
         keel_diags tmp;
         keel_diags_init(&tmp);
         keel_check_rules(L->w, recs[i].e, path, &tmp);
-        locate_components(&tmp, path, recs[i].components);
-        forward(L, &tmp, path, recs[i].components ? recs[i].components : recs[i].node);
+        locate_components(&tmp, path, recs[i].comps_seq && recs[i].comp_n ? L->comp_pos + recs[i].comp_first : NULL,
+                          recs[i].comp_n);
+        keel_node at = at_pos(recs[i].has_comps ? recs[i].comps_at : recs[i].at);
+        forward(L, &tmp, path, &at);
         free(path);
     }
-    free(recs);
 }
 
 /* Errors before warnings, each in the order of DESIGN.md's stages and in document order within
@@ -898,6 +1038,24 @@ static void by_stage(keel_diags *d)
     free(sorted);
 }
 
+static size_t errors_so_far(const loader *L)
+{
+    size_t n = 0;
+    for (int b = 0; b < B_COUNT; b++) n += L->lists[b].errors;
+    return n;
+}
+
+/* Where the root's rule diagnostics point: its components' entries. */
+static void locate_root(keel_diags *tmp, const keel_node *root)
+{
+    if (root && root->kind == KEEL_NODE_SEQ) {
+        pos *at = keel__xcalloc(root->count ? root->count : 1, sizeof *at);
+        for (size_t j = 0; j < root->count; j++) at[j] = pos_of(&root->items[j]);
+        locate_components(tmp, "root", at, root->count);
+        free(at);
+    }
+}
+
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
     if (!text) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
@@ -907,19 +1065,24 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     memset(&L, 0, sizeof L);
     L.o = o;
     L.file = o->file;
-    keel_diags_init(&L.diags);
+    keel_diags yaml; /* the reader's own refusals: when there are any, nothing else counts */
+    keel_diags_init(&yaml);
+    L.w = keel_world_new("");
+    if (!L.w) abort();
     keel_node *doc = NULL;
     keel__arena *arena = keel__arena_new();
-    if (keel__yaml_parse_arena(text, len, &o->limits, o->file, arena, &doc, &L.diags) == KEEL_OK) {
-        L.w = keel_world_new("");
-        if (!L.w) abort();
+    keel__yaml_stream stream = { stream_begin, stream_item, &L };
+    bool parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
+    if (parsed) {
         build(&L, doc);
+        L.diags = &L.lists[B_TAIL];
         keel_diags tmp;
         keel_diags_init(&tmp);
-        if (L.diags.errors == 0) {
+        const keel_node *root = keel_node_get(doc, "root");
+        if (errors_so_far(&L) == 0) {
             keel_check_rules(L.w, keel_world_root(L.w), "root", &tmp);
-            locate_components(&tmp, "root", keel_node_get(doc, "root"));
-            forward(&L, &tmp, "root", keel_node_get(doc, "root"));
+            locate_root(&tmp, root);
+            forward(&L, &tmp, "root", root);
         }
         for (size_t i = 0; i < L.unk_n; i++) {
             const unknown_count *u = &L.unk[i];
@@ -932,7 +1095,7 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
                         u->count == 1 ? "" : "s");
         }
         L.w->dormant = o->no_awake;
-        if (L.diags.errors == 0 && !o->no_awake) {
+        if (errors_so_far(&L) == 0 && !o->no_awake) {
             keel_awake_all(L.w, &tmp);
             forward(&L, &tmp, "", NULL);
         }
@@ -940,17 +1103,31 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     keel__arena_free(arena);
     for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
     free(L.unk);
-    for (size_t i = 0; i < L.refs_n; i++) free(L.refs[i].bpath); /* left by an early return */
+    for (size_t i = 0; i < L.refs_n; i++) { /* left by an early return */
+        free(L.refs[i].bpath);
+        free(L.refs[i].field_at);
+    }
     free(L.refs);
-    by_stage(&L.diags);
-    keel_status st = keel_diags_status(&L.diags);
+    free(L.recs);
+    free(L.comp_pos);
+    free(L.texts);
+    keel_diags all;
+    keel_diags_init(&all);
+    if (parsed)
+        for (int b = 0; b < B_COUNT; b++) keel_diags_append(&all, &L.lists[b], "");
+    else
+        keel_diags_append(&all, &yaml, "");
+    for (int b = 0; b < B_COUNT; b++) keel_diags_free(&L.lists[b]);
+    keel_diags_free(&yaml);
+    by_stage(&all);
+    keel_status st = keel_diags_status(&all);
     if (st != KEEL_OK) {
         keel_world_free(L.w);
     } else {
         *out = L.w;
     }
-    keel_diags_append(d, &L.diags, "");
-    keel_diags_free(&L.diags);
+    keel_diags_append(d, &all, "");
+    keel_diags_free(&all);
     return st;
 }
 

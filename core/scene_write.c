@@ -110,43 +110,57 @@ static bool number_like(const char *s)
     return true;
 }
 
-static bool word_in(const char *s, const char *const *words)
+/* The words a YAML 1.1 or core-schema reader takes for null, a boolean or a merge key. */
+static bool yaml_word(const char *s, size_t len)
 {
-    for (; *words; words++)
-        if (strcmp(s, *words) == 0) return true;
+    static const char *const words[6] = {
+        NULL,
+        "~yYnN=",
+        "noNoNOonOnON<<",
+        "yesYesYESoffOffOFF",
+        "nullNullNULLtrueTrueTRUE",
+        "falseFalseFALSE",
+    };
+    if (len > 5) return false;
+    for (const char *w = words[len]; *w; w += len)
+        if (memcmp(s, w, len) == 0) return true;
     return false;
 }
 
-static bool plain_safe(const char *s, size_t len)
+/* Bit sets over bytes: the first bytes a plain scalar cannot start with, and the bytes the
+ * scan below must look at (controls, DEL, ':', '#', and the lead bytes of NEL, U+2028/2029
+ * and the BOM). */
+static const uint64_t bad_first[2] = { 0xc40034ee00000000u, 0x3800000128000001u };
+static const uint64_t look_at[4] = { 0x04000008ffffffffu, 0x8000000000000000u, 0, 0x0000800400000004u };
+
+static bool in_set(const uint64_t *set, unsigned char c) { return set[c >> 6] >> (c & 63) & 1; }
+
+bool keel__scene_plain_safe(const char *s, size_t len)
 {
-    static const char *const words[] = {
-        "null", "Null", "NULL", "~", "true", "True", "TRUE", "false", "False", "FALSE",
-        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF",
-        "=", "<<", NULL,
-    };
-    if (len == 0 || strlen(s) != len) return false;
+    if (len == 0 || memchr(s, '\0', len)) return false;
     if (s[0] == ' ' || s[len - 1] == ' ') return false;
-    if (strchr("-?:,[]{}#&*!|>'\"%@`", s[0])) return false;
+    if ((unsigned char)s[0] < 128 && in_set(bad_first, (unsigned char)s[0])) return false;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
+        if (!in_set(look_at, c)) continue;
         if (c < 0x20 || c == 0x7f) return false;
         if (c == ':' && (i + 1 == len || s[i + 1] == ' ')) return false;
-        if (c == '#' && s[i - 1] == ' ') return false;
-        if (c >= 0x80 && i + 2 < len && c == 0xe2 && (unsigned char)s[i + 1] == 0x80 &&
+        if (c == '#' && s[i - 1] == ' ') return false; /* i > 0: '#' cannot come first */
+        if (c == 0xe2 && i + 2 < len && (unsigned char)s[i + 1] == 0x80 &&
             ((unsigned char)s[i + 2] == 0xa8 || (unsigned char)s[i + 2] == 0xa9))
             return false; /* U+2028/2029 line separators */
         if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] == 0x85) return false; /* NEL */
         if (c == 0xef && i + 2 < len && (unsigned char)s[i + 1] == 0xbb && (unsigned char)s[i + 2] == 0xbf)
             return false; /* BOM */
     }
-    if (len <= 5 && word_in(s, words)) return false; /* the longest look-alike word is "False" */
+    if (yaml_word(s, len)) return false;
     if (number_like(s)) return false;
     return true;
 }
 
 static void string(writer *wr, const char *s, size_t len)
 {
-    scalar(wr, s, len, plain_safe(s, len) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    scalar(wr, s, len, keel__scene_plain_safe(s, len) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 
 static void str(writer *wr, const char *s) { string(wr, s, strlen(s)); }
@@ -155,9 +169,14 @@ static void key(writer *wr, const char *k) { str(wr, k); }
 
 static void int_value(writer *wr, int64_t v)
 {
-    char buf[32];
-    snprintf(buf, sizeof buf, "%" PRId64, v);
-    plain(wr, buf);
+    char buf[24], *o = buf + sizeof buf;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v; /* INT64_MIN too */
+    do {
+        *--o = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--o = '-';
+    scalar(wr, o, (size_t)(buf + sizeof buf - o), YAML_PLAIN_SCALAR_STYLE);
 }
 
 /* keel_format_double's text, found with fewer trials: if p significant digits
@@ -205,39 +224,20 @@ static int format_short(double v, char *out)
         double s = v * pow10[k], r = nearbyint(s);
         if (fabs(r) >= 1e15) return 0;
         if (fabs(s - r) > fabs(s) * 1e-15 + 1e-300) continue; /* not near an integer: not k decimals */
-        int n = fixed_text(r, k, v < 0, out);
-        if (strtod(out, NULL) == v) return n;
+        /* Reads back iff r / 10^k, correctly rounded, is v: r and 10^k are exact doubles and
+         * IEEE division rounds the exact quotient as strtod rounds the text. */
+        if (r / pow10[k] == v) return fixed_text(r, k, v < 0, out);
     }
     return 0;
 }
 
-static int format_double(double v, char *out)
+/* keel_format_double's layout for significant digits `digits` (trailing zeros dropped here)
+ * whose first has decimal exponent exp10. */
+static int layout(bool neg, const char *digits, int nd, int exp10, char *out)
 {
-    /* Subnormals have fewer than 15 significant digits of precision, so the padded-15-digit
-     * argument above fails for them (5e-324 would come out as 4.94065645841247e-324):
-     * keel_format_double searches them from 1 digit up. */
-    if (!isfinite(v) || v == 0 || fabs(v) < DBL_MIN) return keel_format_double(v, out, 64);
-    int n = format_short(v, out);
-    if (n) return n;
-    char tmp[64];
-    int p;
-    for (p = 15; p < 17; p++) {
-        snprintf(tmp, sizeof tmp, "%.*e", p - 1, v);
-        if (strtod(tmp, NULL) == v) break;
-    }
-    if (p == 17) snprintf(tmp, sizeof tmp, "%.16e", v);
-    char digits[32];
-    int nd = 0;
-    const char *q = tmp;
     char *o = out;
-    if (*q == '-') {
-        *o++ = '-';
-        q++;
-    }
-    for (; *q && *q != 'e'; q++)
-        if (*q >= '0' && *q <= '9') digits[nd++] = *q;
+    if (neg) *o++ = '-';
     while (nd > 1 && digits[nd - 1] == '0') nd--;
-    int exp10 = atoi(q + 1);
     if (exp10 >= -4 && exp10 < 16) {
         if (exp10 < 0) {
             *o++ = '0';
@@ -262,11 +262,105 @@ static int format_double(double v, char *out)
     return (int)strlen(out);
 }
 
+#if defined(__SIZEOF_INT128__)
+/* The same digits as printf's %.{p-1}e and strtod's verdict, in exact integer arithmetic, for
+ * normal |v| in [1e-4, 1e15): v = m * 2^-k with k in [3, 66], so v * 10^s for s <= 20 and the
+ * comparisons below stay under 2^125. Returns the length, or 0 outside that range. */
+typedef unsigned __int128 u128;
+
+static u128 pow10_128(int s)
+{
+    u128 r = 1;
+    while (s-- > 0) r *= 10;
+    return r;
+}
+
+static int format_exact(double v, char *out)
+{
+    double a = fabs(v);
+    if (!(a >= 1e-4 && a < 1e15)) return 0;
+    uint64_t bits;
+    memcpy(&bits, &a, sizeof bits);
+    int k = 1075 - (int)(bits >> 52); /* a = m * 2^-k */
+    uint64_t m = (bits & ((UINT64_C(1) << 52) - 1)) | (UINT64_C(1) << 52);
+    if (k < 3 || k > 66) return 0;
+    /* E: the decimal exponent of the first digit, 10^E <= a < 10^(E+1), decided exactly */
+    int E = (int)floor(log10(a));
+    for (int step = 0; step < 2; step++) {
+        bool below = E >= 0 ? (u128)m < (pow10_128(E) << k) : (u128)m * pow10_128(-E) < ((u128)1 << k);
+        bool above = E + 1 >= 0 ? (u128)m >= (pow10_128(E + 1) << k)
+                                : (u128)m * pow10_128(-(E + 1)) >= ((u128)1 << k);
+        if (below) E--;
+        else if (above) E++;
+        else break;
+    }
+    for (int p = 15; p <= 17; p++) {
+        int sc = p - 1 - E; /* 0..20 */
+        u128 ten = pow10_128(sc), n = (u128)m * ten;
+        u128 q = n >> k, rem = n & (((u128)1 << k) - 1), half = (u128)1 << (k - 1);
+        if (rem > half || (rem == half && (q & 1))) q++; /* printf rounds the exact value, ties to even */
+        /* Does q * 10^-sc read back as a? Scaled by 10^sc * 2^k, a's ulp is 10^sc. */
+        __int128 diff = (__int128)(q << k) - (__int128)((u128)m * ten);
+        u128 mag = diff < 0 ? (u128)-diff : (u128)diff;
+        bool back;
+        if (diff < 0 && m == (UINT64_C(1) << 52)) /* a power of two: the gap below is half as wide */
+            back = 4 * mag <= ten;
+        else
+            back = 2 * mag < ten || (2 * mag == ten && !(m & 1));
+        if (!back && p < 17) continue;
+        u128 top = pow10_128(p);
+        int exp10 = E;
+        if (q == top) { /* rounded up to 10^(E+1) */
+            q /= 10;
+            exp10++;
+        }
+        char digits[20];
+        for (int i = p - 1; i >= 0; i--) {
+            digits[i] = (char)('0' + (int)(q % 10));
+            q /= 10;
+        }
+        return layout(v < 0, digits, p, exp10, out);
+    }
+    return 0;
+}
+#else
+static int format_exact(double v, char *out)
+{
+    (void)v;
+    (void)out;
+    return 0;
+}
+#endif
+
+int keel__scene_format_double(double v, char *out)
+{
+    /* Subnormals have fewer than 15 significant digits of precision, so the padded-15-digit
+     * argument above fails for them (5e-324 would come out as 4.94065645841247e-324):
+     * keel_format_double searches them from 1 digit up. */
+    if (!isfinite(v) || v == 0 || fabs(v) < DBL_MIN) return keel_format_double(v, out, 64);
+    int n = format_short(v, out);
+    if (!n) n = format_exact(v, out);
+    if (n) return n;
+    char tmp[64];
+    int p;
+    for (p = 15; p < 17; p++) {
+        snprintf(tmp, sizeof tmp, "%.*e", p - 1, v);
+        if (strtod(tmp, NULL) == v) break;
+    }
+    if (p == 17) snprintf(tmp, sizeof tmp, "%.16e", v);
+    char digits[32];
+    int nd = 0;
+    const char *q = tmp + (*tmp == '-');
+    for (; *q && *q != 'e'; q++)
+        if (*q >= '0' && *q <= '9') digits[nd++] = *q;
+    return layout(v < 0, digits, nd, atoi(q + 1), out);
+}
+
 static void float_value(writer *wr, double v)
 {
     char buf[64];
-    format_double(v, buf);
-    plain(wr, buf);
+    int n = keel__scene_format_double(v, buf);
+    scalar(wr, buf, (size_t)n, YAML_PLAIN_SCALAR_STYLE);
 }
 
 static void vec_value(writer *wr, const double *v, int n)

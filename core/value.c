@@ -244,6 +244,12 @@ static const char *show(const keel_node *n)
     return NULL;
 }
 
+static const char *quote(const keel_node *n, char *buf)
+{
+    snprintf(buf, 96, "'%.80s%s'", n->text ? n->text : "", n->len > 80 ? "..." : "");
+    return buf;
+}
+
 keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, bool strict, keel_value *v,
                                   bool *keep_default, keel__value_problem *pb)
 {
@@ -251,11 +257,9 @@ keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, 
     pb->set = false;
     v->type = f->type;
     *keep_default = false;
-    char quoted[96];
-    if (n->kind == KEEL_NODE_SCALAR)
-        snprintf(quoted, sizeof quoted, "'%.80s%s'", n->text ? n->text : "",
-                 n->len > 80 ? "..." : "");
-    const char *got = show(n) ? show(n) : quoted;
+    char quoted[96]; /* the texts of a problem, made only when there is one */
+#define QUOTED quote(n, quoted)
+#define GOT (show(n) ? show(n) : QUOTED)
     /* libyaml decodes "\0": a keel string is a C string, so a NUL would cut it (or a choice
      * name, a UUID, a number) short. Refused, whatever the field's type. */
     if (keel__node_has_nul(n))
@@ -264,7 +268,7 @@ keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, 
     switch (f->type) {
     case KEEL_T_BOOL:
         if (!keel_node_as_bool(n, &v->as.b))
-            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected bool, got %s%s", got, NULL);
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected bool, got %s%s", GOT, NULL);
         return KEEL_OK;
     case KEEL_T_INT: {
         double x;
@@ -275,29 +279,29 @@ keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, 
             v->as.f = x;
             return KEEL_OK;
         }
-        return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected int, got %s%s", got, NULL);
+        return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected int, got %s%s", GOT, NULL);
     }
     case KEEL_T_FLOAT:
         if (!keel_node_as_float(n, &v->as.f))
-            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected float, got %s%s", got, NULL);
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected float, got %s%s", GOT, NULL);
         return KEEL_OK;
     case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR: {
         int w = keel_type_width(f->type);
         char want[48];
-        snprintf(want, sizeof want, "%s (a sequence of %d numbers)", keel_type_name(f->type), w);
+#define WANT (snprintf(want, sizeof want, "%s (a sequence of %d numbers)", keel_type_name(f->type), w), want)
         if (n->kind != KEEL_NODE_SEQ || n->count != (size_t)w)
-            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected %s, got %s", want,
-                        n->kind == KEEL_NODE_SEQ ? "a sequence of another length" : got);
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected %s, got %s", WANT,
+                        n->kind == KEEL_NODE_SEQ ? "a sequence of another length" : GOT);
         for (int i = 0; i < w; i++)
             if (!keel_node_as_float(&n->items[i], &v->as.v[i]))
                 return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, &n->items[i],
-                            "expected %s, got a non-number in it", want, NULL);
+                            "expected %s, got a non-number in it", WANT, NULL);
         return KEEL_OK;
     }
     case KEEL_T_ENUM:
         if (n->kind != KEEL_NODE_SCALAR)
             return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected a choice name, got %s%s",
-                        got, NULL);
+                        GOT, NULL);
         for (size_t i = 0; i < f->choice_count; i++)
             if (!strcmp(f->choices[i], n->text)) {
                 v->as.i = (int64_t)i;
@@ -305,26 +309,26 @@ keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, 
             }
         if (strict)
             return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "%s is not one of its choices%s",
-                        quoted, NULL);
+                        QUOTED, NULL);
         *keep_default = true;
         problem(pb, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, n,
-             "%s is not one of its choices; kept the default", quoted, NULL);
+             "%s is not one of its choices; kept the default", QUOTED, NULL);
         return KEEL_OK;
     case KEEL_T_STRING:
         if (n->kind != KEEL_NODE_SCALAR)
-            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected string, got %s%s", got, NULL);
+            return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected string, got %s%s", GOT, NULL);
         v->as.s = n->text ? n->text : "";
         return KEEL_OK;
     case KEEL_T_ASSET: case KEEL_T_ENTITY:
         if (n->kind != KEEL_NODE_SCALAR)
             return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "expected a UUID or null, got %s%s",
-                        got, NULL);
+                        GOT, NULL);
         if (keel_node_is_null(n)) {
             v->nil = true;
             return KEEL_OK;
         }
         if (!keel_uuid_parse(n->text, &v->as.u))
-            return problem(pb, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, n, "%s is not a canonical UUID%s", quoted,
+            return problem(pb, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, n, "%s is not a canonical UUID%s", QUOTED,
                         NULL);
         v->nil = keel_uuid_is_nil(v->as.u);
         return KEEL_OK;
@@ -332,6 +336,9 @@ keel_status keel__value_from_node(const keel_field_desc *f, const keel_node *n, 
         return problem(pb, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, n, "bad field type%s%s", NULL, NULL);
     }
 }
+#undef WANT
+#undef GOT
+#undef QUOTED
 
 /* ---- record bytes ---- */
 

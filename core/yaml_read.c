@@ -38,6 +38,25 @@ void keel__arena_free(keel__arena *a)
     free(a);
 }
 
+/* Empties `a` for reuse, keeping one ordinary chunk (the per-item arena of a stream). */
+static void arena_reset(keel__arena *a)
+{
+    chunk *keep = NULL;
+    for (chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        if (!keep && c->cap == (1u << 20)) {
+            keep = c;
+            continue;
+        }
+        free(c);
+    }
+    if (keep) {
+        keep->used = 0;
+        keep->next = NULL;
+    }
+    a->head = keep;
+}
+
 static void *arena_alloc(keel__arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
@@ -71,6 +90,9 @@ typedef struct reader {
     size_t depth, stack_cap;
     keel_node *result;
     keel__arena *arena; /* NULL: every node part is its own malloc */
+    const keel__yaml_stream *stream;
+    bool streaming;     /* stack[1] is the top-level `entities` list, its items handed over one by one */
+    keel__arena *item_arena; /* the item being read, while streaming */
     bool failed;
     keel_status code; /* the first error's */
 } reader;
@@ -147,7 +169,15 @@ static keel_node_style scalar_style(yaml_scalar_style_t s)
 
 static void *alloc(reader *r, size_t n)
 {
+    if (r->streaming && r->depth >= 2) return arena_alloc(r->item_arena, n);
     return r->arena ? arena_alloc(r->arena, n) : keel__xrealloc(NULL, n);
+}
+
+static bool is_entities_key(const reader *r)
+{
+    if (r->depth != 1 || r->stack[0].node.kind != KEEL_NODE_MAP || r->stack[0].n % 2 != 1) return false;
+    const keel_node *key = &r->stack[0].buf[r->stack[0].n - 1];
+    return key->len == 8 && memcmp(key->text, "entities", 8) == 0;
 }
 
 /* Moves a finished node (struct) into the collection on top, or makes it the result. */
@@ -159,6 +189,12 @@ static void attach(reader *r, keel_node *node)
         return;
     }
     frame *f = &r->stack[r->depth - 1];
+    if (r->streaming && r->depth == 2) { /* an item of the streamed list: handed over, then dropped */
+        r->stream->item(r->stream->ctx, node, f->n);
+        f->n++;
+        arena_reset(r->item_arena);
+        return;
+    }
     if (f->n == f->cap) {
         f->cap = f->cap ? f->cap * 2 : 8;
         f->buf = keel__xrealloc(f->buf, f->cap * sizeof *f->buf);
@@ -275,6 +311,7 @@ static bool on_start(reader *r, const yaml_event_t *ev, keel_node_kind kind)
         r->stack = keel__xrealloc(r->stack, r->stack_cap * sizeof *r->stack);
         memset(r->stack + old, 0, (r->stack_cap - old) * sizeof *r->stack);
     }
+    bool stream = kind == KEEL_NODE_SEQ && r->stream && !r->item_arena && is_entities_key(r);
     frame *f = &r->stack[r->depth++];
     memset(&f->node, 0, sizeof f->node);
     f->node.kind = kind;
@@ -282,6 +319,10 @@ static bool on_start(reader *r, const yaml_event_t *ev, keel_node_kind kind)
     f->node.line = line;
     f->node.col = col;
     f->n = 0;
+    if (stream) { /* asked once: a second `entities` key fails as a duplicate anyway */
+        r->item_arena = keel__arena_new();
+        r->streaming = r->stream->begin(r->stream->ctx, &f->node, r->stack[0].buf, (r->stack[0].n - 1) / 2);
+    }
     return true;
 }
 
@@ -351,7 +392,9 @@ static bool on_end(reader *r)
     if (f->node.kind == KEEL_NODE_MAP && !check_duplicates(r, f)) return false;
     keel_node n = f->node;
     n.count = f->node.kind == KEEL_NODE_MAP ? f->n / 2 : f->n;
-    if (f->n) {
+    if (r->streaming && r->depth == 2) { /* the streamed list: its count, its items already gone */
+        r->streaming = false;
+    } else if (f->n) {
         n.items = alloc(r, f->n * sizeof *n.items);
         memcpy(n.items, f->buf, f->n * sizeof *n.items);
     }
@@ -381,6 +424,13 @@ keel_status keel__yaml_parse(const char *text, size_t len, const keel_limits *li
 keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limits *lim, const char *file,
                                    keel__arena *arena, keel_node **out, keel_diags *d)
 {
+    return keel__yaml_parse_stream(text, len, lim, file, arena, NULL, out, d);
+}
+
+keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_limits *lim, const char *file,
+                                    keel__arena *arena, const keel__yaml_stream *stream, keel_node **out,
+                                    keel_diags *d)
+{
     keel_limits deflim;
     if (!lim) {
         deflim = keel_limits_default();
@@ -396,6 +446,7 @@ keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limi
     r.file = file;
     r.d = d;
     r.arena = arena;
+    r.stream = arena ? stream : NULL; /* items are read into an arena of their own */
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) abort();
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
@@ -431,6 +482,7 @@ keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limi
     }
     yaml_parser_delete(&p);
     free_frames(&r);
+    keel__arena_free(r.item_arena);
     if (r.failed) {
         if (!arena) keel_node_free(r.result);
         return r.code;

@@ -17,4 +17,20 @@ void keel__arena_free(keel__arena *a);
 keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limits *lim, const char *file,
                                    keel__arena *arena, keel_node **out, keel_diags *d);
 
+/* The items of the top-level `entities` list, handed over one at a time as each is read,
+ * so a document is never held whole. `begin` sees the list's node (position only) and the
+ * top-level pairs read before it (2 * pairs nodes, key then value); if it answers true, each
+ * item goes to `item` (valid only during the call) and is then freed, and the list in the
+ * finished tree has its count but no items. If it answers false the list is read as usual.
+ * A refusal found later (a bad token, a duplicate top-level key) still fails the whole parse:
+ * what the callbacks built must then be dropped. */
+typedef struct keel__yaml_stream {
+    bool (*begin)(void *ctx, const keel_node *list, const keel_node *pairs, size_t pair_count);
+    void (*item)(void *ctx, const keel_node *item, size_t index);
+    void *ctx;
+} keel__yaml_stream;
+keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_limits *lim, const char *file,
+                                    keel__arena *arena, const keel__yaml_stream *stream, keel_node **out,
+                                    keel_diags *d);
+
 #endif

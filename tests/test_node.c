@@ -329,6 +329,35 @@ static void node_put_wide_map_is_linear(void **state)
     keel_node_free(m);
 }
 
+/* Short decimals take a path of their own: the same double as strtod gives, for each. */
+static void node_as_float_short_decimals_match_strtod(void **state)
+{
+    (void)state;
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        char text[40];
+        int digits = 1 + (int)(x % 17), point = (int)((x >> 8) % (unsigned)(digits + 2)) - 1, n = 0;
+        if (x >> 63) text[n++] = '-';
+        else if ((x >> 62) & 1) text[n++] = '+';
+        uint64_t y = x;
+        for (int k = 0; k < digits; k++) {
+            if (k == point) text[n++] = '.';
+            text[n++] = (char)('0' + (int)(y % 10));
+            y = y / 10 ^ (y << 7);
+        }
+        if (point == digits) text[n++] = '.';
+        text[n] = '\0';
+        keel_node *s = keel_node_new_scalar(text, KEEL_STYLE_PLAIN);
+        double v = 0, want = strtod(text, NULL);
+        assert_true(keel_node_as_float(s, &v));
+        if (memcmp(&v, &want, sizeof v) != 0) fail_msg("%s: %.17g, strtod %.17g", text, v, want);
+        keel_node_free(s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -341,6 +370,7 @@ int main(void)
         cmocka_unit_test(node_clear_embedded),
         cmocka_unit_test(node_format_double_shortest),
         cmocka_unit_test(node_format_double_truncates_safely),
+        cmocka_unit_test(node_as_float_short_decimals_match_strtod),
         cmocka_unit_test(node_push_and_put_refuse_the_wrong_parent),
         cmocka_unit_test(node_put_wide_map_is_linear),
     };

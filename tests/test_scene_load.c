@@ -771,6 +771,111 @@ static void scene_load_parent_ring_is_a_cycle_at_any_length(void **state)
     }
 }
 
+/* Entities are built as they are read when the root comes first (as the writer puts it), else
+ * from the whole list at the end: either way the same diagnostics in the same order, each
+ * stage's in document order (entities[1]'s name before entities[0]'s component). */
+static const char *const STREAM_HEAD = "keel: 1\n"
+                                       "scene: {uuid: 33333333-3333-3333-3333-333333333333, name: s}\n";
+static const char *const STREAM_ROOT = "root:\n"
+                                       "- {kind: mod:thing, version: 1, body: {a: 1}}\n";
+static const char *const STREAM_ENTITIES =
+    "entities:\n"
+    "- uuid: 11111111-1111-1111-1111-111111111111\n"
+    "  components:\n"
+    "  - {kind: core:transform, version: 1, body: {position: [x, 0, 0]}}\n"
+    "- uuid: 22222222-2222-2222-2222-222222222222\n"
+    "  name: [not, a, string]\n"
+    "- uuid: 44444444-4444-4444-4444-444444444444\n"
+    "  parent: 55555555-5555-5555-5555-555555555555\n"
+    "- uuid: nope\n"
+    "- {uuid: 66666666-6666-6666-6666-666666666666, components: [{kind: mod:thing, version: 1}]}\n";
+
+static void diags_of(const char *a, const char *b, const char *c, keel_diags *d)
+{
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s%s", a, b, c);
+    keel_world *w = NULL;
+    keel_diags_init(d);
+    assert_int_not_equal(parse(text, NULL, &w, d), KEEL_OK);
+    assert_null(w);
+}
+
+static void scene_load_streamed_entities_same_diagnostics(void **state)
+{
+    (void)state;
+    keel_diags streamed, whole;
+    diags_of(STREAM_HEAD, STREAM_ROOT, STREAM_ENTITIES, &streamed);
+    diags_of(STREAM_HEAD, STREAM_ENTITIES, STREAM_ROOT, &whole);
+    print_diags(&streamed);
+    assert_int_equal(streamed.count, whole.count);
+    assert_true(streamed.count >= 5);
+    for (size_t i = 0; i < streamed.count; i++) {
+        assert_int_equal(streamed.items[i].code, whole.items[i].code);
+        assert_int_equal(streamed.items[i].severity, whole.items[i].severity);
+        assert_string_equal(streamed.items[i].path, whole.items[i].path);
+        assert_string_equal(streamed.items[i].message, whole.items[i].message);
+    }
+    size_t name = SIZE_MAX, comp = SIZE_MAX;
+    for (size_t i = 0; i < streamed.count; i++) {
+        if (strcmp(streamed.items[i].path, "entities[1].name") == 0) name = i;
+        if (strncmp(streamed.items[i].path, "entities[0].components[0]", 25) == 0 && comp == SIZE_MAX) comp = i;
+    }
+    assert_true(name < comp && comp != SIZE_MAX);
+    /* positions are the file's: entities[1].name is on line 10 when the root comes first */
+    assert_int_equal(streamed.items[name].line, 10);
+    assert_int_equal(streamed.items[name].col, 9);
+    keel_diags_free(&streamed);
+    keel_diags_free(&whole);
+}
+
+/* A refusal the reader finds after the entities were built still publishes nothing, and only
+ * it is reported (the entities' own problems are not). */
+static void scene_load_refusal_after_streamed_entities(void **state)
+{
+    (void)state;
+    static const char *const tails[] = { "scene: again\n", "extra: [unclosed\n", "---\nkeel: 1\n" };
+    for (size_t t = 0; t < sizeof tails / sizeof *tails; t++) {
+        keel_diags d;
+        diags_of(STREAM_HEAD, STREAM_ROOT, STREAM_ENTITIES, &d);
+        keel_diags_free(&d);
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s%s%s", STREAM_HEAD, STREAM_ROOT, STREAM_ENTITIES, tails[t]);
+        keel_world *w = NULL;
+        keel_diags_init(&d);
+        assert_int_equal(parse(text, NULL, &w, &d), KEEL_PARSE_ERROR);
+        assert_null(w);
+        assert_int_equal(d.count, 1);
+        assert_int_equal(d.items[0].code, KEEL_PARSE_ERROR);
+        assert_true(d.items[0].line >= 14);
+        keel_diags_free(&d);
+    }
+}
+
+/* Past the entities limit the list is refused whole: one LimitExceeded, none of the
+ * problems of the records read before the limit was known to be passed. */
+static void scene_load_streamed_entities_over_the_limit(void **state)
+{
+    (void)state;
+    keel_load_opts o = keel_load_opts_default();
+    o.limits.entities = 2;
+    char text[2048];
+    snprintf(text, sizeof text, "%s%s%s", STREAM_HEAD, STREAM_ROOT, STREAM_ENTITIES);
+    keel_world *w = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(parse(text, &o, &w, &d), KEEL_LIMIT_EXCEEDED);
+    assert_null(w);
+    print_diags(&d);
+    size_t errors = 0;
+    for (size_t i = 0; i < d.count; i++)
+        if (d.items[i].severity == KEEL_SEV_ERROR) {
+            errors++;
+            assert_string_equal(d.items[i].path, "entities");
+        }
+    assert_int_equal(errors, 1);
+    keel_diags_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -794,6 +899,9 @@ int main(void)
         cmocka_unit_test(scene_parse_without_file_keeps_line_and_col),
         cmocka_unit_test(scene_load_depth_reported_once),
         cmocka_unit_test(scene_load_parent_ring_is_a_cycle_at_any_length),
+        cmocka_unit_test(scene_load_streamed_entities_same_diagnostics),
+        cmocka_unit_test(scene_load_refusal_after_streamed_entities),
+        cmocka_unit_test(scene_load_streamed_entities_over_the_limit),
     };
     return cmocka_run_group_tests(tests, setup_kinds, teardown_kinds);
 }

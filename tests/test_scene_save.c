@@ -560,6 +560,65 @@ static void scene_save_direct_matches_body_encode(void **state)
     keel_world_free(w);
 }
 
+/* The writer's own double formatter gives keel_format_double's text for every double: ties
+ * at the 15th-17th digit, both sides of powers of two and ten, subnormals, the extremes. */
+static void scene_save_float_formatter_matches_reference(void **state)
+{
+    (void)state;
+    uint64_t x = 88172645463325252u;
+    char a[64], b[64];
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        double v;
+        switch (i % 6) {
+        case 0: memcpy(&v, &x, sizeof v); break; /* any bit pattern */
+        case 1: v = (double)(x % 100000000) / pow(10, (int)(x >> 60)); break;
+        case 2: v = (double)(x >> 11) / (double)((x & 0xfffff) + 1); break;
+        case 3: v = ldexp((double)(x & ((UINT64_C(1) << 53) - 1)), -(int)(x >> 58)); break; /* exact binary: ties */
+        case 4: { /* a few ulps around a power of ten or two */
+            v = x & 1 ? pow(10, (int)(x % 26) - 6) : ldexp(1, (int)(x % 80) - 20);
+            for (int k = 0; k < (int)(x >> 61); k++) v = nextafter(v, x & 2 ? INFINITY : 0);
+            break;
+        }
+        default: v = (double)(x % 1000000000000000u) * pow(10, -(int)(x >> 59)); break;
+        }
+        if (!isfinite(v)) continue;
+        if (i & 1) v = -v;
+        int na = keel_format_double(v, a, sizeof a), nb = keel__scene_format_double(v, b);
+        if (na != nb || strcmp(a, b) != 0) fail_msg("%.17g: keel_format_double %s, writer %s", v, a, b);
+    }
+    static const double edges[] = { 1e-4, 1e15, 999999999999999.9, 999999999999999.0, 1e15 - 0.5, 0.1 + 0.2,
+                                    2.675, 1e14 + 0.25, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+                                    1.0 / 3, 2.0 / 3, 100, 1e16, 4503599627370496.5, 0.000123456789012345678 };
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+        for (int k = -1; k <= 1; k++) {
+            double v = k < 0 ? nextafter(edges[i], 0) : k > 0 ? nextafter(edges[i], INFINITY) : edges[i];
+            keel_format_double(v, a, sizeof a);
+            keel__scene_format_double(v, b);
+            assert_string_equal(a, b);
+        }
+}
+
+/* Plain only when a YAML reader gets the same string back. */
+static void scene_save_plain_safe_words_and_bytes(void **state)
+{
+    (void)state;
+    static const char *const quoted[] = { "null", "Null", "NULL", "~", "true", "True", "TRUE", "false", "False",
+                                          "FALSE", "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on",
+                                          "On", "ON", "off", "Off", "OFF", "=", "<<", "-x", "a: b", "a:", "a #b",
+                                          " a", "a ", "1.5", "0x1f", "2001-12-14", "a\xe2\x80\xa8", "a\xc2\x85",
+                                          "\xef\xbb\xbfx", "a\tb", "", "'x", "@x", "%x" };
+    static const char *const plain[] = { "nul", "nulls", "yess", "ye", "o", "offf", "<", "<<<", "==", "FALSe",
+                                         "Entity 1", "a#b", "a:b", "core:transform", "0xg", "caf\xc3\xa9" };
+    for (size_t i = 0; i < sizeof quoted / sizeof *quoted; i++)
+        if (keel__scene_plain_safe(quoted[i], strlen(quoted[i]))) fail_msg("'%s' written plain", quoted[i]);
+    for (size_t i = 0; i < sizeof plain / sizeof *plain; i++)
+        if (!keel__scene_plain_safe(plain[i], strlen(plain[i]))) fail_msg("'%s' quoted", plain[i]);
+    assert_false(keel__scene_plain_safe("a\0b", 3)); /* a NUL inside: never plain */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -577,6 +636,8 @@ int main(void)
         cmocka_unit_test(scene_save_unknown_duplicated_and_removed),
         cmocka_unit_test(scene_save_writes_file_atomically),
         cmocka_unit_test(scene_save_direct_matches_body_encode),
+        cmocka_unit_test(scene_save_float_formatter_matches_reference),
+        cmocka_unit_test(scene_save_plain_safe_words_and_bytes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

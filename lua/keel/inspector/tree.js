@@ -1,0 +1,125 @@
+// tree.js — the hierarchy: children listed a page at a time through object.list (offset/limit),
+// expanded on demand; a search box lists entities by name instead.
+
+import { call } from './rpc.js';
+
+const PAGE = 100;
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+export class Tree {
+  // `onSelect(uuid)`; `onError(text)`; names seen are kept in `names` (uuid → name) for labels.
+  constructor(root, { onSelect, onError }) {
+    this.root = root;
+    this.onSelect = onSelect;
+    this.onError = onError;
+    this.names = new Map();
+    this.selected = null;
+    this.query = '';
+    this.offset = 0;
+    this.total = 0;
+    this.list = root.querySelector('.items');
+    this.pager = root.querySelector('.pager');
+    this.search = root.querySelector('input[type=search]');
+    let timer = null;
+    this.search.addEventListener('input', () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => { this.query = this.search.value.trim(); this.offset = 0; this.reload(); }, 200);
+    });
+    root.querySelector('.prev').addEventListener('click', () => this.page(-1));
+    root.querySelector('.next').addEventListener('click', () => this.page(1));
+  }
+
+  page(dir) {
+    const next = this.offset + dir * PAGE;
+    if (next < 0 || next >= this.total) return;
+    this.offset = next;
+    this.reload();
+  }
+
+  // The top level (children of the root), or the search's matches, at the current offset.
+  async reload() {
+    const params = { offset: this.offset, limit: PAGE };
+    if (this.query) params.name = this.query;
+    else params.parent = 'root';
+    let res;
+    try {
+      res = await call('object.list', params);
+    } catch (e) {
+      this.onError(e.text || e.message);
+      return;
+    }
+    this.total = res.total ?? res.entities.length;
+    this.list.replaceChildren(...res.entities.map((o) => this.item(o, !this.query)));
+    const last = Math.min(this.offset + res.entities.length, this.total);
+    this.pager.querySelector('.range').textContent =
+      this.total ? `${this.offset + 1}–${last} of ${this.total}` : (this.query ? 'no match' : 'empty');
+    this.pager.querySelector('.prev').disabled = this.offset === 0;
+    this.pager.querySelector('.next').disabled = last >= this.total;
+  }
+
+  item(o, expandable) {
+    this.names.set(o.uuid, o.name || '');
+    const li = el('li');
+    li.dataset.uuid = o.uuid;
+    const row = el('div', 'row');
+    const count = o.children ?? o.child_count ?? 0;
+    const toggle = el('button', 'toggle', expandable && count > 0 ? '▸' : '');
+    toggle.type = 'button';
+    toggle.disabled = !(expandable && count > 0);
+    const name = el('span', 'name', o.name || '(unnamed)');
+    if (o.enabled === false) row.classList.add('disabled');
+    const kinds = el('span', 'kinds', (o.kinds || []).map((k) => k.replace(/^core:/, '')).join(' '));
+    row.append(toggle, name, kinds);
+    if (o.uuid === this.selected) row.classList.add('selected');
+    row.addEventListener('click', (ev) => {
+      if (ev.target === toggle) return;
+      this.onSelect(o.uuid);
+    });
+    toggle.addEventListener('click', () => this.expand(li, o, toggle));
+    li.append(row);
+    return li;
+  }
+
+  async expand(li, o, toggle, offset = 0) {
+    let ul = li.querySelector(':scope > ul');
+    if (ul && offset === 0) { // collapse
+      ul.remove();
+      toggle.textContent = '▸';
+      return;
+    }
+    let res;
+    try {
+      res = await call('object.list', { parent: o.uuid, offset, limit: PAGE });
+    } catch (e) {
+      this.onError(e.text || e.message);
+      return;
+    }
+    if (!ul) {
+      ul = el('ul');
+      li.append(ul);
+    }
+    ul.querySelector(':scope > li.more')?.remove();
+    for (const c of res.entities) ul.append(this.item(c, true));
+    const shown = offset + res.entities.length;
+    if (shown < (res.total ?? 0)) {
+      const more = el('li', 'more', `${res.total - shown} more…`);
+      more.addEventListener('click', () => this.expand(li, o, toggle, shown));
+      ul.append(more);
+    }
+    toggle.textContent = '▾';
+  }
+
+  select(uuid) {
+    this.selected = uuid;
+    for (const row of this.root.querySelectorAll('.row.selected')) row.classList.remove('selected');
+    for (const li of this.root.querySelectorAll('li[data-uuid]')) {
+      if (li.dataset.uuid === uuid) li.querySelector(':scope > .row').classList.add('selected');
+    }
+  }
+}

@@ -41,6 +41,9 @@ bool keel_cli_is_manifest(const keel_cli *cli, const char *path);
 /* tools/verb_kinds.c */
 int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv);
 
+/* tools/verb_mcp.c */
+int keel_cli_mcp(lua_State *L, keel_cli *cli, int argc, char **argv);
+
 /* tools/verb_run.c */
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
 /* argv is the program's whole argv; argv[script_index] names the script. */

@@ -22,6 +22,7 @@ static const char *const usage_text =
     "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
     "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
     "       keel kinds [--json]                   list registered kinds and their fields\n"
+    "       keel mcp SCENE                        the live channel as MCP tools on stdin/stdout\n"
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
@@ -68,6 +69,12 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "usage: keel kinds [--json]\n"
       "  Lists the registered kinds (built-in, the kinds directories') with their\n"
       "  fields, defaults and bounds; --json prints them for tools.\n" },
+    { "mcp",
+      "usage: keel mcp SCENE\n"
+      "  Serves SCENE, paused, to an AI agent over the Model Context Protocol: JSON-RPC\n"
+      "  lines on stdin/stdout (initialize, tools/list, tools/call). One tool per live\n"
+      "  channel method, named with _ for . (object_list, component_set...), each with a\n"
+      "  JSON Schema of its params; component_set's is built from the kinds' fields.\n" },
 };
 
 /* The verb being run, for its usage errors; NULL before dispatch. */
@@ -288,7 +295,7 @@ typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
 static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
-    { "kinds", keel_cli_kinds },
+    { "kinds", keel_cli_kinds }, { "mcp", keel_cli_mcp },
 };
 
 static int pmain(lua_State *L)
@@ -338,7 +345,7 @@ static int pmain(lua_State *L)
                     cli.progname, argv[i], argv[i], argv[i]);
             code = KEEL_EXIT_USAGE;
         } else if (strcmp(argv[i], "-") != 0 && !file_exists(argv[i]) && strpbrk(argv[i], "/.") == NULL) {
-            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds)",
+            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds mcp)",
                                  argv[i]);
             code = KEEL_EXIT_USAGE;
         } else {

@@ -1,0 +1,170 @@
+// inspector_test.mjs — the inspector page in headless Chromium against a real `keel serve`:
+// select an entity, edit a float field, check the world's value through the channel, undo it,
+// check it reverted, and save a screenshot.
+//   node inspector_test.mjs KEEL SCENE SCREENSHOT.png [DOCS_COPY.png]
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { copyFileSync } from 'node:fs';
+import puppeteer from 'puppeteer-core';
+
+const [keelBin, scene, shotPath, docsCopy] = process.argv.slice(2);
+if (!keelBin || !scene || !shotPath) {
+  console.error('usage: node inspector_test.mjs KEEL SCENE SCREENSHOT.png [DOCS_COPY.png]');
+  process.exit(2);
+}
+const chromium = process.env.KEEL_CHROMIUM || '/usr/bin/chromium';
+let passed = 0;
+let failed = 0;
+
+function check(ok, what) {
+  if (ok) {
+    passed++;
+    console.log(`ok: ${what}`);
+  } else {
+    failed++;
+    console.log(`FAILED: ${what}`);
+  }
+  return ok;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Starts `keel serve SCENE --port N`; resolves with the URL it prints (token included).
+function startServer(port) {
+  const child = spawn(keelBin, ['serve', scene, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let seen = '';
+  const url = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
+    const look = (chunk) => {
+      seen += chunk;
+      const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited (${code}):\n${seen}`)); });
+  });
+  return { child, url };
+}
+
+async function rpc(url, method, params) {
+  const u = new URL(url);
+  const token = new URLSearchParams(u.hash.slice(1)).get('token');
+  const res = await fetch(new URL('/rpc', u), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const msg = await res.json();
+  if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+  return msg.result;
+}
+
+async function until(what, f, ms = 10000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    last = await f();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+const healthValue = async (url) => (await rpc(url, 'component.get', { object: 'Player', kind: 'game:health' })).body.value;
+
+let server;
+let browser;
+try {
+  server = startServer(await freePort());
+  const url = await server.url;
+  console.log(`server: ${url}`);
+  browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await page.setViewport({ width: 1400, height: 820 });
+
+  // without the token the page says what to do and calls nothing
+  await page.goto(new URL('/', url).href);
+  const noToken = await page.$eval('#message', (e) => e.textContent);
+  check(/no token/.test(noToken), `without #token the page says so ("${noToken}")`);
+
+  await page.goto(url);
+  await page.waitForSelector('body.ready', { timeout: 15000 });
+  check((await page.$eval('#world-name', (e) => e.textContent)) === 'Demo', 'the bar names the world');
+  const rows = await page.$$eval('#tree .row .name', (ns) => ns.map((n) => n.textContent));
+  check(rows.length > 0, `the hierarchy lists the top level (${rows.join(', ')})`);
+
+  // the scene view drew the transforms
+  await until('the scene view', () => page.evaluate(() => document.querySelector('#view').width > 0));
+
+  // select Player through the search box
+  await page.type('#tree input[type=search]', 'Player');
+  await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Player'));
+  await page.click('#tree .row');
+  const field = 'section.comp[data-kind="game:health"] input[data-field="value"]';
+  await page.waitForSelector(field, { timeout: 10000 });
+  check((await page.$eval('#entity-name', (e) => e.value)) === 'Player', 'the inspector shows the selected entity');
+  const before = await healthValue(url);
+  check((await page.$eval(field, (e) => e.value)) === String(before), `the form shows the world's value (${before})`);
+  check(await page.$eval(field, (e) => e.type === 'number' && e.min === '0' && e.max === '10000'),
+    'a float field is a number input with its range');
+  check(await page.$eval('section.comp[data-kind="game:health"] input[data-field="dead"]', (e) => e.type === 'checkbox' && e.disabled),
+    'a readonly bool is a disabled checkbox');
+  check(await page.$$eval('section.comp[data-kind="core:transform"] input[data-field="position"]', (l) => l.length === 3),
+    'a vec3 is three number inputs');
+
+  // edit the float: the world changes
+  await page.click(field, { clickCount: 3 });
+  await page.keyboard.type('42.5');
+  await page.keyboard.press('Tab');
+  const edited = await until('the edit to reach the world', async () => (await healthValue(url)) === 42.5);
+  check(edited, 'editing the field changed the world (component.get reads 42.5)');
+
+  // a refused value: the form says why and the world keeps its value
+  await page.click(field, { clickCount: 3 });
+  await page.keyboard.type('20000');
+  await page.keyboard.press('Tab');
+  await page.waitForSelector('section.comp[data-kind="game:health"] .status.shown', { timeout: 10000 });
+  const why = await page.$eval('section.comp[data-kind="game:health"] .status', (e) => e.textContent);
+  check(why.length > 0 && (await healthValue(url)) === 42.5, `an out-of-range value is refused and shown ("${why}")`);
+  check((await page.$eval(field, (e) => e.value)) === '42.5', 'the refused field shows the value kept');
+
+  // undo: the world and the form go back
+  await page.click('#undo');
+  await until('the undo to reach the world', async () => (await healthValue(url)) === before);
+  check(true, `undo put the value back (${before})`);
+  await until('the form to show the undone value', () => page.$eval(field, (e, v) => e.value === v, String(before)));
+  check(true, 'the form shows the undone value');
+
+  // step: the frame advances
+  const f0 = (await rpc(url, 'world.info')).frame;
+  await page.click('#step');
+  await until('the step', async () => (await rpc(url, 'world.info')).frame === f0 + 1);
+  check(true, 'Step ran one frame');
+
+  check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
+  await new Promise((r) => setTimeout(r, 300));
+  await page.screenshot({ path: shotPath });
+  console.log(`screenshot: ${shotPath}`);
+  if (docsCopy) copyFileSync(shotPath, docsCopy);
+} catch (e) {
+  check(false, e.stack || String(e));
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  if (server) server.child.kill('SIGTERM');
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

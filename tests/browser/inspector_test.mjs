@@ -155,6 +155,21 @@ try {
   await until('the step', async () => (await rpc(url, 'world.info')).frame === f0 + 1);
   check(true, 'Step ran one frame');
 
+  // resume: frames run in real time and the frame-time graph fills; pause stops them
+  await page.click('#resume');
+  const running = await until('the world to run', async () => {
+    const info = await rpc(url, 'world.info');
+    return !info.paused && info.frame > f0 + 10 && info;
+  });
+  check(!!running, `Resume let the world run (frame ${running.frame})`);
+  await until('the frame-time graph', () => page.$eval('#frame-ms', (e) => /\d ms$/.test(e.textContent)));
+  check(true, `the frame time is shown (${await page.$eval('#frame-ms', (e) => e.textContent)})`);
+  await new Promise((r) => setTimeout(r, 1000));
+  await page.click('#pause');
+  await until('the pause', async () => (await rpc(url, 'world.info')).paused);
+  await until('the bar to say paused', () => page.$eval('#run-state', (e) => e.textContent === 'paused'));
+  check(true, 'Pause stopped the world and the bar says so');
+
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
   await new Promise((r) => setTimeout(r, 300));
   await page.screenshot({ path: shotPath });

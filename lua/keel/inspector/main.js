@@ -142,8 +142,10 @@ const entities = {
   label: (uuid) => state.names.get(uuid) || uuid,
   async resolve(text) {
     if (/^[0-9a-f-]{36}$/i.test(text)) return text;
-    const r = await call('object.list', { name: text, limit: 1 }).catch(() => null);
-    return r && r.entities.length ? r.entities[0].uuid : text; // an unknown name: the server says why
+    // the name filter matches parts of names: an exact match first, else the first found
+    const r = await call('object.list', { name: text, limit: 50 }).catch(() => null);
+    const hit = r && (r.entities.find((o) => o.name === text) || r.entities[0]);
+    return hit ? hit.uuid : text; // an unknown name: the server says why
   },
   pick(cb) {
     state.picking = cb;

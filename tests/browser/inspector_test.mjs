@@ -101,6 +101,7 @@ try {
   const noToken = await page.$eval('#message', (e) => e.textContent);
   check(/no token/.test(noToken), `without #token the page says so ("${noToken}")`);
 
+  await page.goto('about:blank');
   await page.goto(url);
   await page.waitForSelector('body.ready', { timeout: 15000 });
   check((await page.$eval('#world-name', (e) => e.textContent)) === 'Demo', 'the bar names the world');
@@ -111,7 +112,7 @@ try {
   await until('the scene view', () => page.evaluate(() => document.querySelector('#view').width > 0));
 
   // select Player through the search box
-  await page.type('#tree input[type=search]', 'Player');
+  await page.$eval('#tree input[type=search]', (e) => { e.value = 'Player'; e.dispatchEvent(new Event('input')); });
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Player'));
   await page.click('#tree .row');
   const field = 'section.comp[data-kind="game:health"] input[data-field="value"]';
@@ -169,6 +170,31 @@ try {
   await until('the pause', async () => (await rpc(url, 'world.info')).paused);
   await until('the bar to say paused', () => page.$eval('#run-state', (e) => e.textContent === 'paused'));
   check(true, 'Pause stopped the world and the bar says so');
+
+  // the scene view: a click on an entity's dot selects it
+  await page.$eval('#tree input[type=search]', (e) => { e.value = ''; e.dispatchEvent(new Event('input')); });
+  await until('the whole top level again', () => page.$$eval('#tree .row .name', (ns) => ns.length > 1));
+  const chaser = await until('Chaser in the scene view', () => page.evaluate(() => {
+    const { view, state } = window.keelInspector;
+    const uuid = [...state.names].find(([, n]) => n === 'Chaser')?.[0];
+    const d = view.drawn.find((p) => p.uuid === uuid);
+    return d && { x: d.x, y: d.y };
+  }));
+  const box = await (await page.$('#view')).boundingBox();
+  await page.mouse.click(box.x + chaser.x, box.y + chaser.y);
+  await until('Chaser selected', () => page.$eval('#entity-name', (e) => e.value === 'Chaser'));
+  check(true, 'a click in the scene view selects the entity drawn there');
+
+  // back to Player, with Arena's children shown, for the screenshot
+  await page.evaluate(() => {
+    const rows = [...document.querySelectorAll('#tree li')];
+    rows.find((li) => li.querySelector('.name').textContent === 'Arena')?.querySelector('.toggle').click();
+  });
+  await until("Arena's children", () => page.$$eval('#tree ul ul .row', (l) => l.length > 0));
+  await page.evaluate(() => {
+    [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Player').click();
+  });
+  await until('Player selected', () => page.$eval('#entity-name', (e) => e.value === 'Player'));
 
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
   await new Promise((r) => setTimeout(r, 300));

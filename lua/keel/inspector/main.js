@@ -203,6 +203,7 @@ async function loadEntity(uuid, keepForms) {
   if (sameShape) {
     for (const c of ent.components) {
       const f = state.forms.get(formKey(c.kind, c.slot));
+      f.error(''); // an earlier refusal no longer applies once the world moved on
       f.update(c.body, c.version);
       f.setEnabled(c.enabled);
     }
@@ -327,8 +328,10 @@ function onSceneEvent(type, data) {
 const tree = new Tree($('#tree'), { onSelect: select, onError: (t) => say(t, true) });
 const view = new SceneView($('#view'), { onSelect: select });
 state.names = tree.names;
+window.keelInspector = { state, tree, view }; // for the browser test and the console
 
 async function start() {
+  window.addEventListener('hashchange', () => location.reload()); // a token pasted in: start over with it
   wireToolbar();
   wireEntityPanel();
   if (!token) {

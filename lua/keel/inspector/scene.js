@@ -156,6 +156,7 @@ export class SceneView {
 
     this.drawn = [];
     const labels = points.length <= 200;
+    const spots = new Map(); // label position → names there
     g.font = '11px system-ui, sans-serif';
     for (const pt of points) {
       const x = sx(pt.p[0]), y = sy(pt.p[2]);
@@ -170,10 +171,18 @@ export class SceneView {
       }
       g.fillStyle = sel ? '#ffd34d' : '#7fb4ff';
       g.beginPath(); g.arc(x, y, sel ? 6 : 4, 0, Math.PI * 2); g.fill();
-      if (labels || sel) {
-        g.fillStyle = sel ? '#ffe9a8' : 'rgba(220,230,245,0.8)';
-        g.fillText(pt.n.name || pt.uuid.slice(0, 8), x + 8, y - 6);
+      if (labels || sel) { // entities at the same spot share one label
+        const key = `${Math.round(x / 6)},${Math.round(y / 6)}`;
+        const at = spots.get(key) || { x, y, names: [], sel: false };
+        at.names.push(pt.n.name || pt.uuid.slice(0, 8));
+        at.sel = at.sel || sel;
+        spots.set(key, at);
       }
+    }
+    for (const at of spots.values()) {
+      const more = at.names.length > 3 ? ` +${at.names.length - 3}` : '';
+      g.fillStyle = at.sel ? '#ffe9a8' : 'rgba(220,230,245,0.8)';
+      g.fillText(at.names.slice(0, 3).join(', ') + more, at.x + 8, at.y - 6);
     }
   }
 

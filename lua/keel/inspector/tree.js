@@ -47,6 +47,7 @@ export class Tree {
     const params = { offset: this.offset, limit: PAGE };
     if (this.query) params.name = this.query;
     else params.parent = 'root';
+    const seq = (this.seq = (this.seq || 0) + 1);
     let res;
     try {
       res = await call('object.list', params);
@@ -54,6 +55,7 @@ export class Tree {
       this.onError(e.text || e.message);
       return;
     }
+    if (seq !== this.seq) return; // a later reload (another search) was asked meanwhile
     this.total = res.total ?? res.entities.length;
     this.list.replaceChildren(...res.entities.map((o) => this.item(o, !this.query)));
     const last = Math.min(this.offset + res.entities.length, this.total);

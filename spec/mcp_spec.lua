@@ -8,7 +8,11 @@ local DEMO = H.ROOT .. "/scenes/demo.yaml"
 local null = core._json_null
 
 local function encode(t) return core._json_encode(t) end
-local function decode(s) return assert(core._json_decode(s)) end
+local function decode(s)
+  local v, err = core._json_decode(s)
+  if v == nil then error("not JSON: " .. tostring(err) .. ": " .. s) end
+  return v
+end
 
 -- Feeds the lines to `keel mcp SCENE` and returns its exit code, the decoded answers (one per
 -- stdout line, in order) and stderr.
@@ -119,6 +123,7 @@ describe("keel mcp", function()
   it("calls tools: results as JSON text, edits recorded for undo", function()
     local code, a = session({ INIT, INITIALIZED,
       call(1, "object_list", { name = "Player" }),
+      call(8, "component_get", { object = "Player", kind = "game:health" }),
       call(2, "component_set", { object = "Player", kind = "game:health", fields = { value = 42.5 } }),
       call(3, "component_get", { object = "Player", kind = "game:health" }),
       call(4, "history_undo"),
@@ -132,39 +137,43 @@ describe("keel mcp", function()
     assert.are.equal(1, list.total)
     assert.are.equal("Player", list.entities[1].name)
     assert.are.equal(1, a[2].id)
-    local set = content(a[3])
+    local before = content(a[3]).body.value
+    assert.are_not.equal(42.5, before)
+    local set = content(a[4])
     assert.is_number(set.version)
-    assert.are.equal(42.5, content(a[4]).body.value)
-    local undone = content(a[5])
+    assert.are.equal(42.5, content(a[5]).body.value)
+    local undone = content(a[6])
     assert.is_truthy(undone)
-    assert.are.equal(100, content(a[6]).body.value)
-    assert.is_false(content(a[7])) -- nothing left to undo
-    local info = content(a[8])
+    assert.are.equal(before, content(a[7]).body.value)
+    assert.is_false(content(a[8])) -- nothing left to undo
+    local info = content(a[9])
     assert.are.equal("Demo", info.name)
     assert.is_true(info.paused)
   end)
 
   it("reports a failing call as isError with the channel's error (code, message, data.code)", function()
     local _, a = session({ INIT,
+      call(0, "component_get", { object = "Player", kind = "game:health" }),
       call(1, "component_set", { object = "Player", kind = "game:health", fields = { value = 20000 } }),
       call(2, "object_get", { object = "Nobody" }),
       call(3, "object_list", { limit = 5000 }),
       call(4, "object_get", {}),
       call(5, "component_get", { object = "Player", kind = "game:health" }),
     })
-    local range, isError = content(a[2])
+    local before = content(a[2]).body.value
+    local range, isError = content(a[3])
     assert.is_true(isError)
     assert.are.equal(-32000, range.code)
     assert.are.equal("InvalidArgument", range.data.code)
     assert.is_string(range.message)
-    local missing, isError2 = content(a[3])
+    local missing, isError2 = content(a[4])
     assert.is_true(isError2)
     assert.are.equal("NotFound", missing.data.code)
-    local limit, isError3 = content(a[4])
+    local limit, isError3 = content(a[5])
     assert.is_true(isError3)
     assert.are.equal(-32602, limit.code)
-    assert.are.equal(-32602, (content(a[5])).code)
-    assert.are.equal(100, content(a[6]).body.value) -- the refused write changed nothing
+    assert.are.equal(-32602, (content(a[6])).code)
+    assert.are.equal(before, content(a[7]).body.value) -- the refused write changed nothing
   end)
 
   it("answers protocol errors as JSON-RPC errors: unknown tool, unknown method, parse error, bad request", function()

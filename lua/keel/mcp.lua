@@ -177,6 +177,13 @@ local Server = {}
 Server.__index = Server
 
 function M.new(ch)
+  -- Frames are counted by whoever runs them (the HTTP server's step hook); here only
+  -- world.step runs them, so this channel counts its own.
+  local step = ch.step
+  ch.step = function(self, dt)
+    self:on_step()
+    return step(self, dt)
+  end
   local tools, by_name = build_tools()
   return setmetatable({ channel = ch, tools = tools, by_name = by_name }, Server)
 end

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_http.h"
 #include "bind.h"
 
 #define MSG_MAX_DEPTH 16           /* nested tables in a message's data */
@@ -188,6 +189,7 @@ static void deliver(keel_world *w, keel_phase phase, double dt)
     keel_lua_ctx *ctx = keel__lua_cur.ctx;
     if (!L || !ctx || !ctx->alive || ctx->msgs_ref == LUA_NOREF || !lua_checkstack(L, 10)) return;
     int top = lua_gettop(L);
+    if (phase == KEEL_PHASE_COUNT_ && keel__lua_http_open_count) keel__lua_http_step(L, ctx, w); /* between frames */
     if (phase < KEEL_PHASE_COUNT_) keel__lua_run_systems(L, ctx, w, phase, dt); /* then the phase's messages */
     push_queue(L, ctx, w, false);
     if (!lua_istable(L, -1)) {

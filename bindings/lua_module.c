@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_http.h"
+#include "lua_json.h"
 
 keel_lua_frame keel__lua_cur;
 unsigned long keel__lua_entries;
@@ -188,5 +190,7 @@ int luaopen_keel_core(lua_State *L)
     lua_setfield(L, -2, "_invalid");
     keel_lua_open_persist(L);
     lua_setfield(L, -2, "persist");
+    keel__lua_open_json(L);
+    keel__lua_open_http(L);
     return 1;
 }

@@ -17,6 +17,8 @@ if(TARGET keel_lua)
 endif()
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/keel DESTINATION ${KEEL_LUA_LDIR}
   FILES_MATCHING PATTERN "*.lua")
+# the inspector page (keel serve's static files), found next to the Lua files through package.path
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/keel/inspector DESTINATION ${KEEL_LUA_LDIR}/keel)
 if(TARGET keel)
   install(TARGETS keel RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

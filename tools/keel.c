@@ -17,6 +17,8 @@ static const char *const usage_text =
     "       keel repl [SCENE]                     REPL with SCENE loaded as `world`\n"
     "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
     "                                             run gameplay headless (default: the bundled demo)\n"
+    "       keel run SCENE --serve [PORT] [--bind ADDR]   run it and serve the live channel (default port 27760)\n"
+    "       keel serve SCENE [--port N] [--bind ADDR]     serve a paused world (the inspector at its URL)\n"
     "       keel check FILE... [--strict]         validate; FILE:LINE:COL: error: CODE: message\n"
     "       keel fmt FILE... [--check]            rewrite in canonical form; --check only reports\n"
     "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
@@ -42,12 +44,21 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  runs without prompts; keel exits 1 at its end if a line failed.\n" },
     { "run",
       "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
+      "       keel run [SCENE] --serve [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
       "  Runs gameplay headless: SCENE (default: the bundled demo) for N frames\n"
       "  (default 600) of S seconds (default 1/60), then prints frames, entities,\n"
       "  ms per frame and callback errors; --save writes the world to OUT after.\n"
       "  --play runs in play mode and says whether stop put the world back\n"
       "  identical to the scene as loaded.\n"
-      "  Exits 1 when a callback failed.\n" },
+      "  Exits 1 when a callback failed. --serve runs in real time (until ctrl-c,\n"
+      "  or N frames) and serves the live channel as `keel serve` does.\n" },
+    { "serve",
+      "usage: keel serve SCENE [--port N] [--bind ADDR]\n"
+      "  Loads SCENE paused and serves the live channel on 127.0.0.1:N (default 27760;\n"
+      "  0 picks a free port): the inspector page at the printed URL (its #token=\n"
+      "  fragment is the access token), JSON-RPC at /rpc, events at /events.\n"
+      "  Nothing steps until a client asks (world.step, world.resume). --bind ADDR\n"
+      "  listens on another address (said on stderr). ctrl-c stops.\n" },
     { "check",
       "usage: keel check FILE... [--strict]\n"
       "  Validates scenes and assets.yaml manifests; one line per diagnostic:\n"
@@ -295,7 +306,7 @@ typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
 static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
-    { "kinds", keel_cli_kinds }, { "mcp", keel_cli_mcp },
+    { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "mcp", keel_cli_mcp },
 };
 
 static int pmain(lua_State *L)
@@ -345,7 +356,7 @@ static int pmain(lua_State *L)
                     cli.progname, argv[i], argv[i], argv[i]);
             code = KEEL_EXIT_USAGE;
         } else if (strcmp(argv[i], "-") != 0 && !file_exists(argv[i]) && strpbrk(argv[i], "/.") == NULL) {
-            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds mcp)",
+            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds serve mcp)",
                                  argv[i]);
             code = KEEL_EXIT_USAGE;
         } else {

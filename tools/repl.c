@@ -1,8 +1,10 @@
 /* repl.c — `keel repl` and bare `keel`: line editing, history, completion, results shown readably. */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #include <editline/readline.h>
@@ -16,6 +18,8 @@
 
 enum { LINE_EOF = 0, LINE_OK = 1, LINE_INTERRUPTED = 2 };
 enum { CHUNK_EOF = -1, CHUNK_INTERRUPTED = -2 };
+
+static bool poll_server(lua_State *L, double seconds);
 
 static volatile sig_atomic_t prompt_interrupted;
 
@@ -50,6 +54,7 @@ static int push_line(lua_State *L, bool tty, const char *prompt)
         free(line);
         return LINE_OK;
     }
+    poll_server(L, 0); /* piped input: a served world is answered between lines */
     luaL_Buffer b;
     luaL_buffinit(L, &b);
     int c;
@@ -244,12 +249,58 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_setglobal(L, "play");
     lua_getfield(L, -1, "stop");
     lua_setglobal(L, "stop");
+    lua_getfield(L, -1, "serve");
+    lua_setglobal(L, "serve");
+    lua_getfield(L, -1, "poll");
+    lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.poll");
     lua_pop(L, 1);
+}
+
+/* keel.repl.poll(seconds) in protected mode: true while serve() has a server open. */
+static bool poll_server(lua_State *L, double seconds)
+{
+    if (!lua_checkstack(L, 3)) return false;
+    int top = lua_gettop(L);
+    bool serving = false;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "keel.repl.poll") == LUA_TFUNCTION) {
+        lua_pushnumber(L, seconds);
+        serving = lua_pcall(L, 1, 1, 0) == LUA_OK && lua_toboolean(L, -1);
+    }
+    lua_settop(L, top);
+    return serving;
+}
+
+/* readline's input while serve() serves: the server is answered until a key arrives. */
+static int getc_serving(FILE *f)
+{
+    int fd = fileno(f);
+    for (;;) {
+        if (completion_state && poll_server(completion_state, 0)) {
+            fd_set rs;
+            FD_ZERO(&rs);
+            FD_SET(fd, &rs);
+            struct timeval tv = { 0, 20000 };
+            int r = select(fd + 1, &rs, NULL, NULL, &tv);
+            if (r == 0) continue;
+            if (r < 0 && errno == EINTR) return EOF;
+        }
+        /* one character: libedit takes what this returns as a wide character, so UTF-8 is decoded here */
+        unsigned char c;
+        if (read(fd, &c, 1) != 1) return EOF; /* EINTR too: push_line sees the ctrl-c */
+        int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+        int cp = extra == 3 ? c & 0x07 : extra == 2 ? c & 0x0F : extra == 1 ? c & 0x1F : c;
+        for (int i = 0; i < extra; i++) {
+            if (read(fd, &c, 1) != 1) return EOF;
+            cp = (cp << 6) | (c & 0x3F);
+        }
+        return cp;
+    }
 }
 
 /* Line editing on a terminal: history from `hist` (may be NULL), tab completion. */
 static void editing_start(lua_State *L, const char *hist)
 {
+    rl_getc_function = getc_serving;
     using_history();
     stifle_history(1000);
     completion_state = L;

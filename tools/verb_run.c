@@ -121,12 +121,24 @@ static int l_interrupted(lua_State *L)
 
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
-    const char *frames_s = NULL, *dt_s = NULL, *save = NULL;
-    bool play = false;
+    const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL;
+    bool play = false, serve = false;
+    /* --serve takes an optional PORT: only a following all-digit argument is one */
+    int kept = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--serve") == 0) {
+            serve = true;
+            if (i + 1 < argc && argv[i + 1][0] && strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1])) serve_port = argv[++i];
+            continue;
+        }
+        argv[kept++] = argv[i];
+    }
+    argc = kept;
     const keel_cli_opt opts[] = {
         { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--save", &save, NULL }, { "--play", NULL, &play },
+        { "--bind", &bind, NULL },
     };
-    int n = keel_cli_parse(cli, argc, argv, opts, 4);
+    int n = keel_cli_parse(cli, argc, argv, opts, 5);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 1) {
         keel_cli_usage_error(cli, "run: expected at most one SCENE");
@@ -150,6 +162,16 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
             return KEEL_EXIT_USAGE;
         }
     }
+    lua_Integer port = 27760;
+    if (serve_port && !keel_cli_parse_port(cli, serve_port, &port)) return KEEL_EXIT_USAGE;
+    if (!serve && bind) {
+        keel_cli_usage_error(cli, "run: --bind goes with --serve");
+        return KEEL_EXIT_USAGE;
+    }
+    if (serve && (save || play)) {
+        keel_cli_usage_error(cli, "run: --serve does not combine with --save or --play");
+        return KEEL_EXIT_USAGE;
+    }
     const char *scene = n == 1 ? argv[0] : NULL;
     if (!scene) {
         char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
@@ -168,6 +190,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (rc >= 0) return rc;
 
     int w = lua_gettop(L);
+    if (serve) {
+        return keel_cli_serve_world(L, cli, w, scene, port, bind, false, frames_s ? frames : -1, dt);
+    }
     if (luaL_loadbuffer(L, run_chunk, sizeof run_chunk - 1, "=keel run") != LUA_OK) {
         keel_cli_report(cli, L);
         return KEEL_EXIT_USAGE;

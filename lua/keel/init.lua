@@ -22,4 +22,6 @@
 --   UUID, new handle): look it up again with w:find(uuid).
 local core = require "keel.core"
 if not core.system then require "keel.system"(core) end -- keel.system{}, keel.systems(), keel.system_reset()
+-- keel.serve(w, opts): the live channel over HTTP (lua/keel/serve.lua)
+if not core.serve then core.serve = function(...) return require "keel.serve".serve(...) end end
 return core

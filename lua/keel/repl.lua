@@ -387,6 +387,7 @@ c = e:get("core:transform")    a component: c.position = { 1, 2, 3 } writes thro
 keel.kinds(), keel.kind_info(key), keel.kind{ ... }   the kinds; ./kinds/*.lua are loaded at start-up
 keel.load(path), keel.persist  scenes and save games
 reload()                       re-runs the kind files that changed
+serve([port])                  serves world to the inspector (its URL printed; default port 27760, 0: any free)
 play(), stop()                 play mode: stop() puts the world back as it was at play() (handles go stale)
 =expr or expr                  prints the value; Tab completes (kind keys inside quotes)
 ctrl-c drops the line or stops a Lua loop (a world:run after its frame; twice: at once); ctrl-d quits]]
@@ -419,6 +420,28 @@ function repl.stop()
   authored = nil
   return same and "stopped: the world is back as it was at play() (earlier handles are stale: find them again)"
     or "stopped, but the world differs from play()"
+end
+
+-- serve([port]): the REPL's world on the live channel (keel.serve). The REPL answers requests
+-- while it waits for a line on a terminal (and before each line otherwise), and between frames
+-- of world:step/world:run. Called again, it serves on the new port instead.
+function repl.serve(port)
+  if port ~= nil and math.type(port) ~= "integer" then
+    require("keel.core")._invalid("serve: a port number expected, got " .. type(port))
+  end
+  if repl.server then repl.server:close() end
+  repl.server = nil
+  local srv, err = require("keel.serve").serve(rawget(_G, "world"), { port = port })
+  if not srv then return nil, err end
+  repl.server = srv
+  return "serving world at " .. srv.url
+end
+
+-- What the REPL calls while waiting for input: answers the server's requests.
+function repl.poll(seconds)
+  local srv = repl.server
+  if srv and srv.http then srv:poll(seconds or 0) end
+  return srv ~= nil and srv.http ~= nil
 end
 
 return repl

@@ -1,0 +1,503 @@
+/* lua_http.c — the channel's HTTP server: libmicrohttpd driven from the caller's loop (no thread
+ * of its own), each complete request handed to a Lua function on the thread that polls.
+ * keel.core._http_open{ port, bind, handler } -> server | nil, message;
+ * server:poll(seconds) runs the daemon (waiting at most that long); server:port(); server:push(id, text)
+ * queues text on an event stream; server:pending(id); server:drop(id); server:close().
+ * The handler gets { method, path, query = {}, headers = {} (lowercase names), body } and returns
+ * status, content type, body text (or { stream = id } to open an event stream), extra headers. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include <microhttpd.h>
+
+#include "lua_internal.h"
+#include "lua_http.h"
+
+#define HTTP_MAX_BODY (1024 * 1024) /* larger request bodies: 413 */
+#define HTTP_MT "keel.Server"
+
+typedef struct msg {
+    struct msg *next;
+    size_t len, off;
+    char data[];
+} msg;
+
+typedef struct http http;
+
+/* One event stream: messages queued by push, drained by MHD through stream_read. */
+typedef struct stream {
+    http *h;
+    lua_Integer id;
+    struct MHD_Connection *conn;
+    bool suspended;
+    msg *head, *tail;
+    size_t count; /* messages queued, the one being sent included */
+    struct stream *prev, *next;
+} stream;
+
+struct http {
+    struct MHD_Daemon *d;
+    lua_State *L; /* during poll: where the handler runs */
+    int handler_ref;
+    bool polling, closing;
+    uint16_t port;
+    stream *streams;
+};
+
+/* A request's body as it arrives. */
+typedef struct upload {
+    char *body;
+    size_t len, cap;
+    bool too_large;
+} upload;
+
+int keel__lua_http_open_count;
+
+static http *check_http(lua_State *L, int idx, bool open)
+{
+    http **p = luaL_checkudata(L, idx, HTTP_MT);
+    if (open && !*p) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server is closed");
+    return *p;
+}
+
+static void msg_free_all(stream *s)
+{
+    while (s->head) {
+        msg *m = s->head;
+        s->head = m->next;
+        free(m);
+    }
+    s->tail = NULL;
+    s->count = 0;
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    stream *s = cls;
+    if (!s->head) {
+        if (s->h->closing) return MHD_CONTENT_READER_END_OF_STREAM;
+        /* nothing to send: out of the event loop until push resumes it (no busy polling) */
+        MHD_suspend_connection(s->conn);
+        s->suspended = true;
+        return 0;
+    }
+    msg *m = s->head;
+    size_t n = m->len - m->off < max ? m->len - m->off : max;
+    memcpy(buf, m->data + m->off, n);
+    m->off += n;
+    if (m->off == m->len) {
+        s->head = m->next;
+        if (!s->head) s->tail = NULL;
+        s->count--;
+        free(m);
+    }
+    return (ssize_t)n;
+}
+
+/* The response is gone (client left, or the daemon stops): so is the stream. */
+static void stream_free(void *cls)
+{
+    stream *s = cls;
+    if (s->prev) s->prev->next = s->next;
+    else s->h->streams = s->next;
+    if (s->next) s->next->prev = s->prev;
+    msg_free_all(s);
+    free(s);
+}
+
+static stream *find_stream(http *h, lua_Integer id)
+{
+    for (stream *s = h->streams; s; s = s->next)
+        if (s->id == id) return s;
+    return NULL;
+}
+
+static enum MHD_Result header_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    lua_State *L = cls;
+    if (!key) return MHD_YES;
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (const char *k = key; *k; k++) luaL_addchar(&b, (char)(*k >= 'A' && *k <= 'Z' ? *k + 32 : *k));
+    luaL_pushresult(&b);
+    lua_pushstring(L, value ? value : "");
+    lua_rawset(L, -3);
+    return MHD_YES;
+}
+
+static enum MHD_Result queue_text(struct MHD_Connection *conn, unsigned status, const char *ctype, const char *text, size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", ctype);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+/* Builds the request table, calls the handler (in protected mode) and queues what it returns. */
+static enum MHD_Result answer(http *h, struct MHD_Connection *conn, const char *url, const char *method, upload *u)
+{
+    lua_State *L = h->L;
+    if (!L || !lua_checkstack(L, 12)) return queue_text(conn, 503, "text/plain", "busy\n", 5);
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, h->handler_ref);
+    lua_createtable(L, 0, 6);
+    lua_pushstring(L, method);
+    lua_setfield(L, -2, "method");
+    lua_pushstring(L, url);
+    lua_setfield(L, -2, "path");
+    lua_newtable(L);
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, header_cb, L);
+    lua_setfield(L, -2, "headers");
+    lua_newtable(L);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, header_cb, L);
+    lua_setfield(L, -2, "query");
+    lua_pushlstring(L, u && u->body ? u->body : "", u ? u->len : 0);
+    lua_setfield(L, -2, "body");
+    if (lua_pcall(L, 1, 4, 0) != LUA_OK) {
+        size_t len;
+        const char *m = lua_tolstring(L, -1, &len);
+        if (!m) m = "the request handler failed", len = strlen(m);
+        enum MHD_Result r = queue_text(conn, 500, "text/plain; charset=utf-8", m, len);
+        lua_settop(L, top);
+        return r;
+    }
+    unsigned status = (unsigned)luaL_optinteger(L, top + 1, 200);
+    const char *ctype = lua_isstring(L, top + 2) ? lua_tostring(L, top + 2) : "text/plain; charset=utf-8";
+    struct MHD_Response *r = NULL;
+    stream *st = NULL;
+    if (lua_istable(L, top + 3)) {
+        lua_getfield(L, top + 3, "stream");
+        st = calloc(1, sizeof *st);
+        if (st) {
+            st->h = h, st->id = lua_tointeger(L, -1), st->conn = conn;
+            r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, st, stream_free);
+            if (!r) free(st);
+            else {
+                st->next = h->streams;
+                if (st->next) st->next->prev = st;
+                h->streams = st;
+            }
+        }
+        lua_pop(L, 1);
+    } else {
+        size_t len = 0;
+        const char *body = lua_isstring(L, top + 3) ? lua_tolstring(L, top + 3, &len) : "";
+        r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    }
+    if (!r) {
+        lua_settop(L, top);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", ctype);
+    if (lua_istable(L, top + 4)) {
+        lua_pushnil(L);
+        while (lua_next(L, top + 4)) {
+            if (lua_type(L, -2) == LUA_TSTRING && lua_isstring(L, -1))
+                MHD_add_response_header(r, lua_tostring(L, -2), lua_tostring(L, -1));
+            lua_pop(L, 1);
+        }
+    }
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    lua_settop(L, top);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *data, size_t *data_size, void **con_cls)
+{
+    http *h = cls;
+    upload *u = *con_cls;
+    if (!u) {
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY) {
+            static const char m[] = "request body over 1 MiB\n";
+            return queue_text(conn, 413, "text/plain", m, sizeof m - 1);
+        }
+        u = calloc(1, sizeof *u);
+        if (!u) return MHD_NO;
+        *con_cls = u;
+        return MHD_YES;
+    }
+    if (*data_size) {
+        if (!u->too_large && u->len + *data_size > HTTP_MAX_BODY) {
+            u->too_large = true;
+            free(u->body);
+            u->body = NULL;
+            u->len = u->cap = 0;
+        }
+        if (!u->too_large) {
+            if (u->len + *data_size > u->cap) {
+                size_t cap = u->cap ? u->cap : 4096;
+                while (cap < u->len + *data_size) cap *= 2;
+                char *b = realloc(u->body, cap);
+                if (!b) return MHD_NO;
+                u->body = b, u->cap = cap;
+            }
+            memcpy(u->body + u->len, data, *data_size);
+            u->len += *data_size;
+        }
+        *data_size = 0;
+        return MHD_YES;
+    }
+    if (u->too_large) {
+        static const char m[] = "request body over 1 MiB\n";
+        return queue_text(conn, 413, "text/plain", m, sizeof m - 1);
+    }
+    return answer(h, conn, url, method, u);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
+{
+    upload *u = *con_cls;
+    if (u) {
+        free(u->body);
+        free(u);
+        *con_cls = NULL;
+    }
+}
+
+static void http_stop(lua_State *L, http *h)
+{
+    h->closing = true;
+    for (stream *s = h->streams; s; s = s->next)
+        if (s->suspended) { /* MHD must not stop with suspended connections */
+            s->suspended = false;
+            MHD_resume_connection(s->conn);
+        }
+    MHD_run(h->d);
+    MHD_stop_daemon(h->d);
+    if (h->handler_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, h->handler_ref);
+    free(h);
+    keel__lua_http_open_count--;
+}
+
+static int s_close(lua_State *L)
+{
+    http **p = luaL_checkudata(L, 1, HTTP_MT);
+    if (*p && (*p)->polling) return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server cannot close while it answers a request");
+    if (*p) http_stop(L, *p);
+    *p = NULL;
+    return 0;
+}
+
+/* server:poll([seconds]) -> true; false when this server is already polling (a request's own work
+ * reached it again: it waits for the outer poll). */
+static int s_poll(lua_State *L)
+{
+    http *h = check_http(L, 1, true);
+    double wait = luaL_optnumber(L, 2, 0);
+    if (h->polling) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    h->polling = true;
+    lua_State *saved = h->L;
+    h->L = L;
+    if (wait > 0) MHD_run_wait(h->d, (int32_t)(wait * 1000 + 0.5));
+    else MHD_run(h->d);
+    h->L = saved;
+    h->polling = false;
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+static int s_port(lua_State *L)
+{
+    lua_pushinteger(L, check_http(L, 1, true)->port);
+    return 1;
+}
+
+/* server:push(id, text) -> true; false when the stream is gone. */
+static int s_push(lua_State *L)
+{
+    http *h = check_http(L, 1, true);
+    stream *s = find_stream(h, luaL_checkinteger(L, 2));
+    size_t len;
+    const char *text = luaL_checklstring(L, 3, &len);
+    if (!s) {
+        lua_pushboolean(L, 0);
+        return 1;
+    }
+    msg *m = malloc(sizeof *m + len);
+    if (!m) return luaL_error(L, "out of memory");
+    m->next = NULL, m->len = len, m->off = 0;
+    memcpy(m->data, text, len);
+    if (s->tail) s->tail->next = m;
+    else s->head = m;
+    s->tail = m;
+    s->count++;
+    if (s->suspended) {
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* server:pending(id) -> messages queued and not yet sent whole, or nil when the stream is gone. */
+static int s_pending(lua_State *L)
+{
+    stream *s = find_stream(check_http(L, 1, true), luaL_checkinteger(L, 2));
+    if (!s) return 0;
+    lua_pushinteger(L, (lua_Integer)s->count);
+    return 1;
+}
+
+/* server:drop(id): forgets the queued messages not yet begun (the one being sent finishes). */
+static int s_drop(lua_State *L)
+{
+    stream *s = find_stream(check_http(L, 1, true), luaL_checkinteger(L, 2));
+    if (!s || !s->head) return 0;
+    msg *keep = s->head->off ? s->head : NULL;
+    msg *m = keep ? keep->next : s->head;
+    while (m) {
+        msg *n = m->next;
+        free(m);
+        m = n;
+    }
+    if (keep) keep->next = NULL;
+    s->head = s->tail = keep;
+    s->count = keep ? 1 : 0;
+    return 0;
+}
+
+static int s_tostring(lua_State *L)
+{
+    http *h = check_http(L, 1, false);
+    if (h) lua_pushfstring(L, "keel.Server (port %d)", (int)h->port);
+    else lua_pushliteral(L, "keel.Server (closed)");
+    return 1;
+}
+
+/* keel.core._http_open{ port = n, bind = "127.0.0.1", handler = fn } */
+static int m_http_open(lua_State *L)
+{
+    luaL_checktype(L, 1, LUA_TTABLE);
+    lua_getfield(L, 1, "port");
+    lua_Integer port = luaL_optinteger(L, -1, 27760);
+    lua_getfield(L, 1, "bind");
+    const char *bind = luaL_optstring(L, -1, "127.0.0.1");
+    lua_getfield(L, 1, "handler");
+    luaL_checktype(L, -1, LUA_TFUNCTION);
+    if (port < 0 || port > 65535) return keel__lua_argerror(L, 1, "port must be 0..65535, got %d", (int)port);
+    struct sockaddr_in a4;
+    struct sockaddr_in6 a6;
+    memset(&a4, 0, sizeof a4);
+    memset(&a6, 0, sizeof a6);
+    const struct sockaddr *sa;
+    unsigned flags = MHD_ALLOW_SUSPEND_RESUME;
+    if (inet_pton(AF_INET, bind, &a4.sin_addr) == 1) {
+        a4.sin_family = AF_INET, a4.sin_port = htons((uint16_t)port);
+        sa = (const struct sockaddr *)&a4;
+    } else if (inet_pton(AF_INET6, bind, &a6.sin6_addr) == 1) {
+        a6.sin6_family = AF_INET6, a6.sin6_port = htons((uint16_t)port);
+        sa = (const struct sockaddr *)&a6;
+        flags |= MHD_USE_IPv6;
+    } else return keel__lua_argerror(L, 1, "bind must be a numeric IPv4 or IPv6 address, got '%s'", bind);
+    http **p = lua_newuserdatauv(L, sizeof *p, 0); /* closed until the daemon runs: nothing leaks on a raise */
+    *p = NULL;
+    luaL_setmetatable(L, HTTP_MT);
+    http *h = calloc(1, sizeof *h);
+    if (!h) return luaL_error(L, "out of memory");
+    h->handler_ref = LUA_NOREF;
+    errno = 0;
+    h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                            MHD_OPTION_END);
+    if (!h->d) {
+        int e = errno;
+        free(h);
+        lua_pushnil(L);
+        lua_pushfstring(L, "cannot listen on %s port %d: %s", bind, (int)port, e ? strerror(e) : "the HTTP server did not start");
+        return 2;
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+    h->port = info ? info->port : (uint16_t)port;
+    lua_pushvalue(L, 4); /* the handler */
+    h->handler_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    *p = h;
+    keel__lua_http_open_count++;
+    return 1;
+}
+
+/* keel.core._random_token() -> 32 hex digits from the system's random source. */
+static int m_random_token(lua_State *L)
+{
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof b) {
+        ssize_t n = getrandom(b + got, sizeof b - got, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return keel_lua_raisef(L, KEEL_IO_ERROR, "no random source: %s", strerror(errno));
+        }
+        got += (size_t)n;
+    }
+    char hex[33];
+    for (size_t i = 0; i < sizeof b; i++) snprintf(hex + 2 * i, 3, "%02x", b[i]);
+    lua_pushlstring(L, hex, 32);
+    return 1;
+}
+
+static const char step_key = 0; /* registry: the function servers run at each step's start */
+
+void keel__lua_http_step(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
+{
+    if (!lua_checkstack(L, 4)) return;
+    int top = lua_gettop(L);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &step_key) == LUA_TFUNCTION) {
+        keel__lua_push_world_of(L, ctx, w);
+        (void)lua_pcall(L, 1, 0, 0); /* a request's failure is answered to its client, not raised here */
+    }
+    lua_settop(L, top);
+}
+
+/* keel.core._http_on_step(fn): fn(world) runs at the start of each step while a server is open. */
+static int m_on_step(lua_State *L)
+{
+    if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TFUNCTION);
+    lua_settop(L, 1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &step_key);
+    return 0;
+}
+
+/* keel.core._clock() -> seconds on a monotonic clock (the serve loop's frame pacing). */
+static int m_clock(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (lua_Number)ts.tv_sec + (lua_Number)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+void keel__lua_open_http(lua_State *L)
+{
+    lua_pushcfunction(L, m_clock);
+    lua_setfield(L, -2, "_clock");
+    lua_pushcfunction(L, m_on_step);
+    lua_setfield(L, -2, "_http_on_step");
+    if (luaL_newmetatable(L, HTTP_MT)) {
+        static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port }, { "push", s_push }, { "pending", s_pending },
+                                            { "drop", s_drop }, { "close", s_close }, { NULL, NULL } };
+        static const luaL_Reg meta[] = { { "__gc", s_close }, { "__close", s_close }, { "__tostring", s_tostring }, { NULL, NULL } };
+        luaL_setfuncs(L, meta, 0);
+        luaL_newlib(L, methods);
+        lua_setfield(L, -2, "__index");
+    }
+    lua_pop(L, 1);
+    lua_pushcfunction(L, m_http_open);
+    lua_setfield(L, -2, "_http_open");
+    lua_pushcfunction(L, m_random_token);
+    lua_setfield(L, -2, "_random_token");
+}

@@ -104,7 +104,8 @@ describe("keel mcp", function()
     assert.are.equal(0, light.properties.range.exclusiveMinimum) -- range > 0
     assert.is_nil(light.properties.range.minimum)
     assert.are.equal(0, light.properties.intensity.minimum)
-    assert.are.same({ type = "number" }, light.properties.color.items)
+    assert.are.equal("number", light.properties.color.items.type)
+    assert.are.equal(0, light.properties.color.items.minimum) -- a vector's bounds hold for each member
     assert.are.equal(4, light.properties.color.minItems)
 
     local audio = assert(variant(set.properties.fields, "core:audio_source"))

@@ -150,7 +150,7 @@ function Watch:delta(sub)
   sub.seen, sub.comps = seen, comps
   sub.revision, sub.frame = w.revision, ch.frame
   if #changed + #added + #removed + #spawned + #destroyed == 0 then return true end
-  return send(self, sub, "delta", { revision = w.revision, frame = ch.frame, changed = array(changed), added = array(added),
+  return send(self, sub, "delta", { revision = w.revision, frame = ch.frame, frame_ms = ch.frame_ms, changed = array(changed), added = array(added),
     removed = array(removed), spawned = array(spawned), destroyed = array(destroyed) })
 end
 

@@ -62,7 +62,7 @@ async function refreshInfo() {
   return info;
 }
 
-// A frame time: given by the server, or the wall time between frames seen (ms per frame).
+// A frame time: the server's (how long the step took), else the wall time between frames seen.
 function noteFrame(frame, ms) {
   if (typeof frame !== 'number') return;
   const now = performance.now();
@@ -79,10 +79,12 @@ function drawGraph() {
   const c = $('#frame-graph'), g = c.getContext('2d');
   const w = c.width, h = c.height, data = state.frames;
   g.clearRect(0, 0, w, h);
-  const max = Math.max(33.4, ...data);
-  g.strokeStyle = 'rgba(255,255,255,0.15)'; // 16.7 ms: 60 frames a second
-  const y60 = h - (16.7 / max) * h;
-  g.beginPath(); g.moveTo(0, y60); g.lineTo(w, y60); g.stroke();
+  const max = Math.max(1, ...data) * 1.25;
+  if (16.7 < max) { // 16.7 ms: a frame's whole budget at 60 frames a second
+    g.strokeStyle = 'rgba(255,120,120,0.35)';
+    const y60 = h - (16.7 / max) * h;
+    g.beginPath(); g.moveTo(0, y60); g.lineTo(w, y60); g.stroke();
+  }
   g.strokeStyle = '#7fdc9a';
   g.beginPath();
   data.forEach((v, i) => {
@@ -91,7 +93,7 @@ function drawGraph() {
   });
   g.stroke();
   const lastMs = data[data.length - 1];
-  $('#frame-ms').textContent = lastMs === undefined ? '– ms' : `${lastMs.toFixed(1)} ms`;
+  $('#frame-ms').textContent = lastMs === undefined ? '– ms' : `${lastMs.toFixed(lastMs < 10 ? 2 : 1)} ms`;
 }
 
 // After anything that may have changed the world while it is paused (no frame, so maybe no event).

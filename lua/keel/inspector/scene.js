@@ -179,10 +179,16 @@ export class SceneView {
         spots.set(key, at);
       }
     }
+    const placed = []; // label boxes drawn so far: a label that would cover one moves down a line
     for (const at of spots.values()) {
       const more = at.names.length > 3 ? ` +${at.names.length - 3}` : '';
+      const text = at.names.slice(0, 3).join(', ') + more;
+      const lw = g.measureText(text).width;
+      let ly = at.y - 6;
+      for (let tries = 0; tries < 6 && placed.some((b) => at.x + 8 < b.x + b.w && b.x < at.x + 8 + lw && Math.abs(b.y - ly) < 12); tries++) ly += 12;
+      placed.push({ x: at.x + 8, y: ly, w: lw });
       g.fillStyle = at.sel ? '#ffe9a8' : 'rgba(220,230,245,0.8)';
-      g.fillText(at.names.slice(0, 3).join(', ') + more, at.x + 8, at.y - 6);
+      g.fillText(text, at.x + 8, ly);
     }
   }
 

@@ -107,7 +107,7 @@ function fieldWidget(f, ctx) {
     };
   }
   if (f.type === 'entity') {
-    // An entity picker: type a name (suggested from the hierarchy) or a UUID, or pick with ⌖
+    // An entity picker: type a name (suggested from the hierarchy) or a UUID, or press pick
     // then click an entity in the hierarchy or the scene view; empty clears it.
     const input = el('input', {
       type: 'text', list: 'entity-names', ...common, placeholder: '(none)', class: 'entity-ref',
@@ -119,7 +119,7 @@ function fieldWidget(f, ctx) {
     const pick = el('button', {
       type: 'button', class: 'pick', title: 'pick an entity in the hierarchy or the scene view', disabled: ro,
       onclick: () => ctx.entities.pick((uuid) => ctx.edit(uuid)),
-    }, '⌖');
+    }, 'pick');
     return {
       node: el('span', { class: 'entity' }, input, pick),
       set: (v) => { input.value = v ? ctx.entities.label(v) : ''; input.dataset.uuid = v || ''; },

@@ -1,15 +1,16 @@
 // inspector_test.mjs — the inspector page in headless Chromium against a real `keel serve`:
 // select an entity, edit a float field, check the world's value through the channel, undo it,
 // check it reverted, and save a screenshot.
-//   node inspector_test.mjs KEEL SCENE SCREENSHOT.png [DOCS_COPY.png]
+// Then a scene with a component of an unknown kind: shown read-only.
+//   node inspector_test.mjs KEEL SCENE UNKNOWN_KIND_SCENE SCREENSHOT.png [DOCS_COPY.png]
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { copyFileSync } from 'node:fs';
 import puppeteer from 'puppeteer-core';
 
-const [keelBin, scene, shotPath, docsCopy] = process.argv.slice(2);
-if (!keelBin || !scene || !shotPath) {
-  console.error('usage: node inspector_test.mjs KEEL SCENE SCREENSHOT.png [DOCS_COPY.png]');
+const [keelBin, scene, unknownScene, shotPath, docsCopy] = process.argv.slice(2);
+if (!keelBin || !scene || !unknownScene || !shotPath) {
+  console.error('usage: node inspector_test.mjs KEEL SCENE UNKNOWN_KIND_SCENE SCREENSHOT.png [DOCS_COPY.png]');
   process.exit(2);
 }
 const chromium = process.env.KEEL_CHROMIUM || '/usr/bin/chromium';
@@ -36,8 +37,8 @@ function freePort() {
 }
 
 // Starts `keel serve SCENE --port N`; resolves with the URL it prints (token included).
-function startServer(port) {
-  const child = spawn(keelBin, ['serve', scene, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startServer(port, file = scene) {
+  const child = spawn(keelBin, ['serve', file, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let seen = '';
   const url = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
@@ -79,10 +80,11 @@ async function until(what, f, ms = 10000) {
 
 const healthValue = async (url) => (await rpc(url, 'component.get', { object: 'Player', kind: 'game:health' })).body.value;
 
-let server;
+const servers = [];
 let browser;
 try {
-  server = startServer(await freePort());
+  const server = startServer(await freePort());
+  servers.push(server);
   const url = await server.url;
   console.log(`server: ${url}`);
   browser = await puppeteer.launch({
@@ -185,6 +187,24 @@ try {
   await until('Chaser selected', () => page.$eval('#entity-name', (e) => e.value === 'Chaser'));
   check(true, 'a click in the scene view selects the entity drawn there');
 
+  // an entity field: shown by name; "pick" then a click in the hierarchy sets it
+  const target = 'section.comp[data-kind="game:follower"] input[data-field="target"]';
+  await page.waitForSelector(target);
+  const targetOf = async () => (await rpc(url, 'component.get', { object: 'Chaser', kind: 'game:follower' })).body.target;
+  const playerUuid = await targetOf();
+  check((await page.$eval(target, (e) => e.value)) === 'Player', 'an entity field shows its target by name');
+  await page.click('section.comp[data-kind="game:follower"] button.pick');
+  await page.evaluate(() => {
+    [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Sun').click();
+  });
+  const sunUuid = (await rpc(url, 'object.get', { object: 'Sun' })).uuid;
+  await until('the picked target to reach the world', async () => (await targetOf()) === sunUuid);
+  check((await page.$eval('#entity-name', (e) => e.value)) === 'Chaser', 'picking set the field and kept the selection');
+  await until('the form to show the picked target', () => page.$eval(target, (e) => e.value === 'Sun'));
+  await page.click('#undo');
+  await until('the undone target', async () => (await targetOf()) === playerUuid);
+  check(true, 'the picked entity reached the world, and undo put the old one back');
+
   // back to Player, with Arena's children shown, for the screenshot
   await page.evaluate(() => {
     const rows = [...document.querySelectorAll('#tree li')];
@@ -201,11 +221,30 @@ try {
   await page.screenshot({ path: shotPath });
   console.log(`screenshot: ${shotPath}`);
   if (docsCopy) copyFileSync(shotPath, docsCopy);
+
+  // a component of a kind this process does not know: its body, read-only
+  const other = startServer(await freePort(), unknownScene);
+  servers.push(other);
+  const otherUrl = await other.url;
+  const page2 = await browser.newPage();
+  page2.on('pageerror', (e) => pageErrors.push(e.message));
+  await page2.goto(otherUrl);
+  await page2.waitForSelector('body.ready', { timeout: 15000 });
+  await page2.evaluate(() => {
+    [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Dock').click();
+  });
+  const unknown = 'section.comp.unknown[data-kind="mod:winch"]';
+  await page2.waitForSelector(unknown, { timeout: 10000 });
+  const body = await page2.$eval(`${unknown} pre.body`, (e) => e.textContent);
+  check(/rope_length/.test(body) && /torque/.test(body), 'an unknown component shows its body as read');
+  check(await page2.$$eval(`${unknown} input:not([disabled]), ${unknown} select`, (l) => l.length === 0),
+    'an unknown component has no field to edit');
+  check(pageErrors.length === 0, `no errors in the second page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
 } catch (e) {
   check(false, e.stack || String(e));
 } finally {
   if (browser) await browser.close().catch(() => {});
-  if (server) server.child.kill('SIGTERM');
+  for (const s of servers) s.child.kill('SIGTERM');
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

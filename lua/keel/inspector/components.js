@@ -133,9 +133,12 @@ function fieldWidget(f, ctx) {
   return { node: input, set: (v) => { input.value = v ?? ''; } };
 }
 
+// Being typed in: a text or number input (or a select) that has the focus. A focused button or
+// checkbox holds nothing unsent, so live values still reach it.
 function isFocused(node) {
   const a = document.activeElement;
-  return a && (node === a || node.contains(a));
+  if (!a || !(node === a || node.contains(a))) return false;
+  return a.tagName === 'SELECT' || (a.tagName === 'INPUT' && !['checkbox', 'color', 'button'].includes(a.type));
 }
 
 // The form of one component. `api` = { set(fields), enable(on), remove(), entities }.
@@ -184,13 +187,13 @@ export function componentForm(comp, kind, api) {
   }
   section.append(status);
 
-  function update(newBody, newVersion, partial) {
+  function update(newBody, newVersion, partial, force) {
     body = partial ? { ...body, ...newBody } : (newBody || {});
     if (newVersion !== undefined) version.textContent = `v${newVersion}`;
     for (const [key, w] of widgets) {
       if (key === '*') { w.set(); continue; }
       if (!(key in body)) continue;
-      if (w.node && isFocused(w.node)) continue; // the user is typing here
+      if (!force && w.node && isFocused(w.node)) continue; // the user is typing here
       w.set(body[key]);
     }
   }
@@ -200,6 +203,6 @@ export function componentForm(comp, kind, api) {
     update,
     setEnabled: (on) => { enabled.checked = on !== false; },
     error: (text) => { status.textContent = text || ''; status.classList.toggle('shown', !!text); },
-    refresh: () => update(body), // put the last known values back after a refused edit
+    refresh: () => update(body, undefined, false, true), // the last known values back after a refused edit
   };
 }

@@ -208,14 +208,40 @@ describe("keel mcp", function()
     assert.is_true(isError)
   end)
 
+  it("keeps stdout for the protocol: what the world's scripts print goes to stderr", function()
+    local dir = H.tmpdir()
+    os.execute("mkdir " .. H.shell_quote(dir .. "/kinds"))
+    H.spit(dir .. "/kinds/noisy.lua", [[
+local keel = require "keel"
+keel.kind{ key = "spec:noisy", fields = { { "n", "int" } },
+  update = function(self) print("noisy update", self.n); io.write("written\n"); self.n = self.n + 1 end }
+]])
+    H.spit(dir .. "/noisy.yaml", H.doc_of(H.ent(H.U1, "Talker", nil, H.comp("spec:noisy", "{n: 0}"))))
+    local code, out, err = H.run_keel(KEEL, "mcp --kinds " .. H.shell_quote(dir .. "/kinds") .. " "
+      .. H.shell_quote(dir .. "/noisy.yaml"), table.concat({ encode(INIT),
+        encode(call(1, "world_step", { frames = 2 })),
+        encode(call(2, "component_get", { object = "Talker", kind = "spec:noisy" })) }, "\n") .. "\n")
+    H.rmrf(dir)
+    assert.are.equal(0, code)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = decode(line) end
+    assert.are.equal(3, #lines) -- nothing but the answers
+    assert.are.equal(2, content(lines[3]).body.n)
+    assert.matches("noisy update\t0\nwritten\nnoisy update\t1\nwritten\n", err)
+  end)
+
   it("needs exactly one scene, and says so on stderr with exit code 2", function()
     local code, out, err = H.run_keel(KEEL, "mcp", "")
     assert.are.equal(2, code)
     assert.are.equal("", out)
     assert.matches("mcp: expected one SCENE", err)
+    code, out, err = H.run_keel(KEEL, "mcp a.yaml b.yaml", "")
+    assert.are.equal(2, code)
+    assert.matches("mcp: expected one SCENE", err)
+    -- a scene that cannot be loaded: said on stderr, nothing on stdout
     code, out, err = H.run_keel(KEEL, "mcp " .. H.shell_quote(H.ROOT .. "/no/such/scene.yaml"), "")
-    assert.are.equal(1, code > 0 and 1 or 0)
+    assert.are_not.equal(0, code)
     assert.are.equal("", out)
-    assert.is_true(#err > 0)
+    assert.matches("scene.yaml", err)
   end)
 end)

@@ -267,12 +267,13 @@ function Server:handle(line)
     "Internal error: " .. tostring(text)))
 end
 
--- Serves until the input ends. Anything the world's scripts print goes to stderr: stdout is
--- the protocol's.
+-- Serves until the input ends. Anything the world's scripts print (print, io.write) goes to
+-- stderr: stdout is the protocol's.
 function M.run(ch, input, output)
   input, output = input or io.stdin, output or io.stdout
   local srv = M.new(ch)
-  local saved_print = print
+  local saved_print, saved_output = print, io.output()
+  io.output(io.stderr)
   print = function(...) -- luacheck: ignore
     local n = select("#", ...)
     local parts = {}
@@ -291,6 +292,7 @@ function M.run(ch, input, output)
     end
   end)
   print = saved_print -- luacheck: ignore
+  io.output(saved_output)
   if not ok then error(err, 0) end
 end
 

@@ -184,6 +184,7 @@ describe("keel mcp", function()
       "{not json",
       encode({ jsonrpc = "1.0", id = 3, method = "tools/list" }),
       req(4, "tools/call", { arguments = {} }),
+      encode({ jsonrpc = "2.0", id = 9, result = {} }), -- a client's answer: nothing to say
     })
     assert.are.equal(0, code)
     assert.are.equal(6, #a)

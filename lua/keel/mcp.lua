@@ -227,6 +227,7 @@ function Server:answer(req)
     return failure(nil, channel.INVALID_REQUEST, "Invalid Request: one JSON-RPC object a line")
   end
   local id, method = req.id, req.method
+  if method == nil and (req.result ~= nil or req.error ~= nil) then return nil end -- a client's answer: none asked
   if req.jsonrpc ~= "2.0" or type(method) ~= "string" then
     return failure(id, channel.INVALID_REQUEST, "Invalid Request: jsonrpc \"2.0\" and a method expected")
   end
@@ -239,7 +240,7 @@ function Server:answer(req)
     return response(id, {
       protocolVersion = supported(asked) and asked or M.PROTOCOL_VERSIONS[1],
       capabilities = { tools = { listChanged = false } },
-      serverInfo = { name = "keel", version = core.version or "0" },
+      serverInfo = { name = "keel", version = core.version },
       instructions = "The tools are keel's live channel over one loaded world (paused: world_step runs frames). "
         .. "component_kinds lists each kind's fields with their types and ranges; edits are undoable "
         .. "with history_undo.",

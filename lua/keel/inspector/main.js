@@ -282,7 +282,14 @@ function wireEntityPanel() {
   $('#destroy').onclick = () => {
     const uuid = state.selected;
     if (!uuid) return;
-    act('object.destroy', { object: uuid }, () => { view.remove(uuid); showEntity(null); state.selected = null; return resync(); });
+    act('object.destroy', { object: uuid }, () => {
+      if (state.selWatch) state.selWatch.close();
+      state.selWatch = null;
+      state.selected = null;
+      view.remove(uuid);
+      showEntity(null);
+      return resync();
+    });
   };
   $('#spawn').onclick = () => act('object.spawn', {
     name: 'Entity', parent: state.selected || undefined,

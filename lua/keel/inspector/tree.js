@@ -19,6 +19,7 @@ export class Tree {
     this.onSelect = onSelect;
     this.onError = onError;
     this.names = new Map();
+    this.expanded = new Set(); // nodes kept open across reloads
     this.selected = null;
     this.query = '';
     this.offset = 0;
@@ -85,6 +86,7 @@ export class Tree {
     });
     toggle.addEventListener('click', () => this.expand(li, o, toggle));
     li.append(row);
+    if (!toggle.disabled && this.expanded.has(o.uuid)) queueMicrotask(() => this.expand(li, o, toggle));
     return li;
   }
 
@@ -93,8 +95,10 @@ export class Tree {
     if (ul && offset === 0) { // collapse
       ul.remove();
       toggle.textContent = '▸';
+      this.expanded.delete(o.uuid);
       return;
     }
+    this.expanded.add(o.uuid);
     let res;
     try {
       res = await call('object.list', { parent: o.uuid, offset, limit: PAGE });

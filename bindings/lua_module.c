@@ -7,6 +7,7 @@
 #include "lua_internal.h"
 #include "lua_http.h"
 #include "lua_json.h"
+#include "lua_watch.h"
 
 keel_lua_frame keel__lua_cur;
 unsigned long keel__lua_entries;
@@ -192,5 +193,6 @@ int luaopen_keel_core(lua_State *L)
     lua_setfield(L, -2, "persist");
     keel__lua_open_json(L);
     keel__lua_open_http(L);
+    keel__lua_open_watch(L);
     return 1;
 }

@@ -395,7 +395,7 @@ end }
 
 methods["world.step"] = { params = { ["frames?"] = "integer", ["dt?"] = "number" }, run = function(self, p)
   local frames = p.frames or 1
-  if frames < 1 or frames > 100000 then bad_params("frames must be 1..100000") end
+  if frames < 1 or frames > self.max_frames then bad_params("frames must be 1..%d", self.max_frames) end
   if not self.paused then keel_error("InvalidOperation", "world.step needs a paused world (world.pause first)") end
   if self.stepping then keel_error("InvalidOperation", "world.step cannot run inside a step") end
   local dt = p.dt or self.dt
@@ -434,6 +434,7 @@ end
 M.inside = inside
 
 methods["world.save"] = { params = { ["path?"] = "string" }, run = function(self, p)
+  if self.save == false then keel_error("Unsupported", "this channel does not save") end
   local scene = self.scene
   local dir = scene and (scene:match("^(.*)/[^/]*$") or ".") or "."
   local path = p.path or scene
@@ -457,7 +458,8 @@ end }
 function M.new(w, opts)
   opts = opts or {}
   local self = setmetatable({ world = w, scene = opts.scene, frame = 0, dt = opts.dt or 1 / 60,
-    paused = opts.paused or false, history = { undos = {}, redos = {} } }, Channel)
+    paused = opts.paused or false, save = opts.save, max_frames = opts.max_frames or 100000,
+    history = { undos = {}, redos = {} } }, Channel)
   return self
 end
 

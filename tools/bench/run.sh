@@ -16,6 +16,7 @@ for b in bench_core bench_yaml bench_files; do
 done
 if [ -x "$BUILD/keel" ]; then
     "$BUILD/keel" "$SRC/tools/bench/bench_lua.lua" >>"$out" || echo "BENCH	bench_lua failed	-	-	-" >>"$out"
+    "$BUILD/keel" "$SRC/tools/bench/bench_channel.lua" >>"$out" || echo "BENCH	bench_channel failed	-	-	-" >>"$out"
 fi
 printf '%-16s %14s %14s %8s  %s\n' "row" "keel" "baseline" "ratio" "unit"
 printf '%-16s %14s %14s %8s  %s\n' "----------------" "--------------" "--------------" "--------" "----"

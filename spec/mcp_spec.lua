@@ -205,6 +205,8 @@ describe("keel mcp", function()
     assert.are.equal(0, content(a[2]).frame)
     assert.are.equal(3, content(a[3]).frame)
     assert.are.equal(3, content(a[4]).frame)
+    assert.is_nil(content(a[2]).frame_ms) -- no step yet
+    assert.is_true(content(a[4]).frame_ms >= 0) -- how long the last step took, in ms
     local _, isError = content(a[5])
     assert.is_true(isError)
   end)

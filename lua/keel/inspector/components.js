@@ -156,7 +156,7 @@ export function componentForm(comp, kind, api) {
   const head = el('header', {},
     enabled,
     el('span', { class: 'title' }, title),
-    el('span', { class: 'key' }, comp.slot ? `${comp.kind} #${comp.slot}` : comp.kind),
+    el('span', { class: 'key' }, unknown ? 'not declared here' : (comp.slot ? `${comp.kind} #${comp.slot}` : comp.kind)),
     version,
     el('button', { type: 'button', class: 'remove', title: 'remove this component', onclick: () => api.remove() }, '×'));
   const section = el('section', {

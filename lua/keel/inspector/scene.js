@@ -67,8 +67,9 @@ export class SceneView {
     this.redraw();
   }
 
-  clear() {
+  clear() { // a fresh snapshot follows: fit it
     this.nodes.clear();
+    this.view = null;
     this.redraw();
   }
 
@@ -130,8 +131,10 @@ export class SceneView {
     const memo = new Map();
     const points = [];
     for (const [uuid, n] of this.nodes) if (n.t) points.push({ uuid, n, ...this.world(uuid, memo) });
+    // fitted to what is known until there is something to fit (then kept: the user pans and zooms)
     if (!this.view) this.fit(points);
     const { cx, cz, scale } = this.view;
+    if (!points.length) this.view = null;
     const sx = (x) => w / 2 + (x - cx) * scale, sy = (z) => h / 2 + (z - cz) * scale;
 
     // a grid of 1, 10 or 100 units, whichever is 20px or more apart

@@ -158,7 +158,9 @@ try {
   await until('the step', async () => (await rpc(url, 'world.info')).frame === f0 + 1);
   check(true, 'Step ran one frame');
 
-  // resume: frames run in real time and the frame-time graph fills; pause stops them
+  // resume: frames run in real time, live values reach the form through the event stream and
+  // the frame-time graph fills; pause stops them
+  const shown = await page.$eval(field, (e) => e.value);
   await page.click('#resume');
   const running = await until('the world to run', async () => {
     const info = await rpc(url, 'world.info');
@@ -167,6 +169,10 @@ try {
   check(!!running, `Resume let the world run (frame ${running.frame})`);
   await until('the frame-time graph', () => page.$eval('#frame-ms', (e) => /\d ms$/.test(e.textContent)));
   check(true, `the frame time is shown (${await page.$eval('#frame-ms', (e) => e.textContent)})`);
+  await until('a live value', () => page.$eval(field, (e, v) => e.value !== v, shown));
+  check(true, `the running world's values reach the form live (health ${shown} -> ${await page.$eval(field, (e) => e.value)})`);
+  await until('frame samples', () => page.evaluate(() => window.keelInspector.state.frames.length >= 10));
+  check(true, 'the graph has a sample per frame');
   await new Promise((r) => setTimeout(r, 1000));
   await page.click('#pause');
   await until('the pause', async () => (await rpc(url, 'world.info')).paused);
@@ -239,6 +245,17 @@ try {
   check(/rope_length/.test(body) && /torque/.test(body), 'an unknown component shows its body as read');
   check(await page2.$$eval(`${unknown} input:not([disabled]), ${unknown} select`, (l) => l.length === 0),
     'an unknown component has no field to edit');
+  // paging: 120 matches for a search are shown 100 at a time
+  for (let i = 0; i < 120; i++) {
+    await rpc(otherUrl, 'object.spawn', { name: `Crate ${i}`, components: [{ kind: 'core:transform', body: { position: [i % 12, 0, Math.floor(i / 12)] } }] });
+  }
+  await page2.$eval('#tree input[type=search]', (e) => { e.value = 'Crate'; e.dispatchEvent(new Event('input')); });
+  await until('the first page', () => page2.$eval('#tree .range', (e) => e.textContent === '1–100 of 120'));
+  check((await page2.$$('#tree .items > li')).length === 100, 'a search lists its first 100 matches, out of 120');
+  await page2.click('#tree .next');
+  await until('the second page', () => page2.$eval('#tree .range', (e) => e.textContent === '101–120 of 120'));
+  check((await page2.$$('#tree .items > li')).length === 20, 'Next shows the other 20');
+  check(await page2.$eval('#tree .next', (e) => e.disabled), 'Next is disabled on the last page');
   check(pageErrors.length === 0, `no errors in the second page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
 } catch (e) {
   check(false, e.stack || String(e));

@@ -1,6 +1,7 @@
 /* lua_watch.c — what one event-stream subscriber has seen of a world, and the JSON of what it has
  * not (lua/keel/watch.lua sends it). keel.core._watcher(w, { kinds = {KEY...}, entities = {REF...} })
  * -> watcher; watcher:snapshot(frame) -> JSON text; watcher:delta(frame) -> JSON text | nil.
+ * Beyond the contract's delta keys, "updated" lists entities renamed, reparented or (dis)abled.
  * A component is found changed by its write counter (its Lua `version`); only the fields whose
  * values differ from the ones this watcher last sent go out. Components are known by their
  * serial (never reused in a world), entities by their handle (generation included). */
@@ -31,6 +32,9 @@ typedef struct wcomp {
 typedef struct went {
     keel_entity e;
     keel_uuid uuid;
+    char *name; /* owned: a rename, reparent or enable sends the entity in "updated" */
+    keel_entity parent;
+    bool enabled;
 } went;
 
 /* uint64 key (never 0) -> index, open addressing; rebuilt each pass. */
@@ -235,7 +239,7 @@ typedef struct pass {
     went *ents;
     size_t nents, capents;
     json_t *entities;                   /* snapshot */
-    json_t *changed, *added, *spawned; /* delta */
+    json_t *changed, *added, *spawned, *updated; /* delta */
 } pass;
 
 static wcomp *next_comp(pass *p)
@@ -273,21 +277,32 @@ static void visit(pass *p, keel_entity e)
 {
     watcher *wt = p->wt;
     keel_world *w = p->w;
-    if (umap_get(&wt->emap, e) < 0 && p->spawned) json_array_append_new(p->spawned, entity_json(w, e));
+    long pe = umap_get(&wt->emap, e);
+    if (pe < 0 && p->spawned) json_array_append_new(p->spawned, entity_json(w, e));
     if (p->nents == p->capents) {
         p->capents = p->capents ? p->capents * 2 : 64;
         went *g = realloc(p->ents, p->capents * sizeof *g);
         if (!g) abort();
         p->ents = g;
     }
-    p->ents[p->nents++] = (went){ e, keel_entity_uuid(w, e) };
+    const char *name = keel_entity_name(w, e);
+    went *ne = &p->ents[p->nents++];
+    *ne = (went){ e, keel_entity_uuid(w, e), NULL, keel_entity_parent(w, e), keel_entity_enabled(w, e) };
+    went *old = pe >= 0 ? &wt->ents[pe] : NULL;
+    bool renamed = !(old && old->name && strcmp(old->name, name ? name : "") == 0);
+    if (!renamed) {
+        ne->name = old->name;
+        old->name = NULL;
+    } else ne->name = dup_str(name ? name : "");
+    if (old && p->updated && (renamed || old->parent != ne->parent || old->enabled != ne->enabled))
+        json_array_append_new(p->updated, entity_json(w, e));
     json_t *list = p->entities ? json_array() : NULL;
     char uuid[37] = ""; /* formatted when first needed */
     keel_member m;
     for (size_t i = 0; keel_member_at(w, e, i, &m); i++) {
         if (!kind_watched(wt, m.key)) continue;
-        long old = umap_get(&wt->cmap, m.serial);
-        wcomp *prev = old >= 0 ? &wt->comps[old] : NULL;
+        long pc = umap_get(&wt->cmap, m.serial);
+        wcomp *prev = pc >= 0 ? &wt->comps[pc] : NULL;
         wcomp *c = next_comp(p);
         c->serial = m.serial, c->counter = m.counter, c->e = e, c->kind = m.loaded ? m.kind : KEEL_NO_KIND;
         c->key = m.key, c->slot = m.slot;
@@ -393,8 +408,10 @@ static void settle(pass *p, json_t *removed, json_t *destroyed)
         }
         comp_free(c);
     }
-    for (size_t i = 0; i < wt->nents; i++)
+    for (size_t i = 0; i < wt->nents; i++) {
         if (destroyed && umap_get(&emap, wt->ents[i].e) < 0) json_array_append_new(destroyed, uuid_json(wt->ents[i].uuid));
+        free(wt->ents[i].name);
+    }
     free(wt->comps);
     free(wt->ents);
     umap_free(&wt->emap);
@@ -431,6 +448,7 @@ static void push_dump(lua_State *L, json_t *o)
 static void forget(watcher *wt)
 {
     for (size_t i = 0; i < wt->ncomps; i++) comp_free(&wt->comps[i]);
+    for (size_t i = 0; i < wt->nents; i++) free(wt->ents[i].name);
     free(wt->comps);
     free(wt->ents);
     umap_free(&wt->emap);
@@ -466,12 +484,13 @@ static int wt_delta(lua_State *L)
     lua_Integer frame = luaL_optinteger(L, 2, 0);
     keel_world *w = wt->lw->w;
     json_t *removed = json_array(), *destroyed = json_array();
-    pass p = { .wt = wt, .w = w, .changed = json_array(), .added = json_array(), .spawned = json_array() };
+    pass p = { .wt = wt, .w = w, .changed = json_array(), .added = json_array(), .spawned = json_array(), .updated = json_array() };
     walk(&p);
     settle(&p, removed, destroyed);
     if (!json_array_size(p.changed) && !json_array_size(p.added) && !json_array_size(p.spawned) && !json_array_size(removed)
-        && !json_array_size(destroyed)) {
+        && !json_array_size(destroyed) && !json_array_size(p.updated)) {
         json_decref(p.changed), json_decref(p.added), json_decref(p.spawned), json_decref(removed), json_decref(destroyed);
+        json_decref(p.updated);
         lua_pushnil(L);
         return 1;
     }
@@ -484,6 +503,7 @@ static int wt_delta(lua_State *L)
     json_object_set_new(o, "removed", removed);
     json_object_set_new(o, "spawned", p.spawned);
     json_object_set_new(o, "destroyed", destroyed);
+    json_object_set_new(o, "updated", p.updated);
     push_dump(L, o);
     return 1;
 }

@@ -390,6 +390,7 @@ describe("channel", function()
         if frames == 20 then a:get("ch:stamina").value = 50 end
         if frames == 40 then w:spawn("New") end
         if frames == 60 then w:find("C"):destroy() end
+        if frames == 70 then w:find("B").name = "Bee" end
         if frames % 10 == 0 then srv.channel:step() end
       end })
       assert.are.equal(200, status)
@@ -401,7 +402,7 @@ describe("channel", function()
       for _, e in ipairs(snap.entities) do names[#names + 1] = e.name end
       assert.are.same({ "", "A", "B", "C" }, names)
       assert.are.equal(100, snap.entities[2].components[2].body.value)
-      local changed, spawned, destroyed
+      local changed, spawned, destroyed, updated
       for i = 2, #events do
         assert.are.equal("delta", events[i].name)
         local d = events[i].data
@@ -410,6 +411,7 @@ describe("channel", function()
         end
         if #d.spawned > 0 then spawned = d.spawned[1] end
         if #d.destroyed > 0 then destroyed = d.destroyed[1] end
+        if #d.updated > 0 then updated = d.updated[1] end
       end
       assert.is_truthy(changed, "a delta with the changed component")
       assert.are.equal(a.uuid, changed.entity)
@@ -418,6 +420,8 @@ describe("channel", function()
       assert.are.equal("New", spawned.name)
       assert.are.equal(w:find("New").uuid, spawned.uuid)
       assert.is_string(destroyed)
+      assert.are.equal("Bee", updated.name) -- renamed
+      assert.are.equal(a.uuid, updated.parent)
     end)
 
     it("costs nothing and sends nothing while nothing changes", function()
@@ -494,6 +498,30 @@ describe("keel serve", function()
     assert.are.equal(2, call('{"jsonrpc":"2.0","id":1,"method":"world.step","params":{"frames":2}}').result.frame)
     os.execute("kill -INT " .. H.slurp(dir .. "/pid"):match("%d+"))
     H.rmrf(dir)
+  end)
+
+  it("keel run --serve runs in real time and serves; --bind says so on stderr", function()
+    local bin = H.find_keel()
+    local scene = H.ROOT .. "/scenes/demo.yaml"
+    local code, out, err = H.run_keel(bin, "run " .. q(scene) .. " --serve 0 --frames 6")
+    assert.are.equal(0, code, err)
+    assert.matches("serving .* %(running%) at http://127%.0%.0%.1:%d+/#token=%x+", out)
+    assert.are.equal("", err)
+    code, out, err = H.run_keel(bin, "run " .. q(scene) .. " --serve 0 --frames 1 --bind 0.0.0.0")
+    assert.are.equal(0, code, err)
+    assert.matches("serving on 0%.0%.0%.0", err)
+    assert.matches("http://0%.0%.0%.0:%d+/#token=", out)
+    code, _, err = H.run_keel(bin, "run " .. q(scene) .. " --serve 0 --save x.yaml")
+    assert.are.equal(2, code)
+    assert.matches("does not combine", err)
+    code, _, err = H.run_keel(bin, "run " .. q(scene) .. " --bind 0.0.0.0")
+    assert.are.equal(2, code)
+    code, _, err = H.run_keel(bin, "serve")
+    assert.are.equal(2, code)
+    assert.matches("expected one SCENE", err)
+    code, _, err = H.run_keel(bin, "serve " .. q(scene) .. " --port 70000")
+    assert.are.equal(2, code)
+    assert.matches("0%.%.65535", err)
   end)
 
   it("refuses a port in use, and says so", function()

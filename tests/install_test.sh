@@ -29,6 +29,19 @@ out=$(lua5.4 -e 'local keel = require "keel"; print(keel.world("x"))')
 echo "$out"
 case "$out" in *World*|*world*) ;; *) echo "FAIL: unexpected output"; exit 1 ;; esac
 
+echo "== stock lua5.4 serves a world (keel.serve) with the installed inspector page"
+[ -f "$ldir/keel/inspector/index.html" ] || { echo "FAIL: the inspector page is not installed"; exit 1; }
+out=$(lua5.4 -e '
+local keel = require "keel"
+local srv = assert(keel.serve(keel.world("x"), { port = 0 }))
+assert(srv.static, "no static files found")
+local f = io.popen("curl -s -o /dev/null -w %{http_code} http://127.0.0.1:" .. srv.port .. "/ &")
+for _ = 1, 200 do srv:poll(0.01) end
+print(f:read("a"), srv.url)
+srv:close()')
+echo "$out"
+case "$out" in 200*/#token=*) ;; *) echo "FAIL: unexpected output"; exit 1 ;; esac
+
 echo "== stock busted runs a user's spec"
 mkdir -p "$tmp/userspec"
 cat >"$tmp/userspec/user_spec.lua" <<'LUA'

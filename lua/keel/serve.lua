@@ -69,8 +69,10 @@ end
 function Server:route(req)
   local h = req.headers
   local host = h.host
-  if not (loopback_host(host) or (self.bind ~= "127.0.0.1" and type(host) == "string"
-      and (host == self.bind or host:match("^(.*):%d+$") == self.bind))) then
+  -- (--bind: the bound address names the server too; on every address, any name does, the token guards)
+  local named = type(host) == "string" and (self.bind == "0.0.0.0" or self.bind == "::" or host == self.bind
+    or host:match("^(.*):%d+$") == self.bind or host:match("^%[(.*)%]:?%d*$") == self.bind)
+  if not (loopback_host(host) or (self.bind ~= "127.0.0.1" and named)) then
     return text(403, "forbidden: the Host header must name a loopback address")
   end
   if h.origin and h.origin ~= "http://" .. host then

@@ -5,7 +5,9 @@
 //   node inspector_test.mjs KEEL SCENE UNKNOWN_KIND_SCENE SCREENSHOT.png [DOCS_COPY.png]
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
 
 const [keelBin, scene, unknownScene, shotPath, docsCopy] = process.argv.slice(2);
@@ -37,8 +39,8 @@ function freePort() {
 }
 
 // Starts `keel serve SCENE --port N`; resolves with the URL it prints (token included).
-function startServer(port, file = scene) {
-  const child = spawn(keelBin, ['serve', file, '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startServer(port, file = scene, extra = []) {
+  const child = spawn(keelBin, ['serve', file, '--port', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
   let seen = '';
   const url = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
@@ -81,6 +83,7 @@ async function until(what, f, ms = 10000) {
 const healthValue = async (url) => (await rpc(url, 'component.get', { object: 'Player', kind: 'game:health' })).body.value;
 
 const servers = [];
+const temps = [];
 let browser;
 try {
   const server = startServer(await freePort());
@@ -229,7 +232,14 @@ try {
   if (docsCopy) copyFileSync(shotPath, docsCopy);
 
   // a component of a kind this process does not know: its body, read-only
-  const other = startServer(await freePort(), unknownScene);
+  // (served with one more kind, whose update always fails, for the errors list)
+  const kindsDir = mkdtempSync(join(tmpdir(), 'keel-inspector-'));
+  writeFileSync(join(kindsDir, 'faulty.lua'), `local keel = require "keel"
+keel.kind{ key = "test:faulty", fields = { { "level", "int", default = 1 } },
+  update = function() error("the faulty kind fails on purpose") end }
+`);
+  const other = startServer(await freePort(), unknownScene, ['--kinds', kindsDir]);
+  temps.push(kindsDir);
   servers.push(other);
   const otherUrl = await other.url;
   const page2 = await browser.newPage();
@@ -245,6 +255,15 @@ try {
   check(/rope_length/.test(body) && /torque/.test(body), 'an unknown component shows its body as read');
   check(await page2.$$eval(`${unknown} input:not([disabled]), ${unknown} select`, (l) => l.length === 0),
     'an unknown component has no field to edit');
+  // the errors list: a callback failure shows up (the page polls world.info) and names its entity
+  await rpc(otherUrl, 'component.add', { object: 'Dock', kind: 'test:faulty' });
+  await rpc(otherUrl, 'world.step', { frames: 1 });
+  await page2.waitForSelector('#errors li', { timeout: 10000 });
+  const shownError = await page2.$eval('#errors li', (e) => e.textContent);
+  check(/fails on purpose/.test(shownError) && /Dock/.test(shownError) && /test:faulty/.test(shownError),
+    `a callback failure is listed with its entity and kind ("${shownError}")`);
+  check((await page2.$eval('#errors .count', (e) => e.textContent)) === '1', 'the errors list counts it');
+
   // paging: 120 matches for a search are shown 100 at a time
   for (let i = 0; i < 120; i++) {
     await rpc(otherUrl, 'object.spawn', { name: `Crate ${i}`, components: [{ kind: 'core:transform', body: { position: [i % 12, 0, Math.floor(i / 12)] } }] });
@@ -262,6 +281,7 @@ try {
 } finally {
   if (browser) await browser.close().catch(() => {});
   for (const s of servers) s.child.kill('SIGTERM');
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed ? 1 : 0);

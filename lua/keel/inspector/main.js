@@ -20,7 +20,7 @@ const state = {
   lastFrame: null,     // { frame, t } of the last frame seen, when events carry no frame time
 };
 
-// ---- status line and toasts ----
+// ---- the status line ----
 
 function say(text, isError) {
   const s = $('#message');
@@ -120,7 +120,10 @@ function wireToolbar() {
 // ---- errors ----
 
 async function loadErrors() {
+  if (state.loadingErrors) return; // one at a time: `since` moves only when the answer is in
+  state.loadingErrors = true;
   const r = await call('world.errors', { since: state.errorsSeen }).catch(() => null);
+  state.loadingErrors = false;
   if (!r) return;
   const entries = Array.isArray(r) ? r : (r.entries || r.errors || []);
   const list = $('#errors ul');

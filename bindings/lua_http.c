@@ -63,7 +63,8 @@ int keel__lua_http_open_count;
 
 static http *check_http(lua_State *L, int idx, bool open)
 {
-    http **p = luaL_checkudata(L, idx, HTTP_MT);
+    http **p = luaL_testudata(L, idx, HTTP_MT);
+    if (!p) keel__lua_argerror(L, idx, "keel.Server expected, got %s", luaL_typename(L, idx));
     if (open && !*p) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server is closed");
     return *p;
 }
@@ -113,6 +114,12 @@ static void stream_free(void *cls)
     free(s);
 }
 
+static lua_Integer check_id(lua_State *L, int idx)
+{
+    if (!lua_isinteger(L, idx)) keel__lua_argerror(L, idx, "a stream id expected, got %s", luaL_typename(L, idx));
+    return lua_tointeger(L, idx);
+}
+
 static stream *find_stream(http *h, lua_Integer id)
 {
     for (stream *s = h->streams; s; s = s->next)
@@ -133,7 +140,8 @@ static enum MHD_Result header_cb(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
-static enum MHD_Result queue_text(struct MHD_Connection *conn, unsigned status, const char *ctype, const char *text, size_t len)
+static enum MHD_Result queue_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
+                                  const char *text, size_t len)
 {
     struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)text, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
@@ -171,7 +179,8 @@ static enum MHD_Result answer(http *h, struct MHD_Connection *conn, const char *
         lua_settop(L, top);
         return r;
     }
-    unsigned status = (unsigned)luaL_optinteger(L, top + 1, 200);
+    unsigned status = lua_isinteger(L, top + 1) ? (unsigned)lua_tointeger(L, top + 1)
+                                                : 200; /* nothing here may raise */
     const char *ctype = lua_isstring(L, top + 2) ? lua_tostring(L, top + 2) : "text/plain; charset=utf-8";
     struct MHD_Response *r = NULL;
     stream *st = NULL;
@@ -257,7 +266,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return answer(h, conn, url, method, u);
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls, enum MHD_RequestTerminationCode code)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode code)
 {
     upload *u = *con_cls;
     if (u) {
@@ -284,8 +294,10 @@ static void http_stop(lua_State *L, http *h)
 
 static int s_close(lua_State *L)
 {
-    http **p = luaL_checkudata(L, 1, HTTP_MT);
-    if (*p && (*p)->polling) return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server cannot close while it answers a request");
+    http **p = luaL_testudata(L, 1, HTTP_MT);
+    if (!p) return keel__lua_argerror(L, 1, "keel.Server expected, got %s", luaL_typename(L, 1));
+    if (*p && (*p)->polling)
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server cannot close while it answers a request");
     if (*p) http_stop(L, *p);
     *p = NULL;
     return 0;
@@ -296,7 +308,10 @@ static int s_close(lua_State *L)
 static int s_poll(lua_State *L)
 {
     http *h = check_http(L, 1, true);
-    double wait = luaL_optnumber(L, 2, 0);
+    if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TNUMBER)
+        return keel__lua_argerror(L, 2, "seconds expected, got %s", luaL_typename(L, 2));
+    double wait = lua_isnumber(L, 2) ? lua_tonumber(L, 2) : 0;
+    if (!(wait < 86400)) wait = 86400;
     if (h->polling) {
         lua_pushboolean(L, 0);
         return 1;
@@ -322,9 +337,11 @@ static int s_port(lua_State *L)
 static int s_push(lua_State *L)
 {
     http *h = check_http(L, 1, true);
-    stream *s = find_stream(h, luaL_checkinteger(L, 2));
+    stream *s = find_stream(h, check_id(L, 2));
+    if (lua_type(L, 3) != LUA_TSTRING)
+        return keel__lua_argerror(L, 3, "a string expected, got %s", luaL_typename(L, 3));
     size_t len;
-    const char *text = luaL_checklstring(L, 3, &len);
+    const char *text = lua_tolstring(L, 3, &len);
     if (!s) {
         lua_pushboolean(L, 0);
         return 1;
@@ -348,7 +365,7 @@ static int s_push(lua_State *L)
 /* server:pending(id) -> messages queued and not yet sent whole, or nil when the stream is gone. */
 static int s_pending(lua_State *L)
 {
-    stream *s = find_stream(check_http(L, 1, true), luaL_checkinteger(L, 2));
+    stream *s = find_stream(check_http(L, 1, true), check_id(L, 2));
     if (!s) return 0;
     lua_pushinteger(L, (lua_Integer)s->count);
     return 1;
@@ -357,7 +374,7 @@ static int s_pending(lua_State *L)
 /* server:drop(id): forgets the queued messages not yet begun (the one being sent finishes). */
 static int s_drop(lua_State *L)
 {
-    stream *s = find_stream(check_http(L, 1, true), luaL_checkinteger(L, 2));
+    stream *s = find_stream(check_http(L, 1, true), check_id(L, 2));
     if (!s || !s->head) return 0;
     msg *keep = s->head->off ? s->head : NULL;
     msg *m = keep ? keep->next : s->head;
@@ -383,13 +400,17 @@ static int s_tostring(lua_State *L)
 /* keel.core._http_open{ port = n, bind = "127.0.0.1", handler = fn } */
 static int m_http_open(lua_State *L)
 {
-    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!lua_istable(L, 1))
+        return keel__lua_argerror(L, 1, "an options table expected, got %s", luaL_typename(L, 1));
     lua_getfield(L, 1, "port");
-    lua_Integer port = luaL_optinteger(L, -1, 27760);
+    if (!lua_isnil(L, -1) && !lua_isinteger(L, -1)) return keel__lua_argerror(L, 1, "port must be an integer");
+    lua_Integer port = lua_isnil(L, -1) ? 27760 : lua_tointeger(L, -1);
     lua_getfield(L, 1, "bind");
-    const char *bind = luaL_optstring(L, -1, "127.0.0.1");
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+        return keel__lua_argerror(L, 1, "bind must be an address string");
+    const char *bind = lua_isnil(L, -1) ? "127.0.0.1" : lua_tostring(L, -1);
     lua_getfield(L, 1, "handler");
-    luaL_checktype(L, -1, LUA_TFUNCTION);
+    if (!lua_isfunction(L, -1)) return keel__lua_argerror(L, 1, "handler must be a function");
     if (port < 0 || port > 65535) return keel__lua_argerror(L, 1, "port must be 0..65535, got %d", (int)port);
     struct sockaddr_in a4;
     struct sockaddr_in6 a6;
@@ -413,13 +434,14 @@ static int m_http_open(lua_State *L)
     h->handler_ref = LUA_NOREF;
     errno = 0;
     h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
+                            (unsigned)120, MHD_OPTION_END);
     if (!h->d) {
         int e = errno;
         free(h);
         lua_pushnil(L);
-        lua_pushfstring(L, "cannot listen on %s port %d: %s", bind, (int)port, e ? strerror(e) : "the HTTP server did not start");
+        lua_pushfstring(L, "cannot listen on %s port %d: %s", bind, (int)port,
+                        e ? strerror(e) : "the HTTP server did not start");
         return 2;
     }
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -466,7 +488,8 @@ void keel__lua_http_step(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
 /* keel.core._http_on_step(fn): fn(world) runs at the start of each step while a server is open. */
 static int m_on_step(lua_State *L)
 {
-    if (!lua_isnoneornil(L, 1)) luaL_checktype(L, 1, LUA_TFUNCTION);
+    if (!lua_isnoneornil(L, 1) && !lua_isfunction(L, 1))
+        return keel__lua_argerror(L, 1, "a function expected, got %s", luaL_typename(L, 1));
     lua_settop(L, 1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &step_key);
     return 0;
@@ -488,9 +511,13 @@ void keel__lua_open_http(lua_State *L)
     lua_pushcfunction(L, m_on_step);
     lua_setfield(L, -2, "_http_on_step");
     if (luaL_newmetatable(L, HTTP_MT)) {
-        static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port }, { "push", s_push }, { "pending", s_pending },
-                                            { "drop", s_drop }, { "close", s_close }, { NULL, NULL } };
-        static const luaL_Reg meta[] = { { "__gc", s_close }, { "__close", s_close }, { "__tostring", s_tostring }, { NULL, NULL } };
+        static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port },
+                                            { "push", s_push }, { "pending", s_pending },
+                                            { "drop", s_drop }, { "close", s_close },
+                                            { NULL, NULL } };
+        static const luaL_Reg meta[] = {
+            { "__gc", s_close }, { "__close", s_close }, { "__tostring", s_tostring }, { NULL, NULL }
+        };
         luaL_setfuncs(L, meta, 0);
         luaL_newlib(L, methods);
         lua_setfield(L, -2, "__index");

@@ -16,7 +16,10 @@
 static const char array_mt_key = 0; /* registry: the array metatable */
 static const char null_key = 0;     /* its address is the null sentinel */
 
-static void push_array_mt(lua_State *L) { lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key); }
+static void push_array_mt(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key);
+}
 
 static bool to_lua(lua_State *L, json_t *j, int depth)
 {
@@ -57,8 +60,10 @@ static bool to_lua(lua_State *L, json_t *j, int depth)
 
 static int m_decode(lua_State *L)
 {
+    if (lua_type(L, 1) != LUA_TSTRING)
+        return keel__lua_argerror(L, 1, "a JSON text expected, got %s", luaL_typename(L, 1));
     size_t len;
-    const char *s = luaL_checklstring(L, 1, &len);
+    const char *s = lua_tolstring(L, 1, &len);
     json_error_t err;
     json_t *j = json_loadb(s, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
     if (!j) {
@@ -184,16 +189,20 @@ json_t *keel__lua_to_json(lua_State *L, int idx, const char **err)
     return from_lua(L, idx, 0, err);
 }
 
-bool keel__lua_push_json(lua_State *L, json_t *j) { return to_lua(L, j, 0); }
+bool keel__lua_push_json(lua_State *L, json_t *j)
+{
+    return to_lua(L, j, 0);
+}
 
 static int m_encode(lua_State *L)
 {
-    luaL_checkany(L, 1);
+    if (lua_isnone(L, 1)) return keel__lua_argerror(L, 1, "a value expected");
     lua_settop(L, 1);
     const char *err = NULL;
     json_t *j = from_lua(L, 1, 0, &err);
     if (!j) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode %s", err ? err : "the value");
-    char *text = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS); /* the same text for the same value */
+    char *text = json_dumps(
+        j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS); /* the same text for the same value */
     json_decref(j);
     if (!text) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode the value");
     lua_pushstring(L, text);
@@ -204,7 +213,7 @@ static int m_encode(lua_State *L)
 static int m_array(lua_State *L)
 {
     if (lua_isnoneornil(L, 1)) lua_newtable(L);
-    luaL_checktype(L, 1, LUA_TTABLE);
+    if (!lua_istable(L, 1)) return keel__lua_argerror(L, 1, "a table expected, got %s", luaL_typename(L, 1));
     lua_settop(L, 1);
     push_array_mt(L);
     lua_setmetatable(L, 1);
@@ -223,8 +232,9 @@ void keel__lua_open_json(lua_State *L)
         lua_rawsetp(L, LUA_REGISTRYINDEX, &array_mt_key);
     }
     lua_setfield(L, -2, "_json_array_mt");
-    static const luaL_Reg fns[] = { { "_json_decode", m_decode }, { "_json_encode", m_encode }, { "_json_array", m_array },
-                                    { NULL, NULL } };
+    static const luaL_Reg fns[] = {
+        { "_json_decode", m_decode }, { "_json_encode", m_encode }, { "_json_array", m_array }, { NULL, NULL }
+    };
     luaL_setfuncs(L, fns, 0);
     lua_pushlightuserdata(L, (void *)&null_key);
     lua_setfield(L, -2, "_json_null");

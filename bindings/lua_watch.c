@@ -130,11 +130,12 @@ static bool same_value(const keel_value *a, const keel_value *b, int width)
 {
     switch (a->type) {
     case KEEL_T_BOOL: return a->as.b == b->as.b;
-    case KEEL_T_INT: case KEEL_T_ENUM: return a->as.i == b->as.i;
+    case KEEL_T_INT:
+    case KEEL_T_ENUM: return a->as.i == b->as.i;
     case KEEL_T_FLOAT: return a->as.f == b->as.f || (isnan(a->as.f) && isnan(b->as.f));
     case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY:
-        return a->nil == b->nil && (a->nil || memcmp(&a->as.u, &b->as.u, sizeof a->as.u) == 0);
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: return a->nil == b->nil && (a->nil || memcmp(&a->as.u, &b->as.u, sizeof a->as.u) == 0);
     default:
         for (int i = 0; i < width; i++)
             if (a->as.v[i] != b->as.v[i]) return false;
@@ -170,7 +171,8 @@ static json_t *value_json(const keel_field_desc *f, const keel_value *v)
         json_t *s = json_string(v->as.s ? v->as.s : "");
         return s ? s : json_null(); /* not UTF-8: unsendable as JSON text */
     }
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: return v->nil || keel_uuid_is_nil(v->as.u) ? json_null() : uuid_json(v->as.u);
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: return v->nil || keel_uuid_is_nil(v->as.u) ? json_null() : uuid_json(v->as.u);
     default: {
         json_t *a = json_array();
         int n = keel_type_width(f->type);
@@ -193,7 +195,8 @@ static json_t *node_json(const keel_node *n, int depth)
         json_t *o = json_object();
         for (size_t i = 0; i < n->count; i++) {
             const keel_node *k = &n->items[2 * i];
-            if (k->kind == KEEL_NODE_SCALAR && k->text) json_object_set_new(o, k->text, node_json(&n->items[2 * i + 1], depth + 1));
+            if (k->kind == KEEL_NODE_SCALAR && k->text)
+                json_object_set_new(o, k->text, node_json(&n->items[2 * i + 1], depth + 1));
         }
         return o;
     }
@@ -238,7 +241,7 @@ typedef struct pass {
     size_t ncomps, capcomps;
     went *ents;
     size_t nents, capents;
-    json_t *entities;                   /* snapshot */
+    json_t *entities;                            /* snapshot */
     json_t *changed, *added, *spawned, *updated; /* delta */
 } pass;
 
@@ -409,7 +412,8 @@ static void settle(pass *p, json_t *removed, json_t *destroyed)
         comp_free(c);
     }
     for (size_t i = 0; i < wt->nents; i++) {
-        if (destroyed && umap_get(&emap, wt->ents[i].e) < 0) json_array_append_new(destroyed, uuid_json(wt->ents[i].uuid));
+        if (destroyed && umap_get(&emap, wt->ents[i].e) < 0)
+            json_array_append_new(destroyed, uuid_json(wt->ents[i].uuid));
         free(wt->ents[i].name);
     }
     free(wt->comps);
@@ -429,9 +433,17 @@ static void settle(pass *p, json_t *removed, json_t *destroyed)
     wt->emap = emap, wt->cmap = cmap;
 }
 
+static lua_Integer opt_frame(lua_State *L)
+{
+    if (lua_isnoneornil(L, 2)) return 0;
+    if (!lua_isinteger(L, 2)) keel__lua_argerror(L, 2, "a frame number expected, got %s", luaL_typename(L, 2));
+    return lua_tointeger(L, 2);
+}
+
 static watcher *check_watcher(lua_State *L)
 {
-    watcher *wt = luaL_checkudata(L, 1, WATCHER_MT);
+    watcher *wt = luaL_testudata(L, 1, WATCHER_MT);
+    if (!wt) keel__lua_argerror(L, 1, "keel.Watcher expected, got %s", luaL_typename(L, 1));
     if (!wt->lw || !wt->lw->w) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the watched world is closed");
     return wt;
 }
@@ -460,7 +472,7 @@ static void forget(watcher *wt)
 static int wt_snapshot(lua_State *L)
 {
     watcher *wt = check_watcher(L);
-    lua_Integer frame = luaL_optinteger(L, 2, 0);
+    lua_Integer frame = opt_frame(L);
     keel_world *w = wt->lw->w;
     forget(wt);
     pass p = { .wt = wt, .w = w, .entities = json_array() };
@@ -481,15 +493,21 @@ static int wt_delta(lua_State *L)
 {
     watcher *wt = check_watcher(L);
     if (!wt->primed) return wt_snapshot(L);
-    lua_Integer frame = luaL_optinteger(L, 2, 0);
+    lua_Integer frame = opt_frame(L);
     keel_world *w = wt->lw->w;
     json_t *removed = json_array(), *destroyed = json_array();
-    pass p = { .wt = wt, .w = w, .changed = json_array(), .added = json_array(), .spawned = json_array(), .updated = json_array() };
+    pass p = { .wt = wt,
+               .w = w,
+               .changed = json_array(),
+               .added = json_array(),
+               .spawned = json_array(),
+               .updated = json_array() };
     walk(&p);
     settle(&p, removed, destroyed);
-    if (!json_array_size(p.changed) && !json_array_size(p.added) && !json_array_size(p.spawned) && !json_array_size(removed)
-        && !json_array_size(destroyed) && !json_array_size(p.updated)) {
-        json_decref(p.changed), json_decref(p.added), json_decref(p.spawned), json_decref(removed), json_decref(destroyed);
+    if (!json_array_size(p.changed) && !json_array_size(p.added) && !json_array_size(p.spawned) &&
+        !json_array_size(removed) && !json_array_size(destroyed) && !json_array_size(p.updated)) {
+        json_decref(p.changed), json_decref(p.added), json_decref(p.spawned), json_decref(removed),
+            json_decref(destroyed);
         json_decref(p.updated);
         lua_pushnil(L);
         return 1;
@@ -516,7 +534,8 @@ static void free_strs(char **s, size_t n)
 
 static int wt_gc(lua_State *L)
 {
-    watcher *wt = luaL_checkudata(L, 1, WATCHER_MT);
+    watcher *wt = luaL_testudata(L, 1, WATCHER_MT);
+    if (!wt) return keel__lua_argerror(L, 1, "keel.Watcher expected, got %s", luaL_typename(L, 1));
     forget(wt);
     free_strs(wt->kinds, wt->nkinds);
     free_strs(wt->refs, wt->nrefs);

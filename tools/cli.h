@@ -53,8 +53,8 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int scri
 int keel_cli_serve(lua_State *L, keel_cli *cli, int argc, char **argv);
 /* Serves the World at stack index `world` (the live channel) until ctrl-c, or `frames` frames of `dt`
  * seconds when >= 0; `paused`: nothing steps until a client asks. Returns an exit code. */
-int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *scene, lua_Integer port, const char *bind,
-                         bool paused, lua_Integer frames, double dt);
+int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *scene, lua_Integer port,
+                         const char *bind, bool paused, lua_Integer frames, double dt);
 /* A port number 0..65535 (0: any free one); false after a usage error. */
 bool keel_cli_parse_port(keel_cli *cli, const char *s, lua_Integer *port);
 

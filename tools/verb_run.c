@@ -128,15 +128,16 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--serve") == 0) {
             serve = true;
-            if (i + 1 < argc && argv[i + 1][0] && strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1])) serve_port = argv[++i];
+            if (i + 1 < argc && argv[i + 1][0] && strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1]))
+                serve_port = argv[++i];
             continue;
         }
         argv[kept++] = argv[i];
     }
     argc = kept;
     const keel_cli_opt opts[] = {
-        { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--save", &save, NULL }, { "--play", NULL, &play },
-        { "--bind", &bind, NULL },
+        { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL },   { "--save", &save, NULL },
+        { "--play", NULL, &play },       { "--bind", &bind, NULL },
     };
     int n = keel_cli_parse(cli, argc, argv, opts, 5);
     if (n < 0) return KEEL_EXIT_USAGE;
@@ -190,9 +191,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (rc >= 0) return rc;
 
     int w = lua_gettop(L);
-    if (serve) {
-        return keel_cli_serve_world(L, cli, w, scene, port, bind, false, frames_s ? frames : -1, dt);
-    }
+    if (serve) { return keel_cli_serve_world(L, cli, w, scene, port, bind, false, frames_s ? frames : -1, dt); }
     if (luaL_loadbuffer(L, run_chunk, sizeof run_chunk - 1, "=keel run") != LUA_OK) {
         keel_cli_report(cli, L);
         return KEEL_EXIT_USAGE;

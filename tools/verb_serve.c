@@ -16,7 +16,8 @@ static const char serve_chunk[] =
     "local srv, err = serve.serve(w, { port = port, bind = bind, scene = scene, paused = paused, dt = dt })\n"
     "if not srv then return nil, err end\n"
     "if bind ~= '127.0.0.1' then\n"
-    "  io.stderr:write('keel: serving on ' .. bind .. ', not only this machine: anyone who can reach it and has the token can edit the world\\n')\n"
+    "  io.stderr:write('keel: serving on ' .. bind .. ', not only this machine: anyone who can reach it and has "
+    "the token can edit the world\\n')\n"
     "end\n"
     "print(string.format('keel: serving %s (%s) at %s', scene, paused and 'paused' or 'running', srv.url))\n"
     "io.stdout:flush()\n"
@@ -50,8 +51,8 @@ bool keel_cli_parse_port(keel_cli *cli, const char *s, lua_Integer *port)
     return true;
 }
 
-int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *scene, lua_Integer port, const char *bind,
-                         bool paused, lua_Integer frames, double dt)
+int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *scene, lua_Integer port,
+                         const char *bind, bool paused, lua_Integer frames, double dt)
 {
     if (luaL_loadbuffer(L, serve_chunk, sizeof serve_chunk - 1, "=keel serve") != LUA_OK) {
         keel_cli_report(cli, L);

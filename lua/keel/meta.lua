@@ -457,6 +457,35 @@ function keel.prefab(path) end
 ---@return KeelError? err
 function keel.parse(yaml, opts) end
 
+---@class KeelServeOptions
+---@field port? integer 27760 by default; 0 picks a free port
+---@field token? string the access token (default: 32 random hex digits per start)
+---@field bind? string the address to listen on (default "127.0.0.1")
+---@field scene? string the scene's file: world.save's default and the folder it may write in
+---@field paused? boolean nothing steps until a client asks (keel serve)
+---@field dt? number the frame time of world.step and the serve loop (default 1/60)
+
+---@class KeelServer
+---@field url string "http://127.0.0.1:PORT/#token=TOKEN"
+---@field token string
+---@field port integer
+---@field channel table the JSON-RPC dispatcher (`require "keel.channel"`): ch:handle(text), ch:call(method, params)
+local Server = {}
+---Answers the requests that arrived, waiting at most `seconds` (default 0), then publishes to watchers.
+---@param seconds? number
+---@return boolean
+function Server:poll(seconds) end
+function Server:close() end
+
+---The live channel over HTTP (README "The live channel"): requests are answered when the server
+---is polled, at the start of every step of `w`, and while `keel serve` or the REPL waits.
+---nil and a message when the port cannot be listened on.
+---@param w KeelWorld
+---@param opts? KeelServeOptions
+---@return KeelServer|nil server
+---@return string? err
+function keel.serve(w, opts) end
+
 ---`require "keel.history"`: the undo stack module.
 ---@class KeelHistoryModule
 local history = {}

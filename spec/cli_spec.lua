@@ -433,7 +433,8 @@ describe("keel program", function()
     end)
 
     it("fmt --check of a canonical file is clean; fmt makes a file canonical and is idempotent", function()
-      for _, f in ipairs { "demo.yaml", "lighting_lab.yaml", "unknown_kind.yaml" } do
+      for _, f in ipairs { "demo.yaml", "lighting_lab.yaml", "unknown_kind.yaml",
+                           "prefabs/drone.yaml", "prefabs/enemy.yaml" } do
         assert.are.equal(0, (keel("fmt --check " .. shell_quote(SCENES .. "/" .. f))), f)
       end
       local text = HEAD:gsub("scene:\n  uuid: (%S+)\n  name: T\n", "scene: {uuid: %1, name: T}\n") ..

@@ -73,8 +73,9 @@ exports=$(nm -D --defined-only "$cmod" | awk '{ print $3 }')
 [ "$exports" = luaopen_keel_core ] || { echo "FAIL: core.so exports more than luaopen_keel_core: $exports"; exit 1; }
 
 echo "== the installed keel program runs the bundled demo"
-"$prefix/bin/keel" run --frames 5 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
+# 200 frames (3.3 s): the spawners have instantiated the installed scenes/prefabs/drone.yaml
+"$prefix/bin/keel" run --frames 200 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
 cat "$tmp/run.log"
-grep -q "^$prefix/share/keel/scenes/demo.yaml: 5 frames" "$tmp/run.log" || {
+grep -q "^$prefix/share/keel/scenes/demo.yaml: 200 frames, 12 entities, .*, 0 errors$" "$tmp/run.log" || {
     echo "FAIL: the installed keel did not play its installed demo scene"; exit 1; }
 echo "install: ok"

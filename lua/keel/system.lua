@@ -69,11 +69,12 @@ return function(core)
   -- The entities `each` visits now: in run order, holding every queried kind (lowest slot),
   -- each taking part in this step; the list is made before the first call.
   local function visits(w, s)
-    local out = {}
     for _, k in ipairs(s.query) do
       local ok, held = pcall(w.count, w, k)
-      if not ok or held == 0 then return out end -- a kind nobody holds (or not declared): nothing to visit
+      -- a kind nobody holds (or not declared): nothing to visit, and nothing allocated
+      if not ok or held == 0 then return NONE end
     end
+    local out = {}
     for e in w:entities() do
       local comps = {}
       for i, k in ipairs(s.query) do

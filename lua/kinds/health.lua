@@ -1,4 +1,5 @@
--- health.lua — game:health: hit points that regenerate over time (a `one` kind that requires a transform).
+-- health.lua — game:health: hit points that regenerate over time and react to "damage" and "heal"
+-- messages (a `one` kind that requires a transform); a death is broadcast as "died".
 local keel = require "keel"
 
 keel.kind{
@@ -23,6 +24,22 @@ keel.kind{
     if self.regen > 0 and self.value < self.max then
       self.value = math.min(self.max, self.value + self.regen * dt)
     end
-    if self.value <= 0 then self.dead = true end
+    if self.value <= 0 then -- written to 0 directly (a console, another kind): the same news
+      self.dead = true
+      entity.world:broadcast("died", { entity = entity })
+    end
+  end,
+  -- e:send("damage", { amount = 5, from = attacker }) / e:send("heal", { amount = 5 })
+  on_message = function(self, entity, name, data)
+    if self.dead or type(data) ~= "table" or type(data.amount) ~= "number" then return end
+    if name == "damage" then
+      self.value = math.max(0, self.value - data.amount)
+      if self.value == 0 then
+        self.dead = true
+        entity.world:broadcast("died", { entity = entity, by = data.from })
+      end
+    elseif name == "heal" then
+      self.value = math.min(self.max, self.value + data.amount)
+    end
   end,
 }

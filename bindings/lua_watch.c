@@ -1,7 +1,8 @@
 /* lua_watch.c — what one event-stream subscriber has seen of a world, and the JSON of what it has
  * not (lua/keel/watch.lua sends it). keel.core._watcher(w, { kinds = {KEY...}, entities = {REF...} })
  * -> watcher; watcher:snapshot(frame) -> JSON text; watcher:delta(frame) -> JSON text | nil.
- * Beyond the contract's delta keys, "updated" lists entities renamed, reparented or (dis)abled.
+ * Beyond the contract's delta keys, "updated" lists entities renamed, reparented or (dis)abled, and
+ * a changed component carries "enabled" when that flag changed.
  * A component is found changed by its write counter (its Lua `version`); only the fields whose
  * values differ from the ones this watcher last sent go out. Components are known by their
  * serial (never reused in a world), entities by their handle (generation included). */
@@ -24,6 +25,7 @@ typedef struct wcomp {
     const char *key;   /* the kind's key: borrowed from the registry or the member (removed: copied) */
     char *key_copy;
     uint32_t slot;
+    bool enabled; /* its own flag: a toggle sends the component with "enabled" (no version bump needed) */
     size_t nf;
     keel_value *vals; /* last sent; strings owned */
     bool taken;       /* carried into the next pass */
@@ -308,11 +310,12 @@ static void visit(pass *p, keel_entity e)
         wcomp *prev = pc >= 0 ? &wt->comps[pc] : NULL;
         wcomp *c = next_comp(p);
         c->serial = m.serial, c->counter = m.counter, c->e = e, c->kind = m.loaded ? m.kind : KEEL_NO_KIND;
-        c->key = m.key, c->slot = m.slot;
+        c->key = m.key, c->slot = m.slot, c->enabled = m.enabled;
         const keel_kind_desc *kd = m.loaded ? keel_kind_describe(m.kind) : NULL;
         keel_comp kc = { e, m.kind, m.slot };
         if (prev) prev->taken = true;
-        if (prev && prev->counter == m.counter) { /* unchanged: carried over as it was */
+        bool toggled = prev && prev->enabled != m.enabled;
+        if (prev && prev->counter == m.counter && !toggled) { /* unchanged: carried over as it was */
             c->nf = prev->nf, c->vals = prev->vals, c->key_copy = prev->key_copy, c->key = c->key_copy;
             prev->vals = NULL, prev->key_copy = NULL;
             continue;
@@ -332,14 +335,15 @@ static void visit(pass *p, keel_entity e)
                 if (v.type == KEEL_T_STRING) v.as.s = dup_str(v.as.s ? v.as.s : "");
                 *last = v;
             }
-            if (fields) {
+            if (fields || toggled) {
                 if (!uuid[0]) keel_uuid_format(keel_entity_uuid(w, e), uuid);
                 json_t *o = json_object();
                 json_object_set_new(o, "entity", json_string(uuid));
                 json_object_set_new(o, "kind", json_string(m.key));
                 json_object_set_new(o, "slot", json_integer(m.slot));
                 json_object_set_new(o, "version", json_integer((json_int_t)m.counter));
-                json_object_set_new(o, "fields", fields);
+                json_object_set_new(o, "fields", fields ? fields : json_object());
+                if (toggled) json_object_set_new(o, "enabled", json_boolean(m.enabled));
                 json_array_append_new(p->changed, o);
             }
             continue;

@@ -391,6 +391,7 @@ describe("channel", function()
         if frames == 40 then w:spawn("New") end
         if frames == 60 then w:find("C"):destroy() end
         if frames == 70 then w:find("B").name = "Bee" end
+        if frames == 80 then a:get("core:transform").enabled = false end
         if frames % 10 == 0 then srv.channel:step() end
       end })
       assert.are.equal(200, status)
@@ -402,12 +403,13 @@ describe("channel", function()
       for _, e in ipairs(snap.entities) do names[#names + 1] = e.name end
       assert.are.same({ "", "A", "B", "C" }, names)
       assert.are.equal(100, snap.entities[2].components[2].body.value)
-      local changed, spawned, destroyed, updated
+      local changed, spawned, destroyed, updated, toggled
       for i = 2, #events do
         assert.are.equal("delta", events[i].name)
         local d = events[i].data
         for _, c in ipairs(d.changed) do
           if c.kind == "ch:stamina" then changed = c end
+          if c.kind == "core:transform" and c.enabled ~= nil then toggled = c end
         end
         if #d.spawned > 0 then spawned = d.spawned[1] end
         if #d.destroyed > 0 then destroyed = d.destroyed[1] end
@@ -421,7 +423,19 @@ describe("channel", function()
       assert.are.equal(w:find("New").uuid, spawned.uuid)
       assert.is_string(destroyed)
       assert.are.equal("Bee", updated.name) -- renamed
+      assert.are.equal(false, toggled.enabled)
+      assert.are.equal(a.uuid, toggled.entity)
       assert.are.equal(a.uuid, updated.parent)
+    end)
+
+    it("watches only the entities named in ?entities=", function()
+      local _, body = curl(srv, "-N " .. url(srv, "/events?token=" .. TOKEN .. "&entities=C," .. w:find("B").uuid), { max_time = 1,
+        each = function() end })
+      local snap = decode(body:match("event: snapshot\ndata: ([^\n]*)"))
+      assert.are.equal(2, #snap.entities)
+      local names = { snap.entities[1].name, snap.entities[2].name }
+      table.sort(names)
+      assert.are.same({ "B", "C" }, names)
     end)
 
     it("costs nothing and sends nothing while nothing changes", function()
@@ -463,6 +477,17 @@ describe("keel.channel without HTTP", function()
     assert.are.equal(3, ch:call("world.info").entities)
     assert.are.equal("", ch:handle('{"jsonrpc":"2.0","method":"world.info"}'))
     w:close()
+  end)
+end)
+
+describe("the REPL's serve()", function()
+  it("serves the REPL's world and says where", function()
+    local code, out, err = H.run_keel(H.find_keel(), "repl " .. q(H.ROOT .. "/scenes/demo.yaml"),
+      "print(serve(0))\nprint(require('keel.repl').server.channel.world == world)\nprint(serve('x'))\n")
+    assert.matches("serving world at http://127%.0%.0%.1:%d+/#token=%x+", out)
+    assert.matches("\ntrue\n", out)
+    assert.are.equal(1, code) -- serve('x') raised
+    assert.matches("InvalidArgument", err)
   end)
 end)
 

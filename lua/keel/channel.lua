@@ -77,9 +77,36 @@ local function is_json_array(t)
   return getmetatable(t) == core._json_array_mt
 end
 
--- Checks params against spec { name = "string" | "integer" | "boolean" | "object" | "any" | "object_ref", ... }
--- (a trailing "?" makes one optional); unknown names are refused too.
+-- A method's params spec { name = "string" | "integer" | "number" | "boolean" | "object" | "array" |
+-- "ref" | "any", ... } (a trailing "?" makes one optional), parsed once into what check_params walks.
+local compiled = setmetatable({}, { __mode = "k" })
+local function compile(spec)
+  local c = compiled[spec]
+  if c then return c end
+  c = { list = {}, known = {} }
+  for name, ty in pairs(spec) do
+    local key, opt = name:match("^(.-)(%??)$")
+    c.list[#c.list + 1] = { key = key, ty = ty, optional = opt == "?" }
+    c.known[key] = true
+  end
+  compiled[spec] = c
+  return c
+end
+
+local type_ok = {
+  string = function(v) return type(v) == "string" end,
+  ref = function(v) return type(v) == "string" end,
+  integer = function(v) return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v) and v == v) end,
+  number = function(v) return type(v) == "number" end,
+  boolean = function(v) return type(v) == "boolean" end,
+  object = function(v) return type(v) == "table" and not is_json_array(v) end,
+  array = function(v) return type(v) == "table" and (is_json_array(v) or next(v) == nil) end,
+  any = function() return true end,
+}
+
+-- Checks params against the method's spec; unknown names are refused too.
 local function check_params(params, spec)
+  local c = compile(spec)
   if params == nil or params == null then params = {} end
   if type(params) ~= "table" then bad_params("params must be an object") end
   if is_json_array(params) then
@@ -87,29 +114,27 @@ local function check_params(params, spec)
     params = {}
   end
   for k in pairs(params) do
-    if type(k) ~= "string" or not (spec[k] or spec[k .. "?"]) then bad_params("unknown param '%s'", tostring(k)) end
+    if not c.known[k] then bad_params("unknown param '%s'", tostring(k)) end
   end
-  for name, ty in pairs(spec) do
-    local key, opt = name:match("^(.-)(%??)$")
+  for _, p in ipairs(c.list) do
+    local key, ty = p.key, p.ty
     local v = params[key]
     if v == nil or v == null then
-      if opt == "" then bad_params("missing param '%s'", key) end
+      if not p.optional then bad_params("missing param '%s'", key) end
       params[key] = nil
     else
-      local ok
-      if ty == "string" then ok = type(v) == "string"
-      elseif ty == "integer" then ok = math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v))
-      elseif ty == "boolean" then ok = type(v) == "boolean"
-      elseif ty == "object" then ok = type(v) == "table" and not is_json_array(v)
-      elseif ty == "array" then ok = type(v) == "table" and (is_json_array(v) or next(v) == nil)
-      elseif ty == "ref" then ok = type(v) == "string"
-      else ok = true end
-      if not ok then bad_params("param '%s' must be %s %s", key, ty == "integer" and "an" or "a", ty == "ref" and "UUID, name or \"root\"" or ty) end
-      if ty == "integer" then params[key] = math.tointeger(v) end
+      if not type_ok[ty](v) then
+        bad_params("param '%s' must be %s %s", key, ty == "integer" and "an" or "a", ty == "ref" and "UUID, name or \"root\"" or ty)
+      end
+      if ty == "integer" then
+        params[key] = math.tointeger(v)
+        if params[key] == nil then bad_params("param '%s' is out of range", key) end
+      end
     end
   end
   return params
 end
+M.check_params = check_params
 
 -- ---- objects ----
 
@@ -167,7 +192,13 @@ local function replay(self, from, to)
   local entry = from[#from]
   if not entry then return false end
   local inverse = {}
-  for i = #entry.steps, 1, -1 do inverse[#inverse + 1] = apply_step(self.world, entry.steps[i]) end
+  local ok, err = pcall(function()
+    for i = #entry.steps, 1, -1 do inverse[#inverse + 1] = apply_step(self.world, entry.steps[i]) end
+  end)
+  if not ok then -- a step refused: the ones applied are taken back, the entry stays where it was
+    for i = #inverse, 1, -1 do pcall(apply_step, self.world, inverse[i]) end
+    error(err, 0)
+  end
   from[#from] = nil
   to[#to + 1] = { what = entry.what, steps = inverse }
   return entry.what

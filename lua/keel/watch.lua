@@ -58,11 +58,20 @@ function Watch:delta(sub)
   if text then send(self, sub, "delta", text) end
 end
 
+-- The world closed under its watchers: they are let go (their streams stay open, silent).
+local function closed(w)
+  return not pcall(function() return w.revision end)
+end
+
 -- After requests were answered or a frame ran: each subscriber gets what it has not seen, at
 -- most one delta a frame (while paused, edits go out as they come).
 function Watch:publish()
   if self.count == 0 then return end
   local ch = self.channel
+  if closed(ch.world) then
+    self.subs, self.count = {}, 0
+    return
+  end
   local rev, frame = ch.world.revision, ch.frame
   for id, sub in pairs(self.subs) do
     local queued = self.pending(id)

@@ -225,6 +225,20 @@ try {
   });
   await until('Player selected', () => page.$eval('#entity-name', (e) => e.value === 'Player'));
 
+  // edits made by another client show up live: a component disabled, an entity renamed
+  const audioEnabled = 'section.comp[data-kind="core:audio_source"] input.enabled';
+  await rpc(url, 'component.enable', { object: 'Player', kind: 'core:audio_source', enabled: false });
+  await until('the component to show disabled', () => page.$eval(audioEnabled, (e) => !e.checked));
+  await rpc(url, 'history.undo');
+  await until('the component to show enabled', () => page.$eval(audioEnabled, (e) => e.checked));
+  check(true, "another client's enable/disable reaches the form live");
+  const pillarRow = () => page.$$eval('#tree .row .name', (ns) => ns.map((n) => n.textContent));
+  await rpc(url, 'object.rename', { object: 'Pillar', name: 'Tall Pillar' });
+  await until('the renamed row', async () => (await pillarRow()).includes('Tall Pillar'));
+  await rpc(url, 'history.undo');
+  await until('the name back', async () => (await pillarRow()).includes('Pillar'));
+  check(true, "another client's rename reaches the hierarchy live");
+
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
   await new Promise((r) => setTimeout(r, 300));
   await page.screenshot({ path: shotPath });

@@ -268,7 +268,13 @@ function onEntityEvent(uuid, type, data) {
   for (const ch of data.changed || []) {
     if (ch.entity !== uuid) continue;
     const f = state.forms.get(formKey(ch.kind, ch.slot));
-    if (f) f.update(ch.fields || {}, ch.version, true);
+    if (!f) continue;
+    f.update(ch.fields || {}, ch.version, true);
+    if (ch.enabled !== undefined) f.setEnabled(ch.enabled);
+  }
+  for (const u of data.updated || []) { // renamed, reparented, (dis)abled
+    const input = $('#entity-name');
+    if (u.uuid === uuid && document.activeElement !== input) input.value = u.name || '';
   }
 }
 
@@ -332,6 +338,11 @@ function onSceneEvent(type, data) {
     if (r.kind === 'core:transform') view.put(r.entity, { transform: null });
   }
   for (const d of data.destroyed || []) view.remove(typeof d === 'string' ? d : d.uuid);
+  for (const u of data.updated || []) {
+    state.names.set(u.uuid, u.name || '');
+    view.put(u.uuid, { name: u.name, parent: u.parent ?? null });
+    tree.update(u);
+  }
   if (type === 'snapshot') updateNameList();
 }
 

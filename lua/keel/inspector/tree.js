@@ -121,6 +121,17 @@ export class Tree {
     toggle.textContent = '▾';
   }
 
+  // An entity renamed or (dis)abled elsewhere: its rows say so (a move shows at the next reload).
+  update(o) {
+    this.names.set(o.uuid, o.name || '');
+    for (const li of this.root.querySelectorAll('li[data-uuid]')) {
+      if (li.dataset.uuid !== o.uuid) continue;
+      const row = li.querySelector(':scope > .row');
+      row.querySelector('.name').textContent = o.name || '(unnamed)';
+      row.classList.toggle('disabled', o.enabled === false);
+    }
+  }
+
   select(uuid) {
     this.selected = uuid;
     for (const row of this.root.querySelectorAll('.row.selected')) row.classList.remove('selected');

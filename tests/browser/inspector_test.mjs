@@ -185,6 +185,16 @@ try {
   // the scene view: a click on an entity's dot selects it
   await page.$eval('#tree input[type=search]', (e) => { e.value = ''; e.dispatchEvent(new Event('input')); });
   await until('the whole top level again', () => page.$$eval('#tree .row .name', (ns) => ns.length > 1));
+
+  // the scene root: its root-only components (world settings) are inspected like any entity's
+  await page.evaluate(() => document.querySelector('#tree li.root > .row').click());
+  const exposure = 'section.comp[data-kind="core:world_settings"] input[data-field="exposure"]';
+  await page.waitForSelector(exposure, { timeout: 10000 });
+  const rootSettings = await rpc(url, 'component.get', { object: 'root', kind: 'core:world_settings' });
+  check((await page.$eval(exposure, (e) => e.value)) === String(rootSettings.body.exposure),
+    `the scene root shows its world settings (exposure ${rootSettings.body.exposure})`);
+  check(await page.$eval('section.comp[data-kind="core:world_settings"] input[type=color][data-field="ambient"]', (e) => /^#[0-9a-f]{6}$/.test(e.value)),
+    'a colour field is a colour picker');
   const chaser = await until('Chaser in the scene view', () => page.evaluate(() => {
     const { view, state } = window.keelInspector;
     const uuid = [...state.names].find(([, n]) => n === 'Chaser')?.[0];

@@ -265,8 +265,9 @@ function onEntityEvent(uuid, type, data) {
     loadEntity(uuid, true);
     return;
   }
+  const id = state.entity ? state.entity.uuid : uuid; // "root" is named by its UUID in events
   for (const ch of data.changed || []) {
-    if (ch.entity !== uuid) continue;
+    if (ch.entity !== uuid && ch.entity !== id) continue;
     const f = state.forms.get(formKey(ch.kind, ch.slot));
     if (!f) continue;
     f.update(ch.fields || {}, ch.version, true);
@@ -274,7 +275,7 @@ function onEntityEvent(uuid, type, data) {
   }
   for (const u of data.updated || []) { // renamed, reparented, (dis)abled
     const input = $('#entity-name');
-    if (u.uuid === uuid && document.activeElement !== input) input.value = u.name || '';
+    if ((u.uuid === uuid || u.uuid === id) && document.activeElement !== input) input.value = u.name || '';
   }
 }
 

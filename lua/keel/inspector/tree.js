@@ -58,12 +58,26 @@ export class Tree {
     }
     if (seq !== this.seq) return; // a later reload (another search) was asked meanwhile
     this.total = res.total ?? res.entities.length;
-    this.list.replaceChildren(...res.entities.map((o) => this.item(o, !this.query)));
+    const items = res.entities.map((o) => this.item(o, !this.query));
+    if (!this.query && this.offset === 0) items.unshift(this.rootItem());
+    this.list.replaceChildren(...items);
     const last = Math.min(this.offset + res.entities.length, this.total);
     this.pager.querySelector('.range').textContent =
       this.total ? `${this.offset + 1}–${last} of ${this.total}` : (this.query ? 'no match' : 'empty');
     this.pager.querySelector('.prev').disabled = this.offset === 0;
     this.pager.querySelector('.next').disabled = last >= this.total;
+  }
+
+  // The scene root (world settings and other root-only components), first on the first page.
+  rootItem() {
+    const li = el('li', 'root');
+    li.dataset.uuid = 'root';
+    const row = el('div', 'row');
+    row.append(el('span', 'toggle'), el('span', 'name', 'Scene root'), el('span', 'kinds', 'world settings'));
+    if (this.selected === 'root') row.classList.add('selected');
+    row.addEventListener('click', () => this.onSelect('root'));
+    li.append(row);
+    return li;
   }
 
   item(o, expandable) {

@@ -78,6 +78,9 @@ describe("keel mcp", function()
       assert.are.equal("object", t.inputSchema.type)
       assert.is_false(t.inputSchema.additionalProperties)
     end
+    assert.is_true(tool(tools, "object_list").annotations.readOnlyHint)
+    assert.is_false(tool(tools, "component_set").annotations.readOnlyHint)
+    assert.is_true(tool(tools, "object_destroy").annotations.destructiveHint)
     local list = tool(tools, "object_list").inputSchema
     assert.are.equal("integer", list.properties.limit.type)
     assert.are.equal(1000, list.properties.limit.maximum)

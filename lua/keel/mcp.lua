@@ -158,6 +158,11 @@ M.params_schema = params_schema
 
 local function tool_name(method) return (method:gsub("%.", "_")) end
 
+-- Hints for the agent's client (MCP tool annotations): what only reads, what deletes.
+local read_only = { ["world.info"] = true, ["object.list"] = true, ["object.get"] = true,
+  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true }
+local destructive = { ["object.destroy"] = true, ["component.remove"] = true, ["world.save"] = true }
+
 -- tools/list's entries, built once per server (the kinds are frozen before a world exists).
 local function build_tools()
   local tools, by_name = {}, {}
@@ -165,8 +170,10 @@ local function build_tools()
   for m in pairs(channel.methods) do methods[#methods + 1] = m end
   table.sort(methods)
   for _, m in ipairs(methods) do
-    local t = { name = tool_name(m), description = descriptions[m] or m,
-                inputSchema = params_schema(m, channel.methods[m].params or {}) }
+    local t = { name = tool_name(m), title = m, description = descriptions[m] or m,
+                inputSchema = params_schema(m, channel.methods[m].params or {}),
+                annotations = { readOnlyHint = read_only[m] or false, destructiveHint = destructive[m] or false,
+                                openWorldHint = false } }
     tools[#tools + 1] = t
     by_name[t.name] = m
   end

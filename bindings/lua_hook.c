@@ -303,7 +303,17 @@ keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what
         if (mt == LUA_TSTRING || mt == LUA_TNUMBER) msg = lua_tostring(L, -1); /* stays on the stack */
     }
     if (!msg) msg = safe_tostring(L, top);
-    keel_diag_add(d, KEEL_SEV_ERROR, code, "", NULL, 0, 0, "%s: %s", what, msg);
+    char where[256];
+    int line = 0;
+    if (keel__lua_error_where(L, top, where, sizeof where)) { /* "chunk:line": the diagnostic's file and line */
+        char *colon = strrchr(where, ':');
+        line = atoi(colon + 1);
+        *colon = '\0';
+    }
+    if (line && lua_type(L, top) == LUA_TTABLE) /* as tostring(err) writes it */
+        keel_diag_add(d, KEEL_SEV_ERROR, code, "", where, line, 0, "%s: %s:%d: %s: %s", what, where, line,
+                      keel_status_name(code), msg);
+    else keel_diag_add(d, KEEL_SEV_ERROR, code, "", line ? where : NULL, line, 0, "%s: %s", what, msg);
     lua_settop(L, top);
     return code;
 }
@@ -589,7 +599,8 @@ static keel_status hook_tramp(const keel_call *call)
         else lua_pushnil(L);
         nargs = 3;
     }
-    if (call->phase == KEEL_PHASE_ON_MESSAGE) nargs = 2 + keel__lua_push_message(L, ctx); /* name, data, sender */
+    if (call->phase == KEEL_PHASE_ON_MESSAGE)
+        nargs = 2 + keel__lua_push_message(L, ctx, call); /* name, data, sender */
     keel_status s = KEEL_OK;
     unsigned long entries = keel__lua_entries;
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = keel__lua_record_error(L, call->diags, phase_keys[call->phase]);

@@ -98,8 +98,6 @@ typedef struct keel_lua_ctx {
     bool alive;
     int refs;
     int worlds_ref;    /* registry: { [lightuserdata keel_world*] = World udata }, weak values */
-    int msgs_ref;      /* registry: { [lightuserdata keel_world*] = its message queue } (lua_message.c) */
-    int msg_ref;       /* registry slot: the message being delivered */
     int systems_ref;   /* registry: the declared systems, in declaration order (lua_system.c) */
     int loading_ref;   /* during keel.load/parse: worlds wrapped by hooks (candidates), else LUA_NOREF */
     int depth;         /* callback nesting */
@@ -163,8 +161,7 @@ void keel__lua_open_world(lua_State *L);
 int keel__lua_e_send(lua_State *L);      /* e:send(name, data) */
 int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
 /* Pushes the message being delivered (name, data, sender) for an on_message hook; returns 3. */
-int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx);
-void keel__lua_messages_forget(lua_State *L, keel_lua_ctx *ctx, keel_world *w); /* a closed world's queue */
+int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx, const keel_call *call); /* name, data, sender */
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* ---- lua_system.c ---- */
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
@@ -255,7 +252,14 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
 /* Re-fills self tables showing `c` after a write through a handle. */
 void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
-/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>"; returns its status. */
+/* "chunk:line" of the Lua function that called the running C function (skipping keel's own Lua
+ * modules, as error(msg, 2) skips a level); false when it was called from C. */
+bool keel__lua_position(lua_State *L, char *buf, size_t cap);
+/* The position an error value carries: a keel error object's `where`, or the "chunk:line" that
+ * starts a Lua error string. Raw accesses only: it runs no metamethod. */
+bool keel__lua_error_where(lua_State *L, int idx, char *buf, size_t cap);
+/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
+ * position as the diagnostic's file and line, and in the message); returns its status. */
 keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
 
 /* ---- Timers (lua_timer.c) ---- */

@@ -3,6 +3,7 @@
  * JSON null is keel.core._json_null (a light userdata); a decoded array carries the metatable
  * keel.core._json_array so it encodes as an array again, even empty; _json_array(t) marks one. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,6 +195,35 @@ bool keel__lua_push_json(lua_State *L, json_t *j)
     return to_lua(L, j, 0);
 }
 
+/* The fewest significant digits (15..17) that read back every real in j exactly, so 0.2 goes
+ * out as 0.2 and not as jansson's default 17 digits. */
+static int real_digits(const json_t *j, int digits)
+{
+    if (digits == 17) return digits;
+    if (json_is_real(j)) {
+        double v = json_real_value(j);
+        char buf[32];
+        for (int p = digits; p < 17; p++) {
+            snprintf(buf, sizeof buf, "%.*g", p, v);
+            if (strtod(buf, NULL) == v) return p;
+        }
+        return 17;
+    }
+    if (json_is_array(j)) {
+        for (size_t i = 0, n = json_array_size(j); i < n && digits < 17; i++) digits = real_digits(json_array_get(j, i), digits);
+    } else if (json_is_object(j)) {
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)j, k, v) digits = real_digits(v, digits);
+    }
+    return digits;
+}
+
+char *keel__json_dump(const json_t *j, size_t flags)
+{
+    return json_dumps(j, flags | JSON_REAL_PRECISION(real_digits(j, 15)));
+}
+
 static int m_encode(lua_State *L)
 {
     if (lua_isnone(L, 1)) return keel__lua_argerror(L, 1, "a value expected");
@@ -201,7 +231,7 @@ static int m_encode(lua_State *L)
     const char *err = NULL;
     json_t *j = from_lua(L, 1, 0, &err);
     if (!j) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode %s", err ? err : "the value");
-    char *text = json_dumps(
+    char *text = keel__json_dump(
         j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS); /* the same text for the same value */
     json_decref(j);
     if (!text) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode the value");

@@ -142,7 +142,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     ctx->alive = true;
     ctx->refs = 1;
     ctx->loading_ref = LUA_NOREF;
-    ctx->msgs_ref = ctx->msg_ref = ctx->systems_ref = LUA_NOREF;
+    ctx->systems_ref = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
     lua_newtable(L); /* keel_world* -> World udata, weak values */
     lua_createtable(L, 0, 1);

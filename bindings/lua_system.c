@@ -67,15 +67,19 @@ static int w_runnable(lua_State *L)
     return 1;
 }
 
-/* w:_fault_system(name, phase, message): a system's failure, once, in w:errors(). */
+/* w:_fault_system(name, phase, message [, err]): a system's failure, once, in w:errors() (with the
+ * position err carries, if any). */
 static int w_fault_system(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     for (int i = 2; i <= 4; i++)
         if (lua_type(L, i) != LUA_TSTRING) return keel__lua_argerror(L, i, "a string expected, got %s", luaL_typename(L, i));
     keel_phase p = phase_of(lua_tostring(L, 3));
-    keel__fault_system(lw->w, (keel_uuid){ { 0 } }, lua_tostring(L, 2), p == KEEL_PHASE_COUNT_ ? KEEL_PHASE_UPDATE : p,
-                       lua_tostring(L, 4));
+    char where[256];
+    bool has_where = lua_gettop(L) >= 5 && keel__lua_error_where(L, 5, where, sizeof where);
+    keel__fault_system(lw->w, (keel_uuid){ { 0 } }, lua_tostring(L, 2),
+                       p == KEEL_PHASE_COUNT_ ? KEEL_PHASE_UPDATE : p, lua_tostring(L, 4),
+                       has_where ? where : NULL);
     return 0;
 }
 

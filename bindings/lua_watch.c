@@ -14,6 +14,7 @@
 #include <jansson.h>
 
 #include "lua_internal.h"
+#include "lua_json.h"
 #include "lua_watch.h"
 
 #define WATCHER_MT "keel.Watcher"
@@ -454,7 +455,7 @@ static watcher *check_watcher(lua_State *L)
 
 static void push_dump(lua_State *L, json_t *o)
 {
-    char *text = json_dumps(o, JSON_COMPACT);
+    char *text = keel__json_dump(o, JSON_COMPACT);
     json_decref(o);
     if (!text) luaL_error(L, "out of memory");
     lua_pushstring(L, text);

@@ -124,7 +124,6 @@ static int world_gc(lua_State *L)
                 lua_rawsetp(L, -3, w);
             }
             lua_pop(L, 2);
-            keel__lua_messages_forget(L, lw->ctx, w);
         }
         if (lw->owned) keel_world_free(w);
     }
@@ -519,6 +518,12 @@ static int w_errors(lua_State *L)
             lua_pushstring(L, f->system);
             lua_setfield(L, -2, "system");
         }
+        if (f->where) {
+            lua_pushstring(L, f->where);
+            lua_setfield(L, -2, "where");
+        }
+        lua_pushinteger(L, (lua_Integer)f->count);
+        lua_setfield(L, -2, "count");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;

@@ -73,8 +73,8 @@ extern keel_hook_fn keel__batch_hook;
 extern void (*keel__batch_run)(keel__batch *b);
 bool keel__batch_next(keel__batch *b);
 void keel__batch_done(keel__batch *b, keel_status st);
-/* Set by a binding: called at the start of every step (phase KEEL_PHASE_COUNT_) and at the end
- * of every phase's hooks, outside any transaction (the Lua binding delivers messages there). */
+/* Set by a binding: called at the end of every phase, after its hooks and C systems and before
+ * its messages are delivered, outside any transaction (the Lua binding runs its systems there). */
 extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
 /* Whether component c takes part in this step: enabled, not faulted, under active entities and
  * not added during this step (a system's `each` visits what a hook would run). */
@@ -83,11 +83,19 @@ bool keel__comp_runnable(const keel_world *w, keel_comp c);
  * on a status other than KEEL_OK (the caller records the failure). */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);
 void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
-/* Records a system's failure in the world's error list (keel_fault.system = its name). */
-void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message);
+/* Records a system's failure in the world's error list (keel_fault.system = its name; where: the
+ * Lua position "chunk:line" of the error, or NULL). */
+void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message,
+                        const char *where);
 /* Runs component c's hook for `phase` as a transaction (a failure rolls back, faults, records),
  * unless c is gone, disabled, under a disabled entity or faulted. */
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase);
+/* Queues a message as keel_send (broadcast false: to `to`) or keel_broadcast does, with a
+ * binding's payload in message.user: release(user) runs when the message is dropped, delivered
+ * or refused (message.c). */
+keel_status keel__message_post(keel_world *w, keel_entity to, bool broadcast, const char *name, const void *data,
+                               size_t size, keel_entity sender, void *user, void (*release)(void *user),
+                               keel_diags *d);
 /* Records an entry in the world's error list (keel_fault_at), as a failed hook would. */
 void keel__fault_add(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
                      const char *message);

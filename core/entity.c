@@ -9,6 +9,8 @@
 #include <sys/mman.h>
 
 static size_t uuid_hash(keel_uuid u);
+static bool slot_may_be(const keel_world *w, uint32_t it, size_t h);
+static uint32_t slot_ent(const keel_world *w, uint32_t it);
 #define HUGE_PAGE ((size_t)2 << 20)
 
 static void uuid_prefetch(const keel_world *w, keel_uuid u)
@@ -17,10 +19,9 @@ static void uuid_prefetch(const keel_world *w, keel_uuid u)
 }
 
 /* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
- * cache miss of a random hash slot overlaps the work of the spawns in between. They come
- * from keel_uuid_v4 like every v4 UUID in keel: a per-thread pool that one getrandom(2)
- * fills for 256 UUIDs, and refills in a forked child (a seeded generator would repeat the
- * parent's sequence there). */
+ * cache miss of a random hash slot overlaps the work of the spawns in between; halfway there
+ * the slot (in cache by then) names the entity a probe will compare, and that is prefetched
+ * too. They come from keel_uuid_v4 like every v4 UUID in keel (uuid.c). */
 keel_uuid keel__new_uuid(keel_world *w)
 {
     if (!w->next_ready) {
@@ -33,6 +34,11 @@ keel_uuid keel__new_uuid(keel_world *w)
     w->next_uuid[w->next_pos] = n;
     w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
     uuid_prefetch(w, n);
+    if (w->hash_cap) {
+        size_t h = uuid_hash(w->next_uuid[(w->next_pos + KEEL__UUID_AHEAD / 2) % KEEL__UUID_AHEAD]);
+        uint32_t it = w->hash[h & (w->hash_cap - 1)];
+        if (it && slot_may_be(w, it, h)) __builtin_prefetch(&w->ents[slot_ent(w, it)]);
+    }
     return u;
 }
 
@@ -65,19 +71,46 @@ static size_t uuid_hash(keel_uuid u)
     return (size_t)h;
 }
 
-/* Slots hold (low 32 bits of the hash) << 32 | (index + 1): probing and rehashing
- * compare the stored hash first and only touch an entity on a likely match. */
-static void hash_insert_raw(keel_world *w, uint64_t item)
+/* Slots are 4 bytes (0: empty), the table at most half full: the low hash_ibits bits hold the
+ * entity index + 1, the bits above them the same bits of the UUID's hash. A probe compares
+ * those first and reads the UUID in the entity record only when they match (a slot's home is
+ * its entity's hash), so looking for a new UUID almost never leaves the table. */
+static uint32_t idx_mask(const keel_world *w) { return (uint32_t)(((uint64_t)1 << w->hash_ibits) - 1); }
+static uint32_t slot_item(const keel_world *w, size_t h, uint32_t i)
 {
-    size_t mask = w->hash_cap - 1, p = (size_t)(item >> 32) & mask;
+    return ((uint32_t)((uint64_t)h >> 32) & ~idx_mask(w)) | (i + 1);
+}
+static bool slot_may_be(const keel_world *w, uint32_t it, size_t h)
+{
+    return ((it ^ (uint32_t)((uint64_t)h >> 32)) & ~idx_mask(w)) == 0;
+}
+static uint32_t slot_ent(const keel_world *w, uint32_t it) { return (it & idx_mask(w)) - 1; }
+
+static size_t ent_home(const keel_world *w, uint32_t it)
+{
+    return uuid_hash(w->ents[slot_ent(w, it)].uuid) & (w->hash_cap - 1);
+}
+
+static void hash_insert_raw(keel_world *w, size_t home, uint32_t item)
+{
+    size_t mask = w->hash_cap - 1, p = home & mask;
     while (w->hash[p]) p = (p + 1) & mask;
     w->hash[p] = item;
 }
 
+static unsigned bits_for(uint64_t n) /* bits to hold n (n >= 1) */
+{
+    return 64u - (unsigned)__builtin_clzll((unsigned long long)n);
+}
+
+/* Rebuilds the table at `cap` slots, with index fields wide enough for every entity index. */
 static void hash_grow(keel_world *w, size_t cap)
 {
-    uint64_t *old = w->hash;
+    uint32_t *old = w->hash;
     size_t old_cap = w->hash_cap;
+    unsigned old_bits = w->hash_ibits;
+    unsigned ib = bits_for((uint64_t)(w->ent_cap > w->ent_count ? w->ent_cap : w->ent_count) + 1);
+    w->hash_ibits = ib < 12 ? 12 : ib;
     w->hash_cap = cap;
     size_t bytes = w->hash_cap * sizeof *w->hash;
     if (bytes >= HUGE_PAGE) { /* random UUIDs touch every page of a table at least a quarter full */
@@ -86,8 +119,12 @@ static void hash_grow(keel_world *w, size_t cap)
     } else {
         w->hash = keel__xcalloc(w->hash_cap, sizeof *w->hash);
     }
-    for (size_t p = 0; p < old_cap; p++)
-        if (old[p]) hash_insert_raw(w, old[p]);
+    for (size_t p = 0; p < old_cap; p++) {
+        if (!old[p]) continue;
+        uint32_t i = (old[p] & (uint32_t)(((uint64_t)1 << old_bits) - 1)) - 1;
+        size_t h = uuid_hash(w->ents[i].uuid);
+        hash_insert_raw(w, h, slot_item(w, h, i));
+    }
     free(old);
     for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
 }
@@ -95,25 +132,22 @@ static void hash_grow(keel_world *w, size_t cap)
 static void hash_insert(keel_world *w, uint32_t i)
 {
     if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
-    uint32_t h = (uint32_t)uuid_hash(w->ents[i].uuid);
-    hash_insert_raw(w, (uint64_t)h << 32 | (uint64_t)(i + 1));
+    else if (bits_for((uint64_t)i + 1) > w->hash_ibits) hash_grow(w, w->hash_cap); /* wider index fields */
+    size_t h = uuid_hash(w->ents[i].uuid);
+    hash_insert_raw(w, h, slot_item(w, h, i));
     w->hash_used++;
 }
 
 static size_t hash_slot(const keel_world *w, keel_uuid u)
 {
     if (!w->hash_cap) return SIZE_MAX;
-    uint32_t h = (uint32_t)uuid_hash(u);
-    size_t mask = w->hash_cap - 1, p = h & mask;
-    while (w->hash[p]) {
-        uint64_t it = w->hash[p];
-        if ((uint32_t)(it >> 32) == h && keel_uuid_equal(w->ents[(uint32_t)it - 1].uuid, u)) return p;
-        p = (p + 1) & mask;
-    }
+    size_t h = uuid_hash(u), mask = w->hash_cap - 1, p = h & mask;
+    for (uint32_t it; (it = w->hash[p]) != 0; p = (p + 1) & mask)
+        if (slot_may_be(w, it, h) && keel_uuid_equal(w->ents[slot_ent(w, it)].uuid, u)) return p;
     return SIZE_MAX;
 }
 
-static uint32_t hash_index(const keel_world *w, size_t p) { return (uint32_t)w->hash[p] - 1; }
+static uint32_t hash_index(const keel_world *w, size_t p) { return slot_ent(w, w->hash[p]); }
 
 /* Backward-shift deletion keeps probe chains intact without tombstones. */
 static void hash_remove(keel_world *w, keel_uuid u)
@@ -125,7 +159,7 @@ static void hash_remove(keel_world *w, keel_uuid u)
     for (;;) {
         q = (q + 1) & mask;
         if (!w->hash[q]) break;
-        size_t home = (size_t)(w->hash[q] >> 32) & mask;
+        size_t home = ent_home(w, w->hash[q]);
         /* move q back into the hole at p if its home is not in (p, q] */
         bool between = p <= q ? (home > p && home <= q) : (home > p || home <= q);
         if (!between) {
@@ -203,6 +237,7 @@ uint32_t keel__ent_alloc(keel_world *w)
     uint32_t i = w->ent_count++;
     memset(&w->ents[i], 0, sizeof w->ents[i]);
     w->ents[i].gen = KEEL__GEN(w->tag, 1);
+    w->ents[i].kids = KEEL__NONE;
     return i;
 }
 
@@ -275,12 +310,13 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
 {
     uint32_t i;
     if (!prev) {
-        i = w->ents[0].first_child;
+        i = keel__first_child(w, 0);
         return i == KEEL__NONE ? KEEL_NO_ENTITY : keel__handle(w, i);
     }
     if (!keel__ent_get(w, prev)) return KEEL_NO_ENTITY;
     i = (uint32_t)prev;
-    if (w->ents[i].first_child != KEEL__NONE) return keel__handle(w, w->ents[i].first_child);
+    uint32_t c = keel__first_child(w, i);
+    if (c != KEEL__NONE) return keel__handle(w, c);
     return keel__next_after_subtree(w, i);
 }
 
@@ -292,8 +328,7 @@ static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, 
     en->name = keel__name_intern(w, name ? name : "");
     en->alive = en->enabled = true;
     en->dying = false;
-    en->first_child = en->last_child = KEEL__NONE;
-    en->child_count = 0;
+    en->kids = KEEL__NONE;
     en->members = NULL;
     en->member_count = en->member_cap = 0;
     keel__link_child(w, parent, i, index);
@@ -381,8 +416,8 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     keel__members_drop(w, i, quiet || w->rolling_back);
     keel__ent *en = &w->ents[i];
     en->dying = false;
-    while (en->first_child != KEEL__NONE) {
-        uint32_t c = en->first_child;
+    while (en->kids != KEEL__NONE) {
+        uint32_t c = keel__first_child(w, i);
         keel__unlink_child(w, c);
         keel__link_child(w, 0, c, SIZE_MAX);
         en = &w->ents[i];
@@ -416,7 +451,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
 static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
 {
     keel__ent *en = &w->ents[i];
-    size_t n = 1 + en->child_count;
+    size_t n = 1 + keel__child_count(w, i);
     inv->type = KEEL_CMD_BATCH;
     inv->items = keel__xcalloc(n, sizeof *inv->items);
     inv->item_count = n;
@@ -429,7 +464,7 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
     sp->slot = i;               /* the old handle, so a rollback can restore it exactly */
     sp->version = (int)en->gen;
     size_t k = 1;
-    for (uint32_t c = en->first_child; c != KEEL__NONE; c = w->ents[c].next, k++) {
+    for (uint32_t c = keel__first_child(w, i); c != KEEL__NONE; c = w->ents[c].next, k++) {
         keel_cmd *rp = &inv->items[k];
         rp->type = KEEL_CMD_REPARENT;
         rp->entity = w->ents[c].uuid;
@@ -641,10 +676,15 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
         }
         en->name = keel__name_intern(dst, src->ents[i].name);
     }
+    dst->kids_count = dst->kids_cap = src->kids_count;
+    dst->kids_free = src->kids_free;
+    dst->kids = src->kids_count ? keel__xrealloc(NULL, src->kids_count * sizeof *dst->kids) : NULL;
+    if (src->kids_count) memcpy(dst->kids, src->kids, src->kids_count * sizeof *dst->kids);
     dst->free_count = dst->free_cap = src->free_count;
     dst->free_idx = keel__xrealloc(NULL, (src->free_count ? src->free_count : 1) * sizeof *dst->free_idx);
     if (src->free_count) memcpy(dst->free_idx, src->free_idx, src->free_count * sizeof *dst->free_idx);
     dst->hash_cap = src->hash_cap;
+    dst->hash_ibits = src->hash_ibits;
     dst->hash_used = src->hash_used;
     dst->hash = src->hash_cap ? keel__xrealloc(NULL, src->hash_cap * sizeof *dst->hash) : NULL;
     if (src->hash_cap) memcpy(dst->hash, src->hash, src->hash_cap * sizeof *dst->hash);

@@ -26,15 +26,21 @@ typedef struct keel__ent {
     keel_uuid uuid;
     const char *name;       /* interned */
     uint32_t gen;
-    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 64 bytes an entity */
+    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 56 bytes an entity */
     unsigned alive : 1, enabled : 1;
     unsigned lifted : 1;    /* out of play in a keel_lift: not alive, not in the UUID index (lift.c) */
     unsigned dying : 1;     /* its on_destroy hooks are running */
     unsigned member_count : 10, member_cap : 10;
-    uint32_t parent, first_child, last_child, next, prev;
-    uint32_t child_count;
+    uint32_t parent, next, prev;
+    uint32_t kids;          /* its children (keel__kids in w->kids), KEEL__NONE when it has none:
+                               most entities are leaves (world.h keel__first_child ...) */
     struct keel__entry *members;
 } keel__ent;
+
+/* An entity's children: the ends of their sibling list and their count. */
+typedef struct keel__kids {
+    uint32_t first, last, count; /* first: the next free record while free */
+} keel__kids;
 
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e); /* NULL when not alive */
 /* A fresh entity index (generation kept from its last use; 1 for a new one). */

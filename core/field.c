@@ -87,7 +87,7 @@ static keel_status body_fits(keel_kind_id k, const void *rec, size_t n, const in
 
 static void count_writes(keel_world *w, keel_kind_id k, const keel__entry *m, size_t n)
 {
-    if (m) w->stores[k].rows[m->row].counter += n;
+    if (m) keel__row_count(&w->stores[k], m->row, n);
     w->revision += n;
 }
 
@@ -223,7 +223,7 @@ keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size
         if (f->type == KEEL_T_FLOAT) memcpy(p, &vals[j].as.f, sizeof vals[j].as.f);
         else keel__value_store(f, p, &vals[j]);
     }
-    w->stores[c.kind].rows[w->hook_row].counter += n;
+    keel__row_count(&w->stores[c.kind], w->hook_row, n);
     w->revision += n;
     return KEEL_OK;
 }
@@ -242,7 +242,7 @@ void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n,
     }
     unsigned char *rec = record;
     for (size_t j = 0; j < n; j++) memcpy(rec + L->offsets[fields[j]], &vals[j], sizeof vals[j]);
-    w->stores[c.kind].rows[w->hook_row].counter += n;
+    keel__row_count(&w->stores[c.kind], w->hook_row, n);
     w->revision += n;
 }
 

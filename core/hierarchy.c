@@ -16,7 +16,7 @@ keel_entity keel_entity_parent(const keel_world *w, keel_entity e)
 size_t keel_entity_child_count(const keel_world *w, keel_entity e)
 {
     keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
-    return en ? en->child_count : 0;
+    return en ? keel__child_count(w, (uint32_t)(en - w->ents)) : 0;
 }
 
 /* Starts from the nearest of the first child, the last child and the previous answer
@@ -24,13 +24,14 @@ size_t keel_entity_child_count(const keel_world *w, keel_entity e)
 keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t n)
 {
     keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
-    if (!en || n >= en->child_count) return KEEL_NO_ENTITY;
-    uint32_t p = (uint32_t)(en - w->ents);
-    uint32_t c = en->first_child;
+    uint32_t p = en ? (uint32_t)(en - w->ents) : 0;
+    size_t count = en ? keel__child_count(w, p) : 0;
+    if (n >= count) return KEEL_NO_ENTITY;
+    uint32_t c = keel__first_child(w, p);
     size_t at = 0;
-    if (en->child_count - 1 - n < n) {
-        c = en->last_child;
-        at = en->child_count - 1;
+    if (count - 1 - n < n) {
+        c = keel__last_child(w, p);
+        at = count - 1;
     }
     bool cached = w->child_structure == w->structure + 1 && w->child_parent == p;
     if (cached) {
@@ -53,7 +54,8 @@ keel_entity keel_entity_child(const keel_world *w, keel_entity e, size_t n)
 keel_entity keel_entity_first_child(const keel_world *w, keel_entity e)
 {
     keel__ent *en = keel__ent_get(w, e ? e : keel_world_root(w));
-    return en && en->first_child != KEEL__NONE ? keel__handle(w, en->first_child) : KEEL_NO_ENTITY;
+    uint32_t c = en ? keel__first_child(w, (uint32_t)(en - w->ents)) : KEEL__NONE;
+    return c != KEEL__NONE ? keel__handle(w, c) : KEEL_NO_ENTITY;
 }
 
 keel_entity keel_entity_next_sibling(const keel_world *w, keel_entity e)
@@ -70,42 +72,69 @@ keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i)
     return KEEL_NO_ENTITY;
 }
 
+/* Entity p's children record, made when it gets its first child. */
+static keel__kids *kids_of(keel_world *w, uint32_t p)
+{
+    if (w->ents[p].kids == KEEL__NONE) {
+        uint32_t k;
+        if (w->kids_free) {
+            k = w->kids_free - 1;
+            w->kids_free = w->kids[k].first;
+        } else {
+            if (w->kids_count == w->kids_cap) {
+                w->kids_cap = w->kids_cap ? w->kids_cap * 2 : 16;
+                w->kids = keel__xrealloc(w->kids, w->kids_cap * sizeof *w->kids);
+            }
+            k = w->kids_count++;
+        }
+        w->kids[k] = (keel__kids){ KEEL__NONE, KEEL__NONE, 0 };
+        w->ents[p].kids = k;
+    }
+    return &w->kids[w->ents[p].kids];
+}
+
 void keel__unlink_child(keel_world *w, uint32_t c)
 {
     keel__ent *en = &w->ents[c];
-    keel__ent *p = &w->ents[en->parent];
+    uint32_t p = en->parent;
+    keel__kids *pk = &w->kids[w->ents[p].kids];
     if (en->prev != KEEL__NONE) w->ents[en->prev].next = en->next;
-    else p->first_child = en->next;
+    else pk->first = en->next;
     if (en->next != KEEL__NONE) w->ents[en->next].prev = en->prev;
-    else p->last_child = en->prev;
-    p->child_count--;
+    else pk->last = en->prev;
+    if (--pk->count == 0) { /* a leaf again: the record goes back */
+        pk->first = w->kids_free;
+        w->kids_free = w->ents[p].kids + 1;
+        w->ents[p].kids = KEEL__NONE;
+    }
     en->parent = en->next = en->prev = KEEL__NONE;
 }
 
 /* Inserts c among p's children at `index` (SIZE_MAX or past the end: last). */
 void keel__link_child(keel_world *w, uint32_t p, uint32_t c, size_t index)
 {
-    keel__ent *pe = &w->ents[p], *en = &w->ents[c];
+    keel__kids *pk = kids_of(w, p);
+    keel__ent *en = &w->ents[c];
     en->parent = p;
     uint32_t at = KEEL__NONE; /* the sibling c goes before */
-    if (index < pe->child_count) {
-        at = pe->first_child;
+    if (index < pk->count) {
+        at = pk->first;
         while (index--) at = w->ents[at].next;
     }
     if (at == KEEL__NONE) {
-        en->prev = pe->last_child;
+        en->prev = pk->last;
         en->next = KEEL__NONE;
-        if (pe->last_child != KEEL__NONE) w->ents[pe->last_child].next = c;
-        else pe->first_child = c;
-        pe->last_child = c;
+        if (pk->last != KEEL__NONE) w->ents[pk->last].next = c;
+        else pk->first = c;
+        pk->last = c;
     } else {
         en->next = at;
         en->prev = w->ents[at].prev;
         if (en->prev != KEEL__NONE) w->ents[en->prev].next = c;
-        else pe->first_child = c;
+        else pk->first = c;
         w->ents[at].prev = c;
     }
-    pe->child_count++;
+    pk->count++;
 }
 
 size_t keel__sibling_index(const keel_world *w, uint32_t i)
@@ -125,7 +154,7 @@ size_t keel__depth_of(const keel_world *w, uint32_t i) /* root 0, top level 1 */
 size_t keel__height_of(const keel_world *w, uint32_t i) /* 1 for a leaf */
 {
     size_t h = 1;
-    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next) {
+    for (uint32_t c = keel__first_child(w, i); c != KEEL__NONE; c = w->ents[c].next) {
         size_t ch = keel__height_of(w, c) + 1;
         if (ch > h) h = ch;
     }
@@ -240,6 +269,6 @@ void keel__subtree_collect(const keel_world *w, uint32_t i, uint32_t **list, siz
         *list = keel__xrealloc(*list, *cap * sizeof **list);
     }
     (*list)[(*n)++] = i;
-    for (uint32_t c = w->ents[i].first_child; c != KEEL__NONE; c = w->ents[c].next)
+    for (uint32_t c = keel__first_child(w, i); c != KEEL__NONE; c = w->ents[c].next)
         keel__subtree_collect(w, c, list, n, cap);
 }

@@ -314,7 +314,7 @@ typedef enum keel_phase {
     KEEL_PHASE_LATE_UPDATE,
     KEEL_PHASE_ON_DESTROY,
     KEEL_PHASE_ON_TRANSFER, /* after keel_transfer moved the component in; call.from is the source world */
-    KEEL_PHASE_ON_MESSAGE,  /* a message delivered to the component (the Lua binding's e:send / w:broadcast) */
+    KEEL_PHASE_ON_MESSAGE,  /* a message delivered to the component: keel_call_message */
     KEEL_PHASE_COUNT_
 } keel_phase;
 const char *keel_phase_name(keel_phase p); /* "awake", "fixed_update", ... */
@@ -975,10 +975,15 @@ typedef struct keel_fault {
     keel_phase phase;
     const char *message;
     keel_timer_id timer; /* a timer's failure: its id (kind "", entity its owner's or the root's); else 0 */
-    const char *system;  /* a system's failure (the Lua binding's keel.system): its name; else NULL */
+    const char *system;  /* a system's failure (keel_system_add, keel.system in Lua): its name; else NULL */
+    const char *where;   /* "chunk:line" of the Lua code that raised it (a Lua callback); else NULL */
+    size_t count;        /* how many failures it stands for (>= 1): see below */
+    uint64_t frame;      /* keel_world_frame when it was recorded */
 } keel_fault;
 /* Every fault since the world was made, oldest first; never cleared. keel_fault_at: NULL
- * past the end. The fault belongs to the world: the pointer is valid until the next fault
+ * past the end. The same failure again in the same frame (same kind, system, phase,
+ * message and where, as when a bug fails every component of a kind) is not listed again:
+ * the first entry's count grows. The fault belongs to the world: the pointer is valid until the next fault
  * is recorded, its strings until keel_world_free. */
 size_t keel_fault_count(const keel_world *w);
 const keel_fault *keel_fault_at(const keel_world *w, size_t i);
@@ -1072,6 +1077,185 @@ keel_status keel_timer_remaining(const keel_world *w, keel_timer_id id, double *
 /* Pending timers of w (those whose owner went are counted until the next step notices). */
 size_t keel_timer_count(const keel_world *w);
 double keel_world_time(const keel_world *w); /* the sum of every dt given to keel_step */
+
+/* ======================================================================
+ * Messages: runtime state, never written to scene files or save games
+ *
+ * keel_send queues a message to every component of one entity whose kind has
+ * a KEEL_PHASE_ON_MESSAGE hook (membership order); keel_broadcast to every such
+ * component of the world, in run order (the root first, then pre-order). The
+ * data is copied at send, so the sender may reuse its buffer. Messages sent
+ * during a phase are delivered at the end of that phase (after its systems,
+ * C ones then Lua ones), in send order, C and Lua messages in one queue;
+ * messages sent while delivering are delivered in the same pass, up to
+ * 100,000 per pass: the rest are dropped with one LimitExceeded fault (kind
+ * "message"). Messages sent outside a step are delivered at the start of the
+ * next keel_step, before its first phase. A message to an entity destroyed
+ * meanwhile is dropped silently; a disabled, inactive or faulted component
+ * receives none. Each handler call is a transaction like any hook (a failure
+ * rolls back, faults the component and is recorded). The hook reads the
+ * message with keel_call_message(call): name, data/size, sender. A message sent from the Lua binding
+ * reaches a C hook with data NULL and size 0 (its Lua table is for Lua hooks);
+ * one sent from C reaches a Lua on_message with its bytes as a Lua string.
+ *
+ * Example:
+ *     static int hits;
+ *     static keel_status on_hit(const keel_call *c)
+ *     {
+ *         int amount = 0;
+ *         const keel_message *m = keel_call_message(c);
+ *         if (m->size == sizeof amount) memcpy(&amount, m->data, sizeof amount);
+ *         hits += amount;
+ *         return KEEL_OK;
+ *     }
+ *     int main(void)
+ *     {
+ *         keel_diags d;
+ *         keel_diags_init(&d);
+ *         keel_init();
+ *         keel_kind_desc kd = { .key = "demo:target", .version = 1 };
+ *         kd.hooks[KEEL_PHASE_ON_MESSAGE] = on_hit;
+ *         keel_kind_id k = KEEL_NO_KIND;
+ *         keel_status st = keel_kind_declare(&kd, &k, &d);
+ *         keel_world *w = keel_world_new("Messages");
+ *         keel_entity e = KEEL_NO_ENTITY;
+ *         if (st == KEEL_OK) st = keel_spawn(w, "Target", KEEL_NO_ENTITY, NULL, &e, NULL, &d);
+ *         if (st == KEEL_OK) st = keel_add(w, e, k, NULL, NULL, NULL, &d);
+ *         int five = 5, two = 2;
+ *         if (st == KEEL_OK) st = keel_send(w, e, "hit", &five, sizeof five, KEEL_NO_ENTITY, &d);
+ *         if (st == KEEL_OK) st = keel_broadcast(w, "hit", &two, sizeof two, KEEL_NO_ENTITY, &d);
+ *         int bad = hits != 0;                          // queued: nothing delivered yet
+ *         if (st == KEEL_OK) st = keel_step(w, 1.0 / 60, &d); // delivered at the step's start
+ *         bad |= st != KEEL_OK || hits != 7;
+ *         keel_world_free(w);
+ *         keel_diags_free(&d);
+ *         keel_shutdown();
+ *         return bad;
+ *     }
+ * ====================================================================== */
+
+#define KEEL_MESSAGE_MAX_SIZE (64 * 1024) /* bytes of data */
+#define KEEL_MESSAGE_MAX_PASS 100000      /* messages delivered in one pass */
+
+typedef struct keel_message {
+    const char *name;   /* never NULL */
+    const void *data;   /* the copy made at send; NULL when size is 0 */
+    size_t size;
+    keel_entity sender; /* KEEL_NO_ENTITY when none */
+    void *user;         /* a binding's own payload (the Lua binding: the message's table); else NULL */
+} keel_message;
+
+/* Queues a message to entity `to` of w. InvalidArgument: NULL w or name, an empty name, data
+ * NULL with size > 0, size over KEEL_MESSAGE_MAX_SIZE; NotFound: `to` is not a live entity of
+ * w. `sender`: any entity (given back as is), or KEEL_NO_ENTITY. */
+keel_status keel_send(keel_world *w, keel_entity to, const char *name, const void *data, size_t size,
+                      keel_entity sender, keel_diags *d);
+/* Queues a message to every component with an on_message hook; the same refusals. */
+keel_status keel_broadcast(keel_world *w, const char *name, const void *data, size_t size, keel_entity sender,
+                           keel_diags *d);
+/* The message an on_message hook call delivers (never NULL there); NULL for any other call. */
+const keel_message *keel_call_message(const keel_call *call);
+/* Messages queued and not yet delivered. */
+size_t keel_message_count(const keel_world *w);
+
+/* ======================================================================
+ * Systems: C gameplay code over a query, per world
+ *
+ * keel_system_add registers a system with world w: `each` is called once per
+ * entity holding every kind of `query` (each at its lowest slot; entities in
+ * run order, pre-order; the scene root is not visited; the list is made
+ * before the first call), `run` once per phase. A phase's systems run after its
+ * component hooks, C systems before the Lua binding's keel.system ones, in
+ * `after` order: a topological order by name (ties in the order added; a
+ * name not added yet constrains once it is), a cycle refused with
+ * InvalidArgument naming it. Adding a name again replaces that system (keeping
+ * its place) and clears its fault. Disabled or inactive entities, disabled
+ * or faulted components and components added during this step are skipped.
+ * Each call is a transaction: when it returns non-OK, its keel_set writes and
+ * structural changes roll back, the system is faulted (skipped until
+ * keel_system_reset or added again), the failure is recorded once as a fault
+ * whose `system` is its name, and the step goes on. call->records[i] is
+ * valid during the call; a write straight into it is not journaled (write
+ * with keel_set to have it rolled back).
+ *
+ * Example:
+ *     typedef struct mover { double x, vx; } mover; // fields x, vx: float
+ *     static keel_status move(const keel_system_call *c)
+ *     {
+ *         const mover *m = c->records[0];
+ *         keel_value v = { .type = KEEL_T_FLOAT, .as.f = m->x + m->vx * c->dt };
+ *         return keel_set(c->world, c->comps[0], 0, &v, NULL, c->diags);
+ *     }
+ *     int main(void)
+ *     {
+ *         keel_diags d;
+ *         keel_diags_init(&d);
+ *         keel_init();
+ *         keel_field_desc f[] = { { .key = "x", .type = KEEL_T_FLOAT }, { .key = "vx", .type = KEEL_T_FLOAT } };
+ *         keel_kind_desc kd = { .key = "demo:mover", .version = 1, .fields = f, .field_count = 2 };
+ *         keel_kind_id k = KEEL_NO_KIND;
+ *         keel_status st = keel_kind_declare(&kd, &k, &d);
+ *         keel_world *w = keel_world_new("Systems");
+ *         keel_entity e = KEEL_NO_ENTITY;
+ *         keel_comp c = { 0 };
+ *         if (st == KEEL_OK) st = keel_spawn(w, "Mover", KEEL_NO_ENTITY, NULL, &e, NULL, &d);
+ *         if (st == KEEL_OK) st = keel_add(w, e, k, NULL, &c, NULL, &d);
+ *         keel_value vx = { .type = KEEL_T_FLOAT, .as.f = 2 };
+ *         if (st == KEEL_OK) st = keel_set(w, c, 1, &vx, NULL, &d);
+ *         keel_system_desc sd = { .name = "demo:move", .phase = KEEL_PHASE_UPDATE, .query = &k,
+ *                                 .query_count = 1, .each = move };
+ *         if (st == KEEL_OK) st = keel_system_add(w, &sd, &d);
+ *         for (int i = 0; st == KEEL_OK && i < 4; i++) st = keel_step(w, 0.5, &d);
+ *         keel_value x = { 0 };
+ *         int bad = st != KEEL_OK || keel_get(w, c, 0, &x, &d) != KEEL_OK || x.as.f != 4;
+ *         keel_world_free(w);
+ *         keel_diags_free(&d);
+ *         keel_shutdown();
+ *         return bad;
+ *     }
+ * ====================================================================== */
+
+/* What a system's callback is called with. */
+typedef struct keel_system_call {
+    keel_world *world;
+    keel_phase phase;
+    double dt;
+    keel_entity entity;         /* each: the entity visited; run: KEEL_NO_ENTITY */
+    const keel_comp *comps;     /* each: one per queried kind, in query order; run: NULL */
+    void *const *records;       /* each: their records, valid during the call; run: NULL */
+    size_t count;               /* each: query_count; run: 0 */
+    void *user;                 /* desc.user */
+    keel_diags *diags;          /* a callback that fails adds its message here */
+} keel_system_call;
+/* Returns KEEL_OK, or any other status to fail (rolled back and faulted, see above). */
+typedef keel_status (*keel_system_fn)(const keel_system_call *call);
+
+typedef struct keel_system_desc {
+    const char *name;             /* non-empty; copied */
+    keel_phase phase;             /* START, FIXED_UPDATE, UPDATE or LATE_UPDATE */
+    const keel_kind_id *query;    /* each: at least one kind; copied */
+    size_t query_count;
+    const char *const *after;     /* names of systems this one runs after; copied */
+    size_t after_count;
+    keel_system_fn each, run;     /* exactly one */
+    void *user;
+} keel_system_desc;
+
+/* Adds (or replaces) a system of w. InvalidArgument: NULL w or desc, a bad name or phase,
+ * not exactly one of each/run, each without a query, a query kind that is not declared, an
+ * `after` cycle ("`after` makes a cycle: a -> b -> a"): then w's systems are as before.
+ * InvalidOperation: called from one of w's callbacks. */
+keel_status keel_system_add(keel_world *w, const keel_system_desc *desc, keel_diags *d);
+/* NotFound: w has no such system. InvalidOperation: called from one of w's callbacks. */
+keel_status keel_system_remove(keel_world *w, const char *name, keel_diags *d);
+/* Clears the system's fault: it runs again from the next phase. NotFound: no such system. */
+keel_status keel_system_reset(keel_world *w, const char *name, keel_diags *d);
+/* Whether w's system `name` is faulted (false when there is none). */
+bool keel_system_faulted(const keel_world *w, const char *name);
+/* w's systems in run order across phases (start, fixed_update, update, late_update): the
+ * name of the i-th, NULL past the end. */
+size_t keel_system_count(const keel_world *w);
+const char *keel_system_name(const keel_world *w, size_t i);
 
 /* ======================================================================
  * Renderer snapshot: immutable, extracted from the world; unknown components

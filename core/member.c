@@ -128,6 +128,9 @@ void keel__entry_pools_free(keel_world *w)
     memset(w->entry_free, 0, sizeof w->entry_free);
     memset(w->entry_tail, 0, sizeof w->entry_tail);
     memset(w->entry_tail_end, 0, sizeof w->entry_tail_end);
+    free(w->fresh); /* the fresh flags go with the entries */
+    w->fresh = NULL;
+    w->fresh_count = w->fresh_cap = 0;
 }
 
 static keel__entry *entry_push(keel_world *w, keel__ent *en)
@@ -177,10 +180,38 @@ void keel__tombs_clear(keel_world *w)
     w->tomb_count = w->tomb_cap = 0;
 }
 
-uint64_t keel__born_stamp(const keel_world *w)
+void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
 {
-    /* added during a step: first runs in the next one */
-    return w->rolling_back ? 0 : w->frame + (w->in_step ? 1 : 0);
+    m->fresh = false;
+    if (w->rolling_back || !w->in_step) return;
+    if (w->fresh_frame != w->frame) { /* the flags of an earlier frame are over: clear them */
+        for (size_t f = 0; f < w->fresh_count; f++) {
+            const keel__fresh *x = &w->fresh[f];
+            keel__ent *en = &w->ents[x->index];
+            keel__entry *o = en->alive && en->gen == x->gen ? keel__entry_find(en, x->kind, x->slot) : NULL;
+            if (o) o->fresh = false;
+        }
+        w->fresh_count = 0;
+        w->fresh_frame = w->frame;
+    }
+    if (w->fresh_count == w->fresh_cap) {
+        w->fresh_cap = w->fresh_cap ? w->fresh_cap * 2 : 16;
+        w->fresh = keel__xrealloc(w->fresh, w->fresh_cap * sizeof *w->fresh);
+    }
+    w->fresh[w->fresh_count++] = (keel__fresh){ i, w->ents[i].gen, m->kind, m->slot };
+    m->fresh = true;
+}
+
+/* The side part of a new unknown entry c (its serial is the one entry_push gave it). */
+static keel__unknown *unknown_new(keel__entry *c, const char *key, keel_node *preserved)
+{
+    uint64_t serial = c->serial;
+    keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
+    u->key = keel__strdup(key);
+    u->preserved = preserved;
+    u->serial = serial;
+    c->unk = u;
+    return u;
 }
 
 /* The slot a new entry of `key` takes, or an error. */
@@ -336,7 +367,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     m->kind = k;
     m->slot = slot;
     m->row = row;
-    m->born = keel__born_stamp(w);
+    keel__entry_born(w, i, m);
     if (w->rolling_back) {
         m->awoken = m->started = true;
         serial_unbury(w, i, m);
@@ -402,11 +433,9 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
-        m->unk = keel__xrealloc(NULL, sizeof *m->unk);
-        m->unk->key = keel__strdup(key);
+        unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map());
         m->slot = slot;
         m->version = version;
-        m->unk->preserved = body ? keel_node_copy(body) : keel_node_new_map();
         keel__touch(w);
         if (inv) {
             inv->type = KEEL_CMD_REMOVE;
@@ -546,12 +575,10 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 {
     if (!m->kind) {
         keel__entry *c = entry_push(w, &w->ents[dst]);
-        c->unk = keel__xrealloc(NULL, sizeof *c->unk);
-        c->unk->key = keel__strdup(m->unk->key);
+        unknown_new(c, m->unk->key, keel_node_copy(m->unk->preserved));
         c->slot = m->slot;
         c->enabled = m->enabled;
         c->version = m->version;
-        c->unk->preserved = keel_node_copy(m->unk->preserved);
         return;
     }
     uint32_t row = keel__store_append(w, m->kind, keel__handle(w, dst), m->slot);
@@ -562,7 +589,7 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
     c->slot = m->slot;
     c->row = row;
     c->enabled = m->enabled;
-    c->born = keel__born_stamp(w);
+    keel__entry_born(w, dst, c);
     keel__touch(w);
 }
 
@@ -666,9 +693,9 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     out->enabled = m->enabled;
     out->faulted = m->faulted;
     out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
-    out->counter = m->kind ? w->stores[m->kind].rows[m->row].counter : 0;
+    out->counter = m->kind ? keel__row_counter(&w->stores[m->kind], m->row) : 0;
     out->preserved = m->kind ? NULL : m->unk->preserved;
-    out->serial = m->serial;
+    out->serial = keel__entry_serial(m);
     return true;
 }
 
@@ -692,7 +719,7 @@ bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry
 uint64_t keel_comp_serial(const keel_world *w, keel_comp c)
 {
     keel__entry *m = keel__comp_entry(w, c);
-    return m ? m->serial : 0;
+    return m ? m->serial : 0; /* a loaded entry's */
 }
 
 void *keel_record(const keel_world *w, keel_comp c)
@@ -704,7 +731,7 @@ void *keel_record(const keel_world *w, keel_comp c)
 uint64_t keel_comp_counter(const keel_world *w, keel_comp c)
 {
     keel__entry *m = keel__comp_entry(w, c);
-    return m ? w->stores[c.kind].rows[m->row].counter : 0;
+    return m ? keel__row_counter(&w->stores[c.kind], m->row) : 0;
 }
 
 bool keel_comp_faulted(const keel_world *w, keel_comp c)
@@ -783,20 +810,23 @@ void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry
     c->awoken = m->awoken;
     c->faulted = m->faulted;
     if (!m->kind) { /* an unknown entry: its body changes hands */
+        uint64_t serial = c->serial; /* dst's own */
         c->version = m->version;
         c->unk = m->unk;
+        c->unk->serial = serial;
         m->unk = NULL;
         keel__touch(dst);
         return;
     }
     uint32_t row = keel__store_append(dst, m->kind, keel__handle(dst, di), m->slot);
     c->row = row;
-    c->born = keel__born_stamp(dst);
+    keel__entry_born(dst, di, c);
     keel__store *ss = &src->stores[m->kind], *ds = &dst->stores[m->kind];
     void *to = keel__store_rec(ds, row), *from = keel__store_rec(ss, m->row);
     memcpy(to, from, ds->record_size);
     memset(from, 0, ss->record_size); /* its strings are the new record's now: the source frees nothing */
-    ds->rows[row].counter = ss->rows[m->row].counter;
+    uint64_t n = keel__row_counter(ss, m->row);
+    if (n) keel__row_count(ds, row, n); /* a new row counts from 0 */
     keel__touch(dst);
 }
 
@@ -812,9 +842,14 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
             keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
             u->key = keel__strdup(se->members[k].unk->key);
             u->preserved = keel_node_copy(se->members[k].unk->preserved);
+            u->serial = se->members[k].unk->serial;
             a[k].unk = u;
         }
         dst->ents[i].members = a;
     }
     dst->last_serial = src->last_serial;
+    dst->fresh_count = dst->fresh_cap = src->fresh_count;
+    dst->fresh = src->fresh_count ? keel__xrealloc(NULL, src->fresh_count * sizeof *dst->fresh) : NULL;
+    if (src->fresh_count) memcpy(dst->fresh, src->fresh, src->fresh_count * sizeof *dst->fresh);
+    dst->fresh_frame = src->fresh_frame;
 }

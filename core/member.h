@@ -14,23 +14,38 @@
 typedef struct keel__unknown {
     char *key;
     keel_node *preserved;   /* its body as read */
+    uint64_t serial;        /* the entry's (keel__entry_serial) */
 } keel__unknown;
 
-/* One membership entry: the component stack of an entity, in order. */
+/* One membership entry: the component stack of an entity, in order; 24 bytes (they are per
+ * component): what only some entries need is kept aside. */
 typedef struct keel__entry {
     keel_kind_id kind;      /* KEEL_NO_KIND when unknown */
     uint32_t slot;
-    union {                 /* one or the other: 8 bytes less per entry (they are per component) */
+    union {
         uint32_t row;       /* loaded: index in the kind's storage */
         int version;        /* unknown: the version its body was written in */
     };
-    bool enabled, started, awoken, faulted;
-    union {                 /* the same again */
-        uint64_t born;      /* loaded: first frame it may run in */
-        keel__unknown *unk; /* unknown: key (loaded ones read the registry) and body */
+    bool enabled : 1, started : 1, awoken : 1, faulted : 1;
+    bool fresh : 1;         /* added during the step of frame w->fresh_frame: runs from the next
+                               (keel__entry_due); cleared once a later frame adds one (member.c) */
+    union {
+        uint64_t serial;    /* loaded: per world, never reused (a rollback gives a removed entry
+                               its own back); read it with keel__entry_serial */
+        keel__unknown *unk; /* unknown: key (loaded ones read the registry), body and serial */
     };
-    uint64_t serial;        /* per world, never reused (a rollback gives a removed entry its own back) */
 } keel__entry;
+
+/* An entry added during a step (keel__entry.fresh), to clear its flag once the frame is over. */
+typedef struct keel__fresh {
+    uint32_t index, gen;
+    keel_kind_id kind;
+    uint32_t slot;
+} keel__fresh;
+
+_Static_assert(sizeof(keel__entry) <= 24, "a membership entry stays within 24 bytes");
+
+static inline uint64_t keel__entry_serial(const keel__entry *m) { return m->kind ? m->serial : m->unk->serial; }
 
 /* An entry removed inside a hook transaction: if a rollback brings it back, it keeps its serial. */
 typedef struct keel__tomb {
@@ -82,8 +97,9 @@ void keel__tombs_clear(keel_world *w);
 keel__entry *keel__entry_by_key(struct keel__ent *en, const char *key, uint32_t slot);
 /* Would adding k to entity i break multiplicity, max, requires or rejects? InvalidOperation in d. */
 keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d);
-/* The first frame a component added now may run in. */
-uint64_t keel__born_stamp(const keel_world *w);
+/* Entry m of entity i was just added (or adopted): fresh when added during a step, so it first
+ * runs in the next frame. */
+void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m);
 /* Runs awake for k's components not yet awoken, in run order (hot reload adopting entries). */
 void keel__awake_in_run_order(keel_world *w, keel_kind_id only);
 /* Is the kind's placement on the scene root (or off it) allowed? InvalidOperation in d if not. */

@@ -40,8 +40,10 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
     w->faults = now.faults;
     w->fault_count = now.fault_count;
     w->fault_cap = now.fault_cap;
+    w->systems = now.systems; /* C systems are set up by the program, not played */
     w->played = NULL;
     *was = now;
+    was->systems = NULL;
     was->faults = NULL;
     was->fault_count = was->fault_cap = 0;
     was->played = NULL;

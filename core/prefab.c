@@ -14,7 +14,7 @@ static keel_status instantiate_check(keel_world *dst, const keel_world *tmpl, co
     if (o->parent && (st = keel__parent_index(dst, o->parent, p, d))) return st;
     if (o->name && (st = keel__name_check(o->name, "an entity", d))) return st;
     size_t height = 0;
-    for (uint32_t c = tmpl->ents[0].first_child; c != KEEL__NONE; c = tmpl->ents[c].next) {
+    for (uint32_t c = keel__first_child(tmpl, 0); c != KEEL__NONE; c = tmpl->ents[c].next) {
         size_t h = keel__height_of(tmpl, c);
         if (h > height) height = h;
     }
@@ -29,7 +29,7 @@ static keel_status stage(keel_world *s, const keel_instantiate_opts *o, uint32_t
 {
     size_t cap = 0;
     *n = 0;
-    for (uint32_t c = s->ents[0].first_child; c != KEEL__NONE; c = s->ents[c].next) {
+    for (uint32_t c = keel__first_child(s, 0); c != KEEL__NONE; c = s->ents[c].next) {
         if (*n == cap) {
             cap = cap ? cap * 2 : 4;
             *tops = keel__xrealloc(*tops, cap * sizeof **tops);
@@ -46,7 +46,7 @@ static keel_status stage(keel_world *s, const keel_instantiate_opts *o, uint32_t
         free(h);
         /* the callback may have added or removed top-level entities: take the list again */
         *n = 0;
-        for (uint32_t c = s->ents[0].first_child; st == KEEL_OK && c != KEEL__NONE; c = s->ents[c].next) {
+        for (uint32_t c = keel__first_child(s, 0); st == KEEL_OK && c != KEEL__NONE; c = s->ents[c].next) {
             if (*n == cap) {
                 cap = cap ? cap * 2 : 4;
                 *tops = keel__xrealloc(*tops, cap * sizeof **tops);

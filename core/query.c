@@ -38,7 +38,7 @@ keel_entity keel_storage_owner(const keel_world *w, keel_kind_id k, size_t i)
 uint32_t keel_storage_slot(const keel_world *w, keel_kind_id k, size_t i)
 {
     const keel__store *s = store(w, k);
-    return s && i < s->count ? s->rows[i].slot : 0;
+    return s && i < s->count ? keel__row_slot(w, k, (uint32_t)i) : 0;
 }
 
 void *keel_storage_record(const keel_world *w, keel_kind_id k, size_t i)

@@ -56,7 +56,7 @@ static void world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *
                     char *who = keel__entity_label(w, s->rows[r].owner);
                     keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
                                   "%s in world '%s': %s slot %u: %s: '%s' is no longer a choice; reset to its default",
-                                  who, w->name, nd->key, s->rows[r].slot, nd->fields[f].key,
+                                  who, w->name, nd->key, keel__row_slot(w, k, (uint32_t)r), nd->fields[f].key,
                                   ix >= 0 && (uint64_t)ix < of->choice_count ? of->choices[ix] : "?");
                     free(who);
                 }
@@ -129,11 +129,12 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
                 continue; /* stays unknown, body kept */
             }
             m = &w->ents[i].members[a];
+            uint64_t serial = m->unk->serial; /* adopted in place: the same entry */
             keel__unknown_free(m->unk);
-            m->unk = NULL;
             m->kind = k;
+            m->serial = serial;
             m->row = row;
-            m->born = keel__born_stamp(w);
+            keel__entry_born(w, i, m);
             m->awoken = false;
             any = true;
         }
@@ -219,9 +220,9 @@ static void world_refit(keel_world *w, keel_kind_id k, keel_diags *d)
             if (keel_field_check(k, (int)f, &v, &why) != KEEL_OK) {
                 char *who = keel__entity_label(w, s->rows[r].owner);
                 keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "%s in world '%s': %s slot %u: %s; reset to its default", who, w->name, kd->key,
-                             s->rows[r].slot, why.count ? why.items[0].message : fd->key);
+                             keel__row_slot(w, k, (uint32_t)r), why.count ? why.items[0].message : fd->key);
                 free(who);
-                keel_comp c = { keel__handle(w, s->rows[r].owner), k, s->rows[r].slot };
+                keel_comp c = { keel__handle(w, s->rows[r].owner), k, keel__row_slot(w, k, (uint32_t)r) };
                 int fi = (int)f;
                 keel__field_store(w, c, 1, &fi, &fd->def, true);
             }

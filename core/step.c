@@ -2,6 +2,8 @@
 #include "world.h"
 #include "txn.h"
 #include "timer.h"
+#include "message.h"
+#include "system.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,26 +11,67 @@
 
 /* ---------------------------------------------------------------- faults */
 
-static void fault_record(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
-                         const char *message)
+static bool same_text(const char *a, const char *b)
 {
+    return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* The same failure (kind, system, phase, message and position) recorded again in the same step is
+ * counted on the first entry, not listed again: a bug in a kind fails every component of it. */
+static void fault_record(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
+                         const char *message, const char *where, const char *system, keel_timer_id timer)
+{
+    for (size_t i = w->fault_count, seen = 0; i-- > 0 && seen < 64; seen++) {
+        keel_fault *f = &w->faults[i];
+        if (f->frame != w->frame) break;
+        if (f->phase == phase && (f->timer != 0) == (timer != 0) && same_text(f->kind, kind) &&
+            same_text(f->system, system) && same_text(f->message, message) && same_text(f->where, where)) {
+            f->count++;
+            return;
+        }
+    }
     if (w->fault_count == w->fault_cap) {
         w->fault_cap = w->fault_cap ? w->fault_cap * 2 : 8;
         w->faults = keel__xrealloc(w->faults, w->fault_cap * sizeof *w->faults);
     }
-    w->faults[w->fault_count++] = (keel_fault){ entity, keel__strdup(kind), slot, phase, keel__strdup(message), 0, NULL };
+    w->faults[w->fault_count++] = (keel_fault){ .entity = entity,
+                                                .kind = keel__strdup(kind),
+                                                .slot = slot,
+                                                .phase = phase,
+                                                .message = keel__strdup(message),
+                                                .timer = timer,
+                                                .system = system ? keel__strdup(system) : NULL,
+                                                .where = where ? keel__strdup(where) : NULL,
+                                                .count = 1,
+                                                .frame = w->frame };
 }
 
-void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const char *message)
+/* A failure reported in `d`: its first error's message ("failed" when none) and Lua position. */
+static void fault_record_diags(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
+                               const keel_diags *d, const char *system, keel_timer_id timer)
 {
-    fault_record(w, entity, "", 0, KEEL_PHASE_UPDATE, message);
-    w->faults[w->fault_count - 1].timer = id;
+    const keel_diag *g = NULL;
+    for (size_t j = 0; d && j < d->count && !g; j++)
+        if (d->items[j].severity == KEEL_SEV_ERROR) g = &d->items[j];
+    char *where = g && g->file && g->line > 0 ? keel__strfmt("%s:%d", g->file, g->line) : NULL;
+    fault_record(w, entity, kind, slot, phase, g ? g->message : "failed", where, system, timer);
+    free(where);
 }
 
-void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message)
+void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const keel_diags *d)
 {
-    fault_record(w, entity, "", 0, phase, message);
-    w->faults[w->fault_count - 1].system = keel__strdup(system);
+    fault_record_diags(w, entity, "", 0, KEEL_PHASE_UPDATE, d, NULL, id);
+}
+
+void keel__fault_system(keel_world *w, keel_uuid entity, const char *system, keel_phase phase, const char *message,
+                        const char *where)
+{
+    fault_record(w, entity, "", 0, phase, message, where, system, 0);
+}
+
+void keel__fault_system_diags(keel_world *w, const char *system, keel_phase phase, const keel_diags *d)
+{
+    fault_record_diags(w, (keel_uuid){ { 0 } }, "", 0, phase, d, system, 0);
 }
 
 void keel__faults_free(keel_world *w)
@@ -37,6 +80,7 @@ void keel__faults_free(keel_world *w)
         free((char *)w->faults[i].system);
         free((char *)w->faults[i].kind);
         free((char *)w->faults[i].message);
+        free((char *)w->faults[i].where);
     }
     free(w->faults);
     w->faults = NULL;
@@ -151,13 +195,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
         keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
         if (fm) fm->faulted = true;
-        const char *msg = "failed";
-        for (size_t j = 0; j < t->diags.count; j++)
-            if (t->diags.items[j].severity == KEEL_SEV_ERROR) {
-                msg = t->diags.items[j].message;
-                break;
-            }
-        fault_record(w, t->uuid, t->kd->key, slot, t->call.phase, msg);
+        fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
     }
     if (t->diags.items) keel_diags_free(&t->diags);
 }
@@ -193,11 +231,33 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
 
 void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
 
+void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *msg)
+{
+    if (w->rolling_back) return;
+    keel__ent *en = keel__ent_get(w, c.entity);
+    keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    if (!m || !m->enabled || m->faulted || !keel__active(w, (uint32_t)c.entity)) return;
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (!kd || !kd->hooks[KEEL_PHASE_ON_MESSAGE]) return;
+    keel__hook_txn t;
+    hook_begin(w, (uint32_t)c.entity, m, kd, KEEL_PHASE_ON_MESSAGE, 0, &t);
+    const keel_message *outer = w->msg_now;
+    w->msg_now = msg;
+    keel_status st = kd->hooks[KEEL_PHASE_ON_MESSAGE](&t.call);
+    w->msg_now = outer;
+    hook_end(w, &t, st);
+}
+
+const keel_message *keel_call_message(const keel_call *call)
+{
+    return call && call->world && call->phase == KEEL_PHASE_ON_MESSAGE ? call->world->msg_now : NULL;
+}
+
 bool keel__comp_runnable(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
-    return m && m->enabled && !m->faulted && m->born <= w->frame && keel__active(w, (uint32_t)c.entity);
+    return m && m->enabled && !m->faulted && keel__entry_due(w, m) && keel__active(w, (uint32_t)c.entity);
 }
 
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
@@ -212,7 +272,7 @@ void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
 void keel__fault_add(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
                      const char *message)
 {
-    fault_record(w, entity, kind, slot, phase, message);
+    fault_record(w, entity, kind, slot, phase, message, NULL, NULL, 0);
 }
 
 void keel__call_hook(keel_world *w, uint32_t i, keel_kind_id k, uint32_t slot, keel_phase phase, double dt)
@@ -267,7 +327,7 @@ static keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
     keel__ent *en = &w->ents[it.index];
     if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
     keel__entry *m = keel__entry_find(en, it.kind, it.slot);
-    if (!m || !m->enabled || m->faulted || m->born > w->frame) return NULL;
+    if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return NULL;
     if (phase == KEEL_PHASE_START && m->started) return NULL;
     if (!keel__active(w, it.index)) return NULL;
     if (phase == KEEL_PHASE_START) m->started = true;
@@ -321,7 +381,9 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
     }
+    keel__systems_run(w, phase, dt);
     if (keel__phase_end_hook) keel__phase_end_hook(w, phase, dt);
+    keel__messages_deliver(w);
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
 }
@@ -332,7 +394,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     if (!isfinite(dt) || dt < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "dt must be a finite number >= 0");
     w->in_step = true;
-    if (keel__phase_end_hook) keel__phase_end_hook(w, KEEL_PHASE_COUNT_, 0); /* what was left for this step */
+    keel__messages_deliver(w); /* those sent since the last step */
     run_phase(w, KEEL_PHASE_START, dt);
     w->acc += dt;
     int n = 0;

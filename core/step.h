@@ -30,8 +30,13 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
  * failure closing rolls back, but faults nothing and records nothing (keel__fault_timer). */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);
 void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
-/* Records the failure of timer `id` (entity: its owner's UUID, or the root's). */
-void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const char *message);
+/* Records the failure of timer `id` (entity: its owner's UUID, or the root's) reported in d. */
+void keel__fault_timer(keel_world *w, keel_uuid entity, keel_timer_id id, const keel_diags *d);
+/* Records the failure of system `system` (keel_system_add) reported in d. */
+void keel__fault_system_diags(keel_world *w, const char *system, keel_phase phase, const keel_diags *d);
+/* Delivers message m to component c's on_message hook as a transaction, unless c is gone,
+ * disabled, inactive or faulted (message.c). */
+void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *m);
 void keel__runs_free(keel_world *w);
 void keel__faults_free(keel_world *w);
 

@@ -6,6 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+void keel__row_counters_alloc(keel__store *s)
+{
+    s->counters = keel__xcalloc(s->acap ? s->acap : 1, sizeof *s->counters);
+}
+
 /* Grows the table as needed. */
 keel__store *keel__store_of(keel_world *w, keel_kind_id k)
 {
@@ -32,12 +37,35 @@ uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, ui
     if (s->count == s->acap) { /* the parallel array grows geometrically */
         s->acap = s->acap ? s->acap * 2 : KEEL__PAGE;
         s->rows = keel__xrealloc(s->rows, s->acap * sizeof *s->rows);
+        if (s->counters) s->counters = keel__xrealloc(s->counters, s->acap * sizeof *s->counters);
     }
     size_t row = s->count++;
     s->changes++;
     /* the record itself is filled by the caller (init, copy or decode) */
-    s->rows[row] = (keel__row){ (uint32_t)owner, slot, 0 };
+    (void)slot; /* the entry the caller makes holds it */
+    s->rows[row] = (keel__row){ (uint32_t)owner };
+    if (s->counters) s->counters[row] = 0;
     return (uint32_t)row;
+}
+
+/* The loaded entry of kind k at storage row `row` of entity en. */
+static keel__entry *row_entry(const keel__ent *en, keel_kind_id k, uint32_t row)
+{
+    for (uint32_t i = 0; i < en->member_count; i++)
+        if (en->members[i].kind == k && en->members[i].row == row) return &en->members[i];
+    return NULL;
+}
+
+uint32_t keel__row_slot(const keel_world *w, keel_kind_id k, uint32_t row)
+{
+    uint32_t o = w->stores[k].rows[row].owner;
+    if (o == KEEL__NONE) {
+        for (size_t p = 0; p < w->pending_count; p++)
+            if (w->pending[p].kind == k && w->pending[p].row == row) return w->pending[p].slot;
+        return 0;
+    }
+    const keel__entry *m = row_entry(&w->ents[o], k, row);
+    return m ? m->slot : 0;
 }
 
 /* Swap-remove: the last row moves into `row` and its membership entry follows it. */
@@ -50,9 +78,9 @@ void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
     if (row != last) {
         memcpy(keel__store_rec(s, row), keel__store_rec(s, last), s->record_size);
         s->rows[row] = s->rows[last];
+        if (s->counters) s->counters[row] = s->counters[last];
         uint32_t o = s->rows[row].owner; /* never a pending row: those go last first */
-        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? keel__entry_find(&w->ents[o], k, s->rows[row].slot)
-                                                             : NULL;
+        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? row_entry(&w->ents[o], k, (uint32_t)last) : NULL;
         if (m) m->row = row;
     }
     s->count--;
@@ -67,13 +95,14 @@ void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
     }
     /* a hook may still hold this record, or its on_destroy is deferred to the commit: free it
      * at the phase boundary, or when the outermost callback transaction has closed */
+    uint32_t slot = keel__row_slot(w, k, row); /* before the owner goes */
     w->stores[k].rows[row].owner = KEEL__NONE;
     w->stores[k].changes++;
     if (w->pending_count == w->pending_cap) {
         w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
         w->pending = keel__xrealloc(w->pending, w->pending_cap * sizeof *w->pending);
     }
-    w->pending[w->pending_count++] = (keel__pending){ k, row };
+    w->pending[w->pending_count++] = (keel__pending){ k, row, slot };
 }
 
 static int pending_cmp(const void *a, const void *b)
@@ -101,6 +130,7 @@ void keel__store_free_all(keel_world *w)
         for (size_t p = 0; p < s->npages; p++) free(s->pages[p]);
         free(s->pages);
         free(s->rows);
+        free(s->counters);
     }
     free(w->stores);
     w->stores = NULL;
@@ -123,6 +153,11 @@ void keel__stores_copy(keel_world *dst, const keel_world *src)
         }
         c->rows = s->acap ? keel__xrealloc(NULL, s->acap * sizeof *c->rows) : NULL;
         if (s->count) memcpy(c->rows, s->rows, s->count * sizeof *c->rows);
+        c->counters = NULL;
+        if (s->counters) {
+            keel__row_counters_alloc(c);
+            memcpy(c->counters, s->counters, s->count * sizeof *c->counters);
+        }
         const keel__layout *L = keel__kind_layout((keel_kind_id)k);
         if (!L || !L->has_strings) continue;
         for (size_t r = 0; r < s->count; r++) /* each copy owns its strings */

@@ -10,12 +10,11 @@
 #define KEEL__PAGE_SHIFT 6
 #define KEEL__PAGE (1u << KEEL__PAGE_SHIFT)
 
-/* What a storage row knows besides its record. */
+/* What a storage row knows besides its record: its owner, 4 bytes (its slot is its owner's
+ * entry's, keel__row_slot; its change counter is kept aside). */
 typedef struct keel__row {
     uint32_t owner;         /* entity index (rows belong to live entities); KEEL__NONE: freed at
                                the next phase boundary */
-    uint32_t slot;
-    uint64_t counter;       /* bumps on every write */
 } keel__row;
 
 /* Dense per-kind storage: records in pages, and a parallel array of row facts. */
@@ -27,10 +26,12 @@ typedef struct keel__store {
     uint64_t changes;       /* bumps when rows come, go or move: queries over this kind rebuild */
     unsigned char **pages;
     keel__row *rows;
+    uint64_t *counters;     /* by row, each bumping on every write; NULL until the kind's first
+                               counted write (a store never written through keel pays nothing) */
 } keel__store;
 
 /* A row whose owner went away: freed at the next phase boundary (a running hook may hold it). */
-typedef struct keel__pending { keel_kind_id kind; uint32_t row; } keel__pending;
+typedef struct keel__pending { keel_kind_id kind; uint32_t row, slot; } keel__pending;
 
 static inline void *keel__store_rec(const keel__store *s, size_t row)
 {
@@ -39,6 +40,19 @@ static inline void *keel__store_rec(const keel__store *s, size_t row)
     size_t first = (((size_t)1 << k) - 1) << KEEL__PAGE_SHIFT;
     return s->pages[k] + (row - first) * s->record_size;
 }
+/* A row's change counter (keel_member.counter). */
+static inline uint64_t keel__row_counter(const keel__store *s, size_t row)
+{
+    return s->counters ? s->counters[row] : 0;
+}
+void keel__row_counters_alloc(keel__store *s);
+static inline void keel__row_count(keel__store *s, size_t row, uint64_t n)
+{
+    if (!s->counters) keel__row_counters_alloc(s);
+    s->counters[row] += n;
+}
+/* The slot of row `row` of kind k (its owner's entry; a pending row's as it was). */
+uint32_t keel__row_slot(const keel_world *w, keel_kind_id k, uint32_t row);
 /* The store of kind k in w, created (sized for k's current layout) on first use. */
 keel__store *keel__store_of(keel_world *w, keel_kind_id k);
 /* A new row holding k's defaults, owned by entity `owner` in `slot`. */

@@ -159,15 +159,9 @@ static bool timer_call(keel_world *w, keel__timer *t)
     keel_status st = fn(&call); /* may grow the array: t is stale after this */
     keel__callback_close(w, &txn, st);
     if (st != KEEL_OK) {
-        const char *msg = "failed";
-        for (size_t j = 0; j < txn.diags.count; j++)
-            if (txn.diags.items[j].severity == KEEL_SEV_ERROR) {
-                msg = txn.diags.items[j].message;
-                break;
-            }
         keel_entity owner = call.owner ? call.owner : keel_world_root(w);
         keel_uuid u = owner_state(w, owner) == 1 ? w->ents[(uint32_t)owner].uuid : w->ents[0].uuid;
-        keel__fault_timer(w, u, call.id, msg);
+        keel__fault_timer(w, u, call.id, &txn.diags);
     }
     if (txn.diags.items) keel_diags_free(&txn.diags);
     return st == KEEL_OK;

@@ -1,4 +1,4 @@
-/* uuid.c — UUIDs: version-4 generation from the kernel, strict canonical text form. */
+/* uuid.c — UUIDs: version-4 generation (a ChaCha20 pool the kernel keys), strict canonical text form. */
 #include "util.h"
 
 #include <errno.h>
@@ -43,28 +43,97 @@ static void fill_random(uint8_t *p, size_t n)
     }
 }
 
-/* One getrandom(2) call per 256 UUIDs: a syscall per UUID was most of the cost
- * of a spawn. The pool is per thread; a forked child empties it (pthread_atfork)
- * so that two processes never hand out the same bytes. */
-static _Thread_local struct {
-    uint8_t bytes[4096];
-    size_t used;
-} pool = { .used = sizeof pool.bytes };
+/* ---- ChaCha20 keystream (the original 64-bit counter, 64-bit nonce layout) ---- */
 
-static void pool_forget(void) { pool.used = sizeof pool.bytes; }
+#ifndef KEEL_CHACHA_LANES
+#define KEEL_CHACHA_LANES 4 /* blocks computed side by side, one vector register a state word */
+#endif
+typedef uint32_t lanes __attribute__((vector_size(4 * KEEL_CHACHA_LANES)));
+#define ROTL(v, n) ((v) << (n) | (v) >> (32 - (n)))
+#define QR(a, b, c, d)                                                                                                 \
+    (x[a] += x[b], x[d] ^= x[a], x[d] = ROTL(x[d], 16), x[c] += x[d], x[b] ^= x[c], x[b] = ROTL(x[b], 12),           \
+     x[a] += x[b], x[d] ^= x[a], x[d] = ROTL(x[d], 8), x[c] += x[d], x[b] ^= x[c], x[b] = ROTL(x[b], 7))
+
+void keel__chacha20(const uint32_t key[8], uint64_t nonce, uint64_t counter, uint8_t *out, size_t blocks)
+{
+    uint32_t in[16] = { 0x61707865, 0x3320646e, 0x79622d32, 0x6b206574 };
+    for (int i = 0; i < 8; i++) in[4 + i] = key[i];
+    in[14] = (uint32_t)nonce, in[15] = (uint32_t)(nonce >> 32);
+    for (size_t b = 0; b < blocks; b += KEEL_CHACHA_LANES) {
+        lanes s[16], x[16];
+        for (int i = 0; i < 16; i++) s[i] = (lanes){ 0 } + in[i];
+        for (int l = 0; l < KEEL_CHACHA_LANES; l++) {
+            uint64_t n = counter + b + (uint64_t)l;
+            s[12][l] = (uint32_t)n, s[13][l] = (uint32_t)(n >> 32);
+        }
+        memcpy(x, s, sizeof x);
+        for (int r = 0; r < 10; r++) {
+            QR(0, 4, 8, 12), QR(1, 5, 9, 13), QR(2, 6, 10, 14), QR(3, 7, 11, 15);
+            QR(0, 5, 10, 15), QR(1, 6, 11, 12), QR(2, 7, 8, 13), QR(3, 4, 9, 14);
+        }
+        for (int i = 0; i < 16; i++) x[i] += s[i];
+        for (int l = 0; l < KEEL_CHACHA_LANES && b + (size_t)l < blocks; l++)
+            for (int i = 0; i < 16; i++) {
+                uint32_t v = x[i][l];
+                uint8_t *o = out + (b + (size_t)l) * 64 + (size_t)i * 4;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+                memcpy(o, &v, 4);
+#else
+                o[0] = (uint8_t)v, o[1] = (uint8_t)(v >> 8), o[2] = (uint8_t)(v >> 16), o[3] = (uint8_t)(v >> 24);
+#endif
+            }
+        memset(x, 0, sizeof x); /* no keystream left on the stack */
+    }
+}
+
+/* UUIDs come from a per-thread ChaCha20 pool that getrandom(2) keys: a syscall (and the kernel's
+ * own ChaCha20 on every byte) per 256 UUIDs was still most of a spawn's kernel time. Each refill
+ * makes 4 KiB and keys the next one from its first 32 bytes (so the state in memory cannot
+ * rebuild earlier output); the kernel rekeys it every 1 MiB. A forked child forgets the pool
+ * (pthread_atfork) so that two processes never hand out the same bytes. */
+#define POOL_BYTES 4096
+#define RESEED_BYTES ((size_t)1 << 20)
+
+static _Thread_local struct {
+    uint32_t key[8];
+    uint64_t counter;
+    size_t since_seed;
+    bool seeded;
+    size_t used;
+    uint8_t bytes[POOL_BYTES];
+} pool = { .used = POOL_BYTES };
+
+static void pool_forget(void)
+{
+    memset(&pool, 0, sizeof pool);
+    pool.used = POOL_BYTES;
+}
 static void pool_register(void) { pthread_atfork(NULL, NULL, pool_forget); }
+
+static void pool_refill(void)
+{
+    if (!pool.seeded || pool.since_seed >= RESEED_BYTES) {
+        fill_random((uint8_t *)pool.key, sizeof pool.key);
+        pool.counter = 0;
+        pool.since_seed = 0;
+        pool.seeded = true;
+    }
+    keel__chacha20(pool.key, 0, pool.counter, pool.bytes, POOL_BYTES / 64);
+    pool.counter += POOL_BYTES / 64;
+    pool.since_seed += POOL_BYTES;
+    memcpy(pool.key, pool.bytes, sizeof pool.key); /* the next key: never handed out */
+    memset(pool.bytes, 0, sizeof pool.key);
+    pool.used = sizeof pool.key;
+}
 
 keel_uuid keel_uuid_v4(void)
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, pool_register);
     keel_uuid u;
-    if (pool.used + sizeof u.bytes > sizeof pool.bytes) {
-        fill_random(pool.bytes, sizeof pool.bytes);
-        pool.used = 0;
-    }
+    if (pool.used + sizeof u.bytes > POOL_BYTES) pool_refill();
     memcpy(u.bytes, pool.bytes + pool.used, sizeof u.bytes);
-    /* Used bytes are wiped: a later memory disclosure cannot predict past or future ids from them. */
+    /* Used bytes are wiped: a later memory disclosure cannot recover ids already handed out. */
     memset(pool.bytes + pool.used, 0, sizeof u.bytes);
     pool.used += sizeof u.bytes;
     u.bytes[6] = (uint8_t)((u.bytes[6] & 0x0f) | 0x40); /* version 4 */

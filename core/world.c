@@ -1,5 +1,7 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "world.h"
+#include "message.h"
+#include "system.h"
 #include "txn.h"
 
 #include <float.h>
@@ -40,7 +42,7 @@ keel_world *keel_world_new(const char *name)
     keel__ent *root = &w->ents[r];
     root->alive = root->enabled = true;
     root->name = keel__name_intern(w, "");
-    root->parent = root->first_child = root->last_child = root->next = root->prev = KEEL__NONE;
+    root->parent = root->next = root->prev = KEEL__NONE; /* no children yet: kids KEEL__NONE */
     w->next_world = g_worlds;
     if (g_worlds) g_worlds->prev_world = w;
     g_worlds = w;
@@ -52,6 +54,8 @@ static void world_contents_free(keel_world *w)
 {
     keel__lifts_free(w); /* closing a world with lifts open discards them */
     keel__timers_free(w); /* and its timers end (play mode's stop: those made while playing) */
+    keel__messages_free(w); /* messages queued are dropped */
+    keel__systems_free(w);
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
@@ -67,6 +71,7 @@ static void world_contents_free(keel_world *w)
     keel__txn_free(w);
     free(w->pending);
     free(w->ents);
+    free(w->kids);
     free(w->free_idx);
     free(w->held);
     free(w->hash);

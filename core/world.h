@@ -18,6 +18,8 @@ struct keel_world {
     uint16_t tag;                     /* in every generation of its entities (entity.h KEEL__GEN) */
     uint64_t structure;               /* bumps on every structural change */
     keel__ent *ents;
+    keel__kids *kids;                 /* children records of the entities that have any (hierarchy.c) */
+    uint32_t kids_count, kids_cap, kids_free; /* kids_free: a free record's index + 1, 0 none */
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
     uint32_t *free_idx;
     size_t free_count, free_cap;
@@ -25,7 +27,8 @@ struct keel_world {
     size_t held_count, held_cap;      /* so a rollback can give the entity back its handle */
     uint32_t reuse_index, reuse_gen;  /* set by a rollback's spawn: come back as this handle */
     size_t live;                      /* root excluded */
-    uint64_t *hash;                   /* open addressing: hash << 32 | (index + 1), 0 empty */
+    uint32_t *hash;                   /* open addressing: hash bits | index + 1, 0 empty (entity.c) */
+    unsigned hash_ibits;              /* the low bits of a slot that hold the index + 1 */
     keel__name *names;
     size_t names_cap, names_used;     /* used counts dead slots too */
     size_t hash_cap, hash_used;
@@ -70,6 +73,9 @@ struct keel_world {
     struct keel_lift *lifts;          /* open lifts, newest first (lift.c) */
     /* membership serials */
     uint64_t last_serial;
+    keel__fresh *fresh;               /* the entries flagged fresh, all added in frame fresh_frame */
+    size_t fresh_count, fresh_cap;
+    uint64_t fresh_frame;
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
     size_t tomb_count, tomb_cap;
     /* timers (timer.c): sorted by id, ended ones compacted away after each firing pass */
@@ -77,6 +83,9 @@ struct keel_world {
     keel__timer *timers;
     size_t timer_count, timer_cap, timer_ended;
     bool timers_firing;
+    struct keel__msgq *msgq;          /* queued messages (message.c); NULL until the first */
+    const keel_message *msg_now;      /* the message an on_message call delivers (keel_call_message) */
+    struct keel__systems *systems;    /* C systems (system.c); NULL until the first */
 };
 
 /* Every live world, for registry changes (linked through next_world). */
@@ -99,6 +108,22 @@ static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;
 }
+/* Entity i's first and last child (KEEL__NONE: none) and its number of children. */
+static inline uint32_t keel__first_child(const keel_world *w, uint32_t i)
+{
+    uint32_t k = w->ents[i].kids;
+    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].first;
+}
+static inline uint32_t keel__last_child(const keel_world *w, uint32_t i)
+{
+    uint32_t k = w->ents[i].kids;
+    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].last;
+}
+static inline uint32_t keel__child_count(const keel_world *w, uint32_t i)
+{
+    uint32_t k = w->ents[i].kids;
+    return k == KEEL__NONE ? 0 : w->kids[k].count;
+}
 /* Whether entity i and all its ancestors are enabled (a disabled one parks its subtree). */
 static inline bool keel__active(const keel_world *w, uint32_t i)
 {
@@ -107,5 +132,10 @@ static inline bool keel__active(const keel_world *w, uint32_t i)
     return true;
 }
 void keel__touch(keel_world *w); /* structural change */
+/* May entry m run in the current frame? (one added during a step first runs in the next one) */
+static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
+{
+    return !m->fresh || w->frame > w->fresh_frame;
+}
 
 #endif

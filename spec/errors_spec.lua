@@ -19,7 +19,8 @@ describe("errors", function()
     local err = raises(function() c.n = 9 end)
     assert.are.equal("InvalidArgument", err.code)
     assert.are.equal("string", type(err.message))
-    assert.are.equal(err.code .. ": " .. err.message, tostring(err))
+    assert.are.equal(H.here(-3), err.where) -- raised from Lua: the line that called keel
+    assert.are.equal(err.where .. ": " .. err.code .. ": " .. err.message, tostring(err))
     assert.are.equal(1, #err.diagnostics)
     local d = err.diagnostics[1]
     assert.are.equal("InvalidArgument", d.code)
@@ -60,7 +61,7 @@ describe("errors", function()
       local err = raises(f, keel.world("C"))
       assert.are.equal("table", type(err), tostring(err))
       assert.are.equal(code, err.code, tostring(err))
-      assert.truthy(tostring(err):match("^" .. code .. ": "))
+      H.assert_error(code, err)
     end)
   end
 
@@ -89,13 +90,14 @@ describe("errors", function()
     local e = keel.world():spawn("E")
     e:add("core:transform")
     local err = raises(function() e:add("core:transform") end)
+    local line = H.here(-1)
     assert.are.equal("table", type(err))
     assert.are.equal("InvalidOperation", err.code)
     assert.are.equal("string", type(err.message))
     assert.are.equal("table", type(err.diagnostics))
     assert.truthy(#err.diagnostics >= 1)
     assert.are.equal(err.code, err.diagnostics[1].code)
-    assert.are.equal("InvalidOperation: " .. err.message, tostring(err))
+    assert.are.equal(line .. ": InvalidOperation: " .. err.message, tostring(err))
   end)
 
   it("NotFound: no such kind, slot or field", function()
@@ -175,6 +177,7 @@ describe("errors", function()
     local e = w:spawn("E")
     local err = fails("InvalidOperation", e.add, e, "core:audio_source")
     assert.are.equal("string", type(err.message))
+    assert.is_nil(err.where) -- called by pcall, from C: no Lua position
     assert.are.equal("InvalidOperation: " .. err.message, tostring(err))
     assert.is_true(#err.diagnostics >= 1)
     assert.are.equal("InvalidOperation", err.diagnostics[1].code)
@@ -187,7 +190,7 @@ describe("errors", function()
     }
     for code, f in pairs(cases) do
       local x = fails(code, f)
-      assert.are.equal(code .. ": ", tostring(x):sub(1, #code + 2))
+      H.assert_error(code, x)
       assert.are.equal(code, x.diagnostics[1].code)
     end
     local _, pe = keel.parse("keel: [")
@@ -299,3 +302,146 @@ do
     end)
   end)
 end
+
+-- gameplay.md, "Smaller expectations": an error keel raises inside a Lua callback carries the Lua
+-- position of the call that caused it, in the error and in w:errors() (message and where).
+describe("errors raised inside callbacks", function()
+  local key = H.key_maker("where")
+
+  -- The one entry of w:errors(), checked to carry `line` in where and message.
+  local function one_entry(w, line)
+    local errs = w:errors()
+    assert.are.equal(1, #errs)
+    assert.are.equal(line, errs[1].where)
+    assert.truthy(errs[1].message:find(line .. ": NotFound: ", 1, true), errs[1].message)
+    return errs[1]
+  end
+
+  it("a hook: where is its line, and every component failing alike is one entry", function()
+    local K = key("hook")
+    local line
+    keel.kind{ key = K, fields = { { "x", "float" } }, update = function(self, e)
+      line = H.here(1)
+      local _ = e:get(K).position
+    end }
+    local w = keel.world("W")
+    for i = 1, 5 do w:spawn("E" .. i):add(K) end
+    w:step(0.1)
+    local f = one_entry(w, line)
+    assert.are.equal("update", f.phase)
+    assert.are.equal(K, f.kind)
+    assert.are.equal(5, f.count) -- five components faulted, one entry
+    assert.are.equal("update: " .. line .. ": NotFound: " .. K .. " has no field 'position'", f.message)
+    w:step(0.1) -- faulted: nothing more
+    assert.are.equal(1, #w:errors())
+  end)
+
+  it("the error object a callback catches has where, and tostring puts it first", function()
+    local K = key("caught")
+    local err, line
+    keel.kind{ key = K, fields = {}, update = function(self, e)
+      local ok
+      line = H.here(1)
+      ok, err = pcall(function() return e:get(K).nope end)
+      assert(not ok)
+    end }
+    local w = keel.world("W")
+    w:spawn("E"):add(K)
+    w:step(0.1)
+    assert.are.equal(0, #w:errors())
+    assert.are.equal(line, err.where)
+    assert.are.equal(line .. ": NotFound: " .. K .. " has no field 'nope'", tostring(err))
+    assert.are.equal(K .. " has no field 'nope'", err.message) -- the message stays as it was
+  end)
+
+  it("a Lua error's own position is the entry's where too", function()
+    local K = key("plain")
+    local line
+    keel.kind{ key = K, fields = {}, update = function()
+      line = H.here(1)
+      error("boom")
+    end }
+    local w = keel.world("W")
+    w:spawn("E"):add(K)
+    w:step(0.1)
+    local f = w:errors()[1]
+    assert.are.equal(line, f.where)
+    assert.are.equal("update: " .. line .. ": boom", f.message)
+  end)
+
+  it("a system's each", function()
+    local K = key("sys")
+    local line
+    keel.system{ name = key("system"), phase = "update", query = { K }, each = function(e, c)
+      line = H.here(1)
+      local _ = c.missing
+    end }
+    keel.kind{ key = K, fields = {} }
+    local w = keel.world("W")
+    w:spawn("E"):add(K)
+    w:step(0.1)
+    local f = one_entry(w, line)
+    assert.truthy(f.system)
+  end)
+
+  it("a system's run", function()
+    local line
+    local name = key("run")
+    keel.system{ name = name, phase = "late_update", run = function(w)
+      line = H.here(1)
+      w:spawn(7)
+    end }
+    local w = keel.world("W")
+    w:step(0.1)
+    local f = w:errors()[1]
+    assert.are.equal(1, #w:errors())
+    assert.are.equal(name, f.system)
+    assert.are.equal(line, f.where)
+    assert.truthy(f.message:find(line .. ": InvalidArgument: ", 1, true), f.message)
+    keel.system{ name = name, phase = "late_update", run = function() end } -- harmless from now on
+  end)
+
+  it("an on_message handler", function()
+    local K = key("msg")
+    local line
+    keel.kind{ key = K, fields = {}, on_message = function(self, e)
+      line = H.here(1)
+      local _ = e:get(K).missing
+    end }
+    local w = keel.world("W")
+    local e = w:spawn("E")
+    e:add(K)
+    e:send("hit", {})
+    w:step(0.1)
+    local f = one_entry(w, line)
+    assert.are.equal("on_message", f.phase)
+  end)
+
+  it("a timer", function()
+    local line
+    local w = keel.world("W")
+    local e = w:spawn("E")
+    e:add("core:transform")
+    w:after(0, function()
+      line = H.here(1)
+      local _ = e:get("core:transform").missing
+    end)
+    w:step(0.1)
+    local f = one_entry(w, line)
+    assert.are.equal("number", type(f.timer))
+  end)
+
+  it("keel's own Lua modules are skipped: keel.system{} blames the declaring line", function()
+    local ok, err = pcall(function() keel.system{ name = "where:bad", phase = "nope", run = print } end)
+    local line = H.here(-1)
+    assert.is_false(ok)
+    H.assert_error("InvalidArgument", err)
+    assert.are.equal(line, err.where)
+  end)
+
+  it("errors returned as nil, err carry no position", function()
+    local w, err = keel.load("/nonexistent-dir/none.yaml")
+    assert.is_nil(w)
+    assert.is_nil(err.where)
+  end)
+end)

@@ -120,12 +120,27 @@ function H.code_of(f, ...)
   return err.code
 end
 
--- Checks err is an error object with this code whose __tostring starts with it; returns err.
+-- Checks err is an error object with this code whose __tostring is "[where: ]Code: message"
+-- (where: the Lua position of the call into keel, when it was called from Lua); returns err.
 function H.assert_error(code, err)
   assert.are.equal("table", type(err), "an error object expected, got " .. tostring(err))
   assert.are.equal(code, err.code)
-  assert.are.equal(code .. ": ", tostring(err):sub(1, #code + 2))
+  local text = tostring(err)
+  if err.where ~= nil then
+    assert.are.equal("string", type(err.where))
+    assert.truthy(err.where:match(":%d+$"), err.where)
+    assert.are.equal(err.where .. ": ", text:sub(1, #err.where + 2))
+    text = text:sub(#err.where + 3)
+  end
+  assert.are.equal(code .. ": " .. err.message, text)
   return err
+end
+
+-- "chunk:line" of the caller's line `offset` lines below the call (0: the calling line), as an
+-- error's `where` names it.
+function H.here(offset)
+  local i = debug.getinfo(2, "Sl")
+  return i.short_src .. ":" .. (i.currentline + (offset or 0))
 end
 
 -- Parses text that must fail with this code (nil, err); returns the error object.

@@ -174,6 +174,38 @@ static void step_spawned_during_step_runs_next_step(void **state)
     assert_string_equal(logbuf, "Late.0:start A.0:update Late.0:update Late.0:late");
 }
 
+static keel_status add_rec_to_target(const keel_call *c)
+{
+    keel_status st = keel_add(c->world, target, keel_kind_find("test:rec"), NULL, NULL, NULL, NULL);
+    assert_int_equal(st, KEEL_OK);
+    return KEEL_OK;
+}
+
+/* A component added during a step first updates in the next one, whichever step added the ones
+ * before it: each of three steps adds one to B, and each updates from the step after its own. */
+static void step_added_during_steps_update_from_the_next(void **state)
+{
+    fx *f = *state;
+    act_on_b(f, 0, add_rec_to_target, true, NULL);
+    step(f, 0.1);
+    assert_non_null(strstr(logbuf, "B.0:awake"));
+    assert_null(strstr(logbuf, "B.0:update"));
+    clear();
+    step(f, 0.1);
+    assert_non_null(strstr(logbuf, "B.0:update"));
+    assert_non_null(strstr(logbuf, "B.1:awake"));
+    assert_null(strstr(logbuf, "B.1:update"));
+    clear();
+    step(f, 0.1);
+    assert_non_null(strstr(logbuf, "B.0:update"));
+    assert_non_null(strstr(logbuf, "B.1:update"));
+    assert_null(strstr(logbuf, "B.2:update"));
+    act = NULL;
+    clear();
+    step(f, 0.1);
+    assert_non_null(strstr(logbuf, "B.2:update"));
+}
+
 static keel_status destroy_target(const keel_call *c)
 {
     keel_status st = keel_destroy(c->world, target, NULL, NULL);
@@ -817,6 +849,7 @@ int main(void)
         T(step_order_root_first_then_preorder_and_membership),
         T(step_fixed_update_from_accumulator),
         T(step_spawned_during_step_runs_next_step),
+        T(step_added_during_steps_update_from_the_next),
         T(step_destroy_is_visible_at_once),
         T(step_destroy_self_keeps_record_until_boundary),
         T(step_removed_before_its_turn_does_not_run),

@@ -4,11 +4,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "keel.h"
+#include "util.h" /* keel__chacha20 */
 
 static void uuid_v4_sets_version_and_variant(void **state)
 {
@@ -83,6 +85,60 @@ static void uuid_parse_refuses_non_canonical(void **state)
     assert_false(keel_uuid_parse(NULL, &u));
 }
 
+/* The UUID pool's generator is ChaCha20: RFC 7539's block test vector (its 32-bit counter 1 and
+ * 96-bit nonce 000000090000004a00000000 are the 64-bit counter and nonce words below). */
+static void uuid_pool_cipher_is_chacha20(void **state)
+{
+    (void)state;
+    uint32_t key[8];
+    for (int i = 0; i < 8; i++)
+        key[i] = (uint32_t)(4 * i) | (uint32_t)(4 * i + 1) << 8 | (uint32_t)(4 * i + 2) << 16 | (uint32_t)(4 * i + 3) << 24;
+    static const uint8_t want[64] = {
+        0x10, 0xf1, 0xe7, 0xe4, 0xd1, 0x3b, 0x59, 0x15, 0x50, 0x0f, 0xdd, 0x1f, 0xa3, 0x20, 0x71, 0xc4,
+        0xc7, 0xd1, 0xf4, 0xc7, 0x33, 0xc0, 0x68, 0x03, 0x04, 0x22, 0xaa, 0x9a, 0xc3, 0xd4, 0x6c, 0x4e,
+        0xd2, 0x82, 0x64, 0x46, 0x07, 0x9f, 0xaa, 0x09, 0x14, 0xc2, 0xd7, 0x05, 0xd9, 0x8b, 0x02, 0xa2,
+        0xb5, 0x12, 0x9c, 0xd1, 0xde, 0x16, 0x4e, 0xb9, 0xcb, 0xd0, 0x83, 0xe8, 0xa2, 0x50, 0x3c, 0x4e,
+    };
+    uint8_t out[3 * 64];
+    keel__chacha20(key, 0x4a000000u, 1 | (uint64_t)0x09000000u << 32, out, 1);
+    assert_memory_equal(out, want, 64);
+    /* blocks made together are the blocks made one at a time */
+    keel__chacha20(key, 7, 41, out, 3);
+    for (int b = 0; b < 3; b++) {
+        uint8_t one[64];
+        keel__chacha20(key, 7, 41 + (uint64_t)b, one, 1);
+        assert_memory_equal(out + 64 * b, one, 64);
+    }
+}
+
+/* Many UUIDs (past several pool refills and a rekey) are all distinct v4 ones. */
+static void uuid_v4_many_are_distinct(void **state)
+{
+    (void)state;
+    enum { N = 70000 }; /* 1.1 MiB of pool: past the kernel rekey too */
+    keel_uuid *u = malloc(N * sizeof *u);
+    assert_non_null(u);
+    for (int i = 0; i < N; i++) u[i] = keel_uuid_v4();
+    /* sort-free check: a hash set of the first 8 bytes */
+    size_t cap = 1u << 18;
+    uint64_t *set = calloc(cap, sizeof *set);
+    assert_non_null(set);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(u[i].bytes[6] >> 4, 4);
+        uint64_t h;
+        memcpy(&h, u[i].bytes, 8);
+        h |= 1;
+        size_t p = (size_t)(h * 0x9e3779b97f4a7c15ull >> 46) & (cap - 1);
+        while (set[p]) {
+            assert_true(set[p] != h);
+            p = (p + 1) & (cap - 1);
+        }
+        set[p] = h;
+    }
+    free(set);
+    free(u);
+}
+
 /* A forked child must not hand out the UUIDs its parent hands out next. */
 static void uuid_v4_differs_across_fork(void **state)
 {
@@ -113,6 +169,8 @@ int main(void)
         cmocka_unit_test(uuid_v4_sets_version_and_variant),
         cmocka_unit_test(uuid_v4_differs_each_time),
         cmocka_unit_test(uuid_v4_differs_across_fork),
+        cmocka_unit_test(uuid_pool_cipher_is_chacha20),
+        cmocka_unit_test(uuid_v4_many_are_distinct),
         cmocka_unit_test(uuid_format_parse_round_trip),
         cmocka_unit_test(uuid_format_is_lowercase_canonical),
         cmocka_unit_test(uuid_parse_reads_any_version),

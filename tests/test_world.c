@@ -95,6 +95,35 @@ static void world_uuid_index_survives_many_removals(void **state)
     free(es);
 }
 
+/* The UUID index keeps finding every entity while the entity table grows past the widths its
+ * slots were laid out for (no reserve: 20,000 spawns), after removals, and for UUIDs given
+ * explicitly; a destroyed entity's UUID is not found and can be spawned again. */
+static void world_uuid_index_survives_table_growth(void **state)
+{
+    fx *f = *state;
+    enum { N = 20000 };
+    keel_entity *es = calloc(N, sizeof *es);
+    keel_uuid *us = calloc(N, sizeof *us);
+    for (int i = 0; i < N; i++) {
+        us[i] = keel_uuid_v4();
+        if (i % 2) assert_int_equal(keel_spawn(f->w, "E", 0, &us[i], &es[i], NULL, &f->d), KEEL_OK);
+        else es[i] = spawn(f, "E", 0), us[i] = keel_entity_uuid(f->w, es[i]);
+    }
+    for (int i = 0; i < N; i++) assert_int_equal(keel_find(f->w, us[i]), es[i]);
+    for (int i = 0; i < N; i += 5) assert_int_equal(keel_destroy(f->w, es[i], NULL, &f->d), KEEL_OK);
+    for (int i = 0; i < N; i++) assert_int_equal(keel_find(f->w, us[i]), i % 5 ? es[i] : KEEL_NO_ENTITY);
+    for (int i = 0; i < N; i += 5) {
+        assert_int_equal(keel_spawn(f->w, "E", 0, &us[i], &es[i], NULL, &f->d), KEEL_OK);
+        assert_int_equal(keel_find(f->w, us[i]), es[i]);
+    }
+    keel_entity dup;
+    assert_int_equal(keel_spawn(f->w, "E", 0, &us[7], &dup, NULL, &f->d), KEEL_INVALID_OPERATION);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    free(es);
+    free(us);
+}
+
 static void world_hierarchy_preorder(void **state)
 {
     fx *f = *state;
@@ -364,6 +393,7 @@ int main(void)
         T(world_names_must_be_utf8),
         T(world_spawn_and_find),
         T(world_spawn_uuid_rules),
+        T(world_uuid_index_survives_table_growth),
         T(world_uuid_index_survives_many_removals),
         T(world_hierarchy_preorder),
         T(world_reparent_and_cycles),

@@ -64,7 +64,15 @@ static int msghandler(lua_State *L)
     const char *msg = lua_tostring(L, 1);
     if (msg == NULL) {
         /* Error objects (keel's carry a __tostring: "Code: message") print as
-         * themselves, after the line of the user's code that raised them. */
+         * themselves, after the line of the user's code that raised them (a keel
+         * error raised from Lua carries it already: "where: Code: message"). */
+        bool placed = false;
+        if (lua_type(L, 1) == LUA_TTABLE) {
+            lua_pushliteral(L, "where");
+            placed = lua_rawget(L, 1) == LUA_TSTRING;
+            lua_pop(L, 1);
+        }
+        if (placed && luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) return 1;
         if (luaL_callmeta(L, 1, "__tostring") && lua_type(L, -1) == LUA_TSTRING) {
             push_user_where(L);
             lua_insert(L, -2);

@@ -83,6 +83,7 @@ static const char run_chunk[] =
     "  local ent = tostring(e.entity)\n"
     "  local ok, found = pcall(w.find, w, ent)\n"
     "  if ok and found then ent = string.format('%q %s', found.name, ent) end\n"
+    "  if (e.count or 1) > 1 then msg = msg .. string.format(' (%d times in one step)', e.count) end\n"
     "  io.stderr:write(string.format('%s: error: %s[%s] on entity %s: %s\\n', name,\n"
     "    tostring(e.kind), tostring(e.slot), ent, msg))\n"
     "end\n"

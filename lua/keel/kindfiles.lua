@@ -41,6 +41,7 @@ local function handler(path)
       local cut = tb:find("\n\t[C]: in function 'xpcall'", 1, true)
       return cut and tb:sub(1, cut - 1) or tb
     end
+    if is_error(e) and type(rawget(e, "where")) == "string" then return text end -- "FILE:LINE: Code: message" already
     local line = line_in(path, 3)
     return path .. (line and ":" .. line or "") .. ": " .. text
   end
@@ -75,6 +76,7 @@ local function run(f, prefix)
     end
     local got, warnings = real(spec, ...)
     -- a redeclaration's warnings (a value reset to its default, a component left unadopted)
+    if is_error(e) and type(rawget(e, "where")) == "string" then return text end -- "FILE:LINE: Code: message" already
     local line = line_in(path, 3)
     for _, w in ipairs(warnings or {}) do
       kindfiles.stderr:write(prefix, path, line and ":" .. line or "", ": warning: ", w.message, "\n")

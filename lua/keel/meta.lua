@@ -13,11 +13,12 @@
 ---@field severity "error"|"warning"
 
 ---A failed operation raises one of these (file operations return `nil, KeelError`).
----`tostring(err)` gives "Code: message".
+---`tostring(err)` gives "Code: message", or "where: Code: message" when raised from Lua code.
 ---@class KeelError
 ---@field code string
 ---@field message string
 ---@field diagnostics KeelDiagnostic[]
+---@field where? string             # "chunk:line" of the Lua call into keel that raised it
 
 ---@alias KeelFieldType "bool"|"int"|"float"|"vec2"|"vec3"|"vec4"|"quat"|"color"|"enum"|"string"|"asset"|"entity"
 
@@ -106,6 +107,9 @@
 ---@field phase string
 ---@field message string
 ---@field timer? integer            # a timer's failure: its `t.id` (kind "", entity its owner's or the root's)
+---@field system? string            # a system's failure: its name
+---@field where? string             # "chunk:line" of the Lua code that raised it (also in message)
+---@field count integer             # the same failure in the same step is one entry: how many times
 
 ---@class KeelWorld
 ---@field uuid string

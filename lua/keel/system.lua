@@ -63,7 +63,7 @@ return function(core)
 
   local function fail(w, s, phase, err)
     s.faulted = true
-    w:_fault_system(s.name, phase, "system " .. s.name .. ": " .. tostring(err))
+    w:_fault_system(s.name, phase, "system " .. s.name .. ": " .. tostring(err), err)
   end
 
   -- The entities `each` visits now: in run order, holding every queried kind (lowest slot),

@@ -69,7 +69,7 @@ async function rpc(url, method, params) {
   return msg.result;
 }
 
-async function until(what, f, ms = 10000) {
+async function until(what, f, ms = 20000) {
   const end = Date.now() + ms;
   let last;
   while (Date.now() < end) {
@@ -108,7 +108,7 @@ try {
 
   await page.goto('about:blank');
   await page.goto(url);
-  await page.waitForSelector('body.ready', { timeout: 15000 });
+  await page.waitForSelector('body.ready', { timeout: 30000 });
   check((await page.$eval('#world-name', (e) => e.textContent)) === 'Demo', 'the bar names the world');
   const rows = await page.$$eval('#tree .row .name', (ns) => ns.map((n) => n.textContent));
   check(rows.length > 0, `the hierarchy lists the top level (${rows.join(', ')})`);
@@ -121,7 +121,7 @@ try {
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Player'));
   await page.click('#tree .row');
   const field = 'section.comp[data-kind="game:health"] input[data-field="value"]';
-  await page.waitForSelector(field, { timeout: 10000 });
+  await page.waitForSelector(field, { timeout: 20000 });
   check((await page.$eval('#entity-name', (e) => e.value)) === 'Player', 'the inspector shows the selected entity');
   const before = await healthValue(url);
   check((await page.$eval(field, (e) => e.value)) === String(before), `the form shows the world's value (${before})`);
@@ -143,7 +143,7 @@ try {
   await page.click(field, { clickCount: 3 });
   await page.keyboard.type('20000');
   await page.keyboard.press('Tab');
-  await page.waitForSelector('section.comp[data-kind="game:health"] .status.shown', { timeout: 10000 });
+  await page.waitForSelector('section.comp[data-kind="game:health"] .status.shown', { timeout: 20000 });
   const why = await page.$eval('section.comp[data-kind="game:health"] .status', (e) => e.textContent);
   check(why.length > 0 && (await healthValue(url)) === 42.5, `an out-of-range value is refused and shown ("${why}")`);
   check((await page.$eval(field, (e) => e.value)) === '42.5', 'the refused field shows the value kept');
@@ -189,7 +189,7 @@ try {
   // the scene root: its root-only components (world settings) are inspected like any entity's
   await page.evaluate(() => document.querySelector('#tree li.root > .row').click());
   const exposure = 'section.comp[data-kind="core:world_settings"] input[data-field="exposure"]';
-  await page.waitForSelector(exposure, { timeout: 10000 });
+  await page.waitForSelector(exposure, { timeout: 20000 });
   const rootSettings = await rpc(url, 'component.get', { object: 'root', kind: 'core:world_settings' });
   check((await page.$eval(exposure, (e) => e.value)) === String(rootSettings.body.exposure),
     `the scene root shows its world settings (exposure ${rootSettings.body.exposure})`);
@@ -269,12 +269,12 @@ keel.kind{ key = "test:faulty", fields = { { "level", "int", default = 1 } },
   const page2 = await browser.newPage();
   page2.on('pageerror', (e) => pageErrors.push(e.message));
   await page2.goto(otherUrl);
-  await page2.waitForSelector('body.ready', { timeout: 15000 });
+  await page2.waitForSelector('body.ready', { timeout: 30000 });
   await page2.evaluate(() => {
     [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Dock').click();
   });
   const unknown = 'section.comp.unknown[data-kind="mod:winch"]';
-  await page2.waitForSelector(unknown, { timeout: 10000 });
+  await page2.waitForSelector(unknown, { timeout: 20000 });
   const body = await page2.$eval(`${unknown} pre.body`, (e) => e.textContent);
   check(/rope_length/.test(body) && /torque/.test(body), 'an unknown component shows its body as read');
   check(await page2.$$eval(`${unknown} input:not([disabled]), ${unknown} select`, (l) => l.length === 0),
@@ -282,7 +282,7 @@ keel.kind{ key = "test:faulty", fields = { { "level", "int", default = 1 } },
   // the errors list: a callback failure shows up (the page polls world.info) and names its entity
   await rpc(otherUrl, 'component.add', { object: 'Dock', kind: 'test:faulty' });
   await rpc(otherUrl, 'world.step', { frames: 1 });
-  await page2.waitForSelector('#errors li', { timeout: 10000 });
+  await page2.waitForSelector('#errors li', { timeout: 20000 });
   const shownError = await page2.$eval('#errors li', (e) => e.textContent);
   check(/fails on purpose/.test(shownError) && /Dock/.test(shownError) && /test:faulty/.test(shownError),
     `a callback failure is listed with its entity and kind ("${shownError}")`);

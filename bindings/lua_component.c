@@ -5,6 +5,243 @@
 #include "lua_internal.h"
 #include "bind.h" /* keel__field_set: keel_set that may write readonly fields */
 
+/* ---- field names by address ---- */
+
+/* Names a handle answers before its fields: its methods and properties (see comp_index). */
+static const char *const shadowing[] = { "set", "body", "reset", "unpack", "_set", "kind", "slot",
+                                         "loaded", "entity", "version", "enabled", "faulted", NULL };
+
+static bool shadowed(const char *name)
+{
+    for (size_t i = 0; shadowing[i]; i++)
+        if (strcmp(shadowing[i], name) == 0) return true;
+    return false;
+}
+
+void keel__lua_fields_free(keel_lua_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->fields_cap; i++) free(ctx->fields[i].names);
+    free(ctx->fields);
+    ctx->fields = NULL;
+    ctx->fields_cap = 0;
+}
+
+/* Pushes the registry table that keeps this state's copies of the names compared by address. */
+static void push_names(lua_State *L, keel_lua_ctx *ctx)
+{
+    if (ctx->names_ref == LUA_NOREF) {
+        lua_newtable(L);
+        ctx->names_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->names_ref);
+}
+
+/* Kind k's field table, built (again) when a declaration happened since. NULL: no such kind. */
+static const keel_lua_fields *kind_fields(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k)
+{
+    uint64_t stamp = keel__kind_declarations() + 1;
+    if (k < ctx->fields_cap && ctx->fields[k].stamp == stamp) return &ctx->fields[k];
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd) return NULL;
+    if (k >= ctx->fields_cap) {
+        size_t cap = ctx->fields_cap ? ctx->fields_cap * 2 : 64;
+        while (cap <= k) cap *= 2;
+        keel_lua_fields *f = realloc(ctx->fields, cap * sizeof *f);
+        if (!f) return NULL;
+        memset(f + ctx->fields_cap, 0, (cap - ctx->fields_cap) * sizeof *f);
+        ctx->fields = f;
+        ctx->fields_cap = cap;
+    }
+    keel_lua_fields *kf = &ctx->fields[k];
+    free(kf->names);
+    memset(kf, 0, sizeof *kf);
+    size_t n = kd->field_count;
+    void *block = malloc((n ? n : 1) * (sizeof *kf->names + sizeof *kf->index + sizeof *kf->offsets + 1));
+    if (!block) return NULL;
+    kf->names = block; /* first: a raise below leaves nothing unowned */
+    kf->index = (int *)(kf->names + n);
+    kf->offsets = (uint32_t *)(kf->index + n);
+    kf->types = (unsigned char *)(kf->offsets + n);
+    push_names(L, ctx);
+    uint32_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        kf->offsets[i] = (uint32_t)keel_kind_field_offset(k, (int)i);
+        kf->types[i] = (unsigned char)kd->fields[i].type;
+        if (shadowed(kd->fields[i].key)) continue;
+        lua_pushstring(L, kd->fields[i].key); /* interned: every equal short string is this one */
+        kf->names[m] = lua_tostring(L, -1);
+        kf->index[m++] = (int)i;
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -3);
+    }
+    lua_pop(L, 1);
+    kf->n = m;
+    kf->stamp = stamp;
+    return kf;
+}
+
+/* The field of kind k the string key at idx names, found by address; -1 when this cannot tell
+ * (not a string, a name the handle answers itself, a long string that is not interned). */
+int keel__lua_field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx)
+{
+    if (lua_type(L, idx) != LUA_TSTRING) return -1;
+    const keel_lua_fields *kf = kind_fields(L, ctx, k);
+    if (!kf) return -1;
+    const char *s = lua_tostring(L, idx);
+    for (uint32_t i = 0; i < kf->n; i++)
+        if (kf->names[i] == s) return kf->index[i];
+    return -1;
+}
+
+keel_kind_id keel__lua_kind_of(lua_State *L, keel_lua_ctx *ctx, int idx)
+{
+    size_t len;
+    const char *s = lua_tolstring(L, idx, &len);
+    if (!s) return KEEL_NO_KIND;
+    uint64_t stamp = keel__kind_declarations() + 1;
+    size_t slot = ((uintptr_t)s >> 4) % 64;
+    if (ctx->kind_memo[slot].key == s && ctx->kind_memo[slot].stamp == stamp) return ctx->kind_memo[slot].k;
+    keel_kind_id k = strlen(s) == len ? keel_kind_find(s) : KEEL_NO_KIND;
+    if (k && len <= 40) { /* a short string: interned, so its address names it while it is kept */
+        idx = lua_absindex(L, idx);
+        push_names(L, ctx);
+        lua_pushvalue(L, idx);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, -3);
+        lua_pop(L, 1);
+        ctx->kind_memo[slot].key = s;
+        ctx->kind_memo[slot].k = k;
+        ctx->kind_memo[slot].stamp = stamp;
+    }
+    return k;
+}
+
+/* ---- handles ---- */
+
+/* Found live, and its record where it was, since the world's structure last moved. */
+static inline bool fast_live(const keel_lua_comp *h)
+{
+    keel_world *w = h->lw->w;
+    return w && h->live && h->live == keel__world_structure(w) + 1;
+}
+
+/* Pushes kind k's handle cache of the World at world_idx: [entity index + 1] = the handle of its
+ * slot-0 component. The caches hang off the World's Component metatable (key 2), so they live
+ * as long as the World and its handles do. */
+void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k)
+{
+    lua_getiuservalue(L, world_idx, 4);
+    if (lua_rawgeti(L, -1, 2) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, 2);
+    }
+    if (lua_rawgeti(L, -1, (lua_Integer)k) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, -3, (lua_Integer)k);
+    }
+    lua_replace(L, -3);
+    lua_pop(L, 1);
+}
+
+/* Drops the cached handles of components that are gone (cached handles are strong references,
+ * as the entity cache's: a component's handle, once asked for, lasts while the component does). */
+static void comp_sweep(lua_State *L, int world_idx)
+{
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
+    size_t kept = 0;
+    lua_getiuservalue(L, world_idx, 4);
+    lua_rawgeti(L, -1, 2);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushnil(L);
+        while (lua_next(L, -2)) {
+            const keel_lua_comp *h = lua_touserdata(L, -1);
+            lua_pop(L, 1);
+            if (h && keel_comp_serial(lw->w, h->c) != h->serial) {
+                lua_pushvalue(L, -1);
+                lua_pushnil(L);
+                lua_rawset(L, -4); /* clearing a present field during lua_next is allowed */
+            } else {
+                kept++;
+            }
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    lw->comp_inserts = 0;
+    lw->comp_kept = kept;
+}
+
+static keel_lua_comp *new_handle(lua_State *L, int world_idx, keel_lua_world *lw, const keel__comp_info *ci)
+{
+    keel_lua_comp *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->lw = lw;
+    h->c = ci->c;
+    h->serial = ci->serial;
+    h->live = keel__world_structure(lw->w) + 1;
+    h->rec = ci->record;
+    h->row = ci->row;
+    lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
+    return h;
+}
+
+void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const keel__comp_info *ci, uint64_t live)
+{
+    lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
+    if (ci->c.slot == 0 && lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
+        keel_lua_comp *h = lua_touserdata(L, -1);
+        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+            h->live = live;
+            h->rec = ci->record;
+            h->row = ci->row;
+            return;
+        }
+        lua_pop(L, 1);
+    } else if (ci->c.slot == 0) {
+        lua_pop(L, 1);
+    }
+    keel__lua_push_comp_info(L, world_idx, ci->c.slot == 0 ? cache : 0, ci);
+}
+
+void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel__comp_info *ci)
+{
+    world_idx = lua_absindex(L, world_idx);
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
+    if (ci->c.slot != 0) { /* slots past 0 are rare: a new handle (== still holds) */
+        new_handle(L, world_idx, lw, ci);
+        return;
+    }
+    bool fetched = cache == 0;
+    if (fetched) {
+        keel__lua_comp_cache(L, world_idx, ci->c.kind);
+        cache = lua_gettop(L);
+    } else {
+        cache = lua_absindex(L, cache);
+    }
+    lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
+    if (lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
+        keel_lua_comp *h = lua_touserdata(L, -1);
+        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+            h->live = keel__world_structure(lw->w) + 1;
+            h->rec = ci->record;
+            h->row = ci->row;
+            if (fetched) lua_remove(L, -2);
+            return;
+        }
+    }
+    lua_pop(L, 1);
+    new_handle(L, world_idx, lw, ci);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, cache, key); /* a stale handle there stays stale: its serial is not this one */
+    if (++lw->comp_inserts > 4096 && lw->comp_inserts > lw->comp_kept) comp_sweep(L, world_idx);
+    if (fetched) lua_remove(L, -2);
+}
+
 /* The serial of the unknown entry `key` at c's entity and slot (0: none). */
 static uint64_t unknown_serial(keel_world *w, keel_comp c, const char *key)
 {
@@ -18,9 +255,16 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
 {
     world_idx = lua_absindex(L, world_idx);
     keel_lua_world *lw = lua_touserdata(L, world_idx);
+    keel__comp_info ci;
+    if (!key && c.kind && keel__comp_info_get(lw->w, c.entity, c.kind, c.slot, &ci)) {
+        new_handle(L, world_idx, lw, &ci);
+        return;
+    }
     keel_lua_comp *h = lua_newuserdatauv(L, sizeof *h, key ? 1 : 0);
     h->lw = lw;
     h->c = c;
+    h->live = 0;
+    h->rec = NULL;
     h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
     lua_setmetatable(L, -2);
@@ -74,6 +318,12 @@ static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
     keel_lua_comp *h = keel__lua_checkudata(L, idx, &keel__lua_mt_comp);
     if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
+    keel__comp_info ci;
+    if (h->c.kind && keel__comp_info_get(h->lw->w, h->c.entity, h->c.kind, h->c.slot, &ci)) {
+        h->live = keel__world_structure(h->lw->w) + 1; /* found live: trusted until the structure moves */
+        h->rec = ci.record;
+        h->row = ci.row;
+    }
     return h;
 }
 
@@ -245,9 +495,51 @@ static const luaL_Reg comp_methods[] = {
     { "unpack", keel__lua_comp_unpack }, { "_set", c__set }, { NULL, NULL }
 };
 
+/* A field of h, read or written straight at its record: h is live (checked in full when its
+ * world's structure moved since it was last found) and not the self of a running callback (whose
+ * self table may hold newer values: the general path flushes it). False: take the general path. */
+static bool direct(lua_State *L, keel_lua_comp *h, int f)
+{
+    keel_lua_ctx *ctx = h->lw->ctx;
+    if (f < 0 || (ctx->depth > 0 && h->lw->w && keel__lua_is_self(ctx, h->lw->w, h->c))) return false;
+    if (!fast_live(h)) check_comp(L, 1, NULL); /* raises when stale; stamps it live */
+    return h->rec != NULL;
+}
+
+/* Argument 1 as a Component: one comparison when it is a handle of the World whose metatable
+ * is upvalue `up` (the World's own __index/__newindex), the full check otherwise. */
+static keel_lua_comp *to_comp(lua_State *L, int up)
+{
+    /* a full userdata only: a table or light userdata can be given any metatable */
+    if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive */
+        bool mine = lua_type(L, lua_upvalueindex(up)) == LUA_TTABLE &&
+                    lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up));
+        lua_pop(L, 1);
+        if (mine) return lua_touserdata(L, 1);
+    }
+    return keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
+}
+
 static int comp_index(lua_State *L)
 {
-    keel_lua_comp *h = keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
+    keel_lua_comp *h = to_comp(L, 2);
+    if (h->c.kind) {
+        int f = keel__lua_field_of(L, h->lw->ctx, h->c.kind, 2);
+        if (direct(L, h, f)) {
+            const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
+            const char *p = (const char *)h->rec + kf->offsets[f];
+            if (kf->types[f] == KEEL_T_FLOAT) {
+                double x;
+                memcpy(&x, p, sizeof x);
+                lua_pushnumber(L, x);
+            } else {
+                const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
+                int wi = fd->type == KEEL_T_ENTITY ? keel__lua_push_handle_world(L, 1) : 0;
+                keel__lua_push_stored(L, fd, p, h->lw->w, wi);
+            }
+            return 1;
+        }
+    }
     const char *k = lua_tostring(L, 2);
     if (!k) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, 2));
     lua_pushvalue(L, 2);
@@ -288,7 +580,29 @@ static int comp_index(lua_State *L)
 
 static int comp_newindex(lua_State *L)
 {
-    keel_lua_comp *h = check_comp(L, 1, NULL);
+    keel_lua_comp *h = to_comp(L, 1);
+    if (h->c.kind) {
+        int f = keel__lua_field_of(L, h->lw->ctx, h->c.kind, 2);
+        if (direct(L, h, f)) {
+            const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
+            keel_value v;
+            char err[256];
+            bool ok;
+            if (kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
+                v.type = KEEL_T_FLOAT;
+                v.nil = false;
+                v.as.f = (double)lua_tonumber(L, 3);
+                ok = true;
+            } else {
+                const keel_field_desc *fd = &keel_kind_describe(h->c.kind)->fields[f];
+                ok = fd->type != KEEL_T_STRING && keel__lua_to_value(L, 3, fd, h->lw->w, &v, err, sizeof err);
+            }
+            keel__lua_entries++;
+            if (ok && keel__field_set_plain(h->lw->w, h->c, h->rec, h->row, f, &v)) return 0;
+            return set_field(L, h, f, 3, false); /* decides, and raises what it refuses */
+        }
+    }
+    h = check_comp(L, 1, NULL);
     const char *k = lua_tostring(L, 2);
     if (k && strcmp(k, "enabled") == 0) {
         if (lua_type(L, 3) != LUA_TBOOLEAN)
@@ -352,7 +666,21 @@ void keel__lua_open_component(lua_State *L)
     keel__lua_newmt(L, &keel__lua_mt_comp);
     luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, comp_methods);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, comp_methods); /* for keel__lua_comp_mt_own */
     lua_pushcclosure(L, comp_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
+}
+
+void keel__lua_comp_mt_own(lua_State *L, int mt)
+{
+    mt = lua_absindex(L, mt);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, comp_methods);
+    lua_pushvalue(L, mt);
+    lua_pushcclosure(L, comp_index, 2);
+    lua_setfield(L, mt, "__index");
+    lua_pushvalue(L, mt);
+    lua_pushcclosure(L, comp_newindex, 1);
+    lua_setfield(L, mt, "__newindex");
 }

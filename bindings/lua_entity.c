@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "bind.h" /* keel__comp_info_get */
 
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx)
 {
@@ -82,19 +83,6 @@ static bool find_member(keel_world *w, keel_entity e, const char *key, uint32_t 
     return found;
 }
 
-/* keel_kind_find with a one-entry memo: a loop adding one kind looks it up once. A key keeps
- * its id while the registry lives, and the memo is re-checked against the registry's own key
- * (a shutdown and re-init may hand the id to another kind). */
-static keel_kind_id find_kind(const char *key)
-{
-    static keel_kind_id memo;
-    const keel_kind_desc *kd = memo ? keel_kind_describe(memo) : NULL;
-    if (kd && strcmp(kd->key, key) == 0) return memo;
-    keel_kind_id k = keel_kind_find(key);
-    if (k) memo = k;
-    return k;
-}
-
 static void check_one_slot(lua_State *L, keel_kind_id k, uint32_t slot)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
@@ -108,14 +96,14 @@ static int e_get(lua_State *L)
     const char *key = keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 3);
     keel_world *w = h->lw->w;
-    keel_kind_id k = keel_kind_find(key);
+    keel_kind_id k = keel__lua_kind_of(L, h->lw->ctx, 2);
     int wi = push_world(L, 1);
     keel_member m;
     if (k) {
         check_one_slot(L, k, slot);
-        keel_comp c;
-        if (keel_get_comp(w, h->e, k, slot, &c)) {
-            keel__lua_push_comp(L, wi, c, NULL);
+        keel__comp_info ci;
+        if (keel__comp_info_get(w, h->e, k, slot, &ci)) {
+            keel__lua_push_comp_info(L, wi, 0, &ci); /* the same handle while the component lives */
             return 1;
         }
     }
@@ -143,7 +131,7 @@ static int do_add(lua_State *L, bool want_inverse)
     const char *key = keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 4);
     keel_world *w = h->lw->w;
-    keel_kind_id k = find_kind(key);
+    keel_kind_id k = keel__lua_kind_of(L, h->lw->ctx, 2);
     if (!k) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
     keel_diags d;
     keel_diags_init(&d);
@@ -151,11 +139,11 @@ static int do_add(lua_State *L, bool want_inverse)
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    keel_status s = keel__lua_add(L, 3, w, h->e, k, slot, &c, want_inverse ? &inv : NULL, &d);
+    keel_status s = keel__lua_add(L, h->lw->ctx, 3, w, h->e, k, slot, &c, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, &inv);
     int wi = push_world(L, 1);
-    keel__lua_push_comp(L, wi, c, NULL);
+    keel__lua_push_comp(L, wi, c, NULL); /* not kept: most adds drop it (e:get keeps one) */
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;

@@ -18,6 +18,7 @@ struct keel_lua_kind {
     size_t *offsets;             /* filled on first call (from the registry) */
     const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
     bool ready, has_entity, dead;
+    bool shadow;                 /* a kind this state did not declare (see keel__lua_self_kind) */
     int busy;                    /* calls running: a replaced kind is freed after the last */
 };
 
@@ -161,10 +162,11 @@ static void fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd,
 
 /* The copy-back of the outermost hook (the last thing before its transaction commits):
  * every changed field is converted and checked first, then all are stored with no journal
- * entry. Returns false when this path does not apply (then nothing was written). */
+ * entry. `row`: not a hook but a system's `each` (component c at that storage row; readonly
+ * fields refused). Returns false when this path does not apply (then nothing was written). */
 static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
                                  keel_comp c, const char *rec, int self, int keys, int kbase, int depth,
-                                 keel_diags *d, keel_status *out)
+                                 const uint32_t *row, keel_diags *d, keel_status *out)
 {
     if (!rec || kd->validate || lk->nfields > KEEL_LUA_COMMIT_MAX) return false;
     int fields[KEEL_LUA_COMMIT_MAX];
@@ -212,15 +214,18 @@ static bool write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kin
         fields[n++] = (int)i;
     }
     /* checked there, all or nothing (no validate: the kinds that have one take write_back) */
-    if (*out == KEEL_OK && n) *out = keel__field_copy_back(w, c, (void *)rec, n, fields, vals, d);
+    if (*out == KEEL_OK && n)
+        *out = row ? keel__field_copy_back_at(w, c, (void *)rec, *row, n, fields, vals, d)
+                   : keel__field_copy_back(w, c, (void *)rec, n, fields, vals, d);
     if (kept) lua_settop(L, top);
     return true;
 }
 
 /* Writes back the fields of `self` that differ from the record, through the registry.
- * `rec` is the record when no entry into the core happened since it was fetched, else NULL. */
-static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
-                              keel_comp c, const char *rec, int self, int keys, int depth, keel_diags *d)
+ * `rec` is the record when no entry into the core happened since it was fetched, else NULL.
+ * `internal`: a kind's own hook, which may write readonly fields (a system may not). */
+static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w, keel_comp c,
+                              const char *rec, int self, int keys, int depth, bool internal, keel_diags *d)
 {
     int top = lua_gettop(L);
     int filled = lk->has_entity ? push_filled(L, lk, depth) : 0;
@@ -252,7 +257,7 @@ static keel_status write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_d
             if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
             if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
                 s = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
-            else s = keel__field_set(w, c, (int)i, &v, true, NULL, d); /* a kind's own hooks may write readonly fields */
+            else s = keel__field_set(w, c, (int)i, &v, internal, NULL, d); /* readonly: see `internal` */
             if (s == KEEL_OK && fd->type == KEEL_T_ENTITY) { /* the store holds it now */
                 lua_pushvalue(L, -1);
                 lua_rawseti(L, filled, (lua_Integer)i + 1);
@@ -335,8 +340,8 @@ void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char 
 bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c)
 {
     for (int i = 0; i < ctx->depth; i++)
-        if (ctx->self_w[i] == w && !ctx->self_gone[i] && ctx->self_c[i].entity == c.entity &&
-            ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot)
+        if (ctx->self_w[i] == w && !ctx->self_gone[i] && !ctx->self_outside[i] &&
+            ctx->self_c[i].entity == c.entity && ctx->self_c[i].kind == c.kind && ctx->self_c[i].slot == c.slot)
             return true;
     return false;
 }
@@ -358,7 +363,7 @@ keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w,
         int top = lua_gettop(L);
         push_self(L, lk, i);
         lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
-        keel_status s = write_back(L, lk, kd, w, c, NULL, top + 1, top + 2, i, d);
+        keel_status s = write_back(L, lk, kd, w, c, NULL, top + 1, top + 2, i, !ctx->self_outside[i], d);
         lua_settop(L, top);
         if (s != KEEL_OK) return s;
     }
@@ -583,6 +588,7 @@ static keel_status hook_tramp(const keel_call *call)
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
     ctx->self_gone[depth] = gone;
+    ctx->self_outside[depth] = false;
     ctx->depth++; /* before the fill: a nil-valued key goes through self's __newindex, which checks it */
     lk->busy++;
     fill_self(L, lk, kd, w, call->record, self, keys, kbase, widx, depth);
@@ -606,9 +612,9 @@ static keel_status hook_tramp(const keel_call *call)
     if (lua_pcall(L, nargs, 0, 0) != LUA_OK) s = keel__lua_record_error(L, call->diags, phase_keys[call->phase]);
     else if (!lk->dead && !gone && /* a gone component takes no write-back */
              !write_back_committed(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
-                                   self, keys, kbase, depth, call->diags, &s))
-        s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL,
-                       self, keys, depth, call->diags);
+                                   self, keys, kbase, depth, NULL, call->diags, &s))
+        s = write_back(L, lk, kd, w, call->comp, entries == keel__lua_entries ? call->record : NULL, self, keys,
+                       depth, true, call->diags);
     ctx->depth--;
     lua_settop(L, top);
     if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
@@ -652,8 +658,7 @@ static bool write_back_floats(lua_State *L, keel_lua_kind *lk, keel_world *w, co
         fields[n++] = (int)i;
     }
     /* finite plain floats: nothing the write path checks can refuse them */
-    if (n) keel__field_copy_floats(w, t->call.comp, t->call.record, n, fields, vals);
-    return true;
+    return !n || keel__field_copy_floats(w, t->call.comp, t->call.record, t->row, n, fields, vals);
 }
 
 static bool update_phase(keel_phase p)
@@ -691,6 +696,7 @@ static int batch_loop(lua_State *L)
         ctx->self_c[0] = call->comp;
         ctx->self_k[0] = lk;
         ctx->self_gone[0] = false;
+        ctx->self_outside[0] = false;
         ctx->depth = 1;
         lb->in_item = true;
         if (floats) { /* fill_self, less its per-field type dispatch */
@@ -710,8 +716,8 @@ static int batch_loop(lua_State *L)
         const char *rec = entries == keel__lua_entries ? call->record : NULL;
         if (!lk->dead && !(floats && write_back_floats(L, lk, w, &b->txn, rec, kbase))) {
             lua_settop(L, base);
-            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, 0, call->diags, &s))
-                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, 0, call->diags);
+            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, 0, NULL, call->diags, &s))
+                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, 0, true, call->diags);
         }
         ctx->depth = 0;
         lb->in_item = false;
@@ -756,6 +762,176 @@ static void batch_run(keel__batch *b)
     if (--lk->busy == 0 && lk->dead) lk_destroy(lk);
 }
 
+/* ---- selves for a system's `each` (lua_system.c) ---- */
+
+/* The shadow of a kind this state did not declare: self machinery with no hooks, owned by ctx. */
+static keel_lua_kind *shadow_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, const keel_kind_desc *kd)
+{
+    keel_lua_kind *lk = calloc(1, sizeof *lk);
+    size_t *offsets = calloc(kd->field_count ? kd->field_count : 1, sizeof *offsets);
+    if (!lk || !offsets) {
+        free(lk);
+        free(offsets);
+        luaL_error(L, "out of memory");
+        return NULL;
+    }
+    lk->ctx = ctx; /* no reference: ctx frees its shadows when the state closes */
+    lk->shadow = true;
+    lk->offsets = offsets;
+    lk->nfields = kd->field_count;
+    for (int p = 0; p < KEEL_PHASE_COUNT_; p++) lk->hook[p] = LUA_NOREF;
+    lk->validate = lk->migrate = LUA_NOREF;
+    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = lk->filled[i] = LUA_NOREF;
+    lua_createtable(L, (int)kd->field_count, 0);
+    for (size_t i = 0; i < kd->field_count; i++) {
+        lk->has_entity |= kd->fields[i].type == KEEL_T_ENTITY;
+        lua_pushstring(L, kd->fields[i].key);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lk->keys = luaL_ref(L, LUA_REGISTRYINDEX);
+    lk_prepare(lk, k);
+    return lk;
+}
+
+static void shadow_free(lua_State *L, keel_lua_kind *lk)
+{
+    if (L) lk_unref(L, lk);
+    keel__lua_kinds_freed++; /* its address may come back as a Lua kind's: memos taken before are void */
+    free(lk->offsets);
+    free(lk);
+}
+
+/* Whether shadow lk still describes k's declaration (same description, fields and offsets). */
+static bool shadow_current(const keel_lua_kind *lk, keel_kind_id k, const keel_kind_desc *kd)
+{
+    if (lk->kd != kd || lk->nfields != kd->field_count) return false;
+    for (size_t i = 0; i < lk->nfields; i++)
+        if (lk->offsets[i] != keel_kind_field_offset(k, (int)i)) return false;
+    return true;
+}
+
+keel_lua_kind *keel__lua_self_kind(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    if (!kd) return NULL;
+    keel_lua_kind *lk = kd->user;
+    if (kd->user_free == lk_user_free && lk->ctx == ctx && !lk->dead) {
+        lk_prepare(lk, k);
+        lk->busy++;
+        return lk;
+    }
+    if ((size_t)k >= ctx->shadow_cap) {
+        size_t cap = ctx->shadow_cap ? ctx->shadow_cap : 16;
+        while (cap <= (size_t)k) cap *= 2;
+        keel_lua_kind **sh = realloc(ctx->shadows, cap * sizeof *sh);
+        if (!sh) luaL_error(L, "out of memory");
+        memset(sh + ctx->shadow_cap, 0, (cap - ctx->shadow_cap) * sizeof *sh);
+        ctx->shadows = sh;
+        ctx->shadow_cap = cap;
+    }
+    keel_lua_kind *sh = ctx->shadows[k];
+    if (sh && !shadow_current(sh, k, kd)) {
+        if (sh->busy) sh->dead = true; /* a call still uses it: freed after that */
+        else shadow_free(L, sh);
+        ctx->shadows[k] = sh = NULL;
+    }
+    if (!sh) ctx->shadows[k] = sh = shadow_new(L, ctx, k, kd);
+    sh->busy++;
+    return sh;
+}
+
+void keel__lua_self_kind_done(lua_State *L, keel_lua_kind *lk)
+{
+    if (--lk->busy || !lk->dead) return;
+    if (lk->shadow) shadow_free(L, lk); /* replaced while in use: no longer in ctx's list */
+    else lk_destroy(lk);
+}
+
+bool keel__lua_self_kind_current(const keel_lua_kind *lk, keel_kind_id k)
+{
+    return !lk->dead && (!lk->shadow || keel_kind_describe(k) == lk->kd); /* a Lua kind's replacement kills it */
+}
+
+void keel__lua_shadows_free(keel_lua_ctx *ctx)
+{
+    for (size_t k = 0; k < ctx->shadow_cap; k++)
+        if (ctx->shadows[k]) shadow_free(NULL, ctx->shadows[k]); /* the state's registry goes with it */
+    free(ctx->shadows);
+    ctx->shadows = NULL;
+    ctx->shadow_cap = 0;
+}
+
+void keel__lua_self_push(lua_State *L, keel_lua_kind *lk, int depth, keel__lua_self *s)
+{
+    luaL_checkstack(L, (int)(lk->nfields <= KEEL_LUA_MEMO_KEYS ? lk->nfields : 0) + 8, NULL);
+    s->lk = lk;
+    s->depth = depth;
+    push_self(L, lk, depth);
+    s->self = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);
+    s->keys = lua_gettop(L);
+    s->kbase = 0;
+    if (lk->nfields <= KEEL_LUA_MEMO_KEYS) {
+        s->kbase = s->keys + 1;
+        for (size_t i = 0; i < lk->nfields; i++) lua_rawgeti(L, s->keys, (lua_Integer)i + 1);
+    }
+    s->floats = lk->nfields <= KEEL_LUA_MEMO_KEYS && all_plain_floats(lk, lk->kd);
+    for (size_t i = 0; i < lk->nfields && s->floats; i++) /* a system may not write those: checked apart */
+        if (lk->kd->fields[i].flags & KEEL_FIELD_READONLY) s->floats = false;
+}
+
+void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec, int widx)
+{
+    keel_lua_kind *lk = s->lk;
+    keel_lua_ctx *ctx = lk->ctx;
+    ctx->self_w[s->depth] = w;
+    ctx->self_c[s->depth] = c;
+    ctx->self_k[s->depth] = lk;
+    ctx->self_gone[s->depth] = false;
+    ctx->self_outside[s->depth] = true;
+    if (s->floats) { /* fill_self, less its per-field type dispatch */
+        for (size_t i = 0; i < lk->nfields; i++) {
+            push_key(L, s->keys, s->kbase, i);
+            lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
+            lua_rawset(L, s->self);
+        }
+    } else fill_self(L, lk, lk->kd, w, rec, s->self, s->keys, s->kbase, lk->has_entity ? widx : 0, s->depth);
+}
+
+keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec,
+                                 uint32_t row, keel_diags *d)
+{
+    keel_lua_kind *lk = s->lk;
+    if (lk->dead) return KEEL_OK;
+    int top = lua_gettop(L);
+    if (rec && s->floats && !lk->kd->validate) { /* write_back_floats, for a system */
+        int fields[KEEL_LUA_MEMO_KEYS];
+        double vals[KEEL_LUA_MEMO_KEYS];
+        size_t n = 0;
+        bool plain = true;
+        for (size_t i = 0; i < lk->nfields; i++) { /* values stay on the stack: one settop at the end */
+            push_key(L, s->keys, s->kbase, i);
+            int t = lua_rawget(L, s->self);
+            double f = (double)lua_tonumber(L, -1);
+            if (t != LUA_TNUMBER) plain = false;
+            else if (f == *(const double *)(rec + lk->offsets[i])) continue;
+            if (!plain || !isfinite(f)) {
+                plain = false;
+                break;
+            }
+            vals[n] = f;
+            fields[n++] = (int)i;
+        }
+        lua_settop(L, top);
+        if (plain && (!n || keel__field_copy_floats(w, c, (void *)rec, row, n, fields, vals))) return KEEL_OK;
+    }
+    keel_status st = KEEL_OK;
+    if (!write_back_committed(L, lk, lk->kd, w, c, rec, s->self, s->keys, s->kbase, s->depth, &row, d, &st))
+        st = write_back(L, lk, lk->kd, w, c, rec, s->self, s->keys, s->depth, false, d);
+    lua_settop(L, top);
+    return st;
+}
+
 static keel_status validate_tramp(const keel_call *call, int field)
 {
     keel_lua_kind *lk = call->user;
@@ -777,6 +953,7 @@ static keel_status validate_tramp(const keel_call *call, int field)
     ctx->self_c[depth] = call->comp;
     ctx->self_k[depth] = lk;
     ctx->self_gone[depth] = false;
+    ctx->self_outside[depth] = false;
     ctx->depth++;
     lk->busy++;
     fill_self(L, lk, kd, call->world, call->record, top + 2, top + 3, 0, widx, depth);

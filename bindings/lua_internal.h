@@ -90,6 +90,18 @@ int keel__lua_push_handle_world(lua_State *L, int idx);
 
 typedef struct keel_lua_kind keel_lua_kind;
 
+/* A kind's field names as this state's interned Lua strings (lua_component.c): a handle's
+ * `c.x` finds its field by comparing the key's address, not its characters. Fields named like
+ * a handle's methods or properties are left out (those names mean the method or property). */
+typedef struct keel_lua_fields {
+    uint64_t stamp;       /* keel__kind_declarations() + 1 when built; 0: not built */
+    uint32_t n;
+    const char **names;   /* anchored in the registry table at ctx->names_ref */
+    int *index;           /* the field of names[i] */
+    uint32_t *offsets;    /* by field index: its offset in the record */
+    unsigned char *types; /* by field index: its keel_type */
+} keel_lua_fields;
+
 /* One per lua_State that opened keel.core. Lives until the state is closed and
  * every kind it declared is gone (refs counts both), so trampolines of kinds
  * declared from a closed state can see `alive == false` and do nothing. */
@@ -106,8 +118,18 @@ typedef struct keel_lua_ctx {
     keel_comp self_c[KEEL_LUA_MAX_DEPTH];
     keel_lua_kind *self_k[KEEL_LUA_MAX_DEPTH];
     bool self_gone[KEEL_LUA_MAX_DEPTH]; /* an on_destroy run at the commit: its component is gone */
+    bool self_outside[KEEL_LUA_MAX_DEPTH]; /* a system's `each`: not its component's own hook (readonly holds) */
+    keel_lua_kind **shadows; /* by kind id: self machinery of kinds not declared from this state (systems) */
+    size_t shadow_cap;
+    keel_entity *each_list; /* a system's `each`: the entities of its pass (lua_system.c), reused */
+    size_t each_cap;
+    bool each_busy;         /* in use by the pass under way (a nested one takes a userdata) */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
+    keel_lua_fields *fields;          /* by kind id (lua_component.c) */
+    size_t fields_cap;
+    int names_ref;                    /* registry: { [field name] = true }, keeps those strings */
+    struct { const char *key; keel_kind_id k; uint64_t stamp; } kind_memo[64]; /* kind keys by address */
 } keel_lua_ctx;
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx);
@@ -149,6 +171,10 @@ typedef struct keel_lua_world {
     size_t cache_inserts;
     uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
     size_t gens_cap;
+    size_t comp_inserts, comp_kept; /* the component handle caches (lua_component.c): since and at the last sweep */
+    struct keel_lua_qcache *queries; /* w:query's kept queries (lua_query.c) */
+    size_t query_count;
+    unsigned long query_clock;
 } keel_lua_world;
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx);
@@ -167,11 +193,12 @@ void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
 void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_phase phase, double dt);
 void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds _systems_runner to the table on top */
-extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_runnable, w:_fault_system */
+extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_each, w:_fault_system */
 
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
 
 extern const luaL_Reg keel__lua_query_methods[];   /* entities, each, query, count */
+void keel__lua_queries_free(keel_lua_world *lw);    /* the queries w:query kept (the World is going) */
 void keel__lua_open_query(lua_State *L);            /* the keel.Query metatable */
 extern const luaL_Reg keel__lua_command_methods[]; /* _apply */
 void keel__lua_open_command(lua_State *L);          /* the keel.Command metatable */
@@ -199,14 +226,40 @@ void keel__lua_open_entity(lua_State *L);
 
 /* ---- Component ---- */
 
+/* A loaded component's handles are cached per world and kind (slot 0 ones: by entity index), so
+ * the same component gets the same handle back while it lives; a component found live under
+ * the world's structure counter `live - 1` keeps its record at `rec` until that counter moves,
+ * and a field read or write then needs no lookup (bind.h keel__world_structure). */
 typedef struct keel_lua_comp {
     keel_lua_world *lw;
     keel_comp c;       /* c.kind is KEEL_NO_KIND for an unknown one: key in user value 1 */
     uint64_t serial;   /* keel_member.serial of the component: a new one in the same slot is not it */
+    uint64_t live;     /* keel__world_structure + 1 when last found live; 0: check in full */
+    void *rec;         /* its record then */
+    uint32_t row;      /* and its storage row */
 } keel_lua_comp;
 
+struct keel__comp_info;
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */
 void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *key);
+/* Pushes the (cached) handle of the live component `ci` describes. `cache`: the index of the
+ * kind's handle cache (keel__lua_comp_cache) when the caller holds it, else 0. */
+void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const struct keel__comp_info *ci);
+/* The same for a loop that holds them: `cache` the kind's cache (an absolute or upvalue index),
+ * `live` keel__world_structure(w) + 1 of the World at world_idx. */
+void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const struct keel__comp_info *ci, uint64_t live);
+/* Pushes the handle cache of kind k in the world at world_idx (made on first use). */
+void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k);
+/* Gives a World's own Component metatable (at mt) its __index and __newindex: closures that
+ * know the metatable, so telling one of the World's handles is one comparison. */
+void keel__lua_comp_mt_own(lua_State *L, int mt);
+/* The field of kind k the string key at idx names, by the key's address (-1: this cannot tell;
+ * keel_kind_field can). */
+int keel__lua_field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx);
+/* keel_kind_find of the string at idx, remembered by the string's address. */
+keel_kind_id keel__lua_kind_of(lua_State *L, keel_lua_ctx *ctx, int idx);
+/* Frees what ctx's field tables hold (the state is closing). */
+void keel__lua_fields_free(keel_lua_ctx *ctx);
 void keel__lua_open_component(lua_State *L);
 /* Component methods, shared with self tables: arg 1 is a Component. */
 int keel__lua_comp_set(lua_State *L);
@@ -258,6 +311,32 @@ bool keel__lua_position(lua_State *L, char *buf, size_t cap);
 /* The position an error value carries: a keel error object's `where`, or the "chunk:line" that
  * starts a Lua error string. Raw accesses only: it runs no metamethod. */
 bool keel__lua_error_where(lua_State *L, int idx, char *buf, size_t cap);
+/* A system's `each` (lua_system.c) gets the same reused self tables as hooks: one per queried
+ * kind, each at its own depth. The machinery of kind k for this state, NULL when k is not
+ * declared: its Lua declaration's, or one ctx keeps for a kind declared in C or by another
+ * state (remade when that kind changes). Held until keel__lua_self_kind_done. */
+keel_lua_kind *keel__lua_self_kind(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k);
+void keel__lua_self_kind_done(lua_State *L, keel_lua_kind *lk);
+/* Whether lk's declaration is still the registry's (a kind redeclared meanwhile: stop using it). */
+bool keel__lua_self_kind_current(const keel_lua_kind *lk, keel_kind_id k);
+void keel__lua_shadows_free(keel_lua_ctx *ctx); /* the state is closing */
+typedef struct keel__lua_self {
+    keel_lua_kind *lk;
+    int depth;
+    int self, keys, kbase; /* indices (stack or upvalue): the table, the keys table, the field names on
+                            * the stack (0: none, read from keys) */
+    bool floats;           /* every field an unbounded float: the fast fill and copy-back */
+} keel__lua_self;
+/* Pushes lk's self table of `depth`, its keys and (when few) its field names; fills *s. */
+void keel__lua_self_push(lua_State *L, keel_lua_kind *lk, int depth, keel__lua_self *s);
+/* Makes s's self the view of component c of w (record rec) for a system and fills it (the
+ * World at widx, for entity fields). The caller raises ctx->depth past it. */
+void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec, int widx);
+/* Writes back the fields of s's self that changed, as a system's write (readonly refused):
+ * `rec` is c's record at storage row `row` when nothing entered the core since the fill, else NULL. */
+keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec,
+                                 uint32_t row, keel_diags *d);
+
 /* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
  * position as the diagnostic's file and line, and in the message); returns its status. */
 keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
@@ -280,14 +359,14 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
 /* True when the Lua value at idx equals the stored field at p. */
 bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
 /* Checks every key (NotFound) and value (InvalidArgument) of a body table for kind k. */
-bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
+bool keel__lua_body_check(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A body table (field = value) -> a MAP node (checked against the kind). NULL with diag on error. */
 keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A YAML core-schema node -> plain Lua value, and back. */
 void keel__lua_push_node(lua_State *L, const keel_node *n);
 keel_node *keel__lua_to_node(lua_State *L, int idx, int depth);
 /* keel_add with a Lua body table at body_idx (nil: defaults); all or nothing. */
-keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
+keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
                           uint32_t slot, keel_comp *out, keel_cmd *inverse, keel_diags *d);
 /* Pushes a table of every field of a live component. */
 void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx);

@@ -97,7 +97,10 @@ void keel__lua_setmt(lua_State *L, const keel_lua_type *t)
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx)
 {
-    if (ctx && --ctx->refs == 0) free(ctx);
+    if (ctx && --ctx->refs == 0) {
+        keel__lua_fields_free(ctx);
+        free(ctx);
+    }
 }
 
 keel_lua_ctx *keel__lua_upctx(lua_State *L)
@@ -112,6 +115,9 @@ static int sentinel_gc(lua_State *L)
     if (*pc) {
         (*pc)->alive = false;
         if (keel__lua_cur.ctx == *pc) memset(&keel__lua_cur, 0, sizeof keel__lua_cur);
+        keel__lua_shadows_free(*pc);
+        free((*pc)->each_list);
+        (*pc)->each_list = NULL;
         keel__lua_ctx_release(*pc);
         *pc = NULL;
     }
@@ -144,6 +150,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     ctx->loading_ref = LUA_NOREF;
     ctx->systems_ref = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
+    ctx->names_ref = LUA_NOREF;
     lua_newtable(L); /* keel_world* -> World udata, weak values */
     lua_createtable(L, 0, 1);
     lua_pushliteral(L, "v");

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "bind.h" /* keel__comp_info_get */
 
 typedef struct liter {
     keel_lua_world *lw;
@@ -55,43 +56,58 @@ static int iter_tostring(lua_State *L)
     return 1;
 }
 
+/* The iterator function's upvalues: the keel.Query, the World, its entity handle cache, then
+ * (each and query) the handle caches of the kinds it yields, up to UP_CACHES of them: reached
+ * in place, nothing fetched per call. */
+#define UP_ITER 1
+#define UP_WORLD 2
+#define UP_ENTS 3
+#define UP_CACHES 64
+
+/* Pushes the handle of ci, the k-th kind's. */
+static void push_comp(lua_State *L, size_t k, const keel__comp_info *ci, uint64_t live)
+{
+    if (k < UP_CACHES)
+        keel__lua_push_comp_fast(L, lua_upvalueindex(UP_WORLD), lua_upvalueindex(UP_ENTS + 1 + (int)k), ci, live);
+    else
+        keel__lua_push_comp_info(L, lua_upvalueindex(UP_WORLD), 0, ci);
+}
+
 static int iter_next(lua_State *L)
 {
-    liter *it = lua_touserdata(L, lua_upvalueindex(1));
+    liter *it = lua_touserdata(L, lua_upvalueindex(UP_ITER));
     keel_world *w = it->lw->w;
     if (!w) return 0;
-    lua_getiuservalue(L, lua_upvalueindex(1), 1);
-    int widx = lua_gettop(L);
+    int widx = lua_upvalueindex(UP_WORLD), cache = lua_upvalueindex(UP_ENTS);
+    keel__comp_info few[8], *ci = it->nk <= 8 ? few : NULL;
+    if (!ci) ci = lua_newuserdatauv(L, it->nk * sizeof *ci, 0); /* collected: nothing leaks on a raise */
     while (it->i < it->n) {
         size_t i = it->i++;
         keel_entity e = it->ents[i];
-        if (!keel_alive(w, e)) continue;
+        if (it->mode != 2 && !keel_alive(w, e)) continue; /* query: keel__comp_info_row asks */
         if (it->mode == 0) {
-            keel__lua_push_entity(L, widx, e);
+            keel__lua_push_entity_cached(L, widx, cache, e);
             return 1;
         }
         if (it->mode == 1) {
-            keel_comp c = { e, it->kinds[0], it->slots[i] };
-            if (!keel_comp_alive(w, c) || !counts(w, c, it->all)) continue;
-            keel__lua_push_entity(L, widx, e);
-            keel__lua_push_comp(L, widx, c, NULL);
+            if (!keel__comp_info_get(w, e, it->kinds[0], it->slots[i], &ci[0]) ||
+                !(it->all || (ci[0].enabled && keel_entity_active(w, e))))
+                continue;
+            keel__lua_push_entity_cached(L, widx, cache, e);
+            push_comp(L, 0, &ci[0], keel__world_structure(w) + 1);
             return 2;
         }
-        bool all = true;
-        luaL_checkstack(L, (int)it->nk + 2, "too many kinds");
-        keel__lua_push_entity(L, widx, e);
-        for (size_t k = 0; k < it->nk && all; k++) {
-            keel_comp c;
-            if (!keel_get_comp(w, e, it->kinds[k], KEEL_SLOT_AUTO, &c) || !counts(w, c, it->all)) all = false;
-            else keel__lua_push_comp(L, widx, c, NULL);
-        }
-        if (all) return 1 + (int)it->nk;
-        lua_settop(L, widx);
+        if (!keel__comp_info_row(w, e, it->kinds, it->nk, it->all, ci)) continue;
+        if (it->nk > 8) luaL_checkstack(L, (int)it->nk + 4, "too many kinds");
+        keel__lua_push_entity_cached(L, widx, cache, e);
+        uint64_t live = keel__world_structure(w) + 1;
+        for (size_t k = 0; k < it->nk; k++) push_comp(L, k, &ci[k], live);
+        return 1 + (int)it->nk;
     }
     return 0;
 }
 
-/* Pushes next, nil, nil, closing value. */
+/* Pushes the iterator userdata (user value 1: the World, at 1). */
 static liter *push_iter(lua_State *L, keel_lua_world *lw, int mode)
 {
     liter *it = lua_newuserdatauv(L, sizeof *it, 1);
@@ -104,10 +120,17 @@ static liter *push_iter(lua_State *L, keel_lua_world *lw, int mode)
     return it;
 }
 
+/* The keel.Query on top -> next, nil, nil, the keel.Query (World at 1). */
 static int finish_iter(lua_State *L)
 {
+    liter *it = lua_touserdata(L, -1);
+    size_t nc = it->nk < UP_CACHES ? it->nk : UP_CACHES;
+    luaL_checkstack(L, 4 + (int)nc, "too many kinds");
     lua_pushvalue(L, -1);
-    lua_pushcclosure(L, iter_next, 1);
+    lua_pushvalue(L, 1);
+    lua_getiuservalue(L, 1, 1); /* the entity handle cache */
+    for (size_t k = 0; k < nc; k++) keel__lua_comp_cache(L, 1, it->kinds[k]);
+    lua_pushcclosure(L, iter_next, UP_ENTS + (int)nc);
     lua_insert(L, -2);
     lua_pushnil(L);
     lua_insert(L, -2);
@@ -152,12 +175,73 @@ static int w_each(lua_State *L)
     it->slots = xcalloc(L, n, sizeof *it->slots);
     it->kinds = xcalloc(L, 1, sizeof *it->kinds);
     it->kinds[0] = k;
+    it->nk = 1;
     for (size_t i = 0; i < n; i++) {
         it->ents[i] = keel_storage_owner(lw->w, k, i);
         it->slots[i] = keel_storage_slot(lw->w, k, i);
     }
     it->n = n;
     return finish_iter(L);
+}
+
+/* ---- kept queries: w:query over the same kinds, frame after frame, finds its rows again ---- */
+
+#define KEPT_QUERIES 8
+
+struct keel_lua_qcache {
+    keel_query *q;      /* keeps itself current as storage changes (keel_query_update) */
+    keel_kind_id *kinds;
+    size_t nk;
+    uint64_t epoch;     /* play's stop puts other storage back: a query of another epoch is rebuilt */
+    unsigned long used; /* lw->query_clock when last used: the least recently used one goes */
+};
+
+void keel__lua_queries_free(keel_lua_world *lw)
+{
+    for (size_t i = 0; i < lw->query_count; i++) {
+        keel_query_free(lw->queries[i].q);
+        free(lw->queries[i].kinds);
+    }
+    free(lw->queries);
+    lw->queries = NULL;
+    lw->query_count = 0;
+}
+
+static keel_query *kept_query(lua_State *L, keel_lua_world *lw, const keel_kind_id *kinds, size_t nk)
+{
+    uint64_t epoch = keel_world_epoch(lw->w);
+    struct keel_lua_qcache *slot = NULL;
+    for (size_t i = 0; i < lw->query_count; i++) {
+        struct keel_lua_qcache *c = &lw->queries[i];
+        if (c->nk == nk && memcmp(c->kinds, kinds, nk * sizeof *kinds) == 0) {
+            slot = c;
+            break;
+        }
+    }
+    if (!slot) {
+        if (!lw->queries) lw->queries = calloc(KEPT_QUERIES, sizeof *lw->queries);
+        keel_kind_id *copy = lw->queries ? malloc(nk * sizeof *kinds) : NULL;
+        if (!copy) luaL_error(L, "out of memory");
+        memcpy(copy, kinds, nk * sizeof *kinds);
+        if (lw->query_count < KEPT_QUERIES) {
+            slot = &lw->queries[lw->query_count++];
+        } else {
+            slot = &lw->queries[0];
+            for (size_t i = 1; i < lw->query_count; i++)
+                if (lw->queries[i].used < slot->used) slot = &lw->queries[i];
+            keel_query_free(slot->q);
+            free(slot->kinds);
+        }
+        *slot = (struct keel_lua_qcache){ .kinds = copy, .nk = nk, .epoch = epoch };
+    }
+    if (!slot->q || slot->epoch != epoch) {
+        keel_query_free(slot->q);
+        slot->q = keel_query_new(lw->w, kinds, nk);
+        slot->epoch = epoch;
+        if (!slot->q) luaL_error(L, "out of memory");
+    }
+    slot->used = ++lw->query_clock;
+    return slot->q;
 }
 
 static int w_query(lua_State *L)
@@ -172,14 +256,11 @@ static int w_query(lua_State *L)
     it->kinds = xcalloc(L, (size_t)nk, sizeof *it->kinds);
     it->nk = (size_t)nk;
     for (int i = 0; i < nk; i++) it->kinds[i] = keel_kind_find(lua_tostring(L, i + 2));
-    keel_query *q = keel_query_new(lw->w, it->kinds, it->nk);
-    if (!q) return luaL_error(L, "out of memory");
+    keel_query *q = kept_query(L, lw, it->kinds, it->nk);
     size_t n = keel_query_update(q);
     it->ents = calloc(n ? n : 1, sizeof *it->ents);
-    if (it->ents)
-        for (size_t i = 0; i < n; i++) it->ents[i] = keel_query_entity(q, i);
-    keel_query_free(q);
     if (!it->ents) return luaL_error(L, "out of memory");
+    for (size_t i = 0; i < n; i++) it->ents[i] = keel_query_entity(q, i);
     it->n = n;
     return finish_iter(L);
 }

@@ -1,6 +1,8 @@
 /* lua_system.c — the C side of systems (lua/keel/system.lua holds their registry and order):
  * the runner called at the end of each step phase, a world-wide callback transaction for one
- * call, the check of what a system's `each` may visit, and the record of a system's failure. */
+ * call, a system's `each` over a world (the hooks' self tables, one transaction per call), and
+ * the record of a system's failure. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "lua_internal.h"
@@ -57,14 +59,167 @@ static int w_atomic(lua_State *L)
     return 2;
 }
 
-/* w:_runnable(c): whether component c takes part in this step (as a hook of it would run). */
-static int w_runnable(lua_State *L)
+/* ---- w:_each(kinds, fn, dt): a system's `each` over w ---- */
+
+typedef struct each_run {
+    keel_lua_world *lw;
+    size_t n;                              /* queried kinds */
+    keel_kind_id kinds[KEEL_LUA_MAX_DEPTH];
+    keel_lua_kind *lk[KEEL_LUA_MAX_DEPTH]; /* their self machinery (held) */
+    int base;                              /* ctx->depth when the system began */
+    bool in_call;                          /* a call's transaction is open: a raise is its failure */
+    bool owns_list;                        /* the pass took ctx->each_list */
+    keel__hook_txn txn;
+} each_run;
+
+/* The live entities in run order (the root is not visited): the list is made before the first
+ * call, as a phase's run list is. In ctx's reused buffer, or (a pass inside a pass) a userdata
+ * pushed for it; *owned says which. */
+static keel_entity *visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, size_t *count, bool *owned)
+{
+    size_t cap = keel_world_entity_count(w), n = 0;
+    keel_entity *list;
+    *owned = !ctx->each_busy;
+    if (*owned) {
+        if (cap > ctx->each_cap) {
+            keel_entity *grown = realloc(ctx->each_list, cap * sizeof *grown);
+            if (!grown) luaL_error(L, "out of memory");
+            ctx->each_list = grown;
+            ctx->each_cap = cap;
+        }
+        list = ctx->each_list;
+        ctx->each_busy = true;
+    } else {
+        list = lua_newuserdatauv(L, (cap ? cap : 1) * sizeof *list, 0);
+    }
+    for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e)) list[n++] = e;
+    *count = n;
+    return list;
+}
+
+/* Runs inside lua_pcall: 1 the each_run, 2 the World, 3 the function, 4 dt. Each call is its own
+ * callback transaction; a raise ends the system (the caller rolls the open call back). */
+static int each_loop(lua_State *L)
+{
+    each_run *r = lua_touserdata(L, 1);
+    keel_world *w = r->lw->w;
+    keel_lua_ctx *ctx = r->lw->ctx;
+    double dt = lua_tonumber(L, 4);
+    size_t n = r->n;
+    luaL_checkstack(L, (int)n + 8, NULL);
+    lua_getiuservalue(L, 2, 1); /* 5: the World's entity handle cache */
+    keel__lua_self sel[KEEL_LUA_MAX_DEPTH];
+    for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
+    size_t count;
+    const keel_entity *list = visit_list(L, ctx, w, &count, &r->owns_list);
+    luaL_checkstack(L, KEEL_LUA_MEMO_KEYS + 8, NULL); /* what a copy-back leaves on the stack */
+    int top = lua_gettop(L);
+    keel_comp c[KEEL_LUA_MAX_DEPTH];
+    void *rec[KEEL_LUA_MAX_DEPTH];
+    uint32_t row[KEEL_LUA_MAX_DEPTH];
+    keel_diags d = { 0 };
+    for (size_t v = 0; v < count; v++) {
+        /* gone, not holding them all, or not taking part in this step */
+        if (!keel__each_visit(w, list[v], n, r->kinds, c, rec, row)) continue;
+        for (size_t i = 0; i < n; i++)
+            if (!keel__lua_self_kind_current(r->lk[i], r->kinds[i])) return 0; /* redeclared meanwhile */
+        keel__callback_open(w, &r->txn);
+        r->in_call = true;
+        for (size_t i = 0; i < n; i++) keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+        ctx->depth = r->base + (int)n;
+        lua_pushvalue(L, 3);
+        keel__lua_push_entity_cached(L, 2, 5, list[v]);
+        for (size_t i = 0; i < n; i++) lua_pushvalue(L, sel[i].self);
+        lua_pushnumber(L, dt);
+        unsigned long entries = keel__lua_entries;
+        lua_call(L, (int)n + 2, 0);
+        keel_status st = KEEL_OK;
+        for (size_t i = 0; i < n && st == KEEL_OK; i++) {
+            /* the core entered (by the call or a validate): records may have moved */
+            bool moved = entries != keel__lua_entries;
+            st = keel__lua_self_write(L, &sel[i], w, c[i], moved ? NULL : rec[i], row[i], &d);
+        }
+        if (lua_gettop(L) != top) lua_settop(L, top);
+        if (st != KEEL_OK) keel_lua_raise(L, st, &d); /* the caller rolls this call back */
+        if (d.items) keel_diags_free(&d);
+        ctx->depth = r->base;
+        r->in_call = false;
+        keel__callback_close(w, &r->txn, KEEL_OK);
+    }
+    return 0;
+}
+
+/* w:_each(kinds, fn, dt) -> true | false, err: fn(e, self1, ..., selfN, dt) for every entity
+ * holding each kind of the list (lowest slot), in run order, skipping what does not take part in
+ * this step. Each call is one transaction; the first that fails is rolled back and ends the pass. */
+static int w_each(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    keel_lua_comp *h = keel__lua_testudata(L, 2, &keel__lua_mt_comp);
-    if (!h) return keel__lua_argerror(L, 2, "keel.Component expected, got %s", luaL_typename(L, 2));
-    lua_pushboolean(L, h->lw == lw && h->c.kind && keel_comp_alive(lw->w, h->c) && keel__comp_runnable(lw->w, h->c));
-    return 1;
+    if (lua_type(L, 2) != LUA_TTABLE)
+        return keel__lua_argerror(L, 2, "a list of kind keys expected, got %s", luaL_typename(L, 2));
+    if (lua_type(L, 3) != LUA_TFUNCTION)
+        return keel__lua_argerror(L, 3, "a function expected, got %s", luaL_typename(L, 3));
+    if (lua_type(L, 4) != LUA_TNUMBER)
+        return keel__lua_argerror(L, 4, "a number expected, got %s", luaL_typename(L, 4));
+    double dt = lua_tonumber(L, 4);
+    keel_lua_ctx *ctx = lw->ctx;
+    /* A queried kind nobody holds: nothing to visit, and nothing allocated (steps of a world the
+     * bundled systems do not concern stay free of garbage). */
+    for (lua_Integer i = 1, n = (lua_Integer)lua_rawlen(L, 2); i <= n; i++) {
+        lua_rawgeti(L, 2, i);
+        const char *key = lua_tostring(L, -1);
+        keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
+        lua_pop(L, 1);
+        if (!k || keel_storage_count(lw->w, k) == 0) {
+            lua_pushboolean(L, 1);
+            return 1;
+        }
+    }
+    each_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 5 */
+    memset(r, 0, sizeof *r);
+    r->lw = lw;
+    r->n = lua_rawlen(L, 2);
+    r->base = ctx->depth;
+    if (r->n == 0) return keel__lua_argerror(L, 2, "a list of at least one kind key expected");
+    if (r->n > (size_t)(KEEL_LUA_MAX_DEPTH - ctx->depth))
+        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED,
+                               "a system's query of %d kinds nests callbacks more than %d deep", (int)r->n,
+                               KEEL_LUA_MAX_DEPTH);
+    for (size_t i = 0; i < r->n; i++) {
+        lua_rawgeti(L, 2, (lua_Integer)i + 1);
+        const char *key = lua_tostring(L, -1);
+        r->kinds[i] = key ? keel_kind_find(key) : KEEL_NO_KIND;
+        lua_pop(L, 1);
+        if (!r->kinds[i]) { /* a kind not declared: nothing holds it */
+            lua_pushboolean(L, 1);
+            return 1;
+        }
+    }
+    size_t held = 0;
+    for (; held < r->n; held++)
+        if (!(r->lk[held] = keel__lua_self_kind(L, ctx, r->kinds[held]))) break;
+    KEEL_LUA_ENTER(L, ctx);
+    int st = LUA_OK;
+    if (held == r->n) {
+        lua_pushcfunction(L, each_loop);
+        lua_pushvalue(L, 5);
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, 3);
+        lua_pushnumber(L, dt);
+        st = lua_pcall(L, 4, 0, 0);
+    }
+    ctx->depth = r->base;
+    if (r->owns_list) ctx->each_busy = false;
+    if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
+    KEEL_LUA_LEAVE();
+    for (size_t i = 0; i < held; i++) keel__lua_self_kind_done(L, r->lk[i]);
+    if (st == LUA_OK) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
 }
 
 /* w:_fault_system(name, phase, message [, err]): a system's failure, once, in w:errors() (with the
@@ -84,7 +239,7 @@ static int w_fault_system(lua_State *L)
 }
 
 const luaL_Reg keel__lua_system_world_methods[] = {
-    { "_atomic", w_atomic }, { "_runnable", w_runnable }, { "_fault_system", w_fault_system }, { NULL, NULL }
+    { "_atomic", w_atomic }, { "_each", w_each }, { "_fault_system", w_fault_system }, { NULL, NULL }
 };
 
 void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx)

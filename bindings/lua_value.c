@@ -486,7 +486,7 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
 
 /* Checks every key and value of a body table before anything is written; with `fields`, also
  * keeps the checked values of up to `cap` of them (*n of them; *n > cap: too many to keep). */
-static bool body_collect(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
+static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
                          int *fields, keel_value *vals, size_t cap, size_t *n)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
@@ -495,8 +495,20 @@ static bool body_collect(lua_State *L, int idx, keel_kind_id k, keel_world *w, k
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) == LUA_TSTRING) {
+            int f = ctx ? keel__lua_field_of(L, ctx, k, -2) : -1; /* by address; else by name */
+            if (f >= 0 && kd->fields[f].type == KEEL_T_FLOAT && lua_type(L, -1) == LUA_TNUMBER &&
+                !kd->fields[f].has_min && !kd->fields[f].has_max && isfinite((double)lua_tonumber(L, -1))) {
+                /* a plain float: nothing more to check (keel_field_check would say the same) */
+                if (got < cap) {
+                    fields[got] = f;
+                    vals[got] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = (double)lua_tonumber(L, -1) };
+                }
+                got++;
+                lua_pop(L, 1);
+                continue;
+            }
             const char *key = lua_tostring(L, -2);
-            int f = body_field(L, -2, k, d);
+            if (f < 0) f = body_field(L, -2, k, d);
             keel_value v;
             char err[256];
             if (f < 0) {
@@ -518,12 +530,12 @@ static bool body_collect(lua_State *L, int idx, keel_kind_id k, keel_world *w, k
     return ok;
 }
 
-bool keel__lua_body_check(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+bool keel__lua_body_check(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
 {
-    return body_collect(L, idx, k, w, d, NULL, NULL, 0, NULL);
+    return body_collect(L, ctx, idx, k, w, d, NULL, NULL, 0, NULL);
 }
 
-keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
+keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
                           uint32_t slot, keel_comp *out, keel_cmd *inverse, keel_diags *d)
 {
     body_idx = lua_absindex(L, body_idx);
@@ -535,7 +547,7 @@ keel_status keel__lua_add(lua_State *L, int body_idx, keel_world *w, keel_entity
         int fields[BODY_FAST];
         keel_value vals[BODY_FAST];
         size_t n = 0;
-        if (!body_collect(L, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
+        if (!body_collect(L, ctx, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
         keel_comp c;
         keel_status s = keel_add(w, e, k, &o, &c, inverse, d);
         if (s != KEEL_OK) return s;

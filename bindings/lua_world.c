@@ -24,6 +24,7 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
     lua_pop(L, 1);
     lua_pushvalue(L, world);
     lua_rawseti(L, -2, 1);
+    if (t == &keel__lua_mt_comp) keel__lua_comp_mt_own(L, lua_gettop(L));
     lua_setiuservalue(L, world, uv);
 }
 
@@ -127,6 +128,7 @@ static int world_gc(lua_State *L)
         }
         if (lw->owned) keel_world_free(w);
     }
+    keel__lua_queries_free(lw);
     free(lw->gens); /* no handle is made for a closed world */
     lw->gens = NULL;
     lw->gens_cap = 0;
@@ -295,7 +297,7 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
                         ok = false;
                     }
             }
-            if (ok && lua_type(L, item) == LUA_TTABLE) ok = keel__lua_body_check(L, item, k, lw->w, d);
+            if (ok && lua_type(L, item) == LUA_TTABLE) ok = keel__lua_body_check(L, lw->ctx, item, k, lw->w, d);
             ks[i - 1] = k;
         }
         lua_pop(L, 1);
@@ -330,7 +332,7 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             lua_pop(L, 1);
             return false;
         }
-        keel_status s = keel__lua_add(L, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
+        keel_status s = keel__lua_add(L, lw->ctx, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
         lua_pop(L, 1);
         if (s != KEEL_OK) return false;
     }

@@ -25,16 +25,65 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
  * (c not the running hook's, a kind with validate) goes through keel__field_set_many. */
 keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
                                   keel_value *vals, keel_diags *d);
-/* keel__field_copy_back for the Lua batch's plain float fields: the caller promises every field
- * is a float with no bounds, every value finite, and the kind has no validate hook; with nothing
- * left to check, the values are stored at their offsets (journaled only inside a nested hook). */
-void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n, const int *fields, const double *vals);
+/* keel__field_copy_back for a callback that is not c's own hook (a system's `each`), its last act
+ * before its transaction closes: `record` is c's (live, slot resolved) at storage row `row` and has
+ * not moved since the callback began. Readonly fields are refused as keel_set refuses them; a kind
+ * with validate goes through keel__field_set_many. */
+keel_status keel__field_copy_back_at(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n,
+                                     const int *fields, keel_value *vals, keel_diags *d);
+/* The copy-back of plain float fields (a Lua batch's, a system's): the caller promises every
+ * field is a float with no bounds and not readonly, every value finite, the kind has no validate
+ * hook, and c (live, slot resolved) has `record` at storage row `row`, unmoved since its callback
+ * began. With nothing left to check, the values are stored at their offsets. False (nothing
+ * written) when a journal entry is needed (a nested transaction): take the general path. */
+bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n, const int *fields,
+                             const double *vals);
 /* A component's first values, already checked, before anything else saw it (a Lua body written
  * just after its add, a cooked scene being built) or hot reload putting a default back: no
  * validate, no journal (a rollback of the add takes the component whole). `counted`: the change
  * counters move as n writes would move them. */
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
                        bool counted);
+
+/* One field of c written by a binding with nothing but the value's own check to ask: no validate
+ * hook, not readonly, not a string, a body that cannot outgrow what a save writes, and no open
+ * transaction wanting a journal. `record` and `row` are c's as keel__comp_info_get gave them,
+ * keel__world_structure(w) unchanged since. The value is checked (and converted) as keel_set
+ * would; false when any of that does not hold or the check refuses, having written nothing: the
+ * caller then takes keel__field_set, which decides and reports. Counters move as keel_set's. */
+bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v);
+
+/* ---- world.c ---- */
+
+/* The world's structure counter: it moves on every structural change (an add, a remove, a
+ * destroy, a reparent, a relayout, play's stop), so a binding that found a component's record
+ * under one value knows the component is still there, and its record where it was, while the
+ * counter has not moved. */
+uint64_t keel__world_structure(const keel_world *w);
+
+/* ---- kind.c ---- */
+
+/* Moves on every kind declaration or redeclaration (and at shutdown): a binding's per-kind
+ * caches built under one value hold while it does. */
+uint64_t keel__kind_declarations(void);
+
+/* ---- query.c: one lookup for a binding's handle ---- */
+
+typedef struct keel__comp_info {
+    keel_comp c;             /* c.slot the actual slot */
+    uint64_t serial;         /* keel_member.serial */
+    void *record;            /* valid while keel__world_structure(w) does not move */
+    uint32_t row;            /* its storage row, as long */
+    bool enabled;            /* its own flag */
+} keel__comp_info;
+/* keel_get_comp, keel_comp_serial, keel_record and keel_comp_enabled in one lookup; false when e
+ * holds no loaded component of kind k in `slot` (KEEL_SLOT_AUTO: the lowest). */
+bool keel__comp_info_get(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel__comp_info *out);
+/* A binding's query loop: live non-root entity e's components of the n kinds (each its lowest
+ * slot) in one lookup of e; false when e lacks one or, unless `all`, one is disabled or e is
+ * not active (itself and its ancestors enabled). */
+bool keel__comp_info_row(const keel_world *w, keel_entity e, const keel_kind_id *kinds, size_t n, bool all,
+                         keel__comp_info *out);
 
 /* ---- step.c: hook transactions and batches ---- */
 
@@ -76,11 +125,15 @@ void keel__batch_done(keel__batch *b, keel_status st);
 /* Set by a binding: called at the end of every phase, after its hooks and C systems and before
  * its messages are delivered, outside any transaction (the Lua binding runs its systems there). */
 extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
-/* Whether component c takes part in this step: enabled, not faulted, under active entities and
- * not added during this step (a system's `each` visits what a hook would run). */
-bool keel__comp_runnable(const keel_world *w, keel_comp c);
-/* A callback transaction not tied to a component (a system's run): close commits, or rolls back
- * on a status other than KEEL_OK (the caller records the failure). */
+/* What a system's `each` visits: whether live entity e holds each of the n kinds (lowest slot)
+ * taking part in this step (enabled, not faulted, under active entities, not added during this
+ * step: what a hook would run); then c[k], rec[k] and row[k] are that
+ * component, its record and its storage row. */
+bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_kind_id *kinds, keel_comp *c,
+                      void **rec, uint32_t *row);
+/* A callback transaction not tied to a component (a system's run, each call of its `each`): close
+ * commits, or rolls back on a status other than KEEL_OK (the caller records the failure). Open
+ * sets only what close reads and t->diags (empty): t->call is not filled. */
 void keel__callback_open(keel_world *w, keel__hook_txn *t);
 void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st);
 /* Records a system's failure in the world's error list (keel_fault.system = its name; where: the

@@ -188,18 +188,18 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
     return KEEL_OK;
 }
 
-keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
-                                  keel_value *vals, keel_diags *d)
+/* The copy-back's checked store of n values into c's `record` (storage row `row`), with readonly
+ * fields refused unless `internal`; journaled only when a transaction encloses the caller's. */
+static keel_status copy_checked(keel_world *w, keel_comp c, const keel_kind_desc *kd, void *record, uint32_t row,
+                                bool internal, size_t n, const int *fields, keel_value *vals, keel_diags *d)
 {
-    const keel_kind_desc *kd = keel_kind_describe(c.kind);
-    bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
-               w->hook_comp.slot == c.slot;
-    if (!own || !kd || kd->validate) return keel__field_set_many(w, c, n, fields, vals, true, d);
     keel_status st;
     for (size_t j = 0; j < n; j++) {
         if (fields[j] < 0 || (size_t)fields[j] >= kd->field_count)
             return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, fields[j]);
         const keel_field_desc *f = &kd->fields[fields[j]];
+        if (!internal && (f->flags & KEEL_FIELD_READONLY))
+            return KEEL_ERROR(d, KEEL_UNSUPPORTED, f->key, "field %s of %s is readonly", f->key, kd->key);
         /* a plain float needs only to be finite: the common case, checked here */
         if (f->type == KEEL_T_FLOAT && vals[j].type == KEEL_T_FLOAT && !f->has_min && !f->has_max &&
             isfinite(vals[j].as.f))
@@ -223,27 +223,61 @@ keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size
         if (f->type == KEEL_T_FLOAT) memcpy(p, &vals[j].as.f, sizeof vals[j].as.f);
         else keel__value_store(f, p, &vals[j]);
     }
-    keel__row_count(&w->stores[c.kind], w->hook_row, n);
+    keel__row_count(&w->stores[c.kind], row, n);
     w->revision += n;
     return KEEL_OK;
 }
 
-void keel__field_copy_floats(keel_world *w, keel_comp c, void *record, size_t n, const int *fields, const double *vals)
+keel_status keel__field_copy_back(keel_world *w, keel_comp c, void *record, size_t n, const int *fields,
+                                  keel_value *vals, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
+               w->hook_comp.slot == c.slot;
+    if (!own || !kd || kd->validate) return keel__field_set_many(w, c, n, fields, vals, true, d);
+    return copy_checked(w, c, kd, record, w->hook_row, true, n, fields, vals, d);
+}
+
+keel_status keel__field_copy_back_at(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n,
+                                     const int *fields, keel_value *vals, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (!kd || kd->validate || w->txn_depth == 0) return keel__field_set_many(w, c, n, fields, vals, false, d);
+    return copy_checked(w, c, kd, record, row, false, n, fields, vals, d);
+}
+
+bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t row, size_t n, const int *fields,
+                             const double *vals)
 {
     const keel__layout *L = keel__kind_layout(c.kind);
-    if (!L || !L->body_bounded || (w->txn_depth > 1 && keel__txn_wants(w))) { /* the general path decides */
-        keel_value v[64];
-        for (size_t j = 0; j < n; j += 64) {
-            size_t m = n - j < 64 ? n - j : 64;
-            for (size_t i = 0; i < m; i++) v[i] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = vals[j + i] };
-            keel__field_copy_back(w, c, record, m, fields + j, v, NULL);
-        }
-        return;
-    }
+    if (!L || !L->body_bounded || (w->txn_depth > 1 && keel__txn_wants(w))) return false;
     unsigned char *rec = record;
     for (size_t j = 0; j < n; j++) memcpy(rec + L->offsets[fields[j]], &vals[j], sizeof vals[j]);
-    keel__row_count(&w->stores[c.kind], w->hook_row, n);
+    keel__row_count(&w->stores[c.kind], row, n);
     w->revision += n;
+    return true;
+}
+
+bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v)
+{
+    const keel__layout *L;
+    const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
+    if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
+        keel__txn_wants(w))
+        return false;
+    const keel_field_desc *f = &kd->fields[field];
+    if (f->type == KEEL_T_STRING || (f->flags & KEEL_FIELD_READONLY)) return false;
+    if (f->type == KEEL_T_FLOAT && v->type == KEEL_T_FLOAT && !f->has_min && !f->has_max) {
+        if (!isfinite(v->as.f)) return false;
+    } else if (keel__value_check(f, v, NULL) != KEEL_OK) {
+        return false;
+    }
+    unsigned char *p = (unsigned char *)record + L->offsets[field];
+    if (f->type == KEEL_T_FLOAT) memcpy(p, &v->as.f, sizeof v->as.f);
+    else keel__value_store(f, p, v);
+    keel__row_count(&w->stores[c.kind], row, 1);
+    w->revision++;
+    return true;
 }
 
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,

@@ -1,5 +1,6 @@
 /* kind.c — the process-wide kind registry: types, declaring (checked, deep-copied), finding, describing. */
 #include "util.h"
+#include "bind.h"
 #include "builtins.h"
 #include "kind.h"
 #include "record.h"
@@ -25,6 +26,11 @@ static struct {
     size_t count;
     keel_kind_id *sorted; /* ids sorted by key */
 } reg;
+/* Bumps on every declaration (and at shutdown): a binding's per-kind caches (field names to
+ * indices) built under one value are good while it holds. */
+static uint64_t declarations;
+
+uint64_t keel__kind_declarations(void) { return declarations; }
 
 /* ---- types ---- */
 
@@ -567,6 +573,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         reg.count++;
     }
     mark_rejected();
+    declarations++;
     if (out)
         *out = id;
     keel__worlds_adopt(id, d);
@@ -607,4 +614,5 @@ void keel_shutdown(void)
     free(reg.by_id);
     free(reg.sorted);
     memset(&reg, 0, sizeof reg);
+    declarations++;
 }

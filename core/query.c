@@ -1,5 +1,6 @@
 /* query.c — dense per-kind storage access and cached multi-kind queries. */
 #include "world.h"
+#include "bind.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -151,4 +152,34 @@ size_t keel_query_chunk(const keel_query *q, size_t chunk, void **base, size_t *
     for (size_t k = 0; k < q->n; k++) base[k] = keel__store_rec(&q->w->stores[q->kinds[k]], start);
     if (first) *first = start;
     return n;
+}
+
+bool keel__comp_info_get(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel__comp_info *out)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    keel__entry *m = en && k ? keel__entry_find(en, k, slot) : NULL;
+    if (!m) return false;
+    out->c = (keel_comp){ e, k, m->slot };
+    out->serial = m->serial;
+    out->record = keel__store_rec(&w->stores[k], m->row);
+    out->row = m->row;
+    out->enabled = m->enabled;
+    return true;
+}
+
+bool keel__comp_info_row(const keel_world *w, keel_entity e, const keel_kind_id *kinds, size_t n, bool all,
+                         keel__comp_info *out)
+{
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en || (uint32_t)e == 0) return false;
+    for (size_t k = 0; k < n; k++) {
+        keel__entry *m = kinds[k] ? keel__entry_find(en, kinds[k], KEEL_SLOT_AUTO) : NULL;
+        if (!m || (!all && !m->enabled)) return false;
+        out[k].c = (keel_comp){ e, kinds[k], m->slot };
+        out[k].serial = m->serial;
+        out[k].record = keel__store_rec(&w->stores[kinds[k]], m->row);
+        out[k].row = m->row;
+        out[k].enabled = m->enabled;
+    }
+    return all || keel__active(w, (uint32_t)e);
 }

@@ -148,11 +148,14 @@ static void run_doomed(keel_world *w)
 
 void keel__callback_open(keel_world *w, keel__hook_txn *t)
 {
-    *t = (keel__hook_txn){ .mark = w->log_count,
-                           .cmd_depth = w->cmd_depth,
-                           .outer = w->hook_comp,
-                           .outer_row = w->hook_row,
-                           .detached = true };
+    /* only what keel__callback_close reads, and the diagnostics a caller may fill (a timer's):
+     * a system's `each` opens one per entity */
+    t->diags = (keel_diags){ 0 };
+    t->mark = w->log_count;
+    t->cmd_depth = w->cmd_depth;
+    t->outer = w->hook_comp;
+    t->outer_row = w->hook_row;
+    t->detached = true;
     w->cmd_depth = 0;
     w->txn_depth++;
     w->hook_comp = (keel_comp){ 0 }; /* no component's readonly fields are its own */
@@ -253,11 +256,19 @@ const keel_message *keel_call_message(const keel_call *call)
     return call && call->world && call->phase == KEEL_PHASE_ON_MESSAGE ? call->world->msg_now : NULL;
 }
 
-bool keel__comp_runnable(const keel_world *w, keel_comp c)
+bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_kind_id *kinds, keel_comp *c,
+                      void **rec, uint32_t *row)
 {
-    keel__ent *en = keel__ent_get(w, c.entity);
-    keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
-    return m && m->enabled && !m->faulted && keel__entry_due(w, m) && keel__active(w, (uint32_t)c.entity);
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en) return false;
+    for (size_t k = 0; k < n; k++) {
+        keel__entry *m = keel__entry_find(en, kinds[k], KEEL_SLOT_AUTO);
+        if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return false;
+        c[k] = (keel_comp){ e, kinds[k], m->slot };
+        row[k] = m->row;
+        rec[k] = keel__store_rec(&w->stores[kinds[k]], m->row);
+    }
+    return keel__active(w, (uint32_t)e);
 }
 
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)

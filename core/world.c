@@ -3,6 +3,7 @@
 #include "message.h"
 #include "system.h"
 #include "txn.h"
+#include "bind.h" /* keel__world_structure */
 
 #include <float.h>
 #include <math.h>
@@ -26,6 +27,8 @@ void keel__touch(keel_world *w)
     w->structure++;
     w->revision++;
 }
+
+uint64_t keel__world_structure(const keel_world *w) { return w->structure; }
 
 keel_world *keel_world_new(const char *name)
 {

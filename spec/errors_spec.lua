@@ -374,7 +374,7 @@ describe("errors raised inside callbacks", function()
     local line
     keel.system{ name = key("system"), phase = "update", query = { K }, each = function(e, c)
       line = H.here(1)
-      local _ = c.missing
+      local _ = e:get(K).missing -- c is a self table (a missing field reads nil); a handle raises
     end }
     keel.kind{ key = K, fields = {} }
     local w = keel.world("W")

@@ -209,3 +209,168 @@ describe("handles and their world", function()
     assert.are.equal("NotFound", code_of(function() return e1:duplicate(e2) end))
   end)
 end)
+
+-- Component handles are kept per world (one per component while it lives) and read and write
+-- their fields straight at the record while the world's structure holds: none of that may let
+-- a handle outlive its component or reach another.
+describe("kept component handles", function()
+  keel.kind{ key = "hs:pos", fields = { { "x", "float", default = 0 } } }
+  keel.kind{ key = "hs:vel", fields = { { "vx", "float", default = 1 }, { "n", "int", default = 0, min = 0, max = 9 },
+    { "ro", "int", default = 4, readonly = true }, { "s", "string", default = "a" }, { "who", "entity" } } }
+
+  it("are the same object from e:get, w:each and w:query while the component lives", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    e:add("hs:pos")
+    e:add("hs:vel")
+    local c = e:get("hs:pos")
+    assert.is_true(rawequal(c, e:get("hs:pos")))
+    for _, p, v in w:query("hs:pos", "hs:vel") do
+      assert.is_true(rawequal(c, p))
+      assert.is_true(rawequal(v, e:get("hs:vel")))
+    end
+    for _, p in w:each("hs:pos") do assert.is_true(rawequal(c, p)) end
+    assert.are.equal(c, e:add("hs:one") and e:get("hs:pos")) -- a structural change keeps it
+  end)
+
+  it("go stale when the entity's index is reused, and the new component gets its own", function()
+    local w = keel.world()
+    local old = w:spawn("Old")
+    old:add("hs:pos", { x = 5 })
+    local c = old:get("hs:pos")
+    assert.are.equal(5, c.x)
+    old:destroy()
+    local new = w:spawn("New") -- takes the freed index
+    new:add("hs:pos", { x = 7 })
+    assert.are.equal("NotFound", code_of(function() return c.x end))
+    assert.are.equal("NotFound", code_of(function() c.x = 1 end))
+    local c2 = new:get("hs:pos")
+    assert.is_false(rawequal(c, c2))
+    assert.are_not.equal(c, c2)
+    assert.are.equal(7, c2.x)
+    for _, p in w:query("hs:pos") do assert.is_true(rawequal(c2, p)) end
+    assert.are.equal("NotFound", code_of(function() return c.x end))
+  end)
+
+  it("go stale when removed in the middle of a loop that read them", function()
+    local w = keel.world()
+    local es = {}
+    for i = 1, 4 do
+      es[i] = w:spawn("E" .. i)
+      es[i]:add("hs:pos", { x = i })
+      es[i]:add("hs:vel")
+    end
+    local second = es[2]:get("hs:pos")
+    local seen = {}
+    for e, p in w:query("hs:pos", "hs:vel") do
+      seen[#seen + 1] = p
+      p.x = p.x + 10
+      if e == es[1] then es[2]:remove("hs:pos") end
+    end
+    assert.are.equal(3, #seen) -- es[2] no longer matched
+    assert.are.equal("NotFound", code_of(function() return second.x end))
+    assert.are.equal("NotFound", code_of(function() second.x = 1 end))
+    assert.is_nil(es[2]:get("hs:pos"))
+    assert.are.equal(11, es[1]:get("hs:pos").x)
+    assert.are.equal(14, es[4]:get("hs:pos").x)
+    local c = es[3]:get("hs:pos")
+    es[3]:remove("hs:pos")
+    assert.are.equal("NotFound", code_of(function() return c.x end))
+    es[3]:add("hs:pos", { x = 1 })
+    assert.are.equal("NotFound", code_of(function() return c.x end))
+    assert.are.equal(1, es[3]:get("hs:pos").x)
+  end)
+
+  it("write through the same checks: range, readonly, type, entity fields, strings", function()
+    local w = keel.world()
+    local e = w:spawn("E")
+    local other = w:spawn("O")
+    e:add("hs:vel")
+    local v = e:get("hs:vel")
+    local r0 = w.revision
+    local n0 = v.version
+    v.vx = 2.5
+    v.n = 3
+    assert.are.equal(2.5, v.vx)
+    assert.are.equal(3, v.n)
+    assert.is_true(w.revision > r0)
+    assert.are.equal(n0 + 2, v.version)
+    assert.are.equal("InvalidArgument", code_of(function() v.n = 10 end))
+    assert.are.equal("InvalidArgument", code_of(function() v.vx = 0 / 0 end))
+    assert.are.equal("InvalidArgument", code_of(function() v.vx = "1" end))
+    assert.are.equal("Unsupported", code_of(function() v.ro = 1 end))
+    assert.are.equal(3, v.n)
+    assert.are.equal(4, v.ro)
+    v.n = 2.0 -- an integral float into an int field
+    assert.are.equal(2, v.n)
+    assert.are.equal("integer", math.type(v.n))
+    v.s = "b"
+    assert.are.equal("b", v.s)
+    v.who = other
+    assert.is_true(rawequal(other, v.who))
+    other:destroy()
+    assert.is_nil(v.who)
+    assert.are.equal("NotFound", code_of(function() return v.nope end))
+    assert.are.equal("NotFound", code_of(function() v.nope = 1 end))
+    assert.are.equal("hs:vel", v.kind)
+  end)
+
+  it("read a redeclared kind's fields by their new places", function()
+    keel.kind{ key = "hs:hot", fields = { { "a", "float", default = 1 }, { "b", "float", default = 2 } } }
+    local w = keel.world()
+    local e = w:spawn("E")
+    e:add("hs:hot", { a = 10, b = 20 })
+    local c = e:get("hs:hot")
+    assert.are.equal(10, c.a)
+    assert.are.equal(20, c.b)
+    keel.kind{ key = "hs:hot", fields = { { "z", "float", default = 3 }, { "b", "float", default = 0 } } }
+    local c2 = e:get("hs:hot")
+    assert.are.equal(20, c2.b)
+    assert.are.equal(3, c2.z)
+    assert.are.equal("NotFound", code_of(function() return c2.a end))
+    c2.b = 21
+    assert.are.equal(21, e:get("hs:hot"):body().b)
+  end)
+
+  it("are told from a table or another world's handle given their metatable", function()
+    local w1, w2 = keel.world("a"), keel.world("b")
+    local c1 = w1:spawn("E"):add("hs:pos")
+    local c2 = w2:spawn("E"):add("hs:pos", { x = 2 })
+    local mt = getmetatable(c1)
+    local fake = setmetatable({}, mt)
+    assert.are.equal("InvalidArgument", code_of(function() return mt.__index(fake, "x") end))
+    assert.are.equal("InvalidArgument", code_of(function() mt.__newindex(fake, "x", 1) end))
+    assert.are.equal(2, mt.__index(c2, "x")) -- another world's handle: checked in full, still its own
+  end)
+
+  it("keep the loop's values in step with a hook's own view of its component", function()
+    local seen = {}
+    keel.kind{ key = "hs:selfish", fields = { { "x", "float", default = 0 } },
+      update = function(self, e)
+        self.x = 5 -- not yet written back: the handle must see it
+        seen[#seen + 1] = e:get("hs:selfish").x
+        e:get("hs:selfish").x = 6
+        seen[#seen + 1] = self.x
+      end }
+    local w = keel.world()
+    local e = w:spawn("E")
+    e:add("hs:selfish")
+    w:step(0.1)
+    assert.are.same({ 5, 6 }, seen)
+    assert.are.equal(6, e:get("hs:selfish").x)
+  end)
+
+  it("are swept from the cache once their components are gone", function()
+    local w = keel.world()
+    for i = 1, 6000 do
+      local e = w:spawn("E")
+      e:add("hs:pos", { x = i })
+      local _ = e:get("hs:pos").x
+      e:destroy()
+    end
+    local e = w:spawn("K")
+    e:add("hs:pos", { x = 1 })
+    assert.are.equal(1, e:get("hs:pos").x)
+    assert.are.equal(1, w:count("hs:pos"))
+  end)
+end)

@@ -128,6 +128,155 @@ describe("systems", function()
     keel.system{ name = s, phase = "update", run = function() end }
   end)
 
+  it("each gets the hooks' reused self tables, one per queried kind, the same table on every call", function()
+    local s = sys("selves")
+    local seen = {}
+    keel.system{ name = s, phase = "update", query = { MOVER, TAG }, each = function(e, m, t)
+      seen[#seen + 1] = { e.name, m, t, m.x, t.n, m.kind, t.kind, t.entity }
+    end }
+    local w, a, b = world()
+    a:get(MOVER).x = 3
+    b:get(TAG).n = 7
+    w:step(1 / 60)
+    assert.are.equal(2, #seen)
+    local A, B = seen[1], seen[2]
+    assert.are.equal("table", type(A[2]))     -- a self table, not a keel.Component handle
+    assert.is_true(rawequal(A[2], B[2]))       -- reused across entities, as a hook's self
+    assert.is_true(rawequal(A[3], B[3]))
+    assert.is_false(rawequal(A[2], A[3]))      -- one per queried kind
+    assert.are.same({ "A", 3, 0 }, { A[1], A[4], A[5] }) -- each call sees its own entity's values
+    assert.are.same({ "B", 0, 7 }, { B[1], B[4], B[5] })
+    assert.are.same({ MOVER, TAG }, { A[6], A[7] })
+    assert.are.equal(a, A[8])
+    assert.are.equal(b, B[8])
+    keel.system{ name = s, phase = "update", run = function() end }
+  end)
+
+  it("each's writes land through the registry: the version bumps once per written field, not when nothing changed", function()
+    local s = sys("writes")
+    keel.system{ name = s, phase = "update", query = { TAG }, each = function(e, t)
+      if e.name == "A" then t.n = t.n + 1 end
+    end }
+    local w, a, b = world()
+    local va, vb = a:get(TAG).version, b:get(TAG).version
+    local rev = w.revision
+    w:step(1 / 60)
+    w:step(1 / 60)
+    assert.are.equal(2, a:get(TAG).n)
+    assert.are.equal(va + 2, a:get(TAG).version)
+    assert.are.equal(vb, b:get(TAG).version) -- read, never written: no bump
+    if rev then assert.are.equal(rev + 2, w.revision) end
+    keel.system{ name = s, phase = "update", run = function() end }
+  end)
+
+  it("each on a kind declared in C (core:transform) gets a self table too", function()
+    local s = sys("transform")
+    keel.system{ name = s, phase = "update", query = { "core:transform", TAG }, each = function(e, tr, t)
+      tr.position = { t.n, 2, 3 }
+    end }
+    local w, a = world()
+    a:add("core:transform")
+    a:get(TAG).n = 5
+    w:step(1 / 60)
+    assert.are.same({ 5, 2, 3 }, a:get("core:transform"):body().position)
+    keel.system{ name = s, phase = "update", run = function() end }
+  end)
+
+  it("each does not visit a component added during this step to an entity it would visit", function()
+    local s, adder = sys("added"), sys("adder")
+    keel.system{ name = adder, phase = "start", run = function(w)
+      local b = w:find("B")
+      if not b:get(TAG) then b:add(TAG) end
+    end }
+    keel.system{ name = s, phase = "update", query = { TAG }, each = function(e) note("each:" .. e.name) end }
+    local w, a, b = world()
+    b:remove(TAG)
+    w:step(1 / 60)
+    local eaches = {}
+    for _, l in ipairs(LOG) do if l:match("^each") then eaches[#eaches + 1] = l end end
+    assert.are.same({ "each:A" }, eaches)
+    keel.system{ name = s, phase = "update", run = function() end }
+    keel.system{ name = adder, phase = "start", run = function() end }
+  end)
+
+  it("each skips a faulted component", function()
+    local s = sys("faulted")
+    local BAD = key("bad")
+    keel.kind{ key = BAD, fields = { { "n", "int" } }, update = function(self, e)
+      if e.name == "A" then error("hook fails") end
+    end }
+    keel.system{ name = s, phase = "late_update", query = { BAD }, each = function(e) note("each:" .. e.name) end }
+    local w, a, b = world()
+    a:add(BAD)
+    b:add(BAD)
+    w:step(1 / 60) -- A's update faults its component before the late_update systems
+    local eaches = {}
+    for _, l in ipairs(LOG) do if l:match("^each") then eaches[#eaches + 1] = l end end
+    assert.are.same({ "each:B" }, eaches)
+    keel.system{ name = s, phase = "late_update", run = function() end }
+  end)
+
+  it("a failing each call rolls back its self writes, handle writes and structural changes; later calls do not run", function()
+    local s = sys("rollback")
+    local calls = 0
+    local EXTRA = key("extra")
+    keel.kind{ key = EXTRA }
+    keel.system{ name = s, phase = "update", query = { MOVER, TAG }, each = function(e, m, t)
+      calls = calls + 1
+      m.x = 42
+      t.n = 42
+      e:get(MOVER, 5).x = 42   -- another component, through a handle
+      e:add(EXTRA)
+      e.world:spawn("Made")
+      error("boom")
+    end }
+    local w, a, b = world()
+    a:add(MOVER, nil, 5)
+    w:step(1 / 60)
+    assert.are.equal(1, calls)      -- A's call failed; B's never ran (the system is faulted)
+    assert.is_nil(a:get(EXTRA))
+    assert.is_nil(w:find("Made"))
+    assert.are.equal(0, a:get(MOVER).x)
+    assert.are.equal(0, a:get(TAG).n)
+    assert.are.equal(0, a:get(MOVER, 5).x)
+    assert.are.equal(0, b:get(TAG).n)
+    assert.are.equal(1, #w:errors())
+    assert.are.equal(s, w:errors()[1].system)
+    keel.system{ name = s, phase = "update", run = function() end }
+  end)
+
+  it("a value each cannot store (wrong type, readonly field) fails the call: nothing written, system faulted", function()
+    local RO = key("ro")
+    keel.kind{ key = RO, fields = { { "locked", "int", default = 5, readonly = true }, { "free", "int" } } }
+    local s1, s2 = sys("badvalue"), sys("readonly")
+    keel.system{ name = s1, phase = "update", query = { TAG, RO }, each = function(e, t, r)
+      r.free = 1
+      t.n = "not a number"
+    end }
+    keel.system{ name = s2, phase = "update", query = { RO }, after = { s1 }, each = function(e, r)
+      r.free = 2
+      r.locked = 6
+    end }
+    local w, a = world()
+    a:add(RO)
+    w:step(1 / 60)
+    assert.are.equal(0, a:get(TAG).n)
+    assert.are.equal(0, a:get(RO).free)
+    assert.are.equal(5, a:get(RO).locked)
+    local errs = w:errors()
+    assert.are.equal(2, #errs)
+    assert.are.same({ s1, s2 }, { errs[1].system, errs[2].system })
+    assert.truthy(errs[2].message:find("readonly", 1, true))
+    keel.system{ name = s1, phase = "update", run = function() end }
+    keel.system{ name = s2, phase = "update", run = function() end }
+  end)
+
+  it("refuse a query naming a kind twice (InvalidArgument)", function()
+    H.fails("InvalidArgument", function()
+      keel.system{ name = sys("twice"), phase = "update", query = { TAG, TAG }, each = print }
+    end)
+  end)
+
   it("redeclaring a name replaces it and clears its fault", function()
     local s = sys("redo")
     keel.system{ name = s, phase = "update", run = function() error("first") end }

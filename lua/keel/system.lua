@@ -1,7 +1,8 @@
 -- system.lua — keel.system{}, keel.systems(), keel.system_reset(): per-phase gameplay
 -- code over every entity holding a set of kinds (`each`), or over the world (`run`).
 -- Systems are process-wide like kinds; they run after a phase's component hooks, in `after`
--- order (ties: declaration order), each call one transaction (lua_system.c).
+-- order (ties: declaration order), each call one transaction (lua_system.c, which also runs
+-- `each` with the same reused self tables as hooks).
 return function(core)
   local PHASES = { start = 1, fixed_update = 2, update = 3, late_update = 4 }
   local KEYS = { name = true, phase = true, query = true, after = true, each = true, run = true }
@@ -66,27 +67,6 @@ return function(core)
     w:_fault_system(s.name, phase, "system " .. s.name .. ": " .. tostring(err), err)
   end
 
-  -- The entities `each` visits now: in run order, holding every queried kind (lowest slot),
-  -- each taking part in this step; the list is made before the first call.
-  local function visits(w, s)
-    for _, k in ipairs(s.query) do
-      local ok, held = pcall(w.count, w, k)
-      -- a kind nobody holds (or not declared): nothing to visit, and nothing allocated
-      if not ok or held == 0 then return NONE end
-    end
-    local out = {}
-    for e in w:entities() do
-      local comps = {}
-      for i, k in ipairs(s.query) do
-        local ok, c = pcall(e.get, e, k)
-        if not ok or not c or not w:_runnable(c) then comps = nil; break end
-        comps[i] = c
-      end
-      if comps then out[#out + 1] = { e, comps } end
-    end
-    return out
-  end
-
   local function runner(w, phase, dt)
     for _, s in ipairs(order[phase] or NONE) do
       if not s.faulted then
@@ -94,17 +74,9 @@ return function(core)
           local ok, err = w:_atomic(s.run, w, dt)
           if not ok then fail(w, s, phase, err) end
         else
-          local n = #s.query
-          for _, v in ipairs(visits(w, s)) do
-            local e, comps = v[1], v[2]
-            if e:alive() then
-              local args = { e }
-              for i = 1, n do args[i + 1] = comps[i] end
-              args[n + 2] = dt
-              local ok, err = w:_atomic(s.each, table.unpack(args, 1, n + 2))
-              if not ok then fail(w, s, phase, err); break end
-            end
-          end
+          -- lua_system.c: the hooks' self tables, one transaction per call, stopping at a failure
+          local ok, err = w:_each(s.query, s.each, dt)
+          if not ok then fail(w, s, phase, err) end
         end
       end
     end
@@ -129,6 +101,11 @@ return function(core)
     end
     local query = strings(spec.query, "query", name)
     if each and #query == 0 then invalid("system %s: each needs a query of at least one kind", name) end
+    local seen = {}
+    for _, k in ipairs(query) do
+      if seen[k] then invalid("system %s: query names %s twice", name, k) end
+      seen[k] = true
+    end
     local s = { name = name, phase = spec.phase, query = query, after = strings(spec.after, "after", name),
                 each = each, run = run, faulted = false }
     local list = {}

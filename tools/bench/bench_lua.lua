@@ -1,4 +1,5 @@
--- bench_lua.lua — the "lua update" and "lua spawn" rows: keel vs plain Lua, same process run.
+-- bench_lua.lua — the Lua rows (update, access, spawn, system, message, timer): keel vs a
+-- baseline, same process run.
 -- Run with the keel program (release build): build/keel tools/bench/bench_lua.lua [N]
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit> (ns per component-update / per entity).
 local keel = require "keel"
@@ -50,6 +51,8 @@ end)
 -- baseline gets the same tidy heap the keel records get)
 local plain = {}
 for i = 1, N do plain[i] = { x = 0, vx = i % 7 } end
+local pa, pb = {}, {} -- the lua system row's baseline, made now for the same reason
+for i = 1, N do pa[i] = { x = 0 }; pb[i] = { vx = i % 7 } end
 local w = keel.world("bench")
 for i = 1, N do w:spawn("e"):add("bench:mover", { vx = i % 7 }) end
 w:step(dt) -- the start phase, once
@@ -63,6 +66,31 @@ end)
 w:close()
 w, plain = nil, nil
 
+-- lua access: components read and written through handles outside their own hooks, in a
+-- query loop, against the same loop over plain tables (one call per entity, as the update row)
+keel.kind{ key = "bench:a", fields = { { "x", "float", default = 0 } } }
+keel.kind{ key = "bench:b", fields = { { "vx", "float", default = 1 } } }
+local pa, pb = {}, {}
+for i = 1, N do pa[i], pb[i] = { x = 0 }, { vx = i % 7 } end
+local function move(a, b, dt_) a.x = a.x + b.vx * dt_ end
+local wa = keel.world("bench-access")
+for i = 1, N do
+  local e = wa:spawn("e")
+  e:add("bench:a")
+  e:add("bench:b", { vx = i % 7 })
+end
+local access_keel, access_base = pair(3, function()
+  for _ = 1, STEPS do
+    for _, a, b in wa:query("bench:a", "bench:b") do a.x = a.x + b.vx * dt end
+  end
+end, function()
+  for _ = 1, STEPS do
+    for i = 1, N do move(pa[i], pb[i], dt) end
+  end
+end)
+wa:close()
+wa, pa, pb = nil, nil, nil
+
 -- lua spawn (keel; its baseline ran first)
 local spawn_keel = best(3, function()
   local sw = keel.world("bench")
@@ -73,25 +101,28 @@ local spawn_keel = best(3, function()
   return function() sw:close() end
 end)
 
--- lua system: a system's `each` over N entities against the same work as a per-component hook
--- (the contract: a system costs no more than a hook over the same entities)
-keel.kind{ key = "bench:pos", fields = { { "x", "float", default = 0 }, { "vx", "float", default = 1 } } }
-keel.system{ name = "bench:move", phase = "update", query = { "bench:pos" },
-  each = function(e, p, dt_) p.x = p.x + p.vx * dt_ end }
-local SYS_STEPS = 5
+-- lua system: 100 steps of a system's `each(e, a, b, dt)` over N entities holding two kinds,
+-- against the same function called on two plain tables per entity (as `lua update`'s baseline)
+local function move(e, a, b, dt_) a.x = a.x + b.vx * dt_ end
+keel.kind{ key = "bench:pos", fields = { { "x", "float", default = 0 } } }
+keel.kind{ key = "bench:vel", fields = { { "vx", "float", default = 1 } } }
+keel.system{ name = "bench:move", phase = "update", query = { "bench:pos", "bench:vel" }, each = move }
 local ws = keel.world("bench-system")
-for i = 1, N do ws:spawn("e"):add("bench:pos", { vx = i % 7 }) end
+for i = 1, N do
+  local e = ws:spawn("e")
+  e:add("bench:pos")
+  e:add("bench:vel", { vx = i % 7 })
+end
 ws:step(dt)
-local wh = keel.world("bench-hook")
-for i = 1, N do wh:spawn("e"):add("bench:mover", { vx = i % 7 }) end
-wh:step(dt)
-local system_keel, system_hook = pair(2, function()
-  for _ = 1, SYS_STEPS do ws:step(dt) end
+local system_keel, system_base = pair(3, function()
+  for _ = 1, STEPS do ws:step(dt) end
 end, function()
-  for _ = 1, SYS_STEPS do wh:step(dt) end
+  for _ = 1, STEPS do
+    for i = 1, N do move(nil, pa[i], pb[i], dt) end
+  end
 end)
 ws:close()
-wh:close()
+ws, pa, pb = nil, nil, nil
 
 -- message: N sends to one component and their delivery at the next step, per message, against
 -- queueing copies of the same tables in plain Lua and calling the handler on each
@@ -133,7 +164,8 @@ local function row(name, k, b, n)
     k / n * 1e9, b / n * 1e9, k / b))
 end
 row("lua update", update_keel, update_base, N * STEPS)
+row("lua access", access_keel, access_base, N * STEPS)
 row("lua spawn", spawn_keel, spawn_base, N)
-row("lua system", system_keel, system_hook, N * SYS_STEPS)
+row("lua system", system_keel, system_base, N * STEPS)
 row("message", message_keel, message_base, MSGS)
 row("timer", timer_keel, timer_base, TIMERS)

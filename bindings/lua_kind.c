@@ -342,6 +342,9 @@ static void push_info(lua_State *L, keel_kind_id k)
         }
         if (fd->has_min) { lua_pushnumber(L, fd->min); lua_setfield(L, -2, "min"); }
         if (fd->has_max) { lua_pushnumber(L, fd->max); lua_setfield(L, -2, "max"); }
+        /* only when set, as `keel kinds --json` does: a bound is inclusive unless said */
+        if (fd->has_min && fd->min_exclusive) { lua_pushboolean(L, 1); lua_setfield(L, -2, "min_exclusive"); }
+        if (fd->has_max && fd->max_exclusive) { lua_pushboolean(L, 1); lua_setfield(L, -2, "max_exclusive"); }
         if (fd->type == KEEL_T_ENUM) {
             push_strs(L, fd->choices, fd->choice_count);
             lua_setfield(L, -2, "choices");

@@ -492,7 +492,8 @@ static int wt_snapshot(lua_State *L)
     return 1;
 }
 
-/* watcher:delta(frame) -> { revision, frame, changed, added, removed, spawned, destroyed } | nil (nothing) */
+/* watcher:delta(frame [, frame_ms]) -> { revision, frame, frame_ms?, changed, added, removed, spawned, destroyed }
+ * | nil (nothing); frame_ms is how long the last step took (the inspector's frame-time graph) */
 static int wt_delta(lua_State *L)
 {
     watcher *wt = check_watcher(L);
@@ -519,6 +520,7 @@ static int wt_delta(lua_State *L)
     json_t *o = json_object();
     json_object_set_new(o, "revision", json_integer((json_int_t)keel_world_revision(w)));
     json_object_set_new(o, "frame", json_integer((json_int_t)frame));
+    if (lua_type(L, 3) == LUA_TNUMBER) json_object_set_new(o, "frame_ms", json_real(lua_tonumber(L, 3)));
     json_object_set_new(o, "changed", p.changed);
     json_object_set_new(o, "added", p.added);
     json_object_set_new(o, "removed", removed);

@@ -43,6 +43,8 @@ int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 /* tools/verb_merge.c */
 int keel_cli_merge(lua_State *L, keel_cli *cli, int argc, char **argv);
+/* tools/verb_mcp.c */
+int keel_cli_mcp(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 /* tools/verb_run.c */
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);

@@ -4,6 +4,10 @@
 set -eu
 PKGS="cmake make pkg-config gcc clang libclang-rt-14-dev liblua5.4-dev lua5.4 libyaml-dev
 libcmocka-dev zlib1g-dev libedit-dev lua-busted lua-filesystem libmicrohttpd-dev libjansson-dev curl git"
+# the inspector's browser test (tests/browser/): Debian's Chromium, and Node.js with npm for
+# puppeteer-core unless the machine already has them
+PKGS="$PKGS chromium"
+command -v npm >/dev/null 2>&1 || PKGS="$PKGS nodejs npm"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -27,6 +27,7 @@ static const char *const usage_text =
     "       keel merge BASE OURS THEIRS [-o OUT]  3-way merge of scenes as data (a git merge driver)\n"
     "       keel merge --install [PATTERN...]     set this git repository up to use it\n"
     "       keel merge --take ours|theirs FILE [PATH...]   resolve a merged scene's conflicts\n"
+    "       keel mcp SCENE                        the live channel as MCP tools on stdin/stdout\n"
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
@@ -94,6 +95,12 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  (default *.yaml) in .gitattributes. --take resolves the listed conflicts at\n"
       "  PATH (all by default).\n"
       "  Exits 2 when a side does not parse (OURS untouched).\n" },
+    { "mcp",
+      "usage: keel mcp SCENE\n"
+      "  Serves SCENE, paused, to an AI agent over the Model Context Protocol: JSON-RPC\n"
+      "  lines on stdin/stdout (initialize, tools/list, tools/call). One tool per live\n"
+      "  channel method, named with _ for . (object_list, component_set...), each with a\n"
+      "  JSON Schema of its params; component_set's is built from the kinds' fields.\n" },
 };
 
 /* The verb being run, for its usage errors; NULL before dispatch. */
@@ -315,6 +322,7 @@ static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
     { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "merge", keel_cli_merge },
+    { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "mcp", keel_cli_mcp },
 };
 
 static int pmain(lua_State *L)
@@ -364,7 +372,7 @@ static int pmain(lua_State *L)
                     cli.progname, argv[i], argv[i], argv[i]);
             code = KEEL_EXIT_USAGE;
         } else if (strcmp(argv[i], "-") != 0 && !file_exists(argv[i]) && strpbrk(argv[i], "/.") == NULL) {
-            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds merge)",
+            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds serve mcp merge)",
                                  argv[i]);
             code = KEEL_EXIT_USAGE;
         } else {

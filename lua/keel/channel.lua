@@ -212,7 +212,7 @@ M.methods = methods
 methods["world.info"] = { params = {}, run = function(self)
   local w = self.world
   return { name = w.name, uuid = w.uuid, revision = w.revision, frame = self.frame, entities = w:count(),
-           paused = self.paused, errors = #w:errors() }
+           paused = self.paused, errors = #w:errors(), frame_ms = self.frame_ms }
 end }
 
 -- The walk in run order, cached per revision and filter: paging 100k entities is one walk.
@@ -497,7 +497,9 @@ end
 -- One frame of the world, counted (the server's frame loop and world.step).
 function Channel:step(dt)
   self.stepping = true
+  local t0 = core._clock()
   local ok, err = pcall(self.world.step, self.world, dt or self.dt)
+  self.frame_ms = (core._clock() - t0) * 1000 -- the inspector's frame-time graph (world.info, deltas)
   self.stepping = false
   if not ok then error(err, 0) end
 end

@@ -54,7 +54,7 @@ end
 function Watch:delta(sub)
   local ch = self.channel
   sub.revision, sub.frame = ch.world.revision, ch.frame
-  local text = sub.watcher:delta(ch.frame)
+  local text = sub.watcher:delta(ch.frame, ch.frame_ms)
   if text then send(self, sub, "delta", text) end
 end
 

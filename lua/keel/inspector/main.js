@@ -1,0 +1,382 @@
+// main.js — the inspector page: wires the hierarchy, the component forms, the scene view, the
+// toolbar (pause/step/resume, undo/redo, save), the frame-time graph and the errors list to the channel.
+
+import { call, watch, token } from './rpc.js';
+import { Tree } from './tree.js';
+import { SceneView } from './scene.js';
+import { componentForm } from './components.js';
+
+const $ = (sel) => document.querySelector(sel);
+
+const state = {
+  kinds: new Map(),    // key → kind description (component.kinds)
+  selected: null,      // uuid
+  entity: null,        // object.get of the selected entity
+  forms: new Map(),    // "kind#slot" → form
+  selWatch: null,      // EventSource of the selected entity
+  picking: null,       // a pending entity picker's callback
+  errorsSeen: 0,
+  frames: [],          // recent frame times (ms), for the graph
+  lastFrame: null,     // { frame, t } of the last frame seen, when events carry no frame time
+};
+
+// ---- the status line ----
+
+function say(text, isError) {
+  const s = $('#message');
+  s.textContent = text || '';
+  s.classList.toggle('error', !!isError);
+  clearTimeout(say.timer);
+  if (text) say.timer = setTimeout(() => { s.textContent = ''; }, 6000);
+}
+
+async function act(method, params, done) {
+  try {
+    const r = await call(method, params);
+    if (done) await done(r);
+    return r;
+  } catch (e) {
+    say(`${method}: ${e.text || e.message}`, true);
+    return undefined;
+  }
+}
+
+// ---- world info, toolbar, frame graph ----
+
+function showInfo(info) {
+  $('#world-name').textContent = info.name || '(untitled)';
+  $('#frame').textContent = `frame ${info.frame ?? '?'}`;
+  $('#entity-count').textContent = `${info.entities ?? '?'} entities`;
+  document.body.classList.toggle('paused', !!info.paused);
+  $('#run-state').textContent = info.paused ? 'paused' : 'running';
+  $('#pause').disabled = !!info.paused;
+  $('#step').disabled = !info.paused;
+  $('#resume').disabled = !info.paused;
+  noteFrame(info.frame, info.frame_ms);
+  if ((info.errors ?? 0) > state.errorsSeen) loadErrors();
+}
+
+async function refreshInfo() {
+  const info = await call('world.info').catch((e) => { say(e.text || e.message, true); });
+  if (info) showInfo(info);
+  return info;
+}
+
+// A frame time: the server's (how long the step took), else the wall time between frames seen.
+function noteFrame(frame, ms) {
+  if (typeof frame !== 'number') return;
+  const now = performance.now();
+  const last = state.lastFrame;
+  if (typeof ms !== 'number' && last && frame > last.frame) ms = (now - last.t) / (frame - last.frame);
+  if (!last || frame !== last.frame) state.lastFrame = { frame, t: now };
+  if (typeof ms !== 'number' || !(frame > (last?.frame ?? -1))) return;
+  state.frames.push(ms);
+  if (state.frames.length > 120) state.frames.shift();
+  drawGraph();
+}
+
+function drawGraph() {
+  const c = $('#frame-graph'), g = c.getContext('2d');
+  const w = c.width, h = c.height, data = state.frames;
+  g.clearRect(0, 0, w, h);
+  const max = Math.max(1, ...data) * 1.25;
+  if (16.7 < max) { // 16.7 ms: a frame's whole budget at 60 frames a second
+    g.strokeStyle = 'rgba(255,120,120,0.35)';
+    const y60 = h - (16.7 / max) * h;
+    g.beginPath(); g.moveTo(0, y60); g.lineTo(w, y60); g.stroke();
+  }
+  g.strokeStyle = '#7fdc9a';
+  g.beginPath();
+  data.forEach((v, i) => {
+    const x = w - (data.length - 1 - i) * (w / 120), y = h - (v / max) * h;
+    if (i) g.lineTo(x, y); else g.moveTo(x, y);
+  });
+  g.stroke();
+  const lastMs = data[data.length - 1];
+  $('#frame-ms').textContent = lastMs === undefined ? '– ms' : `${lastMs.toFixed(lastMs < 10 ? 2 : 1)} ms`;
+}
+
+// After anything that may have changed the world while it is paused (no frame, so maybe no event).
+async function resync() {
+  await refreshInfo();
+  if (state.selected) await loadEntity(state.selected, true);
+  tree.reload();
+}
+
+function wireToolbar() {
+  $('#pause').onclick = () => act('world.pause', undefined, refreshInfo);
+  $('#resume').onclick = () => act('world.resume', undefined, refreshInfo);
+  $('#step').onclick = () => act('world.step', { frames: 1 }, resync);
+  $('#undo').onclick = () => act('history.undo', undefined, (r) => { if (r === false) say('nothing to undo'); return resync(); });
+  $('#redo').onclick = () => act('history.redo', undefined, (r) => { if (r === false) say('nothing to redo'); return resync(); });
+  $('#save').onclick = () => act('world.save', undefined, (r) => say(`saved ${r?.path ?? r}`));
+  document.addEventListener('keydown', (e) => {
+    if (!(e.ctrlKey || e.metaKey) || e.target.matches('input, select, textarea')) return;
+    if (e.key === 'z' && !e.shiftKey) { e.preventDefault(); $('#undo').click(); }
+    if (e.key === 'y' || (e.key === 'Z' && e.shiftKey)) { e.preventDefault(); $('#redo').click(); }
+  });
+}
+
+// ---- errors ----
+
+async function loadErrors() {
+  if (state.loadingErrors) return; // one at a time: `since` moves only when the answer is in
+  state.loadingErrors = true;
+  const r = await call('world.errors', { since: state.errorsSeen }).catch(() => null);
+  state.loadingErrors = false;
+  if (!r) return;
+  const entries = Array.isArray(r) ? r : (r.entries || r.errors || []);
+  const list = $('#errors ul');
+  for (const e of entries) {
+    const li = document.createElement('li');
+    const where = [e.phase, e.kind, e.slot ? `#${e.slot}` : ''].filter(Boolean).join(' ');
+    li.innerHTML = '<span class="where"></span><span class="msg"></span>';
+    li.querySelector('.where').textContent = `${tree.names.get(e.entity) || (e.entity ? e.entity.slice(0, 8) : 'root')} · ${where}`;
+    li.querySelector('.msg').textContent = e.message;
+    if (e.entity) { li.classList.add('link'); li.onclick = () => select(e.entity); }
+    list.prepend(li);
+  }
+  state.errorsSeen += entries.length;
+  $('#errors .count').textContent = String(state.errorsSeen);
+  $('#errors').classList.toggle('has', state.errorsSeen > 0);
+}
+
+// ---- entity references in forms ----
+
+const entities = {
+  label: (uuid) => state.names.get(uuid) || uuid,
+  async resolve(text) {
+    if (/^[0-9a-f-]{36}$/i.test(text)) return text;
+    // the name filter matches parts of names: an exact match first, else the first found
+    const r = await call('object.list', { name: text, limit: 50 }).catch(() => null);
+    const hit = r && (r.entities.find((o) => o.name === text) || r.entities[0]);
+    return hit ? hit.uuid : text; // an unknown name: the server says why
+  },
+  pick(cb) {
+    state.picking = cb;
+    document.body.classList.add('picking');
+    say('pick: click an entity in the hierarchy or the scene view (Esc cancels)');
+  },
+};
+
+function updateNameList() {
+  const dl = $('#entity-names');
+  const seen = [...state.names.entries()].slice(0, 500);
+  dl.replaceChildren(...seen.map(([uuid, name]) => {
+    const o = document.createElement('option');
+    o.value = name || uuid;
+    o.label = uuid;
+    return o;
+  }));
+}
+
+// ---- the selected entity ----
+
+function formKey(kind, slot) { return `${kind}#${slot ?? 0}`; }
+
+async function select(uuid) {
+  if (state.picking) {
+    const cb = state.picking;
+    state.picking = null;
+    document.body.classList.remove('picking');
+    say('');
+    cb(uuid);
+    return;
+  }
+  state.selected = uuid;
+  tree.select(uuid);
+  view.select(uuid);
+  if (state.selWatch) state.selWatch.close();
+  state.selWatch = null;
+  await loadEntity(uuid);
+  if (state.selected === uuid) {
+    state.selWatch = watch({ entities: uuid }, (type, data) => onEntityEvent(uuid, type, data));
+  }
+}
+
+async function loadEntity(uuid, keepForms) {
+  let ent;
+  try {
+    ent = await call('object.get', { object: uuid });
+  } catch (e) {
+    if (state.selected === uuid) showEntity(null, e.text || e.message);
+    return;
+  }
+  if (state.selected !== uuid) return;
+  const sameShape = keepForms && state.entity && state.entity.components.length === ent.components.length
+    && ent.components.every((c) => state.forms.has(formKey(c.kind, c.slot)));
+  if (sameShape) {
+    for (const c of ent.components) {
+      const f = state.forms.get(formKey(c.kind, c.slot));
+      f.error(''); // an earlier refusal no longer applies once the world moved on
+      f.update(c.body, c.version);
+      f.setEnabled(c.enabled);
+    }
+    state.entity = ent;
+    $('#entity-name').value = ent.name || '';
+  } else {
+    showEntity(ent);
+  }
+  const t = ent.components.find((c) => c.kind === 'core:transform');
+  view.put(ent.uuid, { name: ent.name, parent: ent.parent ?? null, transform: t ? t.body : null });
+}
+
+function showEntity(ent, why) {
+  state.entity = ent;
+  state.forms.clear();
+  const list = $('#components');
+  list.replaceChildren();
+  $('#inspector').classList.toggle('empty', !ent);
+  if (!ent) {
+    $('#entity-name').value = '';
+    $('#entity-uuid').textContent = why || 'select an entity';
+    return;
+  }
+  state.names.set(ent.uuid, ent.name || '');
+  $('#entity-name').value = ent.name || '';
+  $('#entity-uuid').textContent = ent.uuid;
+  for (const c of ent.components) {
+    const kind = c.loaded === false ? null : state.kinds.get(c.kind);
+    const target = { object: ent.uuid, kind: c.kind, slot: c.slot ?? 0 };
+    let form;
+    const after = async (r) => { form.error(''); await loadEntity(ent.uuid, true); return r; };
+    const fail = (e) => { form.error(e.text || e.message); form.refresh(); };
+    form = componentForm(c, kind, {
+      entities,
+      set: (fields) => call('component.set', { ...target, fields }).then(after, fail),
+      enable: (on) => call('component.enable', { ...target, enabled: on }).then(after, fail),
+      remove: () => call('component.remove', target).then(() => loadEntity(ent.uuid), fail),
+    });
+    state.forms.set(formKey(c.kind, c.slot), form);
+    list.append(form.node);
+  }
+  // the kinds that may be added here (root-only ones are not)
+  const add = $('#add-kind');
+  const have = new Set(ent.components.map((c) => c.kind));
+  add.replaceChildren(new Option('add component…', ''), ...[...state.kinds.values()]
+    .filter((k) => !(k.flags || []).includes('root_only') && !(k.multiplicity !== 'many' && have.has(k.key)))
+    .map((k) => new Option(`${k.display || k.key} (${k.key})`, k.key)));
+}
+
+function onEntityEvent(uuid, type, data) {
+  if (uuid !== state.selected) return;
+  if (type === 'snapshot' || (data.added && data.added.length) || (data.removed && data.removed.length)
+      || (data.destroyed && data.destroyed.length)) {
+    loadEntity(uuid, true);
+    return;
+  }
+  const id = state.entity ? state.entity.uuid : uuid; // "root" is named by its UUID in events
+  for (const ch of data.changed || []) {
+    if (ch.entity !== uuid && ch.entity !== id) continue;
+    const f = state.forms.get(formKey(ch.kind, ch.slot));
+    if (!f) continue;
+    f.update(ch.fields || {}, ch.version, true);
+    if (ch.enabled !== undefined) f.setEnabled(ch.enabled);
+  }
+  for (const u of data.updated || []) { // renamed, reparented, (dis)abled
+    const input = $('#entity-name');
+    if ((u.uuid === uuid || u.uuid === id) && document.activeElement !== input) input.value = u.name || '';
+  }
+}
+
+function wireEntityPanel() {
+  $('#entity-name').addEventListener('change', (e) => {
+    if (!state.selected) return;
+    act('object.rename', { object: state.selected, name: e.target.value }, resync);
+  });
+  $('#add-kind').addEventListener('change', (e) => {
+    const kind = e.target.value;
+    e.target.value = '';
+    if (state.selected && kind) act('component.add', { object: state.selected, kind }, () => loadEntity(state.selected));
+  });
+  $('#destroy').onclick = () => {
+    const uuid = state.selected;
+    if (!uuid) return;
+    act('object.destroy', { object: uuid }, () => {
+      if (state.selWatch) state.selWatch.close();
+      state.selWatch = null;
+      state.selected = null;
+      view.remove(uuid);
+      showEntity(null);
+      return resync();
+    });
+  };
+  $('#spawn').onclick = () => act('object.spawn', {
+    name: 'Entity', parent: state.selected || undefined,
+    components: [{ kind: 'core:transform' }],
+  }, async (r) => { await resync(); if (r && r.uuid) select(r.uuid); });
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && state.picking) {
+      state.picking = null;
+      document.body.classList.remove('picking');
+      say('');
+    }
+  });
+}
+
+// ---- the scene view's transforms ----
+
+function onSceneEvent(type, data) {
+  if (type === 'snapshot') view.clear();
+  noteFrame(data.frame, data.frame_ms);
+  if (typeof data.frame === 'number') $('#frame').textContent = `frame ${data.frame}`;
+  for (const o of data.entities || []) { // a snapshot: every watched entity with its components
+    state.names.set(o.uuid, o.name || '');
+    const t = (o.components || []).find((c) => c.kind === 'core:transform');
+    view.put(o.uuid, { name: o.name, parent: o.parent ?? null, transform: t ? t.body : null });
+  }
+  for (const o of data.spawned || []) {
+    const uuid = typeof o === 'string' ? o : o.uuid;
+    view.put(uuid, typeof o === 'string' ? {} : { name: o.name, parent: o.parent ?? null });
+  }
+  for (const ch of data.changed || []) {
+    if (ch.kind === 'core:transform') view.put(ch.entity, { transform: ch.fields || {} });
+  }
+  for (const a of data.added || []) {
+    if (a.kind === 'core:transform') view.put(a.entity, { transform: a.body || a.fields || {} });
+  }
+  for (const r of data.removed || []) {
+    if (r.kind === 'core:transform') view.put(r.entity, { transform: null });
+  }
+  for (const d of data.destroyed || []) view.remove(typeof d === 'string' ? d : d.uuid);
+  for (const u of data.updated || []) {
+    state.names.set(u.uuid, u.name || '');
+    view.put(u.uuid, { name: u.name, parent: u.parent ?? null });
+    tree.update(u);
+  }
+  if (type === 'snapshot') updateNameList();
+}
+
+// ---- start ----
+
+const tree = new Tree($('#tree'), { onSelect: select, onError: (t) => say(t, true) });
+const view = new SceneView($('#view'), { onSelect: select });
+state.names = tree.names;
+window.keelInspector = { state, tree, view }; // for the browser test and the console
+
+async function start() {
+  window.addEventListener('hashchange', () => location.reload()); // a token pasted in: start over with it
+  wireToolbar();
+  wireEntityPanel();
+  if (!token) {
+    say('no token: open the URL that keel printed (…/#token=…)', true);
+    return;
+  }
+  let kinds;
+  try {
+    kinds = await call('component.kinds');
+  } catch (e) {
+    say(e.text || e.message, true);
+    return;
+  }
+  for (const k of Array.isArray(kinds) ? kinds : kinds.kinds || []) state.kinds.set(k.key, k);
+  await refreshInfo();
+  await tree.reload();
+  updateNameList();
+  watch({ kinds: 'core:transform' }, onSceneEvent, (up) => document.body.classList.toggle('offline', !up));
+  await loadErrors();
+  setInterval(refreshInfo, 1000);
+  document.body.classList.add('ready');
+}
+
+start();

@@ -203,7 +203,10 @@ int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path)
     lua_pop(L, 1);
     lua_getfield(L, -1, "warnings");
     lua_pushvalue(L, -2);
-    if (keel_cli_call(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) print_diag_table(L, -1, path);
+    if (keel_cli_call(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) {
+        print_diag_table(L, -1, path);
+        keel_cli_unknown_summary(L, cli, path, -1);
+    }
     lua_pop(L, 1);
     return -1;
 }

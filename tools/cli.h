@@ -16,6 +16,7 @@ typedef struct keel_cli {
     const char **kinds_dirs;   /* --kinds, in order given */
     size_t kinds_count;        /* 0: the defaults apply */
     const char *assets;        /* --assets FILE, or NULL */
+    const char *scene;         /* the verb's scene, set before keel_cli_setup: its nearest kinds/ is looked at */
 } keel_cli;
 
 /* ---- tools/embed.c ---- */
@@ -62,6 +63,16 @@ bool keel_cli_require(const keel_cli *cli, lua_State *L, const char *name, const
 /* Pushes keel.load(path)'s world and returns -1, its warnings printed as `keel check` prints
  * them; on failure prints why (the error object's own diagnostics) and returns the exit code. */
 int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path);
+
+/* ---- tools/kinds_find.c ---- */
+
+/* Without --kinds: loads the bundled kinds, ./kinds and the nearest kinds/ from
+ * cli->scene's folder upward (each directory once) through keel.kindfiles at
+ * stack index `mod`, and sets its `searched` list. Returns the files that failed. */
+int keel_cli_default_kinds(lua_State *L, int mod, const keel_cli *cli);
+/* One stderr line when the warnings table at `warnings` says the scene at
+ * `path` holds unknown kinds: how many components of which, where kinds were looked for. */
+void keel_cli_unknown_summary(lua_State *L, const keel_cli *cli, const char *path, int warnings);
 
 /* ---- tools/keel.c ---- */
 

@@ -25,7 +25,8 @@ static const char *const usage_text =
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
-    "common: --kinds DIR (repeatable; default: the bundled lua/kinds and ./kinds if present)\n"
+    "common: --kinds DIR (repeatable; default: the bundled lua/kinds, ./kinds and the nearest\n"
+    "          kinds/ from the scene's folder upward, each when present)\n"
     "        --assets FILE (default: assets.yaml beside the scene)\n"
     "exit codes: 0 ok, 1 the input has errors, 2 usage or environment\n";
 
@@ -217,12 +218,6 @@ int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opt
     return npos;
 }
 
-static bool dir_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* kindfiles.load(dir) (the module at stack index `mod`); returns the number of files that failed. */
 static int load_kinds_dir(lua_State *L, int mod, const char *dir)
 {
@@ -249,15 +244,7 @@ int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
         for (size_t i = 0; i < cli->kinds_count; i++)
             failed += load_kinds_dir(L, mod, cli->kinds_dirs[i]);
     } else {
-        char *bundled = keel_embed_data_path("lua/kinds", "kinds");
-        if (bundled) {
-            /* Copied into Lua first: the load may raise. */
-            lua_pushstring(L, bundled);
-            free(bundled);
-            failed += load_kinds_dir(L, mod, lua_tostring(L, -1));
-            lua_pop(L, 1);
-        }
-        if (dir_exists("kinds")) failed += load_kinds_dir(L, mod, "kinds");
+        failed += keel_cli_default_kinds(L, mod, cli);
     }
     keel_diags d;
     keel_diags_init(&d);

@@ -327,6 +327,7 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "repl: expected at most one SCENE");
         return KEEL_EXIT_USAGE;
     }
+    cli->scene = n == 1 ? argv[0] : NULL;
     keel_cli_setup(L, cli, true); /* a broken kind file can be fixed and reload()ed */
     int rc = bind_world(L, cli, n == 1 ? argv[0] : NULL);
     if (rc >= 0) return rc;

@@ -104,6 +104,7 @@ static int files_verb_start(lua_State *L, keel_cli *cli, int argc, char **argv,
         keel_cli_usage_error(cli, "%s: no FILE given", verb);
         return 0;
     }
+    cli->scene = argv[0]; /* its nearest kinds/ */
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) {
         *code = rc;
@@ -208,6 +209,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "cook: expected SCENE -o OUT.keelc");
         return KEEL_EXIT_USAGE;
     }
+    cli->scene = argv[0];
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
 

@@ -162,6 +162,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
         free(demo);
         scene = lua_tostring(L, -1); /* kept on the stack for the rest of the verb */
     }
+    cli->scene = scene;
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
     if (!keel_cli_require(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;

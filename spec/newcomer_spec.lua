@@ -1,0 +1,54 @@
+-- newcomer_spec.lua — what a new user meets first: kinds found beside the scene, errors said
+-- aloud in the REPL and `keel run`, spawn's argument errors, the scaffold, the small verbs.
+
+local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local ROOT, shell_quote, file_exists, slurp, spit, tmpdir, rmrf =
+  H.ROOT, H.shell_quote, H.file_exists, H.slurp, H.spit, H.tmpdir, H.rmrf
+
+local KEEL = H.find_keel()
+local function keel(args, input, cwd) return H.run_keel(KEEL, args, input, cwd) end
+
+-- A project: kinds/ with a counter kind that fails once per frame when told to, scenes/s.yaml.
+local COUNTER = [[
+local keel = require "keel"
+keel.kind{ key = "proj:counter", version = 1, fields = { { "n", "int" }, { "fail", "bool" } },
+  update = function(self) self.n = self.n + 1; if self.fail then error("boom") end end }
+]]
+local function scene_with(kind_body)
+  return H.doc_of(H.ent("00000000-0000-4000-8000-000000000001", "A", nil, H.comp("proj:counter", kind_body)))
+end
+local function project(fail)
+  local d = tmpdir()
+  os.execute("mkdir -p " .. shell_quote(d .. "/kinds") .. " " .. shell_quote(d .. "/scenes/sub"))
+  spit(d .. "/kinds/counter.lua", COUNTER)
+  spit(d .. "/scenes/sub/s.yaml", scene_with(fail and "{ n: 0, fail: true }" or "{ n: 0 }"))
+  return d
+end
+
+describe("keel run SCENE from another directory", function()
+  it("finds the kinds in the nearest kinds/ above the scene", function()
+    local d = project(false)
+    local code, out, err = keel("run " .. shell_quote(d .. "/scenes/sub/s.yaml") .. " --frames 3 --save " ..
+      shell_quote(d .. "/out.yaml"), nil, "/")
+    assert.are.equal(0, code, err)
+    assert.matches("3 frames", out)
+    assert.matches("\"n\": 3", slurp(d .. "/out.yaml"))
+    assert.is_nil(err:find("unknown kind", 1, true), err)
+    rmrf(d)
+  end)
+
+  it("says in one line when the scene holds unknown kinds, and where kinds were looked for", function()
+    local d = project(false)
+    os.remove(d .. "/kinds/counter.lua")
+    os.execute("rmdir " .. shell_quote(d .. "/kinds"))
+    local code, _, err = keel("run " .. shell_quote(d .. "/scenes/sub/s.yaml") .. " --frames 1", nil, "/")
+    assert.are.equal(0, code, err)
+    local line = err:match("[^\n]*unknown kind[^\n]*")
+    assert.is_truthy(line, err)
+    assert.matches("1 component of 1 unknown kind", line, 1, true)
+    assert.matches("proj:counter 1", line, 1, true)
+    assert.matches("looked for in:", line, 1, true)
+    assert.matches("./kinds (none)", line, 1, true)
+    rmrf(d)
+  end)
+end)

@@ -74,3 +74,32 @@ describe("callback errors said aloud", function()
     rmrf(d)
   end)
 end)
+
+describe("w:spawn's argument forms", function()
+  local keel = require "keel"
+  it("takes a body written as a nested table, never drops it", function()
+    local w = keel.world("t")
+    local e = w:spawn{ components = { { "core:transform", { position = { 5, 5, 5 } } } } }
+    local p = e:get("core:transform").position
+    assert.are.same({ 5, 5, 5 }, { p[1], p[2], p[3] })
+    -- both forms at once, or anything else at [2]: refused, nothing spawned
+    local err = H.fails("InvalidArgument", w.spawn, w,
+      { components = { { "core:transform", { position = { 1, 1, 1 } }, scale = { 2, 2, 2 } } } })
+    assert.matches("components[1]: a body is", err.message, 1, true)
+    H.fails("InvalidArgument", w.spawn, w, { components = { { "core:transform", 5 } } })
+    H.fails("InvalidArgument", w.spawn, w, { components = { { "core:transform", { scale = { 2, 2, 2 } }, {} } } })
+    assert.are.equal(1, w:count())
+    w:close()
+  end)
+
+  it("names a positional entry and says what it accepts", function()
+    local w = keel.world("t")
+    local err = H.fails("InvalidArgument", w.spawn, w, { "Bob", components = {} })
+    assert.matches('positional entry [1] "Bob"', err.message, 1, true)
+    assert.matches("name = ", err.message, 1, true)
+    assert.matches("name, parent, enabled, components", err.message, 1, true)
+    err = H.fails("InvalidArgument", w.spawn, w, { nmae = "Bob" })
+    assert.matches("unknown key 'nmae' (it takes name, parent, enabled, components)", err.message, 1, true)
+    w:close()
+  end)
+end)

@@ -5,7 +5,7 @@ local lfs = require "lfs"
 
 local kindfiles = {
   dirs = {},   -- every directory given to load(), in order (a missing one too: reload() looks again)
-  files = {},  -- { path =, mtime =, size = } per file run, in run order (failed ones too: reload() retries them)
+  files = {},  -- { path =, hash = } per file run, in run order (failed ones too: reload() retries them)
   keys = {},   -- [kind key] = path of the file that first declared it, or true (built in, or not from a file)
   stderr = io.stderr, -- where errors and warnings go
 }
@@ -56,14 +56,30 @@ local function note_keys(keel, value)
   end
 end
 
+-- A hash of the file's content (FNV-1a, 64 bits), or nil when it cannot be read: reload()
+-- compares content, so an edit within the same second that keeps the size is seen.
+local function content_hash(path)
+  local fh = io.open(path, "rb")
+  if not fh then return nil end
+  local text = fh:read("a")
+  fh:close()
+  if not text then return nil end
+  local h = -3750763034362895579 -- 14695981039346656037 as a signed 64-bit integer
+  for i = 1, #text, 64 do
+    local chunk = { text:byte(i, math.min(i + 63, #text)) }
+    for j = 1, #chunk do h = (h ~ chunk[j]) * 1099511628211 end
+  end
+  return h
+end
+kindfiles.content_hash = content_hash
+
 -- Runs one file with keel.kind watched: two files declaring one key is legal
 -- (the later replaces the earlier) but almost never meant, so it is said; so
 -- are the warnings of a redeclaration.
 -- Returns true, or false after printing the error under `prefix`.
 local function run(f, prefix)
   local path = f.path
-  local attr = lfs.attributes(path)
-  f.mtime, f.size = attr and attr.modification, attr and attr.size
+  f.hash = content_hash(path)
   local keel = require "keel"
   note_keys(keel, true)
   local real = keel.kind
@@ -76,7 +92,6 @@ local function run(f, prefix)
     end
     local got, warnings = real(spec, ...)
     -- a redeclaration's warnings (a value reset to its default, a component left unadopted)
-    if is_error(e) and type(rawget(e, "where")) == "string" then return text end -- "FILE:LINE: Code: message" already
     local line = line_in(path, 3)
     for _, w in ipairs(warnings or {}) do
       kindfiles.stderr:write(prefix, path, line and ":" .. line or "", ": warning: ", w.message, "\n")
@@ -128,7 +143,7 @@ function kindfiles.load(dir)
   return failed
 end
 
--- Re-runs the files whose size or modification time changed since they last
+-- Re-runs the files whose content changed since they last
 -- ran, and any new *.lua file in the directories. Returns the paths run again
 -- without error (errors are printed as "reload: ...").
 function kindfiles.reload()
@@ -144,8 +159,8 @@ function kindfiles.reload()
   end
   local rerun = {}
   for _, f in ipairs(kindfiles.files) do
-    local attr = lfs.attributes(f.path)
-    if attr and (attr.modification ~= f.mtime or attr.size ~= f.size) and run(f, "reload: ") then
+    local hash = content_hash(f.path)
+    if hash and hash ~= f.hash and run(f, "reload: ") then
       rerun[#rerun + 1] = f.path
     end
   end

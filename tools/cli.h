@@ -74,6 +74,12 @@ int keel_cli_default_kinds(lua_State *L, int mod, const keel_cli *cli);
  * `path` holds unknown kinds: how many components of which, where kinds were looked for. */
 void keel_cli_unknown_summary(lua_State *L, const keel_cli *cli, const char *path, int warnings);
 
+/* ---- tools/textdiff.c ---- */
+
+/* Prints a unified diff from `old` to `text` under `label` by running `diff -u`
+ * (diffutils); false when it could not be shown (no diff program, no temp file). */
+bool keel_cli_print_diff(const char *label, const char *old, size_t oldlen, const char *text, size_t len);
+
 /* ---- tools/keel.c ---- */
 
 /* A verb's own option: with `arg` it takes a value, else it sets `flag`. */

@@ -56,12 +56,14 @@ static const struct { const char *verb, *text; } verb_help[] = {
     { "fmt",
       "usage: keel fmt FILE... [--check]\n"
       "  Rewrites each scene in canonical form (atomically, only when the bytes\n"
-      "  differ); manifests are checked, not rewritten. --check writes nothing and\n"
+      "  differ); manifests are checked, not rewritten. --check writes nothing,\n"
+      "  prints a unified diff of what fmt would change (`diff -u`, diffutils) and\n"
       "  exits 1 when a file is not canonical.\n" },
     { "cook",
       "usage: keel cook SCENE -o OUT.keelc\n"
-      "  Builds the cooked binary scene. Refuses unknown kinds, unresolved entity\n"
-      "  references and assets missing from the manifest.\n" },
+      "  Builds the cooked binary scene and prints `wrote OUT: N entities, B bytes`.\n"
+      "  Refuses unknown kinds, unresolved entity references and assets missing\n"
+      "  from the manifest.\n" },
     { "dump",
       "usage: keel dump FILE.keelc [-o OUT]\n"
       "  Prints a cooked scene back as canonical YAML (to OUT with -o).\n" },

@@ -182,7 +182,9 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
                 code = worse(code, status_exit(s));
             } else if (oldlen != len || memcmp(old, text, len) != 0) {
                 if (check) {
-                    printf("%s\n", argv[i]);
+                    /* what fmt would change, as a unified diff; the name alone without diffutils */
+                    if (!keel_cli_print_diff(argv[i], old, oldlen, text, len))
+                        printf("%s: not in canonical form (install diffutils to see the difference)\n", argv[i]);
                     code = KEEL_EXIT_INPUT;
                 } else if (keel_write_atomic(argv[i], text, len, &d) != KEEL_OK) {
                     code = worse(code, KEEL_EXIT_USAGE);
@@ -230,6 +232,9 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (s == KEEL_OK) {
         s = keel_write_atomic(out, data, len, &d);
         if (s != KEEL_OK) code = KEEL_EXIT_USAGE;
+        else
+            printf("wrote %s: %zu entit%s, %zu bytes\n", out, keel_world_entity_count(w),
+                   keel_world_entity_count(w) == 1 ? "y" : "ies", len);
     } else {
         code = status_exit(s);
     }

@@ -459,11 +459,12 @@ static volatile sig_atomic_t g_stepping;
 void keel_lua_interrupt(void) { g_interrupt = 1; }
 int keel_lua_stepping(void) { return g_stepping; }
 
-static int raise_if_interrupted(lua_State *L)
+static int raise_if_interrupted(lua_State *L, const keel_lua_world *lw)
 {
     if (!g_interrupt) return 0;
     g_interrupt = 0;
-    return luaL_error(L, "interrupted!");
+    /* how far the world got: a ctrl-c'd script says it without a traceback */
+    return luaL_error(L, "interrupted! (after frame %d)", (int)keel_world_frame(lw->w));
 }
 
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
@@ -503,7 +504,7 @@ static int w_step(lua_State *L)
     keel_diags_init(&d);
     keel_status s = step_once(L, lw, dt, &d);
     keel__lua_check(L, s, &d, NULL);
-    return raise_if_interrupted(L);
+    return raise_if_interrupted(L, lw);
 }
 
 static int w_run(lua_State *L)
@@ -521,7 +522,7 @@ static int w_run(lua_State *L)
         keel_diags_init(&d);
         keel_status s = step_once(L, lw, dt, &d);
         keel__lua_check(L, s, &d, NULL);
-        raise_if_interrupted(L);
+        raise_if_interrupted(L, lw);
     }
     return 0;
 }

@@ -127,3 +127,23 @@ describe("cook and fmt --check say what they did", function()
     rmrf(d)
   end)
 end)
+
+describe("ctrl-c", function()
+  it("stops a script's w:run quietly: where, the frame, exit 130, no traceback", function()
+    local d = tmpdir()
+    os.execute("mkdir " .. shell_quote(d .. "/kinds"))
+    -- the 10th update sends keel a SIGINT (through popen: system() ignores SIGINT while it waits)
+    spit(d .. "/kinds/sigint.lua", 'local n = 0\n'
+      .. 'local pid = io.open("/proc/self/stat"):read("l"):match("^(%d+)")\n'
+      .. 'require("keel").kind{ key = "test:sigint", fields = { { "x", "int" } },\n'
+      .. '  update = function() n = n + 1; if n == 10 then io.popen("kill -INT " .. pid):close() end end }\n')
+    spit(d .. "/s.yaml", H.doc_of(H.ent(H.U1, "A", nil, H.comp("test:sigint", "{ x: 1 }"))))
+    spit(d .. "/game.lua", 'local w = assert(require("keel").load("s.yaml"))\nw:run(1000000, 1/60)\n')
+    os.execute("cd " .. shell_quote(d) .. " && (timeout 120 " .. H.NO_PRELOAD .. shell_quote(KEEL)
+      .. " game.lua >o.txt 2>e.txt; echo $? >rc.txt)")
+    local err, rc = slurp(d .. "/e.txt"), slurp(d .. "/rc.txt")
+    rmrf(d)
+    assert.are.equal("130\n", rc, err)
+    assert.are.equal("keel: game.lua:2: interrupted! (after frame 10)\n", err)
+  end)
+end)

@@ -25,8 +25,13 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
  * Inside w:step/w:run the first Ctrl-C stops after the current frame instead
  * (a hook raising inside a callback would be recorded as that callback's
  * fault); a second one stops at once, as outside. */
+static volatile sig_atomic_t sigint_seen;
+
+bool keel_cli_interrupted(void) { return sigint_seen; }
+
 static void on_sigint(int sig)
 {
+    sigint_seen = 1;
     if (keel_lua_stepping() && !stepping_interrupted) {
         stepping_interrupted = 1;
         keel_lua_interrupt();
@@ -99,6 +104,7 @@ int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible)
     if (interruptible) {
         interrupted_state = L;
         stepping_interrupted = 0;
+        sigint_seen = 0;
         signal(SIGINT, on_sigint);
     }
     int status = lua_pcall(L, narg, nres, base);

@@ -56,6 +56,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
  * adds a traceback (or, for an error object, the user's line that raised it).
  * `interruptible`: ctrl-c stops the Lua code instead of the program. */
 int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible);
+/* Whether ctrl-c reached the last interruptible keel_cli_call. */
+bool keel_cli_interrupted(void);
 /* Prints the error message on top of the stack as "keel: message" and pops it. */
 void keel_cli_report(const keel_cli *cli, lua_State *L);
 /* require(name) into a global; false (after reporting) when it fails. */

@@ -34,6 +34,13 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
     luaL_checkstack(L, argc - si, "too many arguments to script");
     for (int i = si + 1; i < argc; i++) lua_pushstring(L, argv[i]);
     if (keel_cli_call(L, argc - si - 1, 0, true) != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        if (keel_cli_interrupted() && msg && strstr(msg, "interrupted!")) {
+            /* ctrl-c: where it stopped (and the frame, from w:run/w:step), no traceback; 130 as a shell's */
+            const char *tb = strstr(msg, "\nstack traceback:");
+            fprintf(stderr, "%s: %.*s\n", cli->progname, tb ? (int)(tb - msg) : (int)strlen(msg), msg);
+            return 130;
+        }
         keel_cli_report(cli, L);
         return KEEL_EXIT_INPUT;
     }

@@ -604,7 +604,7 @@ static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
             free(path);
             continue;
         }
-        bool ok = true;
+        bool ok = true, uuid_ok = true;
         const keel_node *un = keel_node_get(n, "uuid"), *nn = keel_node_get(n, "name");
         const keel_node *en = keel_node_get(n, "enabled");
         r->parent = keel_node_get(n, "parent");
@@ -613,7 +613,7 @@ static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
         char *p = pathf("%s.uuid", path);
         if (!un) {
             error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
-            ok = false;
+            uuid_ok = false;
         } else if (want_uuid(L, un, p, &u)) {
             keel_entity other = keel_find(L->w, u);
             if (other) {
@@ -621,11 +621,14 @@ static void spawn_entities(loader *L, const keel_node *list, ent_rec *recs)
                 for (size_t k = 0; k < i; k++)
                     if (recs[k].e == other) first = recs[k].node->line;
                 error(L, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
-                ok = false;
+                uuid_ok = false;
             }
         } else {
-            ok = false;
+            uuid_ok = false;
         }
+        /* A bad uuid (already an error) still gets its components read, under a stand-in
+         * uuid: every problem of a hand-written entity is reported in one pass. */
+        if (!uuid_ok) u = keel_uuid_v4();
         free(p);
         const char *name = "";
         if (nn) {

@@ -147,3 +147,38 @@ describe("ctrl-c", function()
     assert.are.equal("keel: game.lua:2: interrupted! (after frame 10)\n", err)
   end)
 end)
+
+describe("writing entities by hand", function()
+  it("every missing key is reported in one pass, an entity's uuid and its components' version alike", function()
+    local d = tmpdir()
+    spit(d .. "/s.yaml", H.HEAD .. "entities:\n- name: A\n  components:\n  - kind: core:transform\n    body: {}\n"
+      .. "- name: B\n  components:\n  - kind: core:transform\n")
+    local code, _, err = keel("check s.yaml", nil, d)
+    assert.are.equal(1, code)
+    local _, uuids = err:gsub("missing key 'uuid'", "")
+    local _, versions = err:gsub("missing key 'version'", "")
+    assert.are.equal(2, uuids, err)
+    assert.are.equal(2, versions, err)
+    assert.matches("s.yaml:8:5: error: ParseError: missing key 'version' (at entities[0].components[0])", err, 1, true)
+    rmrf(d)
+  end)
+
+  it("keel uuid [N] prints fresh v4 UUIDs, one a line", function()
+    local code, out = keel("uuid")
+    assert.are.equal(0, code)
+    assert.matches(H.UUID_PATTERN:sub(1, -2) .. "\n$", out)
+    code, out = keel("uuid 5")
+    assert.are.equal(0, code)
+    local seen, n = {}, 0
+    for line in out:gmatch("[^\n]+") do
+      assert.matches(H.UUID_PATTERN, line)
+      assert.are.equal("4", line:sub(15, 15)) -- version 4
+      assert.is_nil(seen[line])
+      seen[line], n = true, n + 1
+    end
+    assert.are.equal(5, n)
+    local c2, _, err = keel("uuid nope")
+    assert.are.equal(2, c2)
+    assert.matches("^keel: uuid: N must be a whole number", err)
+  end)
+end)

@@ -47,6 +47,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
 /* argv is the program's whole argv; argv[script_index] names the script. */
 int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int script_index);
 
+/* tools/verb_uuid.c */
+int keel_cli_uuid(lua_State *L, keel_cli *cli, int argc, char **argv);
+
 /* tools/repl.c */
 int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
 

@@ -22,6 +22,7 @@ static const char *const usage_text =
     "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
     "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
     "       keel kinds [--json]                   list registered kinds and their fields\n"
+    "       keel uuid [N]                         print N (default 1) fresh v4 UUIDs\n"
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
@@ -71,6 +72,10 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "usage: keel kinds [--json]\n"
       "  Lists the registered kinds (built-in, the kinds directories') with their\n"
       "  fields, defaults and bounds; --json prints them for tools.\n" },
+    { "uuid",
+      "usage: keel uuid [N]\n"
+      "  Prints N (default 1) fresh version-4 UUIDs, one a line, for entities\n"
+      "  written by hand.\n" },
 };
 
 /* The verb being run, for its usage errors; NULL before dispatch. */
@@ -277,7 +282,7 @@ typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
 static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
-    { "kinds", keel_cli_kinds },
+    { "kinds", keel_cli_kinds }, { "uuid", keel_cli_uuid },
 };
 
 static int pmain(lua_State *L)

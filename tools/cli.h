@@ -50,6 +50,9 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int scri
 /* tools/verb_uuid.c */
 int keel_cli_uuid(lua_State *L, keel_cli *cli, int argc, char **argv);
 
+/* tools/verb_new.c */
+int keel_cli_new(lua_State *L, keel_cli *cli, int argc, char **argv);
+
 /* tools/repl.c */
 int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
 

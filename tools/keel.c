@@ -23,6 +23,7 @@ static const char *const usage_text =
     "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
     "       keel kinds [--json]                   list registered kinds and their fields\n"
     "       keel uuid [N]                         print N (default 1) fresh v4 UUIDs\n"
+    "       keel new NAME                         a project scaffold in NAME/\n"
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
@@ -76,6 +77,11 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "usage: keel uuid [N]\n"
       "  Prints N (default 1) fresh version-4 UUIDs, one a line, for entities\n"
       "  written by hand.\n" },
+    { "new",
+      "usage: keel new NAME\n"
+      "  Makes the project NAME/: kinds/ (an example kind and system),\n"
+      "  scenes/main.yaml, spec/ (a passing spec), .busted (busted runs under keel),\n"
+      "  .gitattributes (*.yaml merge=keel) and a README with the commands.\n" },
 };
 
 /* The verb being run, for its usage errors; NULL before dispatch. */
@@ -282,7 +288,7 @@ typedef int (*verb_fn)(lua_State *L, keel_cli *cli, int argc, char **argv);
 static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
-    { "kinds", keel_cli_kinds }, { "uuid", keel_cli_uuid },
+    { "kinds", keel_cli_kinds }, { "uuid", keel_cli_uuid }, { "new", keel_cli_new },
 };
 
 static int pmain(lua_State *L)

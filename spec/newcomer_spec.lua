@@ -182,3 +182,87 @@ describe("writing entities by hand", function()
     assert.matches("^keel: uuid: N must be a whole number", err)
   end)
 end)
+
+describe("kind files sharing code", function()
+  local lfs = require "lfs"
+  local keel = require "keel"
+  local kf, saved, d, path_before
+
+  before_each(function()
+    saved = package.loaded["keel.kindfiles"]
+    package.loaded["keel.kindfiles"] = nil
+    kf = require "keel.kindfiles"
+    kf.stderr = { write = function() end }
+    path_before = package.path
+    d = tmpdir()
+    os.execute("mkdir -p " .. shell_quote(d .. "/kinds") .. " " .. shell_quote(d .. "/lib"))
+  end)
+
+  after_each(function()
+    package.loaded["keel.kindfiles"] = saved
+    package.path = path_before
+    package.loaded.nc_shared, package.loaded.nc_top = nil, nil
+    rmrf(d)
+  end)
+
+  it("a kind file requires the project's ?.lua and lib/?.lua; reload() follows a changed module", function()
+    spit(d .. "/lib/nc_shared.lua", "return { speed = 3 }\n")
+    spit(d .. "/nc_top.lua", 'return { speed = require("nc_shared").speed * 2 }\n')
+    spit(d .. "/kinds/a.lua", 'local top = require "nc_top"\n'
+      .. 'require("keel").kind{ key = "nc:shared", fields = { { "speed", "float", default = top.speed } } }\n')
+    spit(d .. "/kinds/b.lua", 'require("keel").kind{ key = "nc:alone", fields = { { "x", "int" } } }\n')
+    assert.are.equal(0, kf.load(d .. "/kinds"))
+    assert.are.equal(6, keel.kind_info("nc:shared").fields[1].default)
+    assert.are.same({}, kf.reload())
+    -- the module two requires down changes (same size, same second): its user runs again, the other not
+    local t = lfs.attributes(d .. "/lib/nc_shared.lua", "modification")
+    spit(d .. "/lib/nc_shared.lua", "return { speed = 5 }\n")
+    lfs.touch(d .. "/lib/nc_shared.lua", t)
+    assert.are.same({ d .. "/kinds/a.lua" }, kf.reload())
+    assert.are.equal(10, keel.kind_info("nc:shared").fields[1].default)
+    assert.are.same({}, kf.reload())
+  end)
+
+  it("load(dir) of a directory already loaded runs nothing again (a spec under the keel program)", function()
+    spit(d .. "/kinds/c.lua", "NC_RUNS = (NC_RUNS or 0) + 1\n")
+    assert.are.equal(0, kf.load(d .. "/kinds"))
+    assert.are.equal(0, kf.load(d .. "/kinds/"))
+    assert.are.equal(1, NC_RUNS)
+    NC_RUNS = nil
+  end)
+end)
+
+describe("keel new NAME", function()
+  it("makes a project whose own spec passes under busted and whose scene runs", function()
+    local d = tmpdir()
+    local code, out, err = keel("new my-game", nil, d)
+    assert.are.equal(0, code, err)
+    assert.matches("created my-game/", out, 1, true)
+    local p = d .. "/my-game"
+    for _, f in ipairs{ "kinds/spinner.lua", "kinds/spin.lua", "scenes/main.yaml", "spec/spinner_spec.lua",
+                        ".busted", ".gitattributes", "README.md" } do
+      assert.is_true(file_exists(p .. "/" .. f), f)
+    end
+    assert.matches("*.yaml merge=keel", slurp(p .. "/.gitattributes"), 1, true)
+    local readme = slurp(p .. "/README.md")
+    for _, c in ipairs{ "keel run scenes/main.yaml", "busted", "keel repl scenes/main.yaml" } do
+      assert.matches(c, readme, 1, true)
+    end
+    -- the scaffold's own spec, through its .busted (busted re-runs itself under keel)
+    local bindir = KEEL:match("^(.*)/[^/]+$")
+    local ok = os.execute("cd " .. shell_quote(p) .. " && PATH=" .. shell_quote(bindir) .. ":\"$PATH\" "
+      .. H.NO_PRELOAD .. "busted -o TAP >busted.txt 2>&1")
+    local tap = slurp(p .. "/busted.txt")
+    assert.is_true(ok == true or ok == 0, tap)
+    assert.matches("ok 2 ", tap, 1, true)
+    code, out, err = keel("run scenes/main.yaml --frames 60", nil, p)
+    assert.are.equal(0, code, err)
+    assert.matches("60 frames, 1 entity", out, 1, true)
+    assert.are.equal(0, (keel("fmt --check scenes/main.yaml", nil, p))) -- canonical as written
+    -- an existing NAME is left alone
+    code, _, err = keel("new my-game", nil, d)
+    assert.are.equal(2, code)
+    assert.matches("already exists", err, 1, true)
+    rmrf(d)
+  end)
+end)

@@ -266,3 +266,37 @@ describe("keel new NAME", function()
     rmrf(d)
   end)
 end)
+
+describe("the reference a newcomer reads", function()
+  local readme = slurp(ROOT .. "/README.md")
+
+  it("names no DESIGN.md (not in the repository); documents JOBS, query rows and keel.repl.format", function()
+    assert.is_nil(readme:find("DESIGN", 1, true))
+    assert.matches("make test JOBS=1", readme, 1, true)
+    assert.matches("A query row:", readme, 1, true)
+    assert.matches('require("keel.repl").format(v)', readme, 1, true)
+    assert.are.equal("function", type(require("keel.repl").format))
+  end)
+
+  it("has a row in the field types table for every type keel.kind accepts", function()
+    local keel = require "keel"
+    for _, t in ipairs{ "bool", "int", "float", "vec2", "vec3", "vec4", "quat", "color", "enum", "string",
+                        "asset", "entity" } do
+      local spec = { key = "nc:t_" .. t, fields = { { "f", t, choices = t == "enum" and { "a", "b" } or nil } } }
+      assert.is_truthy(pcall(keel.kind, spec), t) -- a real type
+      assert.is_truthy(readme:find("\n  | `" .. t .. "`", 1, true) or readme:find("`, `" .. t .. "`", 1, true)
+        or readme:find("| `" .. t .. "`,", 1, true), t)
+    end
+  end)
+
+  it("the REPL's help() names undo and format; print() and the printout agree on floats", function()
+    local help = require("keel.repl").help()
+    assert.matches('require("keel.history").new(world)', help, 1, true)
+    assert.matches('require("keel.repl").format', help, 1, true)
+    local code, out, err = keel("", 'c = world:spawn{ components = { { "core:transform", position = { 80.00000000000028, 0.1 + 0.2, 80 } } } }:get("core:transform")\n'
+      .. "print(c.position[1], c.position[2], c.position[3])\n=c\n")
+    assert.are.equal(0, code, err)
+    assert.matches("80.00000000000028\t0.30000000000000004\t80\n", out, 1, true)
+    assert.matches("position = {80.00000000000028, 0.30000000000000004, 80}", out, 1, true)
+  end)
+end)

@@ -246,6 +246,8 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_setglobal(L, "play");
     lua_getfield(L, -1, "stop");
     lua_setglobal(L, "stop");
+    lua_getfield(L, -1, "print");
+    lua_setglobal(L, "print");
     lua_pop(L, 1);
 }
 

@@ -286,6 +286,19 @@ function repl.show(...)
 end
 
 repl.format = show
+repl.number = show_number
+
+-- The REPL's print(): Lua's, but a float in the shortest form that reads back exactly, as
+-- the printouts and the scene files write it (print(c.value) and `=e` agree).
+function repl.print(...)
+  local n = select("#", ...)
+  local parts = {}
+  for i = 1, n do
+    local v = select(i, ...)
+    parts[i] = math.type(v) == "float" and show_number(v) or tostring(v)
+  end
+  io.stdout:write(table.concat(parts, "\t"), "\n")
+end
 
 -- ---- completion (the REPL's tab key) ----
 
@@ -386,7 +399,10 @@ e = world:find("A")            an entity: e:get(kind[, slot]), e:add(kind[, body
 c = e:get("core:transform")    a component: c.position = { 1, 2, 3 } writes through the registry
 keel.kinds(), keel.kind_info(key), keel.kind{ ... }   the kinds; ./kinds/*.lua are loaded at start-up
 keel.load(path), keel.persist  scenes and save games
-reload()                       re-runs the kind files that changed
+reload()                       re-runs the kind files (and shared modules) whose content changed
+h = require("keel.history").new(world)   undo/redo: h:spawn{...}, h:add(e, kind), h:set(c, field, v),
+                               h:destroy(e), h:rename(e, name), h:reparent(e, p); h:undo(), h:redo()
+require("keel.repl").format(v) the printout below as a string (an entity with its components), for scripts
 play(), stop()                 play mode: stop() puts the world back as it was at play() (handles go stale)
 =expr or expr                  prints the value; Tab completes (kind keys inside quotes)
 ctrl-c drops the line or stops a Lua loop (a world:run after its frame; twice: at once); ctrl-d quits]]

@@ -300,3 +300,21 @@ describe("the reference a newcomer reads", function()
     assert.matches("position = {80.00000000000028, 0.30000000000000004, 80}", out, 1, true)
   end)
 end)
+
+describe("long work on a terminal", function()
+  it("a scene of 10 MB or more shows a status line and its time on a TTY, nothing otherwise", function()
+    local d = tmpdir()
+    local pad = ("# " .. ("x"):rep(98) .. "\n"):rep(110000) -- 11 MB of comments: quick to read, big to stat
+    spit(d .. "/big.yaml", pad .. H.doc_of(H.ent(H.U1, "A")))
+    local code, out, err = keel("check big.yaml", nil, d)
+    assert.are.equal(0, code, err)
+    assert.are.equal("", out .. err) -- not a terminal
+    local ok = os.execute("cd " .. shell_quote(d) .. " && " .. H.NO_PRELOAD .. "script -qec "
+      .. shell_quote(shell_quote(KEEL) .. " check big.yaml") .. " /dev/null >tty.txt 2>&1")
+    local tty = slurp(d .. "/tty.txt")
+    rmrf(d)
+    assert.is_true(ok == true or ok == 0, tty)
+    assert.matches("reading big.yaml (11.", tty, 1, true)
+    assert.matches("big.yaml: 11.%d MB read in [%d.]+ s %([%d.]+ MB/s%)", tty)
+  end)
+end)

@@ -185,7 +185,10 @@ int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path)
     } else {
         lua_pushnil(L);
     }
-    if (keel_cli_call(L, 2, 2, false) != LUA_OK) {
+    bool shown = keel_cli_progress_begin(path);
+    int status = keel_cli_call(L, 2, 2, false);
+    keel_cli_progress_end(shown, path);
+    if (status != LUA_OK) {
         lua_pushfstring(L, "%s: %s", path, lua_tostring(L, -1));
         lua_remove(L, -2);
         keel_cli_report(cli, L);

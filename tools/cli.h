@@ -88,6 +88,13 @@ void keel_cli_unknown_summary(lua_State *L, const keel_cli *cli, const char *pat
  * (diffutils); false when it could not be shown (no diff program, no temp file). */
 bool keel_cli_print_diff(const char *label, const char *old, size_t oldlen, const char *text, size_t len);
 
+/* ---- tools/progress.c ---- */
+
+/* A status line on stderr for reading `path` when stderr is a terminal and the file is
+ * 10 MB or more; returns whether it was shown (pass it to _end, which says how long it took). */
+bool keel_cli_progress_begin(const char *path);
+void keel_cli_progress_end(bool shown, const char *path);
+
 /* ---- tools/keel.c ---- */
 
 /* A verb's own option: with `arg` it takes a value, else it sets `flag`. */

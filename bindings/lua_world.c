@@ -259,7 +259,8 @@ static int spawn_body(lua_State *L, int item, size_t i, keel_diags *d)
         lua_pop(L, 1);
         KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components",
                    "components[%zu]: a body is { \"kind\", field = value } or { \"kind\", { field = value } }, "
-                   "nothing else", i);
+                   "nothing else",
+                   i);
         return 0;
     }
     return lua_gettop(L);
@@ -851,10 +852,13 @@ static void check_keys(lua_State *L, int t, const char *what, const char *const 
         const char *keys = lua_tostring(L, -1);
         if (k) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: unknown key '%s' (it takes %s)", what, k, keys);
         int key_idx = lua_gettop(L) - 2, val_idx = lua_gettop(L) - 1;
-        const char *shown = lua_type(L, val_idx) == LUA_TSTRING ? lua_pushfstring(L, " \"%s\"", lua_tostring(L, val_idx)) : "";
+        const char *shown = lua_type(L, val_idx) == LUA_TSTRING
+            ? lua_pushfstring(L, " \"%s\"", lua_tostring(L, val_idx))
+            : "";
         const char *named = strcmp(what, "spawn") == 0 && *shown ? " (a name goes as name = ...)" : "";
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: positional entry [%s]%s is not accepted%s: it takes the keys %s",
-                        what, luaL_tolstring(L, key_idx, NULL), shown, named, keys);
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                        "%s: positional entry [%s]%s is not accepted%s: it takes the keys %s", what,
+                        luaL_tolstring(L, key_idx, NULL), shown, named, keys);
     }
 }
 

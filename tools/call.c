@@ -27,7 +27,10 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
  * fault); a second one stops at once, as outside. */
 static volatile sig_atomic_t sigint_seen;
 
-bool keel_cli_interrupted(void) { return sigint_seen; }
+bool keel_cli_interrupted(void)
+{
+    return sigint_seen;
+}
 
 static void on_sigint(int sig)
 {

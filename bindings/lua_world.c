@@ -239,6 +239,35 @@ static bool spec_in(keel_kind_id k, const keel_kind_id *ks, size_t n)
     return false;
 }
 
+/* Pushes the body of component item `item` (the i-th of a spawn spec): the item itself
+ * ({ "kind", field = value }) or a nested table ({ "kind", { field = value } }, a form
+ * people write: taken, never dropped). Returns its index, or 0 with an error in d. */
+static int spawn_body(lua_State *L, int item, size_t i, keel_diags *d)
+{
+    int t = lua_rawgeti(L, item, 2);
+    if (t == LUA_TNIL && lua_rawlen(L, item) <= 1) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, item);
+        return lua_gettop(L);
+    }
+    bool named = false; /* field = value beside a nested body: which one was meant? */
+    lua_pushnil(L);
+    while (!named && lua_next(L, item)) {
+        named = lua_type(L, -2) == LUA_TSTRING;
+        lua_pop(L, 1);
+    }
+    if (named) lua_pop(L, 1);
+    if (t != LUA_TTABLE || named || lua_rawlen(L, item) > 2) {
+        lua_pop(L, 1);
+        KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components",
+                   "components[%zu]: a body is { \"kind\", field = value } or { \"kind\", { field = value } }, "
+                   "nothing else",
+                   i);
+        return 0;
+    }
+    return lua_gettop(L);
+}
+
 /* Checks a spawn spec's components (array at idx) as the adds in order would, before the
  * entity exists: a refused spec then runs no awake/on_destroy and bumps no revision.
  * What only the adds can tell (validate hooks, a raising awake) is still undone after. */
@@ -297,7 +326,11 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
                         ok = false;
                     }
             }
-            if (ok && lua_type(L, item) == LUA_TTABLE) ok = keel__lua_body_check(L, lw->ctx, item, k, lw->w, d);
+            if (ok && lua_type(L, item) == LUA_TTABLE) {
+                int body = spawn_body(L, item, i, d);
+                ok = body && keel__lua_body_check(L, lw->ctx, body, k, lw->w, d);
+                if (body) lua_pop(L, 1);
+            }
             ks[i - 1] = k;
         }
         lua_pop(L, 1);
@@ -332,8 +365,12 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             lua_pop(L, 1);
             return false;
         }
+        if (body && !(body = spawn_body(L, body, i, d))) { /* prechecked: not reached */
+            lua_pop(L, 1);
+            return false;
+        }
         keel_status s = keel__lua_add(L, lw->ctx, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
-        lua_pop(L, 1);
+        lua_pop(L, body ? 2 : 1);
         if (s != KEEL_OK) return false;
     }
     return true;
@@ -425,11 +462,12 @@ static volatile sig_atomic_t g_stepping;
 void keel_lua_interrupt(void) { g_interrupt = 1; }
 int keel_lua_stepping(void) { return g_stepping; }
 
-static int raise_if_interrupted(lua_State *L)
+static int raise_if_interrupted(lua_State *L, const keel_lua_world *lw)
 {
     if (!g_interrupt) return 0;
     g_interrupt = 0;
-    return luaL_error(L, "interrupted!");
+    /* how far the world got: a ctrl-c'd script says it without a traceback */
+    return luaL_error(L, "interrupted! (after frame %d)", (int)keel_world_frame(lw->w));
 }
 
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
@@ -469,7 +507,7 @@ static int w_step(lua_State *L)
     keel_diags_init(&d);
     keel_status s = step_once(L, lw, dt, &d);
     keel__lua_check(L, s, &d, NULL);
-    return raise_if_interrupted(L);
+    return raise_if_interrupted(L, lw);
 }
 
 static int w_run(lua_State *L)
@@ -487,7 +525,7 @@ static int w_run(lua_State *L)
         keel_diags_init(&d);
         keel_status s = step_once(L, lw, dt, &d);
         keel__lua_check(L, s, &d, NULL);
-        raise_if_interrupted(L);
+        raise_if_interrupted(L, lw);
     }
     return 0;
 }
@@ -798,11 +836,31 @@ static void check_keys(lua_State *L, int t, const char *what, const char *const 
 {
     lua_pushnil(L);
     while (lua_next(L, t)) {
-        lua_pop(L, 1);
-        const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
         size_t i = 0;
         while (k && known[i] && strcmp(known[i], k) != 0) i++;
-        if (!k || !known[i]) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: unknown key '%s'", what, k ? k : luaL_typename(L, -1));
+        if (k && known[i]) {
+            lua_pop(L, 1);
+            continue;
+        }
+        /* say what is accepted: `w:spawn{ "Bob" }` is a positional entry, not a key named 'number' */
+        luaL_Buffer b;
+        luaL_buffinit(L, &b);
+        for (size_t j = 0; known[j]; j++) {
+            luaL_addstring(&b, j ? ", " : "");
+            luaL_addstring(&b, known[j]);
+        }
+        luaL_pushresult(&b);
+        const char *keys = lua_tostring(L, -1);
+        if (k) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: unknown key '%s' (it takes %s)", what, k, keys);
+        int key_idx = lua_gettop(L) - 2, val_idx = lua_gettop(L) - 1;
+        const char *shown = lua_type(L, val_idx) == LUA_TSTRING
+            ? lua_pushfstring(L, " \"%s\"", lua_tostring(L, val_idx))
+            : "";
+        const char *named = strcmp(what, "spawn") == 0 && *shown ? " (a name goes as name = ...)" : "";
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                        "%s: positional entry [%s]%s is not accepted%s: it takes the keys %s", what,
+                        luaL_tolstring(L, key_idx, NULL), shown, named, keys);
     }
 }
 

@@ -678,7 +678,7 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
         free(path);
         return;
     }
-    bool ok = true;
+    bool ok = true, uuid_ok = true;
     const keel_node *un = keel_node_get(n, "uuid"), *nn = keel_node_get(n, "name");
     const keel_node *en = keel_node_get(n, "enabled");
     const keel_node *parent = keel_node_get(n, "parent");
@@ -687,7 +687,7 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
     char *p = pathf("%s.uuid", path);
     if (!un) {
         error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
-        ok = false;
+        uuid_ok = false;
     } else if (want_uuid(L, un, p, &u)) {
         keel_entity other = keel_find(L->w, u);
         if (other) {
@@ -695,10 +695,10 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
             for (size_t k = 0; k + 1 < L->recs_n; k++)
                 if (L->recs[k].e == other) first = L->recs[k].at.line;
             error(L, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
-            ok = false;
+            uuid_ok = false;
         }
     } else {
-        ok = false;
+        uuid_ok = false;
     }
     free(p);
     const char *name = "";
@@ -723,6 +723,9 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
         }
         free(p);
     }
+    /* A bad uuid (already an error) still gets its components read, under a stand-in uuid:
+     * every problem of a hand-written entity is reported in one pass. */
+    if (!uuid_ok) u = keel_uuid_v4();
     if (ok) {
         keel_diags tmp;
         keel_diags_init(&tmp);

@@ -1287,7 +1287,7 @@ describe("keel program", function()
         .. s .. "` opens it\n", err)
       code, _, err = keel("chek x.yaml")
       assert.are.equal(2, code)
-      assert.truthy(err:find("^keel: no verb or script named 'chek' %(verbs: repl run check fmt cook dump kinds serve mcp merge%)\n"), err)
+      assert.truthy(err:find("^keel: no verb or script named 'chek' %(verbs: repl run check fmt cook dump kinds serve mcp merge uuid new%)\n"), err)
       -- a script from stdin, and one without an extension, still run
       code, out = keel("-", "print('from stdin')\n")
       assert.are.equal(0, code)

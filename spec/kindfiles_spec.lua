@@ -38,8 +38,8 @@ describe("keel.kindfiles", function()
       assert.are.same({ dir }, kf.dirs)
       assert.are.equal(3, #kf.files)
       assert.are.equal(dir .. "/10.lua", kf.files[1].path)
-      assert.are.equal(lfs.attributes(dir .. "/10.lua", "modification"), kf.files[1].mtime)
-      assert.are.equal(#logger("10.lua"), kf.files[1].size)
+      assert.are.equal(kf.content_hash(dir .. "/10.lua"), kf.files[1].hash)
+      assert.are.equal("number", math.type(kf.files[1].hash) and "number")
     end)
 
     it("reports a directory that cannot be read, and counts it as one failure", function()
@@ -92,9 +92,15 @@ describe("keel.kindfiles", function()
       assert.are.same({ dir .. "/b.lua", dir .. "/c.lua" }, kf.reload())
       assert.are.same({ "a", "b", "b2", "c" }, KF_LOG)
       assert.are.same({}, kf.reload())
-      -- the same size, a new time
+      -- content is compared: a new time alone is no change ...
       lfs.touch(dir .. "/a.lua", lfs.attributes(dir .. "/a.lua", "modification") + 5)
+      assert.are.same({}, kf.reload())
+      -- ... and an edit of the same size within the same second is one
+      local t = lfs.attributes(dir .. "/a.lua", "modification")
+      H.spit(dir .. "/a.lua", logger("A"))
+      lfs.touch(dir .. "/a.lua", t)
       assert.are.same({ dir .. "/a.lua" }, kf.reload())
+      assert.are.same({ "a", "b", "b2", "c", "A" }, KF_LOG)
       assert.are.equal("", err.text)
     end)
 

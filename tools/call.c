@@ -25,8 +25,16 @@ static void stop_hook(lua_State *L, lua_Debug *ar)
  * Inside w:step/w:run the first Ctrl-C stops after the current frame instead
  * (a hook raising inside a callback would be recorded as that callback's
  * fault); a second one stops at once, as outside. */
+static volatile sig_atomic_t sigint_seen;
+
+bool keel_cli_interrupted(void)
+{
+    return sigint_seen;
+}
+
 static void on_sigint(int sig)
 {
+    sigint_seen = 1;
     if (keel_lua_stepping() && !stepping_interrupted) {
         stepping_interrupted = 1;
         keel_lua_interrupt();
@@ -99,6 +107,7 @@ int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible)
     if (interruptible) {
         interrupted_state = L;
         stepping_interrupted = 0;
+        sigint_seen = 0;
         signal(SIGINT, on_sigint);
     }
     int status = lua_pcall(L, narg, nres, base);
@@ -179,7 +188,10 @@ int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path)
     } else {
         lua_pushnil(L);
     }
-    if (keel_cli_call(L, 2, 2, false) != LUA_OK) {
+    bool shown = keel_cli_progress_begin(path);
+    int status = keel_cli_call(L, 2, 2, false);
+    keel_cli_progress_end(shown, path);
+    if (status != LUA_OK) {
         lua_pushfstring(L, "%s: %s", path, lua_tostring(L, -1));
         lua_remove(L, -2);
         keel_cli_report(cli, L);
@@ -203,7 +215,10 @@ int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path)
     lua_pop(L, 1);
     lua_getfield(L, -1, "warnings");
     lua_pushvalue(L, -2);
-    if (keel_cli_call(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) print_diag_table(L, -1, path);
+    if (keel_cli_call(L, 1, 1, false) == LUA_OK && lua_istable(L, -1)) {
+        print_diag_table(L, -1, path);
+        keel_cli_unknown_summary(L, cli, path, -1);
+    }
     lua_pop(L, 1);
     return -1;
 }

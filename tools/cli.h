@@ -16,6 +16,7 @@ typedef struct keel_cli {
     const char **kinds_dirs;   /* --kinds, in order given */
     size_t kinds_count;        /* 0: the defaults apply */
     const char *assets;        /* --assets FILE, or NULL */
+    const char *scene;         /* the verb's scene, set before keel_cli_setup: its nearest kinds/ is looked at */
 } keel_cli;
 
 /* ---- tools/embed.c ---- */
@@ -60,6 +61,12 @@ int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *sce
 /* A port number 0..65535 (0: any free one); false after a usage error. */
 bool keel_cli_parse_port(keel_cli *cli, const char *s, lua_Integer *port);
 
+/* tools/verb_uuid.c */
+int keel_cli_uuid(lua_State *L, keel_cli *cli, int argc, char **argv);
+
+/* tools/verb_new.c */
+int keel_cli_new(lua_State *L, keel_cli *cli, int argc, char **argv);
+
 /* tools/repl.c */
 int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
 
@@ -69,6 +76,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
  * adds a traceback (or, for an error object, the user's line that raised it).
  * `interruptible`: ctrl-c stops the Lua code instead of the program. */
 int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible);
+/* Whether ctrl-c reached the last interruptible keel_cli_call. */
+bool keel_cli_interrupted(void);
 /* Prints the error message on top of the stack as "keel: message" and pops it. */
 void keel_cli_report(const keel_cli *cli, lua_State *L);
 /* require(name) into a global; false (after reporting) when it fails. */
@@ -76,6 +85,29 @@ bool keel_cli_require(const keel_cli *cli, lua_State *L, const char *name, const
 /* Pushes keel.load(path)'s world and returns -1, its warnings printed as `keel check` prints
  * them; on failure prints why (the error object's own diagnostics) and returns the exit code. */
 int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path);
+
+/* ---- tools/kinds_find.c ---- */
+
+/* Without --kinds: loads the bundled kinds, ./kinds and the nearest kinds/ from
+ * cli->scene's folder upward (each directory once) through keel.kindfiles at
+ * stack index `mod`, and sets its `searched` list. Returns the files that failed. */
+int keel_cli_default_kinds(lua_State *L, int mod, const keel_cli *cli);
+/* One stderr line when the warnings table at `warnings` says the scene at
+ * `path` holds unknown kinds: how many components of which, where kinds were looked for. */
+void keel_cli_unknown_summary(lua_State *L, const keel_cli *cli, const char *path, int warnings);
+
+/* ---- tools/textdiff.c ---- */
+
+/* Prints a unified diff from `old` to `text` under `label` by running `diff -u`
+ * (diffutils); false when it could not be shown (no diff program, no temp file). */
+bool keel_cli_print_diff(const char *label, const char *old, size_t oldlen, const char *text, size_t len);
+
+/* ---- tools/progress.c ---- */
+
+/* A status line on stderr for reading `path` when stderr is a terminal and the file is
+ * 10 MB or more; returns whether it was shown (pass it to _end, which says how long it took). */
+bool keel_cli_progress_begin(const char *path);
+void keel_cli_progress_end(bool shown, const char *path);
 
 /* ---- tools/keel.c ---- */
 

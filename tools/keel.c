@@ -28,10 +28,13 @@ static const char *const usage_text =
     "       keel merge --install [PATTERN...]     set this git repository up to use it\n"
     "       keel merge --take ours|theirs FILE [PATH...]   resolve a merged scene's conflicts\n"
     "       keel mcp SCENE                        the live channel as MCP tools on stdin/stdout\n"
+    "       keel uuid [N]                         print N (default 1) fresh v4 UUIDs\n"
+    "       keel new NAME                         a project scaffold in NAME/\n"
     "       keel VERB --help                      what the verb does\n";
 
 static const char *const common_text =
-    "common: --kinds DIR (repeatable; default: the bundled lua/kinds and ./kinds if present)\n"
+    "common: --kinds DIR (repeatable; default: the bundled lua/kinds, ./kinds and the nearest\n"
+    "          kinds/ from the scene's folder upward, each when present)\n"
     "        --assets FILE (default: assets.yaml beside the scene)\n"
     "exit codes: 0 ok, 1 the input has errors, 2 usage or environment\n";
 
@@ -70,12 +73,14 @@ static const struct { const char *verb, *text; } verb_help[] = {
     { "fmt",
       "usage: keel fmt FILE... [--check]\n"
       "  Rewrites each scene in canonical form (atomically, only when the bytes\n"
-      "  differ); manifests are checked, not rewritten. --check writes nothing and\n"
+      "  differ); manifests are checked, not rewritten. --check writes nothing,\n"
+      "  prints a unified diff of what fmt would change (`diff -u`, diffutils) and\n"
       "  exits 1 when a file is not canonical.\n" },
     { "cook",
       "usage: keel cook SCENE -o OUT.keelc\n"
-      "  Builds the cooked binary scene. Refuses unknown kinds, unresolved entity\n"
-      "  references and assets missing from the manifest.\n" },
+      "  Builds the cooked binary scene and prints `wrote OUT: N entities, B bytes`.\n"
+      "  Refuses unknown kinds, unresolved entity references and assets missing\n"
+      "  from the manifest.\n" },
     { "dump",
       "usage: keel dump FILE.keelc [-o OUT]\n"
       "  Prints a cooked scene back as canonical YAML (to OUT with -o).\n" },
@@ -101,6 +106,15 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  lines on stdin/stdout (initialize, tools/list, tools/call). One tool per live\n"
       "  channel method, named with _ for . (object_list, component_set...), each with a\n"
       "  JSON Schema of its params; component_set's is built from the kinds' fields.\n" },
+    { "uuid",
+      "usage: keel uuid [N]\n"
+      "  Prints N (default 1) fresh version-4 UUIDs, one a line, for entities\n"
+      "  written by hand.\n" },
+    { "new",
+      "usage: keel new NAME\n"
+      "  Makes the project NAME/: kinds/ (an example kind and system),\n"
+      "  scenes/main.yaml, spec/ (a passing spec), .busted (busted runs under keel),\n"
+      "  .gitattributes (*.yaml merge=keel) and a README with the commands.\n" },
 };
 
 /* The verb being run, for its usage errors; NULL before dispatch. */
@@ -250,12 +264,6 @@ int keel_cli_parse(keel_cli *cli, int argc, char **argv, const keel_cli_opt *opt
     return npos;
 }
 
-static bool dir_exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 /* kindfiles.load(dir) (the module at stack index `mod`); returns the number of files that failed. */
 static int load_kinds_dir(lua_State *L, int mod, const char *dir)
 {
@@ -282,15 +290,7 @@ int keel_cli_setup(lua_State *L, keel_cli *cli, bool lenient)
         for (size_t i = 0; i < cli->kinds_count; i++)
             failed += load_kinds_dir(L, mod, cli->kinds_dirs[i]);
     } else {
-        char *bundled = keel_embed_data_path("lua/kinds", "kinds");
-        if (bundled) {
-            /* Copied into Lua first: the load may raise. */
-            lua_pushstring(L, bundled);
-            free(bundled);
-            failed += load_kinds_dir(L, mod, lua_tostring(L, -1));
-            lua_pop(L, 1);
-        }
-        if (dir_exists("kinds")) failed += load_kinds_dir(L, mod, "kinds");
+        failed += keel_cli_default_kinds(L, mod, cli);
     }
     keel_diags d;
     keel_diags_init(&d);
@@ -322,7 +322,7 @@ static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "repl", keel_cli_repl },   { "run", keel_cli_run },   { "check", keel_cli_check },
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
     { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "merge", keel_cli_merge },
-    { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "mcp", keel_cli_mcp },
+    { "mcp", keel_cli_mcp },     { "uuid", keel_cli_uuid },   { "new", keel_cli_new },
 };
 
 static int pmain(lua_State *L)
@@ -372,7 +372,7 @@ static int pmain(lua_State *L)
                     cli.progname, argv[i], argv[i], argv[i]);
             code = KEEL_EXIT_USAGE;
         } else if (strcmp(argv[i], "-") != 0 && !file_exists(argv[i]) && strpbrk(argv[i], "/.") == NULL) {
-            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds serve mcp merge)",
+            keel_cli_usage_error(&cli, "no verb or script named '%s' (verbs: repl run check fmt cook dump kinds serve mcp merge uuid new)",
                                  argv[i]);
             code = KEEL_EXIT_USAGE;
         } else {

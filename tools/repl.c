@@ -241,6 +241,8 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.show");
     lua_getfield(L, -1, "complete");
     lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.complete");
+    lua_getfield(L, -1, "new_errors");
+    lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.new_errors");
     lua_getfield(L, -1, "reload");
     lua_setglobal(L, "reload");
     lua_getfield(L, -1, "help");
@@ -253,6 +255,8 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_setglobal(L, "serve");
     lua_getfield(L, -1, "poll");
     lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.poll");
+    lua_getfield(L, -1, "print");
+    lua_setglobal(L, "print");
     lua_pop(L, 1);
 }
 
@@ -334,6 +338,17 @@ static void print_banner(lua_State *L)
     lua_settop(L, top);
 }
 
+/* The callback errors the line's steps recorded (keel.repl's new_errors), grouped:
+ * a world:run that failed 25 times must not print nothing. */
+static void print_new_errors(lua_State *L)
+{
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, "keel.repl.new_errors");
+    if (lua_isfunction(L, -1) && lua_pcall(L, 0, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING)
+        puts(lua_tostring(L, -1));
+    lua_settop(L, top);
+}
+
 /* Runs what read_chunk left above `base` (its source, then its function or
  * the load error) and prints the results or the error; false when it failed. */
 static bool eval_chunk(lua_State *L, const keel_cli *cli, bool tty, int base, int status)
@@ -347,6 +362,7 @@ static bool eval_chunk(lua_State *L, const keel_cli *cli, bool tty, int base, in
     if (status == LUA_OK) print_results(L, cli, base + 1);
     else keel_cli_report(cli, L);
     lua_settop(L, base);
+    print_new_errors(L);
     fflush(stdout);
     return status == LUA_OK;
 }
@@ -378,6 +394,7 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "repl: expected at most one SCENE");
         return KEEL_EXIT_USAGE;
     }
+    cli->scene = n == 1 ? argv[0] : NULL;
     keel_cli_setup(L, cli, true); /* a broken kind file can be fixed and reload()ed */
     int rc = bind_world(L, cli, n == 1 ? argv[0] : NULL);
     if (rc >= 0) return rc;

@@ -104,6 +104,7 @@ static int files_verb_start(lua_State *L, keel_cli *cli, int argc, char **argv,
         keel_cli_usage_error(cli, "%s: no FILE given", verb);
         return 0;
     }
+    cli->scene = argv[0]; /* its nearest kinds/ */
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) {
         *code = rc;
@@ -135,7 +136,9 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_diags d;
         keel_diags_init(&d);
         keel_world *w = NULL;
+        bool shown = keel_cli_progress_begin(argv[i]);
         keel_status s = keel_scene_load(argv[i], &o, &w, &d);
+        keel_cli_progress_end(shown, argv[i]);
         size_t errors = keel_cli_print_diags(&d, argv[i]);
         if (s != KEEL_OK || errors > 0) code = worse(code, status_exit(s));
         keel_world_free(w);
@@ -181,7 +184,9 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
                 code = worse(code, status_exit(s));
             } else if (oldlen != len || memcmp(old, text, len) != 0) {
                 if (check) {
-                    printf("%s\n", argv[i]);
+                    /* what fmt would change, as a unified diff; the name alone without diffutils */
+                    if (!keel_cli_print_diff(argv[i], old, oldlen, text, len))
+                        printf("%s: not in canonical form (install diffutils to see the difference)\n", argv[i]);
                     code = KEEL_EXIT_INPUT;
                 } else if (keel_write_atomic(argv[i], text, len, &d) != KEEL_OK) {
                     code = worse(code, KEEL_EXIT_USAGE);
@@ -208,6 +213,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "cook: expected SCENE -o OUT.keelc");
         return KEEL_EXIT_USAGE;
     }
+    cli->scene = argv[0];
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
 
@@ -223,11 +229,16 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     void *data = NULL;
     size_t len = 0;
     int code = KEEL_EXIT_OK;
+    bool shown = keel_cli_progress_begin(argv[0]);
     keel_status s = keel_scene_load(argv[0], &o, &w, &d);
+    keel_cli_progress_end(shown, argv[0]);
     if (s == KEEL_OK) s = keel_cook(w, o.assets, &data, &len, &d);
     if (s == KEEL_OK) {
         s = keel_write_atomic(out, data, len, &d);
         if (s != KEEL_OK) code = KEEL_EXIT_USAGE;
+        else
+            printf("wrote %s: %zu entit%s, %zu bytes\n", out, keel_world_entity_count(w),
+                   keel_world_entity_count(w) == 1 ? "y" : "ies", len);
     } else {
         code = status_exit(s);
     }

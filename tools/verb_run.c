@@ -34,6 +34,13 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
     luaL_checkstack(L, argc - si, "too many arguments to script");
     for (int i = si + 1; i < argc; i++) lua_pushstring(L, argv[i]);
     if (keel_cli_call(L, argc - si - 1, 0, true) != LUA_OK) {
+        const char *msg = lua_tostring(L, -1);
+        if (keel_cli_interrupted() && msg && strstr(msg, "interrupted!")) {
+            /* ctrl-c: where it stopped (and the frame, from w:run/w:step), no traceback; 130 as a shell's */
+            const char *tb = strstr(msg, "\nstack traceback:");
+            fprintf(stderr, "%s: %.*s\n", cli->progname, tb ? (int)(tb - msg) : (int)strlen(msg), msg);
+            return 130;
+        }
         keel_cli_report(cli, L);
         return KEEL_EXIT_INPUT;
     }
@@ -76,7 +83,8 @@ static const char run_chunk[] =
     "  string.format('interrupted after %d of %s', ran, n(frames, 'frame', 'frames'))\n"
     "print(string.format('%s: %s, %s, %.4f ms per frame, %s', name, done,\n"
     "  n(w:count(), 'entity', 'entities'), ran > 0 and elapsed * 1000 / ran or 0, n(#errs, 'error', 'errors')))\n"
-    "for _, e in ipairs(errs) do\n"
+    "for i, e in ipairs(errs) do\n"
+    "  if i > 10 then io.stderr:write(string.format('%s: ... and %d more entries\\n', name, #errs - 10)); break end\n"
     "  local msg, phase = tostring(e.message), tostring(e.phase)\n"
     "  if msg:sub(1, #phase + 1) ~= phase .. ':' then msg = phase .. ': ' .. msg end\n"
     "  -- the entity by name too, when it is still there (a UUID alone says little)\n"
@@ -86,6 +94,13 @@ static const char run_chunk[] =
     "  if (e.count or 1) > 1 then msg = msg .. string.format(' (%d times in one step)', e.count) end\n"
     "  io.stderr:write(string.format('%s: error: %s[%s] on entity %s: %s\\n', name,\n"
     "    tostring(e.kind), tostring(e.slot), ent, msg))\n"
+    "end\n"
+    "if #errs > 0 then\n"
+    "  local ok, repl = pcall(require, 'keel.repl')\n"
+    "  if ok then\n"
+    "    io.stderr:write(name, ': callback errors by kind, phase and message:\\n',\n"
+    "      table.concat(repl.group_errors(errs), '\\n'), '\\n')\n"
+    "  end\n"
     "end\n"
     "if ran < frames then\n"
     "  if save then io.stderr:write('keel: run: interrupted: ' .. save .. ' not written\\n') end\n"
@@ -185,6 +200,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
         free(demo);
         scene = lua_tostring(L, -1); /* kept on the stack for the rest of the verb */
     }
+    cli->scene = scene;
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
     if (!keel_cli_require(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;

@@ -286,6 +286,19 @@ function repl.show(...)
 end
 
 repl.format = show
+repl.number = show_number
+
+-- The REPL's print(): Lua's, but a float in the shortest form that reads back exactly, as
+-- the printouts and the scene files write it (print(c.value) and `=e` agree).
+function repl.print(...)
+  local n = select("#", ...)
+  local parts = {}
+  for i = 1, n do
+    local v = select(i, ...)
+    parts[i] = math.type(v) == "float" and show_number(v) or tostring(v)
+  end
+  io.stdout:write(table.concat(parts, "\t"), "\n")
+end
 
 -- ---- completion (the REPL's tab key) ----
 
@@ -386,7 +399,10 @@ e = world:find("A")            an entity: e:get(kind[, slot]), e:add(kind[, body
 c = e:get("core:transform")    a component: c.position = { 1, 2, 3 } writes through the registry
 keel.kinds(), keel.kind_info(key), keel.kind{ ... }   the kinds; ./kinds/*.lua are loaded at start-up
 keel.load(path), keel.persist  scenes and save games
-reload()                       re-runs the kind files that changed
+reload()                       re-runs the kind files (and shared modules) whose content changed
+h = require("keel.history").new(world)   undo/redo: h:spawn{...}, h:add(e, kind), h:set(c, field, v),
+                               h:destroy(e), h:rename(e, name), h:reparent(e, p); h:undo(), h:redo()
+require("keel.repl").format(v) the printout below as a string (an entity with its components), for scripts
 serve([port])                  serves world to the inspector (its URL printed; default port 27760, 0: any free)
 play(), stop()                 play mode: stop() puts the world back as it was at play() (handles go stale)
 =expr or expr                  prints the value; Tab completes (kind keys inside quotes)
@@ -400,6 +416,64 @@ end
 -- the program loaded them with). Returns the list of files run again.
 function repl.reload()
   return require("keel.kindfiles").reload()
+end
+
+-- ---- callback errors said aloud ----
+
+-- w:errors() entries from index `from` (1 when nil) as lines, one per kind + phase +
+-- message with how many failures it stands for (an entry's `count` included):
+-- "  25 x game:health update: boom (kinds/health.lua:12)".
+function repl.group_errors(errs, from)
+  local groups, order = {}, {}
+  for i = from or 1, #errs do
+    local e = errs[i]
+    local who = (e.kind ~= nil and e.kind ~= "") and tostring(e.kind)
+      or (e.system and ("system " .. tostring(e.system))) or (e.timer and ("timer " .. tostring(e.timer))) or "?"
+    local key = who .. "\0" .. tostring(e.phase) .. "\0" .. tostring(e.message)
+    local g = groups[key]
+    if not g then
+      g = { who = who, phase = tostring(e.phase), message = tostring(e.message), where = e.where, n = 0 }
+      groups[key] = g
+      order[#order + 1] = g
+    end
+    g.n = g.n + (math.type(e.count) == "integer" and e.count or 1)
+  end
+  local lines = {}
+  for _, g in ipairs(order) do
+    local msg = g.message
+    if msg:sub(1, #g.phase + 1) == g.phase .. ":" then msg = msg:sub(#g.phase + 2):gsub("^ ", "") end
+    local where = (type(g.where) == "string" and not msg:find(g.where, 1, true)) and (" (" .. g.where .. ")") or ""
+    lines[#lines + 1] = string.format("  %d x %s %s: %s%s", g.n, g.who, g.phase, msg, where)
+  end
+  return lines
+end
+
+-- After each REPL line: the entries every world in a global variable gained since the
+-- last line (a world seen for the first time: all of them), grouped; nil when none.
+local seen_errors = setmetatable({}, { __mode = "k" })
+
+function repl.new_errors()
+  local out = {}
+  for name, w in pairs(_G) do
+    if kind_of(w) == "keel.World" then
+      local ok, errs = pcall(w.errors, w) -- a closed world has none to say
+      if ok and type(errs) == "table" then
+        local from = (seen_errors[w] or 0) + 1
+        seen_errors[w] = #errs
+        if #errs >= from then
+          local lines = repl.group_errors(errs, from)
+          local total = 0
+          for i = from, #errs do total = total + (math.type(errs[i].count) == "integer" and errs[i].count or 1) end
+          table.insert(lines, 1, string.format("%s: %d new callback error%s (%s:errors() lists them):", tostring(name),
+            total, total == 1 and "" or "s", tostring(name)))
+          out[#out + 1] = table.concat(lines, "\n")
+        end
+      end
+    end
+  end
+  if #out == 0 then return nil end
+  table.sort(out)
+  return table.concat(out, "\n")
 end
 
 -- play() / stop(): play mode for the REPL's world (world:play / world:stop); stop() says

@@ -3,7 +3,7 @@
 # Uses apt-get as root or through sudo; otherwise prints the command and exits 2.
 set -eu
 PKGS="cmake make pkg-config gcc clang libclang-rt-14-dev liblua5.4-dev lua5.4 libyaml-dev
-libcmocka-dev zlib1g-dev libedit-dev lua-busted lua-filesystem"
+libcmocka-dev zlib1g-dev libedit-dev libenet-dev lua-busted lua-filesystem"
 missing=""
 for p in $PKGS; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

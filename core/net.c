@@ -923,7 +923,7 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
     if (o) opts = *o;
     if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no world to host");
     if (w->mirror) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a client's mirror world cannot be hosted");
-    if (w->net_host) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "world '%s' is hosted already", keel_world_name(w));
+    if (w->net) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "world '%s' is hosted already", keel_world_name(w));
     if (opts.max_clients < 1 || opts.max_clients > 4095)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max_clients", "max_clients must be in 1..4095, got %u",
                           (unsigned)opts.max_clients);
@@ -968,7 +968,7 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
         }
         h->kind_of[id] = ++h->nkinds;
     }
-    w->net_host = h;
+    w->net = h;
     w->net_step = host_step_hook;
     *out = h;
     return KEEL_OK;
@@ -977,8 +977,8 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
 void keel_net_host_free(keel_net_host *h)
 {
     if (!h) return;
-    if (h->w && h->w->net_host == h) {
-        h->w->net_host = NULL;
+    if (h->w && h->w->net == h) {
+        h->w->net = NULL;
         h->w->net_step = NULL;
     }
     if (h->enet) {
@@ -1427,6 +1427,12 @@ static void client_receive(keel_net_client *c, int channel, const uint8_t *p, si
     keel__wire_msg_free(&m);
 }
 
+static void client_step_hook(keel_world *w, void *user)
+{
+    (void)w;
+    keel_net_client_service(user, NULL);
+}
+
 keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, keel_net_client **out,
                              keel_diags *d)
 {
@@ -1459,6 +1465,8 @@ keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, 
     snprintf(wname, sizeof wname, "%s", c->name);
     c->w = keel_world_new(wname);
     c->w->mirror = true;
+    c->w->net = c;
+    c->w->net_step = client_step_hook;
     *out = c;
     return KEEL_OK;
 }

@@ -411,7 +411,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     run_phase(w, KEEL_PHASE_LATE_UPDATE, dt);
     w->in_step = false;
     w->frame++;
-    if (w->net_step) w->net_step(w, w->net_host); /* a hosted world: one network tick a step */
+    if (w->net_step) w->net_step(w, w->net); /* a hosted world: one network tick a step */
     return KEEL_OK;
 }
 

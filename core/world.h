@@ -52,8 +52,8 @@ struct keel_world {
     bool mirror;                      /* a network client's world: fixed_update/update do not run, synced
                                        * fields are written only by the network (net.c) */
     bool net_applying;                /* net.c is writing received values */
-    struct keel_net_host *net_host;   /* the host serving this world (net.c), or NULL */
-    void (*net_step)(keel_world *w, void *host); /* called at the end of every keel_step */
+    void *net;                        /* the net.c host serving it, or client mirroring into it */
+    void (*net_step)(keel_world *w, void *net); /* called at the end of every keel_step (net.c) */
     double fixed_dt, acc;
     keel__run runs[KEEL_PHASE_COUNT_];
     uint64_t runs_structure;

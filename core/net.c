@@ -463,20 +463,42 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         tc->serial = mb->serial;
         tc->born = h->tick;
         tc->live = true;
-        tc->counter = mb->counter - 1; /* read below */
+        tc->counter = mb->counter - 1; /* read below: every field counts as changed */
         for (uint32_t f = 0; f < k->w.nsync; f++) tc->vals[f].type = k->w.types[f];
         tent_add_comp(t, ci);
         if (mb->kind == h->transform) t->pos_comp = ci + 1;
     }
     tc->seen = h->tick;
-    if (tc->counter == mb->counter) return;
+    /* Plain values are compared with the record itself every tick: a C hook or system may write
+     * its record directly, past the write counter. Strings and references only change through
+     * the write path, so the counter tells when to look at them. */
+    bool counted = tc->counter != mb->counter;
     tc->counter = mb->counter;
+    const unsigned char *rec = keel_record(h->w, comp);
+    const keel_kind_desc *kd = keel_kind_describe(mb->kind);
     for (uint32_t f = 0; f < k->w.nsync; f++) {
+        keel_type ty = k->w.types[f];
+        int fi = k->fields[f];
+        if ((size_t)fi >= kd->field_count || kd->fields[fi].type != ty) continue; /* redeclared since */
+        keel_value *sh = &tc->vals[f];
+        if (rec && ty != KEEL_T_STRING && ty != KEEL_T_ASSET && ty != KEEL_T_ENTITY) {
+            const unsigned char *p = rec + keel_kind_field_offset(mb->kind, fi);
+            void *dst = ty == KEEL_T_BOOL ? (void *)&sh->as.b
+                        : ty == KEEL_T_INT || ty == KEEL_T_ENUM ? (void *)&sh->as.i
+                        : ty == KEEL_T_FLOAT ? (void *)&sh->as.f : (void *)sh->as.v;
+            size_t n = ty == KEEL_T_BOOL ? sizeof(bool) : ty == KEEL_T_FLOAT || ty == KEEL_T_INT || ty == KEEL_T_ENUM ? 8
+                                                                                               : 8u * (size_t)keel_type_width(ty);
+            if (tc->changed[f] && memcmp(p, dst, n) == 0) continue;
+            memcpy(dst, p, n);
+            sh->type = ty;
+            tc->changed[f] = h->tick;
+            continue;
+        }
+        if (!counted) continue;
         keel_value v;
-        /* a kind redeclared since the host began may have moved its fields: only same-typed values */
-        if (keel_get(h->w, comp, k->fields[f], &v, NULL) != KEEL_OK || v.type != k->w.types[f]) continue;
-        if (tc->changed[f] && value_same(k->w.types[f], &tc->vals[f], &v)) continue;
-        value_keep(&tc->vals[f], &v);
+        if (keel_get(h->w, comp, fi, &v, NULL) != KEEL_OK || v.type != ty) continue;
+        if (tc->changed[f] && value_same(ty, sh, &v)) continue;
+        value_keep(sh, &v);
         tc->changed[f] = h->tick;
     }
 }

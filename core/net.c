@@ -170,10 +170,14 @@ typedef struct tcomp {
     uint32_t ent;            /* tent index */
     uint32_t kind;           /* skind index = connection-local kind id */
     uint32_t slot;
-    uint64_t serial, counter, born, seen;
-    keel_value vals[KEEL__WIRE_MAX_SYNC];
-    uint64_t changed[KEEL__WIRE_MAX_SYNC];
     bool live;
+    uint64_t last;           /* the newest of changed[] */
+    uint64_t wide;           /* the 64-bit flag of each field's mask bits (bit 2i+1) */
+    uint64_t serial, counter, born, seen;
+    keel__wire_buf enc;      /* each field's value encoded once a tick for every client */
+    uint32_t enc_off[KEEL__WIRE_MAX_SYNC + 1];
+    uint64_t changed[KEEL__WIRE_MAX_SYNC];
+    keel_value vals[KEEL__WIRE_MAX_SYNC];
 } tcomp;
 
 typedef struct tent {
@@ -187,11 +191,15 @@ typedef struct tent {
     uint32_t pos_comp;       /* its core:transform tcomp + 1, 0 none */
 } tent;
 
+/* One tick's unreliable sends to a client: its packets first_seq.. and the components each held. */
 typedef struct ringent {
-    uint64_t seq, tick;
-    uint32_t *comps;
+    uint64_t tick, first_seq;
+    uint32_t *comps;         /* in send order */
     uint32_t n, cap;
-    bool used, acked;
+    uint32_t *ends;          /* ends[p]: past packet p's last component in comps */
+    uint8_t *acked;
+    uint32_t npk, pk_cap;
+    bool used;
 } ringent;
 
 enum { C_HELLO = 0, C_KINDS, C_JOINED, C_REFUSED };
@@ -212,8 +220,10 @@ typedef struct hclient {
     uint32_t *ent_of_lid;    /* tent index + 1 */
     uint32_t next_lid, lid_cap;
     uint32_t cursor;         /* the lid the next delta pass starts at (budget round robin) */
-    uint64_t seq, acked_seq;
-    ringent ring[RING];
+    uint64_t seq;            /* the last delta packet's sequence number */
+    ringent ring[RING];      /* the last 32 ticks' sends */
+    uint32_t head;           /* the newest ring entry */
+    uint32_t unacked;        /* ticks sent since the client last acked anything */
     keel__wire_buf pend;     /* the reliable packet being filled */
     size_t pend_head;        /* its header's length */
     size_t spent;            /* bytes this tick */
@@ -356,7 +366,11 @@ static void client_free(hclient *c)
     free(c->parent_sent);
     free(c->confirmed);
     free(c->ent_of_lid);
-    for (int i = 0; i < RING; i++) free(c->ring[i].comps);
+    for (int i = 0; i < RING; i++) {
+        free(c->ring[i].comps);
+        free(c->ring[i].ends);
+        free(c->ring[i].acked);
+    }
     keel__wire_buf_free(&c->pend);
     free(c);
 }
@@ -382,6 +396,7 @@ static void tcomp_free(keel_net_host *h, uint32_t i)
     tcomp *tc = &h->comps[i];
     for (int f = 0; f < KEEL__WIRE_MAX_SYNC; f++)
         if (tc->vals[f].type == KEEL_T_STRING) free((char *)tc->vals[f].as.s);
+    keel__wire_buf_free(&tc->enc);
     memset(tc, 0, sizeof *tc);
     for (uint32_t k = 0; k < h->nclients; k++)
         if (i < h->clients[k]->comp_cap) h->clients[k]->confirmed[i] = 0;
@@ -476,6 +491,7 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
     tc->counter = mb->counter;
     const unsigned char *rec = keel_record(h->w, comp);
     const keel_kind_desc *kd = keel_kind_describe(mb->kind);
+    bool dirty = false;
     for (uint32_t f = 0; f < k->w.nsync; f++) {
         keel_type ty = k->w.types[f];
         int fi = k->fields[f];
@@ -492,6 +508,7 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
             memcpy(dst, p, n);
             sh->type = ty;
             tc->changed[f] = h->tick;
+            dirty = true;
             continue;
         }
         if (!counted) continue;
@@ -500,7 +517,19 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         if (tc->changed[f] && value_same(ty, sh, &v)) continue;
         value_keep(sh, &v);
         tc->changed[f] = h->tick;
+        dirty = true;
     }
+    if (!dirty) return;
+    tc->last = h->tick;
+    tc->enc.len = 0;
+    tc->wide = 0;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        tc->enc_off[f] = (uint32_t)tc->enc.len;
+        bool wide = keel__wire_needs_wide(k->w.types[f], &tc->vals[f]);
+        if (wide) tc->wide |= 2ull << (2 * f);
+        keel__wire_value(&tc->enc, k->w.types[f], &tc->vals[f], wide);
+    }
+    tc->enc_off[k->w.nsync] = (uint32_t)tc->enc.len;
 }
 
 /* The tick's look at the world: what lives, what changed, what went. */
@@ -583,18 +612,29 @@ static bool in_interest(keel_net_host *h, hclient *c, const tent *t)
     return dx * dx + dy * dy + dz * dz <= h->o.interest_radius * h->o.interest_radius;
 }
 
-/* mask + values of a component: every synced field when `all`, else those changed after `since` */
+/* mask + values of a component: every synced field when `all`, else those changed after
+ * `since`; the values are the tick's encoding, shared by every client. */
 static bool put_comp_values(keel_net_host *h, keel__wire_buf *b, const tcomp *tc, bool all, uint64_t since)
 {
-    const skind *k = &h->kinds[tc->kind];
+    uint32_t nsync = h->kinds[tc->kind].w.nsync;
     uint64_t mask = 0;
-    for (uint32_t f = 0; f < k->w.nsync; f++)
-        if (all || tc->changed[f] > since)
-            mask |= (keel__wire_needs_wide(k->w.types[f], &tc->vals[f]) ? 3ull : 1ull) << (2 * f);
-    if (!all && !mask) return false;
+    if (all) mask = nsync >= 32 ? UINT64_MAX : ((1ull << (2 * nsync)) - 1);
+    else if (tc->last <= since) return false;
+    else
+        for (uint32_t f = 0; f < nsync; f++)
+            if (tc->changed[f] > since) mask |= 3ull << (2 * f);
+    mask &= 0x5555555555555555ull | tc->wide;
     keel__wire_varint(b, mask);
-    for (uint32_t f = 0; f < k->w.nsync; f++)
-        if (mask >> (2 * f) & 1) keel__wire_value(b, k->w.types[f], &tc->vals[f], (mask >> (2 * f) & 3) == 3);
+    for (uint32_t f = 0; f < nsync;) {
+        if (!(mask >> (2 * f) & 1)) {
+            f++;
+            continue;
+        }
+        uint32_t g = f + 1; /* a run of present fields: one copy */
+        while (g < nsync && (mask >> (2 * g) & 1)) g++;
+        keel__wire_bytes(b, tc->enc.p + tc->enc_off[f], tc->enc_off[g] - tc->enc_off[f]);
+        f = g;
+    }
     return true;
 }
 
@@ -695,7 +735,7 @@ static void resnapshot(keel_net_host *h, hclient *c)
     }
     keel__wire_buf_free(&rec);
     for (int i = 0; i < RING; i++) c->ring[i].used = false;
-    c->acked_seq = c->seq;
+    c->unacked = 0;
     h->stats.resnapshots++;
 }
 
@@ -706,17 +746,31 @@ static void ring_note(ringent *r, uint32_t ci)
         r->comps = keel__xrealloc(r->comps, r->cap * sizeof *r->comps);
     }
     r->comps[r->n++] = ci;
+    r->ends[r->npk - 1] = r->n;
 }
 
 static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
 {
     c->seq++;
-    ringent *r = &c->ring[c->seq % RING];
-    r->seq = c->seq;
-    r->tick = h->tick;
-    r->n = 0;
-    r->used = true;
-    r->acked = false;
+    ringent *r = &c->ring[c->head];
+    if (!r->used || r->tick != h->tick) { /* this tick's entry: the oldest one goes */
+        c->head = (c->head + 1) % RING;
+        r = &c->ring[c->head];
+        r->used = true;
+        r->tick = h->tick;
+        r->first_seq = c->seq;
+        r->n = 0;
+        r->npk = 0;
+        c->unacked++;
+    }
+    if (r->npk == r->pk_cap) {
+        r->pk_cap = r->pk_cap ? r->pk_cap * 2 : 16;
+        r->ends = keel__xrealloc(r->ends, r->pk_cap * sizeof *r->ends);
+        r->acked = keel__xrealloc(r->acked, r->pk_cap);
+    }
+    r->ends[r->npk] = r->n;
+    r->acked[r->npk] = 0;
+    r->npk++;
     pk->len = 0;
     keel__wire_u8(pk, KEEL__PK_DELTA);
     keel__wire_varint(pk, c->seq);
@@ -728,7 +782,7 @@ static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
  * ascending local ids from where the last tick's budget stopped. */
 static void send_deltas(keel_net_host *h, hclient *c)
 {
-    if (c->seq > c->acked_seq + RING) { /* no ack for the whole ring: start over from a snapshot */
+    if (c->unacked >= RING) { /* no ack for the whole ring: start over from a snapshot */
         resnapshot(h, c);
         return;
     }
@@ -750,7 +804,7 @@ static void send_deltas(keel_net_host *h, hclient *c)
             uint32_t ci = t->comps[j];
             tcomp *tc = &h->comps[ci];
             const skind *k = &h->kinds[tc->kind];
-            if (!c->confirmed[ci] || h->tick % k->interval) continue;
+            if (!c->confirmed[ci] || tc->last <= c->confirmed[ci] || h->tick % k->interval) continue;
             rec.len = 0;
             if (!r || !header) {
                 if (r && pk.len > 0) {
@@ -786,25 +840,25 @@ static void send_deltas(keel_net_host *h, hclient *c)
     keel__wire_buf_free(&rec);
 }
 
-static void on_ack(keel_net_host *h, hclient *c, uint64_t seq, uint32_t bits)
+/* Delta packet `seq` arrived: the components it held are confirmed at its tick. */
+static void on_ack(keel_net_host *h, hclient *c, uint64_t seq)
 {
-    if (seq > c->seq) return; /* acks a packet never sent: ignored */
-    for (int i = 0; i <= 32; i++) {
-        if (i > 0 && !(bits >> (i - 1) & 1)) continue;
-        if ((uint64_t)i > seq) break;
-        uint64_t s = seq - (uint64_t)i;
-        ringent *r = &c->ring[s % RING];
-        if (!r->used || r->seq != s || r->acked) continue;
-        r->acked = true;
-        for (uint32_t j = 0; j < r->n; j++) {
+    for (int i = 0; i < RING; i++) {
+        ringent *r = &c->ring[i];
+        if (!r->used || seq < r->first_seq || seq - r->first_seq >= r->npk) continue;
+        uint32_t p = (uint32_t)(seq - r->first_seq);
+        if (r->acked[p]) return;
+        r->acked[p] = 1;
+        c->unacked = 0;
+        for (uint32_t j = p ? r->ends[p - 1] : 0; j < r->ends[p]; j++) {
             uint32_t ci = r->comps[j];
             /* a component re-made after the packet left is another one */
             if (ci < h->ncomp && h->comps[ci].live && h->comps[ci].born <= r->tick && c->confirmed[ci] &&
                 c->confirmed[ci] < r->tick)
                 c->confirmed[ci] = r->tick;
         }
+        return;
     }
-    if (seq > c->acked_seq) c->acked_seq = seq;
 }
 
 static void send_kinds(keel_net_host *h, hclient *c)
@@ -880,7 +934,11 @@ static void host_receive(keel_net_host *h, hclient *c, ENetPacket *pk)
         break;
     case KEEL__PK_REFUSE: c->state = C_REFUSED; break; /* the client said why and leaves */
     case KEEL__PK_ACK:
-        if (c->state == C_JOINED) on_ack(h, c, m.seq, m.bits);
+        for (size_t i = 0; c->state == C_JOINED && i < m.nacks; i++) {
+            uint64_t first = m.acks[2 * i], n = m.acks[2 * i + 1];
+            if (first > c->seq || n > c->seq - first + 1) break; /* never sent: the rest is not believed */
+            for (uint64_t s = first; s < first + n; s++) on_ack(h, c, s);
+        }
         break;
     default: refuse(h, c, "a packet only a server sends");
     }
@@ -910,6 +968,9 @@ static void host_pump(keel_net_host *h)
     while (enet_host_service(h->enet, &ev, 0) > 0) {
         switch (ev.type) {
         case ENET_EVENT_TYPE_CONNECT: {
+            /* ENet's own throttle drops unreliable packets when the round trip grows (a big
+             * snapshot in flight): the budget paces sends here, and acks must keep coming */
+            enet_peer_throttle_configure(ev.peer, ENET_PEER_PACKET_THROTTLE_INTERVAL, ENET_PEER_PACKET_THROTTLE_SCALE, 0);
             hclient *c = keel__xcalloc(1, sizeof *c);
             c->peer = ev.peer;
             c->name = keel__strdup("");
@@ -1018,9 +1079,11 @@ void keel_net_host_free(keel_net_host *h)
             free(h->ents[i].name);
             free(h->ents[i].comps);
         }
-    for (uint32_t i = 0; i < h->ncomp; i++)
+    for (uint32_t i = 0; i < h->ncomp; i++) {
         for (int f = 0; f < KEEL__WIRE_MAX_SYNC; f++)
             if (h->comps[i].vals[f].type == KEEL_T_STRING) free((char *)h->comps[i].vals[f].as.s);
+        keel__wire_buf_free(&h->comps[i].enc);
+    }
     free(h->ents);
     free(h->ent_free);
     free(h->comps);
@@ -1087,7 +1150,12 @@ void keel_net_host_set_loss(keel_net_host *h, double drop, double dup, double re
     h->rng = seed ? seed : 2463534242u;
 }
 
-keel__net_stats keel__net_host_stats(const keel_net_host *h) { return h->stats; }
+keel__net_stats keel__net_host_stats(const keel_net_host *h)
+{
+    keel__net_stats s = h->stats;
+    s.wire = h->enet->totalSentData;
+    return s;
+}
 
 /* ======================================================================
  * Client
@@ -1120,9 +1188,8 @@ struct keel_net_client {
     map by_lid;              /* lid -> cent index */
     cent *ents;
     uint32_t nent, ent_cap, *ent_free, nent_free;
-    uint64_t ack_seq;
-    uint32_t ack_bits;
-    bool ack_due;
+    uint64_t *rx;            /* delta packets received since the last ack */
+    size_t nrx, rx_cap;
     keel__net_stats stats;
     char *mismatch;          /* handshake: kinds this client lacks or differs on */
 };
@@ -1386,16 +1453,13 @@ static void apply_state(keel_net_client *c, const keel__wire_msg *m)
 
 static void apply_delta(keel_net_client *c, const keel__wire_msg *m, uint64_t seq)
 {
-    /* the ack: newest seq and a bit for each of the 32 before it */
-    if (seq > c->ack_seq) {
-        uint64_t shift = seq - c->ack_seq;
-        c->ack_bits = shift >= 32 ? 0 : (c->ack_bits << shift);
-        if (c->ack_seq && shift <= 32) c->ack_bits |= 1u << (shift - 1);
-        c->ack_seq = seq;
-    } else if (seq < c->ack_seq && c->ack_seq - seq <= 32) {
-        c->ack_bits |= 1u << (c->ack_seq - seq - 1);
+    if (c->nrx < 4096) { /* more before an ack: those go unacked and are sent again */
+        if (c->nrx == c->rx_cap) {
+            c->rx_cap = c->rx_cap ? c->rx_cap * 2 : 64;
+            c->rx = keel__xrealloc(c->rx, c->rx_cap * sizeof *c->rx);
+        }
+        c->rx[c->nrx++] = seq;
     }
-    c->ack_due = true;
     for (size_t i = 0; i < m->nrec; i++) {
         const keel__wire_rec *x = &m->recs[i];
         cent *e = cent_of(c, x->lid);
@@ -1512,6 +1576,7 @@ void keel_net_client_free(keel_net_client *c)
     free(c->name);
     free(c->reason);
     free(c->mismatch);
+    free(c->rx);
     free(c);
 }
 
@@ -1545,19 +1610,45 @@ static void client_pump(keel_net_client *c)
     }
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The delta packets received since the last ack, as runs of sequence numbers. */
+static void send_acks(keel_net_client *c)
+{
+    qsort(c->rx, c->nrx, sizeof *c->rx, cmp_u64);
+    keel__wire_buf b = { 0 }, body = { 0 };
+    size_t i = 0;
+    while (i < c->nrx) {
+        uint32_t n = 0;
+        body.len = 0;
+        while (i < c->nrx && n < KEEL__WIRE_MAX_ACKS) {
+            size_t j = i + 1;
+            while (j < c->nrx && c->rx[j] <= c->rx[j - 1] + 1) j++;
+            keel__wire_varint(&body, c->rx[i]);
+            keel__wire_varint(&body, c->rx[j - 1] - c->rx[i] + 1);
+            n++;
+            i = j;
+        }
+        b.len = 0;
+        keel__wire_u8(&b, KEEL__PK_ACK);
+        keel__wire_varint(&b, n);
+        keel__wire_bytes(&b, body.p, body.len);
+        client_send(c, CH_DELTA, &b);
+    }
+    keel__wire_buf_free(&b);
+    keel__wire_buf_free(&body);
+    c->nrx = 0;
+}
+
 keel_status keel_net_client_service(keel_net_client *c, keel_diags *d)
 {
     if (!c) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no client");
     client_pump(c);
-    if (c->ack_due && c->joined && c->peer) {
-        keel__wire_buf b = { 0 };
-        keel__wire_u8(&b, KEEL__PK_ACK);
-        keel__wire_varint(&b, c->ack_seq);
-        keel__wire_u32(&b, c->ack_bits);
-        client_send(c, CH_DELTA, &b);
-        keel__wire_buf_free(&b);
-        c->ack_due = false;
-    }
+    if (c->nrx && c->joined && c->peer) send_acks(c);
     if (c->enet) enet_host_flush(c->enet);
     if (c->reason) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s", c->reason);
     return KEEL_OK;

@@ -305,10 +305,17 @@ static void decode(rd *r, const keel__wire_schema *s, keel__wire_msg *m)
         break;
     case KEEL__PK_JOIN: break;
     case KEEL__PK_REFUSE: m->text = get_str(r, KEEL__WIRE_MAX_NAME, "reason"); break;
-    case KEEL__PK_ACK:
-        m->seq = get_varint(r, UINT64_MAX >> 1, "sequence");
-        m->bits = get_u32(r, "ack bits");
+    case KEEL__PK_ACK: {
+        size_t n = (size_t)get_varint(r, KEEL__WIRE_MAX_ACKS, "ack count");
+        if (r->err) break;
+        m->acks = keel__xcalloc(n ? 2 * n : 1, sizeof *m->acks);
+        for (size_t i = 0; i < n && !r->err; i++) {
+            m->acks[2 * i] = get_varint(r, UINT64_MAX >> 2, "acked sequence");
+            m->acks[2 * i + 1] = get_varint(r, 1u << 20, "acked count");
+        }
+        m->nacks = n;
         break;
+    }
     case KEEL__PK_KINDS: {
         m->protocol = (uint32_t)get_varint(r, UINT32_MAX, "protocol");
         uint8_t last = get_u8(r, "last");
@@ -433,5 +440,6 @@ void keel__wire_msg_free(keel__wire_msg *m)
     free(m->vals);
     free(m->kinds);
     free(m->text);
+    free(m->acks);
     memset(m, 0, sizeof *m);
 }

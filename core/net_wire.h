@@ -18,13 +18,15 @@
 #define KEEL__WIRE_MAX_LID (1u << 24) /* connection-local entity ids */
 #define KEEL__WIRE_MAX_SLOT 65535
 #define KEEL__WIRE_MAX_RECORDS 8192  /* records in one packet */
+#define KEEL__WIRE_MAX_ACKS 128      /* seq ranges in one ack */
 
 /* packet types (first byte) */
 enum {
     KEEL__PK_HELLO = 1,   /* c->s ch0: varint protocol, str name */
     KEEL__PK_JOIN = 2,    /* c->s ch0: the kind table is acceptable: start sending state */
     KEEL__PK_REFUSE = 3,  /* c->s ch0 / s->c ch0: str reason, then the sender disconnects */
-    KEEL__PK_ACK = 4,     /* c->s ch1: varint seq (the newest delta packet), u32 bits (the 32 before it) */
+    KEEL__PK_ACK = 4,     /* c->s ch1: varint n (<= KEEL__WIRE_MAX_ACKS), n x (varint first seq, varint count):
+                           * the delta packets received since the last ack */
     KEEL__PK_KINDS = 10,  /* s->c ch0: varint protocol, u8 last, varint n, n x (str key, varint version,
                            * u32 layout hash, varint interval, u8 many, varint nsync, nsync x u8 type) */
     KEEL__PK_STATE = 11,  /* s->c ch0: varint tick, records (u8 tag first) */
@@ -73,8 +75,9 @@ typedef struct keel__wire_kindrec {
 typedef struct keel__wire_msg {
     uint8_t type;
     uint64_t tick;             /* STATE, DELTA */
-    uint64_t seq;              /* DELTA, ACK */
-    uint32_t bits;             /* ACK */
+    uint64_t seq;              /* DELTA */
+    uint64_t *acks;            /* ACK: nacks pairs (first seq, count) */
+    size_t nacks;
     uint32_t protocol;         /* HELLO, KINDS */
     bool last;                 /* KINDS */
     char *text;                /* HELLO name, REFUSE reason */

@@ -175,9 +175,11 @@ typedef struct tcomp {
     uint64_t wide;           /* the 64-bit flag of each field's mask bits (bit 2i+1) */
     uint64_t serial, counter, born, seen;
     keel__wire_buf enc;      /* each field's value encoded once a tick for every client */
-    uint32_t enc_off[KEEL__WIRE_MAX_SYNC + 1];
-    uint64_t changed[KEEL__WIRE_MAX_SYNC];
-    keel_value vals[KEEL__WIRE_MAX_SYNC];
+    /* one block, nsync of each (kept out of line: the per-client passes stride over tcomps) */
+    uint32_t nsync;
+    uint32_t *enc_off;       /* nsync + 1 */
+    uint64_t *changed;       /* each field's last change tick */
+    keel_value *vals;        /* each field's value as last seen */
 } tcomp;
 
 typedef struct tent {
@@ -394,9 +396,10 @@ static uint32_t tcomp_new(keel_net_host *h)
 static void tcomp_free(keel_net_host *h, uint32_t i)
 {
     tcomp *tc = &h->comps[i];
-    for (int f = 0; f < KEEL__WIRE_MAX_SYNC; f++)
+    for (uint32_t f = 0; f < tc->nsync; f++)
         if (tc->vals[f].type == KEEL_T_STRING) free((char *)tc->vals[f].as.s);
     keel__wire_buf_free(&tc->enc);
+    free(tc->changed);
     memset(tc, 0, sizeof *tc);
     for (uint32_t k = 0; k < h->nclients; k++)
         if (i < h->clients[k]->comp_cap) h->clients[k]->confirmed[i] = 0;
@@ -479,6 +482,12 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         tc->born = h->tick;
         tc->live = true;
         tc->counter = mb->counter - 1; /* read below: every field counts as changed */
+        tc->nsync = k->w.nsync;
+        size_t n = tc->nsync ? tc->nsync : 1;
+        unsigned char *blk = keel__xcalloc(1, n * (sizeof *tc->changed + sizeof *tc->vals) + (n + 1) * sizeof *tc->enc_off);
+        tc->changed = (uint64_t *)blk;
+        tc->vals = (keel_value *)(blk + n * sizeof *tc->changed);
+        tc->enc_off = (uint32_t *)(blk + n * (sizeof *tc->changed + sizeof *tc->vals));
         for (uint32_t f = 0; f < k->w.nsync; f++) tc->vals[f].type = k->w.types[f];
         tent_add_comp(t, ci);
         if (mb->kind == h->transform) t->pos_comp = ci + 1;
@@ -1080,9 +1089,10 @@ void keel_net_host_free(keel_net_host *h)
             free(h->ents[i].comps);
         }
     for (uint32_t i = 0; i < h->ncomp; i++) {
-        for (int f = 0; f < KEEL__WIRE_MAX_SYNC; f++)
+        for (uint32_t f = 0; f < h->comps[i].nsync; f++)
             if (h->comps[i].vals[f].type == KEEL_T_STRING) free((char *)h->comps[i].vals[f].as.s);
         keel__wire_buf_free(&h->comps[i].enc);
+        free(h->comps[i].changed);
     }
     free(h->ents);
     free(h->ent_free);

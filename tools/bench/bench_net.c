@@ -84,8 +84,8 @@ int main(void)
     }
     (void)t_world;
     double bytes = (double)(wire1 - wire0) / TICKS / CLIENTS / N;
-    row("net_bytes_entity", bytes, 16, "bytes/entity/tick");
-    row("net_time_client", t_net / TICKS / CLIENTS * 1e3, t_step_only / TICKS * 1e3, "ms/tick");
+    row("net bytes/entity", bytes, 16, "bytes/entity/tick");
+    row("net time/client", t_net / TICKS / CLIENTS * 1e3, t_step_only / TICKS * 1e3, "ms/tick");
     for (int i = 0; i < CLIENTS; i++) keel_net_client_free(c[i]);
     keel_world_free(w);
     free(es);

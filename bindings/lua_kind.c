@@ -289,12 +289,14 @@ static int k_kind(lua_State *L)
     bool has_entity;
     int keys = read_fields(L, &desc, &has_entity);
     check_hooks(L);
+    keel__lua_net_check_kind(L); /* client_update: a function or nothing */
 
     /* Everything that can raise on bad input is above; now the owned parts. */
     keel_lua_kind *lk = keel__lua_hooks_new(L, ctx, &desc, keys, has_entity);
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = declare(L, ctx, &desc, lk, &d);
+    if (s == KEEL_OK) keel__lua_net_note_kind(L, desc.key);
     if (s != KEEL_OK || !d.count) {
         keel__lua_check(L, s, &d, NULL);
         lua_pushstring(L, desc.key);

@@ -6,7 +6,9 @@
 #include "net.h"
 
 #include <lauxlib.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const keel_lua_type mt_host = { "keel.net.Host" }, mt_client = { "keel.net.Client" };
 
@@ -16,7 +18,78 @@ typedef struct lhost {
 typedef struct lclient {
     keel_net_client *c;
     keel_lua_ctx *ctx;
+    double last;             /* when service last ran client_update (monotonic seconds) */
 } lclient;
+
+static const char CLIENT_UPDATE[] = "keel.net.client_update"; /* registry: { [kind key] = function } */
+
+void keel__lua_net_check_kind(lua_State *L)
+{
+    lua_getfield(L, 1, "client_update");
+    if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s", luaL_typename(L, -1));
+    lua_pop(L, 1);
+}
+
+void keel__lua_net_note_kind(lua_State *L, const char *key)
+{
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CLIENT_UPDATE) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, CLIENT_UPDATE);
+    }
+    lua_getfield(L, 1, "client_update"); /* nil clears a redeclared kind's */
+    lua_setfield(L, -2, key);
+    lua_pop(L, 1);
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Every component of a kind with client_update in the mirror: fn(component, entity, dt), after
+ * what the service brought in. An error in one raises out of service (the rest wait). */
+static void run_client_updates(lua_State *L, lclient *x)
+{
+    double t = mono(), dt = x->last > 0 ? t - x->last : 0;
+    x->last = t;
+    if (lua_getfield(L, LUA_REGISTRYINDEX, CLIENT_UPDATE) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return;
+    }
+    int fns = lua_gettop(L);
+    lua_getiuservalue(L, 1, 1);
+    int wi = lua_gettop(L);
+    keel_world *w = keel_net_client_world(x->c);
+    lua_pushnil(L);
+    while (lua_next(L, fns)) {
+        const char *key = lua_tostring(L, -2);
+        keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
+        size_t n = k ? keel_storage_count(w, k) : 0;
+        /* owners first: a hook may change the storage */
+        keel_comp *cs = n ? malloc(n * sizeof *cs) : NULL;
+        for (size_t i = 0; i < n && cs; i++)
+            cs[i] = (keel_comp){ keel_storage_owner(w, k, i), k, keel_storage_slot(w, k, i) };
+        for (size_t i = 0; i < n && cs; i++) {
+            if (!keel_comp_alive(w, cs[i])) continue;
+            lua_pushvalue(L, -1);
+            keel__lua_push_comp(L, wi, cs[i], NULL); /* a known kind: no key */
+            keel__lua_push_entity(L, wi, cs[i].entity);
+            lua_pushnumber(L, dt);
+            if (lua_pcall(L, 3, 0, 0) != LUA_OK) {
+                free(cs);
+                lua_error(L);
+            }
+        }
+        free(cs);
+        lua_pop(L, 1);
+    }
+    lua_settop(L, fns - 1);
+}
 
 static lhost *check_host(lua_State *L)
 {
@@ -195,6 +268,8 @@ static int c_service(lua_State *L)
     KEEL_LUA_LEAVE();
     if (s != KEEL_OK) return keel_lua_fail(L, &d);
     keel_diags_free(&d);
+    lua_settop(L, 1);
+    run_client_updates(L, x);
     lua_pushboolean(L, 1);
     return 1;
 }

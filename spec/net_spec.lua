@@ -85,6 +85,29 @@ describe("keel.net", function()
     cl:close()
   end)
 
+  it("runs client_update only on clients", function()
+    local FX, calls, seen = key("fx"), 0, nil
+    keel.kind{ key = FX, fields = { { "glow", "float" }, { "n", "int", sync = true } },
+      client_update = function(c, e, dt)
+        calls = calls + 1
+        seen = e.name
+        c.glow = c.glow + 1 -- its own, not synced: allowed
+        assert(dt >= 0)
+      end }
+    H.fails("InvalidArgument", keel.kind, { key = key("bad"), client_update = 3 })
+    local w = keel.world()
+    w:spawn{ name = "Lamp", components = { { FX, n = 3 } } }
+    for _ = 1, 10 do w:step(1 / 60) end
+    assert.are.equal(0, calls)
+    local host = keel.net.host(w, { port = 0 })
+    local cl = keel.net.connect("127.0.0.1", host:port(), { name = "p" })
+    settle(host, cl, 100)
+    assert.is_true(calls > 0)
+    assert.are.equal("Lamp", seen)
+    host:close()
+    cl:close()
+  end)
+
   it("checks its options", function()
     local w = keel.world()
     H.fails("InvalidArgument", keel.net.host, w, { port = 70000 })

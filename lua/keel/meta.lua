@@ -81,7 +81,7 @@
 ---@field root_only? boolean          # only on the scene root
 ---@field not_on_root? boolean               # never on the scene root (as core:transform)
 ---@field sync? { interval?: integer }  # deltas every Nth network tick, 1..1200 (default 1)
----@field client_update? fun(self: KeelComponent, entity: KeelEntity, dt: number) # accepted; not called yet
+---@field client_update? fun(self: KeelComponent, entity: KeelEntity, dt: number) # only on clients, in cl:service()
 ---@field fields? KeelFieldDecl[]
 ---@field awake? fun(self: KeelComponent, entity: KeelEntity)
 ---@field start? fun(self: KeelComponent, entity: KeelEntity)

@@ -191,6 +191,9 @@ typedef struct tent {
     uint32_t *comps;         /* tcomp indices */
     uint32_t ncomp, comp_cap;
     uint32_t pos_comp;       /* its core:transform tcomp + 1, 0 none */
+    uint64_t cell;           /* its interest grid cell, when gridded */
+    uint32_t cnext, cprev;   /* the cell's list (tent index + 1, 0 none) */
+    bool gridded;
 } tent;
 
 /* One tick's unreliable sends to a client: its packets first_seq.. and the components each held. */
@@ -246,6 +249,7 @@ struct keel_net_host {
     tcomp *comps;
     uint32_t ncomp, comp_cap, *comp_free, ncomp_free;
     map by_entity;
+    map cells;               /* interest grid (radius > 0): cell key -> first tent + 1 */
     uint32_t *order;         /* tents in run order this tick */
     uint32_t norder, order_cap;
     hclient **clients;
@@ -422,6 +426,8 @@ static uint32_t tent_new(keel_net_host *h)
     return i;
 }
 
+static void grid_unlink(keel_net_host *h, uint32_t ti);
+
 /* An entity gone (or its tracking dropped): each client holding it gets a removal. */
 static void tent_free(keel_net_host *h, uint32_t ti)
 {
@@ -437,6 +443,7 @@ static void tent_free(keel_net_host *h, uint32_t ti)
         }
     }
     keel__wire_buf_free(&rec);
+    grid_unlink(h, ti);
     for (uint32_t j = 0; j < t->ncomp; j++) tcomp_free(h, t->comps[j]);
     map_del(&h->by_entity, t->e);
     free(t->name);
@@ -541,6 +548,55 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
     tc->enc_off[k->w.nsync] = (uint32_t)tc->enc.len;
 }
 
+/* ---- the interest grid: cells of the radius's size, an entity listed in the one its position
+ * falls in (entities with no position in one cell of their own kind): a client's candidates
+ * are the 27 cells around its focus, not every entity ---- */
+#define CELL_NOWHERE UINT64_MAX
+#define CELL_BIAS (1 << 20)
+
+static uint64_t cell_of(const keel_net_host *h, const tent *t)
+{
+    if (!t->pos_comp) return CELL_NOWHERE;
+    const double *p = h->comps[t->pos_comp - 1].vals[0].as.v;
+    uint64_t key = 0;
+    for (int i = 0; i < 3; i++) {
+        double q = floor(p[i] / h->o.interest_radius);
+        if (!(q > -CELL_BIAS)) q = -CELL_BIAS; /* far away (or NaN): the edge cells */
+        if (q > CELL_BIAS - 1) q = CELL_BIAS - 1;
+        key = key << 21 | (uint64_t)((int64_t)q + CELL_BIAS);
+    }
+    return key;
+}
+
+static void grid_unlink(keel_net_host *h, uint32_t ti)
+{
+    tent *t = &h->ents[ti];
+    if (!t->gridded) return;
+    if (t->cprev) h->ents[t->cprev - 1].cnext = t->cnext;
+    else if (t->cnext) map_put(&h->cells, t->cell, t->cnext);
+    else map_del(&h->cells, t->cell);
+    if (t->cnext) h->ents[t->cnext - 1].cprev = t->cprev;
+    t->gridded = false;
+    t->cnext = t->cprev = 0;
+}
+
+/* Keeps t in the cell its position is in now (moves only when it changed cell). */
+static void grid_place(keel_net_host *h, uint32_t ti)
+{
+    tent *t = &h->ents[ti];
+    uint64_t cell = cell_of(h, t);
+    if (t->gridded && t->cell == cell) return;
+    grid_unlink(h, ti);
+    uint32_t head = 0;
+    map_get(&h->cells, cell, &head);
+    t->cell = cell;
+    t->cprev = 0;
+    t->cnext = head;
+    if (head) h->ents[head - 1].cprev = ti + 1;
+    map_put(&h->cells, cell, ti + 1);
+    t->gridded = true;
+}
+
 /* The tick's look at the world: what lives, what changed, what went. */
 static void scan(keel_net_host *h)
 {
@@ -604,6 +660,7 @@ static void scan(keel_net_host *h)
             h->order = keel__xrealloc(h->order, h->order_cap * sizeof *h->order);
         }
         h->order[h->norder++] = ti;
+        if (h->o.interest_radius > 0) grid_place(h, ti);
     }
     for (uint32_t ti = 0; ti < h->nent; ti++)
         if (h->ents[ti].live && h->ents[ti].seen != h->tick) tent_free(h, ti);
@@ -682,15 +739,14 @@ static void new_lid(hclient *c, uint32_t ti)
 
 /* Reliable part: removals for interest exits, spawns (with every component), meta changes,
  * components added since. Spawns stop at the budget; the rest go next tick. */
-static void send_structure(keel_net_host *h, hclient *c)
+static void structure_one(keel_net_host *h, hclient *c, uint32_t ti, keel__wire_buf *rec_)
 {
-    keel__wire_buf rec = { 0 };
-    for (uint32_t n = 0; n < h->norder; n++) {
-        uint32_t ti = h->order[n];
+    keel__wire_buf rec = *rec_;
+    {
         tent *t = &h->ents[ti];
         bool want = in_interest(h, c, t);
         if (!c->lid[ti]) {
-            if (!want || c->spent >= h->o.budget) continue;
+            if (!want || c->spent >= h->o.budget) goto out;
             new_lid(c, ti);
             uint32_t pl = parent_lid(h, c, t);
             keel__wire_u8(&rec, KEEL__REC_SPAWN);
@@ -704,7 +760,7 @@ static void send_structure(keel_net_host *h, hclient *c)
             c->meta_sent[ti] = h->tick;
             c->parent_sent[ti] = pl;
             for (uint32_t j = 0; j < t->ncomp; j++) put_add(h, c, &rec, ti, t->comps[j]);
-            continue;
+            goto out;
         }
         if (!want) {
             keel__wire_u8(&rec, KEEL__REC_REMOVE);
@@ -712,7 +768,7 @@ static void send_structure(keel_net_host *h, hclient *c)
             state_add(h, c, &rec);
             for (uint32_t j = 0; j < t->ncomp; j++) c->confirmed[t->comps[j]] = 0;
             client_forget_ent(c, ti);
-            continue;
+            goto out;
         }
         uint32_t pl = parent_lid(h, c, t);
         if (t->meta_tick > c->meta_sent[ti] || pl != c->parent_sent[ti]) {
@@ -727,6 +783,40 @@ static void send_structure(keel_net_host *h, hclient *c)
         }
         for (uint32_t j = 0; j < t->ncomp; j++)
             if (!c->confirmed[t->comps[j]]) put_add(h, c, &rec, ti, t->comps[j]);
+    }
+out:
+    *rec_ = rec;
+}
+
+static void send_structure(keel_net_host *h, hclient *c)
+{
+    keel__wire_buf rec = { 0 };
+    if (h->o.interest_radius <= 0) {
+        for (uint32_t n = 0; n < h->norder; n++) structure_one(h, c, h->order[n], &rec);
+    } else {
+        /* what it holds (leaving, changing), then the candidates around its focus */
+        for (uint32_t lid = 1; lid <= c->next_lid && lid < c->lid_cap; lid++)
+            if (c->ent_of_lid[lid]) structure_one(h, c, c->ent_of_lid[lid] - 1, &rec);
+        uint32_t head = 0, fi;
+        if (map_get(&h->cells, CELL_NOWHERE, &head))
+            for (uint32_t i = head; i; i = h->ents[i - 1].cnext)
+                if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
+        if (c->focus && map_get(&h->by_entity, c->focus, &fi) && h->ents[fi].pos_comp) {
+            uint64_t fc = cell_of(h, &h->ents[fi]);
+            int64_t base[3] = { (int64_t)(fc >> 42 & 0x1fffff), (int64_t)(fc >> 21 & 0x1fffff), (int64_t)(fc & 0x1fffff) };
+            for (int dx = -1; dx <= 1; dx++)
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dz = -1; dz <= 1; dz++) {
+                        int64_t q[3] = { base[0] + dx, base[1] + dy, base[2] + dz };
+                        if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] >= 2 * CELL_BIAS || q[1] >= 2 * CELL_BIAS ||
+                            q[2] >= 2 * CELL_BIAS)
+                            continue;
+                        uint64_t key = (uint64_t)q[0] << 42 | (uint64_t)q[1] << 21 | (uint64_t)q[2];
+                        if (!map_get(&h->cells, key, &head)) continue;
+                        for (uint32_t i = head; i; i = h->ents[i - 1].cnext)
+                            if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
+                    }
+        }
     }
     keel__wire_buf_free(&rec);
 }
@@ -1102,6 +1192,7 @@ void keel_net_host_free(keel_net_host *h)
     free(h->kinds);
     free(h->kind_of);
     map_free(&h->by_entity);
+    map_free(&h->cells);
     free(h);
 }
 

@@ -1534,7 +1534,7 @@ typedef struct keel_net_host_opts {
 #define KEEL_NET_HOST_OPTS_INIT { KEEL_NET_DEFAULT_PORT, NULL, 32, 0, 64 * 1024 }
 /* IOError: ENet could not start or bind (the port in use). */
 keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_net_host **out, keel_diags *d);
-void keel_net_host_free(keel_net_host *h); /* NULL is a no-op; disconnects every client */
+void keel_net_host_free(keel_net_host *h); /* NULL is a no-op; disconnects every client; before its world */
 keel_status keel_net_host_service(keel_net_host *h, keel_diags *d);
 uint16_t keel_net_host_port(const keel_net_host *h);
 size_t keel_net_host_client_count(const keel_net_host *h); /* joined clients */

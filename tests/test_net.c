@@ -307,6 +307,29 @@ static void net_refused_client_receives_no_entity(void **state)
     assert_int_equal(keel_kind_declare(&ver, NULL, NULL), KEEL_OK);
 }
 
+/* A small budget spreads the snapshot over ticks: never much past it in a tick, all there in the end. */
+static void net_budget_spreads_the_snapshot(void **state)
+{
+    fx *f = *state;
+    for (int i = 0; i < 300; i++) ship(f, "a ship with a long name to fill the packets", i, i);
+    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
+    o.port = 0;
+    o.budget = 4096;
+    keel_net_host *h = NULL;
+    assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_OK);
+    keel_net_client *c = join(h, "p");
+    uint64_t b0 = keel__net_host_stats(h).bytes;
+    keel_net_host_service(h, NULL);
+    uint64_t spent = keel__net_host_stats(h).bytes - b0;
+    assert_true(spent <= 4096 + KEEL__WIRE_MTU);
+    assert_true(spent > 0);
+    pump(h, &c, 1, 100);
+    assert_mirrors(f->w, keel_net_client_world(c));
+    assert_int_equal(keel__net_client_stats(c).spawns, 300);
+    keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
 static void net_mirror_refuses_synced_writes(void **state)
 {
     fx *f = *state;
@@ -342,6 +365,7 @@ int main(void)
         T(net_stale_incarnation_delta_changes_nothing),
         T(net_malformed_packet_disconnects_and_changes_nothing),
         T(net_refused_client_receives_no_entity),
+        T(net_budget_spreads_the_snapshot),
         T(net_mirror_refuses_synced_writes),
         T(net_sync_interval_is_bounded),
     };

@@ -6,6 +6,7 @@
 #include "net.h"
 #include "net_wire.h"
 
+#include <enet/enet.h>
 #include <math.h>
 #include <stdio.h>
 #include <time.h>
@@ -284,6 +285,52 @@ static void net_malformed_packet_disconnects_and_changes_nothing(void **state)
     keel_net_host_free(h);
 }
 
+static bool has_text(const uint8_t *p, size_t n, const char *t)
+{
+    size_t m = strlen(t);
+    for (size_t i = 0; i + m <= n; i++)
+        if (!memcmp(p + i, t, m)) return true;
+    return false;
+}
+
+/* A peer speaking garbage to the host is told why and dropped; the world is untouched. */
+static void net_host_drops_a_malformed_peer_with_a_reason(void **state)
+{
+    fx *f = *state;
+    ship(f, "s", 1, 5);
+    keel_net_host *h = host_on(f->w, 0);
+    assert_int_equal(enet_initialize(), 0);
+    ENetHost *raw = enet_host_create(NULL, 1, 2, 0, 0);
+    ENetAddress a;
+    enet_address_set_host(&a, "127.0.0.1");
+    a.port = keel_net_host_port(h);
+    ENetPeer *p = enet_host_connect(raw, &a, 2, 0);
+    bool sent = false, refused = false, dropped = false;
+    for (int i = 0; i < 3000 && !dropped; i++) {
+        keel_net_host_service(h, NULL);
+        ENetEvent ev;
+        while (enet_host_service(raw, &ev, 1) > 0) {
+            if (ev.type == ENET_EVENT_TYPE_CONNECT && !sent) {
+                static const uint8_t junk[] = { 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f };
+                enet_peer_send(p, 0, enet_packet_create(junk, sizeof junk, ENET_PACKET_FLAG_RELIABLE));
+                sent = true;
+            } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
+                refused |= ev.packet->dataLength > 1 && ev.packet->data[0] == KEEL__PK_REFUSE &&
+                           has_text(ev.packet->data, ev.packet->dataLength, "malformed");
+                enet_packet_destroy(ev.packet);
+            } else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) dropped = true;
+        }
+    }
+    assert_true(sent);
+    assert_true(refused);
+    assert_true(dropped);
+    assert_int_equal(keel_net_host_client_count(h), 0);
+    assert_int_equal(keel_world_entity_count(f->w), 1);
+    enet_host_destroy(raw);
+    enet_deinitialize();
+    keel_net_host_free(h);
+}
+
 static void net_refused_client_receives_no_entity(void **state)
 {
     fx *f = *state;
@@ -364,6 +411,7 @@ int main(void)
         T(net_interest_entry_and_exit_give_one_spawn_and_one_removal),
         T(net_stale_incarnation_delta_changes_nothing),
         T(net_malformed_packet_disconnects_and_changes_nothing),
+        T(net_host_drops_a_malformed_peer_with_a_reason),
         T(net_refused_client_receives_no_entity),
         T(net_budget_spreads_the_snapshot),
         T(net_mirror_refuses_synced_writes),

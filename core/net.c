@@ -191,6 +191,7 @@ typedef struct tent {
     uint32_t *comps;         /* tcomp indices */
     uint32_t ncomp, comp_cap;
     uint32_t pos_comp;       /* its core:transform tcomp + 1, 0 none */
+    uint64_t comp_tick;      /* when it last gained a synced component */
     uint64_t cell;           /* its interest grid cell, when gridded */
     uint32_t cnext, cprev;   /* the cell's list (tent index + 1, 0 none) */
     bool gridded;
@@ -497,6 +498,7 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         tc->enc_off = (uint32_t *)(blk + n * (sizeof *tc->changed + sizeof *tc->vals));
         for (uint32_t f = 0; f < k->w.nsync; f++) tc->vals[f].type = k->w.types[f];
         tent_add_comp(t, ci);
+        t->comp_tick = h->tick;
         if (mb->kind == h->transform) t->pos_comp = ci + 1;
     }
     tc->seen = h->tick;
@@ -783,6 +785,7 @@ static void structure_one(keel_net_host *h, hclient *c, uint32_t ti, keel__wire_
         }
         for (uint32_t j = 0; j < t->ncomp; j++)
             if (!c->confirmed[t->comps[j]]) put_add(h, c, &rec, ti, t->comps[j]);
+        c->meta_sent[ti] = h->tick; /* everything of it is sent as of now */
     }
 out:
     *rec_ = rec;
@@ -792,7 +795,14 @@ static void send_structure(keel_net_host *h, hclient *c)
 {
     keel__wire_buf rec = { 0 };
     if (h->o.interest_radius <= 0) {
-        for (uint32_t n = 0; n < h->norder; n++) structure_one(h, c, h->order[n], &rec);
+        for (uint32_t n = 0; n < h->norder; n++) {
+            uint32_t ti = h->order[n];
+            const tent *t = &h->ents[ti];
+            /* held, and nothing of its structure changed since: nothing to send */
+            if (c->lid[ti] && !t->parent && c->meta_sent[ti] >= t->meta_tick && c->meta_sent[ti] >= t->comp_tick)
+                continue;
+            structure_one(h, c, ti, &rec);
+        }
     } else {
         /* what it holds (leaving, changing), then the candidates around its focus */
         for (uint32_t lid = 1; lid <= c->next_lid && lid < c->lid_cap; lid++)

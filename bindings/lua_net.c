@@ -18,7 +18,7 @@ typedef struct lhost {
 typedef struct lclient {
     keel_net_client *c;
     keel_lua_ctx *ctx;
-    double last;             /* when service last ran client_update (monotonic seconds) */
+    double last; /* when service last ran client_update (monotonic seconds) */
 } lclient;
 
 static const char CLIENT_UPDATE[] = "keel.net.client_update"; /* registry: { [kind key] = function } */
@@ -27,7 +27,8 @@ void keel__lua_net_check_kind(lua_State *L)
 {
     lua_getfield(L, 1, "client_update");
     if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s", luaL_typename(L, -1));
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
+                        luaL_typename(L, -1));
     lua_pop(L, 1);
 }
 
@@ -151,7 +152,8 @@ static int n_host(lua_State *L)
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_getfield(L, 2, "interest");
         if (lua_type(L, -1) == LUA_TTABLE) o.interest_radius = opt_num(L, lua_gettop(L), "radius", 0);
-        else if (!lua_isnil(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "interest must be a table { radius = R }");
+        else if (!lua_isnil(L, -1))
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "interest must be a table { radius = R }");
         lua_pop(L, 1);
     }
     lhost *x = lua_newuserdatauv(L, sizeof *x, 1);
@@ -339,9 +341,10 @@ static int c_index(lua_State *L)
     return 1;
 }
 
-static const luaL_Reg host_methods[] = { { "service", h_service }, { "clients", h_clients }, { "focus", h_focus },
-                                         { "port", h_port }, { "close", h_close }, { "_shim", h_shim },
-                                         { NULL, NULL } };
+static const luaL_Reg host_methods[] = {
+    { "service", h_service }, { "clients", h_clients }, { "focus", h_focus }, { "port", h_port },
+    { "close", h_close },     { "_shim", h_shim },      { NULL, NULL }
+};
 static const luaL_Reg client_methods[] = { { "service", c_service }, { "close", c_close }, { NULL, NULL } };
 
 

@@ -137,7 +137,8 @@ static bool skind_fill(keel_kind_id id, skind *k)
         k->w.nsync++;
         h = keel__wire_hash(f->key, h);
         h = keel__wire_hash(keel_type_name(f->type), h);
-        for (size_t c = 0; f->type == KEEL_T_ENUM && c < f->choice_count; c++) h = keel__wire_hash(f->choices[c], h);
+        for (size_t c = 0; f->type == KEEL_T_ENUM && c < f->choice_count; c++)
+            h = keel__wire_hash(f->choices[c], h);
     }
     k->hash = h;
     return true;
@@ -147,10 +148,12 @@ static bool value_same(keel_type t, const keel_value *a, const keel_value *b)
 {
     switch (t) {
     case KEEL_T_BOOL: return a->as.b == b->as.b;
-    case KEEL_T_INT: case KEEL_T_ENUM: return a->as.i == b->as.i;
+    case KEEL_T_INT:
+    case KEEL_T_ENUM: return a->as.i == b->as.i;
     case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof(double)) == 0;
     case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: return a->nil == b->nil && (a->nil || keel_uuid_equal(a->as.u, b->as.u));
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: return a->nil == b->nil && (a->nil || keel_uuid_equal(a->as.u, b->as.u));
     default: return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(t)) == 0;
     }
 }
@@ -167,19 +170,19 @@ static void value_keep(keel_value *dst, const keel_value *src)
  * ====================================================================== */
 
 typedef struct tcomp {
-    uint32_t ent;            /* tent index */
-    uint32_t kind;           /* skind index = connection-local kind id */
+    uint32_t ent;  /* tent index */
+    uint32_t kind; /* skind index = connection-local kind id */
     uint32_t slot;
     bool live;
-    uint64_t last;           /* the newest of changed[] */
-    uint64_t wide;           /* the 64-bit flag of each field's mask bits (bit 2i+1) */
+    uint64_t last; /* the newest of changed[] */
+    uint64_t wide; /* the 64-bit flag of each field's mask bits (bit 2i+1) */
     uint64_t serial, counter, born, seen;
-    keel__wire_buf enc;      /* each field's value encoded once a tick for every client */
+    keel__wire_buf enc; /* each field's value encoded once a tick for every client */
     /* one block, nsync of each (kept out of line: the per-client passes stride over tcomps) */
     uint32_t nsync;
-    uint32_t *enc_off;       /* nsync + 1 */
-    uint64_t *changed;       /* each field's last change tick */
-    keel_value *vals;        /* each field's value as last seen */
+    uint32_t *enc_off; /* nsync + 1 */
+    uint64_t *changed; /* each field's last change tick */
+    keel_value *vals;  /* each field's value as last seen */
 } tcomp;
 
 typedef struct tent {
@@ -188,21 +191,21 @@ typedef struct tent {
     char *name;
     bool enabled, live;
     uint64_t meta_tick, born, seen;
-    uint32_t *comps;         /* tcomp indices */
+    uint32_t *comps; /* tcomp indices */
     uint32_t ncomp, comp_cap;
-    uint32_t pos_comp;       /* its core:transform tcomp + 1, 0 none */
-    uint64_t comp_tick;      /* when it last gained a synced component */
-    uint64_t cell;           /* its interest grid cell, when gridded */
-    uint32_t cnext, cprev;   /* the cell's list (tent index + 1, 0 none) */
+    uint32_t pos_comp;     /* its core:transform tcomp + 1, 0 none */
+    uint64_t comp_tick;    /* when it last gained a synced component */
+    uint64_t cell;         /* its interest grid cell, when gridded */
+    uint32_t cnext, cprev; /* the cell's list (tent index + 1, 0 none) */
     bool gridded;
 } tent;
 
 /* One tick's unreliable sends to a client: its packets first_seq.. and the components each held. */
 typedef struct ringent {
     uint64_t tick, first_seq;
-    uint32_t *comps;         /* in send order */
+    uint32_t *comps; /* in send order */
     uint32_t n, cap;
-    uint32_t *ends;          /* ends[p]: past packet p's last component in comps */
+    uint32_t *ends; /* ends[p]: past packet p's last component in comps */
     uint8_t *acked;
     uint32_t npk, pk_cap;
     bool used;
@@ -216,23 +219,23 @@ typedef struct hclient {
     int state;
     keel_entity focus;
     /* by tent index */
-    uint32_t *lid;           /* 0: the client does not hold it */
+    uint32_t *lid; /* 0: the client does not hold it */
     uint64_t *meta_sent;
     uint32_t *parent_sent;
     /* by tcomp index */
-    uint64_t *confirmed;     /* 0: not added on the client */
+    uint64_t *confirmed; /* 0: not added on the client */
     size_t ent_cap, comp_cap;
     /* by lid */
-    uint32_t *ent_of_lid;    /* tent index + 1 */
+    uint32_t *ent_of_lid; /* tent index + 1 */
     uint32_t next_lid, lid_cap;
-    uint32_t cursor;         /* the lid the next delta pass starts at (budget round robin) */
-    uint64_t seq;            /* the last delta packet's sequence number */
-    ringent ring[RING];      /* the last 32 ticks' sends */
-    uint32_t head;           /* the newest ring entry */
-    uint32_t unacked;        /* ticks sent since the client last acked anything */
-    keel__wire_buf pend;     /* the reliable packet being filled */
-    size_t pend_head;        /* its header's length */
-    size_t spent;            /* bytes this tick */
+    uint32_t cursor;     /* the lid the next delta pass starts at (budget round robin) */
+    uint64_t seq;        /* the last delta packet's sequence number */
+    ringent ring[RING];  /* the last 32 ticks' sends */
+    uint32_t head;       /* the newest ring entry */
+    uint32_t unacked;    /* ticks sent since the client last acked anything */
+    keel__wire_buf pend; /* the reliable packet being filled */
+    size_t pend_head;    /* its header's length */
+    size_t spent;        /* bytes this tick */
 } hclient;
 
 struct keel_net_host {
@@ -241,7 +244,7 @@ struct keel_net_host {
     keel_net_host_opts o;
     skind *kinds;
     uint32_t nkinds;
-    uint32_t *kind_of;       /* by kind id: skind index + 1 */
+    uint32_t *kind_of; /* by kind id: skind index + 1 */
     size_t kind_of_cap;
     keel_kind_id transform;
     uint64_t tick;
@@ -250,8 +253,8 @@ struct keel_net_host {
     tcomp *comps;
     uint32_t ncomp, comp_cap, *comp_free, ncomp_free;
     map by_entity;
-    map cells;               /* interest grid (radius > 0): cell key -> first tent + 1 */
-    uint32_t *order;         /* tents in run order this tick */
+    map cells;       /* interest grid (radius > 0): cell key -> first tent + 1 */
+    uint32_t *order; /* tents in run order this tick */
     uint32_t norder, order_cap;
     hclient **clients;
     uint32_t nclients;
@@ -492,7 +495,8 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         tc->counter = mb->counter - 1; /* read below: every field counts as changed */
         tc->nsync = k->w.nsync;
         size_t n = tc->nsync ? tc->nsync : 1;
-        unsigned char *blk = keel__xcalloc(1, n * (sizeof *tc->changed + sizeof *tc->vals) + (n + 1) * sizeof *tc->enc_off);
+        unsigned char *blk = keel__xcalloc(
+            1, n * (sizeof *tc->changed + sizeof *tc->vals) + (n + 1) * sizeof *tc->enc_off);
         tc->changed = (uint64_t *)blk;
         tc->vals = (keel_value *)(blk + n * sizeof *tc->changed);
         tc->enc_off = (uint32_t *)(blk + n * (sizeof *tc->changed + sizeof *tc->vals));
@@ -517,11 +521,13 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         keel_value *sh = &tc->vals[f];
         if (rec && ty != KEEL_T_STRING && ty != KEEL_T_ASSET && ty != KEEL_T_ENTITY) {
             const unsigned char *p = rec + keel_kind_field_offset(mb->kind, fi);
-            void *dst = ty == KEEL_T_BOOL ? (void *)&sh->as.b
-                        : ty == KEEL_T_INT || ty == KEEL_T_ENUM ? (void *)&sh->as.i
-                        : ty == KEEL_T_FLOAT ? (void *)&sh->as.f : (void *)sh->as.v;
-            size_t n = ty == KEEL_T_BOOL ? sizeof(bool) : ty == KEEL_T_FLOAT || ty == KEEL_T_INT || ty == KEEL_T_ENUM ? 8
-                                                                                               : 8u * (size_t)keel_type_width(ty);
+            void *dst = ty == KEEL_T_BOOL               ? (void *)&sh->as.b
+                : ty == KEEL_T_INT || ty == KEEL_T_ENUM ? (void *)&sh->as.i
+                : ty == KEEL_T_FLOAT                    ? (void *)&sh->as.f
+                                                        : (void *)sh->as.v;
+            size_t n = ty == KEEL_T_BOOL                                      ? sizeof(bool)
+                : ty == KEEL_T_FLOAT || ty == KEEL_T_INT || ty == KEEL_T_ENUM ? 8
+                                                                              : 8u * (size_t)keel_type_width(ty);
             if (tc->changed[f] && memcmp(p, dst, n) == 0) continue;
             memcpy(dst, p, n);
             sh->type = ty;
@@ -620,7 +626,8 @@ static void scan(keel_net_host *h)
         const char *name = keel_entity_name(w, e);
         keel_entity parent = keel_entity_parent(w, e);
         bool enabled = keel_entity_enabled(w, e);
-        if (!t->meta_tick || parent != t->parent || enabled != t->enabled || strcmp(name ? name : "", t->name ? t->name : "")) {
+        if (!t->meta_tick || parent != t->parent || enabled != t->enabled ||
+            strcmp(name ? name : "", t->name ? t->name : "")) {
             free(t->name);
             t->name = keel__strdup(name ? name : "");
             t->parent = parent;
@@ -630,7 +637,8 @@ static void scan(keel_net_host *h)
         size_t nm = keel_member_count(w, e);
         for (size_t i = 0; i < nm; i++) {
             keel_member mb;
-            if (!keel_member_at(w, e, i, &mb) || !mb.loaded || mb.kind >= h->kind_of_cap || !h->kind_of[mb.kind]) continue;
+            if (!keel_member_at(w, e, i, &mb) || !mb.loaded || mb.kind >= h->kind_of_cap || !h->kind_of[mb.kind])
+                continue;
             scan_comp(h, ti, &mb, h->kind_of[mb.kind] - 1);
         }
         t = &h->ents[ti];
@@ -813,7 +821,8 @@ static void send_structure(keel_net_host *h, hclient *c)
                 if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
         if (c->focus && map_get(&h->by_entity, c->focus, &fi) && h->ents[fi].pos_comp) {
             uint64_t fc = cell_of(h, &h->ents[fi]);
-            int64_t base[3] = { (int64_t)(fc >> 42 & 0x1fffff), (int64_t)(fc >> 21 & 0x1fffff), (int64_t)(fc & 0x1fffff) };
+            int64_t base[3] = { (int64_t)(fc >> 42 & 0x1fffff), (int64_t)(fc >> 21 & 0x1fffff),
+                                (int64_t)(fc & 0x1fffff) };
             for (int dx = -1; dx <= 1; dx++)
                 for (int dy = -1; dy <= 1; dy++)
                     for (int dz = -1; dz <= 1; dz++) {
@@ -984,7 +993,8 @@ static void send_kinds(keel_net_host *h, hclient *c)
         keel__wire_buf body = { 0 };
         for (; i < h->nkinds && body.len < KEEL__WIRE_MTU - 400; i++, n++) {
             const skind *k = &h->kinds[i];
-            keel__wire_str(&body, keel_kind_describe(k->id)->key); /* the registry's: a redeclaration frees the old */
+            keel__wire_str(&body,
+                           keel_kind_describe(k->id)->key); /* the registry's: a redeclaration frees the old */
             keel__wire_varint(&body, (uint64_t)k->version);
             keel__wire_u32(&body, k->hash);
             keel__wire_varint(&body, k->interval);
@@ -1028,7 +1038,8 @@ static void host_receive(keel_net_host *h, hclient *c, ENetPacket *pk)
         if (c->state != C_HELLO) refuse(h, c, "a second hello");
         else if (m.protocol != KEEL__WIRE_PROTOCOL) {
             char why[96];
-            snprintf(why, sizeof why, "protocol %u, the server speaks %d", (unsigned)m.protocol, KEEL__WIRE_PROTOCOL);
+            snprintf(why, sizeof why, "protocol %u, the server speaks %d", (unsigned)m.protocol,
+                     KEEL__WIRE_PROTOCOL);
             refuse(h, c, why);
         } else {
             free(c->name);
@@ -1079,7 +1090,8 @@ static void host_pump(keel_net_host *h)
         case ENET_EVENT_TYPE_CONNECT: {
             /* ENet's own throttle drops unreliable packets when the round trip grows (a big
              * snapshot in flight): the budget paces sends here, and acks must keep coming */
-            enet_peer_throttle_configure(ev.peer, ENET_PEER_PACKET_THROTTLE_INTERVAL, ENET_PEER_PACKET_THROTTLE_SCALE, 0);
+            enet_peer_throttle_configure(ev.peer, ENET_PEER_PACKET_THROTTLE_INTERVAL,
+                                         ENET_PEER_PACKET_THROTTLE_SCALE, 0);
             hclient *c = keel__xcalloc(1, sizeof *c);
             c->peer = ev.peer;
             c->name = keel__strdup("");
@@ -1090,9 +1102,7 @@ static void host_pump(keel_net_host *h)
         }
         case ENET_EVENT_TYPE_RECEIVE: {
             hclient *c = client_of(h, ev.peer);
-            if (c && c->state != C_REFUSED) {
-                host_receive(h, c, ev.packet);
-            }
+            if (c && c->state != C_REFUSED) { host_receive(h, c, ev.packet); }
             enet_packet_destroy(ev.packet);
             break;
         }
@@ -1115,14 +1125,16 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
     if (o) opts = *o;
     if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no world to host");
     if (w->mirror) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a client's mirror world cannot be hosted");
-    if (w->net) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "world '%s' is hosted already", keel_world_name(w));
+    if (w->net)
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "world '%s' is hosted already", keel_world_name(w));
     if (opts.max_clients < 1 || opts.max_clients > 4095)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max_clients", "max_clients must be in 1..4095, got %u",
                           (unsigned)opts.max_clients);
     if (!isfinite(opts.interest_radius) || opts.interest_radius < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "interest", "interest radius must be a finite number >= 0");
     if (opts.budget < KEEL__WIRE_MTU)
-        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "budget", "budget must be at least %d bytes a tick", KEEL__WIRE_MTU);
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "budget", "budget must be at least %d bytes a tick",
+                          KEEL__WIRE_MTU);
     if (!net_up()) return KEEL_ERROR(d, KEEL_IO_ERROR, "", "ENet failed to start");
     ENetAddress a;
     a.host = ENET_HOST_ANY;
@@ -1150,7 +1162,8 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
         if (!kd || !kind_synced(kd)) continue;
         if (!skind_fill(id, &h->kinds[h->nkinds])) {
             keel_net_host_free(h);
-            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, kd->key, "%s syncs more than %d fields", kd->key, KEEL__WIRE_MAX_SYNC);
+            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, kd->key, "%s syncs more than %d fields", kd->key,
+                              KEEL__WIRE_MAX_SYNC);
         }
         if (id >= h->kind_of_cap) {
             size_t cap = (size_t)id + 64;
@@ -1175,7 +1188,8 @@ void keel_net_host_free(keel_net_host *h)
     }
     if (h->enet) {
         for (size_t i = 0; i < h->enet->peerCount; i++)
-            if (h->enet->peers[i].state == ENET_PEER_STATE_CONNECTED) enet_peer_disconnect_now(&h->enet->peers[i], 0);
+            if (h->enet->peers[i].state == ENET_PEER_STATE_CONNECTED)
+                enet_peer_disconnect_now(&h->enet->peers[i], 0);
         enet_host_flush(h->enet);
         if (h->held) enet_packet_destroy(h->held);
         enet_host_destroy(h->enet);
@@ -1226,7 +1240,10 @@ keel_status keel_net_host_service(keel_net_host *h, keel_diags *d)
     return KEEL_OK;
 }
 
-uint16_t keel_net_host_port(const keel_net_host *h) { return h ? h->enet->address.port : 0; }
+uint16_t keel_net_host_port(const keel_net_host *h)
+{
+    return h ? h->enet->address.port : 0;
+}
 
 size_t keel_net_host_client_count(const keel_net_host *h)
 {
@@ -1273,14 +1290,14 @@ keel__net_stats keel__net_host_stats(const keel_net_host *h)
  * ====================================================================== */
 
 typedef struct ccomp {
-    uint32_t kind, slot;     /* connection kind id */
+    uint32_t kind, slot;                 /* connection kind id */
     uint64_t ticks[KEEL__WIRE_MAX_SYNC]; /* the tick of each field's value held */
 } ccomp;
 
 typedef struct cent {
     keel_entity e;
     uint32_t inc;
-    uint64_t born;           /* the tick of its spawn snapshot */
+    uint64_t born; /* the tick of its spawn snapshot */
     ccomp *comps;
     uint32_t ncomp, cap;
 } cent;
@@ -1292,17 +1309,17 @@ struct keel_net_client {
     char *name;
     char *reason;
     bool connected, joined;
-    skind *kinds;            /* by connection kind id; id = KEEL_NO_KIND: not usable */
+    skind *kinds; /* by connection kind id; id = KEEL_NO_KIND: not usable */
     keel__wire_kind *wk;
     uint32_t nkinds;
     keel__wire_schema schema;
-    map by_lid;              /* lid -> cent index */
+    map by_lid; /* lid -> cent index */
     cent *ents;
     uint32_t nent, ent_cap, *ent_free, nent_free;
-    uint64_t *rx;            /* delta packets received since the last ack */
+    uint64_t *rx; /* delta packets received since the last ack */
     size_t nrx, rx_cap;
     keel__net_stats stats;
-    char *mismatch;          /* handshake: kinds this client lacks or differs on */
+    char *mismatch; /* handshake: kinds this client lacks or differs on */
 };
 
 static void set_reason(keel_net_client *c, const char *why)
@@ -1365,8 +1382,8 @@ static void on_kinds(keel_net_client *c, const keel__wire_msg *m)
         }
         skind mine;
         const keel_kind_desc *kd = keel_kind_describe(id);
-        if (!kind_synced(kd) || !skind_fill(id, &mine) || (uint32_t)mine.version != r->version || mine.hash != r->hash ||
-            mine.w.nsync != r->k.nsync || mine.w.many != r->k.many) {
+        if (!kind_synced(kd) || !skind_fill(id, &mine) || (uint32_t)mine.version != r->version ||
+            mine.hash != r->hash || mine.w.nsync != r->k.nsync || mine.w.many != r->k.many) {
             if ((uint32_t)mine.version != r->version)
                 snprintf(part, sizeof part, "%s (version %u, the server has %u)", r->key, (unsigned)mine.version,
                          (unsigned)r->version);
@@ -1483,8 +1500,7 @@ static void apply_add(keel_net_client *c, cent *e, const keel__wire_msg *m, cons
         cc->kind = x->kind;
         cc->slot = x->slot;
         c->stats.adds++;
-    } else if (!keel_get_comp(c->w, e->e, k->id, k->w.many ? x->slot : 0, &comp))
-        return;
+    } else if (!keel_get_comp(c->w, e->e, k->id, k->w.many ? x->slot : 0, &comp)) return;
     apply_values(c, comp, k, cc, m, x, m->tick, true);
 }
 
@@ -1518,7 +1534,8 @@ static void apply_state(keel_net_client *c, const keel__wire_msg *m)
         case KEEL__REC_SPAWN: {
             cent *p = x->parent ? cent_of(c, x->parent - 1) : NULL;
             keel_entity e = KEEL_NO_ENTITY;
-            if (keel_spawn(c->w, x->name ? x->name : "", p ? p->e : KEEL_NO_ENTITY, &x->uuid, &e, NULL, NULL) != KEEL_OK)
+            if (keel_spawn(c->w, x->name ? x->name : "", p ? p->e : KEEL_NO_ENTITY, &x->uuid, &e, NULL, NULL) !=
+                KEEL_OK)
                 break;
             if (!x->enabled) keel_set_enabled(c->w, e, false, NULL, NULL);
             uint32_t ci;
@@ -1635,7 +1652,8 @@ keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, 
 {
     *out = NULL;
     if (!addr) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no address");
-    if (name && strlen(name) > 256) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "name", "a client name is at most 256 bytes");
+    if (name && strlen(name) > 256)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "name", "a client name is at most 256 bytes");
     if (!net_up()) return KEEL_ERROR(d, KEEL_IO_ERROR, "", "ENet failed to start");
     ENetAddress a;
     if (enet_address_set_host(&a, addr) != 0) {
@@ -1711,7 +1729,8 @@ static void client_pump(keel_net_client *c)
             enet_packet_destroy(ev.packet);
             break;
         case ENET_EVENT_TYPE_DISCONNECT:
-            set_reason(c, c->connected ? "dropped: the server closed the connection" : "could not connect to the server");
+            set_reason(
+                c, c->connected ? "dropped: the server closed the connection" : "could not connect to the server");
             c->connected = false;
             c->joined = false;
             c->peer = NULL;
@@ -1772,8 +1791,23 @@ keel_status keel__net_client_inject(keel_net_client *c, int channel, const void 
     return KEEL_OK;
 }
 
-keel_world *keel_net_client_world(const keel_net_client *c) { return c ? c->w : NULL; }
-bool keel_net_client_connected(const keel_net_client *c) { return c && c->connected; }
-bool keel_net_client_joined(const keel_net_client *c) { return c && c->joined; }
-const char *keel_net_client_reason(const keel_net_client *c) { return c ? c->reason : NULL; }
-keel__net_stats keel__net_client_stats(const keel_net_client *c) { return c->stats; }
+keel_world *keel_net_client_world(const keel_net_client *c)
+{
+    return c ? c->w : NULL;
+}
+bool keel_net_client_connected(const keel_net_client *c)
+{
+    return c && c->connected;
+}
+bool keel_net_client_joined(const keel_net_client *c)
+{
+    return c && c->joined;
+}
+const char *keel_net_client_reason(const keel_net_client *c)
+{
+    return c ? c->reason : NULL;
+}
+keel__net_stats keel__net_client_stats(const keel_net_client *c)
+{
+    return c->stats;
+}

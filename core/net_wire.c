@@ -25,7 +25,10 @@ static uint8_t *grow(keel__wire_buf *b, size_t n)
     return at;
 }
 
-void keel__wire_u8(keel__wire_buf *b, uint8_t v) { *grow(b, 1) = v; }
+void keel__wire_u8(keel__wire_buf *b, uint8_t v)
+{
+    *grow(b, 1) = v;
+}
 
 void keel__wire_varint(keel__wire_buf *b, uint64_t v)
 {
@@ -74,7 +77,10 @@ static void put_float(keel__wire_buf *b, double d, bool wide)
     }
 }
 
-static bool is_float_type(keel_type t) { return t >= KEEL_T_FLOAT && t <= KEEL_T_COLOR; }
+static bool is_float_type(keel_type t)
+{
+    return t >= KEEL_T_FLOAT && t <= KEEL_T_COLOR;
+}
 
 bool keel__wire_needs_wide(keel_type t, const keel_value *v)
 {
@@ -92,12 +98,17 @@ void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool 
     case KEEL_T_BOOL: keel__wire_u8(b, v->as.b ? 1 : 0); break;
     case KEEL_T_INT: keel__wire_varint(b, ((uint64_t)v->as.i << 1) ^ (uint64_t)(v->as.i >> 63)); break;
     case KEEL_T_FLOAT: put_float(b, v->as.f, wide); break;
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+    case KEEL_T_VEC2:
+    case KEEL_T_VEC3:
+    case KEEL_T_VEC4:
+    case KEEL_T_QUAT:
+    case KEEL_T_COLOR:
         for (int i = 0; i < keel_type_width(t); i++) put_float(b, v->as.v[i], wide);
         break;
     case KEEL_T_ENUM: keel__wire_varint(b, (uint64_t)v->as.i); break;
     case KEEL_T_STRING: keel__wire_str(b, v->as.s); break;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY:
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY:
         keel__wire_u8(b, v->nil ? 0 : 1);
         if (!v->nil) keel__wire_bytes(b, v->as.u.bytes, 16);
         break;
@@ -223,14 +234,17 @@ static void get_value(rd *r, keel_type t, uint32_t choices, bool wide, keel_valu
         break;
     }
     case KEEL_T_FLOAT: v->as.f = get_float(r, wide, "float value"); break;
-    case KEEL_T_VEC2: case KEEL_T_VEC3: case KEEL_T_VEC4: case KEEL_T_QUAT: case KEEL_T_COLOR:
+    case KEEL_T_VEC2:
+    case KEEL_T_VEC3:
+    case KEEL_T_VEC4:
+    case KEEL_T_QUAT:
+    case KEEL_T_COLOR:
         for (int i = 0; i < keel_type_width(t); i++) v->as.v[i] = get_float(r, wide, "vector value");
         break;
-    case KEEL_T_ENUM:
-        v->as.i = (int64_t)get_varint(r, choices ? choices - 1 : 0, "enum value");
-        break;
+    case KEEL_T_ENUM: v->as.i = (int64_t)get_varint(r, choices ? choices - 1 : 0, "enum value"); break;
     case KEEL_T_STRING: v->as.s = get_str(r, KEEL__WIRE_MAX_STR, "string value"); break;
-    case KEEL_T_ASSET: case KEEL_T_ENTITY: {
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: {
         uint8_t has = get_u8(r, "reference value");
         if (has > 1 && !r->err) r->err = "reference value";
         v->nil = has == 0;

@@ -9,34 +9,34 @@
 #include <stdint.h>
 
 #define KEEL__WIRE_PROTOCOL 1
-#define KEEL__WIRE_MTU 1200          /* bytes per packet we send (a single oversized record excepted) */
-#define KEEL__WIRE_MAX_SYNC 32       /* synced fields per kind */
-#define KEEL__WIRE_MAX_KINDS 4096    /* synced kinds in a handshake */
-#define KEEL__WIRE_MAX_KEY 128       /* a kind key's bytes */
-#define KEEL__WIRE_MAX_NAME 4096     /* an entity's name, a client's name, a reason */
-#define KEEL__WIRE_MAX_STR 65536     /* a string value */
+#define KEEL__WIRE_MTU 1200           /* bytes per packet we send (a single oversized record excepted) */
+#define KEEL__WIRE_MAX_SYNC 32        /* synced fields per kind */
+#define KEEL__WIRE_MAX_KINDS 4096     /* synced kinds in a handshake */
+#define KEEL__WIRE_MAX_KEY 128        /* a kind key's bytes */
+#define KEEL__WIRE_MAX_NAME 4096      /* an entity's name, a client's name, a reason */
+#define KEEL__WIRE_MAX_STR 65536      /* a string value */
 #define KEEL__WIRE_MAX_LID (1u << 24) /* connection-local entity ids */
 #define KEEL__WIRE_MAX_SLOT 65535
-#define KEEL__WIRE_MAX_RECORDS 8192  /* records in one packet */
-#define KEEL__WIRE_MAX_ACKS 128      /* seq ranges in one ack */
+#define KEEL__WIRE_MAX_RECORDS 8192 /* records in one packet */
+#define KEEL__WIRE_MAX_ACKS 128     /* seq ranges in one ack */
 
 /* packet types (first byte) */
 enum {
-    KEEL__PK_HELLO = 1,   /* c->s ch0: varint protocol, str name */
-    KEEL__PK_JOIN = 2,    /* c->s ch0: the kind table is acceptable: start sending state */
-    KEEL__PK_REFUSE = 3,  /* c->s ch0 / s->c ch0: str reason, then the sender disconnects */
-    KEEL__PK_ACK = 4,     /* c->s ch1: varint n (<= KEEL__WIRE_MAX_ACKS), n x (varint first seq, varint count):
+    KEEL__PK_HELLO = 1,  /* c->s ch0: varint protocol, str name */
+    KEEL__PK_JOIN = 2,   /* c->s ch0: the kind table is acceptable: start sending state */
+    KEEL__PK_REFUSE = 3, /* c->s ch0 / s->c ch0: str reason, then the sender disconnects */
+    KEEL__PK_ACK = 4,    /* c->s ch1: varint n (<= KEEL__WIRE_MAX_ACKS), n x (varint first seq, varint count):
                            * the delta packets received since the last ack */
-    KEEL__PK_KINDS = 10,  /* s->c ch0: varint protocol, u8 last, varint n, n x (str key, varint version,
+    KEEL__PK_KINDS = 10, /* s->c ch0: varint protocol, u8 last, varint n, n x (str key, varint version,
                            * u32 layout hash, varint interval, u8 many, varint nsync, nsync x u8 type) */
-    KEEL__PK_STATE = 11,  /* s->c ch0: varint tick, records (u8 tag first) */
-    KEEL__PK_DELTA = 12   /* s->c ch1: varint seq (>= 1), varint tick, records: varint lid gap, varint kind, [varint slot],
+    KEEL__PK_STATE = 11, /* s->c ch0: varint tick, records (u8 tag first) */
+    KEEL__PK_DELTA = 12 /* s->c ch1: varint seq (>= 1), varint tick, records: varint lid gap, varint kind, [varint slot],
                            * varint mask (2 bits a synced field: present, 64-bit), values */
 };
 /* STATE record tags */
 enum {
-    KEEL__REC_SPAWN = 1,  /* varint lid, 16 uuid, varint incarnation, varint parent lid + 1, u8 enabled, str name */
-    KEEL__REC_META = 2,   /* varint lid, varint parent lid + 1, u8 enabled, str name */
+    KEEL__REC_SPAWN = 1, /* varint lid, 16 uuid, varint incarnation, varint parent lid + 1, u8 enabled, str name */
+    KEEL__REC_META = 2,  /* varint lid, varint parent lid + 1, u8 enabled, str name */
     KEEL__REC_REMOVE = 3, /* varint lid */
     KEEL__REC_ADD = 4,    /* varint lid, varint kind, varint slot, varint mask, values (all synced fields) */
     KEEL__REC_DROP = 5,   /* varint lid, varint kind, varint slot: a component removed */
@@ -62,8 +62,8 @@ typedef struct keel__wire_rec {
     bool enabled;
     char *name;
     uint32_t kind, slot;
-    uint64_t mask;             /* bit 2i: synced field i present */
-    uint32_t val0;             /* its values: vals[val0 .. val0 + popcount) in field order */
+    uint64_t mask; /* bit 2i: synced field i present */
+    uint32_t val0; /* its values: vals[val0 .. val0 + popcount) in field order */
 } keel__wire_rec;
 
 typedef struct keel__wire_kindrec {
@@ -74,13 +74,13 @@ typedef struct keel__wire_kindrec {
 
 typedef struct keel__wire_msg {
     uint8_t type;
-    uint64_t tick;             /* STATE, DELTA */
-    uint64_t seq;              /* DELTA */
-    uint64_t *acks;            /* ACK: nacks pairs (first seq, count) */
+    uint64_t tick;  /* STATE, DELTA */
+    uint64_t seq;   /* DELTA */
+    uint64_t *acks; /* ACK: nacks pairs (first seq, count) */
     size_t nacks;
-    uint32_t protocol;         /* HELLO, KINDS */
-    bool last;                 /* KINDS */
-    char *text;                /* HELLO name, REFUSE reason */
+    uint32_t protocol; /* HELLO, KINDS */
+    bool last;         /* KINDS */
+    char *text;        /* HELLO name, REFUSE reason */
     keel__wire_rec *recs;
     size_t nrec, rec_cap;
     keel_value *vals;

@@ -123,7 +123,8 @@ static void net_converges_through_loss_and_keeps_unsynced_home(void **state)
     for (int i = 0; i < 3; i++) assert_true(keel_net_client_joined(c[i]));
     keel_net_host_set_loss(h, 0.25, 0.1, 0.15, 7);
     for (int t = 0; t < 120; t++) {
-        for (int i = 0; i < 40; i++) set_x(f, ships[i], i + t * 0.37 + 0.1 * sqrt((double)t)); /* not float-exact */
+        for (int i = 0; i < 40; i++)
+            set_x(f, ships[i], i + t * 0.37 + 0.1 * sqrt((double)t)); /* not float-exact */
         if (t % 7 == 0) {
             keel_comp s;
             keel_get_comp(f->w, ships[t % 40], g_ship, 0, &s);
@@ -316,7 +317,7 @@ static void net_host_drops_a_malformed_peer_with_a_reason(void **state)
                 sent = true;
             } else if (ev.type == ENET_EVENT_TYPE_RECEIVE) {
                 refused |= ev.packet->dataLength > 1 && ev.packet->data[0] == KEEL__PK_REFUSE &&
-                           has_text(ev.packet->data, ev.packet->dataLength, "malformed");
+                    has_text(ev.packet->data, ev.packet->dataLength, "malformed");
                 enet_packet_destroy(ev.packet);
             } else if (ev.type == ENET_EVENT_TYPE_DISCONNECT) dropped = true;
         }

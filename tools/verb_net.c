@@ -130,7 +130,9 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
         return KEEL_EXIT_USAGE;
     }
     const char *frames_s = NULL, *dt_s = NULL, *cname = NULL;
-    const keel_cli_opt opts[] = { { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL }, { "--name", &cname, NULL } };
+    const keel_cli_opt opts[] = { { "--frames", &frames_s, NULL },
+                                  { "--dt", &dt_s, NULL },
+                                  { "--name", &cname, NULL } };
     int npos = keel_cli_parse(cli, argc, argv, opts, 3);
     if (npos < 0) return KEEL_EXIT_USAGE;
     if (npos > (connect ? 0 : 1)) {
@@ -174,7 +176,8 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
         if (!scene) {
             char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
             if (!demo) {
-                fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n", cli->progname);
+                fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n",
+                        cli->progname);
                 return KEEL_EXIT_USAGE;
             }
             lua_pushstring(L, demo);

@@ -13,7 +13,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const keel__wire_kind kinds[] = {
     { .many = false, .nsync = 3, .types = { KEEL_T_VEC3, KEEL_T_QUAT, KEEL_T_VEC3 } },
-    { .many = false, .nsync = 6,
+    { .many = false,
+      .nsync = 6,
       .types = { KEEL_T_INT, KEEL_T_STRING, KEEL_T_ENUM, KEEL_T_ENTITY, KEEL_T_BOOL, KEEL_T_FLOAT },
       .choices = { 0, 0, 3 } },
     { .many = true, .nsync = 1, .types = { KEEL_T_COLOR } },

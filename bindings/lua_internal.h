@@ -193,6 +193,10 @@ void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
 void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_phase phase, double dt);
 void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds _systems_runner to the table on top */
+void keel__lua_open_net(lua_State *L, keel_lua_ctx *ctx); /* lua_net.c: keel.net in the table on top */
+/* lua_net.c: keel.kind{}'s client_update (spec at index 1): checked before, remembered after a declaration */
+void keel__lua_net_check_kind(lua_State *L);
+void keel__lua_net_note_kind(lua_State *L, const char *key);
 extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_each, w:_fault_system */
 
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */

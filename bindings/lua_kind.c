@@ -68,10 +68,10 @@ static double num_field(lua_State *L, int idx, const char *what, const char *nam
 static const char *const kind_keys[] = {
     "key", "display", "category", "version", "multiplicity", "max", "requires", "rejects",
     "nosave", "editor_only", "root_only", "not_on_root", "fields", "awake", "start", "fixed_update", "update", "late_update",
-    "on_destroy", "on_transfer", "on_message", "validate", "migrate", NULL
+    "on_destroy", "on_transfer", "on_message", "validate", "migrate", "sync", "client_update", NULL
 };
 static const char *const field_keys[] = {
-    "default", "min", "max", "choices", "transient", "readonly", "hidden", "runtime", NULL
+    "default", "min", "max", "choices", "transient", "readonly", "hidden", "runtime", "sync", NULL
 };
 
 /* Raises InvalidArgument naming the first key of table t not in `allowed` (integer keys
@@ -151,7 +151,29 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
     fd->flags = (opt_bool(L, f, "transient") ? KEEL_FIELD_TRANSIENT : 0) |
                 (opt_bool(L, f, "readonly") ? KEEL_FIELD_READONLY : 0) |
                 (opt_bool(L, f, "hidden") ? KEEL_FIELD_HIDDEN : 0) |
-                (opt_bool(L, f, "runtime") ? KEEL_FIELD_RUNTIME : 0);
+                (opt_bool(L, f, "runtime") ? KEEL_FIELD_RUNTIME : 0) |
+                (opt_bool(L, f, "sync") ? KEEL_FIELD_SYNC : 0);
+}
+
+/* sync = { interval = N } (or true: every tick): N an integer in 1..KEEL_SYNC_INTERVAL_MAX. */
+static uint32_t read_sync(lua_State *L)
+{
+    lua_getfield(L, 1, "sync");
+    uint32_t n = 0;
+    if (lua_isboolean(L, -1)) n = lua_toboolean(L, -1) ? 1 : 0;
+    else if (lua_istable(L, -1)) {
+        lua_getfield(L, -1, "interval");
+        if (lua_isnil(L, -1)) n = 1;
+        else if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > KEEL_SYNC_INTERVAL_MAX)
+            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync.interval must be an integer in 1..%d, got %s",
+                            KEEL_SYNC_INTERVAL_MAX, luaL_tolstring(L, -1, NULL));
+        else n = (uint32_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+    } else if (!lua_isnil(L, -1))
+        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync must be a table { interval = N }, got %s",
+                        luaL_typename(L, -1));
+    lua_pop(L, 1);
+    return n;
 }
 
 /* The declaration's own options (argument 1): everything but fields and hooks. Strings are
@@ -181,6 +203,7 @@ static void read_options(lua_State *L, keel_kind_desc *desc)
     desc->flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0) |
                   (opt_bool(L, 1, "root_only") ? KEEL_KIND_ROOT_ONLY : 0) |
                   (opt_bool(L, 1, "not_on_root") ? KEEL_KIND_NOT_ON_ROOT : 0);
+    desc->sync_interval = read_sync(L);
 }
 
 /* The spec's fields array into desc->fields (scratch). Pushes the scratch, then the keys table
@@ -266,12 +289,14 @@ static int k_kind(lua_State *L)
     bool has_entity;
     int keys = read_fields(L, &desc, &has_entity);
     check_hooks(L);
+    keel__lua_net_check_kind(L); /* client_update: a function or nothing */
 
     /* Everything that can raise on bad input is above; now the owned parts. */
     keel_lua_kind *lk = keel__lua_hooks_new(L, ctx, &desc, keys, has_entity);
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = declare(L, ctx, &desc, lk, &d);
+    if (s == KEEL_OK) keel__lua_net_note_kind(L, desc.key);
     if (s != KEEL_OK || !d.count) {
         keel__lua_check(L, s, &d, NULL);
         lua_pushstring(L, desc.key);
@@ -328,6 +353,14 @@ static void push_info(lua_State *L, keel_kind_id k)
     lua_setfield(L, -2, "root_only");
     lua_pushboolean(L, (kd->flags & KEEL_KIND_NOT_ON_ROOT) != 0);
     lua_setfield(L, -2, "not_on_root");
+    bool synced = kd->sync_interval > 0;
+    for (size_t i = 0; i < kd->field_count; i++) synced |= (kd->fields[i].flags & KEEL_FIELD_SYNC) != 0;
+    if (synced) { /* only when synced: older readers see the keys they know */
+        lua_createtable(L, 0, 1);
+        lua_pushinteger(L, kd->sync_interval ? kd->sync_interval : 1);
+        lua_setfield(L, -2, "interval");
+        lua_setfield(L, -2, "sync");
+    }
     lua_createtable(L, (int)kd->field_count, 0);
     for (size_t i = 0; i < kd->field_count; i++) {
         const keel_field_desc *fd = &kd->fields[i];
@@ -358,6 +391,10 @@ static void push_info(lua_State *L, keel_kind_id k)
         if (fd->flags & KEEL_FIELD_RUNTIME) { /* only when set: older readers see the keys they know */
             lua_pushboolean(L, 1);
             lua_setfield(L, -2, "runtime");
+        }
+        if (fd->flags & KEEL_FIELD_SYNC) {
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "sync");
         }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }

@@ -192,6 +192,7 @@ int luaopen_keel_core(lua_State *L)
     lua_pushlightuserdata(L, ctx);
     keel__lua_open_kind(L);
     keel__lua_open_system(L, ctx);
+    keel__lua_open_net(L, ctx);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");
     lua_pushcfunction(L, m_invalid);

@@ -39,9 +39,9 @@ static const char *const no_transform[] = { "core:transform" };
 
 /* ---- core:transform ---- */
 static const keel_field_desc transform_fields[] = {
-    F_VEC3("position", 0, 0, 0),
-    F_QUAT("rotation"),
-    F_VEC3("scale", 1, 1, 1),
+    { .key = "position", .type = KEEL_T_VEC3, DEF(KEEL_T_VEC3, .as.v = { 0, 0, 0, 0 }), .flags = KEEL_FIELD_SYNC },
+    { .key = "rotation", .type = KEEL_T_QUAT, DEF(KEEL_T_QUAT, .as.v = { 0, 0, 0, 1 }), .flags = KEEL_FIELD_SYNC },
+    { .key = "scale", .type = KEEL_T_VEC3, DEF(KEEL_T_VEC3, .as.v = { 1, 1, 1, 0 }), .flags = KEEL_FIELD_SYNC },
 };
 
 /* ---- core:mesh_renderer ---- */
@@ -142,7 +142,8 @@ static const keel_field_desc world_settings_fields[] = {
 
 static const keel_kind_desc builtins[] = {
     { .key = "core:transform", .display = "Transform", .category = "Scene", .version = 1,
-      .flags = KEEL_KIND_NOT_ON_ROOT, REJECTS(no_world_settings), FIELDS(transform_fields), .builtin = true },
+      .flags = KEEL_KIND_NOT_ON_ROOT, REJECTS(no_world_settings), FIELDS(transform_fields), .builtin = true,
+      .sync_interval = 1 },
     { .key = "core:mesh_renderer", .display = "Mesh Renderer", .category = "Rendering", .version = 1,
       REQUIRES(needs_transform), FIELDS(mesh_renderer_fields), .builtin = true },
     { .key = "core:point_light", .display = "Point Light", .category = "Lighting", .version = 1,

@@ -43,6 +43,9 @@ static keel_status writable(const keel_world *w, keel_comp c, const keel__entry 
     /* readonly means "not from outside": the component's own hooks may write it */
     bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
                w->hook_comp.slot == m->slot;
+    if (w->mirror && !w->net_applying && (kd->fields[field].flags & KEEL_FIELD_SYNC))
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, kd->fields[field].key,
+                          "field %s of %s is synced: a client world only mirrors it", kd->fields[field].key, kd->key);
     if (!internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
         return KEEL_ERROR(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
                           kd->fields[field].key, kd->key);

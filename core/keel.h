@@ -283,9 +283,12 @@ enum keel_field_flags {
     KEEL_FIELD_TRANSIENT = 1u << 0, /* shown, not saved */
     KEEL_FIELD_READONLY = 1u << 1,  /* shown, not written from outside (Unsupported) */
     KEEL_FIELD_HIDDEN = 1u << 2,    /* the kind's own bookkeeping */
-    KEEL_FIELD_RUNTIME = 1u << 3    /* saved in save games, never in scene files or cooked scenes
+    KEEL_FIELD_RUNTIME = 1u << 3,   /* saved in save games, never in scene files or cooked scenes
                                      * (a countdown, an AI's state); not with TRANSIENT */
+    KEEL_FIELD_SYNC = 1u << 4       /* replicated to client worlds (keel_net_*); on a client
+                                     * world only the network writes it (InvalidOperation) */
 };
+#define KEEL_SYNC_INTERVAL_MAX 1200 /* keel_kind_desc.sync_interval: ticks between deltas */
 
 enum keel_kind_flags {
     KEEL_KIND_NOSAVE = 1u << 0,      /* runtime only: never written to any file */
@@ -373,6 +376,8 @@ typedef struct keel_kind_desc {
     void *user;
     void (*user_free)(void *user); /* called when the kind is replaced or the registry shut down */
     bool builtin;
+    uint32_t sync_interval;   /* 0: default (1 when a field syncs); else its deltas go every Nth
+                               * network tick, 1..KEEL_SYNC_INTERVAL_MAX (more: InvalidArgument) */
 } keel_kind_desc;
 
 /* Registers the built-in kinds. Call once before anything else; safe to call twice.
@@ -1482,6 +1487,75 @@ keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags 
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif
+
+/* ======================================================================
+ * Replication (net.c, over ENet): a host sends a world's synced state to client worlds.
+ *
+ * A host serves one world. Every keel_net_host_service is one network tick: it reads what
+ * changed since the last (fields marked KEEL_FIELD_SYNC of kinds with sync, entity name,
+ * parent and enabled), sends spawns/removals/component adds reliably (channel 0) and field
+ * deltas unreliably (channel 1) to each joined client within its budget, then services ENet.
+ * keel_step on the host's world also calls it once per step. A client owns a mirror world
+ * (keel_net_client_world): fixed_update and update (hooks and systems) do not run in it, and a
+ * write to a synced field there is InvalidOperation. Handshake: a client whose kinds differ
+ * from the server's synced kinds (missing, other version, other synced layout) is refused
+ * before any entity is sent, with a reason naming them.
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_status st = keel_registry_freeze(&d);
+ *     keel_world *w = keel_world_new("Server");
+ *     keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
+ *     o.port = 0; // any free port
+ *     keel_net_host *h = NULL;
+ *     keel_net_client *c = NULL;
+ *     if (st == KEEL_OK) st = keel_net_host_new(w, &o, &h, &d);
+ *     if (st == KEEL_OK) st = keel_net_connect("127.0.0.1", keel_net_host_port(h), "p1", &c, &d);
+ *     for (int i = 0; st == KEEL_OK && i < 500 && !keel_net_client_joined(c); i++) {
+ *         st = keel_net_host_service(h, &d);
+ *         if (st == KEEL_OK) st = keel_net_client_service(c, &d);
+ *     }
+ *     bool joined = c && keel_net_client_joined(c);
+ *     keel_net_client_free(c);
+ *     keel_net_host_free(h);
+ *     keel_world_free(w);
+ *     keel_diags_free(&d);
+ *     return !joined;
+ * ====================================================================== */
+typedef struct keel_net_host keel_net_host;
+typedef struct keel_net_client keel_net_client;
+typedef struct keel_net_host_opts {
+    uint16_t port;           /* 0: any free port (keel_net_host_port tells) */
+    const char *bind;        /* NULL: every address */
+    uint32_t max_clients;    /* 1..4095 */
+    double interest_radius;  /* 0: everything; else around each client's focus entity */
+    size_t budget;           /* payload bytes per client per tick (reliable and unreliable) */
+} keel_net_host_opts;
+#define KEEL_NET_DEFAULT_PORT 27761
+#define KEEL_NET_HOST_OPTS_INIT { KEEL_NET_DEFAULT_PORT, NULL, 32, 0, 64 * 1024 }
+/* IOError: ENet could not start or bind (the port in use). */
+keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_net_host **out, keel_diags *d);
+void keel_net_host_free(keel_net_host *h); /* NULL is a no-op; disconnects every client; before its world */
+keel_status keel_net_host_service(keel_net_host *h, keel_diags *d);
+uint16_t keel_net_host_port(const keel_net_host *h);
+size_t keel_net_host_client_count(const keel_net_host *h); /* joined clients */
+const char *keel_net_host_client_name(const keel_net_host *h, size_t i); /* NULL past the end */
+/* The client named `name` follows e (interest radius). NotFound: no such client or entity. */
+keel_status keel_net_host_focus(keel_net_host *h, const char *name, keel_entity e, keel_diags *d);
+/* Drops, duplicates and reorders the given shares (0..1) of the host's unreliable packets: a test seam. */
+void keel_net_host_set_loss(keel_net_host *h, double drop, double dup, double reorder, uint32_t seed);
+
+/* Starts connecting (the handshake runs in keel_net_client_service). IOError: ENet failed or
+ * the address does not resolve. */
+keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, keel_net_client **out,
+                             keel_diags *d);
+void keel_net_client_free(keel_net_client *c); /* NULL is a no-op; frees its world too */
+/* KEEL_OK, or once refused or dropped InvalidOperation with keel_net_client_reason as message. */
+keel_status keel_net_client_service(keel_net_client *c, keel_diags *d);
+keel_world *keel_net_client_world(const keel_net_client *c);
+bool keel_net_client_connected(const keel_net_client *c); /* transport up */
+bool keel_net_client_joined(const keel_net_client *c);    /* handshake accepted */
+const char *keel_net_client_reason(const keel_net_client *c); /* NULL until refused or dropped */
 
 #ifdef __cplusplus
 }

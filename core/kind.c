@@ -437,6 +437,9 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
     /* A kind no entity could ever hold is a mistake in its declaration, said now. */
     if (src->flags & ~(unsigned)(KEEL_KIND_NOSAVE | KEEL_KIND_EDITOR_ONLY | KEEL_KIND_ROOT_ONLY | KEEL_KIND_NOT_ON_ROOT))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "flags", "%s: unknown kind flags 0x%x", key, src->flags);
+    if (src->sync_interval > KEEL_SYNC_INTERVAL_MAX)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "sync", "%s: sync interval %u is outside 1..%d", key,
+                          (unsigned)src->sync_interval, KEEL_SYNC_INTERVAL_MAX);
     if ((src->flags & KEEL_KIND_ROOT_ONLY) && (src->flags & KEEL_KIND_NOT_ON_ROOT))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "flags", "%s: root_only and not_on_root together leave it no place",
                           key);

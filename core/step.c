@@ -374,6 +374,8 @@ void keel__batch_done(keel__batch *b, keel_status st) { hook_end(b->w, &b->txn, 
 
 static void run_phase(keel_world *w, keel_phase phase, double dt)
 {
+    /* a client's mirror world: the server's authoritative phases (hooks and systems) never run */
+    if (w->mirror && (phase == KEEL_PHASE_FIXED_UPDATE || phase == KEEL_PHASE_UPDATE)) return;
     if (!w->runs_valid || w->runs_structure != w->structure) runs_rebuild(w);
     keel__run *r = &w->runs[phase];
     for (size_t n = 0; n < r->count; n++) {
@@ -420,6 +422,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     run_phase(w, KEEL_PHASE_LATE_UPDATE, dt);
     w->in_step = false;
     w->frame++;
+    if (w->net_step) w->net_step(w, w->net); /* a hosted world: one network tick a step */
     return KEEL_OK;
 }
 

@@ -52,7 +52,7 @@ for ex in "$tmp"/ex*.txt; do
     fi
 done
 
-LIBS="$(pkg-config --libs yaml-0.1 zlib 2>/dev/null || echo -lyaml -lz) -lm"
+LIBS="$(pkg-config --libs yaml-0.1 zlib libenet 2>/dev/null || echo -lyaml -lz -lenet) -lm"
 ran=0
 failed=0
 for ex in "$tmp"/ex*.txt; do

@@ -49,6 +49,9 @@ int keel_cli_mcp(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 /* tools/verb_run.c */
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
+/* verb_net.c: `keel run [SCENE] --host [PORT]` / `keel run --connect ADDR:PORT` (argv as keel_cli_run's);
+ * returns -1 when neither flag is there (an ordinary run) */
+int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv);
 /* argv is the program's whole argv; argv[script_index] names the script. */
 int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int script_index);
 

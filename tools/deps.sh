@@ -3,7 +3,7 @@
 # Uses apt-get as root or through sudo; otherwise prints the command and exits 2.
 set -eu
 PKGS="cmake make pkg-config gcc clang libclang-rt-14-dev liblua5.4-dev lua5.4 libyaml-dev
-libcmocka-dev zlib1g-dev libedit-dev lua-busted lua-filesystem libmicrohttpd-dev libjansson-dev curl git
+libcmocka-dev zlib1g-dev libedit-dev libenet-dev lua-busted lua-filesystem libmicrohttpd-dev libjansson-dev curl git
 diffutils luarocks"
 # the inspector's browser test (tests/browser/): Debian's Chromium, and Node.js with npm for
 # puppeteer-core unless the machine already has them

@@ -158,7 +158,12 @@ static void json_kind(listing *b, const keel_kind_desc *k)
         put_json_string(b, kind_flag_names[i]);
         first = false;
     }
-    puts_(b, "],\n   \"fields\": [");
+    puts_(b, "]");
+    uint32_t sync = k->sync_interval;
+    for (size_t i = 0; i < k->field_count && !sync; i++)
+        if (k->fields[i].flags & KEEL_FIELD_SYNC) sync = 1;
+    if (sync) putf(b, ", \"sync\": {\"interval\": %u}", (unsigned)sync); /* only when synced */
+    puts_(b, ",\n   \"fields\": [");
     for (size_t i = 0; i < k->field_count; i++) {
         const keel_field_desc *f = &k->fields[i];
         puts_(b, i ? ",\n     {" : "\n     {");
@@ -179,11 +184,12 @@ static void json_kind(listing *b, const keel_kind_desc *k)
         puts_(b, ", \"choices\": ");
         if (f->type == KEEL_T_ENUM) put_key_list(b, f->choices, f->choice_count, true);
         else puts_(b, "null");
-        putf(b, ", \"transient\": %s, \"readonly\": %s, \"hidden\": %s%s}",
+        putf(b, ", \"transient\": %s, \"readonly\": %s, \"hidden\": %s%s%s}",
              f->flags & KEEL_FIELD_TRANSIENT ? "true" : "false",
              f->flags & KEEL_FIELD_READONLY ? "true" : "false",
              f->flags & KEEL_FIELD_HIDDEN ? "true" : "false",
-             f->flags & KEEL_FIELD_RUNTIME ? ", \"runtime\": true" : ""); /* only when set, as min_exclusive */
+             f->flags & KEEL_FIELD_RUNTIME ? ", \"runtime\": true" : "", /* only when set, as min_exclusive */
+             f->flags & KEEL_FIELD_SYNC ? ", \"sync\": true" : "");
     }
     puts_(b, k->field_count ? "\n   ]}" : "]}");
 }
@@ -228,6 +234,7 @@ static void text_kind(listing *b, const keel_kind_desc *k)
         if (f->flags & KEEL_FIELD_READONLY) puts_(b, "  readonly");
         if (f->flags & KEEL_FIELD_HIDDEN) puts_(b, "  hidden");
         if (f->flags & KEEL_FIELD_RUNTIME) puts_(b, "  runtime");
+        if (f->flags & KEEL_FIELD_SYNC) puts_(b, "  sync");
         puts_(b, "\n");
     }
 }

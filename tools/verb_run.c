@@ -137,6 +137,8 @@ static int l_interrupted(lua_State *L)
 
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
+    int net = keel_cli_run_net(L, cli, argc, argv); /* --host / --connect: verb_net.c */
+    if (net >= 0) return net;
     const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL;
     bool play = false, serve = false;
     /* --serve takes an optional PORT: only a following all-digit argument is one */

@@ -33,6 +33,7 @@
 ---@field readonly boolean
 ---@field hidden boolean
 ---@field runtime? true               # saved in save games, never in scene files (absent when not)
+---@field sync? true                  # replicated to client worlds (absent when not)
 
 ---@class KeelKindInfo
 ---@field key string
@@ -48,6 +49,7 @@
 ---@field editor_only boolean            # kept in YAML, dropped by cooking
 ---@field root_only boolean              # only on the scene root
 ---@field not_on_root boolean            # never on the scene root
+---@field sync? { interval: integer }    # replicated (absent when not)
 ---@field fields KeelFieldInfo[]
 
 ---A field declaration: `{ "name", "type", default = ..., min = ..., max = ..., choices = {...},
@@ -63,6 +65,7 @@
 ---@field readonly? boolean
 ---@field hidden? boolean
 ---@field runtime? boolean              # saved in save games, never in scene files
+---@field sync? boolean                 # replicated to client worlds (keel.net)
 
 ---@class KeelKindDecl
 ---@field key string                     # "ns:name"
@@ -77,6 +80,8 @@
 ---@field editor_only? boolean
 ---@field root_only? boolean          # only on the scene root
 ---@field not_on_root? boolean               # never on the scene root (as core:transform)
+---@field sync? { interval?: integer }  # deltas every Nth network tick, 1..1200 (default 1)
+---@field client_update? fun(self: KeelComponent, entity: KeelEntity, dt: number) # only on clients, in cl:service()
 ---@field fields? KeelFieldDecl[]
 ---@field awake? fun(self: KeelComponent, entity: KeelEntity)
 ---@field start? fun(self: KeelComponent, entity: KeelEntity)
@@ -530,5 +535,47 @@ function History:rename(e, name) end
 function History:undo() end
 ---@return boolean
 function History:redo() end
+
+
+---Replication (README "Replication"): a host serves a world's synced state to client worlds.
+---@class KeelNetHostOptions
+---@field port? integer                  # default 27761; 0: any free port
+---@field bind? string
+---@field max_clients? integer           # 1..4095, default 32
+---@field interest? { radius: number }   # default: everything
+---@field budget? integer                # bytes per client per tick, default 65536
+
+---@class KeelNetHost
+local NetHost = {}
+---@return true|nil ok, KeelError? err
+function NetHost:service() end
+---@return { name: string }[]
+function NetHost:clients() end
+---@param client string|{ name: string }
+---@param e KeelEntity
+function NetHost:focus(client, e) end
+---@return integer
+function NetHost:port() end
+function NetHost:close() end
+
+---@class KeelNetClient
+---@field world KeelWorld                 # the mirror (closed with the client)
+---@field connected boolean               # joined: the handshake was accepted
+---@field reason string?                  # why it was refused or dropped
+local NetClient = {}
+---@return true|nil ok, KeelError? err
+function NetClient:service() end
+function NetClient:close() end
+
+keel.net = {}
+---@param w KeelWorld
+---@param opts? KeelNetHostOptions
+---@return KeelNetHost
+function keel.net.host(w, opts) end
+---@param addr string
+---@param port integer
+---@param opts? { name?: string }
+---@return KeelNetClient
+function keel.net.connect(addr, port, opts) end
 
 return keel

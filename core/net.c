@@ -1,0 +1,1813 @@
+/* net.c — replication over ENet: a host serving one world's synced state to client worlds,
+ * and the clients mirroring it. The bytes are net_wire.c's; this file tracks what changed
+ * (per component: each synced field's last change tick, found through the member's write
+ * counter), what each client holds (connection-local ids, the tick each component is
+ * confirmed at, a ring of the last 32 unreliable packets awaiting acks) and applies what a
+ * client receives through the one field write path (keel__field_set, net_applying allowed). */
+#include "net.h"
+
+#include "bind.h"
+#include "net_wire.h"
+#include "util.h"
+#include "world.h"
+
+#include <enet/enet.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RING 32
+#define CH_RELIABLE 0
+#define CH_DELTA 1
+
+/* ---- a u64 -> u32 map (linear probing, backward-shift deletion) ---- */
+typedef struct map {
+    uint64_t *keys; /* key + 1; 0 empty */
+    uint32_t *vals;
+    size_t cap, used;
+} map;
+
+static size_t map_slot(const map *m, uint64_t k)
+{
+    uint64_t h = (k + 1) * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (m->cap - 1);
+}
+
+static bool map_get(const map *m, uint64_t k, uint32_t *v)
+{
+    if (!m->cap) return false;
+    for (size_t i = map_slot(m, k);; i = (i + 1) & (m->cap - 1)) {
+        if (!m->keys[i]) return false;
+        if (m->keys[i] == k + 1) {
+            *v = m->vals[i];
+            return true;
+        }
+    }
+}
+
+static void map_put(map *m, uint64_t k, uint32_t v);
+static void map_grow(map *m)
+{
+    map old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->keys = keel__xcalloc(m->cap, sizeof *m->keys);
+    m->vals = keel__xcalloc(m->cap, sizeof *m->vals);
+    m->used = 0;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.keys[i]) map_put(m, old.keys[i] - 1, old.vals[i]);
+    free(old.keys);
+    free(old.vals);
+}
+
+static void map_put(map *m, uint64_t k, uint32_t v)
+{
+    if ((m->used + 1) * 2 > m->cap) map_grow(m);
+    size_t i = map_slot(m, k);
+    while (m->keys[i] && m->keys[i] != k + 1) i = (i + 1) & (m->cap - 1);
+    if (!m->keys[i]) m->used++;
+    m->keys[i] = k + 1;
+    m->vals[i] = v;
+}
+
+static void map_del(map *m, uint64_t k)
+{
+    if (!m->cap) return;
+    size_t i = map_slot(m, k);
+    while (m->keys[i] && m->keys[i] != k + 1) i = (i + 1) & (m->cap - 1);
+    if (!m->keys[i]) return;
+    m->keys[i] = 0;
+    m->used--;
+    for (size_t j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
+        size_t want = map_slot(m, m->keys[j] - 1);
+        /* move j back to i when its home is not in (i, j] */
+        bool stays = i <= j ? (want > i && want <= j) : (want > i || want <= j);
+        if (stays) continue;
+        m->keys[i] = m->keys[j];
+        m->vals[i] = m->vals[j];
+        m->keys[j] = 0;
+        i = j;
+    }
+}
+
+static void map_free(map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- the synced kinds (a host's table; a client maps it onto its own registry) ---- */
+typedef struct skind {
+    keel_kind_id id;
+    const char *key;
+    int version;
+    uint32_t hash, interval;
+    int fields[KEEL__WIRE_MAX_SYNC];
+    keel__wire_kind w;
+} skind;
+
+static bool kind_synced(const keel_kind_desc *kd)
+{
+    if (kd->sync_interval) return true;
+    for (size_t i = 0; i < kd->field_count; i++)
+        if (kd->fields[i].flags & KEEL_FIELD_SYNC) return true;
+    return false;
+}
+
+/* Fills k from the registry's kind; false when it has more synced fields than the wire carries. */
+static bool skind_fill(keel_kind_id id, skind *k)
+{
+    const keel_kind_desc *kd = keel_kind_describe(id);
+    memset(k, 0, sizeof *k);
+    k->id = id;
+    k->key = kd->key;
+    k->version = kd->version < 1 ? 1 : kd->version;
+    k->interval = kd->sync_interval ? kd->sync_interval : 1;
+    k->w.many = kd->multiplicity == KEEL_MANY;
+    uint32_t h = keel__wire_hash(kd->key, 2166136261u);
+    h = keel__wire_hash(k->w.many ? "many" : "one", h);
+    for (size_t i = 0; i < kd->field_count; i++) {
+        const keel_field_desc *f = &kd->fields[i];
+        if (!(f->flags & KEEL_FIELD_SYNC)) continue;
+        if (k->w.nsync == KEEL__WIRE_MAX_SYNC) return false;
+        k->fields[k->w.nsync] = (int)i;
+        k->w.types[k->w.nsync] = f->type;
+        k->w.choices[k->w.nsync] = f->type == KEEL_T_ENUM ? (uint32_t)f->choice_count : 0;
+        k->w.nsync++;
+        h = keel__wire_hash(f->key, h);
+        h = keel__wire_hash(keel_type_name(f->type), h);
+        for (size_t c = 0; f->type == KEEL_T_ENUM && c < f->choice_count; c++)
+            h = keel__wire_hash(f->choices[c], h);
+    }
+    k->hash = h;
+    return true;
+}
+
+static bool value_same(keel_type t, const keel_value *a, const keel_value *b)
+{
+    switch (t) {
+    case KEEL_T_BOOL: return a->as.b == b->as.b;
+    case KEEL_T_INT:
+    case KEEL_T_ENUM: return a->as.i == b->as.i;
+    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof(double)) == 0;
+    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: return a->nil == b->nil && (a->nil || keel_uuid_equal(a->as.u, b->as.u));
+    default: return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(t)) == 0;
+    }
+}
+
+static void value_keep(keel_value *dst, const keel_value *src)
+{
+    if (dst->type == KEEL_T_STRING) free((char *)dst->as.s);
+    *dst = *src;
+    if (src->type == KEEL_T_STRING) dst->as.s = keel__strdup(src->as.s ? src->as.s : "");
+}
+
+/* ======================================================================
+ * Host
+ * ====================================================================== */
+
+typedef struct tcomp {
+    uint32_t ent;  /* tent index */
+    uint32_t kind; /* skind index = connection-local kind id */
+    uint32_t slot;
+    bool live;
+    uint64_t last; /* the newest of changed[] */
+    uint64_t wide; /* the 64-bit flag of each field's mask bits (bit 2i+1) */
+    uint64_t serial, counter, born, seen;
+    keel__wire_buf enc; /* each field's value encoded once a tick for every client */
+    /* one block, nsync of each (kept out of line: the per-client passes stride over tcomps) */
+    uint32_t nsync;
+    uint32_t *enc_off; /* nsync + 1 */
+    uint64_t *changed; /* each field's last change tick */
+    keel_value *vals;  /* each field's value as last seen */
+} tcomp;
+
+typedef struct tent {
+    keel_entity e, parent;
+    keel_uuid uuid;
+    char *name;
+    bool enabled, live;
+    uint64_t meta_tick, born, seen;
+    uint32_t *comps; /* tcomp indices */
+    uint32_t ncomp, comp_cap;
+    uint32_t pos_comp;     /* its core:transform tcomp + 1, 0 none */
+    uint64_t comp_tick;    /* when it last gained a synced component */
+    uint64_t cell;         /* its interest grid cell, when gridded */
+    uint32_t cnext, cprev; /* the cell's list (tent index + 1, 0 none) */
+    bool gridded;
+} tent;
+
+/* One tick's unreliable sends to a client: its packets first_seq.. and the components each held. */
+typedef struct ringent {
+    uint64_t tick, first_seq;
+    uint32_t *comps; /* in send order */
+    uint32_t n, cap;
+    uint32_t *ends; /* ends[p]: past packet p's last component in comps */
+    uint8_t *acked;
+    uint32_t npk, pk_cap;
+    bool used;
+} ringent;
+
+enum { C_HELLO = 0, C_KINDS, C_JOINED, C_REFUSED };
+
+typedef struct hclient {
+    ENetPeer *peer;
+    char *name;
+    int state;
+    keel_entity focus;
+    /* by tent index */
+    uint32_t *lid; /* 0: the client does not hold it */
+    uint64_t *meta_sent;
+    uint32_t *parent_sent;
+    /* by tcomp index */
+    uint64_t *confirmed; /* 0: not added on the client */
+    size_t ent_cap, comp_cap;
+    /* by lid */
+    uint32_t *ent_of_lid; /* tent index + 1 */
+    uint32_t next_lid, lid_cap;
+    uint32_t cursor;     /* the lid the next delta pass starts at (budget round robin) */
+    uint64_t seq;        /* the last delta packet's sequence number */
+    ringent ring[RING];  /* the last 32 ticks' sends */
+    uint32_t head;       /* the newest ring entry */
+    uint32_t unacked;    /* ticks sent since the client last acked anything */
+    keel__wire_buf pend; /* the reliable packet being filled */
+    size_t pend_head;    /* its header's length */
+    size_t spent;        /* bytes this tick */
+} hclient;
+
+struct keel_net_host {
+    keel_world *w;
+    ENetHost *enet;
+    keel_net_host_opts o;
+    skind *kinds;
+    uint32_t nkinds;
+    uint32_t *kind_of; /* by kind id: skind index + 1 */
+    size_t kind_of_cap;
+    keel_kind_id transform;
+    uint64_t tick;
+    tent *ents;
+    uint32_t nent, ent_cap, *ent_free, nent_free;
+    tcomp *comps;
+    uint32_t ncomp, comp_cap, *comp_free, ncomp_free;
+    map by_entity;
+    map cells;       /* interest grid (radius > 0): cell key -> first tent + 1 */
+    uint32_t *order; /* tents in run order this tick */
+    uint32_t norder, order_cap;
+    hclient **clients;
+    uint32_t nclients;
+    /* loss shim */
+    double drop, dup, reorder;
+    uint32_t rng;
+    ENetPacket *held;
+    ENetPeer *held_peer;
+    keel__net_stats stats;
+    char *kinds_key;
+};
+
+static int enet_users;
+static bool net_up(void)
+{
+    if (enet_users == 0 && enet_initialize() != 0) return false;
+    enet_users++;
+    return true;
+}
+static void net_down(void)
+{
+    if (--enet_users == 0) enet_deinitialize();
+}
+
+static void send_packet(keel_net_host *h, hclient *c, int ch, const uint8_t *p, size_t n)
+{
+    ENetPacket *pk = enet_packet_create(p, n, ch == CH_RELIABLE ? ENET_PACKET_FLAG_RELIABLE : 0);
+    if (!pk) return;
+    h->stats.bytes += n;
+    h->stats.packets++;
+    c->spent += n;
+    if (ch == CH_DELTA && (h->drop > 0 || h->dup > 0 || h->reorder > 0)) {
+        /* the loss shim: an xorshift draw per packet */
+        h->rng ^= h->rng << 13;
+        h->rng ^= h->rng >> 17;
+        h->rng ^= h->rng << 5;
+        double x = (h->rng & 0xffffff) / (double)0x1000000;
+        if (x < h->drop) {
+            enet_packet_destroy(pk);
+            return;
+        }
+        if (x < h->drop + h->reorder && !h->held) { /* sent after the next one */
+            h->held = pk;
+            h->held_peer = c->peer;
+            return;
+        }
+        if (x < h->drop + h->reorder + h->dup) {
+            ENetPacket *again = enet_packet_create(p, n, 0);
+            if (again) enet_peer_send(c->peer, CH_DELTA, again);
+        }
+        enet_peer_send(c->peer, CH_DELTA, pk);
+        if (h->held) {
+            if (h->held_peer == c->peer) enet_peer_send(c->peer, CH_DELTA, h->held);
+            else enet_packet_destroy(h->held);
+            h->held = NULL;
+        }
+        return;
+    }
+    enet_peer_send(c->peer, (enet_uint8)ch, pk);
+}
+
+static void state_flush(keel_net_host *h, hclient *c)
+{
+    if (c->pend.len > c->pend_head) send_packet(h, c, CH_RELIABLE, c->pend.p, c->pend.len);
+    c->pend.len = 0;
+}
+
+static void state_head(keel_net_host *h, hclient *c)
+{
+    if (c->pend.len) return;
+    keel__wire_u8(&c->pend, KEEL__PK_STATE);
+    keel__wire_varint(&c->pend, h->tick);
+    c->pend_head = c->pend.len;
+}
+
+/* Appends the record in rec to the client's reliable packet, starting a new one past the MTU. */
+static void state_add(keel_net_host *h, hclient *c, keel__wire_buf *rec)
+{
+    state_head(h, c);
+    if (c->pend.len + rec->len > KEEL__WIRE_MTU && c->pend.len > c->pend_head) {
+        state_flush(h, c);
+        state_head(h, c);
+    }
+    keel__wire_bytes(&c->pend, rec->p, rec->len);
+    rec->len = 0;
+}
+
+static void grow_client(keel_net_host *h, hclient *c)
+{
+    if (c->ent_cap < h->ent_cap) {
+        c->lid = keel__xrealloc(c->lid, h->ent_cap * sizeof *c->lid);
+        c->meta_sent = keel__xrealloc(c->meta_sent, h->ent_cap * sizeof *c->meta_sent);
+        c->parent_sent = keel__xrealloc(c->parent_sent, h->ent_cap * sizeof *c->parent_sent);
+        for (size_t i = c->ent_cap; i < h->ent_cap; i++) c->lid[i] = 0, c->meta_sent[i] = 0, c->parent_sent[i] = 0;
+        c->ent_cap = h->ent_cap;
+    }
+    if (c->comp_cap < h->comp_cap) {
+        c->confirmed = keel__xrealloc(c->confirmed, h->comp_cap * sizeof *c->confirmed);
+        for (size_t i = c->comp_cap; i < h->comp_cap; i++) c->confirmed[i] = 0;
+        c->comp_cap = h->comp_cap;
+    }
+}
+
+static void client_forget_ent(hclient *c, uint32_t ti)
+{
+    if (ti < c->ent_cap && c->lid[ti]) {
+        c->ent_of_lid[c->lid[ti]] = 0;
+        c->lid[ti] = 0;
+        c->meta_sent[ti] = 0;
+        c->parent_sent[ti] = 0;
+    }
+}
+
+static void client_free(hclient *c)
+{
+    free(c->name);
+    free(c->lid);
+    free(c->meta_sent);
+    free(c->parent_sent);
+    free(c->confirmed);
+    free(c->ent_of_lid);
+    for (int i = 0; i < RING; i++) {
+        free(c->ring[i].comps);
+        free(c->ring[i].ends);
+        free(c->ring[i].acked);
+    }
+    keel__wire_buf_free(&c->pend);
+    free(c);
+}
+
+static uint32_t tcomp_new(keel_net_host *h)
+{
+    uint32_t i;
+    if (h->ncomp_free) i = h->comp_free[--h->ncomp_free];
+    else {
+        if (h->ncomp == h->comp_cap) {
+            h->comp_cap = h->comp_cap ? h->comp_cap * 2 : 256;
+            h->comps = keel__xrealloc(h->comps, h->comp_cap * sizeof *h->comps);
+            h->comp_free = keel__xrealloc(h->comp_free, h->comp_cap * sizeof *h->comp_free);
+        }
+        i = h->ncomp++;
+    }
+    memset(&h->comps[i], 0, sizeof h->comps[i]);
+    return i;
+}
+
+static void tcomp_free(keel_net_host *h, uint32_t i)
+{
+    tcomp *tc = &h->comps[i];
+    for (uint32_t f = 0; f < tc->nsync; f++)
+        if (tc->vals[f].type == KEEL_T_STRING) free((char *)tc->vals[f].as.s);
+    keel__wire_buf_free(&tc->enc);
+    free(tc->changed);
+    memset(tc, 0, sizeof *tc);
+    for (uint32_t k = 0; k < h->nclients; k++)
+        if (i < h->clients[k]->comp_cap) h->clients[k]->confirmed[i] = 0;
+    h->comp_free[h->ncomp_free++] = i;
+}
+
+static uint32_t tent_new(keel_net_host *h)
+{
+    uint32_t i;
+    if (h->nent_free) i = h->ent_free[--h->nent_free];
+    else {
+        if (h->nent == h->ent_cap) {
+            h->ent_cap = h->ent_cap ? h->ent_cap * 2 : 256;
+            h->ents = keel__xrealloc(h->ents, h->ent_cap * sizeof *h->ents);
+            h->ent_free = keel__xrealloc(h->ent_free, h->ent_cap * sizeof *h->ent_free);
+        }
+        i = h->nent++;
+    }
+    memset(&h->ents[i], 0, sizeof h->ents[i]);
+    return i;
+}
+
+static void grid_unlink(keel_net_host *h, uint32_t ti);
+
+/* An entity gone (or its tracking dropped): each client holding it gets a removal. */
+static void tent_free(keel_net_host *h, uint32_t ti)
+{
+    tent *t = &h->ents[ti];
+    keel__wire_buf rec = { 0 };
+    for (uint32_t k = 0; k < h->nclients; k++) {
+        hclient *c = h->clients[k];
+        if (ti < c->ent_cap && c->lid[ti]) {
+            keel__wire_u8(&rec, KEEL__REC_REMOVE);
+            keel__wire_varint(&rec, c->lid[ti]);
+            state_add(h, c, &rec);
+            client_forget_ent(c, ti);
+        }
+    }
+    keel__wire_buf_free(&rec);
+    grid_unlink(h, ti);
+    for (uint32_t j = 0; j < t->ncomp; j++) tcomp_free(h, t->comps[j]);
+    map_del(&h->by_entity, t->e);
+    free(t->name);
+    free(t->comps);
+    memset(t, 0, sizeof *t);
+    h->ent_free[h->nent_free++] = ti;
+}
+
+static void tent_add_comp(tent *t, uint32_t ci)
+{
+    if (t->ncomp == t->comp_cap) {
+        t->comp_cap = t->comp_cap ? t->comp_cap * 2 : 4;
+        t->comps = keel__xrealloc(t->comps, t->comp_cap * sizeof *t->comps);
+    }
+    t->comps[t->ncomp++] = ci;
+}
+
+/* One component of a live entity this tick: new, or its fields compared when its write counter
+ * moved since the last look. */
+static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint32_t sk)
+{
+    tent *t = &h->ents[ti];
+    tcomp *tc = NULL;
+    uint32_t ci = 0;
+    for (uint32_t j = 0; j < t->ncomp; j++) {
+        tcomp *x = &h->comps[t->comps[j]];
+        if (x->serial == mb->serial) {
+            tc = x;
+            ci = t->comps[j];
+            break;
+        }
+    }
+    const skind *k = &h->kinds[sk];
+    keel_comp comp = { t->e, mb->kind, mb->slot };
+    if (!tc) {
+        ci = tcomp_new(h);
+        t = &h->ents[ti];
+        tc = &h->comps[ci];
+        tc->ent = ti;
+        tc->kind = sk;
+        tc->slot = mb->slot;
+        tc->serial = mb->serial;
+        tc->born = h->tick;
+        tc->live = true;
+        tc->counter = mb->counter - 1; /* read below: every field counts as changed */
+        tc->nsync = k->w.nsync;
+        size_t n = tc->nsync ? tc->nsync : 1;
+        unsigned char *blk = keel__xcalloc(
+            1, n * (sizeof *tc->changed + sizeof *tc->vals) + (n + 1) * sizeof *tc->enc_off);
+        tc->changed = (uint64_t *)blk;
+        tc->vals = (keel_value *)(blk + n * sizeof *tc->changed);
+        tc->enc_off = (uint32_t *)(blk + n * (sizeof *tc->changed + sizeof *tc->vals));
+        for (uint32_t f = 0; f < k->w.nsync; f++) tc->vals[f].type = k->w.types[f];
+        tent_add_comp(t, ci);
+        t->comp_tick = h->tick;
+        if (mb->kind == h->transform) t->pos_comp = ci + 1;
+    }
+    tc->seen = h->tick;
+    /* Plain values are compared with the record itself every tick: a C hook or system may write
+     * its record directly, past the write counter. Strings and references only change through
+     * the write path, so the counter tells when to look at them. */
+    bool counted = tc->counter != mb->counter;
+    tc->counter = mb->counter;
+    const unsigned char *rec = keel_record(h->w, comp);
+    const keel_kind_desc *kd = keel_kind_describe(mb->kind);
+    bool dirty = false;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        keel_type ty = k->w.types[f];
+        int fi = k->fields[f];
+        if ((size_t)fi >= kd->field_count || kd->fields[fi].type != ty) continue; /* redeclared since */
+        keel_value *sh = &tc->vals[f];
+        if (rec && ty != KEEL_T_STRING && ty != KEEL_T_ASSET && ty != KEEL_T_ENTITY) {
+            const unsigned char *p = rec + keel_kind_field_offset(mb->kind, fi);
+            void *dst = ty == KEEL_T_BOOL               ? (void *)&sh->as.b
+                : ty == KEEL_T_INT || ty == KEEL_T_ENUM ? (void *)&sh->as.i
+                : ty == KEEL_T_FLOAT                    ? (void *)&sh->as.f
+                                                        : (void *)sh->as.v;
+            size_t n = ty == KEEL_T_BOOL                                      ? sizeof(bool)
+                : ty == KEEL_T_FLOAT || ty == KEEL_T_INT || ty == KEEL_T_ENUM ? 8
+                                                                              : 8u * (size_t)keel_type_width(ty);
+            if (tc->changed[f] && memcmp(p, dst, n) == 0) continue;
+            memcpy(dst, p, n);
+            sh->type = ty;
+            tc->changed[f] = h->tick;
+            dirty = true;
+            continue;
+        }
+        if (!counted) continue;
+        keel_value v;
+        if (keel_get(h->w, comp, fi, &v, NULL) != KEEL_OK || v.type != ty) continue;
+        if (tc->changed[f] && value_same(ty, sh, &v)) continue;
+        value_keep(sh, &v);
+        tc->changed[f] = h->tick;
+        dirty = true;
+    }
+    if (!dirty) return;
+    tc->last = h->tick;
+    tc->enc.len = 0;
+    tc->wide = 0;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        tc->enc_off[f] = (uint32_t)tc->enc.len;
+        bool wide = keel__wire_needs_wide(k->w.types[f], &tc->vals[f]);
+        if (wide) tc->wide |= 2ull << (2 * f);
+        keel__wire_value(&tc->enc, k->w.types[f], &tc->vals[f], wide);
+    }
+    tc->enc_off[k->w.nsync] = (uint32_t)tc->enc.len;
+}
+
+/* ---- the interest grid: cells of the radius's size, an entity listed in the one its position
+ * falls in (entities with no position in one cell of their own kind): a client's candidates
+ * are the 27 cells around its focus, not every entity ---- */
+#define CELL_NOWHERE UINT64_MAX
+#define CELL_BIAS (1 << 20)
+
+static uint64_t cell_of(const keel_net_host *h, const tent *t)
+{
+    if (!t->pos_comp) return CELL_NOWHERE;
+    const double *p = h->comps[t->pos_comp - 1].vals[0].as.v;
+    uint64_t key = 0;
+    for (int i = 0; i < 3; i++) {
+        double q = floor(p[i] / h->o.interest_radius);
+        if (!(q > -CELL_BIAS)) q = -CELL_BIAS; /* far away (or NaN): the edge cells */
+        if (q > CELL_BIAS - 1) q = CELL_BIAS - 1;
+        key = key << 21 | (uint64_t)((int64_t)q + CELL_BIAS);
+    }
+    return key;
+}
+
+static void grid_unlink(keel_net_host *h, uint32_t ti)
+{
+    tent *t = &h->ents[ti];
+    if (!t->gridded) return;
+    if (t->cprev) h->ents[t->cprev - 1].cnext = t->cnext;
+    else if (t->cnext) map_put(&h->cells, t->cell, t->cnext);
+    else map_del(&h->cells, t->cell);
+    if (t->cnext) h->ents[t->cnext - 1].cprev = t->cprev;
+    t->gridded = false;
+    t->cnext = t->cprev = 0;
+}
+
+/* Keeps t in the cell its position is in now (moves only when it changed cell). */
+static void grid_place(keel_net_host *h, uint32_t ti)
+{
+    tent *t = &h->ents[ti];
+    uint64_t cell = cell_of(h, t);
+    if (t->gridded && t->cell == cell) return;
+    grid_unlink(h, ti);
+    uint32_t head = 0;
+    map_get(&h->cells, cell, &head);
+    t->cell = cell;
+    t->cprev = 0;
+    t->cnext = head;
+    if (head) h->ents[head - 1].cprev = ti + 1;
+    map_put(&h->cells, cell, ti + 1);
+    t->gridded = true;
+}
+
+/* The tick's look at the world: what lives, what changed, what went. */
+static void scan(keel_net_host *h)
+{
+    keel_world *w = h->w;
+    h->norder = 0;
+    for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) {
+        uint32_t ti;
+        if (!map_get(&h->by_entity, e, &ti)) {
+            ti = tent_new(h);
+            tent *t = &h->ents[ti];
+            t->e = e;
+            t->uuid = keel_entity_uuid(w, e);
+            t->born = h->tick;
+            t->live = true;
+            map_put(&h->by_entity, e, ti);
+        }
+        tent *t = &h->ents[ti];
+        t->seen = h->tick;
+        const char *name = keel_entity_name(w, e);
+        keel_entity parent = keel_entity_parent(w, e);
+        bool enabled = keel_entity_enabled(w, e);
+        if (!t->meta_tick || parent != t->parent || enabled != t->enabled ||
+            strcmp(name ? name : "", t->name ? t->name : "")) {
+            free(t->name);
+            t->name = keel__strdup(name ? name : "");
+            t->parent = parent;
+            t->enabled = enabled;
+            t->meta_tick = h->tick;
+        }
+        size_t nm = keel_member_count(w, e);
+        for (size_t i = 0; i < nm; i++) {
+            keel_member mb;
+            if (!keel_member_at(w, e, i, &mb) || !mb.loaded || mb.kind >= h->kind_of_cap || !h->kind_of[mb.kind])
+                continue;
+            scan_comp(h, ti, &mb, h->kind_of[mb.kind] - 1);
+        }
+        t = &h->ents[ti];
+        /* components gone (removed, or re-added under a new serial) */
+        for (uint32_t j = 0; j < t->ncomp;) {
+            uint32_t ci = t->comps[j];
+            if (h->comps[ci].seen == h->tick) {
+                j++;
+                continue;
+            }
+            keel__wire_buf rec = { 0 };
+            for (uint32_t k = 0; k < h->nclients; k++) {
+                hclient *c = h->clients[k];
+                if (ci < c->comp_cap && c->confirmed[ci] && c->lid[ti]) {
+                    keel__wire_u8(&rec, KEEL__REC_DROP);
+                    keel__wire_varint(&rec, c->lid[ti]);
+                    keel__wire_varint(&rec, h->comps[ci].kind);
+                    keel__wire_varint(&rec, h->comps[ci].slot);
+                    state_add(h, c, &rec);
+                }
+            }
+            keel__wire_buf_free(&rec);
+            if (t->pos_comp == ci + 1) t->pos_comp = 0;
+            tcomp_free(h, ci);
+            t->comps[j] = t->comps[--t->ncomp];
+        }
+        if (h->norder == h->order_cap) {
+            h->order_cap = h->order_cap ? h->order_cap * 2 : 256;
+            h->order = keel__xrealloc(h->order, h->order_cap * sizeof *h->order);
+        }
+        h->order[h->norder++] = ti;
+        if (h->o.interest_radius > 0) grid_place(h, ti);
+    }
+    for (uint32_t ti = 0; ti < h->nent; ti++)
+        if (h->ents[ti].live && h->ents[ti].seen != h->tick) tent_free(h, ti);
+    for (uint32_t k = 0; k < h->nclients; k++) grow_client(h, h->clients[k]);
+}
+
+static bool in_interest(keel_net_host *h, hclient *c, const tent *t)
+{
+    if (h->o.interest_radius <= 0) return true;
+    if (!t->pos_comp) return true; /* no place in the world: everywhere */
+    uint32_t fi;
+    if (!c->focus || !map_get(&h->by_entity, c->focus, &fi) || !h->ents[fi].pos_comp) return false;
+    const double *a = h->comps[t->pos_comp - 1].vals[0].as.v, *b = h->comps[h->ents[fi].pos_comp - 1].vals[0].as.v;
+    double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
+    return dx * dx + dy * dy + dz * dz <= h->o.interest_radius * h->o.interest_radius;
+}
+
+/* mask + values of a component: every synced field when `all`, else those changed after
+ * `since`; the values are the tick's encoding, shared by every client. */
+static bool put_comp_values(keel_net_host *h, keel__wire_buf *b, const tcomp *tc, bool all, uint64_t since)
+{
+    uint32_t nsync = h->kinds[tc->kind].w.nsync;
+    uint64_t mask = 0;
+    if (all) mask = nsync >= 32 ? UINT64_MAX : ((1ull << (2 * nsync)) - 1);
+    else if (tc->last <= since) return false;
+    else
+        for (uint32_t f = 0; f < nsync; f++)
+            if (tc->changed[f] > since) mask |= 3ull << (2 * f);
+    mask &= 0x5555555555555555ull | tc->wide;
+    keel__wire_varint(b, mask);
+    for (uint32_t f = 0; f < nsync;) {
+        if (!(mask >> (2 * f) & 1)) {
+            f++;
+            continue;
+        }
+        uint32_t g = f + 1; /* a run of present fields: one copy */
+        while (g < nsync && (mask >> (2 * g) & 1)) g++;
+        keel__wire_bytes(b, tc->enc.p + tc->enc_off[f], tc->enc_off[g] - tc->enc_off[f]);
+        f = g;
+    }
+    return true;
+}
+
+static void put_add(keel_net_host *h, hclient *c, keel__wire_buf *rec, uint32_t ti, uint32_t ci)
+{
+    const tcomp *tc = &h->comps[ci];
+    keel__wire_u8(rec, KEEL__REC_ADD);
+    keel__wire_varint(rec, c->lid[ti]);
+    keel__wire_varint(rec, tc->kind);
+    keel__wire_varint(rec, tc->slot);
+    put_comp_values(h, rec, tc, true, 0);
+    state_add(h, c, rec);
+    c->confirmed[ci] = h->tick;
+}
+
+static uint32_t parent_lid(keel_net_host *h, hclient *c, const tent *t)
+{
+    uint32_t pi;
+    if (!t->parent || !map_get(&h->by_entity, t->parent, &pi)) return 0;
+    return c->lid[pi];
+}
+
+static void new_lid(hclient *c, uint32_t ti)
+{
+    uint32_t lid = ++c->next_lid;
+    if (lid >= c->lid_cap) {
+        uint32_t cap = c->lid_cap ? c->lid_cap * 2 : 256;
+        while (cap <= lid) cap *= 2;
+        c->ent_of_lid = keel__xrealloc(c->ent_of_lid, cap * sizeof *c->ent_of_lid);
+        memset(c->ent_of_lid + c->lid_cap, 0, (cap - c->lid_cap) * sizeof *c->ent_of_lid);
+        c->lid_cap = cap;
+    }
+    c->ent_of_lid[lid] = ti + 1;
+    c->lid[ti] = lid;
+}
+
+/* Reliable part: removals for interest exits, spawns (with every component), meta changes,
+ * components added since. Spawns stop at the budget; the rest go next tick. */
+static void structure_one(keel_net_host *h, hclient *c, uint32_t ti, keel__wire_buf *rec_)
+{
+    keel__wire_buf rec = *rec_;
+    {
+        tent *t = &h->ents[ti];
+        bool want = in_interest(h, c, t);
+        if (!c->lid[ti]) {
+            if (!want || c->spent >= h->o.budget) goto out;
+            new_lid(c, ti);
+            uint32_t pl = parent_lid(h, c, t);
+            keel__wire_u8(&rec, KEEL__REC_SPAWN);
+            keel__wire_varint(&rec, c->lid[ti]);
+            keel__wire_bytes(&rec, t->uuid.bytes, 16);
+            keel__wire_varint(&rec, (uint32_t)(t->e >> 32));
+            keel__wire_varint(&rec, pl ? pl + 1 : 0);
+            keel__wire_u8(&rec, t->enabled ? 1 : 0);
+            keel__wire_str(&rec, t->name);
+            state_add(h, c, &rec);
+            c->meta_sent[ti] = h->tick;
+            c->parent_sent[ti] = pl;
+            for (uint32_t j = 0; j < t->ncomp; j++) put_add(h, c, &rec, ti, t->comps[j]);
+            goto out;
+        }
+        if (!want) {
+            keel__wire_u8(&rec, KEEL__REC_REMOVE);
+            keel__wire_varint(&rec, c->lid[ti]);
+            state_add(h, c, &rec);
+            for (uint32_t j = 0; j < t->ncomp; j++) c->confirmed[t->comps[j]] = 0;
+            client_forget_ent(c, ti);
+            goto out;
+        }
+        uint32_t pl = parent_lid(h, c, t);
+        if (t->meta_tick > c->meta_sent[ti] || pl != c->parent_sent[ti]) {
+            keel__wire_u8(&rec, KEEL__REC_META);
+            keel__wire_varint(&rec, c->lid[ti]);
+            keel__wire_varint(&rec, pl ? pl + 1 : 0);
+            keel__wire_u8(&rec, t->enabled ? 1 : 0);
+            keel__wire_str(&rec, t->name);
+            state_add(h, c, &rec);
+            c->meta_sent[ti] = h->tick;
+            c->parent_sent[ti] = pl;
+        }
+        for (uint32_t j = 0; j < t->ncomp; j++)
+            if (!c->confirmed[t->comps[j]]) put_add(h, c, &rec, ti, t->comps[j]);
+        c->meta_sent[ti] = h->tick; /* everything of it is sent as of now */
+    }
+out:
+    *rec_ = rec;
+}
+
+static void send_structure(keel_net_host *h, hclient *c)
+{
+    keel__wire_buf rec = { 0 };
+    if (h->o.interest_radius <= 0) {
+        for (uint32_t n = 0; n < h->norder; n++) {
+            uint32_t ti = h->order[n];
+            const tent *t = &h->ents[ti];
+            /* held, and nothing of its structure changed since: nothing to send */
+            if (c->lid[ti] && !t->parent && c->meta_sent[ti] >= t->meta_tick && c->meta_sent[ti] >= t->comp_tick)
+                continue;
+            structure_one(h, c, ti, &rec);
+        }
+    } else {
+        /* what it holds (leaving, changing), then the candidates around its focus */
+        for (uint32_t lid = 1; lid <= c->next_lid && lid < c->lid_cap; lid++)
+            if (c->ent_of_lid[lid]) structure_one(h, c, c->ent_of_lid[lid] - 1, &rec);
+        uint32_t head = 0, fi;
+        if (map_get(&h->cells, CELL_NOWHERE, &head))
+            for (uint32_t i = head; i; i = h->ents[i - 1].cnext)
+                if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
+        if (c->focus && map_get(&h->by_entity, c->focus, &fi) && h->ents[fi].pos_comp) {
+            uint64_t fc = cell_of(h, &h->ents[fi]);
+            int64_t base[3] = { (int64_t)(fc >> 42 & 0x1fffff), (int64_t)(fc >> 21 & 0x1fffff),
+                                (int64_t)(fc & 0x1fffff) };
+            for (int dx = -1; dx <= 1; dx++)
+                for (int dy = -1; dy <= 1; dy++)
+                    for (int dz = -1; dz <= 1; dz++) {
+                        int64_t q[3] = { base[0] + dx, base[1] + dy, base[2] + dz };
+                        if (q[0] < 0 || q[1] < 0 || q[2] < 0 || q[0] >= 2 * CELL_BIAS || q[1] >= 2 * CELL_BIAS ||
+                            q[2] >= 2 * CELL_BIAS)
+                            continue;
+                        uint64_t key = (uint64_t)q[0] << 42 | (uint64_t)q[1] << 21 | (uint64_t)q[2];
+                        if (!map_get(&h->cells, key, &head)) continue;
+                        for (uint32_t i = head; i; i = h->ents[i - 1].cnext)
+                            if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
+                    }
+        }
+    }
+    keel__wire_buf_free(&rec);
+}
+
+/* The client stopped acking: every component it holds again, reliably, at this tick. */
+static void resnapshot(keel_net_host *h, hclient *c)
+{
+    keel__wire_buf rec = { 0 };
+    for (uint32_t lid = 1; lid <= c->next_lid && lid < c->lid_cap; lid++) {
+        if (!c->ent_of_lid[lid]) continue;
+        uint32_t ti = c->ent_of_lid[lid] - 1;
+        tent *t = &h->ents[ti];
+        for (uint32_t j = 0; j < t->ncomp; j++)
+            if (c->confirmed[t->comps[j]]) put_add(h, c, &rec, ti, t->comps[j]);
+    }
+    keel__wire_buf_free(&rec);
+    for (int i = 0; i < RING; i++) c->ring[i].used = false;
+    c->unacked = 0;
+    h->stats.resnapshots++;
+}
+
+static void ring_note(ringent *r, uint32_t ci)
+{
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 64;
+        r->comps = keel__xrealloc(r->comps, r->cap * sizeof *r->comps);
+    }
+    r->comps[r->n++] = ci;
+    r->ends[r->npk - 1] = r->n;
+}
+
+static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
+{
+    c->seq++;
+    ringent *r = &c->ring[c->head];
+    if (!r->used || r->tick != h->tick) { /* this tick's entry: the oldest one goes */
+        c->head = (c->head + 1) % RING;
+        r = &c->ring[c->head];
+        r->used = true;
+        r->tick = h->tick;
+        r->first_seq = c->seq;
+        r->n = 0;
+        r->npk = 0;
+        c->unacked++;
+    }
+    if (r->npk == r->pk_cap) {
+        r->pk_cap = r->pk_cap ? r->pk_cap * 2 : 16;
+        r->ends = keel__xrealloc(r->ends, r->pk_cap * sizeof *r->ends);
+        r->acked = keel__xrealloc(r->acked, r->pk_cap);
+    }
+    r->ends[r->npk] = r->n;
+    r->acked[r->npk] = 0;
+    r->npk++;
+    pk->len = 0;
+    keel__wire_u8(pk, KEEL__PK_DELTA);
+    keel__wire_varint(pk, c->seq);
+    keel__wire_varint(pk, h->tick);
+    return r;
+}
+
+/* Unreliable part: each held component's fields changed after what the client confirmed, in
+ * ascending local ids from where the last tick's budget stopped. */
+static void send_deltas(keel_net_host *h, hclient *c)
+{
+    if (c->unacked >= RING) { /* no ack for the whole ring: start over from a snapshot */
+        resnapshot(h, c);
+        return;
+    }
+    keel__wire_buf pk = { 0 }, rec = { 0 };
+    ringent *r = NULL;
+    uint32_t n = c->next_lid, start = c->cursor && c->cursor <= n ? c->cursor : 1;
+    uint32_t prev = 0;
+    size_t header = 0;
+    for (uint32_t step = 0; step < n; step++) {
+        uint32_t lid = start + step > n ? start + step - n : start + step;
+        if (lid == 1 && step) prev = 0, header = 0; /* wrapped: ids must ascend within a packet */
+        if (lid >= c->lid_cap || !c->ent_of_lid[lid]) continue;
+        if (c->spent + pk.len >= h->o.budget) {
+            c->cursor = lid;
+            break;
+        }
+        tent *t = &h->ents[c->ent_of_lid[lid] - 1];
+        for (uint32_t j = 0; j < t->ncomp; j++) {
+            uint32_t ci = t->comps[j];
+            tcomp *tc = &h->comps[ci];
+            const skind *k = &h->kinds[tc->kind];
+            if (!c->confirmed[ci] || tc->last <= c->confirmed[ci] || h->tick % k->interval) continue;
+            rec.len = 0;
+            if (!r || !header) {
+                if (r && pk.len > 0) {
+                    send_packet(h, c, CH_DELTA, pk.p, pk.len);
+                    pk.len = 0;
+                }
+                r = delta_begin(h, c, &pk);
+                header = pk.len;
+                prev = 0;
+            }
+            keel__wire_varint(&rec, lid - prev);
+            keel__wire_varint(&rec, tc->kind);
+            if (k->w.many) keel__wire_varint(&rec, tc->slot);
+            if (!put_comp_values(h, &rec, tc, false, c->confirmed[ci])) continue;
+            if (pk.len + rec.len > KEEL__WIRE_MTU && pk.len > header) {
+                send_packet(h, c, CH_DELTA, pk.p, pk.len);
+                r = delta_begin(h, c, &pk);
+                header = pk.len;
+                rec.len = 0; /* the gap is relative to the packet's first id: write it again */
+                keel__wire_varint(&rec, lid);
+                keel__wire_varint(&rec, tc->kind);
+                if (k->w.many) keel__wire_varint(&rec, tc->slot);
+                put_comp_values(h, &rec, tc, false, c->confirmed[ci]);
+            }
+            keel__wire_bytes(&pk, rec.p, rec.len);
+            ring_note(r, ci);
+            prev = lid;
+        }
+        if (step + 1 == n) c->cursor = 1;
+    }
+    if (r && pk.len > header) send_packet(h, c, CH_DELTA, pk.p, pk.len);
+    keel__wire_buf_free(&pk);
+    keel__wire_buf_free(&rec);
+}
+
+/* Delta packet `seq` arrived: the components it held are confirmed at its tick. */
+static void on_ack(keel_net_host *h, hclient *c, uint64_t seq)
+{
+    for (int i = 0; i < RING; i++) {
+        ringent *r = &c->ring[i];
+        if (!r->used || seq < r->first_seq || seq - r->first_seq >= r->npk) continue;
+        uint32_t p = (uint32_t)(seq - r->first_seq);
+        if (r->acked[p]) return;
+        r->acked[p] = 1;
+        c->unacked = 0;
+        for (uint32_t j = p ? r->ends[p - 1] : 0; j < r->ends[p]; j++) {
+            uint32_t ci = r->comps[j];
+            /* a component re-made after the packet left is another one */
+            if (ci < h->ncomp && h->comps[ci].live && h->comps[ci].born <= r->tick && c->confirmed[ci] &&
+                c->confirmed[ci] < r->tick)
+                c->confirmed[ci] = r->tick;
+        }
+        return;
+    }
+}
+
+static void send_kinds(keel_net_host *h, hclient *c)
+{
+    keel__wire_buf b = { 0 };
+    uint32_t i = 0;
+    do {
+        b.len = 0;
+        keel__wire_u8(&b, KEEL__PK_KINDS);
+        keel__wire_varint(&b, KEEL__WIRE_PROTOCOL);
+        size_t lastpos = b.len;
+        keel__wire_u8(&b, 0);
+        uint32_t n = 0;
+        keel__wire_buf body = { 0 };
+        for (; i < h->nkinds && body.len < KEEL__WIRE_MTU - 400; i++, n++) {
+            const skind *k = &h->kinds[i];
+            keel__wire_str(&body,
+                           keel_kind_describe(k->id)->key); /* the registry's: a redeclaration frees the old */
+            keel__wire_varint(&body, (uint64_t)k->version);
+            keel__wire_u32(&body, k->hash);
+            keel__wire_varint(&body, k->interval);
+            keel__wire_u8(&body, k->w.many ? 1 : 0);
+            keel__wire_varint(&body, k->w.nsync);
+            for (uint32_t f = 0; f < k->w.nsync; f++) {
+                keel__wire_u8(&body, (uint8_t)k->w.types[f]);
+                if (k->w.types[f] == KEEL_T_ENUM) keel__wire_varint(&body, k->w.choices[f]);
+            }
+        }
+        b.p[lastpos] = i == h->nkinds ? 1 : 0;
+        keel__wire_varint(&b, n);
+        keel__wire_bytes(&b, body.p, body.len);
+        keel__wire_buf_free(&body);
+        send_packet(h, c, CH_RELIABLE, b.p, b.len);
+    } while (i < h->nkinds);
+    keel__wire_buf_free(&b);
+}
+
+static void refuse(keel_net_host *h, hclient *c, const char *reason)
+{
+    keel__wire_buf b = { 0 };
+    keel__wire_u8(&b, KEEL__PK_REFUSE);
+    keel__wire_str(&b, reason);
+    send_packet(h, c, CH_RELIABLE, b.p, b.len);
+    keel__wire_buf_free(&b);
+    c->state = C_REFUSED;
+    enet_peer_disconnect_later(c->peer, 1);
+}
+
+static void host_receive(keel_net_host *h, hclient *c, ENetPacket *pk)
+{
+    keel__wire_msg m;
+    char err[160];
+    if (!keel__wire_decode(pk->data, pk->dataLength, NULL, &m, err, sizeof err)) {
+        refuse(h, c, err);
+        return;
+    }
+    switch (m.type) {
+    case KEEL__PK_HELLO:
+        if (c->state != C_HELLO) refuse(h, c, "a second hello");
+        else if (m.protocol != KEEL__WIRE_PROTOCOL) {
+            char why[96];
+            snprintf(why, sizeof why, "protocol %u, the server speaks %d", (unsigned)m.protocol,
+                     KEEL__WIRE_PROTOCOL);
+            refuse(h, c, why);
+        } else {
+            free(c->name);
+            c->name = keel__strdup(m.text && *m.text ? m.text : "client");
+            c->state = C_KINDS;
+            send_kinds(h, c);
+        }
+        break;
+    case KEEL__PK_JOIN:
+        if (c->state != C_KINDS) refuse(h, c, "join out of turn");
+        else c->state = C_JOINED;
+        break;
+    case KEEL__PK_REFUSE: c->state = C_REFUSED; break; /* the client said why and leaves */
+    case KEEL__PK_ACK:
+        for (size_t i = 0; c->state == C_JOINED && i < m.nacks; i++) {
+            uint64_t first = m.acks[2 * i], n = m.acks[2 * i + 1];
+            if (first > c->seq || n > c->seq - first + 1) break; /* never sent: the rest is not believed */
+            for (uint64_t s = first; s < first + n; s++) on_ack(h, c, s);
+        }
+        break;
+    default: refuse(h, c, "a packet only a server sends");
+    }
+    keel__wire_msg_free(&m);
+}
+
+static hclient *client_of(keel_net_host *h, ENetPeer *p)
+{
+    for (uint32_t k = 0; k < h->nclients; k++)
+        if (h->clients[k]->peer == p) return h->clients[k];
+    return NULL;
+}
+
+static void client_drop(keel_net_host *h, ENetPeer *p)
+{
+    for (uint32_t k = 0; k < h->nclients; k++)
+        if (h->clients[k]->peer == p) {
+            client_free(h->clients[k]);
+            h->clients[k] = h->clients[--h->nclients];
+            return;
+        }
+}
+
+static void host_pump(keel_net_host *h)
+{
+    ENetEvent ev;
+    while (enet_host_service(h->enet, &ev, 0) > 0) {
+        switch (ev.type) {
+        case ENET_EVENT_TYPE_CONNECT: {
+            /* ENet's own throttle drops unreliable packets when the round trip grows (a big
+             * snapshot in flight): the budget paces sends here, and acks must keep coming */
+            enet_peer_throttle_configure(ev.peer, ENET_PEER_PACKET_THROTTLE_INTERVAL,
+                                         ENET_PEER_PACKET_THROTTLE_SCALE, 0);
+            hclient *c = keel__xcalloc(1, sizeof *c);
+            c->peer = ev.peer;
+            c->name = keel__strdup("");
+            h->clients = keel__xrealloc(h->clients, (h->nclients + 1) * sizeof *h->clients);
+            h->clients[h->nclients++] = c;
+            grow_client(h, c);
+            break;
+        }
+        case ENET_EVENT_TYPE_RECEIVE: {
+            hclient *c = client_of(h, ev.peer);
+            if (c && c->state != C_REFUSED) { host_receive(h, c, ev.packet); }
+            enet_packet_destroy(ev.packet);
+            break;
+        }
+        case ENET_EVENT_TYPE_DISCONNECT: client_drop(h, ev.peer); break;
+        default: break;
+        }
+    }
+}
+
+static void host_step_hook(keel_world *w, void *user)
+{
+    (void)w;
+    keel_net_host_service(user, NULL);
+}
+
+keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_net_host **out, keel_diags *d)
+{
+    *out = NULL;
+    keel_net_host_opts opts = KEEL_NET_HOST_OPTS_INIT;
+    if (o) opts = *o;
+    if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no world to host");
+    if (w->mirror) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a client's mirror world cannot be hosted");
+    if (w->net)
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "world '%s' is hosted already", keel_world_name(w));
+    if (opts.max_clients < 1 || opts.max_clients > 4095)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max_clients", "max_clients must be in 1..4095, got %u",
+                          (unsigned)opts.max_clients);
+    if (!isfinite(opts.interest_radius) || opts.interest_radius < 0)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "interest", "interest radius must be a finite number >= 0");
+    if (opts.budget < KEEL__WIRE_MTU)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "budget", "budget must be at least %d bytes a tick",
+                          KEEL__WIRE_MTU);
+    if (!net_up()) return KEEL_ERROR(d, KEEL_IO_ERROR, "", "ENet failed to start");
+    ENetAddress a;
+    a.host = ENET_HOST_ANY;
+    a.port = opts.port;
+    if (opts.bind && enet_address_set_host(&a, opts.bind) != 0) {
+        net_down();
+        return KEEL_ERROR(d, KEEL_IO_ERROR, "bind", "cannot resolve '%s'", opts.bind);
+    }
+    ENetHost *eh = enet_host_create(&a, opts.max_clients, 2, 0, 0);
+    if (!eh) {
+        net_down();
+        return KEEL_ERROR(d, KEEL_IO_ERROR, "port", "cannot listen on UDP port %u (in use?)", (unsigned)opts.port);
+    }
+    keel_net_host *h = keel__xcalloc(1, sizeof *h);
+    h->w = w;
+    h->enet = eh;
+    h->o = opts;
+    h->rng = 2463534242u;
+    h->transform = keel_kind_find("core:transform");
+    size_t nk = keel_kind_count();
+    h->kinds = keel__xcalloc(nk ? nk : 1, sizeof *h->kinds);
+    for (size_t i = 0; i < nk; i++) {
+        keel_kind_id id = keel_kind_at(i);
+        const keel_kind_desc *kd = keel_kind_describe(id);
+        if (!kd || !kind_synced(kd)) continue;
+        if (!skind_fill(id, &h->kinds[h->nkinds])) {
+            keel_net_host_free(h);
+            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, kd->key, "%s syncs more than %d fields", kd->key,
+                              KEEL__WIRE_MAX_SYNC);
+        }
+        if (id >= h->kind_of_cap) {
+            size_t cap = (size_t)id + 64;
+            h->kind_of = keel__xrealloc(h->kind_of, cap * sizeof *h->kind_of);
+            memset(h->kind_of + h->kind_of_cap, 0, (cap - h->kind_of_cap) * sizeof *h->kind_of);
+            h->kind_of_cap = cap;
+        }
+        h->kind_of[id] = ++h->nkinds;
+    }
+    w->net = h;
+    w->net_step = host_step_hook;
+    *out = h;
+    return KEEL_OK;
+}
+
+void keel_net_host_free(keel_net_host *h)
+{
+    if (!h) return;
+    if (h->w && h->w->net == h) {
+        h->w->net = NULL;
+        h->w->net_step = NULL;
+    }
+    if (h->enet) {
+        for (size_t i = 0; i < h->enet->peerCount; i++)
+            if (h->enet->peers[i].state == ENET_PEER_STATE_CONNECTED)
+                enet_peer_disconnect_now(&h->enet->peers[i], 0);
+        enet_host_flush(h->enet);
+        if (h->held) enet_packet_destroy(h->held);
+        enet_host_destroy(h->enet);
+        net_down();
+    }
+    for (uint32_t k = 0; k < h->nclients; k++) client_free(h->clients[k]);
+    free(h->clients);
+    for (uint32_t i = 0; i < h->nent; i++)
+        if (h->ents[i].live) {
+            free(h->ents[i].name);
+            free(h->ents[i].comps);
+        }
+    for (uint32_t i = 0; i < h->ncomp; i++) {
+        for (uint32_t f = 0; f < h->comps[i].nsync; f++)
+            if (h->comps[i].vals[f].type == KEEL_T_STRING) free((char *)h->comps[i].vals[f].as.s);
+        keel__wire_buf_free(&h->comps[i].enc);
+        free(h->comps[i].changed);
+    }
+    free(h->ents);
+    free(h->ent_free);
+    free(h->comps);
+    free(h->comp_free);
+    free(h->order);
+    free(h->kinds);
+    free(h->kind_of);
+    map_free(&h->by_entity);
+    map_free(&h->cells);
+    free(h);
+}
+
+keel_status keel_net_host_service(keel_net_host *h, keel_diags *d)
+{
+    if (!h) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no host");
+    host_pump(h);
+    h->tick++;
+    scan(h);
+    for (uint32_t k = 0; k < h->nclients; k++) {
+        hclient *c = h->clients[k];
+        c->spent = 0;
+        if (c->state != C_JOINED) continue;
+        send_structure(h, c);
+        state_flush(h, c);
+        send_deltas(h, c);
+    }
+    for (uint32_t k = 0; k < h->nclients; k++) state_flush(h, h->clients[k]); /* removals of dead ones */
+    enet_host_flush(h->enet);
+    host_pump(h);
+    return KEEL_OK;
+}
+
+uint16_t keel_net_host_port(const keel_net_host *h)
+{
+    return h ? h->enet->address.port : 0;
+}
+
+size_t keel_net_host_client_count(const keel_net_host *h)
+{
+    size_t n = 0;
+    for (uint32_t k = 0; h && k < h->nclients; k++) n += h->clients[k]->state == C_JOINED;
+    return n;
+}
+
+const char *keel_net_host_client_name(const keel_net_host *h, size_t i)
+{
+    for (uint32_t k = 0; h && k < h->nclients; k++)
+        if (h->clients[k]->state == C_JOINED && i-- == 0) return h->clients[k]->name;
+    return NULL;
+}
+
+keel_status keel_net_host_focus(keel_net_host *h, const char *name, keel_entity e, keel_diags *d)
+{
+    if (!keel_alive(h->w, e)) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "focus: the entity is not alive");
+    for (uint32_t k = 0; k < h->nclients; k++)
+        if (h->clients[k]->state == C_JOINED && name && !strcmp(h->clients[k]->name, name)) {
+            h->clients[k]->focus = e;
+            return KEEL_OK;
+        }
+    return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "focus: no client named '%s'", name ? name : "");
+}
+
+void keel_net_host_set_loss(keel_net_host *h, double drop, double dup, double reorder, uint32_t seed)
+{
+    h->drop = drop;
+    h->dup = dup;
+    h->reorder = reorder;
+    h->rng = seed ? seed : 2463534242u;
+}
+
+keel__net_stats keel__net_host_stats(const keel_net_host *h)
+{
+    keel__net_stats s = h->stats;
+    s.wire = h->enet->totalSentData;
+    return s;
+}
+
+/* ======================================================================
+ * Client
+ * ====================================================================== */
+
+typedef struct ccomp {
+    uint32_t kind, slot;                 /* connection kind id */
+    uint64_t ticks[KEEL__WIRE_MAX_SYNC]; /* the tick of each field's value held */
+} ccomp;
+
+typedef struct cent {
+    keel_entity e;
+    uint32_t inc;
+    uint64_t born; /* the tick of its spawn snapshot */
+    ccomp *comps;
+    uint32_t ncomp, cap;
+} cent;
+
+struct keel_net_client {
+    ENetHost *enet;
+    ENetPeer *peer;
+    keel_world *w;
+    char *name;
+    char *reason;
+    bool connected, joined;
+    skind *kinds; /* by connection kind id; id = KEEL_NO_KIND: not usable */
+    keel__wire_kind *wk;
+    uint32_t nkinds;
+    keel__wire_schema schema;
+    map by_lid; /* lid -> cent index */
+    cent *ents;
+    uint32_t nent, ent_cap, *ent_free, nent_free;
+    uint64_t *rx; /* delta packets received since the last ack */
+    size_t nrx, rx_cap;
+    keel__net_stats stats;
+    char *mismatch; /* handshake: kinds this client lacks or differs on */
+};
+
+static void set_reason(keel_net_client *c, const char *why)
+{
+    if (c->reason) return;
+    c->reason = keel__strdup(why);
+}
+
+static void client_send(keel_net_client *c, int ch, const keel__wire_buf *b)
+{
+    if (!c->peer) return;
+    ENetPacket *pk = enet_packet_create(b->p, b->len, ch == CH_RELIABLE ? ENET_PACKET_FLAG_RELIABLE : 0);
+    if (pk) enet_peer_send(c->peer, (enet_uint8)ch, pk);
+}
+
+/* Refuses the server: says why and leaves. */
+static void client_leave(keel_net_client *c, const char *why)
+{
+    set_reason(c, why);
+    keel__wire_buf b = { 0 };
+    keel__wire_u8(&b, KEEL__PK_REFUSE);
+    keel__wire_str(&b, why);
+    client_send(c, CH_RELIABLE, &b);
+    keel__wire_buf_free(&b);
+    if (c->peer) enet_peer_disconnect_later(c->peer, 2);
+    c->joined = false;
+}
+
+static void append(char **s, const char *part)
+{
+    size_t n = *s ? strlen(*s) : 0, m = strlen(part);
+    *s = keel__xrealloc(*s, n + m + 3);
+    if (n) memcpy(*s + n, ", ", 2), n += 2;
+    memcpy(*s + n, part, m + 1);
+}
+
+static void on_kinds(keel_net_client *c, const keel__wire_msg *m)
+{
+    if (c->joined) {
+        client_leave(c, "malformed packet: a second kind table");
+        return;
+    }
+    if (c->nkinds + m->nkinds > KEEL__WIRE_MAX_KINDS) {
+        client_leave(c, "malformed packet: too many kinds");
+        return;
+    }
+    c->kinds = keel__xrealloc(c->kinds, (c->nkinds + m->nkinds + 1) * sizeof *c->kinds);
+    for (size_t i = 0; i < m->nkinds; i++) {
+        const keel__wire_kindrec *r = &m->kinds[i];
+        skind *k = &c->kinds[c->nkinds++];
+        memset(k, 0, sizeof *k);
+        k->w = r->k;
+        k->interval = r->interval;
+        keel_kind_id id = keel_kind_find(r->key);
+        char part[KEEL__WIRE_MAX_KEY + 96];
+        if (!id) {
+            snprintf(part, sizeof part, "%s (missing)", r->key);
+            append(&c->mismatch, part);
+            continue;
+        }
+        skind mine;
+        const keel_kind_desc *kd = keel_kind_describe(id);
+        if (!kind_synced(kd) || !skind_fill(id, &mine) || (uint32_t)mine.version != r->version ||
+            mine.hash != r->hash || mine.w.nsync != r->k.nsync || mine.w.many != r->k.many) {
+            if ((uint32_t)mine.version != r->version)
+                snprintf(part, sizeof part, "%s (version %u, the server has %u)", r->key, (unsigned)mine.version,
+                         (unsigned)r->version);
+            else snprintf(part, sizeof part, "%s (its synced fields differ)", r->key);
+            append(&c->mismatch, part);
+            continue;
+        }
+        for (uint32_t f = 0; f < mine.w.nsync; f++)
+            if (mine.w.types[f] != r->k.types[f] || mine.w.choices[f] != r->k.choices[f]) {
+                snprintf(part, sizeof part, "%s (its synced fields differ)", r->key);
+                append(&c->mismatch, part);
+                goto next;
+            }
+        *k = mine;
+        k->interval = r->interval;
+    next:;
+    }
+    if (!m->last) return;
+    if (c->mismatch) {
+        size_t n = strlen(c->mismatch) + 64;
+        char *why = keel__xrealloc(NULL, n);
+        snprintf(why, n, "refused: kinds differ from the server's: %s", c->mismatch);
+        client_leave(c, why);
+        free(why);
+        return;
+    }
+    c->wk = keel__xcalloc(c->nkinds ? c->nkinds : 1, sizeof *c->wk);
+    for (uint32_t i = 0; i < c->nkinds; i++) c->wk[i] = c->kinds[i].w;
+    c->schema.kinds = c->wk;
+    c->schema.count = c->nkinds;
+    keel__wire_buf b = { 0 };
+    keel__wire_u8(&b, KEEL__PK_JOIN);
+    client_send(c, CH_RELIABLE, &b);
+    keel__wire_buf_free(&b);
+    c->joined = true;
+}
+
+static cent *cent_of(keel_net_client *c, uint32_t lid)
+{
+    uint32_t i;
+    return map_get(&c->by_lid, lid, &i) ? &c->ents[i] : NULL;
+}
+
+static ccomp *ccomp_of(cent *e, uint32_t kind, uint32_t slot)
+{
+    for (uint32_t j = 0; j < e->ncomp; j++)
+        if (e->comps[j].kind == kind && e->comps[j].slot == slot) return &e->comps[j];
+    return NULL;
+}
+
+/* Checks a STATE packet's records against what the client holds, before anything is applied. */
+static const char *state_check(keel_net_client *c, const keel__wire_msg *m)
+{
+    map fresh = { 0 }; /* lids spawned (1) or removed (2) earlier in this packet */
+    const char *bad = NULL;
+    for (size_t i = 0; i < m->nrec && !bad; i++) {
+        const keel__wire_rec *x = &m->recs[i];
+        uint32_t st = 0;
+        bool had = map_get(&fresh, x->lid, &st);
+        bool known = had ? st == 1 : cent_of(c, x->lid) != NULL;
+        if (x->tag == KEEL__REC_SPAWN) {
+            if (known) bad = "a spawn of an id in use";
+            else {
+                keel_entity other = keel_find(c->w, x->uuid);
+                if (other && !had) {
+                    /* the same UUID under another live id: refused (one entity, one id) */
+                    bad = "a spawn of an entity held under another id";
+                }
+                map_put(&fresh, x->lid, 1);
+            }
+        } else if (x->tag == KEEL__REC_REMOVE) {
+            if (!known) bad = "a removal of an unknown id";
+            map_put(&fresh, x->lid, 2);
+        } else if (!known) bad = "a record for an unknown id";
+        else if ((x->tag == KEEL__REC_ADD || x->tag == KEEL__REC_DROP) && !c->kinds[x->kind].id)
+            bad = "a component of an unusable kind";
+    }
+    map_free(&fresh);
+    return bad;
+}
+
+static void apply_values(keel_net_client *c, keel_comp comp, const skind *k, ccomp *cc, const keel__wire_msg *m,
+                         const keel__wire_rec *x, uint64_t tick, bool force)
+{
+    uint32_t vi = x->val0;
+    c->w->net_applying = true;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        if (!(x->mask >> (2 * f) & 1)) continue;
+        keel_value v = m->vals[vi++];
+        if (!force && cc->ticks[f] >= tick) continue; /* older than what it holds */
+        if (keel__field_set(c->w, comp, k->fields[f], &v, true, NULL, NULL) == KEEL_OK) cc->ticks[f] = tick;
+    }
+    c->w->net_applying = false;
+}
+
+static void apply_add(keel_net_client *c, cent *e, const keel__wire_msg *m, const keel__wire_rec *x)
+{
+    const skind *k = &c->kinds[x->kind];
+    ccomp *cc = ccomp_of(e, x->kind, x->slot);
+    keel_comp comp;
+    if (!cc) {
+        keel_add_opts ao = KEEL_ADD_OPTS_INIT;
+        ao.slot = k->w.many ? x->slot : 0;
+        ao.skip_rules = true; /* a mirror: the server's world held to the rules */
+        if (!keel_get_comp(c->w, e->e, k->id, ao.slot, &comp) &&
+            keel_add(c->w, e->e, k->id, &ao, &comp, NULL, NULL) != KEEL_OK)
+            return;
+        if (e->ncomp == e->cap) {
+            e->cap = e->cap ? e->cap * 2 : 4;
+            e->comps = keel__xrealloc(e->comps, e->cap * sizeof *e->comps);
+        }
+        cc = &e->comps[e->ncomp++];
+        memset(cc, 0, sizeof *cc);
+        cc->kind = x->kind;
+        cc->slot = x->slot;
+        c->stats.adds++;
+    } else if (!keel_get_comp(c->w, e->e, k->id, k->w.many ? x->slot : 0, &comp)) return;
+    apply_values(c, comp, k, cc, m, x, m->tick, true);
+}
+
+static void cent_drop(keel_net_client *c, uint32_t lid)
+{
+    uint32_t i;
+    if (!map_get(&c->by_lid, lid, &i)) return;
+    cent *e = &c->ents[i];
+    if (keel_alive(c->w, e->e)) keel_destroy(c->w, e->e, NULL, NULL);
+    free(e->comps);
+    memset(e, 0, sizeof *e);
+    map_del(&c->by_lid, lid);
+    c->ent_free[c->nent_free++] = i;
+}
+
+static void apply_meta(keel_net_client *c, cent *e, const keel__wire_rec *x)
+{
+    cent *p = x->parent ? cent_of(c, x->parent - 1) : NULL;
+    keel_entity pe = p ? p->e : KEEL_NO_ENTITY;
+    if (keel_entity_parent(c->w, e->e) != pe) keel_reparent(c->w, e->e, pe, NULL, NULL);
+    const char *name = keel_entity_name(c->w, e->e);
+    if (!name || strcmp(name, x->name ? x->name : "")) keel_rename(c->w, e->e, x->name ? x->name : "", NULL, NULL);
+    if (keel_entity_enabled(c->w, e->e) != x->enabled) keel_set_enabled(c->w, e->e, x->enabled, NULL, NULL);
+}
+
+static void apply_state(keel_net_client *c, const keel__wire_msg *m)
+{
+    for (size_t i = 0; i < m->nrec; i++) {
+        const keel__wire_rec *x = &m->recs[i];
+        switch (x->tag) {
+        case KEEL__REC_SPAWN: {
+            cent *p = x->parent ? cent_of(c, x->parent - 1) : NULL;
+            keel_entity e = KEEL_NO_ENTITY;
+            if (keel_spawn(c->w, x->name ? x->name : "", p ? p->e : KEEL_NO_ENTITY, &x->uuid, &e, NULL, NULL) !=
+                KEEL_OK)
+                break;
+            if (!x->enabled) keel_set_enabled(c->w, e, false, NULL, NULL);
+            uint32_t ci;
+            if (c->nent_free) ci = c->ent_free[--c->nent_free];
+            else {
+                if (c->nent == c->ent_cap) {
+                    c->ent_cap = c->ent_cap ? c->ent_cap * 2 : 256;
+                    c->ents = keel__xrealloc(c->ents, c->ent_cap * sizeof *c->ents);
+                    c->ent_free = keel__xrealloc(c->ent_free, c->ent_cap * sizeof *c->ent_free);
+                }
+                ci = c->nent++;
+            }
+            memset(&c->ents[ci], 0, sizeof c->ents[ci]);
+            c->ents[ci].e = e;
+            c->ents[ci].inc = x->inc;
+            c->ents[ci].born = m->tick;
+            map_put(&c->by_lid, x->lid, ci);
+            c->stats.spawns++;
+            break;
+        }
+        case KEEL__REC_META: apply_meta(c, cent_of(c, x->lid), x); break;
+        case KEEL__REC_REMOVE:
+            cent_drop(c, x->lid);
+            c->stats.removals++;
+            break;
+        case KEEL__REC_ADD: apply_add(c, cent_of(c, x->lid), m, x); break;
+        case KEEL__REC_DROP: {
+            cent *e = cent_of(c, x->lid);
+            const skind *k = &c->kinds[x->kind];
+            for (uint32_t j = 0; j < e->ncomp; j++)
+                if (e->comps[j].kind == x->kind && e->comps[j].slot == x->slot) {
+                    keel_remove(c->w, e->e, keel_kind_describe(k->id)->key, k->w.many ? x->slot : 0, NULL, NULL);
+                    e->comps[j] = e->comps[--e->ncomp];
+                    c->stats.drops++;
+                    break;
+                }
+            break;
+        }
+        default: break;
+        }
+    }
+}
+
+static void apply_delta(keel_net_client *c, const keel__wire_msg *m, uint64_t seq)
+{
+    if (c->nrx < 4096) { /* more before an ack: those go unacked and are sent again */
+        if (c->nrx == c->rx_cap) {
+            c->rx_cap = c->rx_cap ? c->rx_cap * 2 : 64;
+            c->rx = keel__xrealloc(c->rx, c->rx_cap * sizeof *c->rx);
+        }
+        c->rx[c->nrx++] = seq;
+    }
+    for (size_t i = 0; i < m->nrec; i++) {
+        const keel__wire_rec *x = &m->recs[i];
+        cent *e = cent_of(c, x->lid);
+        /* an id no longer held, or a delta from before this incarnation's snapshot: stale */
+        if (!e || m->tick < e->born || !c->kinds[x->kind].id) {
+            c->stats.ignored++;
+            continue;
+        }
+        ccomp *cc = ccomp_of(e, x->kind, x->slot);
+        keel_comp comp;
+        const skind *k = &c->kinds[x->kind];
+        if (!cc || !keel_get_comp(c->w, e->e, k->id, k->w.many ? x->slot : 0, &comp)) {
+            c->stats.ignored++;
+            continue;
+        }
+        apply_values(c, comp, k, cc, m, x, m->tick, false);
+        c->stats.deltas++;
+    }
+}
+
+/* One packet from the server: decoded whole and checked before anything changes. */
+static void client_receive(keel_net_client *c, int channel, const uint8_t *p, size_t n)
+{
+    c->stats.bytes += n;
+    c->stats.packets++;
+    keel__wire_msg m;
+    char err[160];
+    if (!keel__wire_decode(p, n, c->joined ? &c->schema : NULL, &m, err, sizeof err)) {
+        client_leave(c, err);
+        return;
+    }
+    bool chan_ok = (m.type == KEEL__PK_DELTA) == (channel == CH_DELTA);
+    if (!chan_ok) client_leave(c, "malformed packet: on the wrong channel");
+    else if (m.type == KEEL__PK_KINDS) {
+        if (m.protocol != KEEL__WIRE_PROTOCOL) client_leave(c, "refused: the server speaks another protocol");
+        else on_kinds(c, &m);
+    } else if (m.type == KEEL__PK_REFUSE) {
+        char why[KEEL__WIRE_MAX_NAME + 32];
+        snprintf(why, sizeof why, "%s", m.text ? m.text : "refused");
+        set_reason(c, why);
+        c->joined = false;
+    } else if (m.type == KEEL__PK_STATE && c->joined) {
+        const char *bad = state_check(c, &m);
+        if (bad) {
+            char why[200];
+            snprintf(why, sizeof why, "malformed packet: %s", bad);
+            client_leave(c, why);
+        } else apply_state(c, &m);
+    } else if (m.type == KEEL__PK_DELTA && c->joined) apply_delta(c, &m, m.seq);
+    else client_leave(c, "malformed packet: unexpected packet type");
+    keel__wire_msg_free(&m);
+}
+
+static void client_step_hook(keel_world *w, void *user)
+{
+    (void)w;
+    keel_net_client_service(user, NULL);
+}
+
+keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, keel_net_client **out,
+                             keel_diags *d)
+{
+    *out = NULL;
+    if (!addr) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no address");
+    if (name && strlen(name) > 256)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "name", "a client name is at most 256 bytes");
+    if (!net_up()) return KEEL_ERROR(d, KEEL_IO_ERROR, "", "ENet failed to start");
+    ENetAddress a;
+    if (enet_address_set_host(&a, addr) != 0) {
+        net_down();
+        return KEEL_ERROR(d, KEEL_IO_ERROR, "", "cannot resolve '%s'", addr);
+    }
+    a.port = port;
+    ENetHost *eh = enet_host_create(NULL, 1, 2, 0, 0);
+    if (!eh) {
+        net_down();
+        return KEEL_ERROR(d, KEEL_IO_ERROR, "", "ENet could not open a socket");
+    }
+    ENetPeer *peer = enet_host_connect(eh, &a, 2, 0);
+    if (!peer) {
+        enet_host_destroy(eh);
+        net_down();
+        return KEEL_ERROR(d, KEEL_IO_ERROR, "", "ENet could not start a connection");
+    }
+    keel_net_client *c = keel__xcalloc(1, sizeof *c);
+    c->enet = eh;
+    c->peer = peer;
+    c->name = keel__strdup(name ? name : "client");
+    char wname[300];
+    snprintf(wname, sizeof wname, "%s", c->name);
+    c->w = keel_world_new(wname);
+    c->w->mirror = true;
+    c->w->net = c;
+    c->w->net_step = client_step_hook;
+    *out = c;
+    return KEEL_OK;
+}
+
+void keel_net_client_free(keel_net_client *c)
+{
+    if (!c) return;
+    if (c->enet) {
+        if (c->peer && c->connected) enet_peer_disconnect_now(c->peer, 0);
+        enet_host_flush(c->enet);
+        enet_host_destroy(c->enet);
+        net_down();
+    }
+    for (uint32_t i = 0; i < c->nent; i++) free(c->ents[i].comps);
+    free(c->ents);
+    free(c->ent_free);
+    map_free(&c->by_lid);
+    keel_world_free(c->w);
+    free(c->kinds);
+    free(c->wk);
+    free(c->name);
+    free(c->reason);
+    free(c->mismatch);
+    free(c->rx);
+    free(c);
+}
+
+static void client_pump(keel_net_client *c)
+{
+    ENetEvent ev;
+    while (c->enet && enet_host_service(c->enet, &ev, 0) > 0) {
+        switch (ev.type) {
+        case ENET_EVENT_TYPE_CONNECT: {
+            c->connected = true;
+            keel__wire_buf b = { 0 };
+            keel__wire_u8(&b, KEEL__PK_HELLO);
+            keel__wire_varint(&b, KEEL__WIRE_PROTOCOL);
+            keel__wire_str(&b, c->name);
+            client_send(c, CH_RELIABLE, &b);
+            keel__wire_buf_free(&b);
+            break;
+        }
+        case ENET_EVENT_TYPE_RECEIVE:
+            if (!c->reason) client_receive(c, ev.channelID, ev.packet->data, ev.packet->dataLength);
+            enet_packet_destroy(ev.packet);
+            break;
+        case ENET_EVENT_TYPE_DISCONNECT:
+            set_reason(
+                c, c->connected ? "dropped: the server closed the connection" : "could not connect to the server");
+            c->connected = false;
+            c->joined = false;
+            c->peer = NULL;
+            break;
+        default: break;
+        }
+    }
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The delta packets received since the last ack, as runs of sequence numbers. */
+static void send_acks(keel_net_client *c)
+{
+    qsort(c->rx, c->nrx, sizeof *c->rx, cmp_u64);
+    keel__wire_buf b = { 0 }, body = { 0 };
+    size_t i = 0;
+    while (i < c->nrx) {
+        uint32_t n = 0;
+        body.len = 0;
+        while (i < c->nrx && n < KEEL__WIRE_MAX_ACKS) {
+            size_t j = i + 1;
+            while (j < c->nrx && c->rx[j] <= c->rx[j - 1] + 1) j++;
+            keel__wire_varint(&body, c->rx[i]);
+            keel__wire_varint(&body, c->rx[j - 1] - c->rx[i] + 1);
+            n++;
+            i = j;
+        }
+        b.len = 0;
+        keel__wire_u8(&b, KEEL__PK_ACK);
+        keel__wire_varint(&b, n);
+        keel__wire_bytes(&b, body.p, body.len);
+        client_send(c, CH_DELTA, &b);
+    }
+    keel__wire_buf_free(&b);
+    keel__wire_buf_free(&body);
+    c->nrx = 0;
+}
+
+keel_status keel_net_client_service(keel_net_client *c, keel_diags *d)
+{
+    if (!c) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no client");
+    client_pump(c);
+    if (c->nrx && c->joined && c->peer) send_acks(c);
+    if (c->enet) enet_host_flush(c->enet);
+    if (c->reason) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s", c->reason);
+    return KEEL_OK;
+}
+
+keel_status keel__net_client_inject(keel_net_client *c, int channel, const void *data, size_t len, keel_diags *d)
+{
+    client_receive(c, channel, data, len);
+    if (c->reason) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s", c->reason);
+    return KEEL_OK;
+}
+
+keel_world *keel_net_client_world(const keel_net_client *c)
+{
+    return c ? c->w : NULL;
+}
+bool keel_net_client_connected(const keel_net_client *c)
+{
+    return c && c->connected;
+}
+bool keel_net_client_joined(const keel_net_client *c)
+{
+    return c && c->joined;
+}
+const char *keel_net_client_reason(const keel_net_client *c)
+{
+    return c ? c->reason : NULL;
+}
+keel__net_stats keel__net_client_stats(const keel_net_client *c)
+{
+    return c->stats;
+}

@@ -1,0 +1,233 @@
+/* verb_net.c — `keel run [SCENE] --host [PORT]` serves a scene's world to clients, in real time
+ * until ctrl-c (or --frames); `keel run --connect ADDR:PORT` mirrors a host's world and prints
+ * what it holds once a second. Both use keel.net (bindings/lua_net.c). */
+#include "cli.h"
+
+#include <lauxlib.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t net_stop;
+static void on_stop(int sig)
+{
+    net_stop = 1;
+    signal(sig, SIG_DFL);
+}
+
+static int l_now(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return 1;
+}
+
+static int l_sleep(lua_State *L)
+{
+    double s = luaL_checknumber(L, 1);
+    if (s > 0 && s < 10) {
+        struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static int l_stopped(lua_State *L)
+{
+    lua_pushboolean(L, net_stop);
+    return 1;
+}
+
+static const char host_chunk[] =
+    "local keel, w, name, port, frames, dt, now, sleep, stopped = ...\n"
+    "local host = keel.net.host(w, { port = port })\n"
+    "print(string.format('%s: hosting on UDP port %d, %d entities', name, host:port(), w:count()))\n"
+    "io.stdout:flush()\n"
+    "local known, t0, i = {}, now(), 0\n"
+    "while (frames < 0 or i < frames) and not stopped() do\n"
+    "  i = i + 1\n"
+    "  w:step(dt) -- one network tick too\n"
+    "  local names = {}\n"
+    "  for _, c in ipairs(host:clients()) do\n"
+    "    names[c.name] = true\n"
+    "    if not known[c.name] then print('client joined: ' .. c.name); io.stdout:flush() end\n"
+    "  end\n"
+    "  for n in pairs(known) do if not names[n] then print('client left: ' .. n); io.stdout:flush() end end\n"
+    "  known = names\n"
+    "  local wait = t0 + i * dt - now()\n"
+    "  if wait > 0 then sleep(wait) end\n"
+    "end\n"
+    "host:close()\n"
+    "print(string.format('%s: hosted %d frames', name, i))\n"
+    "return 0\n";
+
+static const char connect_chunk[] =
+    "local keel, addr, port, name, frames, dt, now, sleep, stopped = ...\n"
+    "local cl = keel.net.connect(addr, port, { name = name })\n"
+    "local w, t0, i, last, joined = cl.world, now(), 0, nil, false\n"
+    "local function fmt(v) return string.format('%.2f', v) end\n"
+    "while (frames < 0 or i < frames) and not stopped() do\n"
+    "  i = i + 1\n"
+    "  local ok, err = cl:service()\n"
+    "  if not ok then io.stderr:write('keel: run: ' .. tostring(err) .. '\\n'); return 1 end\n"
+    "  w:step(dt)\n"
+    "  if cl.connected and not joined then\n"
+    "    joined = true\n"
+    "    print(string.format('connected to %s:%d as %s', addr, port, name)); io.stdout:flush()\n"
+    "  end\n"
+    "  local t = now()\n"
+    "  if joined and (not last or t - last >= 1) then\n"
+    "    last = t\n"
+    "    print(string.format('mirror: %d entities', w:count()))\n"
+    "    local shown = 0\n"
+    "    for e in w:entities() do\n"
+    "      if shown == 20 then print('  ...'); break end\n"
+    "      shown = shown + 1\n"
+    "      local tr = e:get('core:transform')\n"
+    "      local p = tr and tr.position\n"
+    "      print('  ' .. e.name .. (p and ('  ' .. fmt(p[1]) .. ' ' .. fmt(p[2]) .. ' ' .. fmt(p[3])) or ''))\n"
+    "    end\n"
+    "    io.stdout:flush()\n"
+    "  end\n"
+    "  local wait = t0 + i * dt - now()\n"
+    "  if wait > 0 then sleep(wait) end\n"
+    "end\n"
+    "cl:close()\n"
+    "return 0\n";
+
+int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
+{
+    /* --host takes an optional PORT (the next word, when all digits); --connect ADDR:PORT */
+    long port = -1;
+    const char *connect = NULL;
+    bool host = false;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--host")) {
+            host = true;
+            if (i + 1 < argc && argv[i + 1][0] && strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1]))
+                port = strtol(argv[++i], NULL, 10);
+        } else if (!strncmp(argv[i], "--host=", 7)) {
+            host = true;
+            port = strtol(argv[i] + 7, NULL, 10);
+        } else if (!strcmp(argv[i], "--connect") && i + 1 < argc) connect = argv[++i];
+        else if (!strncmp(argv[i], "--connect=", 10)) connect = argv[i] + 10;
+        else argv[n++] = argv[i];
+    }
+    if (!host && !connect) return -1;
+    argc = n;
+    if (host && connect) {
+        keel_cli_usage_error(cli, "run: --host and --connect together");
+        return KEEL_EXIT_USAGE;
+    }
+    if (host && (port < 0 || port > 65535)) port = port < 0 ? 27761 : -2;
+    if (port == -2) {
+        keel_cli_usage_error(cli, "run: --host PORT needs a port in 0..65535");
+        return KEEL_EXIT_USAGE;
+    }
+    const char *frames_s = NULL, *dt_s = NULL, *cname = NULL;
+    const keel_cli_opt opts[] = { { "--frames", &frames_s, NULL },
+                                  { "--dt", &dt_s, NULL },
+                                  { "--name", &cname, NULL } };
+    int npos = keel_cli_parse(cli, argc, argv, opts, 3);
+    if (npos < 0) return KEEL_EXIT_USAGE;
+    if (npos > (connect ? 0 : 1)) {
+        keel_cli_usage_error(cli, connect ? "run: --connect takes no SCENE" : "run: expected at most one SCENE");
+        return KEEL_EXIT_USAGE;
+    }
+    lua_Integer frames = -1; /* until ctrl-c */
+    double dt = 1.0 / 60.0;
+    char *end;
+    if (frames_s) {
+        long long v = strtoll(frames_s, &end, 10);
+        if (!*frames_s || *end || v < 0) {
+            keel_cli_usage_error(cli, "run: --frames needs a whole number >= 0, not '%s'", frames_s);
+            return KEEL_EXIT_USAGE;
+        }
+        frames = (lua_Integer)v;
+    }
+    if (dt_s) {
+        dt = strtod(dt_s, &end);
+        if (!*dt_s || *end || !(dt > 0 && dt < 10)) {
+            keel_cli_usage_error(cli, "run: --dt needs a number of seconds in (0, 10), not '%s'", dt_s);
+            return KEEL_EXIT_USAGE;
+        }
+    }
+    char addr[256];
+    long cport = 0;
+    if (connect) {
+        const char *colon = strrchr(connect, ':');
+        size_t alen = colon ? (size_t)(colon - connect) : 0;
+        cport = colon ? strtol(colon + 1, &end, 10) : 0;
+        if (!colon || !alen || alen >= sizeof addr || !colon[1] || *end || cport < 1 || cport > 65535) {
+            keel_cli_usage_error(cli, "run: --connect needs ADDR:PORT, not '%s'", connect);
+            return KEEL_EXIT_USAGE;
+        }
+        memcpy(addr, connect, alen);
+        addr[alen] = 0;
+    }
+    const char *scene = NULL;
+    if (!connect) {
+        scene = npos == 1 ? argv[0] : NULL;
+        if (!scene) {
+            char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
+            if (!demo) {
+                fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n",
+                        cli->progname);
+                return KEEL_EXIT_USAGE;
+            }
+            lua_pushstring(L, demo);
+            free(demo);
+            scene = lua_tostring(L, -1);
+        }
+    }
+    int rc = keel_cli_setup(L, cli, false);
+    if (rc >= 0) return rc;
+    if (!keel_cli_require(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;
+    int keel_idx = lua_gettop(L);
+    int w = 0;
+    if (scene) {
+        rc = keel_cli_load_world(L, cli, scene);
+        if (rc >= 0) return rc;
+        w = lua_gettop(L);
+    }
+    const char *chunk = connect ? connect_chunk : host_chunk;
+    if (luaL_loadbuffer(L, chunk, strlen(chunk), connect ? "=keel run --connect" : "=keel run --host") != LUA_OK) {
+        keel_cli_report(cli, L);
+        return KEEL_EXIT_USAGE;
+    }
+    lua_getglobal(L, "keel");
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushvalue(L, keel_idx);
+    }
+    if (connect) {
+        lua_pushstring(L, addr);
+        lua_pushinteger(L, cport);
+        lua_pushstring(L, cname ? cname : "client");
+    } else {
+        lua_pushvalue(L, w);
+        lua_pushstring(L, scene);
+        lua_pushinteger(L, port);
+    }
+    lua_pushinteger(L, frames);
+    lua_pushnumber(L, dt);
+    lua_pushcfunction(L, l_now);
+    lua_pushcfunction(L, l_sleep);
+    lua_pushcfunction(L, l_stopped);
+    net_stop = 0;
+    signal(SIGINT, on_stop);
+    signal(SIGTERM, on_stop);
+    int status = keel_cli_call(L, 9, 1, false);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (status != LUA_OK) {
+        keel_cli_report(cli, L);
+        return KEEL_EXIT_INPUT;
+    }
+    return lua_tointeger(L, -1) ? KEEL_EXIT_INPUT : KEEL_EXIT_OK;
+}

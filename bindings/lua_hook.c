@@ -8,19 +8,6 @@
 #include "lua_internal.h"
 #include "bind.h" /* keel__field_set_many and hook batches */
 
-struct keel_lua_kind {
-    keel_lua_ctx *ctx;
-    int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
-    int validate, migrate, keys;
-    int self_tab[KEEL_LUA_MAX_DEPTH];
-    int filled[KEEL_LUA_MAX_DEPTH]; /* kinds with entity fields: what each one's self got (see fill_self) */
-    size_t nfields;
-    size_t *offsets;             /* filled on first call (from the registry) */
-    const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
-    bool ready, has_entity, dead;
-    bool shadow;                 /* a kind this state did not declare (see keel__lua_self_kind) */
-    int busy;                    /* calls running: a replaced kind is freed after the last */
-};
 
 static const char *const phase_keys[KEEL_PHASE_COUNT_] = {
     "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "on_transfer", "on_message"

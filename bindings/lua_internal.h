@@ -132,6 +132,21 @@ typedef struct keel_lua_ctx {
     struct { const char *key; keel_kind_id k; uint64_t stamp; } kind_memo[64]; /* kind keys by address */
 } keel_lua_ctx;
 
+/* A Lua-declared kind's hooks and self machinery (lua_hook.c; a system's pass reads it inline). */
+struct keel_lua_kind {
+    keel_lua_ctx *ctx;
+    int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
+    int validate, migrate, keys;
+    int self_tab[KEEL_LUA_MAX_DEPTH];
+    int filled[KEEL_LUA_MAX_DEPTH]; /* kinds with entity fields: what each one's self got (see fill_self) */
+    size_t nfields;
+    size_t *offsets;             /* filled on first call (from the registry) */
+    const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
+    bool ready, has_entity, dead;
+    bool shadow;                 /* a kind this state did not declare (see keel__lua_self_kind) */
+    int busy;                    /* calls running: a replaced kind is freed after the last */
+};
+
 void keel__lua_ctx_release(keel_lua_ctx *ctx);
 keel_lua_ctx *keel__lua_upctx(lua_State *L); /* the ctx upvalue of module functions */
 

@@ -677,6 +677,7 @@ static int batch_loop(lua_State *L)
     int nf = (int)lk->nfields;
     bool floats = kbase && all_plain_floats(lk, kd);
     int base = lua_gettop(L);
+    const keel_lua_world *lw = lua_touserdata(L, 2);
     while (keel__batch_next(b)) {
         const keel_call *call = &b->txn.call;
         ctx->self_w[0] = w;
@@ -695,7 +696,7 @@ static int batch_loop(lua_State *L)
         } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
         lua_pushvalue(L, 4);
         lua_pushvalue(L, 5);
-        keel__lua_push_entity_cached(L, 2, 3, call->comp.entity);
+        keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
         if (nargs == 3) lua_pushnumber(L, call->dt);
         unsigned long entries = keel__lua_entries;
         lua_call(L, nargs, 0);

@@ -232,6 +232,18 @@ typedef struct keel_lua_entity {
  * cache index when the caller has it on its stack, else 0. */
 void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e);
+/* The same, for the World lw at world_idx, inline: the hot loops (hooks, systems, queries) take
+ * the cached handle without fetching lw from the stack again. */
+static inline void keel__lua_push_entity_lw(lua_State *L, const keel_lua_world *lw, int world_idx, int cache,
+                                            keel_entity e)
+{
+    uint32_t i = (uint32_t)e;
+    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+        if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
+        lua_pop(L, 1);
+    }
+    keel__lua_push_entity_cached(L, world_idx, cache, e);
+}
 /* Checks a live entity handle (NotFound when stale). */
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */

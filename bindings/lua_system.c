@@ -173,7 +173,7 @@ static int each_loop(lua_State *L)
         }
         ctx->depth = r->base + (int)n;
         lua_pushvalue(L, 3);
-        keel__lua_push_entity_cached(L, 2, 5, list[v]);
+        keel__lua_push_entity_lw(L, r->lw, 2, 5, list[v]);
         for (size_t i = 0; i < n; i++) lua_pushvalue(L, sel[i].self);
         lua_pushnumber(L, dt);
         unsigned long entries = keel__lua_entries;

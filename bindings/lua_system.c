@@ -160,11 +160,19 @@ static int each_loop(lua_State *L)
     void *rec[KEEL_LUA_MAX_DEPTH];
     uint32_t row[KEEL_LUA_MAX_DEPTH];
     keel_diags d = { 0 };
+    uint64_t decls = 0;
+    bool checked = false;
     for (size_t v = 0; v < count; v++) {
         /* gone, not holding them all, or not taking part in this step */
         if (!keel__each_visit(w, list[v], n, r->kinds, c, rec, row)) continue;
-        for (size_t i = 0; i < n; i++)
-            if (!keel__lua_self_kind_current(r->lk[i], r->kinds[i])) return 0; /* redeclared meanwhile */
+        /* redeclared meanwhile (asked again only after a declaration: nothing else changes the answer) */
+        uint64_t now = keel__kind_declarations();
+        if (!checked || now != decls) {
+            for (size_t i = 0; i < n; i++)
+                if (!keel__lua_self_kind_current(r->lk[i], r->kinds[i])) return 0;
+            decls = now;
+            checked = true;
+        }
         keel__callback_open(w, &r->txn);
         r->in_call = true;
         for (size_t i = 0; i < n; i++) {

@@ -512,8 +512,7 @@ static keel_lua_comp *to_comp(lua_State *L, int up)
 {
     /* a full userdata only: a table or light userdata can be given any metatable */
     if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive */
-        bool mine = lua_type(L, lua_upvalueindex(up)) == LUA_TTABLE &&
-                    lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up));
+        bool mine = lua_rawequal(L, -1, lua_upvalueindex(up)); /* the metamethod's own table */
         lua_pop(L, 1);
         if (mine) return lua_touserdata(L, 1);
     }

@@ -8,19 +8,6 @@
 #include "lua_internal.h"
 #include "bind.h" /* keel__field_set_many and hook batches */
 
-struct keel_lua_kind {
-    keel_lua_ctx *ctx;
-    int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
-    int validate, migrate, keys;
-    int self_tab[KEEL_LUA_MAX_DEPTH];
-    int filled[KEEL_LUA_MAX_DEPTH]; /* kinds with entity fields: what each one's self got (see fill_self) */
-    size_t nfields;
-    size_t *offsets;             /* filled on first call (from the registry) */
-    const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
-    bool ready, has_entity, dead;
-    bool shadow;                 /* a kind this state did not declare (see keel__lua_self_kind) */
-    int busy;                    /* calls running: a replaced kind is freed after the last */
-};
 
 static const char *const phase_keys[KEEL_PHASE_COUNT_] = {
     "awake", "start", "fixed_update", "update", "late_update", "on_destroy", "on_transfer", "on_message"
@@ -690,6 +677,7 @@ static int batch_loop(lua_State *L)
     int nf = (int)lk->nfields;
     bool floats = kbase && all_plain_floats(lk, kd);
     int base = lua_gettop(L);
+    const keel_lua_world *lw = lua_touserdata(L, 2);
     while (keel__batch_next(b)) {
         const keel_call *call = &b->txn.call;
         ctx->self_w[0] = w;
@@ -708,7 +696,7 @@ static int batch_loop(lua_State *L)
         } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
         lua_pushvalue(L, 4);
         lua_pushvalue(L, 5);
-        keel__lua_push_entity_cached(L, 2, 3, call->comp.entity);
+        keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
         if (nargs == 3) lua_pushnumber(L, call->dt);
         unsigned long entries = keel__lua_entries;
         lua_call(L, nargs, 0);

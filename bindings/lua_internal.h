@@ -132,6 +132,21 @@ typedef struct keel_lua_ctx {
     struct { const char *key; keel_kind_id k; uint64_t stamp; } kind_memo[64]; /* kind keys by address */
 } keel_lua_ctx;
 
+/* A Lua-declared kind's hooks and self machinery (lua_hook.c; a system's pass reads it inline). */
+struct keel_lua_kind {
+    keel_lua_ctx *ctx;
+    int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
+    int validate, migrate, keys;
+    int self_tab[KEEL_LUA_MAX_DEPTH];
+    int filled[KEEL_LUA_MAX_DEPTH]; /* kinds with entity fields: what each one's self got (see fill_self) */
+    size_t nfields;
+    size_t *offsets;             /* filled on first call (from the registry) */
+    const keel_kind_desc *kd;    /* the registry's description (valid while this kind is alive) */
+    bool ready, has_entity, dead;
+    bool shadow;                 /* a kind this state did not declare (see keel__lua_self_kind) */
+    int busy;                    /* calls running: a replaced kind is freed after the last */
+};
+
 void keel__lua_ctx_release(keel_lua_ctx *ctx);
 keel_lua_ctx *keel__lua_upctx(lua_State *L); /* the ctx upvalue of module functions */
 
@@ -221,6 +236,18 @@ typedef struct keel_lua_entity {
  * cache index when the caller has it on its stack, else 0. */
 void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e);
+/* The same, for the World lw at world_idx, inline: the hot loops (hooks, systems, queries) take
+ * the cached handle without fetching lw from the stack again. */
+static inline void keel__lua_push_entity_lw(lua_State *L, const keel_lua_world *lw, int world_idx, int cache,
+                                            keel_entity e)
+{
+    uint32_t i = (uint32_t)e;
+    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+        if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
+        lua_pop(L, 1);
+    }
+    keel__lua_push_entity_cached(L, world_idx, cache, e);
+}
 /* Checks a live entity handle (NotFound when stale). */
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */

@@ -99,7 +99,7 @@ static int iter_next(lua_State *L)
         }
         if (!keel__comp_info_row(w, e, it->kinds, it->nk, it->all, ci)) continue;
         if (it->nk > 8) luaL_checkstack(L, (int)it->nk + 4, "too many kinds");
-        keel__lua_push_entity_cached(L, widx, cache, e);
+        keel__lua_push_entity_lw(L, it->lw, widx, cache, e);
         uint64_t live = keel__world_structure(w) + 1;
         for (size_t k = 0; k < it->nk; k++) push_comp(L, k, &ci[k], live);
         return 1 + (int)it->nk;

@@ -2,6 +2,7 @@
  * the runner called at the end of each step phase, a world-wide callback transaction for one
  * call, a system's `each` over a world (the hooks' self tables, one transaction per call), and
  * the record of a system's failure. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,46 @@ static keel_entity *visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, s
     return list;
 }
 
+/* keel__lua_self_fill for a self of plain floats (s->floats), inline: the pass's hot path. */
+static inline void fill_floats(lua_State *L, const keel__lua_self *s, keel_lua_ctx *ctx, keel_world *w, keel_comp c,
+                               const char *rec)
+{
+    const keel_lua_kind *lk = s->lk;
+    ctx->self_w[s->depth] = w;
+    ctx->self_c[s->depth] = c;
+    ctx->self_k[s->depth] = s->lk;
+    ctx->self_gone[s->depth] = false;
+    ctx->self_outside[s->depth] = true;
+    for (size_t i = 0; i < lk->nfields; i++) {
+        lua_pushvalue(L, s->kbase + (int)i);
+        lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
+        lua_rawset(L, s->self);
+    }
+}
+
+/* keel__lua_self_write's plain-float path, leaving the values it reads on the stack (the caller
+ * sets the top once for all selves). False when it does not apply: nothing was written, and
+ * keel__lua_self_write decides. */
+static inline bool write_floats(lua_State *L, const keel__lua_self *s, keel_world *w, keel_comp c, char *rec,
+                                uint32_t row)
+{
+    const keel_lua_kind *lk = s->lk;
+    if (!rec || !s->floats || lk->dead || lk->kd->validate) return false;
+    int fields[KEEL_LUA_MEMO_KEYS];
+    double vals[KEEL_LUA_MEMO_KEYS];
+    size_t n = 0;
+    for (size_t i = 0; i < lk->nfields; i++) {
+        lua_pushvalue(L, s->kbase + (int)i);
+        if (lua_rawget(L, s->self) != LUA_TNUMBER) return false;
+        double f = (double)lua_tonumber(L, -1);
+        if (f == *(const double *)(rec + lk->offsets[i])) continue;
+        if (!isfinite(f)) return false;
+        vals[n] = f;
+        fields[n++] = (int)i;
+    }
+    return !n || keel__field_copy_floats(w, c, rec, row, n, fields, vals);
+}
+
 /* Runs inside lua_pcall: 1 the each_run, 2 the World, 3 the function, 4 dt. Each call is its own
  * callback transaction; a raise ends the system (the caller rolls the open call back). */
 static int each_loop(lua_State *L)
@@ -112,23 +153,35 @@ static int each_loop(lua_State *L)
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
     const keel_entity *list = visit_list(L, ctx, w, &count, &r->owns_list);
-    luaL_checkstack(L, KEEL_LUA_MEMO_KEYS + 8, NULL); /* what a copy-back leaves on the stack */
+    /* what the copy-backs leave on the stack (write_floats: every self's values) */
+    luaL_checkstack(L, (int)n * KEEL_LUA_MEMO_KEYS + 8, NULL);
     int top = lua_gettop(L);
     keel_comp c[KEEL_LUA_MAX_DEPTH];
     void *rec[KEEL_LUA_MAX_DEPTH];
     uint32_t row[KEEL_LUA_MAX_DEPTH];
     keel_diags d = { 0 };
+    uint64_t decls = 0;
+    bool checked = false;
     for (size_t v = 0; v < count; v++) {
         /* gone, not holding them all, or not taking part in this step */
         if (!keel__each_visit(w, list[v], n, r->kinds, c, rec, row)) continue;
-        for (size_t i = 0; i < n; i++)
-            if (!keel__lua_self_kind_current(r->lk[i], r->kinds[i])) return 0; /* redeclared meanwhile */
+        /* redeclared meanwhile (asked again only after a declaration: nothing else changes the answer) */
+        uint64_t now = keel__kind_declarations();
+        if (!checked || now != decls) {
+            for (size_t i = 0; i < n; i++)
+                if (!keel__lua_self_kind_current(r->lk[i], r->kinds[i])) return 0;
+            decls = now;
+            checked = true;
+        }
         keel__callback_open(w, &r->txn);
         r->in_call = true;
-        for (size_t i = 0; i < n; i++) keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+        for (size_t i = 0; i < n; i++) {
+            if (sel[i].floats) fill_floats(L, &sel[i], ctx, w, c[i], rec[i]);
+            else keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+        }
         ctx->depth = r->base + (int)n;
         lua_pushvalue(L, 3);
-        keel__lua_push_entity_cached(L, 2, 5, list[v]);
+        keel__lua_push_entity_lw(L, r->lw, 2, 5, list[v]);
         for (size_t i = 0; i < n; i++) lua_pushvalue(L, sel[i].self);
         lua_pushnumber(L, dt);
         unsigned long entries = keel__lua_entries;
@@ -137,6 +190,7 @@ static int each_loop(lua_State *L)
         for (size_t i = 0; i < n && st == KEEL_OK; i++) {
             /* the core entered (by the call or a validate): records may have moved */
             bool moved = entries != keel__lua_entries;
+            if (!moved && write_floats(L, &sel[i], w, c[i], rec[i], row[i])) continue;
             st = keel__lua_self_write(L, &sel[i], w, c[i], moved ? NULL : rec[i], row[i], &d);
         }
         if (lua_gettop(L) != top) lua_settop(L, top);

@@ -176,7 +176,7 @@ void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st)
         }
     } else if (w->txn_depth == 0) {
         /* the outermost transaction committed: its log is no longer needed */
-        keel__txn_commit(w, t->mark);
+        if (w->log_count > t->mark) keel__txn_commit(w, t->mark);
         if (w->held_count) keel__held_release(w);
         if (w->tomb_cap) keel__tombs_clear(w);
         if (w->doomed_count && !w->draining) run_doomed(w);
@@ -200,7 +200,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         if (fm) fm->faulted = true;
         fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
     }
-    if (t->diags.items) keel_diags_free(&t->diags);
+    if (t->diags.items) keel_diags_free(&t->diags); /* zeroes it: a batch's next item reuses it */
 }
 
 static void call_entry(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
@@ -333,7 +333,7 @@ static void runs_rebuild(keel_world *w)
 }
 
 /* The entry of run item `it` when its hook is due now (marking it started in the start phase). */
-static keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
+static inline keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
 {
     keel__ent *en = &w->ents[it.index];
     if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
@@ -364,7 +364,27 @@ bool keel__batch_next(keel__batch *b)
         b->next++;
         keel__entry *m = run_due(w, it, b->phase);
         if (!m) continue;
-        hook_begin(w, it.index, m, kd, b->phase, b->dt, &b->txn);
+        keel__hook_txn *t = &b->txn;
+        if (t->kd != kd) {
+            hook_begin(w, it.index, m, kd, b->phase, b->dt, t);
+            return true;
+        }
+        /* an earlier item of this batch opened the same kind's: what every item shares (phase,
+         * dt, user, diags, from, detached) is in place, and its close left the diagnostics empty */
+        keel_comp c = { keel__handle(w, it.index), it.kind, m->slot };
+        t->index = it.index;
+        t->row = m->row;
+        t->uuid = w->ents[it.index].uuid;
+        t->call.comp = c;
+        t->call.record = keel__store_rec(&w->stores[it.kind], m->row);
+        t->mark = w->log_count;
+        t->cmd_depth = w->cmd_depth;
+        w->cmd_depth = 0;
+        w->txn_depth++;
+        t->outer = w->hook_comp;
+        t->outer_row = w->hook_row;
+        w->hook_comp = c;
+        w->hook_row = m->row;
         return true;
     }
     return false;

@@ -70,8 +70,8 @@ w, plain = nil, nil
 -- query loop, against the same loop over plain tables (one call per entity, as the update row)
 keel.kind{ key = "bench:a", fields = { { "x", "float", default = 0 } } }
 keel.kind{ key = "bench:b", fields = { { "vx", "float", default = 1 } } }
-local pa, pb = {}, {}
-for i = 1, N do pa[i], pb[i] = { x = 0 }, { vx = i % 7 } end
+local qa, qb = {}, {}
+for i = 1, N do qa[i], qb[i] = { x = 0 }, { vx = i % 7 } end
 local function move(a, b, dt_) a.x = a.x + b.vx * dt_ end
 local wa = keel.world("bench-access")
 for i = 1, N do
@@ -85,11 +85,11 @@ local access_keel, access_base = pair(3, function()
   end
 end, function()
   for _ = 1, STEPS do
-    for i = 1, N do move(pa[i], pb[i], dt) end
+    for i = 1, N do move(qa[i], qb[i], dt) end
   end
 end)
 wa:close()
-wa, pa, pb = nil, nil, nil
+wa, qa, qb = nil, nil, nil
 
 -- lua spawn (keel; its baseline ran first)
 local spawn_keel = best(3, function()

@@ -224,7 +224,10 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
-        if (entry_by_key_k(me, k, key, 0))
+        bool present = false; /* entry_by_key_k(me, k, key, 0), as a loop the compiler keeps inline */
+        for (uint32_t i = 0; i < en->member_count && !present; i++)
+            present = en->members[i].slot == 0 && entry_is(&en->members[i], k, key);
+        if (present)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
     }

@@ -597,15 +597,15 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 }
 
 /* The rules of entry a of entity i, reported at path p. */
-static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, const char *p,
-                                     keel_diags *d)
+static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, const char *p, keel_diags *d)
 {
     keel__entry *m = &en->members[a];
     keel_status st = KEEL_OK;
     if (!m->kind) return st;
     const keel_kind_desc *kd = keel_kind_describe(m->kind);
     if (kd->multiplicity == KEEL_ONE && m->slot != 0)
-        st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u", kd->key, m->slot);
+        st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u", kd->key,
+                        m->slot);
     for (uint32_t b = 0; b < a; b++)
         if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)", kd->key);

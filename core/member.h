@@ -23,8 +23,9 @@ typedef struct keel__unknown {
 typedef struct keel__entry {
     keel_kind_id kind : 27; /* KEEL_NO_KIND when unknown (kind ids stay far below 2^27) */
     bool enabled : 1, started : 1, awoken : 1, faulted : 1; /* in the kind's last byte */
-    bool fresh : 1;         /* added during the step of frame w->fresh_frame: runs from the next
-                               (keel__entry_due); cleared once a later frame adds one (member.c) */
+    /* fresh: added during the step of frame w->fresh_frame, runs from the next (keel__entry_due);
+     * cleared once a later frame adds one (member.c) */
+    bool fresh : 1;
     uint32_t slot;
     union {
         uint32_t row;       /* loaded: index in the kind's storage */

@@ -224,7 +224,10 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
-        if (entry_by_key_k(me, k, key, 0))
+        bool present = false; /* entry_by_key_k(me, k, key, 0), as a loop the compiler keeps inline */
+        for (uint32_t i = 0; i < en->member_count && !present; i++)
+            present = en->members[i].slot == 0 && entry_is(&en->members[i], k, key);
+        if (present)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
     }
@@ -593,6 +596,39 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
     keel__touch(w);
 }
 
+/* The rules of entry a of entity i, reported at path p. */
+static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, const char *p, keel_diags *d)
+{
+    keel__entry *m = &en->members[a];
+    keel_status st = KEEL_OK;
+    if (!m->kind) return st;
+    const keel_kind_desc *kd = keel_kind_describe(m->kind);
+    if (kd->multiplicity == KEEL_ONE && m->slot != 0)
+        st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u", kd->key,
+                        m->slot);
+    for (uint32_t b = 0; b < a; b++)
+        if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)", kd->key);
+    if (kd->multiplicity == KEEL_MANY && kd->max) {
+        uint32_t seen = 0;
+        for (uint32_t b = 0; b <= a; b++)
+            if (en->members[b].kind == m->kind) seen++;
+        if (seen > kd->max)
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key, kd->max);
+    }
+    keel_status rs = keel__root_rules(i, kd, p, d);
+    if (rs) st = rs;
+    for (size_t r = 0; r < kd->requires_count; r++)
+        if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
+    for (uint32_t b = 0; b < en->member_count; b++) {
+        const char *other = keel__entry_key(&en->members[b]);
+        if (b != a && names(kd->rejects, kd->rejects_count, other))
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
+    }
+    return st;
+}
+
 keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, keel_diags *d)
 {
     keel__ent *en = keel__ent_get(w, e);
@@ -600,37 +636,11 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
     keel_status first = KEEL_OK;
     uint32_t i = (uint32_t)e;
     for (uint32_t a = 0; a < en->member_count; a++) {
-        keel__entry *m = &en->members[a];
+        /* judged quietly first: the path string is built only for an entry that breaks a rule */
+        keel_status st = check_entry_rules(en, i, a, "", NULL);
+        if (st == KEEL_OK) continue;
         char *p = keel__strfmt("%s%scomponents[%u]", path ? path : "", path && *path ? "." : "", a);
-        keel_status st = KEEL_OK;
-        if (m->kind) {
-            const keel_kind_desc *kd = keel_kind_describe(m->kind);
-            if (kd->multiplicity == KEEL_ONE && m->slot != 0)
-                st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u",
-                                kd->key, m->slot);
-            for (uint32_t b = 0; b < a; b++)
-                if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
-                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)",
-                                    kd->key);
-            if (kd->multiplicity == KEEL_MANY && kd->max) {
-                uint32_t seen = 0;
-                for (uint32_t b = 0; b <= a; b++)
-                    if (en->members[b].kind == m->kind) seen++;
-                if (seen > kd->max)
-                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key,
-                                    kd->max);
-            }
-            keel_status rs = keel__root_rules(i, kd, p, d);
-            if (rs) st = rs;
-            for (size_t r = 0; r < kd->requires_count; r++)
-                if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
-                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
-            for (uint32_t b = 0; b < en->member_count; b++) {
-                const char *other = keel__entry_key(&en->members[b]);
-                if (b != a && names(kd->rejects, kd->rejects_count, other))
-                    st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
-            }
-        }
+        st = check_entry_rules(en, i, a, p, d);
         free(p);
         if (st && !first) first = st;
     }

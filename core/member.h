@@ -17,19 +17,21 @@ typedef struct keel__unknown {
     uint64_t serial;        /* the entry's (keel__entry_serial) */
 } keel__unknown;
 
-/* One membership entry: the component stack of an entity, in order; 24 bytes (they are per
- * component): what only some entries need is kept aside. */
+/* One membership entry: the component stack of an entity, in order; 20 bytes (they are per
+ * component): the flags share a word with the kind id, the serial (or the unknown part) is
+ * 4-byte aligned, and what only some entries need is kept aside. */
 typedef struct keel__entry {
-    keel_kind_id kind;      /* KEEL_NO_KIND when unknown */
+    keel_kind_id kind : 27; /* KEEL_NO_KIND when unknown (kind ids stay far below 2^27) */
+    bool enabled : 1, started : 1, awoken : 1, faulted : 1; /* in the kind's last byte */
+    /* fresh: added during the step of frame w->fresh_frame, runs from the next (keel__entry_due);
+     * cleared once a later frame adds one (member.c) */
+    bool fresh : 1;
     uint32_t slot;
     union {
         uint32_t row;       /* loaded: index in the kind's storage */
         int version;        /* unknown: the version its body was written in */
     };
-    bool enabled : 1, started : 1, awoken : 1, faulted : 1;
-    bool fresh : 1;         /* added during the step of frame w->fresh_frame: runs from the next
-                               (keel__entry_due); cleared once a later frame adds one (member.c) */
-    union {
+    union __attribute__((packed, aligned(4))) {
         uint64_t serial;    /* loaded: per world, never reused (a rollback gives a removed entry
                                its own back); read it with keel__entry_serial */
         keel__unknown *unk; /* unknown: key (loaded ones read the registry), body and serial */
@@ -43,7 +45,7 @@ typedef struct keel__fresh {
     uint32_t slot;
 } keel__fresh;
 
-_Static_assert(sizeof(keel__entry) <= 24, "a membership entry stays within 24 bytes");
+_Static_assert(sizeof(keel__entry) <= 20, "a membership entry stays within 20 bytes");
 
 static inline uint64_t keel__entry_serial(const keel__entry *m) { return m->kind ? m->serial : m->unk->serial; }
 

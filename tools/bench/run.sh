@@ -14,6 +14,8 @@ for b in bench_core bench_yaml bench_files bench_merge bench_net; do
         (cd "$BUILD" && "./$b") >>"$out" || echo "BENCH	$b failed	-	-	-" >>"$out"
     fi
 done
+# where the memory rows' bytes go (bench_core)
+grep "^MEM" "$out" | cut -f2- || true
 if [ -x "$BUILD/keel" ]; then
     "$BUILD/keel" "$SRC/tools/bench/bench_lua.lua" >>"$out" || echo "BENCH	bench_lua failed	-	-	-" >>"$out"
     "$BUILD/keel" "$SRC/tools/bench/bench_channel.lua" >>"$out" || echo "BENCH	bench_channel failed	-	-	-" >>"$out"
@@ -27,3 +29,5 @@ grep '^BENCH' "$out" | while IFS='	' read -r _ row k b unit; do
         else if (u ~ /\/s$/) printf "%.2f", b / k; else printf "%.2f", k / b }')
     printf '%-16s %14s %14s %8s  %s\n' "$row" "$k" "$b" "$ratio" "$unit"
 done
+# where the memory rows' bytes go (bench_core)
+grep "^MEM" "$out" | cut -f2- || true

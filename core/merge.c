@@ -1,7 +1,7 @@
 /* merge.c — three scene documents merged as data: entities by UUID, components by (kind, slot),
  * fields by name, settings by key (design/merge.md). Works on the document trees, so kinds need
- * not be declared; declared kinds' rules are checked on the result, which the scene reader and
- * writer then make canonical. */
+ * not be declared; declared kinds' rules are checked on the result, which the scene reader (fed
+ * the merged tree directly, never written and re-read) and writer then make canonical. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -860,7 +860,9 @@ static void tree_free(tree *t)
 
 static keel_node scalar_node(const char *text)
 {
-    return (keel_node){ .kind = KEEL_NODE_SCALAR, .style = KEEL_STYLE_PLAIN, .text = (char *)text, .len = strlen(text) };
+    return (keel_node){
+        .kind = KEEL_NODE_SCALAR, .style = KEEL_STYLE_PLAIN, .text = (char *)text, .len = strlen(text)
+    };
 }
 
 /* A side's node, or null for an absent one (as the writer spelled it). */

@@ -1075,8 +1075,10 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
     keel__arena *arena = keel__arena_new();
     keel__yaml_stream stream = { stream_begin, stream_item, &L };
     bool parsed = true;
-    if (text) parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
-    else doc = (keel_node *)given; /* only read */
+    if (text)
+        parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
+    else
+        doc = (keel_node *)given; /* only read */
     if (parsed) {
         build(&L, doc);
         L.diags = &L.lists[B_TAIL];

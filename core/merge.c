@@ -1386,11 +1386,11 @@ keel_status keel__merge_take(const char *text, size_t len, const char *name, boo
     }
     if (st == KEEL_OK) {
         keel_limits tl = keel_limits_default();
-        keel_node *tree = NULL; /* read back: the styles a written scene has */
+        keel_node *back = NULL; /* read back: the styles a written scene has */
         *out = NULL;
-        if (keel__yaml_parse(body, blen, &tl, "(the merged scene)", &tree, d) == KEEL_OK)
-            *out = finish(tree, NULL, &rest, outlen, d);
-        keel_node_free(tree);
+        if (keel__yaml_parse(body, blen, &tl, "(the merged scene)", &back, d) == KEEL_OK)
+            *out = finish(back, NULL, &rest, outlen, d);
+        keel_node_free(back);
         if (!*out) st = keel_diags_status(d);
         *remaining = rest.n;
     }

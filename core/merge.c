@@ -1,7 +1,7 @@
 /* merge.c — three scene documents merged as data: entities by UUID, components by (kind, slot),
  * fields by name, settings by key (design/merge.md). Works on the document trees, so kinds need
- * not be declared; declared kinds' rules are checked on the result, which the scene reader and
- * writer then make canonical. */
+ * not be declared; declared kinds' rules are checked on the result, which the scene reader (fed
+ * the merged tree directly, never written and re-read) and writer then make canonical. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "merge.h"
 #include "util.h"
 #include "yaml_read.h"
+#include "scene_read.h"
 
 enum { B = 0, O = 1, T = 2 }; /* base, ours, theirs */
 #define NONE SIZE_MAX
@@ -826,72 +827,136 @@ static void index_entities(merger *M)
         }
 }
 
-static void emit_comps(writer *wr, const mcomps *c)
-{
-    coll_start(wr, false, c->n == 0);
-    for (size_t i = 0; i < c->n; i++) emit_node(wr, mcomp_node(&c->items[i]));
-    coll_end(wr, false);
-}
-
 static void key(writer *wr, const char *k)
 {
     plain(wr, k);
 }
 
-static void emit_entity(writer *wr, const merger *M, const ment *m)
+/* ---- the merged document as a tree, for the scene reader ----
+ * Its nodes are shallow copies of the sides' (their texts and children shared, only read) in
+ * arrays of its own; the arrays are kept in `allocs` to be freed with it. */
+
+typedef struct tree {
+    void **allocs;
+    size_t n, cap;
+} tree;
+
+static keel_node *tree_nodes(tree *t, size_t count)
 {
-    coll_start(wr, true, false);
-    key(wr, "uuid");
-    emit_node(wr, uuid_node(m));
-    if (m->name) {
-        key(wr, "name");
-        emit_node(wr, m->name);
+    if (t->n == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->allocs = keel__xrealloc(t->allocs, t->cap * sizeof *t->allocs);
     }
-    if (m->mpar != NONE) {
-        key(wr, "parent");
-        emit_node(wr, uuid_node(&M->ents[m->mpar]));
-    }
-    if (m->enabled) {
-        key(wr, "enabled");
-        emit_node(wr, m->enabled);
-    }
-    key(wr, "components");
-    emit_comps(wr, &m->comps);
-    coll_end(wr, true);
+    keel_node *a = keel__xcalloc(count ? count : 1, sizeof *a);
+    t->allocs[t->n++] = a;
+    return a;
 }
 
-/* The merged document as YAML (not yet canonical). */
-static char *emit_doc(merger *M, size_t *len, keel_diags *d)
+static void tree_free(tree *t)
 {
-    writer wr;
-    writer_open(&wr);
-    coll_start(&wr, true, false);
+    for (size_t i = 0; i < t->n; i++) free(t->allocs[i]);
+    free(t->allocs);
+}
+
+static keel_node scalar_node(const char *text)
+{
+    return (keel_node){
+        .kind = KEEL_NODE_SCALAR, .style = KEEL_STYLE_PLAIN, .text = (char *)text, .len = strlen(text)
+    };
+}
+
+/* A side's node, or null for an absent one (as the writer spelled it). */
+static keel_node node_or_null(const keel_node *n)
+{
+    return n ? *n : scalar_node("null");
+}
+
+/* A node the merge made (styles ANY) given the styles the text written and read back had:
+ * plain keys, empty collections in flow style, others in block style. Sides' nodes (what
+ * copies hold) already have a reader's styles. */
+static void settle(keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SCALAR) return;
+    if (n->style == KEEL_STYLE_ANY) n->style = n->count == 0 ? KEEL_STYLE_FLOW : KEEL_STYLE_BLOCK;
+    bool map = n->kind == KEEL_NODE_MAP;
+    for (size_t i = 0; i < (map ? 2 * n->count : n->count); i++) {
+        keel_node *c = &n->items[i];
+        if (c->kind == KEEL_NODE_SCALAR) {
+            if (c->style == KEEL_STYLE_ANY) c->style = map && i % 2 == 0 ? KEEL_STYLE_PLAIN : c->style;
+        } else {
+            settle(c);
+        }
+    }
+}
+
+static keel_node comps_node(tree *t, mcomps *c)
+{
+    keel_node n = { .kind = KEEL_NODE_SEQ, .style = c->n ? KEEL_STYLE_BLOCK : KEEL_STYLE_FLOW, .count = c->n };
+    n.items = tree_nodes(t, c->n);
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->items[i].own) settle(c->items[i].own);
+        n.items[i] = *mcomp_node(&c->items[i]);
+    }
+    return n;
+}
+
+typedef struct pairs {
+    keel_node *items;
+    size_t count;
+} pairs;
+
+static void pair(pairs *p, const char *k, keel_node v)
+{
+    p->items[2 * p->count] = scalar_node(k);
+    p->items[2 * p->count + 1] = v;
+    p->count++;
+}
+
+static keel_node map_node(const pairs *p)
+{
+    return (keel_node){ .kind = KEEL_NODE_MAP, .style = KEEL_STYLE_BLOCK, .count = p->count, .items = p->items };
+}
+
+static keel_node entity_node(tree *t, const merger *M, ment *m)
+{
+    pairs p = { tree_nodes(t, 10), 0 };
+    pair(&p, "uuid", node_or_null(uuid_node(m)));
+    if (m->name) pair(&p, "name", *m->name);
+    if (m->mpar != NONE) pair(&p, "parent", node_or_null(uuid_node(&M->ents[m->mpar])));
+    if (m->enabled) pair(&p, "enabled", *m->enabled);
+    pair(&p, "components", comps_node(t, &m->comps));
+    return map_node(&p);
+}
+
+/* The merged document, built in `t` (not yet canonical); `rc` and the maps in `own` are the
+ * caller's to free after. */
+static keel_node build_doc(merger *M, tree *t, mcomps *rc, keel_node *own[2])
+{
+    pairs top = { tree_nodes(t, 10), 0 };
     const keel_node *v[3] = { get(M->doc[B], "keel"), get(M->doc[O], "keel"), get(M->doc[T], "keel") };
     bool conflict = false;
     int w = pick(v, &conflict);
     if (conflict) conflict_add(&M->conflicts, keel__strdup("keel"), v[B], v[O], v[T]);
-    key(&wr, "keel");
-    emit_node(&wr, v[w]);
+    pair(&top, "keel", node_or_null(v[w]));
     const char *const maps[2] = { "scene", "settings" };
     for (int i = 0; i < 2; i++) {
         const keel_node *m[3] = { get(M->doc[B], maps[i]), get(M->doc[O], maps[i]), get(M->doc[T], maps[i]) };
-        keel_node *merged = merge_map(M, maps[i], m);
-        key(&wr, maps[i]);
-        emit_node(&wr, merged);
-        keel_node_free(merged);
+        own[i] = merge_map(M, maps[i], m);
+        settle(own[i]);
+        pair(&top, maps[i], *own[i]);
     }
     const keel_node *roots[3] = { get(M->doc[B], "root"), get(M->doc[O], "root"), get(M->doc[T], "root") };
-    mcomps rc = merge_comps(M, "root", roots);
-    key(&wr, "root");
-    emit_comps(&wr, &rc);
-    mcomps_free(&rc);
+    *rc = merge_comps(M, "root", roots);
+    pair(&top, "root", comps_node(t, rc));
 
     index_entities(M);
     for (size_t i = 0; i < M->n; i++) merge_entity(M, &M->ents[i]);
     fix_hierarchy(M);
     kids k = merged_kids(M);
-    key(&wr, "entities");
-    coll_start(&wr, false, k.start[M->n] == k.end[M->n]);
+    size_t total = 0;
+    for (size_t i = 0; i <= M->n; i++) total += k.end[i] - k.start[i];
+    keel_node list = { .kind = KEEL_NODE_SEQ, .style = total ? KEEL_STYLE_BLOCK : KEEL_STYLE_FLOW };
+    list.items = tree_nodes(t, total);
     /* pre-order: a stack of (parent, next child position) */
     size_t *stack = keel__xcalloc(2 * (M->n + 1), sizeof *stack), depth = 0;
     stack[0] = M->n;
@@ -904,16 +969,15 @@ static char *emit_doc(merger *M, size_t *len, keel_diags *d)
             continue;
         }
         size_t c = k.list[(*pos)++];
-        emit_entity(&wr, M, &M->ents[c]);
+        list.items[list.count++] = entity_node(t, M, &M->ents[c]);
         stack[2 * depth] = c;
         stack[2 * depth + 1] = k.start[c];
         depth++;
     }
     free(stack);
     kids_free(&k);
-    coll_end(&wr, false);
-    coll_end(&wr, true);
-    return writer_close(&wr, len, d);
+    pair(&top, "entities", list);
+    return map_node(&top);
 }
 
 static void merger_free(merger *M)
@@ -926,8 +990,7 @@ static void merger_free(merger *M)
 
 /* `text` made canonical by the scene reader and writer (with the kinds registered now), then
  * the conflicts list appended. NULL (after diagnostics) when the scene does not load. */
-static char *finish(const char *text, size_t len, const keel_limits *lim, const clist *c, size_t *outlen,
-                    keel_diags *d)
+static char *finish(const keel_node *doc, const keel_limits *lim, const clist *c, size_t *outlen, keel_diags *d)
 {
     keel_load_opts o = keel_load_opts_default();
     if (lim) o.limits = *lim;
@@ -938,7 +1001,7 @@ static char *finish(const char *text, size_t len, const keel_limits *lim, const 
     size_t clen = 0;
     keel_diags tmp;
     keel_diags_init(&tmp);
-    keel_status st = keel_scene_parse(text, len, &o, &w, &tmp);
+    keel_status st = keel__scene_build(doc, &o, &w, &tmp);
     if (st == KEEL_OK) st = keel_scene_dump(w, &canon, &clen, &tmp);
     keel_world_free(w);
     /* a load's warnings (unknown kinds) are expected here: only errors are passed on */
@@ -1066,10 +1129,14 @@ keel_status keel__merge_scenes(const char *const texts[3], const size_t lens[3],
     }
     char *result = NULL;
     if (ok) {
-        size_t len = 0;
-        char *text = emit_doc(&M, &len, d);
-        if (text) result = finish(text, len, lim, &M.conflicts, outlen, d);
-        free(text);
+        tree t = { 0 };
+        mcomps rc = { 0 };
+        keel_node *own[2] = { NULL, NULL };
+        keel_node doc = build_doc(&M, &t, &rc, own);
+        result = finish(&doc, lim, &M.conflicts, outlen, d);
+        tree_free(&t);
+        mcomps_free(&rc);
+        for (int i = 0; i < 2; i++) keel_node_free(own[i]);
     }
     *nconflicts = M.conflicts.n;
     merger_free(&M);
@@ -1318,7 +1385,12 @@ keel_status keel__merge_take(const char *text, size_t len, const char *name, boo
         if (!body) st = KEEL_INVALID_ARGUMENT;
     }
     if (st == KEEL_OK) {
-        *out = finish(body, blen, NULL, &rest, outlen, d);
+        keel_limits tl = keel_limits_default();
+        keel_node *back = NULL; /* read back: the styles a written scene has */
+        *out = NULL;
+        if (keel__yaml_parse(body, blen, &tl, "(the merged scene)", &back, d) == KEEL_OK)
+            *out = finish(back, NULL, &rest, outlen, d);
+        keel_node_free(back);
         if (!*out) st = keel_diags_status(d);
         *remaining = rest.n;
     }

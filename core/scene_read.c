@@ -10,6 +10,7 @@
 #include "body.h"
 #include "kind.h"
 #include "yaml_read.h"
+#include "scene_read.h"
 #include "merge.h"
 
 typedef struct unknown_count {
@@ -1059,9 +1060,10 @@ static void locate_root(keel_diags *tmp, const keel_node *root)
     }
 }
 
-keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
+/* The load proper: `text` read by the streaming reader, or (text NULL) `given`, a tree already read. */
+static keel_status scene_load(const char *text, size_t len, const keel_node *given, const keel_load_opts *o,
+                              keel_world **out, keel_diags *d)
 {
-    if (!text) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
     keel_load_opts defaults = keel_load_opts_default();
     if (!o) o = &defaults;
     loader L;
@@ -1075,7 +1077,11 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     keel_node *doc = NULL;
     keel__arena *arena = keel__arena_new();
     keel__yaml_stream stream = { stream_begin, stream_item, &L };
-    bool parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
+    bool parsed = true;
+    if (text)
+        parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
+    else
+        doc = (keel_node *)given; /* only read */
     if (parsed) {
         build(&L, doc);
         L.diags = &L.lists[B_TAIL];
@@ -1132,6 +1138,18 @@ keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts 
     keel_diags_append(d, &all, "");
     keel_diags_free(&all);
     return st;
+}
+
+keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
+{
+    if (!text) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
+    return scene_load(text, len, NULL, o, out, d);
+}
+
+keel_status keel__scene_build(const keel_node *doc, const keel_load_opts *o, keel_world **out, keel_diags *d)
+{
+    if (!doc) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene document");
+    return scene_load(NULL, 0, doc, o, out, d);
 }
 
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d)

@@ -426,6 +426,25 @@ describe("keel merge", function()
     assert.are.equal(before, slurp(dir .. "/ours.yaml"))
   end)
 
+  it("writes an undeclared kind's scalars as keel fmt does (quoting and block scalars kept)", function()
+    local function doc(level)
+      return yaml(small()) .. "- uuid: " .. uuid(7) .. "\n  name: Q\n"
+        .. "  components:\n  - kind: mod:note\n    version: 1\n    slot: 0\n    body:\n"
+        .. "      a: 'single'\n      b: |\n        lit\n      c: \"1\"\n      level: " .. level .. "\n"
+    end
+    spit(dir .. "/base.yaml", doc(1))
+    spit(dir .. "/ours.yaml", doc(1):gsub("name: A\n", "name: A2\n", 1))
+    spit(dir .. "/theirs.yaml", doc(2))
+    local code, out = keel_run(dir, "merge base.yaml ours.yaml theirs.yaml -o out.yaml")
+    assert.are.equal(0, code, out)
+    local text = slurp(dir .. "/out.yaml")
+    assert.truthy(text:find("a: 'single'\n", 1, true), text)
+    assert.truthy(text:find("b: |\n", 1, true), text)
+    assert.truthy(text:find("level: 2\n", 1, true), text)
+    assert.truthy(text:find("name: A2\n", 1, true), text)
+    ok_sh(dir, "keel fmt --check out.yaml && keel check out.yaml")
+  end)
+
   it("keeps ours' sibling order with theirs' insertions after their predecessor", function()
     local b = { name = "S", entities = {} }
     for i = 1, 4 do b.entities[i] = { uuid = uuid(i), name = "E" .. i, comps = {} } end
@@ -573,6 +592,7 @@ describe("keel merge", function()
         random_edits(t, all_t, math.random(1, 5))
         local code, out = merge3(base, o, t)
         assert.truthy(code == 0 or code == 1, "round " .. round .. ": " .. out)
+        if code == 0 then ok_sh(dir, "keel fmt --check out.yaml") end -- canonical: fmt changes nothing
         if code == 1 then ok_sh(dir, "keel merge --take ours out.yaml") end
         ok_sh(dir, "keel check out.yaml")
       end

@@ -132,7 +132,7 @@ static const char *opt_string(lua_State *L, int t, const char *k)
     return s;
 }
 
-/* keel.net.host(w, { port, bind, max_clients, interest = { radius }, budget }) */
+/* keel.net.host(w, { port, bind, max_clients, interest = { radius }, budget, tick }) */
 static int n_host(lua_State *L)
 {
     keel_world *w = keel_lua_checkworld(L, 1);
@@ -149,6 +149,7 @@ static int n_host(lua_State *L)
     double budget = opt_num(L, 2, "budget", 64 * 1024);
     if (!(budget >= 0 && budget <= 1e12)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "budget must be a byte count");
     o.budget = (size_t)budget;
+    o.tick = opt_num(L, 2, "tick", 1.0 / 30); /* keel_net_host_new refuses one that is not > 0 */
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_getfield(L, 2, "interest");
         if (lua_type(L, -1) == LUA_TTABLE) o.interest_radius = opt_num(L, lua_gettop(L), "radius", 0);

@@ -1530,10 +1530,13 @@ typedef struct keel_net_host_opts {
     uint32_t max_clients;    /* 1..4095 */
     double interest_radius;  /* 0: everything; else around each client's focus entity */
     size_t budget;           /* payload bytes per client per tick (reliable and unreliable) */
+    double tick;             /* > 0: world seconds (dt given to keel_step) between network ticks */
 } keel_net_host_opts;
 #define KEEL_NET_DEFAULT_PORT 27761
-#define KEEL_NET_HOST_OPTS_INIT { KEEL_NET_DEFAULT_PORT, NULL, 32, 0, 64 * 1024 }
-/* IOError: ENet could not start or bind (the port in use). */
+#define KEEL_NET_HOST_OPTS_INIT { KEEL_NET_DEFAULT_PORT, NULL, 32, 0, 64 * 1024, 1.0 / 30 }
+/* IOError: ENet could not start or bind (the port in use). InvalidArgument: tick not a positive number.
+ * keel_step of the hosted world sends a network tick once `tick` seconds of dt have added up;
+ * keel_net_host_service always sends one (the caller is the clock). */
 keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_net_host **out, keel_diags *d);
 void keel_net_host_free(keel_net_host *h); /* NULL is a no-op; disconnects every client; before its world */
 keel_status keel_net_host_service(keel_net_host *h, keel_diags *d);

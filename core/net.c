@@ -248,6 +248,7 @@ struct keel_net_host {
     size_t kind_of_cap;
     keel_kind_id transform;
     uint64_t tick;
+    double due; /* world seconds stepped since the last network tick */
     tent *ents;
     uint32_t nent, ent_cap, *ent_free, nent_free;
     tcomp *comps;
@@ -1112,10 +1113,23 @@ static void host_pump(keel_net_host *h)
     }
 }
 
-static void host_step_hook(keel_world *w, void *user)
+static void host_tick(keel_net_host *h);
+
+/* A step adds its dt; a tick goes out once `tick` seconds have added up. A step longer than several
+ * ticks sends one, not a burst: the next tick carries everything changed meanwhile anyway. */
+static void host_step_hook(keel_world *w, void *user, double dt)
 {
     (void)w;
-    keel_net_host_service(user, NULL);
+    keel_net_host *h = user;
+    if (isfinite(dt) && dt > 0) h->due += dt;
+    /* a small slack so that steps summing to `tick` in floating point (2 x 0.05 for 0.1) count as one */
+    if (h->due + 1e-9 * h->o.tick < h->o.tick) {
+        host_pump(h); /* keep hearing joins and acks between ticks */
+        return;
+    }
+    h->due -= h->o.tick;
+    if (h->due >= h->o.tick || h->due < 0) h->due = 0;
+    host_tick(h);
 }
 
 keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_net_host **out, keel_diags *d)
@@ -1132,6 +1146,8 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
                           (unsigned)opts.max_clients);
     if (!isfinite(opts.interest_radius) || opts.interest_radius < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "interest", "interest radius must be a finite number >= 0");
+    if (!isfinite(opts.tick) || !(opts.tick > 0))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "tick", "tick must be a positive number of seconds");
     if (opts.budget < KEEL__WIRE_MTU)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "budget", "budget must be at least %d bytes a tick",
                           KEEL__WIRE_MTU);
@@ -1223,6 +1239,13 @@ void keel_net_host_free(keel_net_host *h)
 keel_status keel_net_host_service(keel_net_host *h, keel_diags *d)
 {
     if (!h) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no host");
+    h->due = 0; /* called directly, the caller paces the ticks */
+    host_tick(h);
+    return KEEL_OK;
+}
+
+static void host_tick(keel_net_host *h)
+{
     host_pump(h);
     h->tick++;
     scan(h);
@@ -1237,7 +1260,6 @@ keel_status keel_net_host_service(keel_net_host *h, keel_diags *d)
     for (uint32_t k = 0; k < h->nclients; k++) state_flush(h, h->clients[k]); /* removals of dead ones */
     enet_host_flush(h->enet);
     host_pump(h);
-    return KEEL_OK;
 }
 
 uint16_t keel_net_host_port(const keel_net_host *h)
@@ -1322,8 +1344,11 @@ struct keel_net_client {
     char *mismatch; /* handshake: kinds this client lacks or differs on */
 };
 
+/* Refused or dropped: not connected from now on, whatever ENet's own disconnect still has to do. */
 static void set_reason(keel_net_client *c, const char *why)
 {
+    c->connected = false;
+    c->joined = false;
     if (c->reason) return;
     c->reason = keel__strdup(why);
 }
@@ -1641,9 +1666,10 @@ static void client_receive(keel_net_client *c, int channel, const uint8_t *p, si
     keel__wire_msg_free(&m);
 }
 
-static void client_step_hook(keel_world *w, void *user)
+static void client_step_hook(keel_world *w, void *user, double dt)
 {
     (void)w;
+    (void)dt;
     keel_net_client_service(user, NULL);
 }
 
@@ -1690,7 +1716,7 @@ void keel_net_client_free(keel_net_client *c)
 {
     if (!c) return;
     if (c->enet) {
-        if (c->peer && c->connected) enet_peer_disconnect_now(c->peer, 0);
+        if (c->peer) enet_peer_disconnect_now(c->peer, 0);
         enet_host_flush(c->enet);
         enet_host_destroy(c->enet);
         net_down();

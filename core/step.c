@@ -442,7 +442,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     run_phase(w, KEEL_PHASE_LATE_UPDATE, dt);
     w->in_step = false;
     w->frame++;
-    if (w->net_step) w->net_step(w, w->net); /* a hosted world: one network tick a step */
+    if (w->net_step) w->net_step(w, w->net, dt); /* a hosted world: a network tick when one is due */
     return KEEL_OK;
 }
 

@@ -53,7 +53,7 @@ struct keel_world {
                                        * fields are written only by the network (net.c) */
     bool net_applying;                /* net.c is writing received values */
     void *net;                        /* the net.c host serving it, or client mirroring into it */
-    void (*net_step)(keel_world *w, void *net); /* called at the end of every keel_step (net.c) */
+    void (*net_step)(keel_world *w, void *net, double dt); /* at the end of every keel_step (net.c) */
     double fixed_dt, acc;
     keel__run runs[KEEL_PHASE_COUNT_];
     uint64_t runs_structure;

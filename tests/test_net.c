@@ -340,7 +340,24 @@ static void net_refused_client_receives_no_entity(void **state)
     /* the client's registry now has another version of test:ver than the server's table */
     keel_kind_desc ver = { .key = "test:ver", .version = 2, .sync_interval = 2 };
     assert_int_equal(keel_kind_declare(&ver, NULL, NULL), KEEL_OK);
-    keel_net_client *c = join(h, "p");
+    keel_net_client *c = NULL;
+    assert_int_equal(keel_net_connect("127.0.0.1", keel_net_host_port(h), "p", &c, NULL), KEEL_OK);
+    keel_status st = KEEL_OK;
+    keel_diags cd;
+    keel_diags_init(&cd);
+    for (int i = 0; i < 2000 && st == KEEL_OK; i++) {
+        keel_net_host_service(h, NULL);
+        st = keel_net_client_service(c, &cd);
+        assert_true(st == KEEL_OK || keel_net_client_reason(c)); /* fails exactly when a reason is known */
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    /* the refusal is known: service fails with it at once, the client no longer counts as connected */
+    assert_int_equal(st, KEEL_INVALID_OPERATION);
+    assert_false(keel_net_client_connected(c));
+    assert_int_equal(cd.count, 1);
+    assert_non_null(strstr(cd.items[0].message, "test:ver"));
+    keel_diags_free(&cd);
     pump(h, &c, 1, 30);
     assert_false(keel_net_client_joined(c));
     const char *why = keel_net_client_reason(c);
@@ -397,6 +414,35 @@ static void net_mirror_refuses_synced_writes(void **state)
     keel_net_host_free(h);
 }
 
+/* A hosted world's step sends a network tick once `tick` seconds of dt have added up. */
+static void net_tick_paces_the_steps(void **state)
+{
+    fx *f = *state;
+    keel_entity e = ship(f, "s", 1, 5);
+    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
+    o.port = 0;
+    keel_net_host *h = NULL;
+    for (int i = 0; i < 3; i++) {
+        o.tick = (double[]){ 0, -0.1, NAN }[i];
+        assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_INVALID_ARGUMENT);
+        assert_null(h);
+    }
+    o.tick = 0.1;
+    assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_OK);
+    keel_net_client *c = join(h, "p");
+    for (int i = 1; i <= 10; i++) {
+        set_x(f, e, 10 + i);
+        uint64_t before = keel__net_host_stats(h).packets;
+        assert_int_equal(keel_step(f->w, 0.05, NULL), KEEL_OK);
+        uint64_t sent = keel__net_host_stats(h).packets - before;
+        if (i % 2) assert_int_equal(sent, 0);
+        else assert_true(sent > 0);
+        keel_net_client_service(c, NULL);
+    }
+    keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
 static void net_sync_interval_is_bounded(void **state)
 {
     fx *f = *state;
@@ -416,6 +462,7 @@ int main(void)
         T(net_refused_client_receives_no_entity),
         T(net_budget_spreads_the_snapshot),
         T(net_mirror_refuses_synced_writes),
+        T(net_tick_paces_the_steps),
         T(net_sync_interval_is_bounded),
     };
     return cmocka_run_group_tests(tests, net_group_setup, group_teardown);

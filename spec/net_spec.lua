@@ -108,6 +108,59 @@ describe("keel.net", function()
     cl:close()
   end)
 
+  it("sends a network tick once `tick` seconds of steps have added up", function()
+    local w = keel.world()
+    for _, bad in ipairs({ 0, -0.1, "x" }) do H.fails("InvalidArgument", keel.net.host, w, { port = 0, tick = bad }) end
+    local e = w:spawn{ name = "T", components = { { "core:transform" } } }
+    local host = keel.net.host(w, { port = 0, tick = 0.1 })
+    local cl = keel.net.connect("127.0.0.1", host:port(), { name = "p" })
+    settle(host, cl, 200)
+    assert.is_true(cl.connected)
+    local m = cl.world:find(e.uuid)
+    for i = 1, 10 do
+      e:get("core:transform").position = { i, 0, 0 }
+      local before = cl.stats.deltas
+      w:step(0.05)
+      for _ = 1, (i % 2 == 0) and 200 or 5 do
+        cl:service()
+        if cl.stats.deltas > before then break end
+      end
+      if i % 2 == 1 then
+        assert.are.equal(before, cl.stats.deltas, "step " .. i)
+      else
+        assert.is_true(cl.stats.deltas > before, "step " .. i)
+        assert.are.same({ i, 0, 0 }, m:get("core:transform").position)
+      end
+    end
+    host:close()
+    cl:close()
+  end)
+
+  it("fails service as soon as the server refuses the client", function()
+    local K = key("ver")
+    local function declare(v) keel.kind{ key = K, version = v, sync = { interval = 1 }, fields = { { "n", "int", sync = true } } } end
+    declare(1)
+    local w = keel.world()
+    local host = keel.net.host(w, { port = 0 })
+    declare(2) -- the client's registry now differs from what the host serves
+    local cl = keel.net.connect("127.0.0.1", host:port(), { name = "p" })
+    local ok, err
+    for _ = 1, 2000 do
+      host:service()
+      ok, err = cl:service()
+      if not ok or cl.reason then break end
+    end
+    assert.is_string(cl.reason)
+    assert.is_nil(ok) -- the very service that learnt the refusal fails
+    assert.are.equal("InvalidOperation", err.code)
+    assert.is_truthy(err.message:find(K, 1, true))
+    assert.is_truthy(cl.reason:find(K, 1, true))
+    assert.is_false(cl.connected)
+    assert.are.equal(0, cl.world:count())
+    host:close()
+    cl:close()
+  end)
+
   it("checks its options", function()
     local w = keel.world()
     H.fails("InvalidArgument", keel.net.host, w, { port = 70000 })

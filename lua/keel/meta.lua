@@ -544,6 +544,7 @@ function History:redo() end
 ---@field max_clients? integer           # 1..4095, default 32
 ---@field interest? { radius: number }   # default: everything
 ---@field budget? integer                # bytes per client per tick, default 65536
+---@field tick? number                   # seconds of w:step between network ticks, > 0, default 1/30
 
 ---@class KeelNetHost
 local NetHost = {}

@@ -10,6 +10,7 @@
 #include <yaml.h>
 
 #include "merge.h"
+#include "scene_write.h"
 #include "util.h"
 #include "yaml_read.h"
 #include "scene_read.h"
@@ -130,33 +131,7 @@ static void smap_free(smap *m)
 
 /* ---- emitting a node tree (styles kept) ---- */
 
-typedef struct writer {
-    yaml_emitter_t em;
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} writer;
-
-static int out_handler(void *data, unsigned char *bytes, size_t size)
-{
-    writer *wr = data;
-    if (wr->len + size + 1 > wr->cap) {
-        while (wr->len + size + 1 > wr->cap) wr->cap = wr->cap ? wr->cap * 2 : 65536;
-        wr->buf = keel__xrealloc(wr->buf, wr->cap);
-    }
-    memcpy(wr->buf + wr->len, bytes, size);
-    wr->len += size;
-    return 1;
-}
-
-static void emit(writer *wr, yaml_event_t *e)
-{
-    if (wr->failed) {
-        yaml_event_delete(e);
-        return;
-    }
-    if (!yaml_emitter_emit(&wr->em, e)) wr->failed = true;
-}
+typedef keel__yaml_out writer; /* scene_write.c's emitter sink */
 
 static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t style)
 {
@@ -165,7 +140,7 @@ static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t
         wr->failed = true;
         return;
     }
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 static void plain(writer *wr, const char *text)
@@ -182,7 +157,7 @@ static void coll_start(writer *wr, bool map, bool flow)
     else
         yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
                                              flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 static void coll_end(writer *wr, bool map)
@@ -190,7 +165,7 @@ static void coll_end(writer *wr, bool map)
     yaml_event_t e;
     if (map) yaml_mapping_end_event_initialize(&e);
     else yaml_sequence_end_event_initialize(&e);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 /* A scalar as it was written: quoted stays quoted (a string), plain stays plain (its core-schema
@@ -227,16 +202,16 @@ static void writer_open(writer *wr)
 {
     memset(wr, 0, sizeof *wr);
     if (!yaml_emitter_initialize(&wr->em)) abort();
-    yaml_emitter_set_output(&wr->em, out_handler, wr);
+    yaml_emitter_set_output(&wr->em, keel__yaml_out_handler, wr);
     yaml_emitter_set_unicode(&wr->em, 1);
     yaml_emitter_set_width(&wr->em, -1);
     yaml_emitter_set_indent(&wr->em, 2);
     yaml_emitter_set_break(&wr->em, YAML_LN_BREAK);
     yaml_event_t e;
     yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
     yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 /* Returns the text (malloc'd), or NULL after a diagnostic. */
@@ -244,9 +219,9 @@ static char *writer_close(writer *wr, size_t *len, keel_diags *d)
 {
     yaml_event_t e;
     yaml_document_end_event_initialize(&e, 1);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
     yaml_stream_end_event_initialize(&e);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
     if (!wr->failed && !yaml_emitter_flush(&wr->em)) wr->failed = true;
     char *out = NULL;
     if (wr->failed) {

@@ -12,22 +12,10 @@
 
 /* ---- writer ---- */
 
-static uint8_t *grow(keel__wire_buf *b, size_t n)
-{
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n) cap *= 2;
-        b->p = keel__xrealloc(b->p, cap);
-        b->cap = cap;
-    }
-    uint8_t *at = b->p + b->len;
-    b->len += n;
-    return at;
-}
 
 void keel__wire_u8(keel__wire_buf *b, uint8_t v)
 {
-    *grow(b, 1) = v;
+    *keel__buf_grow(b, 1) = v;
 }
 
 void keel__wire_varint(keel__wire_buf *b, uint64_t v)
@@ -41,19 +29,19 @@ void keel__wire_varint(keel__wire_buf *b, uint64_t v)
 
 void keel__wire_u32(keel__wire_buf *b, uint32_t v)
 {
-    uint8_t *at = grow(b, 4);
+    uint8_t *at = keel__buf_grow(b, 4);
     for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
 }
 
 static void put_u64(keel__wire_buf *b, uint64_t v)
 {
-    uint8_t *at = grow(b, 8);
+    uint8_t *at = keel__buf_grow(b, 8);
     for (int i = 0; i < 8; i++) at[i] = (uint8_t)(v >> (8 * i));
 }
 
 void keel__wire_bytes(keel__wire_buf *b, const void *p, size_t n)
 {
-    if (n) memcpy(grow(b, n), p, n);
+    if (n) memcpy(keel__buf_grow(b, n), p, n);
 }
 
 void keel__wire_str(keel__wire_buf *b, const char *s)

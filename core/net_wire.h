@@ -4,6 +4,7 @@
 #define KEEL_NET_WIRE_H
 
 #include "keel.h"
+#include "bytes.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -96,10 +97,7 @@ bool keel__wire_decode(const uint8_t *p, size_t len, const keel__wire_schema *sc
 void keel__wire_msg_free(keel__wire_msg *m);
 
 /* ---- the writer: a growable buffer ---- */
-typedef struct keel__wire_buf {
-    uint8_t *p;
-    size_t len, cap;
-} keel__wire_buf;
+typedef keel__buf keel__wire_buf; /* bytes.c's growable buffer */
 void keel__wire_u8(keel__wire_buf *b, uint8_t v);
 void keel__wire_varint(keel__wire_buf *b, uint64_t v);
 void keel__wire_u32(keel__wire_buf *b, uint32_t v);

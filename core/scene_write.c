@@ -12,14 +12,9 @@
 #include "scene_write.h"
 #include "value.h"
 
-typedef struct writer {
-    yaml_emitter_t em;
-    char *buf;
-    size_t len, cap;
-    bool failed;
-} writer;
+typedef keel__yaml_out writer;
 
-static int out_handler(void *data, unsigned char *bytes, size_t size)
+int keel__yaml_out_handler(void *data, unsigned char *bytes, size_t size)
 {
     writer *wr = data;
     if (wr->len + size + 1 > wr->cap) {
@@ -31,15 +26,6 @@ static int out_handler(void *data, unsigned char *bytes, size_t size)
     return 1;
 }
 
-static void emit(writer *wr, yaml_event_t *e)
-{
-    if (wr->failed) {
-        yaml_event_delete(e);
-        return;
-    }
-    if (!yaml_emitter_emit(&wr->em, e)) wr->failed = true; /* the emitter frees the event either way */
-}
-
 static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t style)
 {
     yaml_event_t e;
@@ -47,7 +33,7 @@ static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t
         wr->failed = true;
         return;
     }
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 static void plain(writer *wr, const char *text) { scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE); }
@@ -56,14 +42,14 @@ static void map_start(writer *wr, bool flow)
 {
     yaml_event_t e;
     yaml_mapping_start_event_initialize(&e, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 static void map_end(writer *wr)
 {
     yaml_event_t e;
     yaml_mapping_end_event_initialize(&e);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 static void seq_start(writer *wr, bool flow)
@@ -71,14 +57,14 @@ static void seq_start(writer *wr, bool flow)
     yaml_event_t e;
     yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
                                          flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 static void seq_end(writer *wr)
 {
     yaml_event_t e;
     yaml_sequence_end_event_initialize(&e);
-    emit(wr, &e);
+    keel__yaml_out_emit(wr, &e);
 }
 
 /* ---- strings: plain only when a core-schema (and a YAML 1.1) reader gets the same string ---- */
@@ -609,7 +595,7 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
     writer wr;
     memset(&wr, 0, sizeof wr);
     if (!yaml_emitter_initialize(&wr.em)) abort();
-    yaml_emitter_set_output(&wr.em, out_handler, &wr);
+    yaml_emitter_set_output(&wr.em, keel__yaml_out_handler, &wr);
     yaml_emitter_set_unicode(&wr.em, 1);
     yaml_emitter_set_width(&wr.em, -1);
     yaml_emitter_set_indent(&wr.em, 2);
@@ -617,9 +603,9 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
 
     yaml_event_t e;
     yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
-    emit(&wr, &e);
+    keel__yaml_out_emit(&wr, &e);
     yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
-    emit(&wr, &e);
+    keel__yaml_out_emit(&wr, &e);
     map_start(&wr, false);
     key(&wr, "keel");
     int_value(&wr, KEEL_DOCUMENT_VERSION);
@@ -643,9 +629,9 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
     seq_end(&wr);
     map_end(&wr);
     yaml_document_end_event_initialize(&e, 1);
-    emit(&wr, &e);
+    keel__yaml_out_emit(&wr, &e);
     yaml_stream_end_event_initialize(&e);
-    emit(&wr, &e);
+    keel__yaml_out_emit(&wr, &e);
     if (!wr.failed && !yaml_emitter_flush(&wr.em)) wr.failed = true;
     keel_status st = KEEL_OK;
     if (wr.failed) {

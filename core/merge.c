@@ -292,7 +292,7 @@ static bool comp_key(const keel_node *c, const char **kind, int64_t *slot)
 
 static const keel_node *find_comp(const keel_node *list, const char *kind, int64_t slot)
 {
-    if (!list || list->kind != KEEL_NODE_SEQ) return NULL;
+    if (!list || !kind || list->kind != KEEL_NODE_SEQ) return NULL; /* a component without a kind matches none */
     for (size_t i = 0; i < list->count; i++) {
         const char *k;
         int64_t s;

@@ -2,8 +2,8 @@
  * A Host keeps its World alive (user value 1); a Client owns its mirror world, handed to Lua
  * borrowed as cl.world and closed when the client is collected or closed. */
 #include "lua_internal.h"
+#include "bind.h"
 
-#include "net.h"
 
 #include <lauxlib.h>
 #include <stdlib.h>

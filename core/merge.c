@@ -1023,7 +1023,7 @@ static char *finish(const keel_node *doc, const keel_limits *lim, const clist *c
     return all;
 }
 
-bool keel__merge_looks_like_scene(const char *text, size_t len)
+bool keel_merge_looks_like_scene(const char *text, size_t len)
 {
     bool keel = false, scene = false;
     for (size_t i = 0; i < len; i++) {
@@ -1073,7 +1073,7 @@ static void *read_side(void *arg)
     return NULL;
 }
 
-keel_status keel__merge_scenes(const char *const texts[3], const size_t lens[3], const char *const names[3],
+keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], const char *const names[3],
                                const keel_limits *lim, char **out, size_t *outlen, size_t *nconflicts,
                                keel_diags *d)
 {
@@ -1297,7 +1297,7 @@ static char *emit_tree(const keel_node *doc, size_t *len, keel_diags *d)
     return writer_close(&wr, len, d);
 }
 
-keel_status keel__merge_take(const char *text, size_t len, const char *name, bool theirs, const char *const *paths,
+keel_status keel_merge_take(const char *text, size_t len, const char *name, bool theirs, const char *const *paths,
                              size_t npaths, char **out, size_t *outlen, size_t *remaining, keel_diags *d)
 {
     keel_node *doc = NULL;

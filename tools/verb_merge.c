@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "merge.h"
 
 /* Runs `argv` (a git command) with stdout into *out (malloc'd, NUL-terminated) when `out` is
  * given; returns its exit status, or -1 when it could not run. */
@@ -176,7 +175,7 @@ static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *ou
     char *merged = NULL;
     size_t mlen = 0, nconf = 0;
     const char *names[3] = { paths[0], paths[1], paths[2] };
-    keel_status st = keel__merge_scenes((const char *const *)texts, lens, names, NULL, &merged, &mlen, &nconf, &d);
+    keel_status st = keel_merge_scenes((const char *const *)texts, lens, names, NULL, &merged, &mlen, &nconf, &d);
     int code = KEEL_EXIT_OK;
     if (st != KEEL_OK) {
         keel_cli_print_diags(&d, NULL);
@@ -217,7 +216,7 @@ static int take(lua_State *L, keel_cli *cli, const char *which, int n, char **ar
     int code = KEEL_EXIT_OK;
     if (!read_all(args[0], &text, &len, &d)) {
         code = KEEL_EXIT_USAGE;
-    } else if (keel__merge_take(text, len, args[0], theirs, (const char *const *)args + 1, (size_t)(n - 1), &out,
+    } else if (keel_merge_take(text, len, args[0], theirs, (const char *const *)args + 1, (size_t)(n - 1), &out,
                                 &outlen, &remaining, &d) != KEEL_OK) {
         code = KEEL_EXIT_INPUT;
     } else if (keel_write_atomic(args[0], out, outlen, &d) != KEEL_OK) {
@@ -259,8 +258,8 @@ int keel_cli_merge(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (!ok) {
         keel_cli_print_diags(&d, NULL);
         code = KEEL_EXIT_USAGE;
-    } else if (!keel__merge_looks_like_scene(texts[1], lens[1]) &&
-               !keel__merge_looks_like_scene(texts[2], lens[2])) {
+    } else if (!keel_merge_looks_like_scene(texts[1], lens[1]) &&
+               !keel_merge_looks_like_scene(texts[2], lens[2])) {
         code = text_merge(cli, argv, out);
     } else {
         code = scene_merge(L, cli, argv, out, texts, lens);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "keel.h"
-#include "merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -48,14 +47,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = 0, len2 = 0, n = 0, n2 = 0;
     keel_diags d;
     keel_diags_init(&d);
-    if (keel__merge_scenes((const char *const *)texts, lens, names, &lim, &out, &len, &n, &d) == KEEL_OK) {
-        if (keel__merge_scenes((const char *const *)texts, lens, names, &lim, &again, &len2, &n2, NULL) != KEEL_OK ||
+    if (keel_merge_scenes((const char *const *)texts, lens, names, &lim, &out, &len, &n, &d) == KEEL_OK) {
+        if (keel_merge_scenes((const char *const *)texts, lens, names, &lim, &again, &len2, &n2, NULL) != KEEL_OK ||
             len != len2 || memcmp(out, again, len) != 0 || n != n2)
             abort(); /* deterministic */
         for (int theirs = 0; n && theirs < 2; theirs++) {
             char *taken = NULL;
             size_t tlen = 0, left = 0;
-            if (keel__merge_take(out, len, "merged", theirs, NULL, 0, &taken, &tlen, &left, NULL) == KEEL_OK &&
+            if (keel_merge_take(out, len, "merged", theirs, NULL, 0, &taken, &tlen, &left, NULL) == KEEL_OK &&
                 left != 0)
                 abort(); /* taking all leaves none */
             free(taken);

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 
 #include "keel.h"
-#include "merge.h"
 #include "bench.h"
 
 #ifndef N
@@ -102,7 +101,7 @@ int main(void)
     char *out = NULL;
     size_t olen = 0, nconf = 0;
     t0 = now();
-    st = keel__merge_scenes((const char *const *)texts, lens, names, &lim, &out, &olen, &nconf, &d);
+    st = keel_merge_scenes((const char *const *)texts, lens, names, &lim, &out, &olen, &nconf, &d);
     double t_merge = now() - t0;
     if (st || nconf) die("merge", st ? st : KEEL_CONFLICT, &d);
     row("merge", t_merge * 1e3, t_load * 1e3, "ms");

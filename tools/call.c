@@ -99,6 +99,32 @@ static int msghandler(lua_State *L)
     return 1;
 }
 
+/* A frame loop's stop request (keel run, serve, --host/--connect): ctrl-c or SIGTERM sets a flag
+ * the loop reads between frames, so the frame in progress finishes and the summary is still
+ * printed; a second signal kills, as usual. */
+static volatile sig_atomic_t loop_stop;
+
+static void on_loop_signal(int sig)
+{
+    loop_stop = 1;
+    signal(sig, SIG_DFL);
+}
+
+void keel_cli_loop_signals(bool on, bool term)
+{
+    if (on) loop_stop = 0;
+    signal(SIGINT, on ? on_loop_signal : SIG_DFL);
+    if (term) signal(SIGTERM, on ? on_loop_signal : SIG_DFL);
+}
+
+bool keel_cli_loop_stopped(void) { return loop_stop; }
+
+int keel_cli_l_loop_stopped(lua_State *L)
+{
+    lua_pushboolean(L, loop_stop);
+    return 1;
+}
+
 int keel_cli_call(lua_State *L, int narg, int nres, bool interruptible)
 {
     int base = lua_gettop(L) - narg;

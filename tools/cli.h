@@ -75,6 +75,12 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 /* ---- tools/call.c: calling Lua from the program ---- */
 
+/* A frame loop's stop request: keel_cli_loop_signals(true, term) routes ctrl-c (and SIGTERM when
+ * `term`) to a flag, (false, term) restores them; keel_cli_l_loop_stopped is its Lua reader. */
+void keel_cli_loop_signals(bool on, bool term);
+bool keel_cli_loop_stopped(void);
+int keel_cli_l_loop_stopped(lua_State *L);
+
 /* lua_pcall of the function under its `narg` arguments, with a handler that
  * adds a traceback (or, for an error object, the user's line that raised it).
  * `interruptible`: ctrl-c stops the Lua code instead of the program. */

@@ -11,12 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t net_stop;
-static void on_stop(int sig)
-{
-    net_stop = 1;
-    signal(sig, SIG_DFL);
-}
 
 static int l_now(lua_State *L)
 {
@@ -36,11 +30,6 @@ static int l_sleep(lua_State *L)
     return 0;
 }
 
-static int l_stopped(lua_State *L)
-{
-    lua_pushboolean(L, net_stop);
-    return 1;
-}
 
 static const char host_chunk[] =
     "local keel, w, name, port, frames, dt, now, sleep, stopped = ...\n"
@@ -218,13 +207,10 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushnumber(L, dt);
     lua_pushcfunction(L, l_now);
     lua_pushcfunction(L, l_sleep);
-    lua_pushcfunction(L, l_stopped);
-    net_stop = 0;
-    signal(SIGINT, on_stop);
-    signal(SIGTERM, on_stop);
+    lua_pushcfunction(L, keel_cli_l_loop_stopped);
+    keel_cli_loop_signals(true, true);
     int status = keel_cli_call(L, 9, 1, false);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    keel_cli_loop_signals(false, true);
     if (status != LUA_OK) {
         keel_cli_report(cli, L);
         return KEEL_EXIT_INPUT;

@@ -118,23 +118,9 @@ static const char run_chunk[] =
     "end\n"
     "return #errs\n";
 
-/* ctrl-c in `keel run` stops after the current frame (the summary is still
- * printed): a Lua error raised by a hook would be caught by the callback that
- * happened to be running and recorded as its failure. A second ctrl-c kills. */
-static volatile sig_atomic_t run_interrupted;
-
-static void on_run_sigint(int sig)
-{
-    run_interrupted = 1;
-    signal(sig, SIG_DFL);
-}
-
-static int l_interrupted(lua_State *L)
-{
-    lua_pushboolean(L, run_interrupted);
-    return 1;
-}
-
+/* ctrl-c in `keel run` stops after the current frame (the summary is still printed): a Lua
+ * error raised by a hook would be caught by the callback that happened to be running and
+ * recorded as its failure. */
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     int net = keel_cli_run_net(L, cli, argc, argv); /* --host / --connect: verb_net.c */
@@ -223,13 +209,12 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     else lua_pushnil(L);
     lua_pushboolean(L, isatty(STDOUT_FILENO));
     lua_pushcfunction(L, l_now);
-    lua_pushcfunction(L, l_interrupted);
+    lua_pushcfunction(L, keel_cli_l_loop_stopped);
     lua_pushboolean(L, play);
-    run_interrupted = 0;
-    signal(SIGINT, on_run_sigint);
+    keel_cli_loop_signals(true, false);
     int status = keel_cli_call(L, 9, 2, false);
-    signal(SIGINT, SIG_DFL);
-    if (run_interrupted) {
+    keel_cli_loop_signals(false, false);
+    if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */
         if (status != LUA_OK) keel_cli_report(cli, L);
         fflush(stdout);

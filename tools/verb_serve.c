@@ -25,20 +25,6 @@ static const char serve_chunk[] =
     "srv:close()\n"
     "return ran\n";
 
-static volatile sig_atomic_t serve_interrupted;
-
-static void on_serve_sigint(int sig)
-{
-    serve_interrupted = 1;
-    signal(sig, SIG_DFL);
-}
-
-static int l_interrupted(lua_State *L)
-{
-    lua_pushboolean(L, serve_interrupted);
-    return 1;
-}
-
 bool keel_cli_parse_port(keel_cli *cli, const char *s, lua_Integer *port)
 {
     char *end;
@@ -65,13 +51,10 @@ int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *sce
     lua_pushboolean(L, paused);
     lua_pushinteger(L, frames);
     lua_pushnumber(L, dt);
-    lua_pushcfunction(L, l_interrupted);
-    serve_interrupted = 0;
-    signal(SIGINT, on_serve_sigint);
-    signal(SIGTERM, on_serve_sigint);
+    lua_pushcfunction(L, keel_cli_l_loop_stopped);
+    keel_cli_loop_signals(true, true);
     int status = keel_cli_call(L, 8, 2, false);
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    keel_cli_loop_signals(false, true);
     if (status != LUA_OK) {
         keel_cli_report(cli, L);
         return KEEL_EXIT_INPUT;

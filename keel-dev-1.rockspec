@@ -4,11 +4,15 @@
 rockspec_format = "3.0"
 package = "keel"
 version = "dev-1"
+-- keel has no public repository to fetch from: this rockspec is for `luarocks make` run in a
+-- clone, which builds the directory it runs in and never reads source.url. "." says just that
+-- (`luarocks build` and `luarocks install` of this file are not supported).
 source = {
-  url = "git+file:///dev/null", -- `luarocks make` builds the clone it runs in
+  url = ".",
 }
 description = {
   summary = "An entity/component engine core in C11 with Lua 5.4 bindings",
+  license = "none chosen yet", -- the repository has no licence file; `luarocks lint` wants the field
   detailed = [[
 keel owns entities, component kinds, hierarchy, lifecycle phases and persistence
 (canonical YAML scenes, cooked binary scenes, save games); its Lua bindings expose all

@@ -4,6 +4,19 @@
 set(KEEL_LUA_CDIR ${CMAKE_INSTALL_LIBDIR}/lua/5.4 CACHE STRING "where Lua 5.4 C modules go")
 set(KEEL_LUA_LDIR ${CMAKE_INSTALL_DATADIR}/lua/5.4 CACHE STRING "where Lua 5.4 modules go")
 
+# Where the installed keel program finds its Lua files and bundled data (tools/embed.c): the
+# absolute directories, and the same relative to its bindir (a moved or staged prefix).
+get_filename_component(KEEL_FULL_LDIR ${KEEL_LUA_LDIR} ABSOLUTE BASE_DIR ${CMAKE_INSTALL_PREFIX})
+file(RELATIVE_PATH KEEL_LDIR_FROM_BIN ${CMAKE_INSTALL_FULL_BINDIR} ${KEEL_FULL_LDIR})
+file(RELATIVE_PATH KEEL_DATA_FROM_BIN ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_DATADIR}/keel)
+if(TARGET keel)
+  target_compile_definitions(keel PRIVATE
+    KEEL_INSTALL_LUADIR="${KEEL_FULL_LDIR}"
+    KEEL_INSTALL_DATADIR="${CMAKE_INSTALL_FULL_DATADIR}/keel"
+    KEEL_LUADIR_FROM_BINDIR="${KEEL_LDIR_FROM_BIN}"
+    KEEL_DATADIR_FROM_BINDIR="${KEEL_DATA_FROM_BIN}")
+endif()
+
 install(TARGETS keel_static keel_shared
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

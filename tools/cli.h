@@ -21,12 +21,14 @@ typedef struct keel_cli {
 
 /* ---- tools/embed.c ---- */
 
-/* Opens the standard libraries, preloads keel.core and puts the keel Lua
- * directories (source tree, then installed) ahead of the default package.path. */
+/* Opens the standard libraries, preloads keel.core and puts keel's Lua directory
+ * ahead of the default package.path: the source tree's for the program in the
+ * build tree, else the installed one (found from the program's own directory,
+ * then the configured install directory). */
 void keel_embed_open(lua_State *L);
-/* A bundled file or directory: `src_rel` under the source tree when that is
- * present ("lua/kinds"), else `inst_rel` under the installed data directory
- * ("kinds"). Returns a malloc'd path, or NULL when neither exists. */
+/* A bundled file or directory: `src_rel` under the source tree for the program
+ * in the build tree ("lua/kinds"), else `inst_rel` under the installed data
+ * directory ("kinds"). Returns a malloc'd, resolved path, or NULL when absent. */
 char *keel_embed_data_path(const char *src_rel, const char *inst_rel);
 
 /* ---- the verbs: each takes the arguments after the verb, returns an exit code ---- */

@@ -259,6 +259,7 @@ methods["object.get"] = { params = { object = "ref" }, run = function(self, p)
   local comps = {}
   for _, c in ipairs(e:components()) do comps[#comps + 1] = component_json(c, true) end
   t.components = array(comps)
+  t.revision = self.world.revision -- what it was read at: events with a higher revision are newer
   return t
 end }
 

@@ -12,6 +12,8 @@ const state = {
   kinds: new Map(),    // key → kind description (component.kinds)
   selected: null,      // uuid
   entity: null,        // object.get of the selected entity
+  loading: null,       // the object.get in flight for it: { uuid, events } (events: the ones held meanwhile)
+  events: 0,           // events received for the selected entity
   forms: new Map(),    // "kind#slot" → form
   selWatch: null,      // EventSource of the selected entity
   picking: null,       // a pending entity picker's callback
@@ -187,23 +189,43 @@ async function select(uuid) {
   tree.select(uuid);
   view.select(uuid);
   if (state.selWatch) state.selWatch.close();
-  state.selWatch = null;
+  // watched from now on, so nothing that changes it from here on goes unseen: what arrives while
+  // its object.get is in flight is held and applied after the answer when newer (loadEntity)
+  state.selWatch = watch({ entities: uuid }, (type, data) => onEntityEvent(uuid, type, data));
   await loadEntity(uuid);
-  if (state.selected === uuid) {
-    state.selWatch = watch({ entities: uuid }, (type, data) => onEntityEvent(uuid, type, data));
-  }
 }
 
+// Draws the selected entity from object.get. Events for it that arrive while the call is in
+// flight are held, then those newer than the answer (by the world's revision) are applied: the
+// answer and the event stream come over different connections, in either order.
 async function loadEntity(uuid, keepForms) {
+  // a call still in flight is superseded: what it held arrived before this one was sent
+  const loading = { uuid, events: [] };
+  state.loading = loading;
   let ent;
   try {
     ent = await call('object.get', { object: uuid });
   } catch (e) {
+    if (state.loading !== loading) return;
+    state.loading = null;
     if (state.selected === uuid) showEntity(null, e.text || e.message);
     return;
   }
+  if (state.loading !== loading) return; // a later call's answer is the one drawn
+  state.loading = null;
   if (state.selected !== uuid) return;
-  const sameShape = keepForms && state.entity && state.entity.components.length === ent.components.length
+  drawEntity(ent, keepForms);
+  for (const { type, data } of loading.events) {
+    if (state.loading) break; // one of them called object.get again: its answer covers the rest
+    // an answer without a revision (an older server): every held event, in order
+    if (typeof ent.revision === 'number' && typeof data.revision === 'number' && data.revision <= ent.revision) continue;
+    applyEntityEvent(uuid, type, data);
+  }
+}
+
+function drawEntity(ent, keepForms) {
+  const sameShape = keepForms && state.entity && state.entity.uuid === ent.uuid
+    && state.entity.components.length === ent.components.length
     && ent.components.every((c) => state.forms.has(formKey(c.kind, c.slot)));
   if (sameShape) {
     for (const c of ent.components) {
@@ -258,8 +280,18 @@ function showEntity(ent, why) {
     .map((k) => new Option(`${k.display || k.key} (${k.key})`, k.key)));
 }
 
+// An event of the selected entity's stream: held while its object.get is in flight.
 function onEntityEvent(uuid, type, data) {
   if (uuid !== state.selected) return;
+  state.events++; // (read by the browser test)
+  if (state.loading && state.loading.uuid === uuid) {
+    state.loading.events.push({ type, data });
+    return;
+  }
+  applyEntityEvent(uuid, type, data);
+}
+
+function applyEntityEvent(uuid, type, data) {
   if (type === 'snapshot' || (data.added && data.added.length) || (data.removed && data.removed.length)
       || (data.destroyed && data.destroyed.length)) {
     loadEntity(uuid, true);

@@ -230,22 +230,51 @@ try {
     rows.find((li) => li.querySelector('.name').textContent === 'Arena')?.querySelector('.toggle').click();
   });
   await until("Arena's children", () => page.$$eval('#tree ul ul .row', (l) => l.length > 0));
+  // another client's edit made the moment Player is selected (its object.get perhaps in flight,
+  // its event stream perhaps not open yet) reaches the form
+  const audioEnabled = 'section.comp[data-kind="core:audio_source"] input.enabled';
   await page.evaluate(() => {
     [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Player').click();
   });
-  await until('Player selected', () => page.$eval('#entity-name', (e) => e.value === 'Player'));
-
-  // edits made by another client show up live: a component disabled, an entity renamed
-  const audioEnabled = 'section.comp[data-kind="core:audio_source"] input.enabled';
-  // Player's form drawn from its object.get first: a delta that lands while that answer is in
-  // flight is not replayed onto the form drawn from it (a known gap of the page)
-  await page.waitForSelector(audioEnabled, { timeout: 20000 });
-  await until("Player's audio source drawn enabled", () => page.$eval(audioEnabled, (e) => e.checked));
   await rpc(url, 'component.enable', { object: 'Player', kind: 'core:audio_source', enabled: false });
-  await until('the component to show disabled', () => page.$eval(audioEnabled, (e) => !e.checked));
+  await until('Player selected', () => page.$eval('#entity-name', (e) => e.value === 'Player'));
+  await until('the component to show disabled', () => page.$$eval(audioEnabled, (l) => l.length === 1 && !l[0].checked));
   await rpc(url, 'history.undo');
   await until('the component to show enabled', () => page.$eval(audioEnabled, (e) => e.checked));
-  check(true, "another client's enable/disable reaches the form live");
+  check(true, "another client's enable/disable made as the entity is selected reaches the form live");
+
+  // the page's object.get answered before another client's edit but delivered after the edit's
+  // event: the form shows the edit, not the older answer
+  const held = new Promise((resolve) => {
+    const onRequest = async (req) => {
+      const body = req.method() === 'POST' ? req.postData() || '' : '';
+      if (!/"object\.get"/.test(body)) { req.continue(); return; }
+      page.off('request', onRequest);
+      const answer = await fetch(req.url(), {
+        method: 'POST', body, headers: { 'Content-Type': 'application/json', Authorization: req.headers().authorization },
+      }).then((r) => r.text());
+      resolve({ req, answer });
+    };
+    page.on('request', onRequest);
+  });
+  await page.setRequestInterception(true);
+  await page.click('#step'); // step, then world.info, then object.get of the selection
+  const { req, answer } = await held;
+  check(JSON.parse(answer).result.components.find((c) => c.kind === 'core:audio_source').enabled === true,
+    'the held object.get answer says enabled');
+  await rpc(url, 'component.enable', { object: 'Player', kind: 'core:audio_source', enabled: false });
+  // the event arrived: held for after the answer (or, by a page without that, drawn at once)
+  await until("the edit's event at the page", () => page.evaluate((sel) => document.querySelector(sel).checked === false
+    || (window.keelInspector.state.loading?.events || [])
+      .some((ev) => (ev.data.changed || []).some((c) => c.kind === 'core:audio_source' && c.enabled === false)), audioEnabled));
+  await req.respond({ status: 200, contentType: 'application/json', body: answer });
+  await until('the held answer drawn', () => page.evaluate(() => !window.keelInspector.state.loading));
+  await new Promise((r) => setTimeout(r, 300));
+  check(await page.$eval(audioEnabled, (e) => !e.checked), 'an event that came while object.get was in flight is applied after its older answer');
+  await page.setRequestInterception(false);
+  await rpc(url, 'history.undo');
+  await until('the component to show enabled', () => page.$eval(audioEnabled, (e) => e.checked));
+  // another client's rename reaches the hierarchy live
   const pillarRow = () => page.$$eval('#tree .row .name', (ns) => ns.map((n) => n.textContent));
   await rpc(url, 'object.rename', { object: 'Pillar', name: 'Tall Pillar' });
   await until('the renamed row', async () => (await pillarRow()).includes('Tall Pillar'));

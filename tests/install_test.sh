@@ -72,10 +72,23 @@ nm -D --defined-only "$libso" | grep -q ' keel_world_new$' || { echo "FAIL: libk
 exports=$(nm -D --defined-only "$cmod" | awk '{ print $3 }')
 [ "$exports" = luaopen_keel_core ] || { echo "FAIL: core.so exports more than luaopen_keel_core: $exports"; exit 1; }
 
+echo "== the installed keel program loads the installed Lua files, not the source tree's"
+printf 'print(package.searchpath("keel", package.path))\n' >"$tmp/which.lua"
+out=$(env -u LUA_PATH -u LUA_PATH_5_4 "$prefix/bin/keel" "$tmp/which.lua")
+echo "$out"
+[ "$out" = "$(cd "$ldir" && pwd -P)/keel/init.lua" ] || { echo "FAIL: not the installed keel/init.lua"; exit 1; }
+
 echo "== the installed keel program runs the bundled demo"
 # 200 frames (3.3 s): the spawners have instantiated the installed scenes/prefabs/drone.yaml
 "$prefix/bin/keel" run --frames 200 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
 cat "$tmp/run.log"
 grep -q "^$prefix/share/keel/scenes/demo.yaml: 200 frames, 12 entities, .*, 0 errors$" "$tmp/run.log" || {
     echo "FAIL: the installed keel did not play its installed demo scene"; exit 1; }
+echo "== a moved prefix: keel finds its Lua files and data from where it sits"
+mv "$prefix" "$tmp/moved"
+moved=$(cd "$tmp/moved" && pwd -P)
+out=$(env -u LUA_PATH -u LUA_PATH_5_4 "$moved/bin/keel" "$tmp/which.lua")
+[ "$out" = "$moved/share/lua/5.4/keel/init.lua" ] || { echo "FAIL: the moved keel loaded $out"; exit 1; }
+"$moved/bin/keel" run --frames 5 >"$tmp/run.log" 2>&1 || { cat "$tmp/run.log"; exit 1; }
+grep -q "^$moved/share/keel/scenes/demo.yaml: 5 frames" "$tmp/run.log" || { cat "$tmp/run.log"; echo "FAIL: the moved keel's demo"; exit 1; }
 echo "install: ok"

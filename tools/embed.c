@@ -42,6 +42,7 @@ static bool exists(const char *p)
     struct stat st;
     return stat(p, &st) == 0;
 }
+
 /* The directory of the running program, resolved ("" when unknown). */
 static const char *self_dir(void)
 {
@@ -65,8 +66,8 @@ static bool in_build_tree(void)
     static int known = -1;
     if (known < 0) {
         char build[PATH_MAX];
-        known = KEEL_BUILD_BINDIR[0] && self_dir()[0] && realpath(KEEL_BUILD_BINDIR, build)
-                && strcmp(self_dir(), build) == 0;
+        known = KEEL_BUILD_BINDIR[0] && self_dir()[0] && realpath(KEEL_BUILD_BINDIR, build) &&
+            strcmp(self_dir(), build) == 0;
     }
     return known;
 }
@@ -129,7 +130,8 @@ static void add_lua_dir(luaL_Buffer *b, char *dir, char **added, size_t *nadded)
 static void set_package_path(lua_State *L)
 {
     lua_getglobal(L, "package");
-    const char *old = (lua_getfield(L, -1, "path"), lua_tostring(L, -1));
+    lua_getfield(L, -1, "path");
+    const char *old = lua_tostring(L, -1);
     luaL_Buffer b; /* may keep a box on the stack until pushed: nothing else touches the stack meanwhile */
     luaL_buffinit(L, &b);
     char *added[3];

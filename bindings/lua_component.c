@@ -512,8 +512,8 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
  * accesses' hot path, so addresses are compared rather than values. */
 static inline keel_lua_comp *own_handle(lua_State *L, int up)
 {
-    /* a table given this metatable has no userdata block (NULL); a light userdata can only be
-     * given it through the debug library */
+    /* A table given this metatable has no userdata block (NULL). Only the debug library can give
+     * it to a light userdata, or to another type's full userdata, and no check here can stop that. */
     if (!lua_getmetatable(L, 1)) return NULL;
     return lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up)) ? lua_touserdata(L, 1) : NULL;
 }

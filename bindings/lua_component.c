@@ -506,6 +506,37 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
     return h->rec != NULL;
 }
 
+/* Argument 1 when it is a handle of the World whose Component metatable is upvalue `up` (the
+ * World's own __index/__newindex), else NULL. Its metatable is left on the stack (the callers
+ * return what they push on top of it; their general paths set the top first): the field
+ * accesses' hot path, so addresses are compared rather than values. */
+static inline keel_lua_comp *own_handle(lua_State *L, int up)
+{
+    /* A table given this metatable has no userdata block (NULL). Only the debug library can give
+     * it to a light userdata, or to another type's full userdata, and no check here can stop that. */
+    if (!lua_getmetatable(L, 1)) return NULL;
+    return lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up)) ? lua_touserdata(L, 1) : NULL;
+}
+
+/* The field of h's kind the key at 2 names (by address, as keel__lua_field_of), when h is live
+ * and its record at hand (h->rec): -1 when the general path must decide. */
+static inline int direct_field(lua_State *L, keel_lua_comp *h)
+{
+    keel_lua_ctx *ctx = h->lw->ctx;
+    keel_kind_id k = h->c.kind;
+    const char *s = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
+    if (!s || !k || k >= ctx->fields_cap || ctx->fields[k].stamp != keel__kind_declarations() + 1) return -1;
+    const keel_lua_fields *kf = &ctx->fields[k];
+    int f = -1;
+    for (uint32_t i = 0; i < kf->n; i++)
+        if (kf->names[i] == s) {
+            f = kf->index[i];
+            break;
+        }
+    if (f < 0 || !fast_live(h) || (ctx->depth > 0 && keel__lua_is_self(ctx, h->lw->w, h->c))) return -1;
+    return f;
+}
+
 /* Argument 1 as a Component: one comparison when it is a handle of the World whose metatable
  * is upvalue `up` (the World's own __index/__newindex), the full check otherwise. */
 static keel_lua_comp *to_comp(lua_State *L, int up)
@@ -519,8 +550,10 @@ static keel_lua_comp *to_comp(lua_State *L, int up)
     return keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
 }
 
-static int comp_index(lua_State *L)
+/* The general path of c.key (the hot path is comp_index's own: kept apart, so that one stays small). */
+static KEEL_LUA_NOINLINE int comp_index_all(lua_State *L)
 {
+    lua_settop(L, 2);
     keel_lua_comp *h = to_comp(L, 2);
     if (h->c.kind) {
         int f = keel__lua_field_of(L, h->lw->ctx, h->c.kind, 2);
@@ -577,8 +610,26 @@ static int comp_index(lua_State *L)
     return 1;
 }
 
-static int comp_newindex(lua_State *L)
+static int comp_index(lua_State *L)
 {
+    keel_lua_comp *h = own_handle(L, 2);
+    int f = h ? direct_field(L, h) : -1;
+    if (f >= 0) { /* a live handle's float field, read at its record */
+        const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
+        if (kf->types[f] == KEEL_T_FLOAT) {
+            double x;
+            memcpy(&x, (const char *)h->rec + kf->offsets[f], sizeof x);
+            lua_pushnumber(L, x);
+            return 1;
+        }
+    }
+    return comp_index_all(L);
+}
+
+/* The general path of c.key = v. */
+static KEEL_LUA_NOINLINE int comp_newindex_all(lua_State *L)
+{
+    lua_settop(L, 3);
     keel_lua_comp *h = to_comp(L, 1);
     if (h->c.kind) {
         int f = keel__lua_field_of(L, h->lw->ctx, h->c.kind, 2);
@@ -627,6 +678,21 @@ static int comp_newindex(lua_State *L)
         return keel_lua_raisef(L, KEEL_UNSUPPORTED, "c.%s is read-only", k);
     check_loaded(L, 1);
     return set_field(L, h, check_field(L, h, 2), 3, false);
+}
+
+static int comp_newindex(lua_State *L)
+{
+    keel_lua_comp *h = own_handle(L, 1);
+    int f = h ? direct_field(L, h) : -1;
+    if (f >= 0 && lua_type(L, 3) == LUA_TNUMBER && h->lw->ctx->fields[h->c.kind].types[f] == KEEL_T_FLOAT) {
+        keel_value v; /* a number into a live handle's float field */
+        v.type = KEEL_T_FLOAT;
+        v.nil = false;
+        v.as.f = (double)lua_tonumber(L, 3);
+        keel__lua_entries++;
+        if (keel__field_set_plain(h->lw->w, h->c, h->rec, h->row, f, &v)) return 0;
+    }
+    return comp_newindex_all(L);
 }
 
 static int comp_eq(lua_State *L)

@@ -1,11 +1,20 @@
 -- bench_lua.lua — the Lua rows (update, access, spawn, system, message, timer): keel vs a
 -- baseline, same process run.
 -- Run with the keel program (release build): build/keel tools/bench/bench_lua.lua [N]
+-- KEEL_BENCH_ROWS="update,system" runs only those rows (update, access, spawn, system, message,
+-- timer); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set the frames per run and the runs per row, and
+-- KEEL_BENCH_SIDE=keel or =base runs one side only: instruction counts under callgrind at a small N
+-- (the difference between two STEPS, over N times that difference, is one side's cost a frame).
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit> (ns per component-update / per entity).
 local keel = require "keel"
 
 local N = tonumber(arg and arg[1]) or 100000
-local STEPS = 100
+local STEPS = tonumber(os.getenv("KEEL_BENCH_STEPS")) or 100
+local RUNS = tonumber(os.getenv("KEEL_BENCH_RUNS")) or 3
+local only = os.getenv("KEEL_BENCH_ROWS")
+local side = os.getenv("KEEL_BENCH_SIDE")
+local function want(name) return not only or (("," .. only .. ","):find("," .. name .. ",", 1, true) ~= nil) end
+local MSGS, TIMERS = 20000, 20000 -- the message and timer rows' counts
 local dt = 1 / 60
 local clock = os.clock
 
@@ -18,6 +27,7 @@ keel.kind{ key = "bench:mover", fields = { { "x", "float", default = 0 }, { "vx"
 
 local function best(runs, f)
   local b = math.huge
+  if not f then return 0 end
   for _ = 1, runs do
     collectgarbage()
     local t0 = clock()
@@ -32,6 +42,7 @@ end
 -- Runs are interleaved (baseline, keel, baseline, keel, ...) and the best of each kept:
 -- the machines are noisy and share cores.
 local function pair(runs, fk, fb)
+  if side == "keel" then fb = nil elseif side == "base" then fk = nil end
   local bk, bb = math.huge, math.huge
   for _ = 1, runs do
     bb = math.min(bb, best(1, fb))
@@ -43,20 +54,22 @@ end
 -- lua spawn (the baseline runs first, on a heap keel has not touched: after keel's
 -- handles are swept, plain tables would land in scattered reused memory and the
 -- baseline would look slower than it is)
-local spawn_base = best(3, function()
+local spawn_base = best(3, want("spawn") and side ~= "keel" and function()
   local t = {}
   for i = 1, N do t[i] = { name = "e", x = 0, vx = i % 7 } end
-end)
+end or nil)
 -- lua update (first: the plain tables are made before keel allocates anything, so the
 -- baseline gets the same tidy heap the keel records get)
+local pa, pb = {}, {} -- the lua system row's baseline, made now for the same reason
+local update_keel, update_base = 0, 0
+if want("update") then
 local plain = {}
 for i = 1, N do plain[i] = { x = 0, vx = i % 7 } end
-local pa, pb = {}, {} -- the lua system row's baseline, made now for the same reason
-for i = 1, N do pa[i] = { x = 0 }; pb[i] = { vx = i % 7 } end
+if want("system") then for i = 1, N do pa[i] = { x = 0 }; pb[i] = { vx = i % 7 } end end
 local w = keel.world("bench")
 for i = 1, N do w:spawn("e"):add("bench:mover", { vx = i % 7 }) end
 w:step(dt) -- the start phase, once
-local update_keel, update_base = pair(3, function()
+update_keel, update_base = pair(RUNS, function()
   for _ = 1, STEPS do w:step(dt) end
 end, function()
   for _ = 1, STEPS do
@@ -65,9 +78,14 @@ end, function()
 end)
 w:close()
 w, plain = nil, nil
+elseif want("system") then
+  for i = 1, N do pa[i] = { x = 0 }; pb[i] = { vx = i % 7 } end
+end
 
 -- lua access: components read and written through handles outside their own hooks, in a
 -- query loop, against the same loop over plain tables (one call per entity, as the update row)
+local access_keel, access_base = 0, 0
+if want("access") then
 keel.kind{ key = "bench:a", fields = { { "x", "float", default = 0 } } }
 keel.kind{ key = "bench:b", fields = { { "vx", "float", default = 1 } } }
 local qa, qb = {}, {}
@@ -79,7 +97,7 @@ for i = 1, N do
   e:add("bench:a")
   e:add("bench:b", { vx = i % 7 })
 end
-local access_keel, access_base = pair(3, function()
+access_keel, access_base = pair(RUNS, function()
   for _ = 1, STEPS do
     for _, a, b in wa:query("bench:a", "bench:b") do a.x = a.x + b.vx * dt end
   end
@@ -90,19 +108,22 @@ end, function()
 end)
 wa:close()
 wa, qa, qb = nil, nil, nil
+end
 
 -- lua spawn (keel; its baseline ran first)
-local spawn_keel = best(3, function()
+local spawn_keel = best(3, want("spawn") and side ~= "base" and function()
   local sw = keel.world("bench")
   for i = 1, N do
     local e = sw:spawn("e")
     e:add("bench:mover", { vx = i % 7 })
   end
   return function() sw:close() end
-end)
+end or nil)
 
 -- lua system: 100 steps of a system's `each(e, a, b, dt)` over N entities holding two kinds,
 -- against the same function called on two plain tables per entity (as `lua update`'s baseline)
+local system_keel, system_base = 0, 0
+if want("system") then
 local function move(e, a, b, dt_) a.x = a.x + b.vx * dt_ end
 keel.kind{ key = "bench:pos", fields = { { "x", "float", default = 0 } } }
 keel.kind{ key = "bench:vel", fields = { { "vx", "float", default = 1 } } }
@@ -114,7 +135,7 @@ for i = 1, N do
   e:add("bench:vel", { vx = i % 7 })
 end
 ws:step(dt)
-local system_keel, system_base = pair(3, function()
+system_keel, system_base = pair(RUNS, function()
   for _ = 1, STEPS do ws:step(dt) end
 end, function()
   for _ = 1, STEPS do
@@ -123,16 +144,18 @@ end, function()
 end)
 ws:close()
 ws, pa, pb = nil, nil, nil
+end
 
--- message: N sends to one component and their delivery at the next step, per message, against
+-- message: MSGS sends to one component and their delivery at the next step, per message, against
 -- queueing copies of the same tables in plain Lua and calling the handler on each
-local MSGS = 20000
+local message_keel, message_base = 0, 0
+if want("message") then
 local got = 0
 keel.kind{ key = "bench:ear", on_message = function(self, e, name, data) got = got + data.n end }
 local wm = keel.world("bench-message")
 local ear = wm:spawn("ear")
 ear:add("bench:ear")
-local message_keel, message_base = pair(3, function()
+message_keel, message_base = pair(RUNS, function()
   for i = 1, MSGS do ear:send("hit", { n = i }) end
   wm:step(0)
 end, function()
@@ -142,13 +165,15 @@ end, function()
   for i = 1, #q do handler(q[i].data) end
 end)
 wm:close()
+end
 
--- timer: N one-shot timers firing in one step, per timer, against calling N plain closures
-local TIMERS = 20000
+-- timer: TIMERS one-shot timers firing in one step, per timer, against calling N plain closures
+local timer_keel, timer_base = 0, 0
+if want("timer") then
 local wt = keel.world("bench-timer")
 local fired = 0
 local function tick() fired = fired + 1 end
-local timer_keel, timer_base = pair(3, function()
+timer_keel, timer_base = pair(RUNS, function()
   for _ = 1, TIMERS do wt:after(0, tick) end
   wt:step(dt)
 end, function()
@@ -157,8 +182,10 @@ end, function()
   for i = 1, TIMERS do list[i]() end
 end)
 wt:close()
+end
 
 local function row(name, k, b, n)
+  if k == 0 and b == 0 then return end
   print(string.format("BENCH\t%s\t%.1f\t%.1f\tns", name, k / n * 1e9, b / n * 1e9))
   io.stderr:write(string.format("%-12s keel %8.1f ns  baseline %8.1f ns  ratio %.2fx\n", name,
     k / n * 1e9, b / n * 1e9, k / b))

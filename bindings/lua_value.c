@@ -496,12 +496,14 @@ static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id 
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) == LUA_TSTRING) {
             int f = ctx ? keel__lua_field_of(L, ctx, k, -2) : -1; /* by address; else by name */
-            if (f >= 0 && kd->fields[f].type == KEEL_T_FLOAT && lua_type(L, -1) == LUA_TNUMBER &&
-                !kd->fields[f].has_min && !kd->fields[f].has_max && isfinite((double)lua_tonumber(L, -1))) {
+            int isnum = 0;
+            double num = f >= 0 && kd->fields[f].type == KEEL_T_FLOAT ? (double)lua_tonumberx(L, -1, &isnum) : 0;
+            if (isnum && lua_type(L, -1) == LUA_TNUMBER && !kd->fields[f].has_min && !kd->fields[f].has_max &&
+                isfinite(num)) {
                 /* a plain float: nothing more to check (keel_field_check would say the same) */
                 if (got < cap) {
                     fields[got] = f;
-                    vals[got] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = (double)lua_tonumber(L, -1) };
+                    vals[got] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = num };
                 }
                 got++;
                 lua_pop(L, 1);

@@ -376,9 +376,25 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
     return true;
 }
 
+/* keel__lua_checklw for the hot path: a World is told by its user value 3 (its Entity metatable,
+ * [1] = the World itself; no other userdata has a third user value), cheaper than the metatable's
+ * type key. Anything else, closed or stale takes the general check, which raises as it did. */
+static keel_lua_world *check_lw_fast(lua_State *L, int idx)
+{
+    int top = lua_gettop(L);
+    keel_lua_world *lw = lua_touserdata(L, idx);
+    if (lw && lua_type(L, idx) == LUA_TUSERDATA && lua_getiuservalue(L, idx, 3) == LUA_TTABLE &&
+        lua_rawgeti(L, -1, 1) == LUA_TUSERDATA && lua_touserdata(L, -1) == (void *)lw) {
+        lua_settop(L, top);
+        if (lw->w && keel_world_epoch(lw->w) == lw->epoch) return lw;
+    }
+    lua_settop(L, top);
+    return keel__lua_checklw(L, idx);
+}
+
 static int do_spawn(lua_State *L, bool want_inverse)
 {
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    keel_lua_world *lw = check_lw_fast(L, 1);
     const char *name = "";
     keel_entity parent = KEEL_NO_ENTITY;
     int spec = 0;
@@ -401,8 +417,9 @@ static int do_spawn(lua_State *L, bool want_inverse)
         if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
     } else if (lua_type(L, 2) == LUA_TSTRING) {
-        if (keel__lua_has_nul(L, 2)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
-        name = lua_tostring(L, 2);
+        size_t len;
+        name = lua_tolstring(L, 2, &len);
+        if (strlen(name) != len) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
     } else if (!lua_isnoneornil(L, 2)) {
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
     }

@@ -486,7 +486,7 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
 
 /* Checks every key and value of a body table before anything is written; with `fields`, also
  * keeps the checked values of up to `cap` of them (*n of them; *n > cap: too many to keep). */
-static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
+bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
                          int *fields, keel_value *vals, size_t cap, size_t *n)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
@@ -534,7 +534,7 @@ static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id 
 
 bool keel__lua_body_check(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
 {
-    return body_collect(L, ctx, idx, k, w, d, NULL, NULL, 0, NULL);
+    return keel__lua_body_collect(L, ctx, idx, k, w, d, NULL, NULL, 0, NULL);
 }
 
 keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
@@ -549,7 +549,7 @@ keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_wo
         int fields[BODY_FAST];
         keel_value vals[BODY_FAST];
         size_t n = 0;
-        if (!body_collect(L, ctx, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
+        if (!keel__lua_body_collect(L, ctx, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
         keel_comp c;
         keel_status s = keel_add(w, e, k, &o, &c, inverse, d);
         if (s != KEEL_OK) return s;
@@ -585,4 +585,15 @@ keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_wo
     keel_status s = keel_add(w, e, k, &o, out, inverse, d);
     keel_node_free(body);
     return s;
+}
+
+keel_status keel__lua_add_values(keel_world *w, keel_entity e, keel_kind_id k, const int *fields, const keel_value *vals,
+                                 size_t n, keel_comp *out, keel_diags *d)
+{
+    keel_comp c;
+    keel_status s = keel_add(w, e, k, NULL, &c, NULL, d);
+    if (s != KEEL_OK) return s;
+    keel__field_store(w, c, n, fields, vals, true); /* new: a rollback of the add takes it whole, no journal */
+    if (out) *out = c;
+    return KEEL_OK;
 }

@@ -531,7 +531,8 @@ static int do_spawn(lua_State *L, bool want_inverse)
     }
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, &inv);
-    keel__lua_push_entity(L, 1, e);
+    lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
+    keel__lua_push_entity_cached(L, 1, lua_gettop(L), e); /* an awake may have asked for it already */
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;

@@ -277,6 +277,16 @@ describe("world", function()
       fails("InvalidArgument", function() w:spawn(setmetatable({ nmae = "x" }, {})) end)
     end)
 
+    it("gives the same handle object an awake got for the entity it spawns", function()
+      local k = key("sp_find")
+      local seen
+      local w = keel.world()
+      keel.kind{ key = k, fields = {}, awake = function() seen = w:find("Found") end }
+      local e = w:spawn{ name = "Found", components = { k } }
+      assert.is_true(rawequal(seen, e))
+      assert.is_true(rawequal(w:spawn("plain"), w:find("plain")))
+    end)
+
     it("spawn by name and by spec; e fields", function()
       local w = keel.world("S")
       local p = w:spawn("Player")

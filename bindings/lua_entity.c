@@ -166,11 +166,11 @@ static int do_add(lua_State *L, bool want_inverse)
     keel_diags_init(&d);
     keel_comp c;
     keel_cmd inv;
-    memset(&inv, 0, sizeof inv);
+    if (want_inverse) memset(&inv, 0, sizeof inv); /* else never read */
     KEEL_LUA_ENTER(L, h->lw->ctx);
     keel_status s = keel__lua_add(L, h->lw->ctx, 3, w, h->e, k, slot, &c, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, &inv);
+    keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
     keel__lua_push_comp(L, wi, c, NULL); /* not kept: most adds drop it (e:get keeps one) */
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);

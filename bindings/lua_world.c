@@ -510,7 +510,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
     keel_diags d;
     keel_diags_init(&d);
     keel_cmd inv;
-    memset(&inv, 0, sizeof inv);
+    if (want_inverse) memset(&inv, 0, sizeof inv); /* else never read */
     keel_entity e = KEEL_NO_ENTITY;
     bool comps = spec && lua_type(L, 6) == LUA_TTABLE;
     spawn_plan plan;
@@ -530,7 +530,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
         if (s != KEEL_OK) keel_destroy(lw->w, e, NULL, NULL); /* all or nothing */
     }
     KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, &inv);
+    keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
     lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
     keel__lua_push_entity_cached(L, 1, lua_gettop(L), e); /* an awake may have asked for it already */
     if (!want_inverse) return 1;

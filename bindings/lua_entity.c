@@ -125,24 +125,52 @@ static int e_has(lua_State *L)
     return 1;
 }
 
+/* The live entity handle at idx, its World pushed on top: one metatable read for both. The
+ * handle's metatable is its World's own copy (World user value 3, [1] = the World), which no
+ * other userdata carries; anything else takes the general check, which raises as it always did. */
+static keel_lua_entity *check_entity_world(lua_State *L, int idx)
+{
+    int top = lua_gettop(L);
+    keel_lua_entity *h = lua_touserdata(L, idx);
+    if (h && lua_type(L, idx) == LUA_TUSERDATA && lua_getmetatable(L, idx)) {
+        if (lua_rawgeti(L, -1, 1) == LUA_TUSERDATA && lua_getiuservalue(L, -1, 3) == LUA_TTABLE &&
+            lua_topointer(L, -1) == lua_topointer(L, -3)) {
+            lua_pop(L, 1);
+            lua_replace(L, -2); /* [mt, World] -> [World] */
+            if (!entity_live(h)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
+            return h;
+        }
+        lua_settop(L, top);
+    }
+    h = keel__lua_checkentity(L, idx);
+    push_world(L, idx);
+    return h;
+}
+
 static int do_add(lua_State *L, bool want_inverse)
 {
-    keel_lua_entity *h = keel__lua_checkentity(L, 1);
-    const char *key = keel__lua_checkkey(L, 2);
+    if (lua_gettop(L) < 2) { /* raises as always: "got no value", not "nil" */
+        keel__lua_checkentity(L, 1);
+        keel__lua_checkkey(L, 2);
+    }
+    lua_settop(L, 4); /* entity, key, body, slot; the World goes at 5 */
+    keel_lua_entity *h = check_entity_world(L, 1);
+    int wi = 5;
+    keel_kind_id k = KEEL_NO_KIND;
+    if (lua_type(L, 2) == LUA_TSTRING) k = keel__lua_kind_of(L, h->lw->ctx, 2); /* a kind found: a key with no NUL */
+    const char *key = k ? NULL : keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 4);
     keel_world *w = h->lw->w;
-    keel_kind_id k = keel__lua_kind_of(L, h->lw->ctx, 2);
     if (!k) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
     keel_diags d;
     keel_diags_init(&d);
     keel_comp c;
     keel_cmd inv;
-    memset(&inv, 0, sizeof inv);
+    if (want_inverse) memset(&inv, 0, sizeof inv); /* else never read */
     KEEL_LUA_ENTER(L, h->lw->ctx);
     keel_status s = keel__lua_add(L, h->lw->ctx, 3, w, h->e, k, slot, &c, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, &inv);
-    int wi = push_world(L, 1);
+    keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
     keel__lua_push_comp(L, wi, c, NULL); /* not kept: most adds drop it (e:get keeps one) */
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);

@@ -397,6 +397,14 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
 bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
 /* Checks every key (NotFound) and value (InvalidArgument) of a body table for kind k. */
 bool keel__lua_body_check(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
+/* keel__lua_body_check that also keeps the checked values of up to cap fields (*n of them; *n > cap:
+ * too many to keep); strings stay borrowed from the table. */
+bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
+                            int *fields, keel_value *vals, size_t cap, size_t *n);
+/* keel_add (slot auto) of kind k, which has no awake hook nor validate, then the values
+ * keel__lua_body_collect checked written in. */
+keel_status keel__lua_add_values(keel_world *w, keel_entity e, keel_kind_id k, const int *fields, const keel_value *vals,
+                                 size_t n, keel_comp *out, keel_diags *d);
 /* A body table (field = value) -> a MAP node (checked against the kind). NULL with diag on error. */
 keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_world *w, keel_diags *d);
 /* A YAML core-schema node -> plain Lua value, and back. */

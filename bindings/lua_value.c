@@ -486,7 +486,7 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
 
 /* Checks every key and value of a body table before anything is written; with `fields`, also
  * keeps the checked values of up to `cap` of them (*n of them; *n > cap: too many to keep). */
-static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
+bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
                          int *fields, keel_value *vals, size_t cap, size_t *n)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
@@ -496,12 +496,14 @@ static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id 
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) == LUA_TSTRING) {
             int f = ctx ? keel__lua_field_of(L, ctx, k, -2) : -1; /* by address; else by name */
-            if (f >= 0 && kd->fields[f].type == KEEL_T_FLOAT && lua_type(L, -1) == LUA_TNUMBER &&
-                !kd->fields[f].has_min && !kd->fields[f].has_max && isfinite((double)lua_tonumber(L, -1))) {
+            int isnum = 0;
+            double num = f >= 0 && kd->fields[f].type == KEEL_T_FLOAT ? (double)lua_tonumberx(L, -1, &isnum) : 0;
+            if (isnum && lua_type(L, -1) == LUA_TNUMBER && !kd->fields[f].has_min && !kd->fields[f].has_max &&
+                isfinite(num)) {
                 /* a plain float: nothing more to check (keel_field_check would say the same) */
                 if (got < cap) {
                     fields[got] = f;
-                    vals[got] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = (double)lua_tonumber(L, -1) };
+                    vals[got] = (keel_value){ .type = KEEL_T_FLOAT, .as.f = num };
                 }
                 got++;
                 lua_pop(L, 1);
@@ -532,7 +534,7 @@ static bool body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id 
 
 bool keel__lua_body_check(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
 {
-    return body_collect(L, ctx, idx, k, w, d, NULL, NULL, 0, NULL);
+    return keel__lua_body_collect(L, ctx, idx, k, w, d, NULL, NULL, 0, NULL);
 }
 
 keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_world *w, keel_entity e, keel_kind_id k,
@@ -547,7 +549,7 @@ keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_wo
         int fields[BODY_FAST];
         keel_value vals[BODY_FAST];
         size_t n = 0;
-        if (!body_collect(L, ctx, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
+        if (!keel__lua_body_collect(L, ctx, body_idx, k, w, d, fields, vals, BODY_FAST, &n)) return keel_diags_status(d);
         keel_comp c;
         keel_status s = keel_add(w, e, k, &o, &c, inverse, d);
         if (s != KEEL_OK) return s;
@@ -583,4 +585,15 @@ keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_wo
     keel_status s = keel_add(w, e, k, &o, out, inverse, d);
     keel_node_free(body);
     return s;
+}
+
+keel_status keel__lua_add_values(keel_world *w, keel_entity e, keel_kind_id k, const int *fields, const keel_value *vals,
+                                 size_t n, keel_comp *out, keel_diags *d)
+{
+    keel_comp c;
+    keel_status s = keel_add(w, e, k, NULL, &c, NULL, d);
+    if (s != KEEL_OK) return s;
+    keel__field_store(w, c, n, fields, vals, true); /* new: a rollback of the add takes it whole, no journal */
+    if (out) *out = c;
+    return KEEL_OK;
 }

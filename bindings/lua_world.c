@@ -268,10 +268,55 @@ static int spawn_body(lua_State *L, int item, size_t i, keel_diags *d)
     return lua_gettop(L);
 }
 
+/* What a spawn's check keeps for the adds: each body is read and checked once. The first
+ * SPAWN_KEEP components may keep their checked values (SPAWN_VALS in all) when the add can
+ * take them as they are: a kind with no awake hook (which would see the body) nor validate,
+ * no string values (borrowed from the spec's tables, which Lua code run by an earlier add could
+ * change). The others are read again at their add, as before. */
+#define SPAWN_KEEP 16
+#define SPAWN_VALS 64
+typedef struct spawn_plan {
+    size_t used;             /* values kept */
+    uint64_t stamp;          /* keel__kind_declarations() at the check: a redeclared kind keeps nothing */
+    unsigned long entries;   /* keel__lua_entries after the check */
+    keel_kind_id kind[SPAWN_KEEP];
+    uint8_t first[SPAWN_KEEP], n[SPAWN_KEEP];
+    bool kept[SPAWN_KEEP];
+    int fields[SPAWN_VALS];
+    keel_value vals[SPAWN_VALS];
+} spawn_plan;
+
+/* The kind a component entry names (its key at idx): by the key's address when seen before. */
+static keel_kind_id spawn_kind(lua_State *L, keel_lua_ctx *ctx, int idx, const char *key)
+{
+    keel_kind_id k = keel__lua_kind_of(L, ctx, idx);
+    return k ? k : keel_kind_find(key); /* a key with a NUL byte: named up to it, as always */
+}
+
+/* Keeps the checked values of body `body` (the i-th component, kind k) in the plan when they may be. */
+static bool spawn_keep(lua_State *L, keel_lua_world *lw, spawn_plan *p, size_t i, int body, keel_kind_id k,
+                       const keel_kind_desc *kd, keel_diags *d)
+{
+    size_t room = SPAWN_VALS - p->used, n = 0;
+    bool keep = i <= SPAWN_KEEP && !kd->hooks[KEEL_PHASE_AWAKE] && !kd->validate;
+    if (!keel__lua_body_collect(L, lw->ctx, body, k, lw->w, d, p->fields + p->used, p->vals + p->used,
+                                keep ? room : 0, &n))
+        return false;
+    if (!keep || n > room) return true;
+    for (size_t j = 0; j < n; j++)
+        if (p->vals[p->used + j].type == KEEL_T_STRING) return true;
+    p->kept[i - 1] = true;
+    p->kind[i - 1] = k;
+    p->first[i - 1] = (uint8_t)p->used;
+    p->n[i - 1] = (uint8_t)n;
+    p->used += n;
+    return true;
+}
+
 /* Checks a spawn spec's components (array at idx) as the adds in order would, before the
  * entity exists: a refused spec then runs no awake/on_destroy and bumps no revision.
  * What only the adds can tell (validate hooks, a raising awake) is still undone after. */
-static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags *d)
+static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, spawn_plan *p, keel_diags *d)
 {
     size_t n = lua_rawlen(L, idx);
     keel_kind_id few[16]; /* the usual spec; a longer one borrows a userdata (nothing leaks on a raise) */
@@ -281,13 +326,16 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
         lua_rawgeti(L, idx, (lua_Integer)i);
         int item = lua_gettop(L);
         const char *key = NULL;
-        if (lua_type(L, item) == LUA_TSTRING) key = lua_tostring(L, item);
-        else if (lua_type(L, item) == LUA_TTABLE) {
+        keel_kind_id k = KEEL_NO_KIND;
+        if (lua_type(L, item) == LUA_TSTRING) {
+            key = lua_tostring(L, item);
+            k = spawn_kind(L, lw->ctx, item, key);
+        } else if (lua_type(L, item) == LUA_TTABLE) {
             lua_rawgeti(L, item, 1);
             key = lua_tostring(L, -1);
-            lua_pop(L, 1);
+            if (key) k = spawn_kind(L, lw->ctx, -1, key);
+            lua_pop(L, 1); /* the string stays alive in the table */
         }
-        keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (!key) {
             KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
@@ -328,7 +376,7 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
             }
             if (ok && lua_type(L, item) == LUA_TTABLE) {
                 int body = spawn_body(L, item, i, d);
-                ok = body && keel__lua_body_check(L, lw->ctx, body, k, lw->w, d);
+                ok = body && spawn_keep(L, lw, p, i, body, k, kd, d);
                 if (body) lua_pop(L, 1);
             }
             ks[i - 1] = k;
@@ -340,17 +388,29 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, keel_diags
 }
 
 /* Adds the components of a spawn spec (array at idx) to e; false with diags on the first failure. */
-static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_entity e, keel_diags *d)
+static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_entity e, spawn_plan *p, keel_diags *d)
 {
     size_t n = lua_rawlen(L, idx);
+    bool fresh = true; /* no Lua code and no awake has run since the check: its kept values hold */
     for (size_t i = 1; i <= n; i++) {
+        fresh = fresh && p->stamp == keel__kind_declarations() && p->entries == keel__lua_entries;
+        if (fresh && i <= SPAWN_KEEP && p->kept[i - 1]) {
+            if (keel__lua_add_values(lw->w, e, p->kind[i - 1], p->fields + p->first[i - 1], p->vals + p->first[i - 1],
+                                     p->n[i - 1], NULL, d) != KEEL_OK)
+                return false;
+            continue;
+        }
         lua_rawgeti(L, idx, (lua_Integer)i);
         int body = 0;
         const char *key = NULL;
-        if (lua_type(L, -1) == LUA_TSTRING) key = lua_tostring(L, -1);
-        else if (lua_type(L, -1) == LUA_TTABLE) {
+        keel_kind_id k = KEEL_NO_KIND;
+        if (lua_type(L, -1) == LUA_TSTRING) {
+            key = lua_tostring(L, -1);
+            k = spawn_kind(L, lw->ctx, -1, key);
+        } else if (lua_type(L, -1) == LUA_TTABLE) {
             lua_rawgeti(L, -1, 1);
             key = lua_tostring(L, -1);
+            if (key) k = spawn_kind(L, lw->ctx, -1, key);
             lua_pop(L, 1); /* the string stays alive in the table */
             body = lua_gettop(L);
         }
@@ -359,7 +419,6 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             lua_pop(L, 1);
             return false;
         }
-        keel_kind_id k = keel_kind_find(key);
         if (!k) {
             KEEL_ERROR(d, KEEL_NOT_FOUND, "components", "no kind '%s'", key);
             lua_pop(L, 1);
@@ -369,6 +428,8 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             lua_pop(L, 1);
             return false;
         }
+        const keel_kind_desc *kd = keel_kind_describe(k);
+        if (kd->hooks[KEEL_PHASE_AWAKE] || kd->validate) fresh = false; /* Lua (or C) code may run in this add */
         keel_status s = keel__lua_add(L, lw->ctx, body ? body : lua_gettop(L) + 1, lw->w, e, k, KEEL_SLOT_AUTO, NULL, NULL, d);
         lua_pop(L, body ? 2 : 1);
         if (s != KEEL_OK) return false;
@@ -376,57 +437,102 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
     return true;
 }
 
+/* keel__lua_checklw for the hot path: a World is told by its user value 3 (its Entity metatable,
+ * [1] = the World itself; no other userdata has a third user value), cheaper than the metatable's
+ * type key. Anything else, closed or stale takes the general check, which raises as it did. */
+static keel_lua_world *check_lw_fast(lua_State *L, int idx)
+{
+    int top = lua_gettop(L);
+    keel_lua_world *lw = lua_touserdata(L, idx);
+    if (lw && lua_type(L, idx) == LUA_TUSERDATA && lua_getiuservalue(L, idx, 3) == LUA_TTABLE &&
+        lua_rawgeti(L, -1, 1) == LUA_TUSERDATA && lua_touserdata(L, -1) == (void *)lw) {
+        lua_settop(L, top);
+        if (lw->w && keel_world_epoch(lw->w) == lw->epoch) return lw;
+    }
+    lua_settop(L, top);
+    return keel__lua_checklw(L, idx);
+}
+
+/* Reads a spawn spec's keys in one pass (name, parent, enabled, components into stack slots
+ * 3 to 6; nil when absent); an unknown key or a positional entry raises, as check_keys says.
+ * A spec with a metatable is read through it, as lua_getfield would. */
+static void spawn_spec_keys(lua_State *L)
+{
+    lua_settop(L, 6);
+    if (lua_getmetatable(L, 2)) {
+        lua_pop(L, 1);
+        check_keys(L, 2, "spawn", spawn_keys);
+        for (int i = 0; spawn_keys[i]; i++) {
+            lua_getfield(L, 2, spawn_keys[i]);
+            lua_replace(L, 3 + i);
+        }
+        return;
+    }
+    lua_pushnil(L);
+    while (lua_next(L, 2)) {
+        int i = -1;
+        if (lua_type(L, -2) == LUA_TSTRING) {
+            const char *k = lua_tostring(L, -2);
+            for (int j = 0; i < 0 && spawn_keys[j]; j++)
+                if (strcmp(k, spawn_keys[j]) == 0) i = j;
+        }
+        if (i < 0) check_keys(L, 2, "spawn", spawn_keys); /* raises */
+        lua_replace(L, 3 + i);
+    }
+}
+
 static int do_spawn(lua_State *L, bool want_inverse)
 {
-    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    keel_lua_world *lw = check_lw_fast(L, 1);
     const char *name = "";
     keel_entity parent = KEEL_NO_ENTITY;
     int spec = 0;
     if (lua_type(L, 2) == LUA_TTABLE) {
         spec = 2;
-        check_keys(L, 2, "spawn", spawn_keys);
-        lua_getfield(L, 2, "enabled");
-        if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: enabled must be a boolean, got %s", luaL_typename(L, -1));
-        lua_pop(L, 1);
-        lua_getfield(L, 2, "name");
-        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+        spawn_spec_keys(L); /* 3 name, 4 parent, 5 enabled, 6 components */
+        if (!lua_isnil(L, 5) && !lua_isboolean(L, 5))
+            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: enabled must be a boolean, got %s", luaL_typename(L, 5));
+        if (!lua_isnil(L, 3) && lua_type(L, 3) != LUA_TSTRING)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: name must be a string");
-        if (!lua_isnil(L, -1) && keel__lua_has_nul(L, -1))
+        if (!lua_isnil(L, 3) && keel__lua_has_nul(L, 3))
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
-        name = lua_isnil(L, -1) ? "" : lua_tostring(L, -1);
-        lua_getfield(L, 2, "parent");
-        parent = opt_parent(L, lua_gettop(L), lw);
-        lua_getfield(L, 2, "components");
-        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
+        name = lua_isnil(L, 3) ? "" : lua_tostring(L, 3);
+        parent = opt_parent(L, 4, lw);
+        if (!lua_isnil(L, 6) && lua_type(L, 6) != LUA_TTABLE)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
     } else if (lua_type(L, 2) == LUA_TSTRING) {
-        if (keel__lua_has_nul(L, 2)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
-        name = lua_tostring(L, 2);
+        size_t len;
+        name = lua_tolstring(L, 2, &len);
+        if (strlen(name) != len) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
     } else if (!lua_isnoneornil(L, 2)) {
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
     }
     keel_diags d;
     keel_diags_init(&d);
     keel_cmd inv;
-    memset(&inv, 0, sizeof inv);
+    if (want_inverse) memset(&inv, 0, sizeof inv); /* else never read */
     keel_entity e = KEEL_NO_ENTITY;
-    if (spec && lua_type(L, -1) == LUA_TTABLE && !spawn_precheck(L, lua_gettop(L), lw, &d))
-        return keel_lua_raise(L, keel_diags_status(&d), &d);
+    bool comps = spec && lua_type(L, 6) == LUA_TTABLE;
+    spawn_plan plan;
+    if (comps) {
+        plan.used = 0;
+        memset(plan.kept, 0, sizeof plan.kept);
+        if (!spawn_precheck(L, 6, lw, &plan, &d)) return keel_lua_raise(L, keel_diags_status(&d), &d);
+        plan.stamp = keel__kind_declarations();
+    }
     KEEL_LUA_ENTER(L, lw->ctx);
+    plan.entries = keel__lua_entries;
     keel_status s = keel_spawn(lw->w, name, parent, NULL, &e, want_inverse ? &inv : NULL, &d);
     if (s == KEEL_OK && spec) {
-        lua_getfield(L, spec, "enabled");
-        if (lua_type(L, -1) == LUA_TBOOLEAN && !lua_toboolean(L, -1))
-            s = keel_set_enabled(lw->w, e, false, NULL, &d);
-        lua_pop(L, 1);
-        if (s == KEEL_OK && lua_type(L, -1) == LUA_TTABLE && !spawn_components(L, lua_gettop(L), lw, e, &d))
+        if (lua_type(L, 5) == LUA_TBOOLEAN && !lua_toboolean(L, 5)) s = keel_set_enabled(lw->w, e, false, NULL, &d);
+        if (s == KEEL_OK && comps && !spawn_components(L, 6, lw, e, &plan, &d))
             s = keel_diags_status(&d) ? keel_diags_status(&d) : KEEL_INVALID_OPERATION;
         if (s != KEEL_OK) keel_destroy(lw->w, e, NULL, NULL); /* all or nothing */
     }
     KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, &inv);
-    keel__lua_push_entity(L, 1, e);
+    keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
+    lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
+    keel__lua_push_entity_cached(L, 1, lua_gettop(L), e); /* an awake may have asked for it already */
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;

@@ -366,6 +366,38 @@ describe("entity", function()
       assert.are.equal(7, w:spawn("late"):add("se:late").z)
     end)
 
+    it("e:add refuses what is not a live entity handle of a kind key, naming the argument", function()
+      local w = keel.world("A")
+      local e = w:spawn("e")
+      local c = e:add("se:tag")
+      local function msg(f) return fails("InvalidArgument", f).message end
+      assert.are.equal("bad argument #1 (keel.Entity expected, got no value)", msg(function() e.add() end))
+      assert.are.equal("bad argument #1 (a kind key expected, got no value)", msg(function() e.add(e) end))
+      for _, other in ipairs({ w, c, io.stdout, {} }) do -- a World, a Component, a foreign userdata, a table
+        assert.is_truthy(msg(function() e.add(other, "se:tag") end):find("keel.Entity expected", 1, true))
+      end
+      assert.are.equal("bad argument #1 (a kind key expected, got nil)", msg(function() e:add(nil) end))
+      assert.are.equal("bad argument #1 (a kind key holds a NUL byte)", msg(function() e:add("se:tag\0x") end))
+      assert.are.equal("bad argument #3 (a slot must be a non-negative integer)", msg(function() e:add("se:link", nil, -1) end))
+      assert.is_false(e:has("se:link"))
+      local w2 = keel.world("B")
+      local e2 = w2:spawn("x")
+      w2:close()
+      assert.are.equal("the entity was destroyed (stale handle)", fails("NotFound", function() e2:add("se:tag") end).message)
+      assert.are.equal(5, w:spawn("f"):add("se:tag", { n = 5 }, nil, "ignored").n)
+    end)
+
+    it("w:spawn refuses what is not an open World", function()
+      local w = keel.world("S")
+      local e = w:spawn("e")
+      for _, other in ipairs({ e, io.stdout, {} }) do
+        assert.is_truthy(fails("InvalidArgument", function() w.spawn(other, "x") end).message:find("keel.World expected", 1, true))
+      end
+      assert.are.equal("spawn: a name holds a NUL byte", fails("InvalidArgument", function() w:spawn("a\0b") end).message)
+      w:close()
+      assert.are.equal("the world is closed", fails("NotFound", function() w:spawn("x") end).message)
+    end)
+
     it("e:add(kind, body, slot) returns the component; e:get without a slot gives a many kind's lowest slot", function()
       local e = keel.world():spawn{ name = "E", components = { "core:transform" } }
       local c5 = e:add("core:audio_source", { volume = 0.5 }, 5)

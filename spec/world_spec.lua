@@ -242,6 +242,51 @@ describe("world", function()
       assert.is_false(w:spawn{ name = "D", enabled = false }.enabled)
     end)
 
+    it("reads each component body once, yet an awake run by an earlier add sees to what the later bodies hold", function()
+      local kt, kl, ka = key("sp_target"), key("sp_label"), key("sp_awake")
+      keel.kind{ key = kt, fields = { { "target", "entity" }, { "x", "float", default = 0 } } }
+      keel.kind{ key = kl, fields = { { "label", "string", default = "" } } }
+      local w = keel.world()
+      local victim = w:spawn("victim")
+      local spec
+      keel.kind{ key = ka, fields = {}, awake = function()
+        victim:destroy()
+        spec.components[3].label = "changed by awake" .. ("!"):rep(40)
+        collectgarbage()
+      end }
+      -- the awake destroys the entity a later body points to: that add refuses, nothing is left
+      spec = { name = "E", components = { { ka }, { kt, target = victim }, { kl, label = "first" } } }
+      local r = w.revision
+      local err = fails("InvalidArgument", function() w:spawn(spec) end)
+      assert.are.equal("field 'target': the entity is not alive in this world", err.message)
+      assert.are.equal(0, w:count())
+      assert.is_true(w.revision > r)
+      -- a body changed by an earlier add's awake is read as it is at its own add
+      local target = w:spawn("target")
+      victim = w:spawn("other victim")
+      spec = { name = "F", components = { { ka }, { kt, target = target, x = 2 }, { kl, label = "first" } } }
+      local e = w:spawn(spec)
+      assert.are.equal(target, e:get(kt).target)
+      assert.are.equal(2, e:get(kt).x)
+      assert.are.equal("changed by awake" .. ("!"):rep(40), e:get(kl).label)
+      -- without awake, every body is taken as checked; a spec read through a metatable still works
+      local g = w:spawn(setmetatable({}, { __index = { name = "G", components = { { kt, target = target, x = 3 }, { kl, label = "l" } } } }))
+      assert.are.equal("G", g.name)
+      assert.are.equal(3, g:get(kt).x)
+      assert.are.equal("l", g:get(kl).label)
+      fails("InvalidArgument", function() w:spawn(setmetatable({ nmae = "x" }, {})) end)
+    end)
+
+    it("gives the same handle object an awake got for the entity it spawns", function()
+      local k = key("sp_find")
+      local seen
+      local w = keel.world()
+      keel.kind{ key = k, fields = {}, awake = function() seen = w:find("Found") end }
+      local e = w:spawn{ name = "Found", components = { k } }
+      assert.is_true(rawequal(seen, e))
+      assert.is_true(rawequal(w:spawn("plain"), w:find("plain")))
+    end)
+
     it("spawn by name and by spec; e fields", function()
       local w = keel.world("S")
       local p = w:spawn("Player")

@@ -18,26 +18,27 @@ static void uuid_prefetch(const keel_world *w, keel_uuid u)
     if (w->hash_cap) __builtin_prefetch(&w->hash[uuid_hash(u) & (w->hash_cap - 1)], 1);
 }
 
-/* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
- * cache miss of a random hash slot overlaps the work of the spawns in between; halfway there
- * the slot (in cache by then) names the entity a probe will compare, and that is prefetched
- * too. They come from keel_uuid_v4 like every v4 UUID in keel (uuid.c). */
+/* UUIDs are drawn KEEL__UUID_AHEAD at a time, a half of the ring each, and their index slots
+ * prefetched, so the cache miss of a random hash slot overlaps the work of the 8 to 15 spawns
+ * before one is used. They come from the pool of keel_uuid_v4 like every v4 UUID in keel (uuid.c). */
+static void uuid_draw_half(keel_world *w, uint32_t at)
+{
+    keel__uuid_v4_fill(&w->next_uuid[at], KEEL__UUID_AHEAD);
+    for (uint32_t k = at; k < at + KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
+}
+
 keel_uuid keel__new_uuid(keel_world *w)
 {
     if (!w->next_ready) {
-        for (int k = 0; k < KEEL__UUID_AHEAD; k++) w->next_uuid[k] = keel_uuid_v4();
+        uuid_draw_half(w, 0);
+        uuid_draw_half(w, KEEL__UUID_AHEAD);
         w->next_pos = 0;
         w->next_ready = true;
     }
-    keel_uuid u = w->next_uuid[w->next_pos];
-    keel_uuid n = keel_uuid_v4();
-    w->next_uuid[w->next_pos] = n;
-    w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
-    uuid_prefetch(w, n);
-    if (w->hash_cap) {
-        size_t h = uuid_hash(w->next_uuid[(w->next_pos + KEEL__UUID_AHEAD / 2) % KEEL__UUID_AHEAD]);
-        uint32_t it = w->hash[h & (w->hash_cap - 1)];
-        if (it && slot_may_be(w, it, h)) __builtin_prefetch(&w->ents[slot_ent(w, it)]);
+    keel_uuid u = w->next_uuid[w->next_pos++];
+    if (w->next_pos % KEEL__UUID_AHEAD == 0) { /* a half is used up: draw it again */
+        uuid_draw_half(w, w->next_pos - KEEL__UUID_AHEAD);
+        w->next_pos %= KEEL__UUID_RING;
     }
     return u;
 }
@@ -126,7 +127,7 @@ static void hash_grow(keel_world *w, size_t cap)
         hash_insert_raw(w, h, slot_item(w, h, i));
     }
     free(old);
-    for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
+    for (int k = 0; w->next_ready && k < KEEL__UUID_RING; k++) uuid_prefetch(w, w->next_uuid[k]);
 }
 
 static void hash_insert(keel_world *w, uint32_t i)
@@ -136,6 +137,24 @@ static void hash_insert(keel_world *w, uint32_t i)
     size_t h = uuid_hash(w->ents[i].uuid);
     hash_insert_raw(w, h, slot_item(w, h, i));
     w->hash_used++;
+}
+
+/* Room for one more entity, of an index up to ent_count (a new one or a reused one). */
+static void hash_room(keel_world *w)
+{
+    if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
+    else if (bits_for((uint64_t)w->ent_count + 1) > w->hash_ibits) hash_grow(w, w->hash_cap);
+}
+
+/* The empty slot new UUID u is to take (its hash in *hash), or SIZE_MAX when an entity has it:
+ * one probe both checks and places (hash_room first). */
+static size_t hash_claim(const keel_world *w, keel_uuid u, size_t *hash)
+{
+    size_t h = uuid_hash(u), mask = w->hash_cap - 1, p = h & mask;
+    for (uint32_t it; (it = w->hash[p]) != 0; p = (p + 1) & mask)
+        if (slot_may_be(w, it, h) && keel_uuid_equal(w->ents[slot_ent(w, it)].uuid, u)) return SIZE_MAX;
+    *hash = h;
+    return p;
 }
 
 static size_t hash_slot(const keel_world *w, keel_uuid u)
@@ -203,10 +222,21 @@ static void names_rebuild(keel_world *w)
     w->names = t;
     w->names_cap = cap;
     w->names_used = live;
+    w->name_last = NULL;
+}
+
+/* Whether s is the name interned last (so valid: every interned name passed keel__name_check). */
+static bool name_is_last(const keel_world *w, const char *s)
+{
+    return w->name_last && w->name_last->s && strcmp(w->name_last->s, s) == 0;
 }
 
 const char *keel__name_intern(keel_world *w, const char *s)
 {
+    if (name_is_last(w, s)) {
+        w->name_last->refs++;
+        return w->name_last->s;
+    }
     if ((w->names_used + 1) * 2 > w->names_cap) names_rebuild(w);
     uint32_t h = str_hash(s);
     keel__name *n = name_slot(w->names, w->names_cap, s, h);
@@ -217,6 +247,7 @@ const char *keel__name_intern(keel_world *w, const char *s)
         w->names_used++;
     }
     n->refs++;
+    w->name_last = n;
     return n->s;
 }
 
@@ -320,8 +351,10 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
     return keel__next_after_subtree(w, i);
 }
 
-/* Entity index i (allocated) comes alive with these facts, linked and indexed. */
-static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, size_t index, keel_uuid u)
+/* Entity index i (allocated) comes alive with these facts, linked and indexed (at slot `claim`
+ * of hash_claim with hash h; SIZE_MAX: found here). */
+static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, size_t index, keel_uuid u,
+                  size_t claim, size_t h)
 {
     keel__ent *en = &w->ents[i];
     en->uuid = u;
@@ -332,7 +365,12 @@ static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, 
     en->members = NULL;
     en->member_count = en->member_cap = 0;
     keel__link_child(w, parent, i, index);
-    hash_insert(w, i);
+    if (claim == SIZE_MAX) {
+        hash_insert(w, i);
+    } else {
+        w->hash[claim] = slot_item(w, h, i);
+        w->hash_used++;
+    }
     w->live++;
     keel__touch(w);
 }
@@ -341,8 +379,9 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d)
 {
     keel_uuid u;
-    keel_status nst = name ? keel__name_check(name, "an entity", d) : KEEL_OK;
+    keel_status nst = name && !name_is_last(w, name) ? keel__name_check(name, "an entity", d) : KEEL_OK;
     if (nst) return nst;
+    size_t claim = SIZE_MAX, h = 0;
     if (uuid) {
         if (keel_uuid_is_nil(*uuid))
             return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
@@ -353,7 +392,8 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
         }
         u = *uuid;
     } else {
-        do u = keel__new_uuid(w); while (hash_slot(w, u) != SIZE_MAX);
+        hash_room(w);
+        do u = keel__new_uuid(w); while ((claim = hash_claim(w, u, &h)) == SIZE_MAX);
     }
     if (keel__depth_of(w, parent) + 1 > KEEL__MAX_DEPTH)
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
@@ -366,7 +406,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
             break;
         }
     if (i == KEEL__NONE) i = keel__ent_alloc(w);
-    place(w, i, name, parent, index, u);
+    place(w, i, name, parent, index, u, claim, h);
     if (out) *out = keel__handle(w, i);
     return KEEL_OK;
 }
@@ -374,7 +414,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
 uint32_t keel__entity_place(keel_world *w, const char *name, uint32_t parent, keel_uuid uuid)
 {
     uint32_t i = keel__ent_alloc(w);
-    place(w, i, name, parent, SIZE_MAX, uuid);
+    place(w, i, name, parent, SIZE_MAX, uuid, SIZE_MAX, 0);
     return i;
 }
 
@@ -657,6 +697,7 @@ void keel__names_free(keel_world *w)
     free(w->names);
     w->names = NULL;
     w->names_cap = w->names_used = 0;
+    w->name_last = NULL;
 }
 
 void keel__entity_forget(keel_world *w, uint32_t i) { destroy_index(w, i, true); }

@@ -5,7 +5,10 @@
 #include "keel.h"
 
 #define KEEL__NONE UINT32_MAX        /* no entity index */
-#define KEEL__UUID_AHEAD 8 /* spawns between drawing a UUID and using it (its index slot prefetched) */
+/* UUIDs are drawn in halves of KEEL__UUID_AHEAD, each used 8 to 15 spawns after its index slot
+ * was prefetched (keel__new_uuid). */
+#define KEEL__UUID_AHEAD 8
+#define KEEL__UUID_RING (2 * KEEL__UUID_AHEAD)
 
 /* Entity names are interned per world: entities that share a name share one string. */
 typedef struct keel__name {

@@ -338,19 +338,21 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
 {
     static const keel_add_opts defaults = KEEL_ADD_OPTS_INIT;
     if (!o) o = &defaults;
-    keel_status st = entity_for(w, e, d);
-    if (st) return st;
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)k);
     uint32_t i = (uint32_t)e;
-    keel__ent *en = &w->ents[i];
     if (en->member_count >= KEEL__MAX_COMPONENTS)
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                           KEEL__MAX_COMPONENTS);
     uint32_t slot = o->slot;
-    st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
+    keel_status st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
-    if (!o->skip_rules && (st = keel__check_add_rules(w, i, k, d))) return st;
+    /* keel__check_add_rules' common case (no rule can apply) judged here, without a call */
+    bool ruled = i == 0 || (kd->flags & KEEL_KIND_ROOT_ONLY) || kd->requires_count || kd->rejects_count ||
+                 keel__kind_rejected(k);
+    if (!o->skip_rules && ruled && (st = keel__check_add_rules(w, i, k, d))) return st;
 
     uint32_t row = keel__store_append(w, k, e, slot);
     keel__store *s = &w->stores[k];

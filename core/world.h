@@ -43,7 +43,8 @@ struct keel_world {
     size_t entry_chunk_count, entry_chunk_cap;
     keel__store *stores;              /* by kind id */
     size_t store_count;
-    keel_uuid next_uuid[KEEL__UUID_AHEAD]; /* drawn ahead (see keel__new_uuid) */
+    keel__name *name_last;            /* the last name interned: spawns often repeat one (entity.c) */
+    keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
     uint32_t next_pos;
     bool next_ready;
     /* lifecycle */
@@ -141,6 +142,21 @@ void keel__touch(keel_world *w); /* structural change */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
 {
     return !m->fresh || w->frame > w->fresh_frame;
+}
+
+/* txn.h's command brackets, inline: a command outside any transaction, with no inverse asked,
+ * pays a counter and a test. */
+static inline keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
+{
+    if (inverse || w->txn_depth > 0) return keel__cmd_begin_slow(w, inverse, tmp);
+    w->cmd_depth++;
+    return NULL;
+}
+static inline keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp)
+{
+    if (inv) return keel__cmd_end_slow(w, st, inv, tmp);
+    w->cmd_depth--;
+    return st;
 }
 
 #endif

@@ -25,24 +25,32 @@ struct keel__entry;
 #define KEEL__GEN(tag, count) ((uint32_t)(tag) << 20 | (uint32_t)(count))
 #define KEEL__GEN_COUNT 0xFFFFFu
 
+/* 52 bytes an entity: the two pointers are 4-byte aligned (as the entry's serial, member.h) so
+ * no padding follows them; what only parents need is kept aside (keel__kids). */
 typedef struct keel__ent {
     keel_uuid uuid;
-    const char *name;       /* interned */
+    union __attribute__((packed, aligned(4))) {
+        const char *name;   /* interned */
+    };
     uint32_t gen;
-    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 56 bytes an entity */
+    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS) */
     unsigned alive : 1, enabled : 1;
     unsigned lifted : 1;    /* out of play in a keel_lift: not alive, not in the UUID index (lift.c) */
     unsigned dying : 1;     /* its on_destroy hooks are running */
+    unsigned has_kids : 1;  /* it has children: their record is in w->kids (world.h keel__kids_get) */
     unsigned member_count : 10, member_cap : 10;
     uint32_t parent, next, prev;
-    uint32_t kids;          /* its children (keel__kids in w->kids), KEEL__NONE when it has none:
-                               most entities are leaves (world.h keel__first_child ...) */
-    struct keel__entry *members;
+    union __attribute__((packed, aligned(4))) {
+        struct keel__entry *members;
+    };
 } keel__ent;
+_Static_assert(sizeof(keel__ent) == 52, "an entity record stays 52 bytes");
 
-/* An entity's children: the ends of their sibling list and their count. */
+/* An entity's children: the ends of their sibling list, their count and their parent. Most
+ * entities are leaves: only parents have one, found by the parent's index (hierarchy.c). */
 typedef struct keel__kids {
     uint32_t first, last, count; /* first: the next free record while free */
+    uint32_t owner;              /* the parent's index; KEEL__NONE while free */
 } keel__kids;
 
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e); /* NULL when not alive */

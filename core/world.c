@@ -45,7 +45,7 @@ keel_world *keel_world_new(const char *name)
     keel__ent *root = &w->ents[r];
     root->alive = root->enabled = true;
     root->name = keel__name_intern(w, "");
-    root->parent = root->next = root->prev = KEEL__NONE; /* no children yet: kids KEEL__NONE */
+    root->parent = root->next = root->prev = KEEL__NONE; /* no children yet (has_kids false) */
     w->next_world = g_worlds;
     if (g_worlds) g_worlds->prev_world = w;
     g_worlds = w;
@@ -75,6 +75,7 @@ static void world_contents_free(keel_world *w)
     free(w->pending);
     free(w->ents);
     free(w->kids);
+    free(w->kids_map);
     free(w->free_idx);
     free(w->held);
     free(w->hash);

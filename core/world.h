@@ -20,6 +20,9 @@ struct keel_world {
     keel__ent *ents;
     keel__kids *kids;                 /* children records of the entities that have any (hierarchy.c) */
     uint32_t kids_count, kids_cap, kids_free; /* kids_free: a free record's index + 1, 0 none */
+    uint32_t *kids_map;               /* parent index -> its record: record + 1, 0 empty (keel__kids_get) */
+    uint32_t kids_map_cap, kids_map_used;
+    uint32_t kids_root;               /* the root's record (not in the map: most spawns link under it) */
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
     uint32_t *free_idx;
     size_t free_count, free_cap;
@@ -114,21 +117,32 @@ static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;
 }
+/* The children record of entity i, which has children (has_kids): open addressing from the
+ * index's hash, at most half full (hierarchy.c keeps it). */
+static inline uint32_t keel__kids_home(uint32_t i)
+{
+    uint32_t h = i * 0x9E3779B1u;
+    return h ^ h >> 15;
+}
+static inline keel__kids *keel__kids_get(const keel_world *w, uint32_t i)
+{
+    if (i == 0) return &w->kids[w->kids_root];
+    uint32_t mask = w->kids_map_cap - 1;
+    for (uint32_t p = keel__kids_home(i) & mask;; p = (p + 1) & mask)
+        if (w->kids[w->kids_map[p] - 1].owner == i) return &w->kids[w->kids_map[p] - 1];
+}
 /* Entity i's first and last child (KEEL__NONE: none) and its number of children. */
 static inline uint32_t keel__first_child(const keel_world *w, uint32_t i)
 {
-    uint32_t k = w->ents[i].kids;
-    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].first;
+    return w->ents[i].has_kids ? keel__kids_get(w, i)->first : KEEL__NONE;
 }
 static inline uint32_t keel__last_child(const keel_world *w, uint32_t i)
 {
-    uint32_t k = w->ents[i].kids;
-    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].last;
+    return w->ents[i].has_kids ? keel__kids_get(w, i)->last : KEEL__NONE;
 }
 static inline uint32_t keel__child_count(const keel_world *w, uint32_t i)
 {
-    uint32_t k = w->ents[i].kids;
-    return k == KEEL__NONE ? 0 : w->kids[k].count;
+    return w->ents[i].has_kids ? keel__kids_get(w, i)->count : 0;
 }
 /* Whether entity i and all its ancestors are enabled (a disabled one parks its subtree). */
 static inline bool keel__active(const keel_world *w, uint32_t i)

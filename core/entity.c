@@ -199,64 +199,84 @@ static uint32_t str_hash(const char *s)
     return h;
 }
 
-static keel__name *name_slot(keel__name *t, size_t cap, const char *s, uint32_t h)
+/* The slot of name s (hash h): where its id is, or the empty slot it would take. */
+static uint32_t *name_slot(const keel_world *w, const char *s, uint32_t h)
 {
-    size_t mask = cap - 1, p = h & mask;
-    while (t[p].s && !(t[p].hash == h && strcmp(t[p].s, s) == 0)) p = (p + 1) & mask;
-    return &t[p];
+    size_t mask = w->name_slots_cap - 1, p = h & mask;
+    for (uint32_t it; (it = w->name_slots[p]) != 0; p = (p + 1) & mask) {
+        const keel__name *n = &w->names[it - 1];
+        if (n->hash == h && strcmp(n->s, s) == 0) break;
+    }
+    return &w->name_slots[p];
 }
 
-/* Rebuilds the table without dead names, doubling it when the live ones need room. */
+/* Frees the dead names (their ids come free) and rebuilds the slots, doubling them when the
+ * live names need room. */
 static void names_rebuild(keel_world *w)
 {
     size_t live = 0;
-    for (size_t p = 0; p < w->names_cap; p++) live += w->names[p].s && w->names[p].refs;
-    size_t cap = w->names_cap ? w->names_cap : 64;
-    while ((live + 1) * 4 > cap) cap *= 2;
-    keel__name *t = keel__xcalloc(cap, sizeof *t);
-    for (size_t p = 0; p < w->names_cap; p++) {
-        keel__name *n = &w->names[p];
+    for (uint32_t k = 0; k < w->names_count; k++) {
+        keel__name *n = &w->names[k];
         if (!n->s) continue;
-        if (!n->refs) { free(n->s); continue; }
-        *name_slot(t, cap, n->s, n->hash) = *n;
+        if (n->refs) {
+            live++;
+            continue;
+        }
+        free(n->s);
+        n->s = NULL;
+        n->refs = w->names_free;
+        w->names_free = k + 1;
     }
-    free(w->names);
-    w->names = t;
-    w->names_cap = cap;
-    w->names_used = live;
-    w->name_last = NULL;
+    size_t cap = w->name_slots_cap ? w->name_slots_cap : 64;
+    while ((live + 1) * 4 > cap) cap *= 2;
+    free(w->name_slots);
+    w->name_slots = keel__xcalloc(cap, sizeof *w->name_slots);
+    w->name_slots_cap = cap;
+    w->name_slots_used = live;
+    for (uint32_t k = 0; k < w->names_count; k++)
+        if (w->names[k].s) *name_slot(w, w->names[k].s, w->names[k].hash) = k + 1;
+    w->name_last = 0;
 }
 
 /* Whether s is the name interned last (so valid: every interned name passed keel__name_check). */
 static bool name_is_last(const keel_world *w, const char *s)
 {
-    return w->name_last && w->name_last->s && strcmp(w->name_last->s, s) == 0;
+    return w->name_last && strcmp(w->names[w->name_last - 1].s, s) == 0;
 }
 
-const char *keel__name_intern(keel_world *w, const char *s)
+uint32_t keel__name_intern(keel_world *w, const char *s)
 {
     if (name_is_last(w, s)) {
-        w->name_last->refs++;
-        return w->name_last->s;
+        w->names[w->name_last - 1].refs++;
+        return w->name_last - 1;
     }
-    if ((w->names_used + 1) * 2 > w->names_cap) names_rebuild(w);
+    if ((w->name_slots_used + 1) * 2 > w->name_slots_cap) names_rebuild(w);
     uint32_t h = str_hash(s);
-    keel__name *n = name_slot(w->names, w->names_cap, s, h);
-    if (!n->s) {
-        n->s = keel__strdup(s);
-        n->hash = h;
-        n->refs = 0;
-        w->names_used++;
+    uint32_t *slot = name_slot(w, s, h);
+    if (!*slot) {
+        uint32_t k;
+        if (w->names_free) {
+            k = w->names_free - 1;
+            w->names_free = w->names[k].refs;
+        } else {
+            if (w->names_count == w->names_cap) {
+                w->names_cap = w->names_cap ? w->names_cap * 2 : 16;
+                w->names = keel__xrealloc(w->names, w->names_cap * sizeof *w->names);
+            }
+            k = w->names_count++;
+        }
+        w->names[k] = (keel__name){ keel__strdup(s), h, 0 };
+        *slot = k + 1;
+        w->name_slots_used++;
     }
-    n->refs++;
-    w->name_last = n;
-    return n->s;
+    w->names[*slot - 1].refs++;
+    w->name_last = *slot;
+    return *slot - 1;
 }
 
-static void name_release(keel_world *w, const char *s)
+static void name_release(keel_world *w, uint32_t id)
 {
-    if (!s) return;
-    keel__name *n = name_slot(w->names, w->names_cap, s, str_hash(s));
+    keel__name *n = &w->names[id];
     if (n->s && n->refs) n->refs--;
 }
 
@@ -311,7 +331,7 @@ keel_entity keel_find_name(const keel_world *w, const char *name)
 {
     if (!name) return KEEL_NO_ENTITY;
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
-        if (strcmp(w->ents[(uint32_t)e].name, name) == 0) return e;
+        if (strcmp(keel__ent_name(w, &w->ents[(uint32_t)e]), name) == 0) return e;
     return KEEL_NO_ENTITY;
 }
 
@@ -324,7 +344,7 @@ keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e)
 const char *keel_entity_name(const keel_world *w, keel_entity e)
 {
     keel__ent *en = keel__ent_get(w, e);
-    return en ? en->name : NULL;
+    return en ? keel__ent_name(w, en) : NULL;
 }
 
 bool keel_entity_enabled(const keel_world *w, keel_entity e)
@@ -466,7 +486,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     hash_remove(w, en->uuid);
     name_release(w, en->name);
     keel__entries_release(w, en);
-    en->name = NULL;
+    en->name = 0;
     en->alive = false;
     /* an index whose generation count would wrap is retired, so a stale handle never matches again */
     if ((en->gen & KEEL__GEN_COUNT) < KEEL__GEN_COUNT) {
@@ -539,9 +559,9 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
         if (inv) {
             inv->type = KEEL_CMD_RENAME;
             inv->entity = en->uuid;
-            inv->name = keel__strdup(en->name);
+            inv->name = keel__strdup(keel__ent_name(w, en));
         }
-        const char *old = en->name;
+        uint32_t old = en->name;
         en->name = keel__name_intern(w, name); /* before the release: the same name stays alive */
         name_release(w, old);
         w->revision++;
@@ -611,7 +631,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
     for (size_t k = 0; k < n; k++) {
         uint32_t cp = k == 0 ? p : to[w->ents[orig[k]].parent];
         keel_entity ce;
-        keel__spawn_at(w, w->ents[orig[k]].name, cp, SIZE_MAX, NULL, &ce, NULL);
+        keel__spawn_at(w, keel__ent_name(w, &w->ents[orig[k]]), cp, SIZE_MAX, NULL, &ce, NULL);
         copies[k] = to[orig[k]] = (uint32_t)ce;
         w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
         for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
@@ -652,7 +672,7 @@ char *keel__entity_label(const keel_world *w, uint32_t i)
     if (i == 0) return keel__strdup("the scene root");
     char u[37];
     keel_uuid_format(w->ents[i].uuid, u);
-    return keel__strfmt("entity '%s' (%s)", w->ents[i].name, u);
+    return keel__strfmt("entity '%s' (%s)", keel__ent_name(w, &w->ents[i]), u);
 }
 
 void keel_world_reserve(keel_world *w, size_t entities)
@@ -693,11 +713,13 @@ keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
 
 void keel__names_free(keel_world *w)
 {
-    for (size_t p = 0; p < w->names_cap; p++) free(w->names[p].s);
+    for (uint32_t k = 0; k < w->names_count; k++) free(w->names[k].s);
     free(w->names);
+    free(w->name_slots);
     w->names = NULL;
-    w->names_cap = w->names_used = 0;
-    w->name_last = NULL;
+    w->name_slots = NULL;
+    w->names_count = w->names_cap = w->names_free = w->name_last = 0;
+    w->name_slots_cap = w->name_slots_used = 0;
 }
 
 void keel__entity_forget(keel_world *w, uint32_t i) { destroy_index(w, i, true); }
@@ -712,10 +734,10 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
         en->members = NULL; /* member.c gives each its own array */
         if (!en->alive) {
             en->member_count = en->member_cap = 0;
-            en->name = NULL;
+            en->name = 0;
             continue;
         }
-        en->name = keel__name_intern(dst, src->ents[i].name);
+        en->name = keel__name_intern(dst, keel__ent_name(src, &src->ents[i]));
     }
     dst->kids_count = dst->kids_cap = src->kids_count;
     dst->kids_free = src->kids_free;

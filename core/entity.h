@@ -10,10 +10,11 @@
 #define KEEL__UUID_AHEAD 8
 #define KEEL__UUID_RING (2 * KEEL__UUID_AHEAD)
 
-/* Entity names are interned per world: entities that share a name share one string. */
+/* Entity names are interned per world: entities that share a name share one string, and an
+ * entity holds its id (w->names[id], keel__ent_name). */
 typedef struct keel__name {
-    char *s;                /* NULL: empty slot */
-    uint32_t hash, refs;    /* refs 0: dead, purged at the next rebuild */
+    char *s;                /* NULL: a free id (refs then holds the next free id + 1, 0 none) */
+    uint32_t hash, refs;    /* refs 0: dead, its id freed at the next rebuild */
 } keel__name;
 
 struct keel__entry;
@@ -25,13 +26,9 @@ struct keel__entry;
 #define KEEL__GEN(tag, count) ((uint32_t)(tag) << 20 | (uint32_t)(count))
 #define KEEL__GEN_COUNT 0xFFFFFu
 
-/* 52 bytes an entity: the two pointers are 4-byte aligned (as the entry's serial, member.h) so
- * no padding follows them; what only parents need is kept aside (keel__kids). */
+/* 48 bytes an entity: the name is an id, and what only parents need is kept aside (keel__kids). */
 typedef struct keel__ent {
     keel_uuid uuid;
-    union __attribute__((packed, aligned(4))) {
-        const char *name;   /* interned */
-    };
     uint32_t gen;
     /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS) */
     unsigned alive : 1, enabled : 1;
@@ -39,12 +36,11 @@ typedef struct keel__ent {
     unsigned dying : 1;     /* its on_destroy hooks are running */
     unsigned has_kids : 1;  /* it has children: their record is in w->kids (world.h keel__kids_get) */
     unsigned member_count : 10, member_cap : 10;
+    uint32_t name;          /* interned: its id (world.h keel__ent_name); meaningless once dead */
     uint32_t parent, next, prev;
-    union __attribute__((packed, aligned(4))) {
-        struct keel__entry *members;
-    };
+    struct keel__entry *members;
 } keel__ent;
-_Static_assert(sizeof(keel__ent) == 52, "an entity record stays 52 bytes");
+_Static_assert(sizeof(keel__ent) == 48, "an entity record stays 48 bytes");
 
 /* An entity's children: the ends of their sibling list, their count and their parent. Most
  * entities are leaves: only parents have one, found by the parent's index (hierarchy.c). */
@@ -56,7 +52,8 @@ typedef struct keel__kids {
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e); /* NULL when not alive */
 /* A fresh entity index (generation kept from its last use; 1 for a new one). */
 uint32_t keel__ent_alloc(keel_world *w);
-const char *keel__name_intern(keel_world *w, const char *s);
+/* The id of name s in w, its count of users raised (s valid: see keel__name_check). */
+uint32_t keel__name_intern(keel_world *w, const char *s);
 /* A world or entity name: not NULL, valid UTF-8 (InvalidArgument naming `what`). */
 keel_status keel__name_check(const char *name, const char *what, keel_diags *d);
 void keel__names_free(keel_world *w);

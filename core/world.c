@@ -63,7 +63,7 @@ static void world_contents_free(keel_world *w)
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
         for (uint32_t m = 0; m < en->member_count; m++) {
-            if (!en->members[m].kind) keel__unknown_free(en->members[m].unk);
+            if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */

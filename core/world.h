@@ -32,8 +32,11 @@ struct keel_world {
     size_t live;                      /* root excluded */
     uint32_t *hash;                   /* open addressing: hash bits | index + 1, 0 empty (entity.c) */
     unsigned hash_ibits;              /* the low bits of a slot that hold the index + 1 */
-    keel__name *names;
-    size_t names_cap, names_used;     /* used counts dead slots too */
+    keel__name *names;                /* interned entity names by id (entity.c) */
+    uint32_t names_count, names_cap, names_free; /* names_free: a free id + 1, 0 none */
+    uint32_t *name_slots;             /* open addressing over the names: id + 1, 0 empty */
+    size_t name_slots_cap, name_slots_used; /* used counts dead names too */
+    uint32_t name_last;               /* the id interned last + 1 (0 none): spawns often repeat one */
     size_t hash_cap, hash_used;
     /* keel_entity_child's last answer: walking on from it makes an index loop over children linear */
     uint32_t child_parent, child_at;
@@ -46,7 +49,6 @@ struct keel_world {
     size_t entry_chunk_count, entry_chunk_cap;
     keel__store *stores;              /* by kind id */
     size_t store_count;
-    keel__name *name_last;            /* the last name interned: spawns often repeat one (entity.c) */
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
     uint32_t next_pos;
     bool next_ready;
@@ -113,6 +115,11 @@ bool keel__lifts_hold(const keel_world *w, keel_kind_id k);
 uint64_t keel__epoch_next(void);
 /* A generation tag no live world uses (entity.h, KEEL__GEN). */
 uint16_t keel__tag_next(void);
+/* Entity en's name (en alive, in w). */
+static inline const char *keel__ent_name(const keel_world *w, const keel__ent *en)
+{
+    return w->names[en->name].s;
+}
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;

@@ -114,7 +114,13 @@ static void kids_map_remove(keel_world *w, uint32_t p)
 /* Entity p's children record, made when it gets its first child. */
 static keel__kids *kids_of(keel_world *w, uint32_t p)
 {
-    if (w->ents[p].has_kids) return keel__kids_get(w, p);
+    if (w->ents[p].has_kids) {
+        if (p != 0 && p == w->kids_hot_owner) return &w->kids[w->kids_hot];
+        keel__kids *pk = keel__kids_get(w, p);
+        w->kids_hot_owner = p;
+        w->kids_hot = (uint32_t)(pk - w->kids);
+        return pk;
+    }
     uint32_t k;
     if (w->kids_free) {
         k = w->kids_free - 1;
@@ -149,6 +155,7 @@ void keel__unlink_child(keel_world *w, uint32_t c)
     else pk->last = en->prev;
     if (--pk->count == 0) { /* a leaf again: the record goes back */
         if (p != 0) kids_map_remove(w, p);
+        if (p == w->kids_hot_owner) w->kids_hot_owner = 0;
         pk->owner = KEEL__NONE;
         pk->first = w->kids_free;
         w->kids_free = (uint32_t)(pk - w->kids) + 1;

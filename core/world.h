@@ -23,6 +23,8 @@ struct keel_world {
     uint32_t *kids_map;               /* parent index -> its record: record + 1, 0 empty (keel__kids_get) */
     uint32_t kids_map_cap, kids_map_used;
     uint32_t kids_root;               /* the root's record (not in the map: most spawns link under it) */
+    uint32_t kids_hot_owner, kids_hot; /* the parent linked to last and its record (0: none): siblings
+                                        * are often linked one after another (hierarchy.c kids_of) */
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
     uint32_t *free_idx;
     size_t free_count, free_cap;

@@ -373,13 +373,18 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
 }
 
 /* Entity index i (allocated) comes alive with these facts, linked and indexed (at slot `claim`
- * of hash_claim with hash h; SIZE_MAX: found here). */
+ * of hash_claim with hash h; SIZE_MAX: found here); `last`: its name is the one interned last. */
 static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, size_t index, keel_uuid u,
-                  size_t claim, size_t h)
+                  size_t claim, size_t h, bool last)
 {
     keel__ent *en = &w->ents[i];
     en->uuid = u;
-    en->name = keel__name_intern(w, name ? name : "");
+    if (last) {
+        w->names[w->name_last - 1].refs++;
+        en->name = w->name_last - 1;
+    } else {
+        en->name = keel__name_intern(w, name ? name : "");
+    }
     en->alive = en->enabled = true;
     en->dying = false;
     en->members = NULL;
@@ -399,7 +404,8 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d)
 {
     keel_uuid u;
-    keel_status nst = name && !name_is_last(w, name) ? keel__name_check(name, "an entity", d) : KEEL_OK;
+    bool last = name && name_is_last(w, name);
+    keel_status nst = name && !last ? keel__name_check(name, "an entity", d) : KEEL_OK;
     if (nst) return nst;
     size_t claim = SIZE_MAX, h = 0;
     if (uuid) {
@@ -426,7 +432,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
             break;
         }
     if (i == KEEL__NONE) i = keel__ent_alloc(w);
-    place(w, i, name, parent, index, u, claim, h);
+    place(w, i, name, parent, index, u, claim, h, last);
     if (out) *out = keel__handle(w, i);
     return KEEL_OK;
 }
@@ -434,7 +440,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
 uint32_t keel__entity_place(keel_world *w, const char *name, uint32_t parent, keel_uuid uuid)
 {
     uint32_t i = keel__ent_alloc(w);
-    place(w, i, name, parent, SIZE_MAX, uuid, SIZE_MAX, 0);
+    place(w, i, name, parent, SIZE_MAX, uuid, SIZE_MAX, 0, false);
     return i;
 }
 

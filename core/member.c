@@ -352,7 +352,14 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                           KEEL__MAX_COMPONENTS);
     uint32_t slot = o->slot;
-    keel_status st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
+    bool one = kd->multiplicity == KEEL_ONE, taken = false;
+    if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
+        for (uint32_t a = 0; a < en->member_count && !taken; a++)
+            taken = en->members[a].slot == 0 && entry_is(&en->members[a], k, kd->key);
+        slot = 0;
+    }
+    keel_status st = KEEL_OK;
+    if (!one || slot != 0 || taken) st = pick_slot(en, k, kd->key, one, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
     /* keel__check_add_rules' common case (no rule can apply) judged here, without a call */
     bool ruled = i == 0 || (kd->flags & KEEL_KIND_ROOT_ONLY) || kd->requires_count || kd->rejects_count ||

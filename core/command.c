@@ -66,7 +66,7 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
     const keel__ent *en = &w->ents[i];
     keel_node *doc = keel_node_new_map();
     keel_node_put(doc, "uuid", uuid_node(en->uuid));
-    keel_node_put(doc, "name", keel_node_new_scalar(en->name, KEEL_STYLE_DOUBLE));
+    keel_node_put(doc, "name", keel_node_new_scalar(keel__ent_name(w, en), KEEL_STYLE_DOUBLE));
     if (en->parent != 0 && en->parent != KEEL__NONE) keel_node_put(doc, "parent", uuid_node(w->ents[en->parent].uuid));
     if (!en->enabled) keel_node_put(doc, "enabled", scalar("false"));
     keel_node *comps = keel_node_new_seq();
@@ -74,11 +74,12 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
         const keel__entry *m = &en->members[a];
         keel_node *c = keel_node_new_map();
         keel_node_put(c, "kind", scalar(keel__entry_key(m)));
-        keel_node_put(c, "version", int_node(m->kind ? keel_kind_describe(m->kind)->version : m->version));
+        int version = m->kind ? keel_kind_describe(m->kind)->version : keel__entry_unk(m)->version;
+        keel_node_put(c, "version", int_node(version));
         keel_node_put(c, "slot", int_node(m->slot));
         if (!m->enabled) keel_node_put(c, "enabled", scalar("false"));
         keel_node *body = m->kind ? keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0)
-                                  : keel_node_copy(m->unk->preserved);
+                                  : keel_node_copy(keel__entry_unk(m)->preserved);
         keel_node_put(c, "body", body ? body : keel_node_new_map());
         keel_node_push(comps, c);
     }

@@ -18,26 +18,27 @@ static void uuid_prefetch(const keel_world *w, keel_uuid u)
     if (w->hash_cap) __builtin_prefetch(&w->hash[uuid_hash(u) & (w->hash_cap - 1)], 1);
 }
 
-/* UUIDs are drawn KEEL__UUID_AHEAD spawns ahead and their index slots prefetched, so the
- * cache miss of a random hash slot overlaps the work of the spawns in between; halfway there
- * the slot (in cache by then) names the entity a probe will compare, and that is prefetched
- * too. They come from keel_uuid_v4 like every v4 UUID in keel (uuid.c). */
+/* UUIDs are drawn KEEL__UUID_AHEAD at a time, a half of the ring each, and their index slots
+ * prefetched, so the cache miss of a random hash slot overlaps the work of the 8 to 15 spawns
+ * before one is used. They come from the pool of keel_uuid_v4 like every v4 UUID in keel (uuid.c). */
+static void uuid_draw_half(keel_world *w, uint32_t at)
+{
+    keel__uuid_v4_fill(&w->next_uuid[at], KEEL__UUID_AHEAD);
+    for (uint32_t k = at; k < at + KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
+}
+
 keel_uuid keel__new_uuid(keel_world *w)
 {
     if (!w->next_ready) {
-        for (int k = 0; k < KEEL__UUID_AHEAD; k++) w->next_uuid[k] = keel_uuid_v4();
+        uuid_draw_half(w, 0);
+        uuid_draw_half(w, KEEL__UUID_AHEAD);
         w->next_pos = 0;
         w->next_ready = true;
     }
-    keel_uuid u = w->next_uuid[w->next_pos];
-    keel_uuid n = keel_uuid_v4();
-    w->next_uuid[w->next_pos] = n;
-    w->next_pos = (w->next_pos + 1) % KEEL__UUID_AHEAD;
-    uuid_prefetch(w, n);
-    if (w->hash_cap) {
-        size_t h = uuid_hash(w->next_uuid[(w->next_pos + KEEL__UUID_AHEAD / 2) % KEEL__UUID_AHEAD]);
-        uint32_t it = w->hash[h & (w->hash_cap - 1)];
-        if (it && slot_may_be(w, it, h)) __builtin_prefetch(&w->ents[slot_ent(w, it)]);
+    keel_uuid u = w->next_uuid[w->next_pos++];
+    if (w->next_pos % KEEL__UUID_AHEAD == 0) { /* a half is used up: draw it again */
+        uuid_draw_half(w, w->next_pos - KEEL__UUID_AHEAD);
+        w->next_pos %= KEEL__UUID_RING;
     }
     return u;
 }
@@ -71,10 +72,12 @@ static size_t uuid_hash(keel_uuid u)
     return (size_t)h;
 }
 
-/* Slots are 4 bytes (0: empty), the table at most half full: the low hash_ibits bits hold the
- * entity index + 1, the bits above them the same bits of the UUID's hash. A probe compares
+/* Slots are 4 bytes (0: empty), the table at most 4/5 full (HASH_FULL: 5.2 bytes an entity at
+ * 100k instead of 10.5 when at most half full): the low hash_ibits bits hold the entity index
+ * + 1, the bits above them the same bits of the UUID's hash. A probe compares
  * those first and reads the UUID in the entity record only when they match (a slot's home is
  * its entity's hash), so looking for a new UUID almost never leaves the table. */
+#define HASH_FULL(used, cap) ((uint64_t)(used) * 5 > (uint64_t)(cap) * 4)
 static uint32_t idx_mask(const keel_world *w) { return (uint32_t)(((uint64_t)1 << w->hash_ibits) - 1); }
 static uint32_t slot_item(const keel_world *w, size_t h, uint32_t i)
 {
@@ -113,7 +116,7 @@ static void hash_grow(keel_world *w, size_t cap)
     w->hash_ibits = ib < 12 ? 12 : ib;
     w->hash_cap = cap;
     size_t bytes = w->hash_cap * sizeof *w->hash;
-    if (bytes >= HUGE_PAGE) { /* random UUIDs touch every page of a table at least a quarter full */
+    if (bytes >= HUGE_PAGE) { /* random UUIDs touch every page of a table at least 2/5 full */
         w->hash = huge_alloc(bytes, bytes);
         memset(w->hash, 0, bytes);
     } else {
@@ -126,16 +129,34 @@ static void hash_grow(keel_world *w, size_t cap)
         hash_insert_raw(w, h, slot_item(w, h, i));
     }
     free(old);
-    for (int k = 0; w->next_ready && k < KEEL__UUID_AHEAD; k++) uuid_prefetch(w, w->next_uuid[k]);
+    for (int k = 0; w->next_ready && k < KEEL__UUID_RING; k++) uuid_prefetch(w, w->next_uuid[k]);
 }
 
 static void hash_insert(keel_world *w, uint32_t i)
 {
-    if ((w->hash_used + 1) * 2 > w->hash_cap) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
+    if (HASH_FULL(w->hash_used + 1, w->hash_cap)) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
     else if (bits_for((uint64_t)i + 1) > w->hash_ibits) hash_grow(w, w->hash_cap); /* wider index fields */
     size_t h = uuid_hash(w->ents[i].uuid);
     hash_insert_raw(w, h, slot_item(w, h, i));
     w->hash_used++;
+}
+
+/* Room for one more entity, of an index up to ent_count (a new one or a reused one). */
+static void hash_room(keel_world *w)
+{
+    if (HASH_FULL(w->hash_used + 1, w->hash_cap)) hash_grow(w, w->hash_cap ? w->hash_cap * 2 : 64);
+    else if (bits_for((uint64_t)w->ent_count + 1) > w->hash_ibits) hash_grow(w, w->hash_cap);
+}
+
+/* The empty slot new UUID u is to take (its hash in *hash), or SIZE_MAX when an entity has it:
+ * one probe both checks and places (hash_room first). */
+static size_t hash_claim(const keel_world *w, keel_uuid u, size_t *hash)
+{
+    size_t h = uuid_hash(u), mask = w->hash_cap - 1, p = h & mask;
+    for (uint32_t it; (it = w->hash[p]) != 0; p = (p + 1) & mask)
+        if (slot_may_be(w, it, h) && keel_uuid_equal(w->ents[slot_ent(w, it)].uuid, u)) return SIZE_MAX;
+    *hash = h;
+    return p;
 }
 
 static size_t hash_slot(const keel_world *w, keel_uuid u)
@@ -178,52 +199,84 @@ static uint32_t str_hash(const char *s)
     return h;
 }
 
-static keel__name *name_slot(keel__name *t, size_t cap, const char *s, uint32_t h)
+/* The slot of name s (hash h): where its id is, or the empty slot it would take. */
+static uint32_t *name_slot(const keel_world *w, const char *s, uint32_t h)
 {
-    size_t mask = cap - 1, p = h & mask;
-    while (t[p].s && !(t[p].hash == h && strcmp(t[p].s, s) == 0)) p = (p + 1) & mask;
-    return &t[p];
+    size_t mask = w->name_slots_cap - 1, p = h & mask;
+    for (uint32_t it; (it = w->name_slots[p]) != 0; p = (p + 1) & mask) {
+        const keel__name *n = &w->names[it - 1];
+        if (n->hash == h && strcmp(n->s, s) == 0) break;
+    }
+    return &w->name_slots[p];
 }
 
-/* Rebuilds the table without dead names, doubling it when the live ones need room. */
+/* Frees the dead names (their ids come free) and rebuilds the slots, doubling them when the
+ * live names need room. */
 static void names_rebuild(keel_world *w)
 {
     size_t live = 0;
-    for (size_t p = 0; p < w->names_cap; p++) live += w->names[p].s && w->names[p].refs;
-    size_t cap = w->names_cap ? w->names_cap : 64;
-    while ((live + 1) * 4 > cap) cap *= 2;
-    keel__name *t = keel__xcalloc(cap, sizeof *t);
-    for (size_t p = 0; p < w->names_cap; p++) {
-        keel__name *n = &w->names[p];
+    for (uint32_t k = 0; k < w->names_count; k++) {
+        keel__name *n = &w->names[k];
         if (!n->s) continue;
-        if (!n->refs) { free(n->s); continue; }
-        *name_slot(t, cap, n->s, n->hash) = *n;
+        if (n->refs) {
+            live++;
+            continue;
+        }
+        free(n->s);
+        n->s = NULL;
+        n->refs = w->names_free;
+        w->names_free = k + 1;
     }
-    free(w->names);
-    w->names = t;
-    w->names_cap = cap;
-    w->names_used = live;
+    size_t cap = w->name_slots_cap ? w->name_slots_cap : 64;
+    while ((live + 1) * 4 > cap) cap *= 2;
+    free(w->name_slots);
+    w->name_slots = keel__xcalloc(cap, sizeof *w->name_slots);
+    w->name_slots_cap = cap;
+    w->name_slots_used = live;
+    for (uint32_t k = 0; k < w->names_count; k++)
+        if (w->names[k].s) *name_slot(w, w->names[k].s, w->names[k].hash) = k + 1;
+    w->name_last = 0;
 }
 
-const char *keel__name_intern(keel_world *w, const char *s)
+/* Whether s is the name interned last (so valid: every interned name passed keel__name_check). */
+static bool name_is_last(const keel_world *w, const char *s)
 {
-    if ((w->names_used + 1) * 2 > w->names_cap) names_rebuild(w);
+    return w->name_last && strcmp(w->names[w->name_last - 1].s, s) == 0;
+}
+
+uint32_t keel__name_intern(keel_world *w, const char *s)
+{
+    if (name_is_last(w, s)) {
+        w->names[w->name_last - 1].refs++;
+        return w->name_last - 1;
+    }
+    if ((w->name_slots_used + 1) * 2 > w->name_slots_cap) names_rebuild(w);
     uint32_t h = str_hash(s);
-    keel__name *n = name_slot(w->names, w->names_cap, s, h);
-    if (!n->s) {
-        n->s = keel__strdup(s);
-        n->hash = h;
-        n->refs = 0;
-        w->names_used++;
+    uint32_t *slot = name_slot(w, s, h);
+    if (!*slot) {
+        uint32_t k;
+        if (w->names_free) {
+            k = w->names_free - 1;
+            w->names_free = w->names[k].refs;
+        } else {
+            if (w->names_count == w->names_cap) {
+                w->names_cap = w->names_cap ? w->names_cap * 2 : 16;
+                w->names = keel__xrealloc(w->names, w->names_cap * sizeof *w->names);
+            }
+            k = w->names_count++;
+        }
+        w->names[k] = (keel__name){ keel__strdup(s), h, 0 };
+        *slot = k + 1;
+        w->name_slots_used++;
     }
-    n->refs++;
-    return n->s;
+    w->names[*slot - 1].refs++;
+    w->name_last = *slot;
+    return *slot - 1;
 }
 
-static void name_release(keel_world *w, const char *s)
+static void name_release(keel_world *w, uint32_t id)
 {
-    if (!s) return;
-    keel__name *n = name_slot(w->names, w->names_cap, s, str_hash(s));
+    keel__name *n = &w->names[id];
     if (n->s && n->refs) n->refs--;
 }
 
@@ -237,7 +290,6 @@ uint32_t keel__ent_alloc(keel_world *w)
     uint32_t i = w->ent_count++;
     memset(&w->ents[i], 0, sizeof w->ents[i]);
     w->ents[i].gen = KEEL__GEN(w->tag, 1);
-    w->ents[i].kids = KEEL__NONE;
     return i;
 }
 
@@ -279,7 +331,7 @@ keel_entity keel_find_name(const keel_world *w, const char *name)
 {
     if (!name) return KEEL_NO_ENTITY;
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
-        if (strcmp(w->ents[(uint32_t)e].name, name) == 0) return e;
+        if (strcmp(keel__ent_name(w, &w->ents[(uint32_t)e]), name) == 0) return e;
     return KEEL_NO_ENTITY;
 }
 
@@ -292,7 +344,7 @@ keel_uuid keel_entity_uuid(const keel_world *w, keel_entity e)
 const char *keel_entity_name(const keel_world *w, keel_entity e)
 {
     keel__ent *en = keel__ent_get(w, e);
-    return en ? en->name : NULL;
+    return en ? keel__ent_name(w, en) : NULL;
 }
 
 bool keel_entity_enabled(const keel_world *w, keel_entity e)
@@ -320,19 +372,30 @@ keel_entity keel_next(const keel_world *w, keel_entity prev)
     return keel__next_after_subtree(w, i);
 }
 
-/* Entity index i (allocated) comes alive with these facts, linked and indexed. */
-static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, size_t index, keel_uuid u)
+/* Entity index i (allocated) comes alive with these facts, linked and indexed (at slot `claim`
+ * of hash_claim with hash h; SIZE_MAX: found here); `last`: its name is the one interned last. */
+static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, size_t index, keel_uuid u,
+                  size_t claim, size_t h, bool last)
 {
     keel__ent *en = &w->ents[i];
     en->uuid = u;
-    en->name = keel__name_intern(w, name ? name : "");
+    if (last) {
+        w->names[w->name_last - 1].refs++;
+        en->name = w->name_last - 1;
+    } else {
+        en->name = keel__name_intern(w, name ? name : "");
+    }
     en->alive = en->enabled = true;
     en->dying = false;
-    en->kids = KEEL__NONE;
     en->members = NULL;
     en->member_count = en->member_cap = 0;
     keel__link_child(w, parent, i, index);
-    hash_insert(w, i);
+    if (claim == SIZE_MAX) {
+        hash_insert(w, i);
+    } else {
+        w->hash[claim] = slot_item(w, h, i);
+        w->hash_used++;
+    }
     w->live++;
     keel__touch(w);
 }
@@ -341,8 +404,10 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
                            const keel_uuid *uuid, keel_entity *out, keel_diags *d)
 {
     keel_uuid u;
-    keel_status nst = name ? keel__name_check(name, "an entity", d) : KEEL_OK;
+    bool last = name && name_is_last(w, name);
+    keel_status nst = name && !last ? keel__name_check(name, "an entity", d) : KEEL_OK;
     if (nst) return nst;
+    size_t claim = SIZE_MAX, h = 0;
     if (uuid) {
         if (keel_uuid_is_nil(*uuid))
             return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "an entity UUID cannot be nil");
@@ -353,7 +418,8 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
         }
         u = *uuid;
     } else {
-        do u = keel__new_uuid(w); while (hash_slot(w, u) != SIZE_MAX);
+        hash_room(w);
+        do u = keel__new_uuid(w); while ((claim = hash_claim(w, u, &h)) == SIZE_MAX);
     }
     if (keel__depth_of(w, parent) + 1 > KEEL__MAX_DEPTH)
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
@@ -366,7 +432,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
             break;
         }
     if (i == KEEL__NONE) i = keel__ent_alloc(w);
-    place(w, i, name, parent, index, u);
+    place(w, i, name, parent, index, u, claim, h, last);
     if (out) *out = keel__handle(w, i);
     return KEEL_OK;
 }
@@ -374,7 +440,7 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
 uint32_t keel__entity_place(keel_world *w, const char *name, uint32_t parent, keel_uuid uuid)
 {
     uint32_t i = keel__ent_alloc(w);
-    place(w, i, name, parent, SIZE_MAX, uuid);
+    place(w, i, name, parent, SIZE_MAX, uuid, SIZE_MAX, 0, false);
     return i;
 }
 
@@ -416,7 +482,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     keel__members_drop(w, i, quiet || w->rolling_back);
     keel__ent *en = &w->ents[i];
     en->dying = false;
-    while (en->kids != KEEL__NONE) {
+    while (en->has_kids) {
         uint32_t c = keel__first_child(w, i);
         keel__unlink_child(w, c);
         keel__link_child(w, 0, c, SIZE_MAX);
@@ -426,7 +492,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     hash_remove(w, en->uuid);
     name_release(w, en->name);
     keel__entries_release(w, en);
-    en->name = NULL;
+    en->name = 0;
     en->alive = false;
     /* an index whose generation count would wrap is retired, so a stale handle never matches again */
     if ((en->gen & KEEL__GEN_COUNT) < KEEL__GEN_COUNT) {
@@ -499,9 +565,9 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
         if (inv) {
             inv->type = KEEL_CMD_RENAME;
             inv->entity = en->uuid;
-            inv->name = keel__strdup(en->name);
+            inv->name = keel__strdup(keel__ent_name(w, en));
         }
-        const char *old = en->name;
+        uint32_t old = en->name;
         en->name = keel__name_intern(w, name); /* before the release: the same name stays alive */
         name_release(w, old);
         w->revision++;
@@ -571,7 +637,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
     for (size_t k = 0; k < n; k++) {
         uint32_t cp = k == 0 ? p : to[w->ents[orig[k]].parent];
         keel_entity ce;
-        keel__spawn_at(w, w->ents[orig[k]].name, cp, SIZE_MAX, NULL, &ce, NULL);
+        keel__spawn_at(w, keel__ent_name(w, &w->ents[orig[k]]), cp, SIZE_MAX, NULL, &ce, NULL);
         copies[k] = to[orig[k]] = (uint32_t)ce;
         w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
         for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
@@ -612,7 +678,7 @@ char *keel__entity_label(const keel_world *w, uint32_t i)
     if (i == 0) return keel__strdup("the scene root");
     char u[37];
     keel_uuid_format(w->ents[i].uuid, u);
-    return keel__strfmt("entity '%s' (%s)", w->ents[i].name, u);
+    return keel__strfmt("entity '%s' (%s)", keel__ent_name(w, &w->ents[i]), u);
 }
 
 void keel_world_reserve(keel_world *w, size_t entities)
@@ -632,7 +698,7 @@ void keel_world_reserve(keel_world *w, size_t entities)
         w->ent_cap = n;
     }
     size_t cap = w->hash_cap ? w->hash_cap : 64;
-    while (n * 2 > cap) cap *= 2;
+    while (HASH_FULL(n, cap)) cap *= 2;
     if (cap > w->hash_cap) hash_grow(w, cap);
 }
 
@@ -653,10 +719,13 @@ keel_status keel__name_check(const char *name, const char *what, keel_diags *d)
 
 void keel__names_free(keel_world *w)
 {
-    for (size_t p = 0; p < w->names_cap; p++) free(w->names[p].s);
+    for (uint32_t k = 0; k < w->names_count; k++) free(w->names[k].s);
     free(w->names);
+    free(w->name_slots);
     w->names = NULL;
-    w->names_cap = w->names_used = 0;
+    w->name_slots = NULL;
+    w->names_count = w->names_cap = w->names_free = w->name_last = 0;
+    w->name_slots_cap = w->name_slots_used = 0;
 }
 
 void keel__entity_forget(keel_world *w, uint32_t i) { destroy_index(w, i, true); }
@@ -671,15 +740,20 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
         en->members = NULL; /* member.c gives each its own array */
         if (!en->alive) {
             en->member_count = en->member_cap = 0;
-            en->name = NULL;
+            en->name = 0;
             continue;
         }
-        en->name = keel__name_intern(dst, src->ents[i].name);
+        en->name = keel__name_intern(dst, keel__ent_name(src, &src->ents[i]));
     }
     dst->kids_count = dst->kids_cap = src->kids_count;
     dst->kids_free = src->kids_free;
     dst->kids = src->kids_count ? keel__xrealloc(NULL, src->kids_count * sizeof *dst->kids) : NULL;
     if (src->kids_count) memcpy(dst->kids, src->kids, src->kids_count * sizeof *dst->kids);
+    dst->kids_root = src->kids_root;
+    dst->kids_map_cap = src->kids_map_cap;
+    dst->kids_map_used = src->kids_map_used;
+    dst->kids_map = src->kids_map_cap ? keel__xrealloc(NULL, src->kids_map_cap * sizeof *dst->kids_map) : NULL;
+    if (src->kids_map_cap) memcpy(dst->kids_map, src->kids_map, src->kids_map_cap * sizeof *dst->kids_map);
     dst->free_count = dst->free_cap = src->free_count;
     dst->free_idx = keel__xrealloc(NULL, (src->free_count ? src->free_count : 1) * sizeof *dst->free_idx);
     if (src->free_count) memcpy(dst->free_idx, src->free_idx, src->free_count * sizeof *dst->free_idx);

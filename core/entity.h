@@ -5,12 +5,16 @@
 #include "keel.h"
 
 #define KEEL__NONE UINT32_MAX        /* no entity index */
-#define KEEL__UUID_AHEAD 8 /* spawns between drawing a UUID and using it (its index slot prefetched) */
+/* UUIDs are drawn in halves of KEEL__UUID_AHEAD, each used 8 to 15 spawns after its index slot
+ * was prefetched (keel__new_uuid). */
+#define KEEL__UUID_AHEAD 8
+#define KEEL__UUID_RING (2 * KEEL__UUID_AHEAD)
 
-/* Entity names are interned per world: entities that share a name share one string. */
+/* Entity names are interned per world: entities that share a name share one string, and an
+ * entity holds its id (w->names[id], keel__ent_name). */
 typedef struct keel__name {
-    char *s;                /* NULL: empty slot */
-    uint32_t hash, refs;    /* refs 0: dead, purged at the next rebuild */
+    char *s;                /* NULL: a free id (refs then holds the next free id + 1, 0 none) */
+    uint32_t hash, refs;    /* refs 0: dead, its id freed at the next rebuild */
 } keel__name;
 
 struct keel__entry;
@@ -22,30 +26,34 @@ struct keel__entry;
 #define KEEL__GEN(tag, count) ((uint32_t)(tag) << 20 | (uint32_t)(count))
 #define KEEL__GEN_COUNT 0xFFFFFu
 
+/* 48 bytes an entity: the name is an id, and what only parents need is kept aside (keel__kids). */
 typedef struct keel__ent {
     keel_uuid uuid;
-    const char *name;       /* interned */
     uint32_t gen;
-    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS): 56 bytes an entity */
+    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS) */
     unsigned alive : 1, enabled : 1;
     unsigned lifted : 1;    /* out of play in a keel_lift: not alive, not in the UUID index (lift.c) */
     unsigned dying : 1;     /* its on_destroy hooks are running */
+    unsigned has_kids : 1;  /* it has children: their record is in w->kids (world.h keel__kids_get) */
     unsigned member_count : 10, member_cap : 10;
+    uint32_t name;          /* interned: its id (world.h keel__ent_name); meaningless once dead */
     uint32_t parent, next, prev;
-    uint32_t kids;          /* its children (keel__kids in w->kids), KEEL__NONE when it has none:
-                               most entities are leaves (world.h keel__first_child ...) */
     struct keel__entry *members;
 } keel__ent;
+_Static_assert(sizeof(keel__ent) == 48, "an entity record stays 48 bytes");
 
-/* An entity's children: the ends of their sibling list and their count. */
+/* An entity's children: the ends of their sibling list, their count and their parent. Most
+ * entities are leaves: only parents have one, found by the parent's index (hierarchy.c). */
 typedef struct keel__kids {
     uint32_t first, last, count; /* first: the next free record while free */
+    uint32_t owner;              /* the parent's index; KEEL__NONE while free */
 } keel__kids;
 
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e); /* NULL when not alive */
 /* A fresh entity index (generation kept from its last use; 1 for a new one). */
 uint32_t keel__ent_alloc(keel_world *w);
-const char *keel__name_intern(keel_world *w, const char *s);
+/* The id of name s in w, its count of users raised (s valid: see keel__name_check). */
+uint32_t keel__name_intern(keel_world *w, const char *s);
 /* A world or entity name: not NULL, valid UTF-8 (InvalidArgument naming `what`). */
 keel_status keel__name_check(const char *name, const char *what, keel_diags *d);
 void keel__names_free(keel_world *w);

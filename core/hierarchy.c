@@ -4,6 +4,7 @@
 #include "txn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 keel_entity keel_entity_parent(const keel_world *w, keel_entity e)
@@ -72,40 +73,93 @@ keel_entity keel__next_after_subtree(const keel_world *w, uint32_t i)
     return KEEL_NO_ENTITY;
 }
 
+static void kids_map_put(keel_world *w, uint32_t k)
+{
+    uint32_t mask = w->kids_map_cap - 1, p = keel__kids_home(w->kids[k].owner) & mask;
+    while (w->kids_map[p]) p = (p + 1) & mask;
+    w->kids_map[p] = k + 1;
+}
+
+/* Room for one more parent in the map (at most half full). */
+static void kids_map_room(keel_world *w)
+{
+    if ((w->kids_map_used + 1) * 2 <= w->kids_map_cap) return;
+    free(w->kids_map);
+    w->kids_map_cap = w->kids_map_cap ? w->kids_map_cap * 2 : 16;
+    w->kids_map = keel__xcalloc(w->kids_map_cap, sizeof *w->kids_map);
+    for (uint32_t k = 0; k < w->kids_count; k++)
+        if (w->kids[k].owner != KEEL__NONE && w->kids[k].owner != 0) kids_map_put(w, k);
+}
+
+/* Backward-shift deletion of parent p's slot (as the UUID index's). */
+static void kids_map_remove(keel_world *w, uint32_t p)
+{
+    uint32_t mask = w->kids_map_cap - 1, at = keel__kids_home(p) & mask;
+    while (w->kids[w->kids_map[at] - 1].owner != p) at = (at + 1) & mask;
+    w->kids_map[at] = 0;
+    for (uint32_t q = at;;) {
+        q = (q + 1) & mask;
+        if (!w->kids_map[q]) break;
+        uint32_t home = keel__kids_home(w->kids[w->kids_map[q] - 1].owner) & mask;
+        bool between = at <= q ? (home > at && home <= q) : (home > at || home <= q);
+        if (!between) {
+            w->kids_map[at] = w->kids_map[q];
+            w->kids_map[q] = 0;
+            at = q;
+        }
+    }
+    w->kids_map_used--;
+}
+
 /* Entity p's children record, made when it gets its first child. */
 static keel__kids *kids_of(keel_world *w, uint32_t p)
 {
-    if (w->ents[p].kids == KEEL__NONE) {
-        uint32_t k;
-        if (w->kids_free) {
-            k = w->kids_free - 1;
-            w->kids_free = w->kids[k].first;
-        } else {
-            if (w->kids_count == w->kids_cap) {
-                w->kids_cap = w->kids_cap ? w->kids_cap * 2 : 16;
-                w->kids = keel__xrealloc(w->kids, w->kids_cap * sizeof *w->kids);
-            }
-            k = w->kids_count++;
-        }
-        w->kids[k] = (keel__kids){ KEEL__NONE, KEEL__NONE, 0 };
-        w->ents[p].kids = k;
+    if (w->ents[p].has_kids) {
+        if (p != 0 && p == w->kids_hot_owner) return &w->kids[w->kids_hot];
+        keel__kids *pk = keel__kids_get(w, p);
+        w->kids_hot_owner = p;
+        w->kids_hot = (uint32_t)(pk - w->kids);
+        return pk;
     }
-    return &w->kids[w->ents[p].kids];
+    uint32_t k;
+    if (w->kids_free) {
+        k = w->kids_free - 1;
+        w->kids_free = w->kids[k].first;
+    } else {
+        if (w->kids_count == w->kids_cap) {
+            w->kids_cap = w->kids_cap ? w->kids_cap * 2 : 16;
+            w->kids = keel__xrealloc(w->kids, w->kids_cap * sizeof *w->kids);
+        }
+        k = w->kids_count++;
+    }
+    w->kids[k] = (keel__kids){ KEEL__NONE, KEEL__NONE, 0, p };
+    if (p == 0) {
+        w->kids_root = k;
+    } else {
+        kids_map_room(w);
+        kids_map_put(w, k);
+        w->kids_map_used++;
+    }
+    w->ents[p].has_kids = true;
+    return &w->kids[k];
 }
 
 void keel__unlink_child(keel_world *w, uint32_t c)
 {
     keel__ent *en = &w->ents[c];
     uint32_t p = en->parent;
-    keel__kids *pk = &w->kids[w->ents[p].kids];
+    keel__kids *pk = keel__kids_get(w, p);
     if (en->prev != KEEL__NONE) w->ents[en->prev].next = en->next;
     else pk->first = en->next;
     if (en->next != KEEL__NONE) w->ents[en->next].prev = en->prev;
     else pk->last = en->prev;
     if (--pk->count == 0) { /* a leaf again: the record goes back */
+        if (p != 0) kids_map_remove(w, p);
+        if (p == w->kids_hot_owner) w->kids_hot_owner = 0;
+        pk->owner = KEEL__NONE;
         pk->first = w->kids_free;
-        w->kids_free = w->ents[p].kids + 1;
-        w->ents[p].kids = KEEL__NONE;
+        w->kids_free = (uint32_t)(pk - w->kids) + 1;
+        w->ents[p].has_kids = false;
     }
     en->parent = en->next = en->prev = KEEL__NONE;
 }

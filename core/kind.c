@@ -3,6 +3,7 @@
 #include "bind.h"
 #include "builtins.h"
 #include "kind.h"
+#include "member.h"
 #include "record.h"
 #include "reload.h"
 #include "value.h"
@@ -561,6 +562,10 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
             old.user_free(old.user);
         free_desc(&old);
     } else {
+        if (reg.count >= KEEL__KIND_MAX) { /* a membership entry holds a kind id in 16 bits (member.h) */
+            free_desc(&copy);
+            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "kinds limit (%u) exceeded", KEEL__KIND_MAX);
+        }
         kind *K = keel__xrealloc(NULL, sizeof *K);
         memset(K, 0, sizeof *K);
         K->desc = copy;

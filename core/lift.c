@@ -188,7 +188,7 @@ void keel__lifts_free(keel_world *w)
         for (size_t k = 0; k < l->count; k++) { /* unknown bodies too; the arrays go with the pools */
             keel__ent *en = &w->ents[l->ents[k]];
             for (uint32_t m = 0; m < en->member_count; m++)
-                if (!en->members[m].kind) keel__unknown_free(en->members[m].unk);
+                if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
             en->member_count = 0;
         }
         lift_free(l);

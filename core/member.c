@@ -6,6 +6,7 @@
 #include "record.h"
 #include "txn.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ const char *keel__entry_key(const keel__entry *m)
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         return kd ? kd->key : "";
     }
-    return m->unk->key;
+    return keel__entry_unk(m)->key;
 }
 
 
@@ -26,7 +27,7 @@ const char *keel__entry_key(const keel__entry *m)
 static bool entry_is(const keel__entry *m, keel_kind_id k, const char *key)
 {
     if (m->kind) return k ? m->kind == k : strcmp(keel__entry_key(m), key) == 0;
-    return strcmp(m->unk->key, key) == 0;
+    return strcmp(keel__entry_unk(m)->key, key) == 0;
 }
 
 /* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
@@ -146,6 +147,10 @@ static keel__entry *entry_push(keel_world *w, keel__ent *en)
     keel__entry *m = &en->members[en->member_count++];
     memset(m, 0, sizeof *m);
     m->enabled = true;
+    if (w->last_serial >= KEEL__SERIAL_MAX) { /* never reached in practice: fatal, as OOM is */
+        fputs("keel: the world has used up its component serials\n", stderr);
+        abort();
+    }
     m->serial = ++w->last_serial;
     return m;
 }
@@ -210,7 +215,7 @@ static keel__unknown *unknown_new(keel__entry *c, const char *key, keel_node *pr
     u->key = keel__strdup(key);
     u->preserved = preserved;
     u->serial = serial;
-    c->unk = u;
+    keel__entry_set_unk(c, u);
     return u;
 }
 
@@ -338,19 +343,28 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
 {
     static const keel_add_opts defaults = KEEL_ADD_OPTS_INIT;
     if (!o) o = &defaults;
-    keel_status st = entity_for(w, e, d);
-    if (st) return st;
+    keel__ent *en = keel__ent_get(w, e);
+    if (!en) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)k);
     uint32_t i = (uint32_t)e;
-    keel__ent *en = &w->ents[i];
     if (en->member_count >= KEEL__MAX_COMPONENTS)
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                           KEEL__MAX_COMPONENTS);
     uint32_t slot = o->slot;
-    st = pick_slot(en, k, kd->key, kd->multiplicity == KEEL_ONE, kd->max, o->skip_rules, &slot, d);
+    bool one = kd->multiplicity == KEEL_ONE, taken = false;
+    if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
+        for (uint32_t a = 0; a < en->member_count && !taken; a++)
+            taken = en->members[a].slot == 0 && entry_is(&en->members[a], k, kd->key);
+        slot = 0;
+    }
+    keel_status st = KEEL_OK;
+    if (!one || slot != 0 || taken) st = pick_slot(en, k, kd->key, one, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
-    if (!o->skip_rules && (st = keel__check_add_rules(w, i, k, d))) return st;
+    /* keel__check_add_rules' common case (no rule can apply) judged here, without a call */
+    bool ruled = i == 0 || (kd->flags & KEEL_KIND_ROOT_ONLY) || kd->requires_count || kd->rejects_count ||
+                 keel__kind_rejected(k);
+    if (!o->skip_rules && ruled && (st = keel__check_add_rules(w, i, k, d))) return st;
 
     uint32_t row = keel__store_append(w, k, e, slot);
     keel__store *s = &w->stores[k];
@@ -436,9 +450,8 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
-        unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map());
+        unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map())->version = version;
         m->slot = slot;
-        m->version = version;
         keel__touch(w);
         if (inv) {
             inv->type = KEEL_CMD_REMOVE;
@@ -464,7 +477,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
     keel__ent *en = &w->ents[i];
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
     if (m->kind) keel__store_free_row(w, m->kind, m->row);
-    else keel__unknown_free(m->unk);
+    else keel__unknown_free(keel__entry_unk(m));
     size_t at = (size_t)(m - en->members);
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
     en->member_count--;
@@ -483,8 +496,8 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
         add.version = keel_kind_describe(m->kind)->version;
         add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0);
     } else {
-        add.version = m->version;
-        add.tree = keel_node_copy(m->unk->preserved);
+        add.version = keel__entry_unk(m)->version;
+        add.tree = keel_node_copy(keel__entry_unk(m)->preserved);
     }
     if (m->enabled) {
         *inv = add;
@@ -578,10 +591,10 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 {
     if (!m->kind) {
         keel__entry *c = entry_push(w, &w->ents[dst]);
-        unknown_new(c, m->unk->key, keel_node_copy(m->unk->preserved));
+        const keel__unknown *mu = keel__entry_unk(m);
+        unknown_new(c, mu->key, keel_node_copy(mu->preserved))->version = mu->version;
         c->slot = m->slot;
         c->enabled = m->enabled;
-        c->version = m->version;
         return;
     }
     uint32_t row = keel__store_append(w, m->kind, keel__handle(w, dst), m->slot);
@@ -702,9 +715,9 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     out->loaded = m->kind != KEEL_NO_KIND;
     out->enabled = m->enabled;
     out->faulted = m->faulted;
-    out->version = m->kind ? keel_kind_describe(m->kind)->version : m->version;
+    out->version = m->kind ? keel_kind_describe(m->kind)->version : keel__entry_unk(m)->version;
     out->counter = m->kind ? keel__row_counter(&w->stores[m->kind], m->row) : 0;
-    out->preserved = m->kind ? NULL : m->unk->preserved;
+    out->preserved = m->kind ? NULL : keel__entry_unk(m)->preserved;
     out->serial = keel__entry_serial(m);
     return true;
 }
@@ -820,11 +833,10 @@ void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry
     c->awoken = m->awoken;
     c->faulted = m->faulted;
     if (!m->kind) { /* an unknown entry: its body changes hands */
-        uint64_t serial = c->serial; /* dst's own */
-        c->version = m->version;
-        c->unk = m->unk;
-        c->unk->serial = serial;
-        m->unk = NULL;
+        uint64_t serial = c->serial; /* dst's own (the version travels with the body) */
+        keel__entry_set_unk(c, keel__entry_unk(m));
+        keel__entry_unk(c)->serial = serial;
+        keel__entry_set_unk(m, NULL);
         keel__touch(dst);
         return;
     }
@@ -850,10 +862,11 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
         for (uint32_t k = 0; k < se->member_count; k++) {
             if (a[k].kind) continue; /* loaded: the same row of the copied store */
             keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
-            u->key = keel__strdup(se->members[k].unk->key);
-            u->preserved = keel_node_copy(se->members[k].unk->preserved);
-            u->serial = se->members[k].unk->serial;
-            a[k].unk = u;
+            u->key = keel__strdup(keel__entry_unk(&se->members[k])->key);
+            u->preserved = keel_node_copy(keel__entry_unk(&se->members[k])->preserved);
+            u->serial = keel__entry_unk(&se->members[k])->serial;
+            u->version = keel__entry_unk(&se->members[k])->version;
+            keel__entry_set_unk(&a[k], u);
         }
         dst->ents[i].members = a;
     }

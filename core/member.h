@@ -15,28 +15,43 @@ typedef struct keel__unknown {
     char *key;
     keel_node *preserved;   /* its body as read */
     uint64_t serial;        /* the entry's (keel__entry_serial) */
+    int version;            /* the version its body was written in */
 } keel__unknown;
 
-/* One membership entry: the component stack of an entity, in order; 20 bytes (they are per
- * component): the flags share a word with the kind id, the serial (or the unknown part) is
- * 4-byte aligned, and what only some entries need is kept aside. */
+/* Serials have 43 bits: a world makes at most 2^43 - 1 components (8.8 trillion) in its life. */
+#define KEEL__SERIAL_MAX ((UINT64_C(1) << 43) - 1)
+/* Kind ids have 16 bits in an entry (kind.c declares at most this many kinds). */
+#define KEEL__KIND_MAX 0xFFFFu
+
+/* One membership entry: the component stack of an entity, in order; 16 bytes (they are per
+ * component): the kind, the flags and the serial share a word, and an unknown entry's rarely
+ * used parts (key, body, serial, version) are kept aside, its address in the serial's and the
+ * row's bits (keel__entry_unk). */
 typedef struct keel__entry {
-    keel_kind_id kind : 27; /* KEEL_NO_KIND when unknown (kind ids stay far below 2^27) */
-    bool enabled : 1, started : 1, awoken : 1, faulted : 1; /* in the kind's last byte */
+    uint64_t kind : 16;     /* KEEL_NO_KIND when unknown */
+    uint64_t enabled : 1, started : 1, awoken : 1, faulted : 1;
     /* fresh: added during the step of frame w->fresh_frame, runs from the next (keel__entry_due);
      * cleared once a later frame adds one (member.c) */
-    bool fresh : 1;
+    uint64_t fresh : 1;
+    /* loaded: per world, never reused (a rollback gives a removed entry its own back); read it
+     * with keel__entry_serial. Unknown: the high half of its keel__unknown's address */
+    uint64_t serial : 43;
     uint32_t slot;
-    union {
-        uint32_t row;       /* loaded: index in the kind's storage */
-        int version;        /* unknown: the version its body was written in */
-    };
-    union __attribute__((packed, aligned(4))) {
-        uint64_t serial;    /* loaded: per world, never reused (a rollback gives a removed entry
-                               its own back); read it with keel__entry_serial */
-        keel__unknown *unk; /* unknown: key (loaded ones read the registry), body and serial */
-    };
+    uint32_t row;           /* loaded: index in the kind's storage; unknown: the low half of that address */
 } keel__entry;
+
+_Static_assert(sizeof(keel__entry) == 16, "a membership entry stays 16 bytes");
+
+static inline keel__unknown *keel__entry_unk(const keel__entry *m)
+{
+    return (keel__unknown *)(uintptr_t)((uint64_t)m->serial << 32 | m->row);
+}
+static inline void keel__entry_set_unk(keel__entry *m, keel__unknown *u)
+{
+    uint64_t a = (uint64_t)(uintptr_t)u;
+    m->serial = a >> 32;
+    m->row = (uint32_t)a;
+}
 
 /* An entry added during a step (keel__entry.fresh), to clear its flag once the frame is over. */
 typedef struct keel__fresh {
@@ -45,9 +60,10 @@ typedef struct keel__fresh {
     uint32_t slot;
 } keel__fresh;
 
-_Static_assert(sizeof(keel__entry) <= 20, "a membership entry stays within 20 bytes");
-
-static inline uint64_t keel__entry_serial(const keel__entry *m) { return m->kind ? m->serial : m->unk->serial; }
+static inline uint64_t keel__entry_serial(const keel__entry *m)
+{
+    return m->kind ? m->serial : keel__entry_unk(m)->serial;
+}
 
 /* An entry removed inside a hook transaction: if a rollback brings it back, it keeps its serial. */
 typedef struct keel__tomb {

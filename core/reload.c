@@ -106,7 +106,9 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
         if (!w->ents[i].alive) continue;
         for (uint32_t a = 0; a < w->ents[i].member_count; a++) {
             keel__entry *m = &w->ents[i].members[a];
-            if (m->kind || strcmp(m->unk->key, kd->key) != 0 || m->version > kd->version) continue;
+            if (m->kind) continue;
+            const keel__unknown *uk = keel__entry_unk(m);
+            if (strcmp(uk->key, kd->key) != 0 || uk->version > kd->version) continue;
             keel_diags why;
             keel_diags_init(&why);
             keel_status rs = adopt_rules(w, i, k, m, &why);
@@ -123,14 +125,14 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
             keel__store *s = &w->stores[k];
             void *rec = keel__store_rec(s, row);
             keel__record_init(k, rec);
-            if (keel__body_decode(k, m->unk->preserved, m->version, false, rec, "", NULL, NULL)) {
+            if (keel__body_decode(k, uk->preserved, uk->version, false, rec, "", NULL, NULL)) {
                 keel__record_fini(k, rec);
                 s->count--;
                 continue; /* stays unknown, body kept */
             }
             m = &w->ents[i].members[a];
-            uint64_t serial = m->unk->serial; /* adopted in place: the same entry */
-            keel__unknown_free(m->unk);
+            uint64_t serial = keel__entry_unk(m)->serial; /* adopted in place: the same entry */
+            keel__unknown_free(keel__entry_unk(m));
             m->kind = k;
             m->serial = serial;
             m->row = row;

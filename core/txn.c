@@ -15,7 +15,7 @@ bool keel__txn_wants(const keel_world *w)
 }
 
 /* `tmp` is only initialised when it is used: commands outside hooks pay nothing for it. */
-keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
+keel_cmd *keel__cmd_begin_slow(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 {
     bool wants = keel__txn_wants(w);
     w->cmd_depth++;
@@ -37,7 +37,7 @@ static keel__jentry *log_push(keel_world *w)
     return &w->log[w->log_count++];
 }
 
-keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp)
+keel_status keel__cmd_end_slow(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp)
 {
     w->cmd_depth--;
     if (st != KEEL_OK) {

@@ -39,8 +39,9 @@ bool keel__txn_wants(const keel_world *w);
 /* Every public command brackets its work with these: begin returns where to build the
  * inverse (the caller's, `tmp` when a hook transaction needs it, or NULL); end logs it
  * into the open transaction when this is the outermost command, frees `tmp`, returns st. */
-keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp);
-keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp);
+keel_cmd *keel__cmd_begin_slow(keel_world *w, keel_cmd *inverse, keel_cmd *tmp);
+keel_status keel__cmd_end_slow(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp);
+/* keel__cmd_begin / keel__cmd_end themselves are inline in world.h (they read the world). */
 /* Journals a field write (takes `old`, a string in it included). */
 void keel__txn_log_field(keel_world *w, keel_uuid entity, keel_kind_id k, uint32_t slot, int field,
                          const keel_value *old);

@@ -45,7 +45,7 @@ keel_world *keel_world_new(const char *name)
     keel__ent *root = &w->ents[r];
     root->alive = root->enabled = true;
     root->name = keel__name_intern(w, "");
-    root->parent = root->next = root->prev = KEEL__NONE; /* no children yet: kids KEEL__NONE */
+    root->parent = root->next = root->prev = KEEL__NONE; /* no children yet (has_kids false) */
     w->next_world = g_worlds;
     if (g_worlds) g_worlds->prev_world = w;
     g_worlds = w;
@@ -63,7 +63,7 @@ static void world_contents_free(keel_world *w)
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
         for (uint32_t m = 0; m < en->member_count; m++) {
-            if (!en->members[m].kind) keel__unknown_free(en->members[m].unk);
+            if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */
@@ -75,6 +75,7 @@ static void world_contents_free(keel_world *w)
     free(w->pending);
     free(w->ents);
     free(w->kids);
+    free(w->kids_map);
     free(w->free_idx);
     free(w->held);
     free(w->hash);

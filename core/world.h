@@ -20,6 +20,11 @@ struct keel_world {
     keel__ent *ents;
     keel__kids *kids;                 /* children records of the entities that have any (hierarchy.c) */
     uint32_t kids_count, kids_cap, kids_free; /* kids_free: a free record's index + 1, 0 none */
+    uint32_t *kids_map;               /* parent index -> its record: record + 1, 0 empty (keel__kids_get) */
+    uint32_t kids_map_cap, kids_map_used;
+    uint32_t kids_root;               /* the root's record (not in the map: most spawns link under it) */
+    uint32_t kids_hot_owner, kids_hot; /* the parent linked to last and its record (0: none): siblings
+                                        * are often linked one after another (hierarchy.c kids_of) */
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
     uint32_t *free_idx;
     size_t free_count, free_cap;
@@ -29,8 +34,11 @@ struct keel_world {
     size_t live;                      /* root excluded */
     uint32_t *hash;                   /* open addressing: hash bits | index + 1, 0 empty (entity.c) */
     unsigned hash_ibits;              /* the low bits of a slot that hold the index + 1 */
-    keel__name *names;
-    size_t names_cap, names_used;     /* used counts dead slots too */
+    keel__name *names;                /* interned entity names by id (entity.c) */
+    uint32_t names_count, names_cap, names_free; /* names_free: a free id + 1, 0 none */
+    uint32_t *name_slots;             /* open addressing over the names: id + 1, 0 empty */
+    size_t name_slots_cap, name_slots_used; /* used counts dead names too */
+    uint32_t name_last;               /* the id interned last + 1 (0 none): spawns often repeat one */
     size_t hash_cap, hash_used;
     /* keel_entity_child's last answer: walking on from it makes an index loop over children linear */
     uint32_t child_parent, child_at;
@@ -43,7 +51,7 @@ struct keel_world {
     size_t entry_chunk_count, entry_chunk_cap;
     keel__store *stores;              /* by kind id */
     size_t store_count;
-    keel_uuid next_uuid[KEEL__UUID_AHEAD]; /* drawn ahead (see keel__new_uuid) */
+    keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
     uint32_t next_pos;
     bool next_ready;
     /* lifecycle */
@@ -109,25 +117,41 @@ bool keel__lifts_hold(const keel_world *w, keel_kind_id k);
 uint64_t keel__epoch_next(void);
 /* A generation tag no live world uses (entity.h, KEEL__GEN). */
 uint16_t keel__tag_next(void);
+/* Entity en's name (en alive, in w). */
+static inline const char *keel__ent_name(const keel_world *w, const keel__ent *en)
+{
+    return w->names[en->name].s;
+}
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)w->ents[i].gen << 32) | i;
 }
+/* The children record of entity i, which has children (has_kids): open addressing from the
+ * index's hash, at most half full (hierarchy.c keeps it). */
+static inline uint32_t keel__kids_home(uint32_t i)
+{
+    uint32_t h = i * 0x9E3779B1u;
+    return h ^ h >> 15;
+}
+static inline keel__kids *keel__kids_get(const keel_world *w, uint32_t i)
+{
+    if (i == 0) return &w->kids[w->kids_root];
+    uint32_t mask = w->kids_map_cap - 1;
+    for (uint32_t p = keel__kids_home(i) & mask;; p = (p + 1) & mask)
+        if (w->kids[w->kids_map[p] - 1].owner == i) return &w->kids[w->kids_map[p] - 1];
+}
 /* Entity i's first and last child (KEEL__NONE: none) and its number of children. */
 static inline uint32_t keel__first_child(const keel_world *w, uint32_t i)
 {
-    uint32_t k = w->ents[i].kids;
-    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].first;
+    return w->ents[i].has_kids ? keel__kids_get(w, i)->first : KEEL__NONE;
 }
 static inline uint32_t keel__last_child(const keel_world *w, uint32_t i)
 {
-    uint32_t k = w->ents[i].kids;
-    return k == KEEL__NONE ? KEEL__NONE : w->kids[k].last;
+    return w->ents[i].has_kids ? keel__kids_get(w, i)->last : KEEL__NONE;
 }
 static inline uint32_t keel__child_count(const keel_world *w, uint32_t i)
 {
-    uint32_t k = w->ents[i].kids;
-    return k == KEEL__NONE ? 0 : w->kids[k].count;
+    return w->ents[i].has_kids ? keel__kids_get(w, i)->count : 0;
 }
 /* Whether entity i and all its ancestors are enabled (a disabled one parks its subtree). */
 static inline bool keel__active(const keel_world *w, uint32_t i)
@@ -141,6 +165,21 @@ void keel__touch(keel_world *w); /* structural change */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
 {
     return !m->fresh || w->frame > w->fresh_frame;
+}
+
+/* txn.h's command brackets, inline: a command outside any transaction, with no inverse asked,
+ * pays a counter and a test. */
+static inline keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
+{
+    if (inverse || w->txn_depth > 0) return keel__cmd_begin_slow(w, inverse, tmp);
+    w->cmd_depth++;
+    return NULL;
+}
+static inline keel_status keel__cmd_end(keel_world *w, keel_status st, keel_cmd *inv, keel_cmd *tmp)
+{
+    if (inv) return keel__cmd_end_slow(w, st, inv, tmp);
+    w->cmd_depth--;
+    return st;
 }
 
 #endif

@@ -344,6 +344,44 @@ static void world_names_are_shared_and_recycled(void **state)
 }
 
 /* keel_entity_child answers by index from any starting point, and after every kind of change. */
+/* Many parents at once, children moved between them and parents emptied or destroyed in a
+ * scattered order: every parent still lists exactly its children, in order. */
+static void world_many_parents_keep_their_children(void **state)
+{
+    fx *f = *state;
+    enum { P = 300, C = 3 };
+    keel_entity parents[P], kids[P][C];
+    for (int p = 0; p < P; p++) {
+        parents[p] = spawn(f, "P", 0);
+        for (int c = 0; c < C; c++) kids[p][c] = spawn(f, "C", parents[p]);
+    }
+    /* every third parent's children move to the next parent: the mover becomes a leaf */
+    for (int p = 0; p + 1 < P; p += 3)
+        for (int c = 0; c < C; c++)
+            assert_int_equal(keel_reparent(f->w, kids[p][c], parents[p + 1], NULL, &f->d), KEEL_OK);
+    /* every fifth parent is destroyed: its children go to the top level */
+    for (int p = 4; p < P; p += 5) assert_int_equal(keel_destroy(f->w, parents[p], NULL, &f->d), KEEL_OK);
+    for (int p = 0; p < P; p++) {
+        if (p % 5 == 4) {
+            assert_false(keel_alive(f->w, parents[p]));
+            continue;
+        }
+        size_t want = p % 3 == 0 && p + 1 < P ? 0 : p % 3 == 1 ? 2 * C : C;
+        assert_int_equal(keel_entity_child_count(f->w, parents[p]), want);
+        keel_entity c = keel_entity_first_child(f->w, parents[p]);
+        for (size_t k = 0; k < want; k++, c = keel_entity_next_sibling(f->w, c)) {
+            keel_entity expect = p % 3 == 1 ? (k < C ? kids[p][k] : kids[p - 1][k - C]) : kids[p][k];
+            assert_int_equal(c, expect);
+            assert_int_equal(keel_entity_parent(f->w, c), parents[p]);
+        }
+        assert_int_equal(c, KEEL_NO_ENTITY);
+    }
+    /* a leaf again takes children again */
+    keel_entity again = spawn(f, "C", parents[0]);
+    assert_int_equal(keel_entity_child_count(f->w, parents[0]), 1);
+    assert_int_equal(keel_entity_first_child(f->w, parents[0]), again);
+}
+
 static void world_child_by_index_and_sibling_walk(void **state)
 {
     fx *f = *state;
@@ -390,6 +428,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         T(world_new_has_root_and_no_entities),
         T(world_child_by_index_and_sibling_walk),
+        T(world_many_parents_keep_their_children),
         T(world_names_must_be_utf8),
         T(world_spawn_and_find),
         T(world_spawn_uuid_rules),

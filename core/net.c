@@ -240,6 +240,7 @@ typedef struct tcomp {
     uint32_t row; /* its storage row, while the world's structure and its store's rows stay */
     bool live;
     uint64_t last;  /* the newest of changed[] */
+    uint64_t send_last; /* `last` when its kind's interval falls on this tick, else 0 */
     uint64_t older; /* the newest of changed[] among the fields not changed at `last` */
     uint64_t wide;  /* the 64-bit flag of each field's mask bits (bit 2i+1) */
     uint64_t serial, counter, born, seen;
@@ -588,12 +589,19 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     keel__wire_buf *v = &h->scratch;
     for (uint32_t f = 0; f < k->w.nsync && !again; f++) {
         if (!(now >> (2 * f) & 1)) continue;
-        v->len = 0;
-        bool wide = keel__wire_needs_wide(k->w.types[f], &tc->vals[f]);
-        keel__wire_value(v, k->w.types[f], &tc->vals[f], wide);
-        if (v->len != tc->enc_off[f + 1] - tc->enc_off[f]) again = true;
+        uint8_t tmp[32];
+        bool wide = false;
+        const uint8_t *src = tmp;
+        size_t n = keel__wire_float_value(tmp, k->w.types[f], &tc->vals[f], &wide);
+        if (!n) {
+            v->len = 0;
+            keel__wire_value(v, k->w.types[f], &tc->vals[f], false);
+            src = v->p;
+            n = v->len;
+        }
+        if (n != tc->enc_off[f + 1] - tc->enc_off[f]) again = true;
         else {
-            memcpy(tc->enc + tc->enc_off[f], v->p, v->len);
+            memcpy(tc->enc + tc->enc_off[f], src, n);
             tc->wide = (tc->wide & ~(2ull << (2 * f))) | (wide ? 2ull << (2 * f) : 0);
         }
     }
@@ -620,6 +628,21 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
         }
 }
 
+/* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool). */
+static inline bool same_bytes(const void *a, const void *b, size_t n)
+{
+    if (n % 8) return memcmp(a, b, n) == 0;
+    const unsigned char *p = a, *q = b;
+    uint64_t d = 0;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, p + i, 8);
+        memcpy(&y, q + i, 8);
+        d |= x ^ y;
+    }
+    return d == 0;
+}
+
 /* Compares a component's synced fields with what was last seen: plain values with the record
  * itself every tick (a C hook or system may write its record directly, past the write counter),
  * strings and references when the counter moved (they change only through the write path). */
@@ -636,7 +659,7 @@ static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e
         keel_value *sh = &tc->vals[f];
         if (k->how[f] == HOW_PLAIN) {
             void *dst = value_bytes(sh, ty);
-            if (tc->changed[f] && memcmp(rec + k->off[f], dst, k->size[f]) == 0) continue;
+            if (tc->changed[f] && same_bytes(rec + k->off[f], dst, k->size[f])) continue;
             memcpy(dst, rec + k->off[f], k->size[f]);
             sh->type = ty;
         } else if (k->how[f] == HOW_GET && counted) {
@@ -650,6 +673,7 @@ static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e
         dirty = true;
     }
     if (dirty) comp_encode(h, tc, k);
+    tc->send_last = k->due ? tc->last : 0;
 }
 
 /* One component of a live entity in a walk: found by its serial, or new (every field changed). */
@@ -1040,16 +1064,6 @@ static void resnapshot(keel_net_host *h, hclient *c)
     h->stats.resnapshots++;
 }
 
-static void ring_note(ringent *r, uint32_t ci)
-{
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->comps = keel__xrealloc(r->comps, r->cap * sizeof *r->comps);
-    }
-    r->comps[r->n++] = ci;
-    r->ends[r->npk - 1] = r->n;
-}
-
 static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
 {
     c->seq++;
@@ -1072,69 +1086,84 @@ static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
     r->ends[r->npk] = r->n;
     r->acked[r->npk] = 0;
     r->npk++;
+    /* a packet holds at most one record per 3 bytes (gap, kind, mask) */
+    if (r->cap < r->n + KEEL__WIRE_MTU / 3 + 1) {
+        r->cap = r->n + KEEL__WIRE_MTU / 3 + 1 + r->cap;
+        r->comps = keel__xrealloc(r->comps, r->cap * sizeof *r->comps);
+    }
     pk->len = 0;
     keel__wire_u8(pk, KEEL__PK_DELTA);
     keel__wire_varint(pk, c->seq);
     keel__wire_varint(pk, h->tick);
+    if (pk->cap < KEEL__WIRE_MTU + 16 + BODY_COPY) { /* room for the fixed-size copies */
+        size_t len = pk->len;
+        put(pk, KEEL__WIRE_MTU + 16 + BODY_COPY - len);
+        pk->len = len;
+    }
     return r;
 }
 
-/* Unreliable part: each held component's fields changed after what the client confirmed, in
- * ascending local ids from where the last tick's budget stopped. A client holding what came
- * before a component's latest change (the common case) gets the body encoded at that change,
- * copied; another gets its own. */
-static void send_deltas(keel_net_host *h, hclient *c)
+/* A delta pass over one client: the packet being filled and the ring entry noting it. */
+typedef struct dpass {
+    keel__wire_buf *pk;
+    ringent *r;
+    uint32_t prev; /* the last id written in this packet */
+    size_t header; /* the packet's header length; 0: no packet open */
+} dpass;
+
+/* Sends the open packet (if it holds records). */
+static void delta_flush(keel_net_host *h, hclient *c, dpass *d)
 {
-    if (c->unacked >= RING) { /* no ack for the whole ring: start over from a snapshot */
-        resnapshot(h, c);
-        return;
-    }
-    keel__wire_buf *pk = &h->scratch, *rec = &h->scratch2;
-    pk->len = 0;
-    ringent *r = NULL;
-    uint32_t n = c->next_lid, lid = c->cursor && c->cursor <= n ? c->cursor : 1;
-    uint32_t prev = 0;
-    size_t header = 0;
-    for (uint32_t step = 0; step < n; step++, lid++) {
-        if (lid > n) lid = 1, prev = 0, header = 0; /* wrapped: ids must ascend within a packet */
-        if (lid >= c->lid_cap || !c->ent_of_lid[lid]) continue;
+    if (!d->r || !d->header) return;
+    d->r->ends[d->r->npk - 1] = d->r->n;
+    if (d->pk->len > d->header) send_packet(h, c, CH_DELTA, d->pk->p, d->pk->len);
+    d->header = 0;
+}
+
+static void delta_open(keel_net_host *h, hclient *c, dpass *d)
+{
+    delta_flush(h, c, d);
+    d->r = delta_begin(h, c, d->pk);
+    d->header = d->pk->len;
+    d->prev = 0;
+}
+
+/* Ids lo..hi (ascending, each below lid_cap); false when the budget stopped it at the cursor. */
+static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t lo, uint32_t hi)
+{
+    keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
+    for (uint32_t lid = lo; lid <= hi; lid++) {
+        uint32_t te = c->ent_of_lid[lid];
+        if (!te) continue;
         if (c->spent + pk->len >= h->o.budget) {
             c->cursor = lid;
-            break;
+            return false;
         }
-        const tent *t = &h->ents[c->ent_of_lid[lid] - 1];
+        const tent *t = &h->ents[te - 1];
         for (uint32_t j = 0; j < t->ncomp; j++) {
             uint32_t ci = t->comps[j];
             const tcomp *tc = &h->comps[ci];
-            const skind *k = &h->kinds[tc->kind];
             uint64_t since = c->confirmed[ci];
-            if (!since || tc->last <= since || !k->due) continue;
+            if (tc->send_last <= since || !since) continue;
             const uint8_t *body = tc->enc + tc->body;
             size_t blen = tc->body_len;
-            if (since < tc->older) {
+            if (since < tc->older) { /* it missed an earlier change too: a body of its own */
                 rec->len = 0;
                 keel__wire_varint(rec, tc->kind);
-                if (k->w.many) keel__wire_varint(rec, tc->slot);
+                if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
                 put_comp_values(h, rec, tc, false, since);
                 body = rec->p;
                 blen = rec->len;
             }
-            if (!r || !header) {
-                if (r && pk->len > 0) send_packet(h, c, CH_DELTA, pk->p, pk->len);
-                r = delta_begin(h, c, pk);
-                header = pk->len;
-                prev = 0;
-            }
+            if (!d->header) delta_open(h, c, d);
             uint8_t gap[10];
-            size_t glen = varint_to(gap, lid - prev);
-            if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > header) {
-                send_packet(h, c, CH_DELTA, pk->p, pk->len);
-                r = delta_begin(h, c, pk);
-                header = pk->len;
+            size_t glen = varint_to(gap, lid - d->prev);
+            if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
+                delta_open(h, c, d);
                 glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
             }
-            if (blen <= BODY_COPY && pk->cap - pk->len >= glen + BODY_COPY) {
-                /* a fixed-size copy (bodies are readable that far: BODY_COPY of slack) */
+            if (blen <= BODY_COPY && pk->cap - pk->len >= sizeof gap + BODY_COPY) {
+                /* fixed-size copies (bodies are readable that far: BODY_COPY of slack) */
                 uint8_t *at = pk->p + pk->len;
                 memcpy(at, gap, sizeof gap);
                 memcpy(at + glen, body, BODY_COPY);
@@ -1144,12 +1173,32 @@ static void send_deltas(keel_net_host *h, hclient *c)
                 memcpy(at, gap, glen);
                 memcpy(at + glen, body, blen);
             }
-            ring_note(r, ci);
-            prev = lid;
+            d->r->comps[d->r->n++] = ci;
+            d->prev = lid;
         }
-        if (step + 1 == n) c->cursor = 1;
     }
-    if (r && pk->len > header) send_packet(h, c, CH_DELTA, pk->p, pk->len);
+    return true;
+}
+
+/* Unreliable part: each held component's fields changed after what the client confirmed, in
+ * ascending local ids from where the last tick's budget stopped (wrapping once). A client
+ * holding what came before a component's latest change (the common case) gets the body encoded
+ * at that change, copied; another gets its own. */
+static void send_deltas(keel_net_host *h, hclient *c)
+{
+    if (c->unacked >= RING) { /* no ack for the whole ring: start over from a snapshot */
+        resnapshot(h, c);
+        return;
+    }
+    dpass d = { &h->scratch, NULL, 0, 0 };
+    uint32_t n = !c->lid_cap ? 0 : c->next_lid < c->lid_cap ? c->next_lid : c->lid_cap - 1;
+    uint32_t start = c->cursor && c->cursor <= n ? c->cursor : 1;
+    if (n && delta_range(h, c, &d, start, n)) {
+        delta_flush(h, c, &d); /* wrapped: ids must ascend within a packet */
+        c->cursor = 1;
+        if (start > 1) delta_range(h, c, &d, 1, start - 1);
+    }
+    delta_flush(h, c, &d);
 }
 
 /* Delta packet `seq` arrived: the components it held are confirmed at its tick. */

@@ -59,10 +59,9 @@ static int float_count(keel_type t)
     }
 }
 
-/* n floats, each as 32 bits (or 64 when `wide`), little-endian: one grow for the run. */
-static void put_floats(keel__wire_buf *b, const double *x, int n, bool wide)
+/* n floats at `at`, each as 32 bits (or 64 when `wide`), little-endian. */
+static void floats_at(uint8_t *at, const double *x, int n, bool wide)
 {
-    uint8_t *at = keel__buf_grow(b, (size_t)n * (wide ? 8u : 4u));
     for (int i = 0; i < n; i++) {
         if (wide) {
             uint64_t u;
@@ -77,13 +76,27 @@ static void put_floats(keel__wire_buf *b, const double *x, int n, bool wide)
     }
 }
 
+static const double *floats_of(keel_type t, const keel_value *v)
+{
+    return t == KEEL_T_FLOAT ? &v->as.f : v->as.v;
+}
+
 bool keel__wire_needs_wide(keel_type t, const keel_value *v)
 {
     int n = float_count(t);
-    const double *x = t == KEEL_T_FLOAT ? &v->as.f : v->as.v;
+    const double *x = floats_of(t, v);
     for (int i = 0; i < n; i++)
         if ((double)(float)x[i] != x[i] && !isnan(x[i])) return true;
     return false;
+}
+
+size_t keel__wire_float_value(uint8_t *out, keel_type t, const keel_value *v, bool *wide)
+{
+    int n = float_count(t);
+    if (!n) return 0;
+    *wide = keel__wire_needs_wide(t, v);
+    floats_at(out, floats_of(t, v), n, *wide);
+    return (size_t)n * (*wide ? 8u : 4u);
 }
 
 void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool wide)
@@ -91,12 +104,16 @@ void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool 
     switch (t) {
     case KEEL_T_BOOL: keel__wire_u8(b, v->as.b ? 1 : 0); break;
     case KEEL_T_INT: keel__wire_varint(b, ((uint64_t)v->as.i << 1) ^ (uint64_t)(v->as.i >> 63)); break;
-    case KEEL_T_FLOAT: put_floats(b, &v->as.f, 1, wide); break;
+    case KEEL_T_FLOAT:
     case KEEL_T_VEC2:
     case KEEL_T_VEC3:
     case KEEL_T_VEC4:
     case KEEL_T_QUAT:
-    case KEEL_T_COLOR: put_floats(b, v->as.v, float_count(t), wide); break;
+    case KEEL_T_COLOR: {
+        int n = float_count(t);
+        floats_at(keel__buf_grow(b, (size_t)n * (wide ? 8u : 4u)), floats_of(t, v), n, wide);
+        break;
+    }
     case KEEL_T_ENUM: keel__wire_varint(b, (uint64_t)v->as.i); break;
     case KEEL_T_STRING: keel__wire_str(b, v->as.s); break;
     case KEEL_T_ASSET:

@@ -643,6 +643,15 @@ static inline bool same_bytes(const void *a, const void *b, size_t n)
     return d == 0;
 }
 
+static inline void copy_bytes(void *dst, const void *src, size_t n)
+{
+    if (n % 8) {
+        memcpy(dst, src, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i += 8) memcpy((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
+}
+
 /* Compares a component's synced fields with what was last seen: plain values with the record
  * itself every tick (a C hook or system may write its record directly, past the write counter),
  * strings and references when the counter moved (they change only through the write path). */
@@ -660,7 +669,7 @@ static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e
         if (k->how[f] == HOW_PLAIN) {
             void *dst = value_bytes(sh, ty);
             if (tc->changed[f] && same_bytes(rec + k->off[f], dst, k->size[f])) continue;
-            memcpy(dst, rec + k->off[f], k->size[f]);
+            copy_bytes(dst, rec + k->off[f], k->size[f]);
             sh->type = ty;
         } else if (k->how[f] == HOW_GET && counted) {
             keel_value v;
@@ -1158,17 +1167,18 @@ static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t lo, uin
             if (!d->header) delta_open(h, c, d);
             uint8_t gap[10];
             size_t glen = varint_to(gap, lid - d->prev);
-            if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
-                delta_open(h, c, d);
-                glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
-            }
-            if (blen <= BODY_COPY && pk->cap - pk->len >= sizeof gap + BODY_COPY) {
-                /* fixed-size copies (bodies are readable that far: BODY_COPY of slack) */
+            if (blen <= BODY_COPY && pk->len + glen + blen <= KEEL__WIRE_MTU) {
+                /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a
+                 * body is readable that far (BODY_COPY of slack) */
                 uint8_t *at = pk->p + pk->len;
                 memcpy(at, gap, sizeof gap);
                 memcpy(at + glen, body, BODY_COPY);
                 pk->len += glen + blen;
             } else {
+                if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
+                    delta_open(h, c, d);
+                    glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+                }
                 uint8_t *at = put(pk, glen + blen);
                 memcpy(at, gap, glen);
                 memcpy(at + glen, body, blen);

@@ -354,6 +354,16 @@ static void net_down(void)
     if (--enet_users == 0) enet_deinitialize();
 }
 
+/* Tells every peer still there goodbye now, and closes the socket. */
+static void net_close(ENetHost *eh)
+{
+    for (size_t i = 0; i < eh->peerCount; i++)
+        if (eh->peers[i].state != ENET_PEER_STATE_DISCONNECTED) enet_peer_disconnect_now(&eh->peers[i], 0);
+    enet_host_flush(eh);
+    enet_host_destroy(eh);
+    net_down();
+}
+
 static void send_packet(keel_net_host *h, hclient *c, int ch, const uint8_t *p, size_t n)
 {
     ENetPacket *pk = enet_packet_create(p, n, ch == CH_RELIABLE ? ENET_PACKET_FLAG_RELIABLE : 0);
@@ -1455,15 +1465,8 @@ void keel_net_host_free(keel_net_host *h)
         h->w->net = NULL;
         h->w->net_step = NULL;
     }
-    if (h->enet) {
-        for (size_t i = 0; i < h->enet->peerCount; i++)
-            if (h->enet->peers[i].state == ENET_PEER_STATE_CONNECTED)
-                enet_peer_disconnect_now(&h->enet->peers[i], 0);
-        enet_host_flush(h->enet);
-        if (h->held) enet_packet_destroy(h->held);
-        enet_host_destroy(h->enet);
-        net_down();
-    }
+    if (h->held) enet_packet_destroy(h->held);
+    if (h->enet) net_close(h->enet);
     for (uint32_t k = 0; k < h->nclients; k++) client_free(h->clients[k]);
     free(h->clients);
     for (uint32_t i = 0; i < h->entp.n; i++)
@@ -1954,12 +1957,7 @@ keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, 
 void keel_net_client_free(keel_net_client *c)
 {
     if (!c) return;
-    if (c->enet) {
-        if (c->peer) enet_peer_disconnect_now(c->peer, 0);
-        enet_host_flush(c->enet);
-        enet_host_destroy(c->enet);
-        net_down();
-    }
+    if (c->enet) net_close(c->enet);
     for (uint32_t i = 0; i < c->entp.n; i++) free(c->ents[i].comps);
     pool_free(&c->entp);
     map_free(&c->by_lid);

@@ -588,28 +588,29 @@ static void comp_encode_all(keel_net_host *h, tcomp *tc, const skind *k)
  * changed now (in place), then the delta body of those fields after every field's value. */
 static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
 {
-    uint64_t now = 0;
+    uint64_t now = 0; /* bit 2f: field f changed now */
+    bool again = !tc->enc;
     tc->older = 0;
     tc->last = h->tick;
     for (uint32_t f = 0; f < k->w.nsync; f++) {
-        if (tc->changed[f] == h->tick) now |= 1ull << (2 * f);
-        else if (tc->changed[f] > tc->older) tc->older = tc->changed[f];
-    }
-    bool again = !tc->enc;
-    keel__wire_buf *v = &h->scratch;
-    for (uint32_t f = 0; f < k->w.nsync && !again; f++) {
-        if (!(now >> (2 * f) & 1)) continue;
+        if (tc->changed[f] != h->tick) {
+            if (tc->changed[f] > tc->older) tc->older = tc->changed[f];
+            continue;
+        }
+        now |= 1ull << (2 * f);
+        if (again) continue;
         uint8_t tmp[32];
         bool wide = false;
         const uint8_t *src = tmp;
         size_t n = keel__wire_float_value(tmp, k->w.types[f], &tc->vals[f], &wide);
         if (!n) {
+            keel__wire_buf *v = &h->scratch;
             v->len = 0;
             keel__wire_value(v, k->w.types[f], &tc->vals[f], false);
             src = v->p;
             n = v->len;
         }
-        if (n != tc->enc_off[f + 1] - tc->enc_off[f]) again = true;
+        if (n != tc->enc_off[f + 1] - tc->enc_off[f]) again = true; /* its length changed */
         else {
             memcpy(tc->enc + tc->enc_off[f], src, n);
             tc->wide = (tc->wide & ~(2ull << (2 * f))) | (wide ? 2ull << (2 * f) : 0);
@@ -621,8 +622,10 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     if (k->w.many) hl += varint_to(head + hl, tc->slot);
     hl += varint_to(head + hl, now | (tc->wide & now << 1));
     size_t at = tc->enc_off[k->w.nsync], len = hl;
-    for (uint32_t f = 0; f < k->w.nsync; f++)
-        if (now >> (2 * f) & 1) len += tc->enc_off[f + 1] - tc->enc_off[f];
+    for (uint64_t m = now; m; m &= m - 1) {
+        unsigned f = (unsigned)__builtin_ctzll(m) / 2;
+        len += tc->enc_off[f + 1] - tc->enc_off[f];
+    }
     if (at + len + BODY_COPY > tc->enc_cap) {
         tc->enc_cap = (uint32_t)(at + len + BODY_COPY);
         tc->enc = keel__xrealloc(tc->enc, tc->enc_cap);
@@ -631,11 +634,11 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     tc->body_len = (uint32_t)len;
     memcpy(tc->enc + at, head, hl);
     at += hl;
-    for (uint32_t f = 0; f < k->w.nsync; f++)
-        if (now >> (2 * f) & 1) {
-            memcpy(tc->enc + at, tc->enc + tc->enc_off[f], tc->enc_off[f + 1] - tc->enc_off[f]);
-            at += tc->enc_off[f + 1] - tc->enc_off[f];
-        }
+    for (uint64_t m = now; m; m &= m - 1) {
+        unsigned f = (unsigned)__builtin_ctzll(m) / 2;
+        memcpy(tc->enc + at, tc->enc + tc->enc_off[f], tc->enc_off[f + 1] - tc->enc_off[f]);
+        at += tc->enc_off[f + 1] - tc->enc_off[f];
+    }
 }
 
 /* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool). */

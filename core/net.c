@@ -866,13 +866,12 @@ static void scan_full(keel_net_host *h)
  * (parents move only structurally), so only names, enabled flags and field values can differ. */
 static void scan_quick(keel_net_host *h)
 {
-    const keel__ent *ents = h->w->ents;
     for (uint32_t n = 0; n < h->norder; n++) {
         uint32_t ti = h->order[n];
         tent *t = &h->ents[ti];
-        const keel__ent *en = &ents[(uint32_t)t->e];
         t->seen = h->tick;
-        if (meta_look(t, en->name, en->enabled)) t->meta_tick = h->struct_tick = h->tick;
+        if (meta_look(t, keel_entity_name(h->w, t->e), keel_entity_enabled(h->w, t->e)))
+            t->meta_tick = h->struct_tick = h->tick;
         for (uint32_t j = 0; j < t->ncomp; j++) {
             tcomp *tc = &h->comps[t->comps[j]];
             tc->seen = h->tick;

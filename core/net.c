@@ -18,6 +18,7 @@
 #include <string.h>
 
 #define RING 32
+#define BODY_COPY 32 /* delta bodies up to this long are copied with one fixed-size copy */
 #define CH_RELIABLE 0
 #define CH_DELTA 1
 
@@ -97,6 +98,62 @@ static void map_free(map *m)
     memset(m, 0, sizeof *m);
 }
 
+/* ---- a pool: one array of elements of one type, freed indices reused ---- */
+typedef struct pool {
+    void *items; /* the owner keeps a typed view of it, refreshed after pool_take */
+    uint32_t n, cap, *free, nfree;
+} pool;
+
+/* A zeroed element's index (items may move). */
+static uint32_t pool_take(pool *p, size_t size)
+{
+    uint32_t i;
+    if (p->nfree) i = p->free[--p->nfree];
+    else {
+        if (p->n == p->cap) {
+            p->cap = p->cap ? p->cap * 2 : 256;
+            p->items = keel__xrealloc(p->items, p->cap * size);
+            p->free = keel__xrealloc(p->free, p->cap * sizeof *p->free);
+        }
+        i = p->n++;
+    }
+    memset((unsigned char *)p->items + (size_t)i * size, 0, size);
+    return i;
+}
+
+static void pool_give(pool *p, uint32_t i)
+{
+    p->free[p->nfree++] = i;
+}
+
+static void pool_free(pool *p)
+{
+    free(p->items);
+    free(p->free);
+    memset(p, 0, sizeof *p);
+}
+
+/* An uint8_t run of n bytes at the end of b (grown only when full). */
+static inline uint8_t *put(keel__wire_buf *b, size_t n)
+{
+    if (b->len + n > b->cap) return keel__buf_grow(b, n);
+    uint8_t *at = b->p + b->len;
+    b->len += n;
+    return at;
+}
+
+/* v as a varint into out (at least 10 bytes); returns its length. */
+static inline size_t varint_to(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
+
 /* ---- the synced kinds (a host's table; a client maps it onto its own registry) ---- */
 typedef struct skind {
     keel_kind_id id;
@@ -105,7 +162,14 @@ typedef struct skind {
     uint32_t hash, interval;
     int fields[KEEL__WIRE_MAX_SYNC];
     keel__wire_kind w;
+    /* a host's, refreshed each tick: how each synced field is compared, and its place in the record */
+    uint8_t how[KEEL__WIRE_MAX_SYNC];
+    uint32_t off[KEEL__WIRE_MAX_SYNC], size[KEEL__WIRE_MAX_SYNC];
+    uint64_t changes; /* its store's row changes when last walked (tcomp rows hold while it stays) */
+    bool due;         /* its interval falls on this tick */
 } skind;
+
+enum { HOW_SKIP = 0, HOW_PLAIN, HOW_GET }; /* redeclared since / bytes of the record / keel_get on a write */
 
 static bool kind_synced(const keel_kind_desc *kd)
 {
@@ -173,11 +237,17 @@ typedef struct tcomp {
     uint32_t ent;  /* tent index */
     uint32_t kind; /* skind index = connection-local kind id */
     uint32_t slot;
+    uint32_t row; /* its storage row, while the world's structure and its store's rows stay */
     bool live;
-    uint64_t last; /* the newest of changed[] */
-    uint64_t wide; /* the 64-bit flag of each field's mask bits (bit 2i+1) */
+    uint64_t last;  /* the newest of changed[] */
+    uint64_t send_last; /* `last` when its kind's interval falls on this tick, else 0 */
+    uint64_t older; /* the newest of changed[] among the fields not changed at `last` */
+    uint64_t wide;  /* the 64-bit flag of each field's mask bits (bit 2i+1) */
     uint64_t serial, counter, born, seen;
-    keel__wire_buf enc; /* each field's value encoded once a tick for every client */
+    /* encoded once per change for every client: each field's value, then the delta body (kind,
+     * slot, mask, values) of the fields changed at `last`: what a client holding `older` or later needs */
+    uint8_t *enc;
+    uint32_t enc_cap, body, body_len;
     /* one block, nsync of each (kept out of line: the per-client passes stride over tcomps) */
     uint32_t nsync;
     uint32_t *enc_off; /* nsync + 1 */
@@ -236,6 +306,8 @@ typedef struct hclient {
     keel__wire_buf pend; /* the reliable packet being filled */
     size_t pend_head;    /* its header's length */
     size_t spent;        /* bytes this tick */
+    uint64_t struct_done; /* the tick of its last structure pass that held nothing back */
+    bool held_back;       /* this pass left a spawn for later (the budget) */
 } hclient;
 
 struct keel_net_host {
@@ -249,10 +321,12 @@ struct keel_net_host {
     keel_kind_id transform;
     uint64_t tick;
     double due; /* world seconds stepped since the last network tick */
-    tent *ents;
-    uint32_t nent, ent_cap, *ent_free, nent_free;
-    tcomp *comps;
-    uint32_t ncomp, comp_cap, *comp_free, ncomp_free;
+    pool entp, compp;
+    tent *ents;   /* entp's items */
+    tcomp *comps; /* compp's items */
+    uint64_t structure;   /* the world's structure when last walked */
+    uint64_t struct_tick; /* the last tick an entity came, went, or changed name, flags or parent */
+    keel__wire_buf scratch, scratch2;
     map by_entity;
     map cells;       /* interest grid (radius > 0): cell key -> first tent + 1 */
     uint32_t *order; /* tents in run order this tick */
@@ -278,6 +352,16 @@ static bool net_up(void)
 static void net_down(void)
 {
     if (--enet_users == 0) enet_deinitialize();
+}
+
+/* Tells every peer still there goodbye now, and closes the socket. */
+static void net_close(ENetHost *eh)
+{
+    for (size_t i = 0; i < eh->peerCount; i++)
+        if (eh->peers[i].state != ENET_PEER_STATE_DISCONNECTED) enet_peer_disconnect_now(&eh->peers[i], 0);
+    enet_host_flush(eh);
+    enet_host_destroy(eh);
+    net_down();
 }
 
 static void send_packet(keel_net_host *h, hclient *c, int ch, const uint8_t *p, size_t n)
@@ -345,17 +429,18 @@ static void state_add(keel_net_host *h, hclient *c, keel__wire_buf *rec)
 
 static void grow_client(keel_net_host *h, hclient *c)
 {
-    if (c->ent_cap < h->ent_cap) {
-        c->lid = keel__xrealloc(c->lid, h->ent_cap * sizeof *c->lid);
-        c->meta_sent = keel__xrealloc(c->meta_sent, h->ent_cap * sizeof *c->meta_sent);
-        c->parent_sent = keel__xrealloc(c->parent_sent, h->ent_cap * sizeof *c->parent_sent);
-        for (size_t i = c->ent_cap; i < h->ent_cap; i++) c->lid[i] = 0, c->meta_sent[i] = 0, c->parent_sent[i] = 0;
-        c->ent_cap = h->ent_cap;
+    size_t ents = h->entp.cap, comps = h->compp.cap;
+    if (c->ent_cap < ents) {
+        c->lid = keel__xrealloc(c->lid, ents * sizeof *c->lid);
+        c->meta_sent = keel__xrealloc(c->meta_sent, ents * sizeof *c->meta_sent);
+        c->parent_sent = keel__xrealloc(c->parent_sent, ents * sizeof *c->parent_sent);
+        for (size_t i = c->ent_cap; i < ents; i++) c->lid[i] = 0, c->meta_sent[i] = 0, c->parent_sent[i] = 0;
+        c->ent_cap = ents;
     }
-    if (c->comp_cap < h->comp_cap) {
-        c->confirmed = keel__xrealloc(c->confirmed, h->comp_cap * sizeof *c->confirmed);
-        for (size_t i = c->comp_cap; i < h->comp_cap; i++) c->confirmed[i] = 0;
-        c->comp_cap = h->comp_cap;
+    if (c->comp_cap < comps) {
+        c->confirmed = keel__xrealloc(c->confirmed, comps * sizeof *c->confirmed);
+        for (size_t i = c->comp_cap; i < comps; i++) c->confirmed[i] = 0;
+        c->comp_cap = comps;
     }
 }
 
@@ -386,49 +471,22 @@ static void client_free(hclient *c)
     free(c);
 }
 
-static uint32_t tcomp_new(keel_net_host *h)
+static void tcomp_fini(tcomp *tc)
 {
-    uint32_t i;
-    if (h->ncomp_free) i = h->comp_free[--h->ncomp_free];
-    else {
-        if (h->ncomp == h->comp_cap) {
-            h->comp_cap = h->comp_cap ? h->comp_cap * 2 : 256;
-            h->comps = keel__xrealloc(h->comps, h->comp_cap * sizeof *h->comps);
-            h->comp_free = keel__xrealloc(h->comp_free, h->comp_cap * sizeof *h->comp_free);
-        }
-        i = h->ncomp++;
-    }
-    memset(&h->comps[i], 0, sizeof h->comps[i]);
-    return i;
+    for (uint32_t f = 0; f < tc->nsync; f++)
+        if (tc->vals[f].type == KEEL_T_STRING) free((char *)tc->vals[f].as.s);
+    free(tc->enc);
+    free(tc->changed);
 }
 
 static void tcomp_free(keel_net_host *h, uint32_t i)
 {
     tcomp *tc = &h->comps[i];
-    for (uint32_t f = 0; f < tc->nsync; f++)
-        if (tc->vals[f].type == KEEL_T_STRING) free((char *)tc->vals[f].as.s);
-    keel__wire_buf_free(&tc->enc);
-    free(tc->changed);
+    tcomp_fini(tc);
     memset(tc, 0, sizeof *tc);
     for (uint32_t k = 0; k < h->nclients; k++)
         if (i < h->clients[k]->comp_cap) h->clients[k]->confirmed[i] = 0;
-    h->comp_free[h->ncomp_free++] = i;
-}
-
-static uint32_t tent_new(keel_net_host *h)
-{
-    uint32_t i;
-    if (h->nent_free) i = h->ent_free[--h->nent_free];
-    else {
-        if (h->nent == h->ent_cap) {
-            h->ent_cap = h->ent_cap ? h->ent_cap * 2 : 256;
-            h->ents = keel__xrealloc(h->ents, h->ent_cap * sizeof *h->ents);
-            h->ent_free = keel__xrealloc(h->ent_free, h->ent_cap * sizeof *h->ent_free);
-        }
-        i = h->nent++;
-    }
-    memset(&h->ents[i], 0, sizeof h->ents[i]);
-    return i;
+    pool_give(&h->compp, i);
 }
 
 static void grid_unlink(keel_net_host *h, uint32_t ti);
@@ -454,7 +512,7 @@ static void tent_free(keel_net_host *h, uint32_t ti)
     free(t->name);
     free(t->comps);
     memset(t, 0, sizeof *t);
-    h->ent_free[h->nent_free++] = ti;
+    pool_give(&h->entp, ti);
 }
 
 static void tent_add_comp(tent *t, uint32_t ci)
@@ -466,26 +524,191 @@ static void tent_add_comp(tent *t, uint32_t ci)
     t->comps[t->ncomp++] = ci;
 }
 
-/* One component of a live entity this tick: new, or its fields compared when its write counter
- * moved since the last look. */
+/* The bytes of a plain value of type t inside a keel_value (what the record holds at the field). */
+static void *value_bytes(keel_value *v, keel_type t)
+{
+    return t == KEEL_T_BOOL                     ? (void *)&v->as.b
+        : t == KEEL_T_INT || t == KEEL_T_ENUM ? (void *)&v->as.i
+        : t == KEEL_T_FLOAT                   ? (void *)&v->as.f
+                                              : (void *)v->as.v;
+}
+
+/* Each synced kind's fields as the registry lays them out now (a kind redeclared since the host
+ * started keeps only the fields of the same type), and whether its interval falls on this tick. */
+static void kinds_refresh(keel_net_host *h)
+{
+    for (uint32_t i = 0; i < h->nkinds; i++) {
+        skind *k = &h->kinds[i];
+        const keel_kind_desc *kd = keel_kind_describe(k->id);
+        k->due = h->tick % k->interval == 0;
+        for (uint32_t f = 0; f < k->w.nsync; f++) {
+            keel_type ty = k->w.types[f];
+            int fi = k->fields[f];
+            k->how[f] = HOW_SKIP;
+            if (!kd || (size_t)fi >= kd->field_count || kd->fields[fi].type != ty) continue;
+            if (ty == KEEL_T_STRING || ty == KEEL_T_ASSET || ty == KEEL_T_ENTITY) {
+                k->how[f] = HOW_GET;
+                continue;
+            }
+            k->how[f] = HOW_PLAIN;
+            k->off[f] = (uint32_t)keel_kind_field_offset(k->id, fi);
+            k->size[f] = ty == KEEL_T_BOOL                                      ? (uint32_t)sizeof(bool)
+                : ty == KEEL_T_FLOAT || ty == KEEL_T_INT || ty == KEEL_T_ENUM ? 8u
+                                                                              : 8u * (uint32_t)keel_type_width(ty);
+        }
+    }
+}
+
+static uint64_t store_changes(const keel_world *w, keel_kind_id id)
+{
+    return id < w->store_count ? w->stores[id].changes : 0;
+}
+
+/* Each field's value encoded again (the first time, or when one changed its encoded length). */
+static void comp_encode_all(keel_net_host *h, tcomp *tc, const skind *k)
+{
+    keel__wire_buf *v = &h->scratch;
+    v->len = 0;
+    tc->wide = 0;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        tc->enc_off[f] = (uint32_t)v->len;
+        bool wide = keel__wire_needs_wide(k->w.types[f], &tc->vals[f]);
+        if (wide) tc->wide |= 2ull << (2 * f);
+        keel__wire_value(v, k->w.types[f], &tc->vals[f], wide);
+    }
+    tc->enc_off[k->w.nsync] = (uint32_t)v->len;
+    if (v->len > tc->enc_cap) {
+        tc->enc_cap = (uint32_t)v->len;
+        tc->enc = keel__xrealloc(tc->enc, tc->enc_cap);
+    }
+    memcpy(tc->enc, v->p, v->len);
+}
+
+/* Encodes a component that changed this tick, once for every client: the values of the fields
+ * changed now (in place), then the delta body of those fields after every field's value. */
+static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
+{
+    uint64_t now = 0; /* bit 2f: field f changed now */
+    bool again = !tc->enc;
+    tc->older = 0;
+    tc->last = h->tick;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        if (tc->changed[f] != h->tick) {
+            if (tc->changed[f] > tc->older) tc->older = tc->changed[f];
+            continue;
+        }
+        now |= 1ull << (2 * f);
+        if (again) continue;
+        uint8_t tmp[32];
+        bool wide = false;
+        const uint8_t *src = tmp;
+        size_t n = keel__wire_float_value(tmp, k->w.types[f], &tc->vals[f], &wide);
+        if (!n) {
+            keel__wire_buf *v = &h->scratch;
+            v->len = 0;
+            keel__wire_value(v, k->w.types[f], &tc->vals[f], false);
+            src = v->p;
+            n = v->len;
+        }
+        if (n != tc->enc_off[f + 1] - tc->enc_off[f]) again = true; /* its length changed */
+        else {
+            memcpy(tc->enc + tc->enc_off[f], src, n);
+            tc->wide = (tc->wide & ~(2ull << (2 * f))) | (wide ? 2ull << (2 * f) : 0);
+        }
+    }
+    if (again) comp_encode_all(h, tc, k);
+    uint8_t head[30];
+    size_t hl = varint_to(head, tc->kind);
+    if (k->w.many) hl += varint_to(head + hl, tc->slot);
+    hl += varint_to(head + hl, now | (tc->wide & now << 1));
+    size_t at = tc->enc_off[k->w.nsync], len = hl;
+    for (uint64_t m = now; m; m &= m - 1) {
+        unsigned f = (unsigned)__builtin_ctzll(m) / 2;
+        len += tc->enc_off[f + 1] - tc->enc_off[f];
+    }
+    if (at + len + BODY_COPY > tc->enc_cap) {
+        tc->enc_cap = (uint32_t)(at + len + BODY_COPY);
+        tc->enc = keel__xrealloc(tc->enc, tc->enc_cap);
+    }
+    tc->body = (uint32_t)at;
+    tc->body_len = (uint32_t)len;
+    memcpy(tc->enc + at, head, hl);
+    at += hl;
+    for (uint64_t m = now; m; m &= m - 1) {
+        unsigned f = (unsigned)__builtin_ctzll(m) / 2;
+        memcpy(tc->enc + at, tc->enc + tc->enc_off[f], tc->enc_off[f + 1] - tc->enc_off[f]);
+        at += tc->enc_off[f + 1] - tc->enc_off[f];
+    }
+}
+
+/* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool). */
+static inline bool same_bytes(const void *a, const void *b, size_t n)
+{
+    if (n % 8) return memcmp(a, b, n) == 0;
+    const unsigned char *p = a, *q = b;
+    uint64_t d = 0;
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, p + i, 8);
+        memcpy(&y, q + i, 8);
+        d |= x ^ y;
+    }
+    return d == 0;
+}
+
+static inline void copy_bytes(void *dst, const void *src, size_t n)
+{
+    if (n % 8) {
+        memcpy(dst, src, n);
+        return;
+    }
+    for (size_t i = 0; i < n; i += 8) memcpy((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
+}
+
+/* Compares a component's synced fields with what was last seen: plain values with the record
+ * itself every tick (a C hook or system may write its record directly, past the write counter),
+ * strings and references when the counter moved (they change only through the write path). */
+static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e)
+{
+    const keel__store *s = &h->w->stores[k->id];
+    const unsigned char *rec = keel__store_rec(s, tc->row);
+    uint64_t counter = keel__row_counter(s, tc->row);
+    bool counted = tc->counter != counter;
+    tc->counter = counter;
+    bool dirty = false;
+    for (uint32_t f = 0; f < k->w.nsync; f++) {
+        keel_type ty = k->w.types[f];
+        keel_value *sh = &tc->vals[f];
+        if (k->how[f] == HOW_PLAIN) {
+            void *dst = value_bytes(sh, ty);
+            if (tc->changed[f] && same_bytes(rec + k->off[f], dst, k->size[f])) continue;
+            copy_bytes(dst, rec + k->off[f], k->size[f]);
+            sh->type = ty;
+        } else if (k->how[f] == HOW_GET && counted) {
+            keel_value v;
+            keel_comp comp = { e, k->id, tc->slot };
+            if (keel_get(h->w, comp, k->fields[f], &v, NULL) != KEEL_OK || v.type != ty) continue;
+            if (tc->changed[f] && value_same(ty, sh, &v)) continue;
+            value_keep(sh, &v);
+        } else continue;
+        tc->changed[f] = h->tick;
+        dirty = true;
+    }
+    if (dirty) comp_encode(h, tc, k);
+    tc->send_last = k->due ? tc->last : 0;
+}
+
+/* One component of a live entity in a walk: found by its serial, or new (every field changed). */
 static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint32_t sk)
 {
     tent *t = &h->ents[ti];
     tcomp *tc = NULL;
-    uint32_t ci = 0;
-    for (uint32_t j = 0; j < t->ncomp; j++) {
-        tcomp *x = &h->comps[t->comps[j]];
-        if (x->serial == mb->serial) {
-            tc = x;
-            ci = t->comps[j];
-            break;
-        }
-    }
+    for (uint32_t j = 0; j < t->ncomp && !tc; j++)
+        if (h->comps[t->comps[j]].serial == mb->serial) tc = &h->comps[t->comps[j]];
     const skind *k = &h->kinds[sk];
-    keel_comp comp = { t->e, mb->kind, mb->slot };
     if (!tc) {
-        ci = tcomp_new(h);
-        t = &h->ents[ti];
+        uint32_t ci = pool_take(&h->compp, sizeof *h->comps);
+        h->comps = h->compp.items;
         tc = &h->comps[ci];
         tc->ent = ti;
         tc->kind = sk;
@@ -507,54 +730,9 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
         if (mb->kind == h->transform) t->pos_comp = ci + 1;
     }
     tc->seen = h->tick;
-    /* Plain values are compared with the record itself every tick: a C hook or system may write
-     * its record directly, past the write counter. Strings and references only change through
-     * the write path, so the counter tells when to look at them. */
-    bool counted = tc->counter != mb->counter;
-    tc->counter = mb->counter;
-    const unsigned char *rec = keel_record(h->w, comp);
-    const keel_kind_desc *kd = keel_kind_describe(mb->kind);
-    bool dirty = false;
-    for (uint32_t f = 0; f < k->w.nsync; f++) {
-        keel_type ty = k->w.types[f];
-        int fi = k->fields[f];
-        if ((size_t)fi >= kd->field_count || kd->fields[fi].type != ty) continue; /* redeclared since */
-        keel_value *sh = &tc->vals[f];
-        if (rec && ty != KEEL_T_STRING && ty != KEEL_T_ASSET && ty != KEEL_T_ENTITY) {
-            const unsigned char *p = rec + keel_kind_field_offset(mb->kind, fi);
-            void *dst = ty == KEEL_T_BOOL               ? (void *)&sh->as.b
-                : ty == KEEL_T_INT || ty == KEEL_T_ENUM ? (void *)&sh->as.i
-                : ty == KEEL_T_FLOAT                    ? (void *)&sh->as.f
-                                                        : (void *)sh->as.v;
-            size_t n = ty == KEEL_T_BOOL                                      ? sizeof(bool)
-                : ty == KEEL_T_FLOAT || ty == KEEL_T_INT || ty == KEEL_T_ENUM ? 8
-                                                                              : 8u * (size_t)keel_type_width(ty);
-            if (tc->changed[f] && memcmp(p, dst, n) == 0) continue;
-            memcpy(dst, p, n);
-            sh->type = ty;
-            tc->changed[f] = h->tick;
-            dirty = true;
-            continue;
-        }
-        if (!counted) continue;
-        keel_value v;
-        if (keel_get(h->w, comp, fi, &v, NULL) != KEEL_OK || v.type != ty) continue;
-        if (tc->changed[f] && value_same(ty, sh, &v)) continue;
-        value_keep(sh, &v);
-        tc->changed[f] = h->tick;
-        dirty = true;
-    }
-    if (!dirty) return;
-    tc->last = h->tick;
-    tc->enc.len = 0;
-    tc->wide = 0;
-    for (uint32_t f = 0; f < k->w.nsync; f++) {
-        tc->enc_off[f] = (uint32_t)tc->enc.len;
-        bool wide = keel__wire_needs_wide(k->w.types[f], &tc->vals[f]);
-        if (wide) tc->wide |= 2ull << (2 * f);
-        keel__wire_value(&tc->enc, k->w.types[f], &tc->vals[f], wide);
-    }
-    tc->enc_off[k->w.nsync] = (uint32_t)tc->enc.len;
+    keel_comp comp = { t->e, mb->kind, mb->slot };
+    tc->row = keel__comp_entry(h->w, comp)->row;
+    comp_look(h, tc, k, t->e);
 }
 
 /* ---- the interest grid: cells of the radius's size, an entity listed in the one its position
@@ -606,15 +784,27 @@ static void grid_place(keel_net_host *h, uint32_t ti)
     t->gridded = true;
 }
 
-/* The tick's look at the world: what lives, what changed, what went. */
-static void scan(keel_net_host *h)
+/* Name and enabled flag as the world has them now; true when they changed. */
+static bool meta_look(tent *t, const char *name, bool enabled)
+{
+    if (!name) name = "";
+    if (t->meta_tick && enabled == t->enabled && !strcmp(name, t->name ? t->name : "")) return false;
+    free(t->name);
+    t->name = keel__strdup(name);
+    t->enabled = enabled;
+    return true;
+}
+
+/* The whole walk: what lives, what came, what changed, what went (any structural change). */
+static void scan_full(keel_net_host *h)
 {
     keel_world *w = h->w;
     h->norder = 0;
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) {
         uint32_t ti;
         if (!map_get(&h->by_entity, e, &ti)) {
-            ti = tent_new(h);
+            ti = pool_take(&h->entp, sizeof *h->ents);
+            h->ents = h->entp.items;
             tent *t = &h->ents[ti];
             t->e = e;
             t->uuid = keel_entity_uuid(w, e);
@@ -624,15 +814,10 @@ static void scan(keel_net_host *h)
         }
         tent *t = &h->ents[ti];
         t->seen = h->tick;
-        const char *name = keel_entity_name(w, e);
         keel_entity parent = keel_entity_parent(w, e);
-        bool enabled = keel_entity_enabled(w, e);
-        if (!t->meta_tick || parent != t->parent || enabled != t->enabled ||
-            strcmp(name ? name : "", t->name ? t->name : "")) {
-            free(t->name);
-            t->name = keel__strdup(name ? name : "");
+        bool meta = meta_look(t, keel_entity_name(w, e), keel_entity_enabled(w, e));
+        if (meta || parent != t->parent) {
             t->parent = parent;
-            t->enabled = enabled;
             t->meta_tick = h->tick;
         }
         size_t nm = keel_member_count(w, e);
@@ -673,8 +858,42 @@ static void scan(keel_net_host *h)
         h->order[h->norder++] = ti;
         if (h->o.interest_radius > 0) grid_place(h, ti);
     }
-    for (uint32_t ti = 0; ti < h->nent; ti++)
+    for (uint32_t ti = 0; ti < h->entp.n; ti++)
         if (h->ents[ti].live && h->ents[ti].seen != h->tick) tent_free(h, ti);
+}
+
+/* No structural change since the last walk: the same entities and components in the same rows
+ * (parents move only structurally), so only names, enabled flags and field values can differ. */
+static void scan_quick(keel_net_host *h)
+{
+    for (uint32_t n = 0; n < h->norder; n++) {
+        uint32_t ti = h->order[n];
+        tent *t = &h->ents[ti];
+        t->seen = h->tick;
+        if (meta_look(t, keel_entity_name(h->w, t->e), keel_entity_enabled(h->w, t->e)))
+            t->meta_tick = h->struct_tick = h->tick;
+        for (uint32_t j = 0; j < t->ncomp; j++) {
+            tcomp *tc = &h->comps[t->comps[j]];
+            tc->seen = h->tick;
+            comp_look(h, tc, &h->kinds[tc->kind], t->e);
+        }
+        if (h->o.interest_radius > 0) grid_place(h, ti);
+    }
+}
+
+/* The tick's look at the world, once for every client. */
+static void scan(keel_net_host *h)
+{
+    kinds_refresh(h);
+    bool same = h->structure == h->w->structure;
+    for (uint32_t i = 0; i < h->nkinds && same; i++) same = h->kinds[i].changes == store_changes(h->w, h->kinds[i].id);
+    if (same) scan_quick(h);
+    else {
+        scan_full(h);
+        h->struct_tick = h->tick;
+    }
+    h->structure = h->w->structure;
+    for (uint32_t i = 0; i < h->nkinds; i++) h->kinds[i].changes = store_changes(h->w, h->kinds[i].id);
     for (uint32_t k = 0; k < h->nclients; k++) grow_client(h, h->clients[k]);
 }
 
@@ -709,7 +928,7 @@ static bool put_comp_values(keel_net_host *h, keel__wire_buf *b, const tcomp *tc
         }
         uint32_t g = f + 1; /* a run of present fields: one copy */
         while (g < nsync && (mask >> (2 * g) & 1)) g++;
-        keel__wire_bytes(b, tc->enc.p + tc->enc_off[f], tc->enc_off[g] - tc->enc_off[f]);
+        keel__wire_bytes(b, tc->enc + tc->enc_off[f], tc->enc_off[g] - tc->enc_off[f]);
         f = g;
     }
     return true;
@@ -757,7 +976,11 @@ static void structure_one(keel_net_host *h, hclient *c, uint32_t ti, keel__wire_
         tent *t = &h->ents[ti];
         bool want = in_interest(h, c, t);
         if (!c->lid[ti]) {
-            if (!want || c->spent >= h->o.budget) goto out;
+            if (!want) goto out;
+            if (c->spent >= h->o.budget) {
+                c->held_back = true;
+                goto out;
+            }
             new_lid(c, ti);
             uint32_t pl = parent_lid(h, c, t);
             keel__wire_u8(&rec, KEEL__REC_SPAWN);
@@ -804,6 +1027,9 @@ static void send_structure(keel_net_host *h, hclient *c)
 {
     keel__wire_buf rec = { 0 };
     if (h->o.interest_radius <= 0) {
+        /* nothing came, went or changed its name, flags or parent since a pass that sent all */
+        if (c->struct_done >= h->struct_tick) return;
+        c->held_back = false;
         for (uint32_t n = 0; n < h->norder; n++) {
             uint32_t ti = h->order[n];
             const tent *t = &h->ents[ti];
@@ -812,6 +1038,7 @@ static void send_structure(keel_net_host *h, hclient *c)
                 continue;
             structure_one(h, c, ti, &rec);
         }
+        if (!c->held_back) c->struct_done = h->tick;
     } else {
         /* what it holds (leaving, changing), then the candidates around its focus */
         for (uint32_t lid = 1; lid <= c->next_lid && lid < c->lid_cap; lid++)
@@ -858,16 +1085,6 @@ static void resnapshot(keel_net_host *h, hclient *c)
     h->stats.resnapshots++;
 }
 
-static void ring_note(ringent *r, uint32_t ci)
-{
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->comps = keel__xrealloc(r->comps, r->cap * sizeof *r->comps);
-    }
-    r->comps[r->n++] = ci;
-    r->ends[r->npk - 1] = r->n;
-}
-
 static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
 {
     c->seq++;
@@ -890,77 +1107,124 @@ static ringent *delta_begin(keel_net_host *h, hclient *c, keel__wire_buf *pk)
     r->ends[r->npk] = r->n;
     r->acked[r->npk] = 0;
     r->npk++;
+    /* a packet holds at most one record per 3 bytes (gap, kind, mask) */
+    if (r->cap < r->n + KEEL__WIRE_MTU / 3 + 1) {
+        r->cap = r->n + KEEL__WIRE_MTU / 3 + 1 + r->cap;
+        r->comps = keel__xrealloc(r->comps, r->cap * sizeof *r->comps);
+    }
     pk->len = 0;
     keel__wire_u8(pk, KEEL__PK_DELTA);
     keel__wire_varint(pk, c->seq);
     keel__wire_varint(pk, h->tick);
+    if (pk->cap < KEEL__WIRE_MTU + 16 + BODY_COPY) { /* room for the fixed-size copies */
+        size_t len = pk->len;
+        put(pk, KEEL__WIRE_MTU + 16 + BODY_COPY - len);
+        pk->len = len;
+    }
     return r;
 }
 
+/* A delta pass over one client: the packet being filled and the ring entry noting it. */
+typedef struct dpass {
+    keel__wire_buf *pk;
+    ringent *r;
+    uint32_t prev; /* the last id written in this packet */
+    size_t header; /* the packet's header length; 0: no packet open */
+} dpass;
+
+/* Sends the open packet (if it holds records). */
+static void delta_flush(keel_net_host *h, hclient *c, dpass *d)
+{
+    if (!d->r || !d->header) return;
+    d->r->ends[d->r->npk - 1] = d->r->n;
+    if (d->pk->len > d->header) send_packet(h, c, CH_DELTA, d->pk->p, d->pk->len);
+    d->header = 0;
+}
+
+static void delta_open(keel_net_host *h, hclient *c, dpass *d)
+{
+    delta_flush(h, c, d);
+    d->r = delta_begin(h, c, d->pk);
+    d->header = d->pk->len;
+    d->prev = 0;
+}
+
+/* Ids lo..hi (ascending, each below lid_cap); false when the budget stopped it at the cursor. */
+static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t lo, uint32_t hi)
+{
+    keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
+    for (uint32_t lid = lo; lid <= hi; lid++) {
+        uint32_t te = c->ent_of_lid[lid];
+        if (!te) continue;
+        if (c->spent + pk->len >= h->o.budget) {
+            c->cursor = lid;
+            return false;
+        }
+        const tent *t = &h->ents[te - 1];
+        for (uint32_t j = 0; j < t->ncomp; j++) {
+            uint32_t ci = t->comps[j];
+            const tcomp *tc = &h->comps[ci];
+            uint64_t since = c->confirmed[ci];
+            if (tc->send_last <= since || !since) continue;
+            const uint8_t *body = tc->enc + tc->body;
+            size_t blen = tc->body_len;
+            if (since < tc->older) { /* it missed an earlier change too: a body of its own */
+                rec->len = 0;
+                keel__wire_varint(rec, tc->kind);
+                if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
+                put_comp_values(h, rec, tc, false, since);
+                body = rec->p;
+                blen = rec->len;
+            }
+            if (!d->header) delta_open(h, c, d);
+            uint8_t gap[10];
+            size_t glen = varint_to(gap, lid - d->prev);
+            if (blen <= BODY_COPY && pk->len + glen + blen <= KEEL__WIRE_MTU) {
+                /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a
+                 * body is readable that far (BODY_COPY of slack) */
+                uint8_t *at = pk->p + pk->len;
+                memcpy(at, gap, sizeof gap);
+                memcpy(at + glen, body, BODY_COPY);
+                pk->len += glen + blen;
+            } else {
+                if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
+                    delta_open(h, c, d);
+                    glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+                }
+                uint8_t *at = put(pk, glen + blen);
+                memcpy(at, gap, glen);
+                memcpy(at + glen, body, blen);
+            }
+            d->r->comps[d->r->n++] = ci;
+            d->prev = lid;
+        }
+    }
+    return true;
+}
+
 /* Unreliable part: each held component's fields changed after what the client confirmed, in
- * ascending local ids from where the last tick's budget stopped. */
+ * ascending local ids from where the last tick's budget stopped (wrapping once). A client
+ * holding what came before a component's latest change (the common case) gets the body encoded
+ * at that change, copied; another gets its own. */
 static void send_deltas(keel_net_host *h, hclient *c)
 {
     if (c->unacked >= RING) { /* no ack for the whole ring: start over from a snapshot */
         resnapshot(h, c);
         return;
     }
-    keel__wire_buf pk = { 0 }, rec = { 0 };
-    ringent *r = NULL;
-    uint32_t n = c->next_lid, start = c->cursor && c->cursor <= n ? c->cursor : 1;
-    uint32_t prev = 0;
-    size_t header = 0;
-    for (uint32_t step = 0; step < n; step++) {
-        uint32_t lid = start + step > n ? start + step - n : start + step;
-        if (lid == 1 && step) prev = 0, header = 0; /* wrapped: ids must ascend within a packet */
-        if (lid >= c->lid_cap || !c->ent_of_lid[lid]) continue;
-        if (c->spent + pk.len >= h->o.budget) {
-            c->cursor = lid;
-            break;
-        }
-        tent *t = &h->ents[c->ent_of_lid[lid] - 1];
-        for (uint32_t j = 0; j < t->ncomp; j++) {
-            uint32_t ci = t->comps[j];
-            tcomp *tc = &h->comps[ci];
-            const skind *k = &h->kinds[tc->kind];
-            if (!c->confirmed[ci] || tc->last <= c->confirmed[ci] || h->tick % k->interval) continue;
-            rec.len = 0;
-            if (!r || !header) {
-                if (r && pk.len > 0) {
-                    send_packet(h, c, CH_DELTA, pk.p, pk.len);
-                    pk.len = 0;
-                }
-                r = delta_begin(h, c, &pk);
-                header = pk.len;
-                prev = 0;
-            }
-            keel__wire_varint(&rec, lid - prev);
-            keel__wire_varint(&rec, tc->kind);
-            if (k->w.many) keel__wire_varint(&rec, tc->slot);
-            if (!put_comp_values(h, &rec, tc, false, c->confirmed[ci])) continue;
-            if (pk.len + rec.len > KEEL__WIRE_MTU && pk.len > header) {
-                send_packet(h, c, CH_DELTA, pk.p, pk.len);
-                r = delta_begin(h, c, &pk);
-                header = pk.len;
-                rec.len = 0; /* the gap is relative to the packet's first id: write it again */
-                keel__wire_varint(&rec, lid);
-                keel__wire_varint(&rec, tc->kind);
-                if (k->w.many) keel__wire_varint(&rec, tc->slot);
-                put_comp_values(h, &rec, tc, false, c->confirmed[ci]);
-            }
-            keel__wire_bytes(&pk, rec.p, rec.len);
-            ring_note(r, ci);
-            prev = lid;
-        }
-        if (step + 1 == n) c->cursor = 1;
+    dpass d = { &h->scratch, NULL, 0, 0 };
+    uint32_t n = !c->lid_cap ? 0 : c->next_lid < c->lid_cap ? c->next_lid : c->lid_cap - 1;
+    uint32_t start = c->cursor && c->cursor <= n ? c->cursor : 1;
+    if (n && delta_range(h, c, &d, start, n)) {
+        delta_flush(h, c, &d); /* wrapped: ids must ascend within a packet */
+        c->cursor = 1;
+        if (start > 1) delta_range(h, c, &d, 1, start - 1);
     }
-    if (r && pk.len > header) send_packet(h, c, CH_DELTA, pk.p, pk.len);
-    keel__wire_buf_free(&pk);
-    keel__wire_buf_free(&rec);
+    delta_flush(h, c, &d);
 }
 
 /* Delta packet `seq` arrived: the components it held are confirmed at its tick. */
-static void on_ack(keel_net_host *h, hclient *c, uint64_t seq)
+static void on_ack(hclient *c, uint64_t seq)
 {
     for (int i = 0; i < RING; i++) {
         ringent *r = &c->ring[i];
@@ -969,12 +1233,12 @@ static void on_ack(keel_net_host *h, hclient *c, uint64_t seq)
         if (r->acked[p]) return;
         r->acked[p] = 1;
         c->unacked = 0;
+        /* A component freed since has confirmed 0 (tcomp_free), and one re-made under its index
+         * was added at a later tick than the packet's: neither takes the ack. */
         for (uint32_t j = p ? r->ends[p - 1] : 0; j < r->ends[p]; j++) {
             uint32_t ci = r->comps[j];
-            /* a component re-made after the packet left is another one */
-            if (ci < h->ncomp && h->comps[ci].live && h->comps[ci].born <= r->tick && c->confirmed[ci] &&
-                c->confirmed[ci] < r->tick)
-                c->confirmed[ci] = r->tick;
+            uint64_t cf = c->confirmed[ci];
+            if (cf && cf < r->tick) c->confirmed[ci] = r->tick;
         }
         return;
     }
@@ -1058,7 +1322,7 @@ static void host_receive(keel_net_host *h, hclient *c, ENetPacket *pk)
         for (size_t i = 0; c->state == C_JOINED && i < m.nacks; i++) {
             uint64_t first = m.acks[2 * i], n = m.acks[2 * i + 1];
             if (first > c->seq || n > c->seq - first + 1) break; /* never sent: the rest is not believed */
-            for (uint64_t s = first; s < first + n; s++) on_ack(h, c, s);
+            for (uint64_t s = first; s < first + n; s++) on_ack(c, s);
         }
         break;
     default: refuse(h, c, "a packet only a server sends");
@@ -1169,6 +1433,7 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
     h->enet = eh;
     h->o = opts;
     h->rng = 2463534242u;
+    h->structure = UINT64_MAX; /* the first tick walks */
     h->transform = keel_kind_find("core:transform");
     size_t nk = keel_kind_count();
     h->kinds = keel__xcalloc(nk ? nk : 1, sizeof *h->kinds);
@@ -1202,32 +1467,20 @@ void keel_net_host_free(keel_net_host *h)
         h->w->net = NULL;
         h->w->net_step = NULL;
     }
-    if (h->enet) {
-        for (size_t i = 0; i < h->enet->peerCount; i++)
-            if (h->enet->peers[i].state == ENET_PEER_STATE_CONNECTED)
-                enet_peer_disconnect_now(&h->enet->peers[i], 0);
-        enet_host_flush(h->enet);
-        if (h->held) enet_packet_destroy(h->held);
-        enet_host_destroy(h->enet);
-        net_down();
-    }
+    if (h->held) enet_packet_destroy(h->held);
+    if (h->enet) net_close(h->enet);
     for (uint32_t k = 0; k < h->nclients; k++) client_free(h->clients[k]);
     free(h->clients);
-    for (uint32_t i = 0; i < h->nent; i++)
+    for (uint32_t i = 0; i < h->entp.n; i++)
         if (h->ents[i].live) {
             free(h->ents[i].name);
             free(h->ents[i].comps);
         }
-    for (uint32_t i = 0; i < h->ncomp; i++) {
-        for (uint32_t f = 0; f < h->comps[i].nsync; f++)
-            if (h->comps[i].vals[f].type == KEEL_T_STRING) free((char *)h->comps[i].vals[f].as.s);
-        keel__wire_buf_free(&h->comps[i].enc);
-        free(h->comps[i].changed);
-    }
-    free(h->ents);
-    free(h->ent_free);
-    free(h->comps);
-    free(h->comp_free);
+    for (uint32_t i = 0; i < h->compp.n; i++) tcomp_fini(&h->comps[i]);
+    pool_free(&h->entp);
+    pool_free(&h->compp);
+    keel__wire_buf_free(&h->scratch);
+    keel__wire_buf_free(&h->scratch2);
     free(h->order);
     free(h->kinds);
     free(h->kind_of);
@@ -1336,8 +1589,8 @@ struct keel_net_client {
     uint32_t nkinds;
     keel__wire_schema schema;
     map by_lid; /* lid -> cent index */
-    cent *ents;
-    uint32_t nent, ent_cap, *ent_free, nent_free;
+    pool entp;
+    cent *ents; /* entp's items */
     uint64_t *rx; /* delta packets received since the last ack */
     size_t nrx, rx_cap;
     keel__net_stats stats;
@@ -1538,7 +1791,7 @@ static void cent_drop(keel_net_client *c, uint32_t lid)
     free(e->comps);
     memset(e, 0, sizeof *e);
     map_del(&c->by_lid, lid);
-    c->ent_free[c->nent_free++] = i;
+    pool_give(&c->entp, i);
 }
 
 static void apply_meta(keel_net_client *c, cent *e, const keel__wire_rec *x)
@@ -1563,17 +1816,8 @@ static void apply_state(keel_net_client *c, const keel__wire_msg *m)
                 KEEL_OK)
                 break;
             if (!x->enabled) keel_set_enabled(c->w, e, false, NULL, NULL);
-            uint32_t ci;
-            if (c->nent_free) ci = c->ent_free[--c->nent_free];
-            else {
-                if (c->nent == c->ent_cap) {
-                    c->ent_cap = c->ent_cap ? c->ent_cap * 2 : 256;
-                    c->ents = keel__xrealloc(c->ents, c->ent_cap * sizeof *c->ents);
-                    c->ent_free = keel__xrealloc(c->ent_free, c->ent_cap * sizeof *c->ent_free);
-                }
-                ci = c->nent++;
-            }
-            memset(&c->ents[ci], 0, sizeof c->ents[ci]);
+            uint32_t ci = pool_take(&c->entp, sizeof *c->ents);
+            c->ents = c->entp.items;
             c->ents[ci].e = e;
             c->ents[ci].inc = x->inc;
             c->ents[ci].born = m->tick;
@@ -1715,15 +1959,9 @@ keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, 
 void keel_net_client_free(keel_net_client *c)
 {
     if (!c) return;
-    if (c->enet) {
-        if (c->peer) enet_peer_disconnect_now(c->peer, 0);
-        enet_host_flush(c->enet);
-        enet_host_destroy(c->enet);
-        net_down();
-    }
-    for (uint32_t i = 0; i < c->nent; i++) free(c->ents[i].comps);
-    free(c->ents);
-    free(c->ent_free);
+    if (c->enet) net_close(c->enet);
+    for (uint32_t i = 0; i < c->entp.n; i++) free(c->ents[i].comps);
+    pool_free(&c->entp);
     map_free(&c->by_lid);
     keel_world_free(c->w);
     free(c->kinds);

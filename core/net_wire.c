@@ -33,12 +33,6 @@ void keel__wire_u32(keel__wire_buf *b, uint32_t v)
     for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
 }
 
-static void put_u64(keel__wire_buf *b, uint64_t v)
-{
-    uint8_t *at = keel__buf_grow(b, 8);
-    for (int i = 0; i < 8; i++) at[i] = (uint8_t)(v >> (8 * i));
-}
-
 void keel__wire_bytes(keel__wire_buf *b, const void *p, size_t n)
 {
     if (n) memcpy(keel__buf_grow(b, n), p, n);
@@ -51,33 +45,58 @@ void keel__wire_str(keel__wire_buf *b, const char *s)
     keel__wire_bytes(b, s, n);
 }
 
-static void put_float(keel__wire_buf *b, double d, bool wide)
+/* How many floats a value of type t holds (0: not a float type). */
+static int float_count(keel_type t)
 {
-    if (wide) {
-        uint64_t u;
-        memcpy(&u, &d, 8);
-        put_u64(b, u);
-    } else {
-        float f = (float)d;
-        uint32_t u;
-        memcpy(&u, &f, 4);
-        keel__wire_u32(b, u);
+    switch (t) {
+    case KEEL_T_FLOAT: return 1;
+    case KEEL_T_VEC2: return 2;
+    case KEEL_T_VEC3: return 3;
+    case KEEL_T_VEC4:
+    case KEEL_T_QUAT:
+    case KEEL_T_COLOR: return 4;
+    default: return 0;
     }
 }
 
-static bool is_float_type(keel_type t)
+/* n floats at `at`, each as 32 bits (or 64 when `wide`), little-endian. */
+static void floats_at(uint8_t *at, const double *x, int n, bool wide)
 {
-    return t >= KEEL_T_FLOAT && t <= KEEL_T_COLOR;
+    for (int i = 0; i < n; i++) {
+        if (wide) {
+            uint64_t u;
+            memcpy(&u, &x[i], 8);
+            for (int j = 0; j < 8; j++) *at++ = (uint8_t)(u >> (8 * j));
+        } else {
+            float f = (float)x[i];
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            for (int j = 0; j < 4; j++) *at++ = (uint8_t)(u >> (8 * j));
+        }
+    }
+}
+
+static const double *floats_of(keel_type t, const keel_value *v)
+{
+    return t == KEEL_T_FLOAT ? &v->as.f : v->as.v;
 }
 
 bool keel__wire_needs_wide(keel_type t, const keel_value *v)
 {
-    if (!is_float_type(t)) return false;
-    int n = keel_type_width(t);
-    const double *x = t == KEEL_T_FLOAT ? &v->as.f : v->as.v;
+    int n = float_count(t);
+    const double *x = floats_of(t, v);
     for (int i = 0; i < n; i++)
         if ((double)(float)x[i] != x[i] && !isnan(x[i])) return true;
     return false;
+}
+
+size_t keel__wire_float_value(uint8_t *out, keel_type t, const keel_value *v, bool *wide)
+{
+    int n = float_count(t);
+    if (!n) return 0;
+    *wide = keel__wire_needs_wide(t, v);
+    floats_at(out, floats_of(t, v), n, *wide);
+    return (size_t)n * (*wide ? 8u : 4u);
 }
 
 void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool wide)
@@ -85,14 +104,16 @@ void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool 
     switch (t) {
     case KEEL_T_BOOL: keel__wire_u8(b, v->as.b ? 1 : 0); break;
     case KEEL_T_INT: keel__wire_varint(b, ((uint64_t)v->as.i << 1) ^ (uint64_t)(v->as.i >> 63)); break;
-    case KEEL_T_FLOAT: put_float(b, v->as.f, wide); break;
+    case KEEL_T_FLOAT:
     case KEEL_T_VEC2:
     case KEEL_T_VEC3:
     case KEEL_T_VEC4:
     case KEEL_T_QUAT:
-    case KEEL_T_COLOR:
-        for (int i = 0; i < keel_type_width(t); i++) put_float(b, v->as.v[i], wide);
+    case KEEL_T_COLOR: {
+        int n = float_count(t);
+        floats_at(keel__buf_grow(b, (size_t)n * (wide ? 8u : 4u)), floats_of(t, v), n, wide);
         break;
+    }
     case KEEL_T_ENUM: keel__wire_varint(b, (uint64_t)v->as.i); break;
     case KEEL_T_STRING: keel__wire_str(b, v->as.s); break;
     case KEEL_T_ASSET:

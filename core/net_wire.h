@@ -106,6 +106,9 @@ void keel__wire_str(keel__wire_buf *b, const char *s); /* varint length, bytes *
 /* A value of type t: floats as 32 bits when `wide` is false (see keel__wire_needs_wide). */
 void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool wide);
 bool keel__wire_needs_wide(keel_type t, const keel_value *v); /* a float not exact in 32 bits */
+/* A float-typed value (float, vectors, quat, color) into out (32 bytes at most), 32-bit floats
+ * unless one needs 64 (then *wide); returns its length, 0 for a type of another kind. */
+size_t keel__wire_float_value(uint8_t *out, keel_type t, const keel_value *v, bool *wide);
 void keel__wire_buf_free(keel__wire_buf *b);
 
 uint32_t keel__wire_hash(const char *s, uint32_t h); /* FNV-1a, h = 2166136261 to start */

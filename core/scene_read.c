@@ -67,6 +67,7 @@ typedef struct loader {
     size_t texts_n, texts_cap;
     bool streamed;  /* the entities were built as they were read */
     bool root_done; /* the root's components are loaded */
+    size_t total, bytes; /* the text's size and how much of it is read (for o->progress) */
     struct { char text[48]; size_t len; } valid_kinds[4]; /* kind_key_valid's last valid keys (len 0: none) */
     unsigned valid_kinds_next;
 } loader;
@@ -1036,6 +1037,21 @@ static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pair
     return false;
 }
 
+/* o->progress, when there is one and a text is read. */
+static void progress(loader *L, bool done)
+{
+    if (!L->o->progress || !L->total) return;
+    keel_load_progress p = { L->file, L->bytes, L->total, L->recs_n, done };
+    L->o->progress(L->o->progress_ctx, &p);
+}
+
+static void stream_progress(void *ctx, size_t bytes)
+{
+    loader *L = ctx;
+    L->bytes = bytes;
+    progress(L, false);
+}
+
 static void stream_item(void *ctx, const keel_node *item, size_t index)
 {
     loader *L = ctx;
@@ -1106,7 +1122,10 @@ static void build(loader *L, const keel_node *doc)
     /* In DESIGN.md's order: validate and build (bodies decoded), resolve parents and
      * references, then the hierarchy (cycles, depth) and the kind rules. */
     if (!L->streamed)
-        for (size_t i = 0; i < list->count; i++) load_entity(L, &list->items[i], i);
+        for (size_t i = 0; i < list->count; i++) {
+            load_entity(L, &list->items[i], i);
+            if (i % 4096 == 4095) progress(L, false);
+        }
     L->diags = &L->lists[B_TAIL];
     size_t count = L->recs_n;
     ent_rec *recs = L->recs;
@@ -1190,12 +1209,16 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
     if (!L.w) abort();
     keel_node *doc = NULL;
     keel__arena *arena = keel__arena_new();
-    keel__yaml_stream stream = { stream_begin, stream_item, &L };
+    keel__yaml_stream stream = { stream_begin, stream_item, o->progress ? stream_progress : NULL, &L };
     bool parsed = true;
-    if (text)
+    if (text) {
+        L.total = len;
+        progress(&L, false);
         parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
-    else
+        if (parsed) L.bytes = len;
+    } else {
         doc = (keel_node *)given; /* only read */
+    }
     if (parsed) {
         build(&L, doc);
         L.diags = &L.lists[B_TAIL];
@@ -1217,11 +1240,14 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
                 warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
                         u->count == 1 ? "" : "s");
         }
+        progress(&L, true);
         L.w->dormant = o->no_awake;
         if (errors_so_far(&L) == 0 && !o->no_awake) {
             keel_awake_all(L.w, &tmp);
             forward(&L, &tmp, "", NULL);
         }
+    } else {
+        progress(&L, true);
     }
     keel__arena_free(arena);
     for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
@@ -1276,8 +1302,12 @@ keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_worl
     keel_status st = keel_read_file(path, opts.limits.document_size, &data, &len, d);
     if (st) return st;
     if (len >= 8 && memcmp(data, "KEELCOOK", 8) == 0) {
+        keel_load_progress p = { path, 0, len, 0, false };
+        if (opts.progress) opts.progress(opts.progress_ctx, &p);
         st = keel_cook_read(data, len, &opts, out, d);
         if (st == KEEL_OK) (*out)->dormant = opts.no_awake; /* the cooked reader knows no world struct */
+        p = (keel_load_progress){ path, len, len, st == KEEL_OK ? keel_world_entity_count(*out) : 0, true };
+        if (opts.progress) opts.progress(opts.progress_ctx, &p); /* after awake: the reader runs it */
     } else {
         st = keel_scene_parse(data, len, &opts, out, d);
     }

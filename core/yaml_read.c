@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -464,6 +465,8 @@ keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_lim
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     int documents = 0;
     bool done = false;
+    /* libyaml decodes its input ahead of the events in 16 KiB blocks: its offset is what is read */
+    size_t report_at = r.stream && r.stream->progress ? KEEL__YAML_PROGRESS_STEP : SIZE_MAX;
     while (!done && !r.failed) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&p, &ev)) {
@@ -491,6 +494,10 @@ keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_lim
         default: break;
         }
         yaml_event_delete(&ev);
+        if (p.offset >= report_at && !r.failed) {
+            report_at = p.offset + KEEL__YAML_PROGRESS_STEP;
+            r.stream->progress(r.stream->ctx, p.offset < len ? p.offset : len);
+        }
     }
     yaml_parser_delete(&p);
     free_frames(&r);

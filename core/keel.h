@@ -1375,6 +1375,17 @@ const char *keel_assets_path(const keel_assets *a, keel_uuid u);
  * that file exists and is not the scene itself. A malloc'd path (caller frees), or NULL. */
 char *keel_assets_beside(const char *scene_path);
 
+/* How far a load has got, for a status line (keel_load_opts.progress). */
+typedef struct keel_load_progress {
+    const char *file; /* keel_load_opts.file (keel_scene_load's path); NULL when none was given */
+    size_t bytes;     /* of the text read so far */
+    size_t total;     /* the text's size in bytes */
+    size_t entities;  /* records of `entities` built so far (when `root` comes first, as keel writes
+                       * scenes, each is built as soon as it is read; else all once the text is read) */
+    bool done;        /* the last call of this load */
+} keel_load_progress;
+typedef void (*keel_load_progress_fn)(void *ctx, const keel_load_progress *p);
+
 typedef struct keel_load_opts {
     keel_limits limits;
     bool strict;                 /* warnings about enums/assets become errors */
@@ -1382,8 +1393,42 @@ typedef struct keel_load_opts {
     const char *file;            /* name used in diagnostics (keel_scene_parse) */
     bool no_awake;               /* a template (keel_instantiate's): awake never runs in the world, not at
                                   * the load, nor for an add or a component hot reload adopts */
+    /* Called by keel_scene_parse and keel_scene_load: once as reading starts (bytes 0), after
+     * every 64 KiB or so of text (bytes and entities never go down), and once with done set when
+     * the world is built, before awake runs, or when the load stops early: bytes is then total
+     * unless the YAML itself was refused. A cooked file gets only the first and the last. It may
+     * print; it must not touch the world being loaded (there is none yet). NULL: none. */
+    keel_load_progress_fn progress;
+    void *progress_ctx;
 } keel_load_opts;
-keel_load_opts keel_load_opts_default(void); /* default limits, not strict, no assets, no file */
+/* Default limits, not strict, no assets, no file, the process's default progress hook. */
+keel_load_opts keel_load_opts_default(void);
+/* Sets the progress hook (and its ctx) that keel_load_opts_default() gives from now on; NULL:
+ * none, as at the start. Process-wide: set it before loads start on other threads. The keel
+ * program sets its terminal status line, so keel.load shows it too.
+ * Example:
+ *     static void show(void *ctx, const keel_load_progress *p)
+ *     {
+ *         size_t *calls = ctx;
+ *         ++*calls;
+ *         if (p->done) printf("%s: %zu of %zu bytes, %zu entities\n", p->file, p->bytes, p->total, p->entities);
+ *     }
+ *
+ *     int main(void)
+ *     {
+ *         if (keel_init() != KEEL_OK) return 1;
+ *         size_t calls = 0;
+ *         keel_load_opts o = keel_load_opts_default();
+ *         o.progress = show; // this load only; keel_load_progress_default(show, &calls) for every one
+ *         o.progress_ctx = &calls;
+ *         keel_world *w = NULL;
+ *         keel_status st = keel_scene_load("scenes/demo.yaml", &o, &w, NULL);
+ *         keel_world_free(w);
+ *         keel_shutdown();
+ *         return st != KEEL_OK || calls < 2;
+ *     }
+ */
+void keel_load_progress_default(keel_load_progress_fn fn, void *ctx);
 
 /* Parse + validate + build + resolve + check + awake; publishes a new world or
  * returns every diagnostic and no world. Never runs code from the file. NULL text: InvalidArgument. */

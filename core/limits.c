@@ -15,6 +15,16 @@ keel_limits keel_limits_default(void)
     return l;
 }
 
+/* keel_load_progress_default's: the one mutable default of a load */
+static keel_load_progress_fn default_progress;
+static void *default_progress_ctx;
+
+void keel_load_progress_default(keel_load_progress_fn fn, void *ctx)
+{
+    default_progress = fn;
+    default_progress_ctx = ctx;
+}
+
 keel_load_opts keel_load_opts_default(void)
 {
     keel_load_opts o;
@@ -23,5 +33,7 @@ keel_load_opts keel_load_opts_default(void)
     o.assets = NULL;
     o.file = NULL;
     o.no_awake = false;
+    o.progress = default_progress;
+    o.progress_ctx = default_progress_ctx;
     return o;
 }

@@ -67,6 +67,9 @@ typedef struct loader {
     size_t texts_n, texts_cap;
     bool streamed;  /* the entities were built as they were read */
     bool root_done; /* the root's components are loaded */
+    size_t total, bytes; /* the text's size and how much of it is read (for o->progress) */
+    struct { char text[48]; size_t len; } valid_kinds[4]; /* kind_key_valid's last valid keys (len 0: none) */
+    unsigned valid_kinds_next;
 } loader;
 
 static keel_node at_pos(pos p)
@@ -183,6 +186,49 @@ static char *pathf(const char *fmt, ...)
     return keel__strdup(buf);
 }
 
+/* The paths every record and entry gets, written into the caller's buffer of PATH_CAP bytes
+ * (no allocation per record), cut where pathf cuts them. */
+enum { PATH_CAP = 512, PATH_END = PATH_CAP - 24 };
+
+static size_t put_text(char *buf, size_t n, const char *s)
+{
+    if (n >= PATH_END) return n;
+    size_t len = strlen(s);
+    if (len > PATH_END - n) len = PATH_END - n;
+    memcpy(buf + n, s, len);
+    return n + len;
+}
+
+static size_t put_number(char *buf, size_t n, size_t v)
+{
+    char digits[24];
+    int k = 0;
+    do {
+        digits[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k) buf[n++] = digits[--k];
+    return n;
+}
+
+/* pathf("%s%s", a, b) */
+static const char *path_join(char *buf, const char *a, const char *b)
+{
+    buf[put_text(buf, put_text(buf, 0, a), b)] = '\0';
+    return buf;
+}
+
+/* pathf("%s[%zu]%s", a, i, b) */
+static const char *path_index(char *buf, const char *a, size_t i, const char *b)
+{
+    size_t n = put_text(buf, 0, a);
+    if (n < PATH_END) buf[n++] = '[';
+    n = put_number(buf, n, i);
+    if (n < PATH_END) buf[n++] = ']';
+    buf[put_text(buf, n, b)] = '\0';
+    return buf;
+}
+
 /* ---- scalars ---- */
 
 static const char *show(const keel_node *n)
@@ -273,6 +319,14 @@ static bool want_uuid(loader *L, const keel_node *n, const char *path, keel_uuid
 
 static bool is_null(const keel_node *n) { return n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n); }
 
+static void unknown_key(loader *L, const keel_node *k, const char *path, const char *what)
+{
+    char *p = path[0] ? pathf("%s.%s", path, k->text) : pathf("%s", k->text);
+    error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s'%s in %s", k->text,
+          keel__node_has_nul(k) ? " (holding a NUL byte)" : "", what);
+    free(p);
+}
+
 /* A MAP whose keys must all be among `allowed`; others are ParseError. */
 static bool want_map(loader *L, const keel_node *n, const char *path, const char *what,
                      const char *const *allowed)
@@ -287,14 +341,73 @@ static bool want_map(loader *L, const keel_node *n, const char *path, const char
         bool found = false;
         for (const char *const *a = allowed; *a && !found && !keel__node_has_nul(k); a++) found = strcmp(k->text, *a) == 0;
         if (!found) {
-            char *p = path[0] ? pathf("%s.%s", path, k->text) : pathf("%s", k->text);
-            error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s'%s in %s", k->text,
-                  keel__node_has_nul(k) ? " (holding a NUL byte)" : "", what);
-            free(p);
+            unknown_key(L, k, path, what);
             ok = false;
         }
     }
     return ok;
+}
+
+/* want_map and a keel_node_get of each allowed key in one pass over the keys (records and
+ * entries are many): vals[a] is what keel_node_get(n, allowed[a]) gives, the first key equal
+ * to it as a C string, or NULL. A key with a NUL byte can equal one so, yet is not allowed. */
+static bool want_fields(loader *L, const keel_node *n, const char *path, const char *what,
+                        const char *const *allowed, const keel_node **vals)
+{
+    size_t count = 0;
+    for (; allowed[count]; count++) vals[count] = NULL;
+    if (n->kind != KEEL_NODE_MAP) {
+        error(L, KEEL_PARSE_ERROR, path, n, "%s must be a map", what);
+        return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n->count; i++) {
+        const keel_node *k = &n->items[2 * i];
+        bool found = false;
+        for (size_t a = 0; a < count && k->kind == KEEL_NODE_SCALAR && k->text; a++) {
+            const char *s = allowed[a];
+            if (k->text[0] != s[0]) continue;
+            size_t len = strlen(s);
+            if (k->len < len || memcmp(k->text, s, len + 1) != 0) continue; /* with its NUL: strcmp's equal */
+            if (!vals[a]) vals[a] = &n->items[2 * i + 1];
+            found = k->len == len;
+            break;
+        }
+        if (!found) {
+            unknown_key(L, k, path, what);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* 1 to 9 decimal digits in a plain scalar: keel_node_as_int's answer, without its general path. */
+static bool small_uint(const keel_node *n, int64_t *out)
+{
+    if (n->kind != KEEL_NODE_SCALAR || !n->text || n->len == 0 || n->len > 9 || n->style == KEEL_STYLE_SINGLE ||
+        n->style == KEEL_STYLE_DOUBLE || n->style == KEEL_STYLE_LITERAL || n->style == KEEL_STYLE_FOLDED)
+        return false;
+    int64_t v = 0;
+    for (size_t i = 0; i < n->len; i++) {
+        unsigned d = (unsigned)(unsigned char)n->text[i] - '0';
+        if (d > 9) return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* keel_node_get(body, key) (a body is a map), with most keys told apart by their first byte. */
+static const keel_node *body_get(const keel_node *body, const char *key)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < body->count; i++) {
+        const keel_node *k = &body->items[2 * i];
+        if (k->kind != KEEL_NODE_SCALAR || !k->text || k->text[0] != key[0]) continue;
+        if (!len) len = strlen(key);
+        if (k->len >= len && memcmp(k->text, key, len + 1) == 0) return &body->items[2 * i + 1];
+    }
+    return NULL;
 }
 
 /* Encoded size of a body, approximated by the text it holds (as saves and sets count it). */
@@ -413,7 +526,7 @@ static void warn_unsaved(loader *L, const keel_kind_desc *kd, const keel_node *n
     }
     for (size_t f = 0; body && f < kd->field_count; f++) {
         unsigned fl = kd->fields[f].flags;
-        const keel_node *at = (fl & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) ? keel_node_get(body, kd->fields[f].key) : NULL;
+        const keel_node *at = (fl & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) ? body_get(body, kd->fields[f].key) : NULL;
         if (!at) continue;
         char *p = pathf("%s.body.%s", cpath, kd->fields[f].key);
         warning(L, KEEL_UNSUPPORTED, p, at, "%s: field '%s' is %s: read, but never %s", kd->key, kd->fields[f].key,
@@ -430,13 +543,30 @@ typedef struct comp_head {
     bool enabled;
 } comp_head;
 
+/* keel__kind_key_valid, remembering the last keys it passed: entries name few kinds, over and over. */
+static bool kind_key_valid(loader *L, const keel_node *kn)
+{
+    if (kn->kind != KEEL_NODE_SCALAR) return false;
+    for (int i = 0; i < 4; i++)
+        if (L->valid_kinds[i].len && kn->len == L->valid_kinds[i].len &&
+            memcmp(kn->text, L->valid_kinds[i].text, kn->len) == 0)
+            return true;
+    if (keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) return false;
+    if (kn->len < sizeof L->valid_kinds[0].text) {
+        unsigned i = L->valid_kinds_next++ % 4;
+        memcpy(L->valid_kinds[i].text, kn->text, kn->len);
+        L->valid_kinds[i].len = kn->len;
+    }
+    return true;
+}
+
 static bool read_kind_key(loader *L, const keel_node *n, const keel_node *kn, const char *cpath, comp_head *h)
 {
     if (!kn) {
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
         return false;
     }
-    if (kn->kind != KEEL_NODE_SCALAR || keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) {
+    if (!kind_key_valid(L, kn)) {
         char *p = pathf("%s.kind", cpath);
         error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s'%s (ns:name, [a-z0-9_]+)", show(kn),
               keel__node_has_nul(kn) ? " (holding a NUL byte)" : "");
@@ -453,9 +583,10 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
         error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
         return false;
     }
+    if (small_uint(vn, &h->version) && h->version >= 1) return true; /* the common case */
     if (vn->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(vn) && keel_node_as_int(vn, &h->version) &&
         h->version >= 1 && h->version <= INT32_MAX)
-        return true; /* the common case, before any path is built */
+        return true; /* before any path is built */
     char *p = pathf("%s.version", cpath);
     bool ok = true;
     if (want_int(L, vn, p, &h->version) && (h->version < 1 || h->version > INT32_MAX)) {
@@ -471,6 +602,7 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
 static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_head *h)
 {
     if (!sn) return true;
+    if (small_uint(sn, &h->slot)) return true; /* the common case */
     if (sn->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(sn) && keel_node_as_int(sn, &h->slot) && h->slot >= 0 &&
         h->slot < (int64_t)UINT32_MAX)
         return true; /* the common case, before any path is built */
@@ -485,17 +617,16 @@ static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_he
     return ok;
 }
 
-static bool read_head(loader *L, const keel_node *n, const char *cpath, comp_head *h)
+/* The entry's values: kind, version, slot, enabled (load_component's keys). */
+static bool read_head(loader *L, const keel_node *n, const keel_node *const *v, const char *cpath, comp_head *h)
 {
     *h = (comp_head){ NULL, 0, -1, true };
-    bool ok = read_kind_key(L, n, keel_node_get(n, "kind"), cpath, h);
-    ok = read_version(L, n, keel_node_get(n, "version"), cpath, h) && ok;
-    ok = read_slot(L, keel_node_get(n, "slot"), cpath, h) && ok;
-    const keel_node *en = keel_node_get(n, "enabled");
-    if (en) {
-        char *p = pathf("%s.enabled", cpath);
-        ok = want_bool(L, en, p, &h->enabled) && ok;
-        free(p);
+    bool ok = read_kind_key(L, n, v[0], cpath, h);
+    ok = read_version(L, n, v[1], cpath, h) && ok;
+    ok = read_slot(L, v[2], cpath, h) && ok;
+    if (v[3]) {
+        char p[PATH_CAP];
+        ok = want_bool(L, v[3], path_join(p, cpath, ".enabled"), &h->enabled) && ok;
     }
     return ok;
 }
@@ -543,7 +674,7 @@ static bool add_known(loader *L, keel_entity e, const keel_node *n, const comp_h
         L->refs = grow(L->refs, &L->refs_cap, L->refs_n + 1, sizeof *L->refs);
         pos *field_at = keel__xcalloc(kd->field_count ? kd->field_count : 1, sizeof *field_at);
         for (size_t f = 0; body && f < kd->field_count; f++) {
-            const keel_node *v = keel_node_get(body, kd->fields[f].key);
+            const keel_node *v = body_get(body, kd->fields[f].key);
             if (v) field_at[f] = pos_of(v);
         }
         L->refs[L->refs_n++] = (ref_check){ c, field_at, keel__strdup(bpath) };
@@ -578,12 +709,14 @@ static bool add_unknown(loader *L, keel_entity e, const keel_node *n, const comp
 static bool load_component(loader *L, keel_entity e, const keel_node *n, const char *cpath)
 {
     static const char *const keys[] = { "kind", "version", "slot", "enabled", "body", NULL };
-    if (!want_map(L, n, cpath, "a component", keys)) return false;
+    const keel_node *v[5];
+    if (!want_fields(L, n, cpath, "a component", keys, v)) return false;
     comp_head h;
-    bool ok = read_head(L, n, cpath, &h);
-    const keel_node *body = keel_node_get(n, "body");
+    bool ok = read_head(L, n, v, cpath, &h);
+    const keel_node *body = v[4];
     if (body && is_null(body)) body = NULL;
-    char *bpath = pathf("%s.body", cpath);
+    char bpath[PATH_CAP];
+    path_join(bpath, cpath, ".body");
     ok = check_body(L, body, bpath) && ok;
     if (ok) {
         keel_kind_id k = keel_kind_find(h.key);
@@ -593,7 +726,6 @@ static bool load_component(loader *L, keel_entity e, const keel_node *n, const c
         else
             ok = add_unknown(L, e, n, &h, kd, body, cpath);
     }
-    free(bpath);
     return ok;
 }
 
@@ -612,9 +744,8 @@ static bool load_components(loader *L, keel_entity e, const keel_node *list, con
     }
     bool ok = true;
     for (size_t j = 0; j < list->count; j++) {
-        char *cpath = pathf("%s[%zu]", prefix, j);
-        ok = load_component(L, e, &list->items[j], cpath) && ok;
-        free(cpath);
+        char cpath[PATH_CAP];
+        ok = load_component(L, e, &list->items[j], path_index(cpath, prefix, j, "")) && ok;
     }
     return ok;
 }
@@ -674,18 +805,14 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
     memset(r, 0, sizeof *r);
     r->at = pos_of(n);
     L->diags = &L->lists[B_SPAWN];
-    char *path = pathf("entities[%zu]", i);
-    if (!want_map(L, n, path, "an entity", keys) && n->kind != KEEL_NODE_MAP) {
-        free(path);
-        return;
-    }
+    char path[PATH_CAP], p[PATH_CAP];
+    path_index(path, "entities", i, "");
+    const keel_node *v[5];
+    if (!want_fields(L, n, path, "an entity", keys, v) && n->kind != KEEL_NODE_MAP) return;
     bool ok = true, uuid_ok = true;
-    const keel_node *un = keel_node_get(n, "uuid"), *nn = keel_node_get(n, "name");
-    const keel_node *en = keel_node_get(n, "enabled");
-    const keel_node *parent = keel_node_get(n, "parent");
-    const keel_node *comps = keel_node_get(n, "components");
+    const keel_node *un = v[0], *nn = v[1], *parent = v[2], *en = v[3], *comps = v[4];
     keel_uuid u;
-    char *p = pathf("%s.uuid", path);
+    path_join(p, path, ".uuid");
     if (!un) {
         error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
         uuid_ok = false;
@@ -701,28 +828,19 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
     } else {
         uuid_ok = false;
     }
-    free(p);
     const char *name = "";
     if (nn) {
-        p = pathf("%s.name", path);
-        name = want_string(L, nn, p);
-        free(p);
+        name = want_string(L, nn, path_join(p, path, ".name"));
         if (!name) ok = false;
     }
     bool enabled = true;
-    if (en) {
-        p = pathf("%s.enabled", path);
-        ok = want_bool(L, en, p, &enabled) && ok;
-        free(p);
-    }
+    if (en) ok = want_bool(L, en, path_join(p, path, ".enabled"), &enabled) && ok;
     if (parent && !is_null(parent)) { /* its syntax now; whom it names once all exist */
-        p = pathf("%s.parent", path);
-        if (want_uuid(L, parent, p, &r->parent_u)) {
+        if (want_uuid(L, parent, path_join(p, path, ".parent"), &r->parent_u)) {
             r->has_parent = true;
             r->parent_at = pos_of(parent);
             r->parent_text = keep_text(L, parent->text, parent->len);
         }
-        free(p);
     }
     /* A bad uuid (already an error) still gets its components read, under a stand-in uuid:
      * every problem of a hand-written entity is reported in one pass. */
@@ -734,7 +852,6 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
             keel_set_enabled(L->w, r->e, false, NULL, &tmp);
         forward(L, &tmp, path, n);
     }
-    free(path);
     if (!r->e) return;
     r->has_comps = comps != NULL;
     if (comps) r->comps_at = pos_of(comps);
@@ -744,9 +861,7 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
         entry_positions(L, comps, &r->comp_first);
     }
     L->diags = &L->lists[B_COMPS];
-    char *prefix = pathf("entities[%zu].components", i);
-    r->comps_ok = load_components(L, r->e, comps, prefix);
-    free(prefix);
+    r->comps_ok = load_components(L, r->e, comps, path_index(p, "entities", i, ".components"));
 }
 
 /* Parents by UUID, in document order (a malformed one was reported by load_entity). */
@@ -922,6 +1037,21 @@ static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pair
     return false;
 }
 
+/* o->progress, when there is one and a text is read. */
+static void progress(loader *L, bool done)
+{
+    if (!L->o->progress || !L->total) return;
+    keel_load_progress p = { L->file, L->bytes, L->total, L->recs_n, done };
+    L->o->progress(L->o->progress_ctx, &p);
+}
+
+static void stream_progress(void *ctx, size_t bytes)
+{
+    loader *L = ctx;
+    L->bytes = bytes;
+    progress(L, false);
+}
+
 static void stream_item(void *ctx, const keel_node *item, size_t index)
 {
     loader *L = ctx;
@@ -992,7 +1122,10 @@ static void build(loader *L, const keel_node *doc)
     /* In DESIGN.md's order: validate and build (bodies decoded), resolve parents and
      * references, then the hierarchy (cycles, depth) and the kind rules. */
     if (!L->streamed)
-        for (size_t i = 0; i < list->count; i++) load_entity(L, &list->items[i], i);
+        for (size_t i = 0; i < list->count; i++) {
+            load_entity(L, &list->items[i], i);
+            if (i % 4096 == 4095) progress(L, false);
+        }
     L->diags = &L->lists[B_TAIL];
     size_t count = L->recs_n;
     ent_rec *recs = L->recs;
@@ -1003,7 +1136,8 @@ static void build(loader *L, const keel_node *doc)
      * component would only report follow-on noise). */
     for (size_t i = 0; i < count; i++) {
         if (!recs[i].e || !recs[i].comps_ok) continue;
-        char *path = pathf("entities[%zu]", i);
+        char path[PATH_CAP];
+        path_index(path, "entities", i, "");
         keel_diags tmp;
         keel_diags_init(&tmp);
         keel_check_rules(L->w, recs[i].e, path, &tmp);
@@ -1011,7 +1145,6 @@ static void build(loader *L, const keel_node *doc)
                           recs[i].comp_n);
         keel_node at = at_pos(recs[i].has_comps ? recs[i].comps_at : recs[i].at);
         forward(L, &tmp, path, &at);
-        free(path);
     }
 }
 
@@ -1076,12 +1209,16 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
     if (!L.w) abort();
     keel_node *doc = NULL;
     keel__arena *arena = keel__arena_new();
-    keel__yaml_stream stream = { stream_begin, stream_item, &L };
+    keel__yaml_stream stream = { stream_begin, stream_item, o->progress ? stream_progress : NULL, &L };
     bool parsed = true;
-    if (text)
+    if (text) {
+        L.total = len;
+        progress(&L, false);
         parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
-    else
+        if (parsed) L.bytes = len;
+    } else {
         doc = (keel_node *)given; /* only read */
+    }
     if (parsed) {
         build(&L, doc);
         L.diags = &L.lists[B_TAIL];
@@ -1103,11 +1240,14 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
                 warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
                         u->count == 1 ? "" : "s");
         }
+        progress(&L, true);
         L.w->dormant = o->no_awake;
         if (errors_so_far(&L) == 0 && !o->no_awake) {
             keel_awake_all(L.w, &tmp);
             forward(&L, &tmp, "", NULL);
         }
+    } else {
+        progress(&L, true);
     }
     keel__arena_free(arena);
     for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
@@ -1162,8 +1302,12 @@ keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_worl
     keel_status st = keel_read_file(path, opts.limits.document_size, &data, &len, d);
     if (st) return st;
     if (len >= 8 && memcmp(data, "KEELCOOK", 8) == 0) {
+        keel_load_progress p = { path, 0, len, 0, false };
+        if (opts.progress) opts.progress(opts.progress_ctx, &p);
         st = keel_cook_read(data, len, &opts, out, d);
         if (st == KEEL_OK) (*out)->dormant = opts.no_awake; /* the cooked reader knows no world struct */
+        p = (keel_load_progress){ path, len, len, st == KEEL_OK ? keel_world_entity_count(*out) : 0, true };
+        if (opts.progress) opts.progress(opts.progress_ctx, &p); /* after awake: the reader runs it */
     } else {
         st = keel_scene_parse(data, len, &opts, out, d);
     }

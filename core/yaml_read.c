@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -57,18 +58,23 @@ static void arena_reset(keel__arena *a)
     a->head = keep;
 }
 
-static void *arena_alloc(keel__arena *a, size_t n)
+/* A new chunk for `n` bytes (rounded), its start taken. */
+static void *arena_grow(keel__arena *a, size_t n)
+{
+    size_t cap = n > (1u << 20) ? n : (1u << 20);
+    chunk *c = keel__xrealloc(NULL, sizeof *c + cap);
+    c->used = n;
+    c->cap = cap;
+    c->next = a->head;
+    a->head = c;
+    return c->data;
+}
+
+static inline void *arena_alloc(keel__arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     chunk *c = a->head;
-    if (!c || c->cap - c->used < n) {
-        size_t cap = n > (1u << 20) ? n : (1u << 20);
-        c = keel__xrealloc(NULL, sizeof *c + cap);
-        c->used = 0;
-        c->cap = cap;
-        c->next = a->head;
-        a->head = c;
-    }
+    if (!c || c->cap - c->used < n) return arena_grow(a, n);
     void *p = (char *)c->data + c->used;
     c->used += n;
     return p;
@@ -80,6 +86,7 @@ typedef struct frame {
     keel_node node;     /* kind, style, line, col; items/count filled at the end */
     keel_node *buf;     /* scratch: items being collected */
     size_t n, cap;
+    size_t limit;       /* items it may hold (length_limit, fixed when it starts) */
 } frame;
 
 typedef struct reader {
@@ -167,7 +174,7 @@ static keel_node_style scalar_style(yaml_scalar_style_t s)
     }
 }
 
-static void *alloc(reader *r, size_t n)
+static inline void *alloc(reader *r, size_t n)
 {
     if (r->streaming && r->depth >= 2) return arena_alloc(r->item_arena, n);
     return r->arena ? arena_alloc(r->arena, n) : keel__xrealloc(NULL, n);
@@ -215,13 +222,13 @@ static size_t length_limit(const reader *r)
     return r->lim->collection_length;
 }
 
-static bool check_collection_length(reader *r, int line, int col)
+/* Room for one more item (a key, in a map) in the collection on top. */
+static inline bool check_collection_length(reader *r, int line, int col)
 {
     frame *f = &r->stack[r->depth - 1];
     size_t items = f->node.kind == KEEL_NODE_MAP ? f->n / 2 : f->n;
-    size_t limit = length_limit(r);
-    if (items >= limit) {
-        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col, "collection longer than the limit (%zu items)", limit);
+    if (items >= f->limit) {
+        fail_at(r, KEEL_LIMIT_EXCEEDED, line, col, "collection longer than the limit (%zu items)", f->limit);
         return false;
     }
     return true;
@@ -246,11 +253,11 @@ static bool on_scalar(reader *r, const yaml_event_t *ev)
                 r->lim->string_length);
         return false;
     }
-    if (r->depth > 0 && r->stack[r->depth - 1].n % 2 == 0 && r->stack[r->depth - 1].node.kind == KEEL_NODE_MAP
-        && !check_collection_length(r, line, col))
-        return false;
-    if (r->depth > 0 && r->stack[r->depth - 1].node.kind == KEEL_NODE_SEQ && !check_collection_length(r, line, col))
-        return false;
+    if (r->depth > 0) { /* an item of a list, or a key */
+        const frame *top = &r->stack[r->depth - 1];
+        if ((top->node.kind == KEEL_NODE_SEQ || top->n % 2 == 0) && !check_collection_length(r, line, col))
+            return false;
+    }
     keel_node n;
     memset(&n, 0, sizeof n);
     n.kind = KEEL_NODE_SCALAR;
@@ -319,6 +326,7 @@ static bool on_start(reader *r, const yaml_event_t *ev, keel_node_kind kind)
     f->node.line = line;
     f->node.col = col;
     f->n = 0;
+    f->limit = length_limit(r);
     if (stream) { /* asked once: a second `entities` key fails as a duplicate anyway */
         r->item_arena = keel__arena_new();
         r->streaming = r->stream->begin(r->stream->ctx, &f->node, r->stack[0].buf, (r->stack[0].n - 1) / 2);
@@ -332,6 +340,11 @@ static int key_cmp(const keel_node *p, const keel_node *q)
     int c = memcmp(p->text, q->text, n);
     if (c) return c;
     return p->len < q->len ? -1 : p->len > q->len;
+}
+
+static inline bool key_equal(const keel_node *p, const keel_node *q)
+{
+    return p->len == q->len && (p->len == 0 || (p->text[0] == q->text[0] && memcmp(p->text, q->text, p->len) == 0));
 }
 
 static void report_duplicate(reader *r, const keel_node *first, const keel_node *again)
@@ -354,7 +367,7 @@ static bool check_duplicates(reader *r, const frame *f)
     if (pairs <= 32) {
         for (size_t i = 1; i < pairs; i++)
             for (size_t j = 0; j < i; j++)
-                if (key_cmp(&base[2 * j], &base[2 * i]) == 0) {
+                if (key_equal(&base[2 * j], &base[2 * i])) {
                     report_duplicate(r, &base[2 * j], &base[2 * i]);
                     return false;
                 }
@@ -452,6 +465,8 @@ keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_lim
     yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
     int documents = 0;
     bool done = false;
+    /* libyaml decodes its input ahead of the events in 16 KiB blocks: its offset is what is read */
+    size_t report_at = r.stream && r.stream->progress ? KEEL__YAML_PROGRESS_STEP : SIZE_MAX;
     while (!done && !r.failed) {
         yaml_event_t ev;
         if (!yaml_parser_parse(&p, &ev)) {
@@ -479,6 +494,10 @@ keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_lim
         default: break;
         }
         yaml_event_delete(&ev);
+        if (p.offset >= report_at && !r.failed) {
+            report_at = p.offset + KEEL__YAML_PROGRESS_STEP;
+            r.stream->progress(r.stream->ctx, p.offset < len ? p.offset : len);
+        }
     }
     yaml_parser_delete(&p);
     free_frames(&r);

@@ -27,8 +27,11 @@ keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limi
 typedef struct keel__yaml_stream {
     bool (*begin)(void *ctx, const keel_node *list, const keel_node *pairs, size_t pair_count);
     void (*item)(void *ctx, const keel_node *item, size_t index);
+    /* NULL, or told how many bytes of the text are read, at most once per KEEL__YAML_PROGRESS_STEP */
+    void (*progress)(void *ctx, size_t bytes);
     void *ctx;
 } keel__yaml_stream;
+#define KEEL__YAML_PROGRESS_STEP ((size_t)64 << 10)
 keel_status keel__yaml_parse_stream(const char *text, size_t len, const keel_limits *lim, const char *file,
                                     keel__arena *arena, const keel__yaml_stream *stream, keel_node **out,
                                     keel_diags *d);

@@ -214,9 +214,7 @@ int keel_cli_load_world(lua_State *L, keel_cli *cli, const char *path)
     } else {
         lua_pushnil(L);
     }
-    bool shown = keel_cli_progress_begin(path);
     int status = keel_cli_call(L, 2, 2, false);
-    keel_cli_progress_end(shown, path);
     if (status != LUA_OK) {
         lua_pushfstring(L, "%s: %s", path, lua_tostring(L, -1));
         lua_remove(L, -2);

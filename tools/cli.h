@@ -115,10 +115,9 @@ bool keel_cli_print_diff(const char *label, const char *old, size_t oldlen, cons
 
 /* ---- tools/progress.c ---- */
 
-/* A status line on stderr for reading `path` when stderr is a terminal and the file is
- * 10 MB or more; returns whether it was shown (pass it to _end, which says how long it took). */
-bool keel_cli_progress_begin(const char *path);
-void keel_cli_progress_end(bool shown, const char *path);
+/* The program's load progress hook (keel_load_progress_default, set by main): on stderr, for a
+ * scene of 10 MB or more when stderr is a terminal (KEEL_PROGRESS=1: every load; 0: none). */
+void keel_cli_progress(void *ctx, const keel_load_progress *p);
 
 /* ---- tools/keel.c ---- */
 

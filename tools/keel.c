@@ -389,6 +389,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "keel: cannot initialise the kind registry\n");
         return KEEL_EXIT_USAGE;
     }
+    keel_load_progress_default(keel_cli_progress, NULL); /* every load shows it, keel.load's too */
     lua_State *L = luaL_newstate();
     if (!L) {
         fprintf(stderr, "keel: cannot create the Lua state: not enough memory\n");

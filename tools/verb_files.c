@@ -136,9 +136,7 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_diags d;
         keel_diags_init(&d);
         keel_world *w = NULL;
-        bool shown = keel_cli_progress_begin(argv[i]);
-        keel_status s = keel_scene_load(argv[i], &o, &w, &d);
-        keel_cli_progress_end(shown, argv[i]);
+        keel_status s = keel_scene_load(argv[i], &o, &w, &d); /* with keel_cli_progress's line */
         size_t errors = keel_cli_print_diags(&d, argv[i]);
         if (s != KEEL_OK || errors > 0) code = worse(code, status_exit(s));
         keel_world_free(w);
@@ -229,9 +227,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     void *data = NULL;
     size_t len = 0;
     int code = KEEL_EXIT_OK;
-    bool shown = keel_cli_progress_begin(argv[0]);
-    keel_status s = keel_scene_load(argv[0], &o, &w, &d);
-    keel_cli_progress_end(shown, argv[0]);
+    keel_status s = keel_scene_load(argv[0], &o, &w, &d); /* with keel_cli_progress's line */
     if (s == KEEL_OK) s = keel_cook(w, o.assets, &data, &len, &d);
     if (s == KEEL_OK) {
         s = keel_write_atomic(out, data, len, &d);

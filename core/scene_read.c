@@ -327,29 +327,8 @@ static void unknown_key(loader *L, const keel_node *k, const char *path, const c
     free(p);
 }
 
-/* A MAP whose keys must all be among `allowed`; others are ParseError. */
-static bool want_map(loader *L, const keel_node *n, const char *path, const char *what,
-                     const char *const *allowed)
-{
-    if (n->kind != KEEL_NODE_MAP) {
-        error(L, KEEL_PARSE_ERROR, path, n, "%s must be a map", what);
-        return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n->count; i++) {
-        const keel_node *k = &n->items[2 * i];
-        bool found = false;
-        for (const char *const *a = allowed; *a && !found && !keel__node_has_nul(k); a++) found = strcmp(k->text, *a) == 0;
-        if (!found) {
-            unknown_key(L, k, path, what);
-            ok = false;
-        }
-    }
-    return ok;
-}
-
-/* want_map and a keel_node_get of each allowed key in one pass over the keys (records and
- * entries are many): vals[a] is what keel_node_get(n, allowed[a]) gives, the first key equal
+/* A MAP whose keys must all be among `allowed` (others are ParseError), and a keel_node_get of
+ * each allowed key in the same pass over the keys (records and entries are many): vals[a] is what keel_node_get(n, allowed[a]) gives, the first key equal
  * to it as a C string, or NULL. A key with a NUL byte can equal one so, yet is not allowed. */
 static bool want_fields(loader *L, const keel_node *n, const char *path, const char *what,
                         const char *const *allowed, const keel_node **vals)
@@ -379,6 +358,14 @@ static bool want_fields(loader *L, const keel_node *n, const char *path, const c
         }
     }
     return ok;
+}
+
+/* want_fields for a section whose values are read later (at most 15 allowed keys). */
+static bool want_map(loader *L, const keel_node *n, const char *path, const char *what,
+                     const char *const *allowed)
+{
+    const keel_node *vals[16];
+    return want_fields(L, n, path, what, allowed, vals);
 }
 
 /* 1 to 9 decimal digits in a plain scalar: keel_node_as_int's answer, without its general path. */

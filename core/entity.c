@@ -685,6 +685,7 @@ void keel_world_reserve(keel_world *w, size_t entities)
 {
     if (!w || entities >= UINT32_MAX / 4) return;
     uint32_t n = (uint32_t)entities + 1; /* the root too */
+    if ((uint32_t)entities > w->reserved) w->reserved = (uint32_t)entities;
     if (n > w->ent_cap) {
         size_t bytes = n * sizeof *w->ents;
         if (bytes >= 2 * HUGE_PAGE) { /* every reserved record is to be written */

@@ -26,6 +26,8 @@ struct keel_world {
     uint32_t kids_hot_owner, kids_hot; /* the parent linked to last and its record (0: none): siblings
                                         * are often linked one after another (hierarchy.c kids_of) */
     uint32_t ent_count, ent_cap;      /* index 0 is the root */
+    uint32_t reserved;                /* keel_world_reserve's entity count: a kind's row facts outgrowing
+                                       * their first page grow straight to it (store.c) */
     uint32_t *free_idx;
     size_t free_count, free_cap;
     uint32_t *held;                   /* indices freed inside a hook: reusable once it commits, */

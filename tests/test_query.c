@@ -272,6 +272,38 @@ static void world_reserve_big_keeps_entities(void **state)
     free(es);
 }
 
+/* A reserved world's storage grows its row facts straight to the reservation past the first
+ * page, and past it as before: every row keeps its owner, record and write counter. */
+static void world_reserve_rows_keep_owners_and_counters(void **state)
+{
+    fx *f = *state;
+    enum { RES = 150, ALL = 400 };
+    keel_kind_id tk = K("core:transform");
+    int pos = keel_kind_field(tk, "position");
+    keel_world_reserve(f->w, RES);
+    keel_entity es[ALL];
+    keel_comp cs[ALL];
+    for (int i = 0; i < ALL; i++) {
+        es[i] = spawn(f, "E", 0);
+        cs[i] = add(f, es[i], "core:transform");
+        if (i == 10) { /* counters exist from here on: they grow with the rows */
+            keel_value v = { .type = KEEL_T_VEC3, .as.v = { 1, 2, 3 } };
+            assert_int_equal(keel_set(f->w, cs[3], pos, &v, NULL, &f->d), KEEL_OK);
+        }
+    }
+    assert_int_equal(keel_storage_count(f->w, tk), ALL);
+    for (int i = 0; i < ALL; i++) {
+        assert_int_equal(keel_storage_owner(f->w, tk, (size_t)i), es[i]);
+        assert_int_equal(keel_comp_counter(f->w, cs[i]), i == 3 ? 1 : 0);
+    }
+    keel_value out;
+    assert_int_equal(keel_get(f->w, cs[3], pos, &out, &f->d), KEEL_OK);
+    assert_true(out.as.v[0] == 1 && out.as.v[1] == 2 && out.as.v[2] == 3);
+    keel_value v = { .type = KEEL_T_VEC3, .as.v = { 7, 8, 9 } };
+    assert_int_equal(keel_set(f->w, cs[ALL - 1], pos, &v, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_comp_counter(f->w, cs[ALL - 1]), 1);
+}
+
 static keel_entity victim;
 static size_t seen_rows, seen_pending, seen_query;
 static keel_query *hook_query;
@@ -332,6 +364,7 @@ int main(void)
         T(query_chunks_cover_aligned_rows),
         T(world_reserve_changes_nothing_visible),
         T(world_reserve_big_keeps_entities),
+        T(world_reserve_rows_keep_owners_and_counters),
         T(query_skips_rows_freed_during_a_step),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

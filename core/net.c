@@ -307,6 +307,12 @@ typedef struct hclient {
     size_t pend_head;    /* its header's length */
     size_t spent;        /* bytes this tick */
     uint64_t struct_done; /* the tick of its last structure pass that held nothing back */
+    /* its held (local id, component) pairs in ascending ids, for the delta pass: rebuilt when the
+     * host's entities or components changed (shape) or this client's ids did (lid_gen) */
+    uint32_t *held;
+    uint32_t nheld, held_cap, lid_gen, held_gen;
+    uint64_t held_shape;
+    bool held_ok;
     bool held_back;       /* this pass left a spawn for later (the budget) */
 } hclient;
 
@@ -326,6 +332,7 @@ struct keel_net_host {
     tcomp *comps; /* compp's items */
     uint64_t structure;   /* the world's structure when last walked */
     uint64_t struct_tick; /* the last tick an entity came, went, or changed name, flags or parent */
+    uint64_t shape;       /* counts full walks (the only place entities and components come and go) */
     keel__wire_buf scratch, scratch2;
     map by_entity;
     map cells;       /* interest grid (radius > 0): cell key -> first tent + 1 */
@@ -449,6 +456,7 @@ static void client_forget_ent(hclient *c, uint32_t ti)
     if (ti < c->ent_cap && c->lid[ti]) {
         c->ent_of_lid[c->lid[ti]] = 0;
         c->lid[ti] = 0;
+        c->lid_gen++;
         c->meta_sent[ti] = 0;
         c->parent_sent[ti] = 0;
     }
@@ -458,6 +466,7 @@ static void client_free(hclient *c)
 {
     free(c->name);
     free(c->lid);
+    free(c->held);
     free(c->meta_sent);
     free(c->parent_sent);
     free(c->confirmed);
@@ -641,11 +650,10 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     }
 }
 
-/* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool). */
-static inline bool same_bytes(const void *a, const void *b, size_t n)
+/* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool); the common
+ * widths get loops of a constant length, which the compiler unrolls. */
+static inline __attribute__((always_inline)) bool same_words(const unsigned char *p, const unsigned char *q, size_t n)
 {
-    if (n % 8) return memcmp(a, b, n) == 0;
-    const unsigned char *p = a, *q = b;
     uint64_t d = 0;
     for (size_t i = 0; i < n; i += 8) {
         uint64_t x, y;
@@ -656,13 +664,38 @@ static inline bool same_bytes(const void *a, const void *b, size_t n)
     return d == 0;
 }
 
+static inline bool same_bytes(const void *a, const void *b, size_t n)
+{
+    switch (n) {
+    case 8: return same_words(a, b, 8);
+    case 16: return same_words(a, b, 16);
+    case 24: return same_words(a, b, 24);
+    case 32: return same_words(a, b, 32);
+    default: break;
+    }
+    if (n % 8) return memcmp(a, b, n) == 0;
+    return same_words(a, b, n);
+}
+
+static inline __attribute__((always_inline)) void copy_words(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) memcpy(dst + i, src + i, 8);
+}
+
 static inline void copy_bytes(void *dst, const void *src, size_t n)
 {
+    switch (n) {
+    case 8: copy_words(dst, src, 8); return;
+    case 16: copy_words(dst, src, 16); return;
+    case 24: copy_words(dst, src, 24); return;
+    case 32: copy_words(dst, src, 32); return;
+    default: break;
+    }
     if (n % 8) {
         memcpy(dst, src, n);
         return;
     }
-    for (size_t i = 0; i < n; i += 8) memcpy((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
+    copy_words(dst, src, n);
 }
 
 /* Compares a component's synced fields with what was last seen: plain values with the record
@@ -891,6 +924,7 @@ static void scan(keel_net_host *h)
     else {
         scan_full(h);
         h->struct_tick = h->tick;
+        h->shape++;
     }
     h->structure = h->w->structure;
     for (uint32_t i = 0; i < h->nkinds; i++) h->kinds[i].changes = store_changes(h->w, h->kinds[i].id);
@@ -965,6 +999,7 @@ static void new_lid(hclient *c, uint32_t ti)
     }
     c->ent_of_lid[lid] = ti + 1;
     c->lid[ti] = lid;
+    c->lid_gen++;
 }
 
 /* Reliable part: removals for interest exits, spawns (with every component), meta changes,
@@ -1149,56 +1184,124 @@ static void delta_open(keel_net_host *h, hclient *c, dpass *d)
     d->prev = 0;
 }
 
-/* Ids lo..hi (ascending, each below lid_cap); false when the budget stopped it at the cursor. */
-static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t lo, uint32_t hi)
+/* The client's held pairs (ids 1..n), walked from the entity records only when they changed. */
+static void held_refresh(keel_net_host *h, hclient *c, uint32_t n)
 {
-    keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
-    for (uint32_t lid = lo; lid <= hi; lid++) {
+    if (c->held_ok && c->held_shape == h->shape && c->held_gen == c->lid_gen) return;
+    c->nheld = 0;
+    for (uint32_t lid = 1; lid <= n; lid++) {
         uint32_t te = c->ent_of_lid[lid];
         if (!te) continue;
-        if (c->spent + pk->len >= h->o.budget) {
-            c->cursor = lid;
-            return false;
-        }
         const tent *t = &h->ents[te - 1];
+        if (c->nheld + t->ncomp > c->held_cap) {
+            c->held_cap = (c->nheld + t->ncomp) * 2 + 64;
+            c->held = keel__xrealloc(c->held, (size_t)c->held_cap * 2 * sizeof *c->held);
+        }
         for (uint32_t j = 0; j < t->ncomp; j++) {
-            uint32_t ci = t->comps[j];
-            const tcomp *tc = &h->comps[ci];
-            uint64_t since = c->confirmed[ci];
-            if (tc->send_last <= since || !since) continue;
-            const uint8_t *body = tc->enc + tc->body;
-            size_t blen = tc->body_len;
-            if (since < tc->older) { /* it missed an earlier change too: a body of its own */
-                rec->len = 0;
-                keel__wire_varint(rec, tc->kind);
-                if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
-                put_comp_values(h, rec, tc, false, since);
-                body = rec->p;
-                blen = rec->len;
-            }
-            if (!d->header) delta_open(h, c, d);
-            uint8_t gap[10];
-            size_t glen = varint_to(gap, lid - d->prev);
-            if (blen <= BODY_COPY && pk->len + glen + blen <= KEEL__WIRE_MTU) {
-                /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a
-                 * body is readable that far (BODY_COPY of slack) */
-                uint8_t *at = pk->p + pk->len;
-                memcpy(at, gap, sizeof gap);
-                memcpy(at + glen, body, BODY_COPY);
-                pk->len += glen + blen;
-            } else {
-                if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
-                    delta_open(h, c, d);
-                    glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
-                }
-                uint8_t *at = put(pk, glen + blen);
-                memcpy(at, gap, glen);
-                memcpy(at + glen, body, blen);
-            }
-            d->r->comps[d->r->n++] = ci;
-            d->prev = lid;
+            c->held[2 * c->nheld] = lid;
+            c->held[2 * c->nheld + 1] = t->comps[j];
+            c->nheld++;
         }
     }
+    c->held_ok = true;
+    c->held_shape = h->shape;
+    c->held_gen = c->lid_gen;
+}
+
+/* The first held pair whose id is at least lid. */
+static uint32_t held_at(const hclient *c, uint32_t lid)
+{
+    uint32_t lo = 0, hi = c->nheld;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (c->held[2 * mid] < lid) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Held pairs from..to-1 (ascending ids); false when the budget stopped it at the cursor.
+ * The hot state lives in locals: the packet's bytes are written through a byte pointer, which
+ * would otherwise make every load of the tables and lengths be done again per component. */
+static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t from, uint32_t to)
+{
+    keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
+    const uint32_t *held = c->held;
+    const uint64_t *conf = c->confirmed;
+    const tcomp *comps = h->comps;
+    const size_t budget = h->o.budget, spent = c->spent;
+    uint8_t *base = pk->p;
+    size_t len = pk->len;
+    uint32_t *noted = d->r ? d->r->comps : NULL, n = d->r ? d->r->n : 0, prev = d->prev, checked = 0;
+    bool open = d->header != 0;
+    for (uint32_t i = from; i < to; i++) {
+        uint32_t lid = held[2 * i], ci = held[2 * i + 1];
+        if (lid != checked) { /* the budget is looked at per entity */
+            checked = lid;
+            if (spent + len >= budget) {
+                c->cursor = lid;
+                pk->len = len;
+                if (d->r) d->r->n = n;
+                d->prev = prev;
+                return false;
+            }
+        }
+        const tcomp *tc = &comps[ci];
+        uint64_t since = conf[ci];
+        if (tc->send_last <= since || !since) continue;
+        const uint8_t *body = tc->enc + tc->body;
+        size_t blen = tc->body_len;
+        if (since < tc->older) { /* it missed an earlier change too: a body of its own */
+            rec->len = 0;
+            keel__wire_varint(rec, tc->kind);
+            if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
+            put_comp_values(h, rec, tc, false, since);
+            body = rec->p;
+            blen = rec->len;
+        }
+        if (!open) {
+            pk->len = len;
+            if (d->r) d->r->n = n;
+            delta_open(h, c, d);
+            base = pk->p, len = pk->len, noted = d->r->comps, n = d->r->n, prev = 0, open = true;
+        }
+        /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a body is
+         * readable that far (BODY_COPY of slack); a gap below 128 is its own one-byte varint */
+        uint32_t g = lid - prev;
+        if (g < 0x80 && blen <= BODY_COPY && len + 1 + blen <= KEEL__WIRE_MTU) {
+            uint8_t *at = base + len;
+            at[0] = (uint8_t)g;
+            memcpy(at + 1, body, BODY_COPY);
+            len += 1 + blen;
+            noted[n++] = ci;
+            prev = lid;
+            continue;
+        }
+        uint8_t gap[10];
+        size_t glen = varint_to(gap, g);
+        if (blen <= BODY_COPY && len + glen + blen <= KEEL__WIRE_MTU) {
+            uint8_t *at = base + len;
+            memcpy(at, gap, sizeof gap);
+            memcpy(at + glen, body, BODY_COPY);
+            len += glen + blen;
+        } else {
+            pk->len = len;
+            d->r->n = n;
+            if (len + glen + blen > KEEL__WIRE_MTU && len > d->header) {
+                delta_open(h, c, d);
+                glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+            }
+            uint8_t *at = put(pk, glen + blen);
+            memcpy(at, gap, glen);
+            memcpy(at + glen, body, blen);
+            base = pk->p, len = pk->len, noted = d->r->comps, n = d->r->n;
+        }
+        noted[n++] = ci;
+        prev = lid;
+    }
+    pk->len = len;
+    if (d->r) d->r->n = n;
+    d->prev = prev;
     return true;
 }
 
@@ -1215,19 +1318,22 @@ static void send_deltas(keel_net_host *h, hclient *c)
     dpass d = { &h->scratch, NULL, 0, 0 };
     uint32_t n = !c->lid_cap ? 0 : c->next_lid < c->lid_cap ? c->next_lid : c->lid_cap - 1;
     uint32_t start = c->cursor && c->cursor <= n ? c->cursor : 1;
-    if (n && delta_range(h, c, &d, start, n)) {
+    held_refresh(h, c, n);
+    uint32_t si = start > 1 ? held_at(c, start) : 0;
+    if (n && delta_range(h, c, &d, si, c->nheld)) {
         delta_flush(h, c, &d); /* wrapped: ids must ascend within a packet */
         c->cursor = 1;
-        if (start > 1) delta_range(h, c, &d, 1, start - 1);
+        if (start > 1) delta_range(h, c, &d, 0, si);
     }
     delta_flush(h, c, &d);
 }
 
-/* Delta packet `seq` arrived: the components it held are confirmed at its tick. */
+/* Delta packet `seq` arrived: the components it held are confirmed at its tick. The ring is
+ * looked at from the newest entry back (acks are mostly for the last tick or two). */
 static void on_ack(hclient *c, uint64_t seq)
 {
-    for (int i = 0; i < RING; i++) {
-        ringent *r = &c->ring[i];
+    for (int k = 0; k < RING; k++) {
+        ringent *r = &c->ring[(c->head + RING - (uint32_t)k) % RING];
         if (!r->used || seq < r->first_seq || seq - r->first_seq >= r->npk) continue;
         uint32_t p = (uint32_t)(seq - r->first_seq);
         if (r->acked[p]) return;
@@ -1235,10 +1341,12 @@ static void on_ack(hclient *c, uint64_t seq)
         c->unacked = 0;
         /* A component freed since has confirmed 0 (tcomp_free), and one re-made under its index
          * was added at a later tick than the packet's: neither takes the ack. */
-        for (uint32_t j = p ? r->ends[p - 1] : 0; j < r->ends[p]; j++) {
-            uint32_t ci = r->comps[j];
-            uint64_t cf = c->confirmed[ci];
-            if (cf && cf < r->tick) c->confirmed[ci] = r->tick;
+        uint64_t *conf = c->confirmed, tick = r->tick;
+        const uint32_t *cs = r->comps;
+        for (uint32_t j = p ? r->ends[p - 1] : 0, end = r->ends[p]; j < end; j++) {
+            uint32_t ci = cs[j];
+            uint64_t cf = conf[ci];
+            if (cf && cf < tick) conf[ci] = tick;
         }
         return;
     }

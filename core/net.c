@@ -593,6 +593,20 @@ static void comp_encode_all(keel_net_host *h, tcomp *tc, const skind *k)
     memcpy(tc->enc, v->p, v->len);
 }
 
+/* memcpy of a float value's few bytes, constant lengths for the compiler to inline. */
+static inline void copy_small(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    switch (n) {
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    case 12: memcpy(dst, src, 12); break;
+    case 16: memcpy(dst, src, 16); break;
+    case 24: memcpy(dst, src, 24); break;
+    case 32: memcpy(dst, src, 32); break;
+    default: memcpy(dst, src, n); break;
+    }
+}
+
 /* Encodes a component that changed this tick, once for every client: the values of the fields
  * changed now (in place), then the delta body of those fields after every field's value. */
 static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
@@ -621,12 +635,12 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
         }
         if (n != tc->enc_off[f + 1] - tc->enc_off[f]) again = true; /* its length changed */
         else {
-            memcpy(tc->enc + tc->enc_off[f], src, n);
+            copy_small(tc->enc + tc->enc_off[f], src, n);
             tc->wide = (tc->wide & ~(2ull << (2 * f))) | (wide ? 2ull << (2 * f) : 0);
         }
     }
     if (again) comp_encode_all(h, tc, k);
-    uint8_t head[30];
+    uint8_t head[BODY_COPY];
     size_t hl = varint_to(head, tc->kind);
     if (k->w.many) hl += varint_to(head + hl, tc->slot);
     hl += varint_to(head + hl, now | (tc->wide & now << 1));
@@ -641,12 +655,19 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     }
     tc->body = (uint32_t)at;
     tc->body_len = (uint32_t)len;
-    memcpy(tc->enc + at, head, hl);
+    /* fixed-size copies into the body (enc has BODY_COPY of slack past it, and each copy's tail
+     * is overwritten by the next); a field's value longer than that is copied as it is */
+    memcpy(tc->enc + at, head, BODY_COPY);
     at += hl;
     for (uint64_t m = now; m; m &= m - 1) {
         unsigned f = (unsigned)__builtin_ctzll(m) / 2;
-        memcpy(tc->enc + at, tc->enc + tc->enc_off[f], tc->enc_off[f + 1] - tc->enc_off[f]);
-        at += tc->enc_off[f + 1] - tc->enc_off[f];
+        uint32_t sz = tc->enc_off[f + 1] - tc->enc_off[f];
+        if (sz <= BODY_COPY) {
+            uint8_t t[BODY_COPY];
+            memcpy(t, tc->enc + tc->enc_off[f], BODY_COPY);
+            memcpy(tc->enc + at, t, BODY_COPY);
+        } else memcpy(tc->enc + at, tc->enc + tc->enc_off[f], sz);
+        at += sz;
     }
 }
 
@@ -1220,25 +1241,56 @@ static uint32_t held_at(const hclient *c, uint32_t lid)
     return lo;
 }
 
-/* Held pairs from..to-1 (ascending ids); false when the budget stopped it at the cursor.
- * The hot state lives in locals: the packet's bytes are written through a byte pointer, which
- * would otherwise make every load of the tables and lengths be done again per component. */
-static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t from, uint32_t to)
+/* One component's record in the general case (no packet open yet, a body of its own, a long
+ * body or gap, or the packet full), on the pass's own state (d, its packet and ring entry). */
+__attribute__((noinline)) static void delta_one(keel_net_host *h, hclient *c, dpass *d, uint32_t lid,
+                                                const tcomp *tc, uint32_t ci, uint64_t since)
 {
     keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
+    const uint8_t *body = tc->enc + tc->body;
+    size_t blen = tc->body_len;
+    if (since < tc->older) { /* it missed an earlier change too: a body of its own */
+        rec->len = 0;
+        keel__wire_varint(rec, tc->kind);
+        if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
+        put_comp_values(h, rec, tc, false, since);
+        body = rec->p;
+        blen = rec->len;
+    }
+    if (!d->header) delta_open(h, c, d);
+    uint8_t gap[10];
+    size_t glen = varint_to(gap, lid - d->prev);
+    if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
+        delta_open(h, c, d);
+        glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+    }
+    uint8_t *at = put(pk, glen + blen);
+    memcpy(at, gap, glen);
+    memcpy(at + glen, body, blen);
+    d->r->comps[d->r->n++] = ci;
+    d->prev = lid;
+}
+
+/* Held pairs from..to-1 (ascending ids); false when the budget stopped it at the cursor.
+ * The common record (a packet open, the body encoded at the change, a gap below 128, room left)
+ * is written here with the pass's state in locals: the packet's bytes are written through a
+ * byte pointer, which would otherwise make every load be done again per component. */
+static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t from, uint32_t to)
+{
+    keel__wire_buf *pk = d->pk;
     const uint32_t *held = c->held;
     const uint64_t *conf = c->confirmed;
     const tcomp *comps = h->comps;
-    const size_t budget = h->o.budget, spent = c->spent;
+    const size_t limit = h->o.budget > c->spent ? h->o.budget - c->spent : 0; /* the packet's length */
     uint8_t *base = pk->p;
     size_t len = pk->len;
     uint32_t *noted = d->r ? d->r->comps : NULL, n = d->r ? d->r->n : 0, prev = d->prev, checked = 0;
     bool open = d->header != 0;
-    for (uint32_t i = from; i < to; i++) {
-        uint32_t lid = held[2 * i], ci = held[2 * i + 1];
+    for (const uint32_t *p = held + 2 * (size_t)from, *end = held + 2 * (size_t)to; p < end; p += 2) {
+        uint32_t lid = p[0], ci = p[1];
         if (lid != checked) { /* the budget is looked at per entity */
             checked = lid;
-            if (spent + len >= budget) {
+            if (len >= limit) {
                 c->cursor = lid;
                 pk->len = len;
                 if (d->r) d->r->n = n;
@@ -1249,55 +1301,24 @@ static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t from, u
         const tcomp *tc = &comps[ci];
         uint64_t since = conf[ci];
         if (tc->send_last <= since || !since) continue;
-        const uint8_t *body = tc->enc + tc->body;
         size_t blen = tc->body_len;
-        if (since < tc->older) { /* it missed an earlier change too: a body of its own */
-            rec->len = 0;
-            keel__wire_varint(rec, tc->kind);
-            if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
-            put_comp_values(h, rec, tc, false, since);
-            body = rec->p;
-            blen = rec->len;
-        }
-        if (!open) {
-            pk->len = len;
-            if (d->r) d->r->n = n;
-            delta_open(h, c, d);
-            base = pk->p, len = pk->len, noted = d->r->comps, n = d->r->n, prev = 0, open = true;
-        }
-        /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a body is
-         * readable that far (BODY_COPY of slack); a gap below 128 is its own one-byte varint */
         uint32_t g = lid - prev;
-        if (g < 0x80 && blen <= BODY_COPY && len + 1 + blen <= KEEL__WIRE_MTU) {
+        if (open && since >= tc->older && g < 0x80 && blen <= BODY_COPY && len + 1 + blen <= KEEL__WIRE_MTU) {
+            /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a body
+             * is readable that far (BODY_COPY of slack); a gap below 128 is one varint byte */
             uint8_t *at = base + len;
             at[0] = (uint8_t)g;
-            memcpy(at + 1, body, BODY_COPY);
+            memcpy(at + 1, tc->enc + tc->body, BODY_COPY);
             len += 1 + blen;
             noted[n++] = ci;
             prev = lid;
             continue;
         }
-        uint8_t gap[10];
-        size_t glen = varint_to(gap, g);
-        if (blen <= BODY_COPY && len + glen + blen <= KEEL__WIRE_MTU) {
-            uint8_t *at = base + len;
-            memcpy(at, gap, sizeof gap);
-            memcpy(at + glen, body, BODY_COPY);
-            len += glen + blen;
-        } else {
-            pk->len = len;
-            d->r->n = n;
-            if (len + glen + blen > KEEL__WIRE_MTU && len > d->header) {
-                delta_open(h, c, d);
-                glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
-            }
-            uint8_t *at = put(pk, glen + blen);
-            memcpy(at, gap, glen);
-            memcpy(at + glen, body, blen);
-            base = pk->p, len = pk->len, noted = d->r->comps, n = d->r->n;
-        }
-        noted[n++] = ci;
-        prev = lid;
+        pk->len = len;
+        if (d->r) d->r->n = n;
+        d->prev = prev;
+        delta_one(h, c, d, lid, tc, ci, since);
+        base = pk->p, len = pk->len, noted = d->r->comps, n = d->r->n, prev = d->prev, open = true;
     }
     pk->len = len;
     if (d->r) d->r->n = n;

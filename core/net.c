@@ -307,6 +307,12 @@ typedef struct hclient {
     size_t pend_head;    /* its header's length */
     size_t spent;        /* bytes this tick */
     uint64_t struct_done; /* the tick of its last structure pass that held nothing back */
+    /* its held (local id, component) pairs in ascending ids, for the delta pass: rebuilt when the
+     * host's entities or components changed (shape) or this client's ids did (lid_gen) */
+    uint32_t *held;
+    uint32_t nheld, held_cap, lid_gen, held_gen;
+    uint64_t held_shape;
+    bool held_ok;
     bool held_back;       /* this pass left a spawn for later (the budget) */
 } hclient;
 
@@ -326,6 +332,7 @@ struct keel_net_host {
     tcomp *comps; /* compp's items */
     uint64_t structure;   /* the world's structure when last walked */
     uint64_t struct_tick; /* the last tick an entity came, went, or changed name, flags or parent */
+    uint64_t shape;       /* counts full walks (the only place entities and components come and go) */
     keel__wire_buf scratch, scratch2;
     map by_entity;
     map cells;       /* interest grid (radius > 0): cell key -> first tent + 1 */
@@ -449,6 +456,7 @@ static void client_forget_ent(hclient *c, uint32_t ti)
     if (ti < c->ent_cap && c->lid[ti]) {
         c->ent_of_lid[c->lid[ti]] = 0;
         c->lid[ti] = 0;
+        c->lid_gen++;
         c->meta_sent[ti] = 0;
         c->parent_sent[ti] = 0;
     }
@@ -458,6 +466,7 @@ static void client_free(hclient *c)
 {
     free(c->name);
     free(c->lid);
+    free(c->held);
     free(c->meta_sent);
     free(c->parent_sent);
     free(c->confirmed);
@@ -584,6 +593,20 @@ static void comp_encode_all(keel_net_host *h, tcomp *tc, const skind *k)
     memcpy(tc->enc, v->p, v->len);
 }
 
+/* memcpy of a float value's few bytes, constant lengths for the compiler to inline. */
+static inline void copy_small(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    switch (n) {
+    case 4: memcpy(dst, src, 4); break;
+    case 8: memcpy(dst, src, 8); break;
+    case 12: memcpy(dst, src, 12); break;
+    case 16: memcpy(dst, src, 16); break;
+    case 24: memcpy(dst, src, 24); break;
+    case 32: memcpy(dst, src, 32); break;
+    default: memcpy(dst, src, n); break;
+    }
+}
+
 /* Encodes a component that changed this tick, once for every client: the values of the fields
  * changed now (in place), then the delta body of those fields after every field's value. */
 static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
@@ -612,12 +635,12 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
         }
         if (n != tc->enc_off[f + 1] - tc->enc_off[f]) again = true; /* its length changed */
         else {
-            memcpy(tc->enc + tc->enc_off[f], src, n);
+            copy_small(tc->enc + tc->enc_off[f], src, n);
             tc->wide = (tc->wide & ~(2ull << (2 * f))) | (wide ? 2ull << (2 * f) : 0);
         }
     }
     if (again) comp_encode_all(h, tc, k);
-    uint8_t head[30];
+    uint8_t head[BODY_COPY];
     size_t hl = varint_to(head, tc->kind);
     if (k->w.many) hl += varint_to(head + hl, tc->slot);
     hl += varint_to(head + hl, now | (tc->wide & now << 1));
@@ -632,20 +655,26 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     }
     tc->body = (uint32_t)at;
     tc->body_len = (uint32_t)len;
-    memcpy(tc->enc + at, head, hl);
+    /* fixed-size copies into the body (enc has BODY_COPY of slack past it, and each copy's tail
+     * is overwritten by the next); a field's value longer than that is copied as it is */
+    memcpy(tc->enc + at, head, BODY_COPY);
     at += hl;
     for (uint64_t m = now; m; m &= m - 1) {
         unsigned f = (unsigned)__builtin_ctzll(m) / 2;
-        memcpy(tc->enc + at, tc->enc + tc->enc_off[f], tc->enc_off[f + 1] - tc->enc_off[f]);
-        at += tc->enc_off[f + 1] - tc->enc_off[f];
+        uint32_t sz = tc->enc_off[f + 1] - tc->enc_off[f];
+        if (sz <= BODY_COPY) {
+            uint8_t t[BODY_COPY];
+            memcpy(t, tc->enc + tc->enc_off[f], BODY_COPY);
+            memcpy(tc->enc + at, t, BODY_COPY);
+        } else memcpy(tc->enc + at, tc->enc + tc->enc_off[f], sz);
+        at += sz;
     }
 }
 
-/* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool). */
-static inline bool same_bytes(const void *a, const void *b, size_t n)
+/* memcmp's answer for the few bytes of a plain value (8-byte words but for a bool); the common
+ * widths get loops of a constant length, which the compiler unrolls. */
+static inline __attribute__((always_inline)) bool same_words(const unsigned char *p, const unsigned char *q, size_t n)
 {
-    if (n % 8) return memcmp(a, b, n) == 0;
-    const unsigned char *p = a, *q = b;
     uint64_t d = 0;
     for (size_t i = 0; i < n; i += 8) {
         uint64_t x, y;
@@ -656,13 +685,38 @@ static inline bool same_bytes(const void *a, const void *b, size_t n)
     return d == 0;
 }
 
+static inline bool same_bytes(const void *a, const void *b, size_t n)
+{
+    switch (n) {
+    case 8: return same_words(a, b, 8);
+    case 16: return same_words(a, b, 16);
+    case 24: return same_words(a, b, 24);
+    case 32: return same_words(a, b, 32);
+    default: break;
+    }
+    if (n % 8) return memcmp(a, b, n) == 0;
+    return same_words(a, b, n);
+}
+
+static inline __attribute__((always_inline)) void copy_words(unsigned char *dst, const unsigned char *src, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) memcpy(dst + i, src + i, 8);
+}
+
 static inline void copy_bytes(void *dst, const void *src, size_t n)
 {
+    switch (n) {
+    case 8: copy_words(dst, src, 8); return;
+    case 16: copy_words(dst, src, 16); return;
+    case 24: copy_words(dst, src, 24); return;
+    case 32: copy_words(dst, src, 32); return;
+    default: break;
+    }
     if (n % 8) {
         memcpy(dst, src, n);
         return;
     }
-    for (size_t i = 0; i < n; i += 8) memcpy((unsigned char *)dst + i, (const unsigned char *)src + i, 8);
+    copy_words(dst, src, n);
 }
 
 /* Compares a component's synced fields with what was last seen: plain values with the record
@@ -891,6 +945,7 @@ static void scan(keel_net_host *h)
     else {
         scan_full(h);
         h->struct_tick = h->tick;
+        h->shape++;
     }
     h->structure = h->w->structure;
     for (uint32_t i = 0; i < h->nkinds; i++) h->kinds[i].changes = store_changes(h->w, h->kinds[i].id);
@@ -965,6 +1020,7 @@ static void new_lid(hclient *c, uint32_t ti)
     }
     c->ent_of_lid[lid] = ti + 1;
     c->lid[ti] = lid;
+    c->lid_gen++;
 }
 
 /* Reliable part: removals for interest exits, spawns (with every component), meta changes,
@@ -1149,56 +1205,124 @@ static void delta_open(keel_net_host *h, hclient *c, dpass *d)
     d->prev = 0;
 }
 
-/* Ids lo..hi (ascending, each below lid_cap); false when the budget stopped it at the cursor. */
-static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t lo, uint32_t hi)
+/* The client's held pairs (ids 1..n), walked from the entity records only when they changed. */
+static void held_refresh(keel_net_host *h, hclient *c, uint32_t n)
 {
-    keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
-    for (uint32_t lid = lo; lid <= hi; lid++) {
+    if (c->held_ok && c->held_shape == h->shape && c->held_gen == c->lid_gen) return;
+    c->nheld = 0;
+    for (uint32_t lid = 1; lid <= n; lid++) {
         uint32_t te = c->ent_of_lid[lid];
         if (!te) continue;
-        if (c->spent + pk->len >= h->o.budget) {
-            c->cursor = lid;
-            return false;
-        }
         const tent *t = &h->ents[te - 1];
+        if (c->nheld + t->ncomp > c->held_cap) {
+            c->held_cap = (c->nheld + t->ncomp) * 2 + 64;
+            c->held = keel__xrealloc(c->held, (size_t)c->held_cap * 2 * sizeof *c->held);
+        }
         for (uint32_t j = 0; j < t->ncomp; j++) {
-            uint32_t ci = t->comps[j];
-            const tcomp *tc = &h->comps[ci];
-            uint64_t since = c->confirmed[ci];
-            if (tc->send_last <= since || !since) continue;
-            const uint8_t *body = tc->enc + tc->body;
-            size_t blen = tc->body_len;
-            if (since < tc->older) { /* it missed an earlier change too: a body of its own */
-                rec->len = 0;
-                keel__wire_varint(rec, tc->kind);
-                if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
-                put_comp_values(h, rec, tc, false, since);
-                body = rec->p;
-                blen = rec->len;
-            }
-            if (!d->header) delta_open(h, c, d);
-            uint8_t gap[10];
-            size_t glen = varint_to(gap, lid - d->prev);
-            if (blen <= BODY_COPY && pk->len + glen + blen <= KEEL__WIRE_MTU) {
-                /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a
-                 * body is readable that far (BODY_COPY of slack) */
-                uint8_t *at = pk->p + pk->len;
-                memcpy(at, gap, sizeof gap);
-                memcpy(at + glen, body, BODY_COPY);
-                pk->len += glen + blen;
-            } else {
-                if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
-                    delta_open(h, c, d);
-                    glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
-                }
-                uint8_t *at = put(pk, glen + blen);
-                memcpy(at, gap, glen);
-                memcpy(at + glen, body, blen);
-            }
-            d->r->comps[d->r->n++] = ci;
-            d->prev = lid;
+            c->held[2 * c->nheld] = lid;
+            c->held[2 * c->nheld + 1] = t->comps[j];
+            c->nheld++;
         }
     }
+    c->held_ok = true;
+    c->held_shape = h->shape;
+    c->held_gen = c->lid_gen;
+}
+
+/* The first held pair whose id is at least lid. */
+static uint32_t held_at(const hclient *c, uint32_t lid)
+{
+    uint32_t lo = 0, hi = c->nheld;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (c->held[2 * mid] < lid) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* One component's record in the general case (no packet open yet, a body of its own, a long
+ * body or gap, or the packet full), on the pass's own state (d, its packet and ring entry). */
+__attribute__((noinline)) static void delta_one(keel_net_host *h, hclient *c, dpass *d, uint32_t lid,
+                                                const tcomp *tc, uint32_t ci, uint64_t since)
+{
+    keel__wire_buf *pk = d->pk, *rec = &h->scratch2;
+    const uint8_t *body = tc->enc + tc->body;
+    size_t blen = tc->body_len;
+    if (since < tc->older) { /* it missed an earlier change too: a body of its own */
+        rec->len = 0;
+        keel__wire_varint(rec, tc->kind);
+        if (h->kinds[tc->kind].w.many) keel__wire_varint(rec, tc->slot);
+        put_comp_values(h, rec, tc, false, since);
+        body = rec->p;
+        blen = rec->len;
+    }
+    if (!d->header) delta_open(h, c, d);
+    uint8_t gap[10];
+    size_t glen = varint_to(gap, lid - d->prev);
+    if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
+        delta_open(h, c, d);
+        glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+    }
+    uint8_t *at = put(pk, glen + blen);
+    memcpy(at, gap, glen);
+    memcpy(at + glen, body, blen);
+    d->r->comps[d->r->n++] = ci;
+    d->prev = lid;
+}
+
+/* Held pairs from..to-1 (ascending ids); false when the budget stopped it at the cursor.
+ * The common record (a packet open, the body encoded at the change, a gap below 128, room left)
+ * is written here with the pass's state in locals: the packet's bytes are written through a
+ * byte pointer, which would otherwise make every load be done again per component. */
+static bool delta_range(keel_net_host *h, hclient *c, dpass *d, uint32_t from, uint32_t to)
+{
+    keel__wire_buf *pk = d->pk;
+    const uint32_t *held = c->held;
+    const uint64_t *conf = c->confirmed;
+    const tcomp *comps = h->comps;
+    const size_t limit = h->o.budget > c->spent ? h->o.budget - c->spent : 0; /* the packet's length */
+    uint8_t *base = pk->p;
+    size_t len = pk->len;
+    uint32_t *noted = d->r ? d->r->comps : NULL, n = d->r ? d->r->n : 0, prev = d->prev, checked = 0;
+    bool open = d->header != 0;
+    for (const uint32_t *p = held + 2 * (size_t)from, *end = held + 2 * (size_t)to; p < end; p += 2) {
+        uint32_t lid = p[0], ci = p[1];
+        if (lid != checked) { /* the budget is looked at per entity */
+            checked = lid;
+            if (len >= limit) {
+                c->cursor = lid;
+                pk->len = len;
+                if (d->r) d->r->n = n;
+                d->prev = prev;
+                return false;
+            }
+        }
+        const tcomp *tc = &comps[ci];
+        uint64_t since = conf[ci];
+        if (tc->send_last <= since || !since) continue;
+        size_t blen = tc->body_len;
+        uint32_t g = lid - prev;
+        if (open && since >= tc->older && g < 0x80 && blen <= BODY_COPY && len + 1 + blen <= KEEL__WIRE_MTU) {
+            /* fixed-size copies: an open packet has room past the MTU (delta_begin) and a body
+             * is readable that far (BODY_COPY of slack); a gap below 128 is one varint byte */
+            uint8_t *at = base + len;
+            at[0] = (uint8_t)g;
+            memcpy(at + 1, tc->enc + tc->body, BODY_COPY);
+            len += 1 + blen;
+            noted[n++] = ci;
+            prev = lid;
+            continue;
+        }
+        pk->len = len;
+        if (d->r) d->r->n = n;
+        d->prev = prev;
+        delta_one(h, c, d, lid, tc, ci, since);
+        base = pk->p, len = pk->len, noted = d->r->comps, n = d->r->n, prev = d->prev, open = true;
+    }
+    pk->len = len;
+    if (d->r) d->r->n = n;
+    d->prev = prev;
     return true;
 }
 
@@ -1215,19 +1339,22 @@ static void send_deltas(keel_net_host *h, hclient *c)
     dpass d = { &h->scratch, NULL, 0, 0 };
     uint32_t n = !c->lid_cap ? 0 : c->next_lid < c->lid_cap ? c->next_lid : c->lid_cap - 1;
     uint32_t start = c->cursor && c->cursor <= n ? c->cursor : 1;
-    if (n && delta_range(h, c, &d, start, n)) {
+    held_refresh(h, c, n);
+    uint32_t si = start > 1 ? held_at(c, start) : 0;
+    if (n && delta_range(h, c, &d, si, c->nheld)) {
         delta_flush(h, c, &d); /* wrapped: ids must ascend within a packet */
         c->cursor = 1;
-        if (start > 1) delta_range(h, c, &d, 1, start - 1);
+        if (start > 1) delta_range(h, c, &d, 0, si);
     }
     delta_flush(h, c, &d);
 }
 
-/* Delta packet `seq` arrived: the components it held are confirmed at its tick. */
+/* Delta packet `seq` arrived: the components it held are confirmed at its tick. The ring is
+ * looked at from the newest entry back (acks are mostly for the last tick or two). */
 static void on_ack(hclient *c, uint64_t seq)
 {
-    for (int i = 0; i < RING; i++) {
-        ringent *r = &c->ring[i];
+    for (int k = 0; k < RING; k++) {
+        ringent *r = &c->ring[(c->head + RING - (uint32_t)k) % RING];
         if (!r->used || seq < r->first_seq || seq - r->first_seq >= r->npk) continue;
         uint32_t p = (uint32_t)(seq - r->first_seq);
         if (r->acked[p]) return;
@@ -1235,10 +1362,12 @@ static void on_ack(hclient *c, uint64_t seq)
         c->unacked = 0;
         /* A component freed since has confirmed 0 (tcomp_free), and one re-made under its index
          * was added at a later tick than the packet's: neither takes the ack. */
-        for (uint32_t j = p ? r->ends[p - 1] : 0; j < r->ends[p]; j++) {
-            uint32_t ci = r->comps[j];
-            uint64_t cf = c->confirmed[ci];
-            if (cf && cf < r->tick) c->confirmed[ci] = r->tick;
+        uint64_t *conf = c->confirmed, tick = r->tick;
+        const uint32_t *cs = r->comps;
+        for (uint32_t j = p ? r->ends[p - 1] : 0, end = r->ends[p]; j < end; j++) {
+            uint32_t ci = cs[j];
+            uint64_t cf = conf[ci];
+            if (cf && cf < tick) conf[ci] = tick;
         }
         return;
     }

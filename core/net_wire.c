@@ -90,13 +90,24 @@ bool keel__wire_needs_wide(keel_type t, const keel_value *v)
     return false;
 }
 
+/* One pass for the common case: each float written as 32 bits while checking it is exact in 32
+ * bits; written again as 64 bits when one is not (keel__wire_needs_wide's rule). */
 size_t keel__wire_float_value(uint8_t *out, keel_type t, const keel_value *v, bool *wide)
 {
     int n = float_count(t);
     if (!n) return 0;
-    *wide = keel__wire_needs_wide(t, v);
-    floats_at(out, floats_of(t, v), n, *wide);
-    return (size_t)n * (*wide ? 8u : 4u);
+    const double *x = floats_of(t, v);
+    bool w = false;
+    for (int i = 0; i < n; i++) {
+        float f = (float)x[i];
+        w |= (double)f != x[i] && !isnan(x[i]);
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        for (int j = 0; j < 4; j++) out[4 * i + j] = (uint8_t)(u >> (8 * j));
+    }
+    if (w) floats_at(out, x, n, true);
+    *wide = w;
+    return (size_t)n * (w ? 8u : 4u);
 }
 
 void keel__wire_value(keel__wire_buf *b, keel_type t, const keel_value *v, bool wide)

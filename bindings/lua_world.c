@@ -734,6 +734,14 @@ static int w_close(lua_State *L)
                                "inside its own callbacks");
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
+    /* A __gc finalizer runs at whatever allocation set the collector off, which may be in the
+     * middle of a call into this very world (w:spawn, e:add, ...): freeing it there left that call
+     * on a NULL or freed world. Lua (5.4.4 on) answers -1 to lua_gc inside a finalizer; the world
+     * is then closed when it is collected itself. */
+    if (lw->w && lua_gc(L, LUA_GCISRUNNING, 0) < 0)
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION,
+                               "w:close refuses inside a __gc finalizer (it may run in the middle of a call into "
+                               "the world); the world closes when it is collected");
     return world_gc(L);
 }
 

@@ -235,3 +235,55 @@ describe("entities and names across worlds", function()
     assert.are.equal("Kid1", back:children()[1].name)
   end)
 end)
+
+describe("w:close from a __gc finalizer", function()
+  local S = key("gc_strings")
+  keel.kind{ key = S, multiplicity = "many", fields = { { "s", "string" }, { "x", "float" }, { "v", "vec3" } } }
+
+  -- Arms finalizers that try to close w; the collector is set to run at nearly every allocation,
+  -- so they fire in the middle of the calls below. Returns the codes the closes raised.
+  local function armed(w)
+    local codes, on = {}, { true }
+    for _ = 1, 20 do
+      setmetatable({}, { __gc = function()
+        if not on[1] then return end
+        on[1] = false
+        local ok, err = pcall(w.close, w)
+        codes[#codes + 1] = ok and "closed" or err.code
+      end })
+    end
+    collectgarbage("incremental", 0, 100, 0)
+    return codes, on
+  end
+
+  after_each(function() collectgarbage("incremental", 200, 100, 13); collectgarbage() end)
+
+  it("is refused (InvalidOperation), so a w:spawn it interrupts finishes on a live world", function()
+    for trial = 1, 60 do
+      local w = keel.world()
+      local comps = {}
+      for i = 1, 40 do comps[i] = { S, s = "v" .. i .. "_" .. trial, x = i, v = { i, i, i } } end
+      local codes, on = armed(w)
+      local e = w:spawn{ name = "E", components = comps }
+      on[1] = false
+      for _, c in ipairs(codes) do assert.are.equal("InvalidOperation", c) end
+      assert.are.equal(40, #e:components())
+      w:close()
+    end
+  end)
+
+  it("is refused, so an e:add it interrupts returns a live handle", function()
+    for trial = 1, 60 do
+      local w = keel.world()
+      local e = w:spawn("E")
+      local codes, on = armed(w)
+      for i = 1, 20 do
+        local c = e:add(S, { s = "v" .. i .. "_" .. trial, x = i, v = { i, i, i } })
+        assert.are.equal(i, c.x)
+      end
+      on[1] = false
+      for _, code in ipairs(codes) do assert.are.equal("InvalidOperation", code) end
+      w:close()
+    end
+  end)
+end)

@@ -287,3 +287,79 @@ describe("w:close from a __gc finalizer", function()
     end
   end)
 end)
+
+describe("__gc finalizers in the middle of component reads, writes, adds and spawns", function()
+  local K = key("gc_mid")
+  keel.kind{ key = K, fields = { { "s", "string" }, { "x", "float" }, { "v", "vec3" } } }
+  local flip = false
+
+  after_each(function() collectgarbage("incremental", 200, 100, 13); collectgarbage() end)
+
+  -- Each round arms finalizers doing `act` once, with the collector running at nearly every
+  -- allocation, then reads and writes fields, adds and spawns: nothing may read freed memory
+  -- (the ASan build), each value read back is the one written, and the acts that would free what
+  -- the interrupted call holds are refused (InvalidOperation).
+  local function churn(mode)
+    local refused = 0
+    for trial = 1, 40 do
+      local w = keel.world()
+      local e = w:spawn("E")
+      local c = e:add(K, { s = "a", x = 1 })
+      local others = {}
+      for i = 1, 10 do others[i] = w:spawn{ name = "O" .. i, components = { { K, s = "o" .. i } } } end
+      if mode == "stop" then w:play() end
+      local on = { true }
+      for _ = 1, 20 do
+        setmetatable({}, { __gc = function()
+          if not on[1] then return end
+          on[1] = false
+          local ok, err = true, nil
+          if mode == "redeclare" then
+            flip = not flip
+            local fields = flip and { { "v", "vec3" }, { "pad", "string", default = "p" }, { "x", "float" }, { "s", "string" } }
+              or { { "s", "string" }, { "x", "float" }, { "v", "vec3" } }
+            ok, err = pcall(keel.kind, { key = K, fields = fields })
+          elseif mode == "stop" then
+            ok, err = pcall(w.stop, w)
+          else
+            for _, o in ipairs(others) do o:destroy() end
+          end
+          if not ok then
+            assert(err.code == "InvalidOperation", tostring(err))
+            refused = refused + 1
+          end
+        end })
+      end
+      collectgarbage("incremental", 0, 100, 0)
+      for i = 1, 20 do
+        local s = "value " .. i .. " " .. trial
+        c.s = s
+        c.x = i
+        c.v = { i, i + 1, i + 2 }
+        assert.are.equal(s, c.s)
+        assert.are.equal(i, c.x)
+        assert.are.equal(i + 2, c.v[3])
+        local n = w:spawn{ name = "N" .. i, components = { { K, s = "n" .. i, x = i, v = { i, i, i } } } }
+        assert.are.equal(i, n:get(K).x)
+        assert.are.equal("n" .. i, n:get(K).s)
+      end
+      on[1] = false
+      collectgarbage("incremental", 200, 100, 13)
+      if mode == "stop" then w:stop() end
+      w:close()
+    end
+    return refused
+  end
+
+  it("refuse keel.kind there (a redeclaration would free the description and records in use)", function()
+    assert.is_true(churn("redeclare") > 0)
+  end)
+
+  it("refuse w:stop there (the played copy's records would be freed in use)", function()
+    assert.is_true(churn("stop") > 0)
+  end)
+
+  it("may destroy other entities there", function()
+    assert.are.equal(0, churn("destroy"))
+  end)
+end)

@@ -175,6 +175,12 @@ extern keel_lua_frame keel__lua_cur;
 extern unsigned long keel__lua_entries;
 extern unsigned long keel__lua_kinds_freed;
 
+/* Whether L runs a __gc finalizer now (Lua 5.4.4 on answers -1 to lua_gc there). A finalizer runs
+ * at whatever allocation set the collector off, often in the middle of a call into keel that holds
+ * a world, a record or a kind's description across that allocation: what would free those (w:close,
+ * w:stop, keel.kind) refuses there. */
+static inline bool keel__lua_in_finalizer(lua_State *L) { return lua_gc(L, LUA_GCISRUNNING, 0) < 0; }
+
 /* Every binding function that can run hooks (through the core) brackets the call. */
 #define KEEL_LUA_ENTER(L_, ctx_) \
     keel_lua_frame saved_frame_ = keel__lua_cur; \

@@ -282,6 +282,10 @@ static int k_kind(lua_State *L)
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TTABLE)
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a table expected, got %s", luaL_typename(L, 1));
+    /* the call a finalizer interrupts may hold this kind's description, field table or records
+     * (a redeclaration frees and relays them out) */
+    if (keel__lua_in_finalizer(L))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "keel.kind refuses inside a __gc finalizer");
     lua_settop(L, 1);
     keel_kind_desc desc;
     memset(&desc, 0, sizeof desc);

@@ -45,8 +45,12 @@ static int vec_newindex(lua_State *L)
 
 static const char vec_mt_key = 'v'; /* registry key of the metatable every vector value shares */
 
-static void push_vec(lua_State *L, const double *v, int n)
+static void push_vec(lua_State *L, const double *src, int n)
 {
+    /* read before the table is made: a __gc finalizer may run at that allocation and free or move
+     * the record src points into (a destroy, a remove) */
+    double v[4];
+    memcpy(v, src, (size_t)n * sizeof *v);
     lua_createtable(L, n, 0);
     for (int i = 0; i < n; i++) {
         lua_pushnumber(L, v[i]);

@@ -734,6 +734,12 @@ static int w_close(lua_State *L)
                                "inside its own callbacks");
     if (lw->w && keel_world_in_step(lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
+    /* A finalizer may run in the middle of a call into this very world (w:spawn, e:add, ...):
+     * freeing it there left that call on a NULL or freed world. It closes when collected. */
+    if (lw->w && keel__lua_in_finalizer(L))
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION,
+                               "w:close refuses inside a __gc finalizer (it may run in the middle of a call into "
+                               "the world); the world closes when it is collected");
     return world_gc(L);
 }
 
@@ -783,6 +789,8 @@ static int w_stop(lua_State *L)
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (keel__lua_in_callback(lw->ctx, lw->w))
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses while a callback transaction is open");
+    if (keel__lua_in_finalizer(L)) /* the call it interrupts may hold the world's records, which stop replaces */
+        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses inside a __gc finalizer");
     keel_diags d;
     keel_diags_init(&d);
     keel__lua_check(L, keel_world_stop(lw->w, &d), &d, NULL);

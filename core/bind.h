@@ -66,6 +66,9 @@ uint64_t keel__world_structure(const keel_world *w);
 /* Moves on every kind declaration or redeclaration (and at shutdown): a binding's per-kind
  * caches built under one value hold while it does. */
 uint64_t keel__kind_declarations(void);
+/* The most kinds the registry holds: KEEL__KIND_MAX (member.h); a test lowers it to reach the
+ * limit without declaring 65,535 kinds. */
+extern uint32_t keel__kinds_limit;
 
 /* ---- query.c: one lookup for a binding's handle ---- */
 

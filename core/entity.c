@@ -29,7 +29,10 @@ static void uuid_draw_half(keel_world *w, uint32_t at)
 
 keel_uuid keel__new_uuid(keel_world *w)
 {
-    if (!w->next_ready) {
+    /* after a fork the ring holds UUIDs the parent hands out too: drawn again (issue: a forked
+     * child's spawns took the parent's next 8 to 16 UUIDs) */
+    if (!w->next_ready || w->next_forks != keel__uuid_forks) {
+        w->next_forks = keel__uuid_forks;
         uuid_draw_half(w, 0);
         uuid_draw_half(w, KEEL__UUID_AHEAD);
         w->next_pos = 0;

@@ -509,6 +509,8 @@ bool keel__kind_rejected(keel_kind_id k)
     return !K || K->rejected;
 }
 
+uint32_t keel__kinds_limit = KEEL__KIND_MAX;
+
 keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, keel_diags *d)
 {
     if (out)
@@ -562,9 +564,9 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
             old.user_free(old.user);
         free_desc(&old);
     } else {
-        if (reg.count >= KEEL__KIND_MAX) { /* a membership entry holds a kind id in 16 bits (member.h) */
+        if (reg.count >= keel__kinds_limit) { /* a membership entry holds a kind id in 16 bits (member.h) */
             free_desc(&copy);
-            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "kinds limit (%u) exceeded", KEEL__KIND_MAX);
+            return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "kinds limit (%u) exceeded", (unsigned)keel__kinds_limit);
         }
         kind *K = keel__xrealloc(NULL, sizeof *K);
         memset(K, 0, sizeof *K);

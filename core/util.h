@@ -27,5 +27,8 @@ void *keel__xcalloc(size_t n, size_t size); /* zeroed; aborts on OOM too */
 void keel__chacha20(const uint32_t key[8], uint64_t nonce, uint64_t counter, uint8_t *out, size_t blocks);
 /* n version-4 UUIDs from the pool at once (keel_uuid_v4 is one). */
 void keel__uuid_v4_fill(keel_uuid *out, size_t n);
+/* Forks this process has been the child of (since the first UUID): UUIDs drawn ahead before a
+ * fork are the parent's too, and are drawn again. */
+extern unsigned keel__uuid_forks;
 
 #endif

@@ -137,8 +137,13 @@ static _Thread_local struct {
     uint8_t bytes[POOL_BYTES];
 } pool = { .used = POOL_BYTES };
 
+unsigned keel__uuid_forks;
+
 static void pool_forget(void)
 {
+    /* Worlds draw UUIDs ahead of use (entity.c's ring): this count tells them the drawn ones are
+     * the parent's too. Written only here, in a child that has one thread. */
+    keel__uuid_forks++;
     memset(&pool, 0, sizeof pool);
     pool.used = POOL_BYTES;
 }

@@ -55,6 +55,7 @@ struct keel_world {
     size_t store_count;
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
     uint32_t next_pos;
+    unsigned next_forks;              /* keel__uuid_forks when the ring was drawn */
     bool next_ready;
     /* lifecycle */
     bool in_step;

@@ -367,6 +367,118 @@ static void commands_spawn_from_a_bad_tree_leaves_nothing(void **state)
     keel_cmd_free(&c);
 }
 
+/* The unknown entry of e with key `key`. */
+static bool unknown_of(keel_world *w, keel_entity e, const char *key, keel_member *out)
+{
+    for (size_t i = 0; i < keel_member_count(w, e); i++)
+        if (keel_member_at(w, e, i, out) && !out->loaded && strcmp(out->key, key) == 0) return true;
+    return false;
+}
+
+static char *dump(keel_world *w)
+{
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(keel_scene_dump(w, &text, &len, NULL), KEEL_OK);
+    return text;
+}
+
+/* An unknown entry keeps its key, version, slot, body and a serial of its own through every path
+ * that copies or moves entries: the entry holds its side record's address in its serial and row
+ * bits, so each path must carry the record (not the bits) and give the copy its own serial. */
+static void commands_unknown_entries_survive_every_copy_and_move(void **state)
+{
+    fx *f = *state;
+    keel_entity a = rich(f, "A", 0);
+    keel_entity kid = rich(f, "Kid", a);
+    keel_node *body = keel_node_new_map();
+    keel_node_put(body, "mode", keel_node_new_scalar("'odd'", KEEL_STYLE_PLAIN));
+    assert_int_equal(keel_add_unknown(f->w, kid, "mod:other", 12, KEEL_SLOT_AUTO, body, &f->d), KEEL_OK);
+    keel_node_free(body);
+    char *before = dump(f->w);
+    keel_uuid ua = keel_entity_uuid(f->w, a), ukid = keel_entity_uuid(f->w, kid);
+    keel_member m, m2;
+    assert_true(unknown_of(f->w, a, "mod:winch", &m));
+    assert_int_equal(m.version, 3);
+    assert_int_equal(m.slot, 4);
+    assert_true(unknown_of(f->w, kid, "mod:other", &m2));
+    assert_int_equal(m2.version, 12);
+    assert_true(m.serial != 0 && m2.serial != 0 && m.serial != m2.serial);
+
+    /* play, then stop: the copy's unknowns are its own, the original's come back */
+    assert_int_equal(keel_world_play(f->w, &f->d), KEEL_OK);
+    assert_int_equal(keel_remove(f->w, kid, "mod:other", KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_world_stop(f->w, &f->d), KEEL_OK);
+    char *t = dump(f->w);
+    assert_string_equal(t, before);
+    free(t);
+    a = keel_find(f->w, ua); /* stop retags the handles */
+    kid = keel_find(f->w, ukid);
+    assert_true(unknown_of(f->w, kid, "mod:other", &m2));
+    assert_int_equal(m2.version, 12);
+
+    /* duplicate: a copy with its own serial and the same body, undone */
+    keel_entity copy;
+    keel_cmd inv;
+    assert_int_equal(keel_duplicate(f->w, a, 0, &copy, &inv, &f->d), KEEL_OK);
+    keel_member c;
+    assert_true(unknown_of(f->w, a, "mod:winch", &m));
+    assert_true(unknown_of(f->w, copy, "mod:winch", &c));
+    assert_int_equal(c.version, 3);
+    assert_int_equal(c.slot, 4);
+    assert_true(keel_node_equal(c.preserved, m.preserved));
+    assert_true(c.preserved != m.preserved);
+    assert_true(c.serial != m.serial);
+    assert_int_equal(keel_cmd_apply(f->w, &inv, NULL, &f->d), KEEL_OK);
+    keel_cmd_free(&inv);
+    t = dump(f->w);
+    assert_string_equal(t, before);
+    free(t);
+
+    /* transfer through two more worlds and back, each freed after: the bodies travel */
+    keel_world *w2 = keel_world_new("Other"), *w3 = keel_world_new("Third");
+    keel_entity moved, back;
+    assert_int_equal(keel_transfer(f->w, a, w2, 0, &moved, &f->d), KEEL_OK);
+    assert_true(unknown_of(w2, keel_entity_first_child(w2, moved), "mod:other", &c));
+    assert_int_equal(c.version, 12);
+    assert_int_equal(keel_transfer(w2, moved, w3, 0, &moved, &f->d), KEEL_OK);
+    keel_world_free(w2);
+    assert_int_equal(keel_transfer(w3, moved, f->w, 0, &back, &f->d), KEEL_OK);
+    keel_world_free(w3);
+    assert_true(unknown_of(f->w, back, "mod:winch", &c));
+    assert_int_equal(c.version, 3);
+    assert_int_equal(c.slot, 4);
+    assert_true(keel_node_equal(c.preserved, m.preserved));
+    assert_true(unknown_of(f->w, keel_entity_first_child(f->w, back), "mod:other", &c));
+    assert_int_equal(c.version, 12);
+
+    /* undo of a destroy brings the unknowns back */
+    char *mid = dump(f->w);
+    assert_int_equal(keel_destroy(f->w, back, &inv, &f->d), KEEL_OK);
+    assert_int_equal(keel_cmd_apply(f->w, &inv, NULL, &f->d), KEEL_OK);
+    keel_cmd_free(&inv);
+    t = dump(f->w);
+    assert_string_equal(t, mid);
+    free(t);
+
+    /* a scene's text reads back to the same text; a cook refuses an unknown (Unsupported, named) */
+    keel_world *r = NULL;
+    assert_int_equal(keel_scene_parse(mid, strlen(mid), NULL, &r, &f->d), KEEL_OK);
+    t = dump(r);
+    assert_string_equal(t, mid);
+    free(t);
+    keel_world_free(r);
+    void *cooked = NULL;
+    size_t clen = 0;
+    keel_diags_free(&f->d); /* the parse's notes (the unknown kinds it kept) */
+    keel_diags_init(&f->d);
+    keel_status st = keel_cook(f->w, NULL, &cooked, &clen, &f->d);
+    assert_diag(st, &f->d, KEEL_UNSUPPORTED, "mod:winch is not declared");
+    free(cooked);
+    free(mid);
+    free(before);
+}
+
 /* keel_cmd_apply checks what the direct calls check */
 static void commands_refuse_what_the_direct_calls_refuse(void **state)
 {
@@ -416,6 +528,7 @@ int main(void)
         T(commands_random_run_undoes_to_the_start),
         T(commands_spawn_from_a_bad_tree_leaves_nothing),
         T(commands_refuse_what_the_direct_calls_refuse),
+        T(commands_unknown_entries_survive_every_copy_and_move),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -9,6 +9,8 @@
 #include <cmocka.h>
 
 #include "keel.h"
+#include "bind.h"   /* keel__kinds_limit */
+#include "member.h" /* keel__entry */
 
 #define KIB64 (64u * 1024u)
 
@@ -208,12 +210,59 @@ static void limits_unknown_bodies_at_add_time(void **state)
     free(big);
 }
 
+/* The kinds limit: one past it is LimitExceeded, named, and declares nothing; a redeclaration at
+ * the limit still works. The real limit (65,535: a kind id has 16 bits in a membership entry) is
+ * reached through the test hook rather than by declaring that many kinds. */
+static void limits_kinds(void **state)
+{
+    (void)state;
+    static const keel_field_desc f[] = { { .key = "x", .type = KEEL_T_FLOAT } };
+    keel_kind_desc k = { .key = "test:lim_a", .version = 1, .fields = f, .field_count = 1 };
+    uint32_t saved = keel__kinds_limit;
+    keel__kinds_limit = (uint32_t)keel_kind_count() + 1;
+    keel_kind_id a = 0, b = 0;
+    assert_int_equal(keel_kind_declare(&k, &a, NULL), KEEL_OK);
+    k.key = "test:lim_b";
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel_kind_declare(&k, &b, &d), KEEL_LIMIT_EXCEEDED);
+    assert_true(d.count > 0 && strstr(d.items[0].message, "kinds limit") != NULL);
+    keel_diags_free(&d);
+    assert_int_equal(keel_kind_find("test:lim_b"), KEEL_NO_KIND);
+    k.key = "test:lim_a";
+    k.version = 2;
+    assert_int_equal(keel_kind_declare(&k, &b, NULL), KEEL_OK); /* a redeclaration adds no kind */
+    assert_int_equal(b, a);
+    keel__kinds_limit = saved;
+    assert_int_equal(keel__kinds_limit, KEEL__KIND_MAX);
+
+    /* the highest id fits the entry's kind bits; an unknown entry's side record address
+     * round-trips whatever its top bits (tagged pointers, addresses over 2^48) */
+    keel__entry m;
+    memset(&m, 0, sizeof m);
+    m.kind = KEEL__KIND_MAX;
+    assert_int_equal(m.kind, KEEL__KIND_MAX);
+    m.kind = 0;
+    static const uint64_t addrs[] = { UINT64_C(0x00007ffff7a01230), UINT64_C(0xff00123456789ab0),
+                                      UINT64_C(0xfedcba9876543210), UINT64_C(0x0000000000000010) };
+    for (size_t i = 0; i < sizeof addrs / sizeof *addrs; i++) {
+        keel__unknown *u = (keel__unknown *)(uintptr_t)addrs[i]; /* never dereferenced */
+        keel__entry_set_unk(&m, u);
+        assert_true(keel__entry_unk(&m) == u);
+        assert_int_equal(m.kind, 0);
+        assert_true(m.enabled == 0 && m.fresh == 0);
+    }
+    m.serial = KEEL__SERIAL_MAX;
+    assert_true((uint64_t)m.serial == KEEL__SERIAL_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(limits_names_at_set_time),
         cmocka_unit_test(limits_string_bodies_at_set_time),
         cmocka_unit_test(limits_unknown_bodies_at_add_time),
+        cmocka_unit_test(limits_kinds),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,12 +164,84 @@ static void uuid_v4_differs_across_fork(void **state)
     assert_false(keel_uuid_equal(mine, theirs));
 }
 
+/* A world's spawns in a forked child get UUIDs other than the parent's next spawns get: the
+ * world draws UUIDs ahead (a ring of 16), and those drawn before the fork are the parent's. */
+static void world_spawn_uuids_differ_across_fork(void **state)
+{
+    (void)state;
+    keel_world *w = keel_world_new("forked");
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "first", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK); /* the ring is drawn */
+    enum { N = 20 };
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        keel_uuid got[N];
+        for (int k = 0; k < N; k++) {
+            keel_entity c;
+            if (keel_spawn(w, "child", KEEL_NO_ENTITY, NULL, &c, NULL, NULL) != KEEL_OK) _exit(2);
+            got[k] = keel_entity_uuid(w, c);
+        }
+        ssize_t n = write(fds[1], got, sizeof got);
+        _exit(n == (ssize_t)sizeof got ? 0 : 1);
+    }
+    keel_uuid mine[N], theirs[N];
+    for (int k = 0; k < N; k++) {
+        keel_entity c;
+        assert_int_equal(keel_spawn(w, "parent", KEEL_NO_ENTITY, NULL, &c, NULL, NULL), KEEL_OK);
+        mine[k] = keel_entity_uuid(w, c);
+    }
+    assert_int_equal(read(fds[0], theirs, sizeof theirs), (ssize_t)sizeof theirs);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    close(fds[0]);
+    close(fds[1]);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) assert_false(keel_uuid_equal(mine[a], theirs[b]));
+    keel_world_free(w);
+}
+
+/* Two threads, each with its own world, never draw the same UUIDs (the pool is per thread). */
+#define THREAD_N 2000
+static void *spawn_many(void *arg)
+{
+    keel_uuid *out = arg;
+    keel_world *w = keel_world_new("threaded");
+    for (int k = 0; k < THREAD_N; k++) {
+        keel_entity c;
+        if (keel_spawn(w, NULL, KEEL_NO_ENTITY, NULL, &c, NULL, NULL) != KEEL_OK) break;
+        out[k] = keel_entity_uuid(w, c);
+    }
+    keel_world_free(w);
+    return NULL;
+}
+
+static int uuid_cmp(const void *a, const void *b) { return memcmp(a, b, sizeof(keel_uuid)); }
+
+static void worlds_on_threads_draw_distinct_uuids(void **state)
+{
+    (void)state;
+    keel_uuid *u = calloc(2 * THREAD_N, sizeof *u);
+    pthread_t t[2];
+    for (int k = 0; k < 2; k++) assert_int_equal(pthread_create(&t[k], NULL, spawn_many, u + k * THREAD_N), 0);
+    for (int k = 0; k < 2; k++) pthread_join(t[k], NULL);
+    qsort(u, 2 * THREAD_N, sizeof *u, uuid_cmp);
+    for (int k = 0; k < 2 * THREAD_N; k++) assert_false(keel_uuid_is_nil(u[k]));
+    for (int k = 1; k < 2 * THREAD_N; k++) assert_false(keel_uuid_equal(u[k - 1], u[k]));
+    free(u);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(uuid_v4_sets_version_and_variant),
         cmocka_unit_test(uuid_v4_differs_each_time),
         cmocka_unit_test(uuid_v4_differs_across_fork),
+        cmocka_unit_test(world_spawn_uuids_differ_across_fork),
+        cmocka_unit_test(worlds_on_threads_draw_distinct_uuids),
         cmocka_unit_test(uuid_pool_cipher_is_chacha20),
         cmocka_unit_test(uuid_v4_many_are_distinct),
         cmocka_unit_test(uuid_format_parse_round_trip),

@@ -343,6 +343,169 @@ static void world_names_are_shared_and_recycled(void **state)
     assert_int_equal(keel_find_name(f->w, "Shell"), b);
 }
 
+/* A random run of spawns, destroys (some undone), reparents, renames and world copies, checked
+ * after every step against a model kept by UUID: every entity's parent, children in order and
+ * name, and every handle of a destroyed entity refused even once its index is reused. The
+ * children records live in a side map with the last-linked parent cached, so this walks
+ * records being freed, reused by other parents and the map growing and shrinking. */
+enum { HM = 400 };
+typedef struct hnode {
+    keel_uuid u;
+    bool alive;
+    int parent;        /* model index, -1: top level */
+    uint64_t stamp;    /* order among siblings */
+    int name;
+} hnode;
+typedef struct hmodel {
+    hnode n[HM];
+    int count;
+    uint64_t clock;
+} hmodel;
+
+static const char *hname(int k)
+{
+    static const char *names[] = { "Crate", "Enemy", "Light", "", "Crate 2" };
+    return names[k % 5];
+}
+
+static keel_entity hfind(keel_world *w, const hmodel *m, int i) { return keel_find(w, m->n[i].u); }
+
+static void hcheck(keel_world *w, const hmodel *m)
+{
+    size_t live = 0;
+    for (int i = 0; i < m->count; i++) {
+        const hnode *n = &m->n[i];
+        keel_entity e = hfind(w, m, i);
+        if (!n->alive) {
+            assert_int_equal(e, KEEL_NO_ENTITY);
+            continue;
+        }
+        live++;
+        assert_true(e != KEEL_NO_ENTITY);
+        assert_string_equal(keel_entity_name(w, e), hname(n->name));
+        keel_entity p = keel_entity_parent(w, e);
+        if (n->parent < 0) assert_int_equal(p, KEEL_NO_ENTITY);
+        else assert_int_equal(p, hfind(w, m, n->parent));
+        /* children, in stamp order */
+        size_t want = 0;
+        uint64_t last = 0;
+        keel_entity c = keel_entity_first_child(w, e);
+        for (; c; c = keel_entity_next_sibling(w, c)) {
+            int ci = -1;
+            for (int k = 0; k < m->count && ci < 0; k++)
+                if (m->n[k].alive && keel_uuid_equal(m->n[k].u, keel_entity_uuid(w, c))) ci = k;
+            assert_true(ci >= 0);
+            assert_int_equal(m->n[ci].parent, i);
+            assert_true(m->n[ci].stamp > last);
+            last = m->n[ci].stamp;
+            want++;
+        }
+        size_t kids = 0;
+        for (int k = 0; k < m->count; k++) kids += m->n[k].alive && m->n[k].parent == i;
+        assert_int_equal(want, kids);
+        assert_int_equal(keel_entity_child_count(w, e), kids);
+    }
+    assert_int_equal(keel_world_entity_count(w), live);
+}
+
+static bool hunder(const hmodel *m, int i, int anc) /* whether i is anc or under it */
+{
+    for (; i >= 0; i = m->n[i].parent)
+        if (i == anc) return true;
+    return false;
+}
+
+static void world_random_hierarchy_matches_a_model(void **state)
+{
+    fx *f = *state;
+    static hmodel m, saved;
+    memset(&m, 0, sizeof m);
+    keel_entity stale[64];
+    int nstale = 0;
+    unsigned seed = 12345;
+#define HR() (seed = seed * 1103515245u + 12345u, (seed >> 16) & 0x7fff)
+    for (int step = 0; step < 2000; step++) {
+        int op = (int)(HR() % 10), i = m.count ? (int)(HR() % (unsigned)m.count) : 0;
+        if (op < 4 && m.count < HM) { /* spawn under a random live entity or at top level */
+            int p = (m.count && HR() % 3) ? (int)(HR() % (unsigned)m.count) : -1;
+            if (p >= 0 && !m.n[p].alive) p = -1;
+            int depth = 0;
+            for (int q = p; q >= 0; q = m.n[q].parent) depth++;
+            if (depth > 200) p = -1;
+            hnode *n = &m.n[m.count];
+            n->name = (int)(HR() % 5);
+            keel_entity e = spawn(f, hname(n->name), p < 0 ? KEEL_NO_ENTITY : hfind(f->w, &m, p));
+            n->u = keel_entity_uuid(f->w, e);
+            n->alive = true;
+            n->parent = p;
+            n->stamp = ++m.clock;
+            m.count++;
+        } else if (op < 6 && m.count && m.n[i].alive) { /* destroy: children to the top level */
+            bool undo = HR() % 3 == 0;
+            keel_entity e = hfind(f->w, &m, i);
+            if (undo) saved = m;
+            keel_cmd inv;
+            assert_int_equal(keel_destroy(f->w, e, undo ? &inv : NULL, &f->d), KEEL_OK);
+            if (nstale < 64) stale[nstale++] = e;
+            m.n[i].alive = false;
+            for (int k = 0; k < m.count; k++) /* in sibling order */
+                for (int j = 0; j < m.count; j++) {
+                    (void)k;
+                    int best = -1;
+                    for (int c = 0; c < m.count; c++)
+                        if (m.n[c].alive && m.n[c].parent == i && (best < 0 || m.n[c].stamp < m.n[best].stamp)) best = c;
+                    if (best < 0) break;
+                    m.n[best].parent = -1;
+                    m.n[best].stamp = ++m.clock;
+                }
+            hcheck(f->w, &m);
+            if (undo) {
+                assert_int_equal(keel_cmd_apply(f->w, &inv, NULL, &f->d), KEEL_OK);
+                keel_cmd_free(&inv);
+                uint64_t clock = m.clock;
+                m = saved;
+                m.clock = clock;
+            }
+        } else if (op < 8 && m.count && m.n[i].alive) { /* reparent: a cycle is refused */
+            int p = (int)(HR() % (unsigned)m.count);
+            if (!m.n[p].alive || HR() % 4 == 0) p = -1;
+            int depth = 0;
+            for (int q = p; q >= 0; q = m.n[q].parent) depth++;
+            int sub = 0; /* the moved subtree's height */
+            for (int k = 0; k < m.count; k++)
+                if (m.n[k].alive && hunder(&m, k, i)) {
+                    int h = 0;
+                    for (int q = k; q != i; q = m.n[q].parent) h++;
+                    if (h > sub) sub = h;
+                }
+            keel_status st = keel_reparent(f->w, hfind(f->w, &m, i), p < 0 ? KEEL_NO_ENTITY : hfind(f->w, &m, p), NULL, NULL);
+            if (p >= 0 && hunder(&m, p, i)) {
+                assert_int_equal(st, KEEL_INVALID_OPERATION);
+            } else if (depth + 1 + sub > 256) {
+                assert_int_equal(st, KEEL_LIMIT_EXCEEDED);
+            } else {
+                assert_int_equal(st, KEEL_OK);
+                m.n[i].parent = p;
+                m.n[i].stamp = ++m.clock;
+            }
+        } else if (op == 8 && m.count && m.n[i].alive) {
+            m.n[i].name = (int)(HR() % 5);
+            assert_int_equal(keel_rename(f->w, hfind(f->w, &m, i), hname(m.n[i].name), NULL, &f->d), KEEL_OK);
+        } else if (op == 9 && step % 50 == 0) { /* play then stop: a copy, then the world as it was */
+            assert_int_equal(keel_world_play(f->w, &f->d), KEEL_OK);
+            for (int k = 0; k < m.count; k++)
+                if (m.n[k].alive) keel_destroy(f->w, hfind(f->w, &m, k), NULL, NULL);
+            assert_int_equal(keel_world_stop(f->w, &f->d), KEEL_OK);
+        }
+        hcheck(f->w, &m);
+        for (int s = 0; s < nstale; s++) { /* a destroyed entity's handle never reaches another */
+            assert_null(keel_entity_name(f->w, stale[s]));
+            assert_int_equal(keel_reparent(f->w, stale[s], KEEL_NO_ENTITY, NULL, NULL), KEEL_NOT_FOUND);
+        }
+    }
+#undef HR
+}
+
 /* keel_entity_child answers by index from any starting point, and after every kind of change. */
 /* Many parents at once, children moved between them and parents emptied or destroyed in a
  * scattered order: every parent still lists exactly its children, in order. */
@@ -445,6 +608,7 @@ int main(void)
         T(world_matrix_composes_parent_and_local),
         T(world_grid_and_name),
         T(world_names_are_shared_and_recycled),
+        T(world_random_hierarchy_matches_a_model),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -21,4 +21,29 @@ static inline void row(const char *name, double keel, double base, const char *u
     fflush(stdout);
 }
 
+/* A benchmark that builds scenes through the public API defines BENCH_PROG (its name in failure
+ * messages) before including this: die() reports a failed call and exits, set() writes one field. */
+#ifdef BENCH_PROG
+#include <stdlib.h>
+
+#include "keel.h"
+
+static inline void die(const char *what, keel_status s, const keel_diags *d)
+{
+    char buf[512];
+    fprintf(stderr, BENCH_PROG ": %s failed: %s\n", what, keel_status_name(s));
+    for (size_t i = 0; d && i < d->count && i < 5; i++)
+        fprintf(stderr, "  %s\n", keel_diag_format(&d->items[i], buf, sizeof buf));
+    exit(1);
+}
+
+static inline void set(keel_world *w, keel_comp c, const char *field, keel_value v)
+{
+    int f = keel_kind_field(c.kind, field);
+    v.type = keel_kind_describe(c.kind)->fields[f].type;
+    keel_status s = keel_set(w, c, f, &v, NULL, NULL);
+    if (s) die("keel_set", s, NULL);
+}
+#endif
+
 #endif

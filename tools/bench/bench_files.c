@@ -6,26 +6,10 @@
 #include <unistd.h>
 
 #include "keel.h"
+#define BENCH_PROG "bench_files"
 #include "bench.h"
 
 #define N 100000
-
-static void die(const char *what, keel_status s, const keel_diags *d)
-{
-    char buf[512];
-    fprintf(stderr, "bench_files: %s failed: %s\n", what, keel_status_name(s));
-    for (size_t i = 0; d && i < d->count && i < 5; i++)
-        fprintf(stderr, "  %s\n", keel_diag_format(&d->items[i], buf, sizeof buf));
-    exit(1);
-}
-
-static void set(keel_world *w, keel_comp c, const char *field, keel_value v)
-{
-    int f = keel_kind_field(c.kind, field);
-    v.type = keel_kind_describe(c.kind)->fields[f].type;
-    keel_status s = keel_set(w, c, f, &v, NULL, NULL);
-    if (s) die("keel_set", s, NULL);
-}
 
 /* N entities, each with core:transform + core:mesh_renderer + core:audio_source, some fields authored. */
 static keel_world *make_scene(void)

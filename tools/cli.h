@@ -51,6 +51,9 @@ int keel_cli_mcp(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 /* tools/verb_run.c */
 int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv);
+/* Pushes the bundled demo scene's path (`keel run` without a SCENE) and returns it, kept on the
+ * stack for the rest of the verb; NULL after saying it is not installed. */
+const char *keel_cli_push_demo(lua_State *L, keel_cli *cli);
 /* verb_net.c: `keel run [SCENE] --host [PORT]` / `keel run --connect ADDR:PORT` (argv as keel_cli_run's);
  * returns -1 when neither flag is there (an ordinary run) */
 int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv);

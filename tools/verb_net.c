@@ -162,17 +162,7 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
     const char *scene = NULL;
     if (!connect) {
         scene = npos == 1 ? argv[0] : NULL;
-        if (!scene) {
-            char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
-            if (!demo) {
-                fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n",
-                        cli->progname);
-                return KEEL_EXIT_USAGE;
-            }
-            lua_pushstring(L, demo);
-            free(demo);
-            scene = lua_tostring(L, -1);
-        }
+        if (!scene && !(scene = keel_cli_push_demo(L, cli))) return KEEL_EXIT_USAGE;
     }
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;

@@ -118,6 +118,18 @@ static const char run_chunk[] =
     "end\n"
     "return #errs\n";
 
+const char *keel_cli_push_demo(lua_State *L, keel_cli *cli)
+{
+    char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
+    if (!demo) {
+        fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n", cli->progname);
+        return NULL;
+    }
+    lua_pushstring(L, demo);
+    free(demo);
+    return lua_tostring(L, -1);
+}
+
 /* ctrl-c in `keel run` stops after the current frame (the summary is still printed): a Lua
  * error raised by a hook would be caught by the callback that happened to be running and
  * recorded as its failure. */
@@ -179,14 +191,8 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     }
     const char *scene = n == 1 ? argv[0] : NULL;
     if (!scene) {
-        char *demo = keel_embed_data_path("scenes/demo.yaml", "scenes/demo.yaml");
-        if (!demo) {
-            fprintf(stderr, "%s: run: the bundled demo scene (scenes/demo.yaml) is not installed\n", cli->progname);
-            return KEEL_EXIT_USAGE;
-        }
-        lua_pushstring(L, demo);
-        free(demo);
-        scene = lua_tostring(L, -1); /* kept on the stack for the rest of the verb */
+        scene = keel_cli_push_demo(L, cli);
+        if (!scene) return KEEL_EXIT_USAGE;
     }
     cli->scene = scene;
     int rc = keel_cli_setup(L, cli, false);

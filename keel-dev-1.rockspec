@@ -16,8 +16,8 @@ description = {
   detailed = [[
 keel owns entities, component kinds, hierarchy, lifecycle phases and persistence
 (canonical YAML scenes, cooked binary scenes, save games); its Lua bindings expose all
-of it. Needs libyaml, zlib and libedit (Debian: libyaml-dev zlib1g-dev libedit-dev) and
-CMake.]],
+of it. Needs CMake, libyaml, zlib, libedit, ENet, libmicrohttpd and jansson (Debian:
+libyaml-dev zlib1g-dev libedit-dev libenet-dev libmicrohttpd-dev libjansson-dev).]],
 }
 dependencies = {
   "lua >= 5.4, < 5.5",

@@ -142,18 +142,6 @@ static inline uint8_t *put(keel__wire_buf *b, size_t n)
     return at;
 }
 
-/* v as a varint into out (at least 10 bytes); returns its length. */
-static inline size_t varint_to(uint8_t *out, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
-
 /* ---- the synced kinds (a host's table; a client maps it onto its own registry) ---- */
 typedef struct skind {
     keel_kind_id id;
@@ -641,9 +629,9 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     }
     if (again) comp_encode_all(h, tc, k);
     uint8_t head[BODY_COPY];
-    size_t hl = varint_to(head, tc->kind);
-    if (k->w.many) hl += varint_to(head + hl, tc->slot);
-    hl += varint_to(head + hl, now | (tc->wide & now << 1));
+    size_t hl = keel__wire_varint_to(head, tc->kind);
+    if (k->w.many) hl += keel__wire_varint_to(head + hl, tc->slot);
+    hl += keel__wire_varint_to(head + hl, now | (tc->wide & now << 1));
     size_t at = tc->enc_off[k->w.nsync], len = hl;
     for (uint64_t m = now; m; m &= m - 1) {
         unsigned f = (unsigned)__builtin_ctzll(m) / 2;
@@ -1259,10 +1247,10 @@ __attribute__((noinline)) static void delta_one(keel_net_host *h, hclient *c, dp
     }
     if (!d->header) delta_open(h, c, d);
     uint8_t gap[10];
-    size_t glen = varint_to(gap, lid - d->prev);
+    size_t glen = keel__wire_varint_to(gap, lid - d->prev);
     if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
         delta_open(h, c, d);
-        glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+        glen = keel__wire_varint_to(gap, lid); /* the gap is relative to the packet's first id */
     }
     uint8_t *at = put(pk, glen + blen);
     memcpy(at, gap, glen);

@@ -17,11 +17,8 @@ void keel__wire_u8(keel__wire_buf *b, uint8_t v) { keel__buf_u8(b, v); }
 
 void keel__wire_varint(keel__wire_buf *b, uint64_t v)
 {
-    while (v >= 0x80) {
-        keel__wire_u8(b, (uint8_t)(v | 0x80));
-        v >>= 7;
-    }
-    keel__wire_u8(b, (uint8_t)v);
+    uint8_t at[10];
+    keel__buf_bytes(b, at, keel__wire_varint_to(at, v));
 }
 
 void keel__wire_u32(keel__wire_buf *b, uint32_t v) { keel__buf_u32(b, v); }

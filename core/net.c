@@ -9,6 +9,7 @@
 #include "bind.h"
 #include "net_wire.h"
 #include "util.h"
+#include "value.h"
 #include "world.h"
 
 #include <enet/enet.h>
@@ -194,20 +195,6 @@ static bool skind_fill(keel_kind_id id, skind *k)
     }
     k->hash = h;
     return true;
-}
-
-static bool value_same(keel_type t, const keel_value *a, const keel_value *b)
-{
-    switch (t) {
-    case KEEL_T_BOOL: return a->as.b == b->as.b;
-    case KEEL_T_INT:
-    case KEEL_T_ENUM: return a->as.i == b->as.i;
-    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof(double)) == 0;
-    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
-    case KEEL_T_ASSET:
-    case KEEL_T_ENTITY: return a->nil == b->nil && (a->nil || keel_uuid_equal(a->as.u, b->as.u));
-    default: return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(t)) == 0;
-    }
 }
 
 static void value_keep(keel_value *dst, const keel_value *src)
@@ -730,7 +717,7 @@ static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e
             keel_value v;
             keel_comp comp = { e, k->id, tc->slot };
             if (keel_get(h->w, comp, k->fields[f], &v, NULL) != KEEL_OK || v.type != ty) continue;
-            if (tc->changed[f] && value_same(ty, sh, &v)) continue;
+            if (tc->changed[f] && keel__value_equal(sh, &v)) continue;
             value_keep(sh, &v);
         } else continue;
         tc->changed[f] = h->tick;

@@ -138,18 +138,18 @@ static int n_host(lua_State *L)
     keel_world *w = keel_lua_checkworld(L, 1);
     if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
     keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
-    double port = opt_num(L, 2, "port", KEEL_NET_DEFAULT_PORT);
+    double port = opt_num(L, 2, "port", o.port);
     if (port < 0 || port > 65535 || port != (double)(int)port)
         keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "port must be an integer in 0..65535");
     o.port = (uint16_t)port;
     o.bind = opt_string(L, 2, "bind");
-    double mc = opt_num(L, 2, "max_clients", 32);
+    double mc = opt_num(L, 2, "max_clients", o.max_clients);
     if (mc < 1 || mc > 4095) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "max_clients must be in 1..4095");
     o.max_clients = (uint32_t)mc;
-    double budget = opt_num(L, 2, "budget", 64 * 1024);
+    double budget = opt_num(L, 2, "budget", (double)o.budget);
     if (!(budget >= 0 && budget <= 1e12)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "budget must be a byte count");
     o.budget = (size_t)budget;
-    o.tick = opt_num(L, 2, "tick", 1.0 / 30); /* keel_net_host_new refuses one that is not > 0 */
+    o.tick = opt_num(L, 2, "tick", o.tick); /* keel_net_host_new refuses one that is not > 0 */
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_getfield(L, 2, "interest");
         if (lua_type(L, -1) == LUA_TTABLE) o.interest_radius = opt_num(L, lua_gettop(L), "radius", 0);

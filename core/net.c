@@ -9,6 +9,7 @@
 #include "bind.h"
 #include "net_wire.h"
 #include "util.h"
+#include "value.h"
 #include "world.h"
 
 #include <enet/enet.h>
@@ -142,18 +143,6 @@ static inline uint8_t *put(keel__wire_buf *b, size_t n)
     return at;
 }
 
-/* v as a varint into out (at least 10 bytes); returns its length. */
-static inline size_t varint_to(uint8_t *out, uint64_t v)
-{
-    size_t n = 0;
-    while (v >= 0x80) {
-        out[n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[n++] = (uint8_t)v;
-    return n;
-}
-
 /* ---- the synced kinds (a host's table; a client maps it onto its own registry) ---- */
 typedef struct skind {
     keel_kind_id id;
@@ -206,20 +195,6 @@ static bool skind_fill(keel_kind_id id, skind *k)
     }
     k->hash = h;
     return true;
-}
-
-static bool value_same(keel_type t, const keel_value *a, const keel_value *b)
-{
-    switch (t) {
-    case KEEL_T_BOOL: return a->as.b == b->as.b;
-    case KEEL_T_INT:
-    case KEEL_T_ENUM: return a->as.i == b->as.i;
-    case KEEL_T_FLOAT: return memcmp(&a->as.f, &b->as.f, sizeof(double)) == 0;
-    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
-    case KEEL_T_ASSET:
-    case KEEL_T_ENTITY: return a->nil == b->nil && (a->nil || keel_uuid_equal(a->as.u, b->as.u));
-    default: return memcmp(a->as.v, b->as.v, sizeof(double) * (size_t)keel_type_width(t)) == 0;
-    }
 }
 
 static void value_keep(keel_value *dst, const keel_value *src)
@@ -641,9 +616,9 @@ static void comp_encode(keel_net_host *h, tcomp *tc, const skind *k)
     }
     if (again) comp_encode_all(h, tc, k);
     uint8_t head[BODY_COPY];
-    size_t hl = varint_to(head, tc->kind);
-    if (k->w.many) hl += varint_to(head + hl, tc->slot);
-    hl += varint_to(head + hl, now | (tc->wide & now << 1));
+    size_t hl = keel__wire_varint_to(head, tc->kind);
+    if (k->w.many) hl += keel__wire_varint_to(head + hl, tc->slot);
+    hl += keel__wire_varint_to(head + hl, now | (tc->wide & now << 1));
     size_t at = tc->enc_off[k->w.nsync], len = hl;
     for (uint64_t m = now; m; m &= m - 1) {
         unsigned f = (unsigned)__builtin_ctzll(m) / 2;
@@ -742,7 +717,7 @@ static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e
             keel_value v;
             keel_comp comp = { e, k->id, tc->slot };
             if (keel_get(h->w, comp, k->fields[f], &v, NULL) != KEEL_OK || v.type != ty) continue;
-            if (tc->changed[f] && value_same(ty, sh, &v)) continue;
+            if (tc->changed[f] && keel__value_equal(sh, &v)) continue;
             value_keep(sh, &v);
         } else continue;
         tc->changed[f] = h->tick;
@@ -1259,10 +1234,10 @@ __attribute__((noinline)) static void delta_one(keel_net_host *h, hclient *c, dp
     }
     if (!d->header) delta_open(h, c, d);
     uint8_t gap[10];
-    size_t glen = varint_to(gap, lid - d->prev);
+    size_t glen = keel__wire_varint_to(gap, lid - d->prev);
     if (pk->len + glen + blen > KEEL__WIRE_MTU && pk->len > d->header) {
         delta_open(h, c, d);
-        glen = varint_to(gap, lid); /* the gap is relative to the packet's first id */
+        glen = keel__wire_varint_to(gap, lid); /* the gap is relative to the packet's first id */
     }
     uint8_t *at = put(pk, glen + blen);
     memcpy(at, gap, glen);

@@ -1,4 +1,4 @@
-/* net.h — replication over ENet (net.c): what the Lua binding and the tests use beyond keel.h. */
+/* net.h — replication over ENet (net.c): what the tests use beyond keel.h and bind.h. */
 #ifndef KEEL_NET_H
 #define KEEL_NET_H
 

@@ -13,30 +13,17 @@
 /* ---- writer ---- */
 
 
-void keel__wire_u8(keel__wire_buf *b, uint8_t v)
-{
-    *keel__buf_grow(b, 1) = v;
-}
+void keel__wire_u8(keel__wire_buf *b, uint8_t v) { keel__buf_u8(b, v); }
 
 void keel__wire_varint(keel__wire_buf *b, uint64_t v)
 {
-    while (v >= 0x80) {
-        keel__wire_u8(b, (uint8_t)(v | 0x80));
-        v >>= 7;
-    }
-    keel__wire_u8(b, (uint8_t)v);
+    uint8_t at[10];
+    keel__buf_bytes(b, at, keel__wire_varint_to(at, v));
 }
 
-void keel__wire_u32(keel__wire_buf *b, uint32_t v)
-{
-    uint8_t *at = keel__buf_grow(b, 4);
-    for (int i = 0; i < 4; i++) at[i] = (uint8_t)(v >> (8 * i));
-}
+void keel__wire_u32(keel__wire_buf *b, uint32_t v) { keel__buf_u32(b, v); }
 
-void keel__wire_bytes(keel__wire_buf *b, const void *p, size_t n)
-{
-    if (n) memcpy(keel__buf_grow(b, n), p, n);
-}
+void keel__wire_bytes(keel__wire_buf *b, const void *p, size_t n) { keel__buf_bytes(b, p, n); }
 
 void keel__wire_str(keel__wire_buf *b, const char *s)
 {
@@ -150,34 +137,14 @@ uint32_t keel__wire_hash(const char *s, uint32_t h)
 
 /* ---- reader ---- */
 
-typedef struct rd {
-    const uint8_t *p;
-    size_t len, pos;
-    const char *err;
-} rd;
-
-static bool need(rd *r, size_t n, const char *what)
-{
-    if (r->err) return false;
-    if (n > r->len - r->pos) {
-        r->err = what;
-        return false;
-    }
-    return true;
-}
-
-static uint8_t get_u8(rd *r, const char *what)
-{
-    if (!need(r, 1, what)) return 0;
-    return r->p[r->pos++];
-}
+typedef keel__rd rd; /* bytes.h's bounded reader: the first failure sticks in err */
 
 /* A varint no larger than max (10 bytes at most, no overlong tail). */
 static uint64_t get_varint(rd *r, uint64_t max, const char *what)
 {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-        uint8_t c = get_u8(r, what);
+        uint8_t c = keel__rd_u8(r, what);
         if (r->err) return 0;
         if (shift == 63 && c > 1) break;
         v |= (uint64_t)(c & 0x7f) << shift;
@@ -190,25 +157,17 @@ static uint64_t get_varint(rd *r, uint64_t max, const char *what)
     return 0;
 }
 
-static uint32_t get_u32(rd *r, const char *what)
-{
-    if (!need(r, 4, what)) return 0;
-    const uint8_t *p = r->p + r->pos;
-    r->pos += 4;
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint64_t get_u64(rd *r, const char *what)
 {
-    uint64_t lo = get_u32(r, what);
-    return lo | (uint64_t)get_u32(r, what) << 32;
+    uint64_t lo = keel__rd_u32(r, what);
+    return lo | (uint64_t)keel__rd_u32(r, what) << 32;
 }
 
 /* A string of at most max bytes, valid UTF-8, no NUL inside: malloc'd, or NULL on error. */
 static char *get_str(rd *r, size_t max, const char *what)
 {
     size_t n = (size_t)get_varint(r, max, what);
-    if (r->err || !need(r, n, what)) return NULL;
+    if (r->err || !keel__rd_need(r, n, what)) return NULL;
     char *s = keel__xrealloc(NULL, n + 1);
     memcpy(s, r->p + r->pos, n);
     s[n] = 0;
@@ -228,7 +187,7 @@ static double get_float(rd *r, bool wide, const char *what)
         uint64_t u = get_u64(r, what);
         memcpy(&d, &u, 8);
     } else {
-        uint32_t u = get_u32(r, what);
+        uint32_t u = keel__rd_u32(r, what);
         float f;
         memcpy(&f, &u, 4);
         d = f;
@@ -243,7 +202,7 @@ static void get_value(rd *r, keel_type t, uint32_t choices, bool wide, keel_valu
     v->type = t;
     switch (t) {
     case KEEL_T_BOOL: {
-        uint8_t c = get_u8(r, "bool value");
+        uint8_t c = keel__rd_u8(r, "bool value");
         if (c > 1 && !r->err) r->err = "bool value";
         v->as.b = c == 1;
         break;
@@ -265,13 +224,10 @@ static void get_value(rd *r, keel_type t, uint32_t choices, bool wide, keel_valu
     case KEEL_T_STRING: v->as.s = get_str(r, KEEL__WIRE_MAX_STR, "string value"); break;
     case KEEL_T_ASSET:
     case KEEL_T_ENTITY: {
-        uint8_t has = get_u8(r, "reference value");
+        uint8_t has = keel__rd_u8(r, "reference value");
         if (has > 1 && !r->err) r->err = "reference value";
         v->nil = has == 0;
-        if (has == 1 && need(r, 16, "reference value")) {
-            memcpy(v->as.u.bytes, r->p + r->pos, 16);
-            r->pos += 16;
-        }
+        if (has == 1) v->as.u = keel__rd_uuid(r, "reference value");
         break;
     }
     default:
@@ -331,7 +287,7 @@ static void get_comp(rd *r, keel__wire_msg *m, const keel__wire_schema *s, keel_
 
 static void decode(rd *r, const keel__wire_schema *s, keel__wire_msg *m)
 {
-    m->type = get_u8(r, "packet type");
+    m->type = keel__rd_u8(r, "packet type");
     switch (m->type) {
     case KEEL__PK_HELLO:
         m->protocol = (uint32_t)get_varint(r, UINT32_MAX, "protocol");
@@ -352,7 +308,7 @@ static void decode(rd *r, const keel__wire_schema *s, keel__wire_msg *m)
     }
     case KEEL__PK_KINDS: {
         m->protocol = (uint32_t)get_varint(r, UINT32_MAX, "protocol");
-        uint8_t last = get_u8(r, "last");
+        uint8_t last = keel__rd_u8(r, "last");
         if (last > 1) r->err = "last";
         m->last = last == 1;
         size_t n = (size_t)get_varint(r, KEEL__WIRE_MAX_KINDS, "kind count");
@@ -371,14 +327,14 @@ static void decode(rd *r, const keel__wire_schema *s, keel__wire_msg *m)
                 free(key);
             }
             k->version = (uint32_t)get_varint(r, INT32_MAX, "kind version");
-            k->hash = get_u32(r, "kind hash");
+            k->hash = keel__rd_u32(r, "kind hash");
             k->interval = (uint32_t)get_varint(r, KEEL_SYNC_INTERVAL_MAX, "sync interval");
-            uint8_t many = get_u8(r, "multiplicity");
+            uint8_t many = keel__rd_u8(r, "multiplicity");
             if (many > 1) r->err = "multiplicity";
             k->k.many = many == 1;
             k->k.nsync = (uint32_t)get_varint(r, KEEL__WIRE_MAX_SYNC, "synced field count");
             for (uint32_t f = 0; f < k->k.nsync && !r->err; f++) {
-                uint8_t t = get_u8(r, "field type");
+                uint8_t t = keel__rd_u8(r, "field type");
                 if (t >= KEEL_T_COUNT_) r->err = "field type";
                 k->k.types[f] = (keel_type)t;
                 k->k.choices[f] = t == KEEL_T_ENUM ? (uint32_t)get_varint(r, 65535, "choice count") : 0;
@@ -393,21 +349,18 @@ static void decode(rd *r, const keel__wire_schema *s, keel__wire_msg *m)
                 r->err = "too many records";
                 break;
             }
-            uint8_t tag = get_u8(r, "record tag");
+            uint8_t tag = keel__rd_u8(r, "record tag");
             keel__wire_rec *x = new_rec(m, tag);
             x->lid = (uint32_t)get_varint(r, KEEL__WIRE_MAX_LID, "entity id");
             switch (tag) {
             case KEEL__REC_SPAWN:
-                if (need(r, 16, "uuid")) {
-                    memcpy(x->uuid.bytes, r->p + r->pos, 16);
-                    r->pos += 16;
-                    if (keel_uuid_is_nil(x->uuid)) r->err = "nil uuid";
-                }
+                x->uuid = keel__rd_uuid(r, "uuid");
+                if (!r->err && keel_uuid_is_nil(x->uuid)) r->err = "nil uuid";
                 x->inc = (uint32_t)get_varint(r, UINT32_MAX, "incarnation");
                 /* fall through */
             case KEEL__REC_META: {
                 x->parent = (uint32_t)get_varint(r, KEEL__WIRE_MAX_LID + 1u, "parent id");
-                uint8_t en = get_u8(r, "enabled");
+                uint8_t en = keel__rd_u8(r, "enabled");
                 if (en > 1) r->err = "enabled";
                 x->enabled = en == 1;
                 x->name = get_str(r, KEEL__WIRE_MAX_NAME, "entity name");
@@ -456,7 +409,7 @@ bool keel__wire_decode(const uint8_t *p, size_t len, const keel__wire_schema *sc
                        size_t cap)
 {
     memset(m, 0, sizeof *m);
-    rd r = { p, len, 0, NULL };
+    rd r = { .p = p, .len = len };
     if (!p) r.err = "empty packet";
     else decode(&r, schema, m);
     if (!r.err) return true;

@@ -100,6 +100,17 @@ void keel__wire_msg_free(keel__wire_msg *m);
 typedef keel__buf keel__wire_buf; /* bytes.c's growable buffer */
 void keel__wire_u8(keel__wire_buf *b, uint8_t v);
 void keel__wire_varint(keel__wire_buf *b, uint64_t v);
+/* v as a varint into out (at least 10 bytes); returns its length (inline: the delta writer's hot path). */
+static inline size_t keel__wire_varint_to(uint8_t *out, uint64_t v)
+{
+    size_t n = 0;
+    while (v >= 0x80) {
+        out[n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[n++] = (uint8_t)v;
+    return n;
+}
 void keel__wire_u32(keel__wire_buf *b, uint32_t v);
 void keel__wire_bytes(keel__wire_buf *b, const void *p, size_t n);
 void keel__wire_str(keel__wire_buf *b, const char *s); /* varint length, bytes */

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -122,6 +123,14 @@ bool keel_cli_loop_stopped(void) { return loop_stop; }
 int keel_cli_l_loop_stopped(lua_State *L)
 {
     lua_pushboolean(L, loop_stop);
+    return 1;
+}
+
+int keel_cli_l_now(lua_State *L)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
     return 1;
 }
 

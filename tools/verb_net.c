@@ -12,14 +12,6 @@
 #include <unistd.h>
 
 
-static int l_now(lua_State *L)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
-    return 1;
-}
-
 static int l_sleep(lua_State *L)
 {
     double s = luaL_checknumber(L, 1);
@@ -195,7 +187,7 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
     }
     lua_pushinteger(L, frames);
     lua_pushnumber(L, dt);
-    lua_pushcfunction(L, l_now);
+    lua_pushcfunction(L, keel_cli_l_now);
     lua_pushcfunction(L, l_sleep);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
     keel_cli_loop_signals(true, true);

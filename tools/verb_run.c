@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <lauxlib.h>
@@ -46,20 +45,8 @@ int keel_cli_script(lua_State *L, keel_cli *cli, int argc, char **argv, int si)
     }
     return KEEL_EXIT_OK;
 }
+
 /* ---- keel run ---- */
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int l_now(lua_State *L)
-{
-    lua_pushnumber(L, now_seconds());
-    return 1;
-}
 
 static const char run_chunk[] =
     "local w, name, frames, dt, save, tty, now, interrupted, play = ...\n"
@@ -214,7 +201,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (save) lua_pushstring(L, save);
     else lua_pushnil(L);
     lua_pushboolean(L, isatty(STDOUT_FILENO));
-    lua_pushcfunction(L, l_now);
+    lua_pushcfunction(L, keel_cli_l_now);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
     lua_pushboolean(L, play);
     keel_cli_loop_signals(true, false);

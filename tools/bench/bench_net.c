@@ -7,7 +7,7 @@
 
 #include "bench.h"
 #include "keel.h"
-#include "net.h"
+#include "bind.h" /* keel__net_host_stats */
 
 static int N = 10000;
 #define CLIENTS 8

@@ -753,23 +753,31 @@ static void batch_run(keel__batch *b)
 /* ---- selves for a system's `each` (lua_system.c) ---- */
 
 /* The shadow of a kind this state did not declare: self machinery with no hooks, owned by ctx. */
-static keel_lua_kind *shadow_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, const keel_kind_desc *kd)
+/* A kind record for nfields fields, its offsets zero and every reference LUA_NOREF (raises on
+ * out of memory): what a Lua kind and a shadow share. */
+static keel_lua_kind *lk_alloc(lua_State *L, keel_lua_ctx *ctx, size_t nfields)
 {
     keel_lua_kind *lk = calloc(1, sizeof *lk);
-    size_t *offsets = calloc(kd->field_count ? kd->field_count : 1, sizeof *offsets);
+    size_t *offsets = calloc(nfields ? nfields : 1, sizeof *offsets);
     if (!lk || !offsets) {
         free(lk);
         free(offsets);
         luaL_error(L, "out of memory");
         return NULL;
     }
-    lk->ctx = ctx; /* no reference: ctx frees its shadows when the state closes */
-    lk->shadow = true;
+    lk->ctx = ctx;
     lk->offsets = offsets;
-    lk->nfields = kd->field_count;
+    lk->nfields = nfields;
     for (int p = 0; p < KEEL_PHASE_COUNT_; p++) lk->hook[p] = LUA_NOREF;
     lk->validate = lk->migrate = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = lk->filled[i] = LUA_NOREF;
+    return lk;
+}
+
+static keel_lua_kind *shadow_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, const keel_kind_desc *kd)
+{
+    keel_lua_kind *lk = lk_alloc(L, ctx, kd->field_count); /* no reference to ctx: it frees its shadows */
+    lk->shadow = true;
     lua_createtable(L, (int)kd->field_count, 0);
     for (size_t i = 0; i < kd->field_count; i++) {
         lk->has_entity |= kd->fields[i].type == KEEL_T_ENTITY;
@@ -1022,20 +1030,9 @@ static int spec_ref(lua_State *L, const char *k, int type)
 
 keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_desc *desc, int keys, bool has_entity)
 {
-    keel_lua_kind *lk = calloc(1, sizeof *lk);
-    size_t *offsets = calloc(desc->field_count ? desc->field_count : 1, sizeof *offsets);
-    if (!lk || !offsets) {
-        free(lk);
-        free(offsets);
-        luaL_error(L, "out of memory");
-        return NULL;
-    }
-    lk->ctx = ctx;
+    keel_lua_kind *lk = lk_alloc(L, ctx, desc->field_count);
     ctx->refs++;
-    lk->offsets = offsets;
-    lk->nfields = desc->field_count;
     lk->has_entity = has_entity;
-    for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = lk->filled[i] = LUA_NOREF;
     for (int p = 0; p < KEEL_PHASE_COUNT_; p++)
         if ((lk->hook[p] = spec_ref(L, phase_keys[p], LUA_TFUNCTION)) != LUA_NOREF) desc->hooks[p] = hook_tramp;
     if ((lk->validate = spec_ref(L, "validate", LUA_TFUNCTION)) != LUA_NOREF) desc->validate = validate_tramp;

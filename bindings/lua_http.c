@@ -22,7 +22,7 @@
 #include "lua_http.h"
 
 #define HTTP_MAX_BODY (1024 * 1024) /* larger request bodies: 413 */
-#define HTTP_MT "keel.Server"
+static const keel_lua_type mt_http = { "keel.Server" };
 
 typedef struct msg {
     struct msg *next;
@@ -63,8 +63,7 @@ int keel__lua_http_open_count;
 
 static http *check_http(lua_State *L, int idx, bool open)
 {
-    http **p = luaL_testudata(L, idx, HTTP_MT);
-    if (!p) keel__lua_argerror(L, idx, "keel.Server expected, got %s", luaL_typename(L, idx));
+    http **p = keel__lua_checkudata(L, idx, &mt_http);
     if (open && !*p) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server is closed");
     return *p;
 }
@@ -294,8 +293,7 @@ static void http_stop(lua_State *L, http *h)
 
 static int s_close(lua_State *L)
 {
-    http **p = luaL_testudata(L, 1, HTTP_MT);
-    if (!p) return keel__lua_argerror(L, 1, "keel.Server expected, got %s", luaL_typename(L, 1));
+    http **p = keel__lua_checkudata(L, 1, &mt_http);
     if (*p && (*p)->polling)
         return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server cannot close while it answers a request");
     if (*p) http_stop(L, *p);
@@ -428,7 +426,7 @@ static int m_http_open(lua_State *L)
     } else return keel__lua_argerror(L, 1, "bind must be a numeric IPv4 or IPv6 address, got '%s'", bind);
     http **p = lua_newuserdatauv(L, sizeof *p, 0); /* closed until the daemon runs: nothing leaks on a raise */
     *p = NULL;
-    luaL_setmetatable(L, HTTP_MT);
+    keel__lua_setmt(L, &mt_http);
     http *h = calloc(1, sizeof *h);
     if (!h) return luaL_error(L, "out of memory");
     h->handler_ref = LUA_NOREF;
@@ -510,18 +508,16 @@ void keel__lua_open_http(lua_State *L)
     lua_setfield(L, -2, "_clock");
     lua_pushcfunction(L, m_on_step);
     lua_setfield(L, -2, "_http_on_step");
-    if (luaL_newmetatable(L, HTTP_MT)) {
-        static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port },
-                                            { "push", s_push }, { "pending", s_pending },
-                                            { "drop", s_drop }, { "close", s_close },
-                                            { NULL, NULL } };
-        static const luaL_Reg meta[] = {
-            { "__gc", s_close }, { "__close", s_close }, { "__tostring", s_tostring }, { NULL, NULL }
-        };
-        luaL_setfuncs(L, meta, 0);
-        luaL_newlib(L, methods);
-        lua_setfield(L, -2, "__index");
-    }
+    static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port },   { "push", s_push },
+                                        { "pending", s_pending }, { "drop", s_drop }, { "close", s_close },
+                                        { NULL, NULL } };
+    static const luaL_Reg meta[] = {
+        { "__gc", s_close }, { "__close", s_close }, { "__tostring", s_tostring }, { NULL, NULL }
+    };
+    keel__lua_newmt(L, &mt_http);
+    luaL_setfuncs(L, meta, 0);
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     lua_pushcfunction(L, m_http_open);
     lua_setfield(L, -2, "_http_open");

@@ -39,6 +39,18 @@ static int m_systems_runner(lua_State *L)
     return 0;
 }
 
+/* What a protected run returns: true, or false and the error lua_pcall left on top. */
+static int pcall_result(lua_State *L, int st)
+{
+    if (st == LUA_OK) {
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    lua_pushboolean(L, 0);
+    lua_insert(L, -2);
+    return 2;
+}
+
 /* w:_atomic(fn, ...) -> true | false, err: fn(...) as one callback transaction of w (its writes
  * and structural changes roll back when it raises). */
 static int w_atomic(lua_State *L)
@@ -51,13 +63,7 @@ static int w_atomic(lua_State *L)
     int st = lua_pcall(L, nargs, 0, 0);
     keel_world *w = lw->w; /* still open: close refuses during a step */
     if (w) keel__callback_close(w, &t, st == LUA_OK ? KEEL_OK : KEEL_INVALID_OPERATION);
-    if (st == LUA_OK) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushboolean(L, 0);
-    lua_insert(L, -2);
-    return 2;
+    return pcall_result(L, st);
 }
 
 /* ---- w:_each(kinds, fn, dt): a system's `each` over w ---- */
@@ -219,8 +225,10 @@ static int w_each(lua_State *L)
     keel_lua_ctx *ctx = lw->ctx;
     /* A queried kind nobody holds: nothing to visit, and nothing allocated (steps of a world the
      * bundled systems do not concern stay free of garbage). */
-    for (lua_Integer i = 1, n = (lua_Integer)lua_rawlen(L, 2); i <= n; i++) {
-        lua_rawgeti(L, 2, i);
+    keel_kind_id kinds[KEEL_LUA_MAX_DEPTH]; /* more than that raises below */
+    size_t n = lua_rawlen(L, 2);
+    for (size_t i = 0; i < n; i++) {
+        lua_rawgeti(L, 2, (lua_Integer)i + 1);
         const char *key = lua_tostring(L, -1);
         keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
         lua_pop(L, 1);
@@ -228,27 +236,19 @@ static int w_each(lua_State *L)
             lua_pushboolean(L, 1);
             return 1;
         }
+        if (i < KEEL_LUA_MAX_DEPTH) kinds[i] = k;
     }
     each_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 5 */
     memset(r, 0, sizeof *r);
     r->lw = lw;
-    r->n = lua_rawlen(L, 2);
+    r->n = n;
     r->base = ctx->depth;
     if (r->n == 0) return keel__lua_argerror(L, 2, "a list of at least one kind key expected");
     if (r->n > (size_t)(KEEL_LUA_MAX_DEPTH - ctx->depth))
         return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED,
                                "a system's query of %d kinds nests callbacks more than %d deep", (int)r->n,
                                KEEL_LUA_MAX_DEPTH);
-    for (size_t i = 0; i < r->n; i++) {
-        lua_rawgeti(L, 2, (lua_Integer)i + 1);
-        const char *key = lua_tostring(L, -1);
-        r->kinds[i] = key ? keel_kind_find(key) : KEEL_NO_KIND;
-        lua_pop(L, 1);
-        if (!r->kinds[i]) { /* a kind not declared: nothing holds it */
-            lua_pushboolean(L, 1);
-            return 1;
-        }
-    }
+    memcpy(r->kinds, kinds, r->n * sizeof *kinds);
     size_t held = 0;
     for (; held < r->n; held++)
         if (!(r->lk[held] = keel__lua_self_kind(L, ctx, r->kinds[held]))) break;
@@ -267,13 +267,7 @@ static int w_each(lua_State *L)
     if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
     KEEL_LUA_LEAVE();
     for (size_t i = 0; i < held; i++) keel__lua_self_kind_done(L, r->lk[i]);
-    if (st == LUA_OK) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushboolean(L, 0);
-    lua_insert(L, -2);
-    return 2;
+    return pcall_result(L, st);
 }
 
 /* w:_fault_system(name, phase, message [, err]): a system's failure, once, in w:errors() (with the

@@ -17,7 +17,7 @@
 #include "lua_json.h"
 #include "lua_watch.h"
 
-#define WATCHER_MT "keel.Watcher"
+static const keel_lua_type mt_watcher = { "keel.Watcher" };
 
 typedef struct wcomp {
     uint64_t serial, counter;
@@ -447,8 +447,7 @@ static lua_Integer opt_frame(lua_State *L)
 
 static watcher *check_watcher(lua_State *L)
 {
-    watcher *wt = luaL_testudata(L, 1, WATCHER_MT);
-    if (!wt) keel__lua_argerror(L, 1, "keel.Watcher expected, got %s", luaL_typename(L, 1));
+    watcher *wt = keel__lua_checkudata(L, 1, &mt_watcher);
     if (!wt->lw || !wt->lw->w) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the watched world is closed");
     return wt;
 }
@@ -539,8 +538,7 @@ static void free_strs(char **s, size_t n)
 
 static int wt_gc(lua_State *L)
 {
-    watcher *wt = luaL_testudata(L, 1, WATCHER_MT);
-    if (!wt) return keel__lua_argerror(L, 1, "keel.Watcher expected, got %s", luaL_typename(L, 1));
+    watcher *wt = keel__lua_checkudata(L, 1, &mt_watcher);
     forget(wt);
     free_strs(wt->kinds, wt->nkinds);
     free_strs(wt->refs, wt->nrefs);
@@ -573,7 +571,7 @@ static int m_watcher(lua_State *L)
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     watcher *wt = lua_newuserdatauv(L, sizeof *wt, 1);
     memset(wt, 0, sizeof *wt);
-    luaL_setmetatable(L, WATCHER_MT);
+    keel__lua_setmt(L, &mt_watcher);
     lua_pushvalue(L, 1); /* keeps the World alive */
     lua_setiuservalue(L, -2, 1);
     wt->lw = lw;
@@ -586,13 +584,12 @@ static int m_watcher(lua_State *L)
 
 void keel__lua_open_watch(lua_State *L)
 {
-    if (luaL_newmetatable(L, WATCHER_MT)) {
-        static const luaL_Reg methods[] = { { "snapshot", wt_snapshot }, { "delta", wt_delta }, { NULL, NULL } };
-        static const luaL_Reg meta[] = { { "__gc", wt_gc }, { "__close", wt_gc }, { NULL, NULL } };
-        luaL_setfuncs(L, meta, 0);
-        luaL_newlib(L, methods);
-        lua_setfield(L, -2, "__index");
-    }
+    static const luaL_Reg methods[] = { { "snapshot", wt_snapshot }, { "delta", wt_delta }, { NULL, NULL } };
+    static const luaL_Reg meta[] = { { "__gc", wt_gc }, { "__close", wt_gc }, { NULL, NULL } };
+    keel__lua_newmt(L, &mt_watcher);
+    luaL_setfuncs(L, meta, 0);
+    luaL_newlib(L, methods);
+    lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     lua_pushcfunction(L, m_watcher);
     lua_setfield(L, -2, "_watcher");

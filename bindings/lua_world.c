@@ -293,6 +293,24 @@ static keel_kind_id spawn_kind(lua_State *L, keel_lua_ctx *ctx, int idx, const c
     return k ? k : keel_kind_find(key); /* a key with a NUL byte: named up to it, as always */
 }
 
+/* The kind key of spawn entry `item` (a key, or a table whose [1] is one: the string stays alive
+ * in it), NULL when neither, and in *k its kind (KEEL_NO_KIND when none is declared). */
+static const char *spawn_entry(lua_State *L, keel_lua_ctx *ctx, int item, keel_kind_id *k)
+{
+    const char *key = NULL;
+    *k = KEEL_NO_KIND;
+    if (lua_type(L, item) == LUA_TSTRING) {
+        key = lua_tostring(L, item);
+        *k = spawn_kind(L, ctx, item, key);
+    } else if (lua_type(L, item) == LUA_TTABLE) {
+        lua_rawgeti(L, item, 1);
+        key = lua_tostring(L, -1);
+        if (key) *k = spawn_kind(L, ctx, -1, key);
+        lua_pop(L, 1);
+    }
+    return key;
+}
+
 /* Keeps the checked values of body `body` (the i-th component, kind k) in the plan when they may be. */
 static bool spawn_keep(lua_State *L, keel_lua_world *lw, spawn_plan *p, size_t i, int body, keel_kind_id k,
                        const keel_kind_desc *kd, keel_diags *d)
@@ -325,17 +343,8 @@ static bool spawn_precheck(lua_State *L, int idx, keel_lua_world *lw, spawn_plan
     for (size_t i = 1; ok && i <= n; i++) {
         lua_rawgeti(L, idx, (lua_Integer)i);
         int item = lua_gettop(L);
-        const char *key = NULL;
-        keel_kind_id k = KEEL_NO_KIND;
-        if (lua_type(L, item) == LUA_TSTRING) {
-            key = lua_tostring(L, item);
-            k = spawn_kind(L, lw->ctx, item, key);
-        } else if (lua_type(L, item) == LUA_TTABLE) {
-            lua_rawgeti(L, item, 1);
-            key = lua_tostring(L, -1);
-            if (key) k = spawn_kind(L, lw->ctx, -1, key);
-            lua_pop(L, 1); /* the string stays alive in the table */
-        }
+        keel_kind_id k;
+        const char *key = spawn_entry(L, lw->ctx, item, &k);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (!key) {
             KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
@@ -401,19 +410,9 @@ static bool spawn_components(lua_State *L, int idx, keel_lua_world *lw, keel_ent
             continue;
         }
         lua_rawgeti(L, idx, (lua_Integer)i);
-        int body = 0;
-        const char *key = NULL;
-        keel_kind_id k = KEEL_NO_KIND;
-        if (lua_type(L, -1) == LUA_TSTRING) {
-            key = lua_tostring(L, -1);
-            k = spawn_kind(L, lw->ctx, -1, key);
-        } else if (lua_type(L, -1) == LUA_TTABLE) {
-            lua_rawgeti(L, -1, 1);
-            key = lua_tostring(L, -1);
-            if (key) k = spawn_kind(L, lw->ctx, -1, key);
-            lua_pop(L, 1); /* the string stays alive in the table */
-            body = lua_gettop(L);
-        }
+        keel_kind_id k;
+        const char *key = spawn_entry(L, lw->ctx, lua_gettop(L), &k);
+        int body = lua_type(L, -1) == LUA_TTABLE ? lua_gettop(L) : 0;
         if (!key) {
             KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "components", "components[%zu]: a kind key or { \"kind\", field = value } expected", i);
             lua_pop(L, 1);

@@ -518,6 +518,7 @@ end
 local function err_response(id, code, message, data)
   return { jsonrpc = "2.0", id = id == nil and null or id, error = { code = code, message = message, data = data } }
 end
+M.err_response = err_response
 
 local function valid_id(id)
   return id == nil or id == null or type(id) == "string" or type(id) == "number"

@@ -196,9 +196,7 @@ function M.new(ch)
 end
 
 local function response(id, result) return { jsonrpc = "2.0", id = id, result = result } end
-local function failure(id, code, message, data)
-  return { jsonrpc = "2.0", id = id == nil and null or id, error = { code = code, message = message, data = data } }
-end
+local failure = channel.err_response
 
 local function supported(v)
   for _, s in ipairs(M.PROTOCOL_VERSIONS) do if s == v then return true end end

@@ -294,7 +294,9 @@ static keel_kind_id spawn_kind(lua_State *L, keel_lua_ctx *ctx, int idx, const c
 }
 
 /* The kind key of spawn entry `item` (a key, or a table whose [1] is one: the string stays alive
- * in it), NULL when neither, and in *k its kind (KEEL_NO_KIND when none is declared). */
+ * in it), NULL when neither, and in *k its kind (KEEL_NO_KIND when none is declared). A number
+ * in [1] is not a key, as a number entry is not: converted, its string would live only on the
+ * stack slot popped here. */
 static const char *spawn_entry(lua_State *L, keel_lua_ctx *ctx, int item, keel_kind_id *k)
 {
     const char *key = NULL;
@@ -303,9 +305,10 @@ static const char *spawn_entry(lua_State *L, keel_lua_ctx *ctx, int item, keel_k
         key = lua_tostring(L, item);
         *k = spawn_kind(L, ctx, item, key);
     } else if (lua_type(L, item) == LUA_TTABLE) {
-        lua_rawgeti(L, item, 1);
-        key = lua_tostring(L, -1);
-        if (key) *k = spawn_kind(L, ctx, -1, key);
+        if (lua_rawgeti(L, item, 1) == LUA_TSTRING) {
+            key = lua_tostring(L, -1);
+            *k = spawn_kind(L, ctx, -1, key);
+        }
         lua_pop(L, 1);
     }
     return key;

@@ -182,6 +182,10 @@ describe("world", function()
       fails("InvalidArgument", function() w:spawn(42) end)
       fails("InvalidArgument", function() w:spawn{ name = 1 } end)
       fails("InvalidArgument", function() w:spawn{ parent = "nope" } end)
+      -- a number is not a kind key, alone or as an entry's [1]
+      fails("InvalidArgument", function() w:spawn{ components = { 5 } } end)
+      fails("InvalidArgument", function() w:spawn{ components = { { 5 } } } end)
+      assert.are.equal(0, w:count())
     end)
 
     it("makes every operation fully happen or change nothing", function()

@@ -133,19 +133,9 @@ static void smap_free(smap *m)
 
 typedef keel__yaml_out writer; /* scene_write.c's emitter sink */
 
-static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t style)
-{
-    yaml_event_t e;
-    if (!yaml_scalar_event_initialize(&e, NULL, NULL, (yaml_char_t *)text, (int)len, 1, 1, style)) {
-        wr->failed = true;
-        return;
-    }
-    keel__yaml_out_emit(wr, &e);
-}
-
 static void plain(writer *wr, const char *text)
 {
-    scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE);
+    keel__yaml_out_scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE);
 }
 
 static void coll_start(writer *wr, bool map, bool flow)
@@ -182,13 +172,13 @@ static void emit_node(writer *wr, const keel_node *n)
         switch (n->style) {
         case KEEL_STYLE_PLAIN:
             if (len == 0) plain(wr, "null");
-            else scalar(wr, t, len, YAML_PLAIN_SCALAR_STYLE);
+            else keel__yaml_out_scalar(wr, t, len, YAML_PLAIN_SCALAR_STYLE);
             return;
         case KEEL_STYLE_SINGLE:
         case KEEL_STYLE_DOUBLE:
         case KEEL_STYLE_LITERAL:
-        case KEEL_STYLE_FOLDED: scalar(wr, t, len, YAML_DOUBLE_QUOTED_SCALAR_STYLE); return;
-        default: scalar(wr, t, len, YAML_ANY_SCALAR_STYLE); return;
+        case KEEL_STYLE_FOLDED: keel__yaml_out_scalar(wr, t, len, YAML_DOUBLE_QUOTED_SCALAR_STYLE); return;
+        default: keel__yaml_out_scalar(wr, t, len, YAML_ANY_SCALAR_STYLE); return;
         }
     }
     bool map = n->kind == KEEL_NODE_MAP;
@@ -196,46 +186,6 @@ static void emit_node(writer *wr, const keel_node *n)
     coll_start(wr, map, flow);
     for (size_t i = 0; i < (map ? 2 * n->count : n->count); i++) emit_node(wr, &n->items[i]);
     coll_end(wr, map);
-}
-
-static void writer_open(writer *wr)
-{
-    memset(wr, 0, sizeof *wr);
-    if (!yaml_emitter_initialize(&wr->em)) abort();
-    yaml_emitter_set_output(&wr->em, keel__yaml_out_handler, wr);
-    yaml_emitter_set_unicode(&wr->em, 1);
-    yaml_emitter_set_width(&wr->em, -1);
-    yaml_emitter_set_indent(&wr->em, 2);
-    yaml_emitter_set_break(&wr->em, YAML_LN_BREAK);
-    yaml_event_t e;
-    yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
-    keel__yaml_out_emit(wr, &e);
-    yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
-    keel__yaml_out_emit(wr, &e);
-}
-
-/* Returns the text (malloc'd), or NULL after a diagnostic. */
-static char *writer_close(writer *wr, size_t *len, keel_diags *d)
-{
-    yaml_event_t e;
-    yaml_document_end_event_initialize(&e, 1);
-    keel__yaml_out_emit(wr, &e);
-    yaml_stream_end_event_initialize(&e);
-    keel__yaml_out_emit(wr, &e);
-    if (!wr->failed && !yaml_emitter_flush(&wr->em)) wr->failed = true;
-    char *out = NULL;
-    if (wr->failed) {
-        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0,
-                      "cannot write the merged scene: %s", wr->em.problem ? wr->em.problem : "emitter error");
-        free(wr->buf);
-    } else {
-        if (!wr->buf) wr->buf = keel__xrealloc(NULL, 1);
-        wr->buf[wr->len] = '\0';
-        out = wr->buf;
-        *len = wr->len;
-    }
-    yaml_emitter_delete(&wr->em);
-    return out;
 }
 
 /* ---- the merge ---- */
@@ -993,7 +943,7 @@ static char *finish(const keel_node *doc, const keel_limits *lim, const clist *c
         return canon;
     }
     writer wr;
-    writer_open(&wr);
+    keel__yaml_out_open(&wr);
     coll_start(&wr, true, false);
     key(&wr, "conflicts");
     coll_start(&wr, false, false);
@@ -1001,7 +951,7 @@ static char *finish(const keel_node *doc, const keel_limits *lim, const clist *c
     for (size_t i = 0; i < c->n; i++) {
         coll_start(&wr, true, false);
         key(&wr, "path");
-        scalar(&wr, c->items[i].path, strlen(c->items[i].path), YAML_PLAIN_SCALAR_STYLE);
+        keel__yaml_out_scalar(&wr, c->items[i].path, strlen(c->items[i].path), YAML_PLAIN_SCALAR_STYLE);
         for (int s = 0; s < 3; s++) {
             key(&wr, names[s]);
             emit_node(&wr, c->items[i].v[s]);
@@ -1011,7 +961,7 @@ static char *finish(const keel_node *doc, const keel_limits *lim, const clist *c
     coll_end(&wr, false);
     coll_end(&wr, true);
     size_t tlen = 0;
-    char *tail = writer_close(&wr, &tlen, d);
+    char *tail = keel__yaml_out_close(&wr, "the merged scene", &tlen, d);
     if (!tail) {
         free(canon);
         return NULL;
@@ -1292,9 +1242,9 @@ static keel_node *orphan_children(keel_node *doc, const char *uuid)
 static char *emit_tree(const keel_node *doc, size_t *len, keel_diags *d)
 {
     writer wr;
-    writer_open(&wr);
+    keel__yaml_out_open(&wr);
     emit_node(&wr, doc);
-    return writer_close(&wr, len, d);
+    return keel__yaml_out_close(&wr, "the merged scene", len, d);
 }
 
 keel_status keel_merge_take(const char *text, size_t len, const char *name, bool theirs, const char *const *paths,

@@ -143,6 +143,19 @@ static bool forward(loader *L, keel_diags *tmp, const char *path, const keel_nod
     return !had_error;
 }
 
+/* v in decimal at buf + n (the caller leaves room for 20 digits); returns the new length. */
+static size_t put_number(char *buf, size_t n, unsigned long long v)
+{
+    char digits[24];
+    int k = 0;
+    do {
+        digits[k++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (k) buf[n++] = digits[--k];
+    return n;
+}
+
 /* Paths are built for every record, so this knows only %s, %zu and %d and
  * skips printf's machinery. */
 static char *pathf(const char *fmt, ...)
@@ -173,13 +186,7 @@ static char *pathf(const char *fmt, ...)
             }
             v = (unsigned)i;
         }
-        char digits[24];
-        int k = 0;
-        do {
-            digits[k++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        while (k) buf[n++] = digits[--k];
+        n = put_number(buf, n, v);
     }
     va_end(ap);
     buf[n] = '\0';
@@ -197,18 +204,6 @@ static size_t put_text(char *buf, size_t n, const char *s)
     if (len > PATH_END - n) len = PATH_END - n;
     memcpy(buf + n, s, len);
     return n + len;
-}
-
-static size_t put_number(char *buf, size_t n, size_t v)
-{
-    char digits[24];
-    int k = 0;
-    do {
-        digits[k++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (k) buf[n++] = digits[--k];
-    return n;
 }
 
 /* pathf("%s%s", a, b) */

@@ -26,17 +26,49 @@ int keel__yaml_out_handler(void *data, unsigned char *bytes, size_t size)
     return 1;
 }
 
-static void scalar(writer *wr, const char *text, size_t len, yaml_scalar_style_t style)
+void keel__yaml_out_open(writer *wr)
 {
+    memset(wr, 0, sizeof *wr);
+    if (!yaml_emitter_initialize(&wr->em)) abort();
+    yaml_emitter_set_output(&wr->em, keel__yaml_out_handler, wr);
+    yaml_emitter_set_unicode(&wr->em, 1);
+    yaml_emitter_set_width(&wr->em, -1);
+    yaml_emitter_set_indent(&wr->em, 2);
+    yaml_emitter_set_break(&wr->em, YAML_LN_BREAK);
     yaml_event_t e;
-    if (!yaml_scalar_event_initialize(&e, NULL, NULL, (yaml_char_t *)text, (int)len, 1, 1, style)) {
-        wr->failed = true;
-        return;
-    }
+    yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
+    keel__yaml_out_emit(wr, &e);
+    yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
     keel__yaml_out_emit(wr, &e);
 }
 
-static void plain(writer *wr, const char *text) { scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE); }
+char *keel__yaml_out_close(writer *wr, const char *what, size_t *len, keel_diags *d)
+{
+    yaml_event_t e;
+    yaml_document_end_event_initialize(&e, 1);
+    keel__yaml_out_emit(wr, &e);
+    yaml_stream_end_event_initialize(&e);
+    keel__yaml_out_emit(wr, &e);
+    if (!wr->failed && !yaml_emitter_flush(&wr->em)) wr->failed = true;
+    char *out = NULL;
+    if (wr->failed) {
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "cannot write %s: %s", what,
+                      wr->em.problem ? wr->em.problem : "emitter error");
+        free(wr->buf);
+    } else {
+        if (!wr->buf) wr->buf = keel__xrealloc(NULL, 1);
+        wr->buf[wr->len] = '\0';
+        out = wr->buf;
+        if (len) *len = wr->len;
+    }
+    yaml_emitter_delete(&wr->em);
+    return out;
+}
+
+static void plain(writer *wr, const char *text)
+{
+    keel__yaml_out_scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE);
+}
 
 static void map_start(writer *wr, bool flow)
 {
@@ -146,7 +178,8 @@ bool keel__scene_plain_safe(const char *s, size_t len)
 
 static void string(writer *wr, const char *s, size_t len)
 {
-    scalar(wr, s, len, keel__scene_plain_safe(s, len) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+    keel__yaml_out_scalar(
+        wr, s, len, keel__scene_plain_safe(s, len) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 
 static void str(writer *wr, const char *s) { string(wr, s, strlen(s)); }
@@ -162,7 +195,7 @@ static void int_value(writer *wr, int64_t v)
         u /= 10;
     } while (u);
     if (v < 0) *--o = '-';
-    scalar(wr, o, (size_t)(buf + sizeof buf - o), YAML_PLAIN_SCALAR_STYLE);
+    keel__yaml_out_scalar(wr, o, (size_t)(buf + sizeof buf - o), YAML_PLAIN_SCALAR_STYLE);
 }
 
 /* keel_format_double's text, found with fewer trials: if p significant digits
@@ -346,7 +379,7 @@ static void float_value(writer *wr, double v)
 {
     char buf[64];
     int n = keel__scene_format_double(v, buf);
-    scalar(wr, buf, (size_t)n, YAML_PLAIN_SCALAR_STYLE);
+    keel__yaml_out_scalar(wr, buf, (size_t)n, YAML_PLAIN_SCALAR_STYLE);
 }
 
 static void vec_value(writer *wr, const double *v, int n)
@@ -374,7 +407,7 @@ static void emit_preserved(writer *wr, const keel_node *n)
             plain(wr, "null"); /* an empty plain scalar is null; say so where libyaml would quote it */
             return;
         }
-        scalar(wr, n->text ? n->text : "", n->text ? n->len : 0, st);
+        keel__yaml_out_scalar(wr, n->text ? n->text : "", n->text ? n->len : 0, st);
         return;
     }
     bool flow = n->style == KEEL_STYLE_FLOW;
@@ -593,19 +626,7 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
     if (keel_world_in_callback(w)) /* a file never sees state that may still roll back */
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_scene_dump refuses while a callback transaction is open");
     writer wr;
-    memset(&wr, 0, sizeof wr);
-    if (!yaml_emitter_initialize(&wr.em)) abort();
-    yaml_emitter_set_output(&wr.em, keel__yaml_out_handler, &wr);
-    yaml_emitter_set_unicode(&wr.em, 1);
-    yaml_emitter_set_width(&wr.em, -1);
-    yaml_emitter_set_indent(&wr.em, 2);
-    yaml_emitter_set_break(&wr.em, YAML_LN_BREAK);
-
-    yaml_event_t e;
-    yaml_stream_start_event_initialize(&e, YAML_UTF8_ENCODING);
-    keel__yaml_out_emit(&wr, &e);
-    yaml_document_start_event_initialize(&e, NULL, NULL, NULL, 1);
-    keel__yaml_out_emit(&wr, &e);
+    keel__yaml_out_open(&wr);
     map_start(&wr, false);
     key(&wr, "keel");
     int_value(&wr, KEEL_DOCUMENT_VERSION);
@@ -628,24 +649,10 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
     for (keel_entity ent = first; ent; ent = keel_next(w, ent)) emit_entity(&wr, w, ent);
     seq_end(&wr);
     map_end(&wr);
-    yaml_document_end_event_initialize(&e, 1);
-    keel__yaml_out_emit(&wr, &e);
-    yaml_stream_end_event_initialize(&e);
-    keel__yaml_out_emit(&wr, &e);
-    if (!wr.failed && !yaml_emitter_flush(&wr.em)) wr.failed = true;
-    keel_status st = KEEL_OK;
-    if (wr.failed) {
-        st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_INVALID_ARGUMENT, "", NULL, 0, 0, "cannot write the scene: %s",
-                           wr.em.problem ? wr.em.problem : "emitter error");
-        free(wr.buf);
-    } else {
-        if (!wr.buf) wr.buf = keel__xrealloc(NULL, 1);
-        wr.buf[wr.len] = '\0';
-        *out = wr.buf;
-        if (len) *len = wr.len;
-    }
-    yaml_emitter_delete(&wr.em);
-    return st;
+    char *text = keel__yaml_out_close(&wr, "the scene", len, d);
+    if (!text) return KEEL_INVALID_ARGUMENT;
+    *out = text;
+    return KEEL_OK;
 }
 
 keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d)

@@ -7,6 +7,8 @@
 
 #include <yaml.h>
 
+#include "keel.h"
+
 /* A libyaml emitter writing into one growing buffer (the scene writer's, and keel merge's). */
 typedef struct keel__yaml_out {
     yaml_emitter_t em;
@@ -25,6 +27,22 @@ static inline void keel__yaml_out_emit(keel__yaml_out *wr, yaml_event_t *e)
     }
     if (!yaml_emitter_emit(&wr->em, e)) wr->failed = true;
 }
+/* One scalar of `len` bytes in `style`. */
+static inline void keel__yaml_out_scalar(keel__yaml_out *wr, const char *text, size_t len,
+                                         yaml_scalar_style_t style)
+{
+    yaml_event_t e;
+    if (!yaml_scalar_event_initialize(&e, NULL, NULL, (yaml_char_t *)text, (int)len, 1, 1, style)) {
+        wr->failed = true;
+        return;
+    }
+    keel__yaml_out_emit(wr, &e);
+}
+/* Starts the stream and its one document, with the settings every keel file is written in. */
+void keel__yaml_out_open(keel__yaml_out *wr);
+/* Ends the document and stream: the text (malloc'd, NUL-ended, its length in *len when len is
+ * not NULL), or NULL after an error diagnostic "cannot write <what>: ...". Frees the emitter. */
+char *keel__yaml_out_close(keel__yaml_out *wr, const char *what, size_t *len, keel_diags *d);
 
 /* true: bodies through keel_body_encode instead of straight from records (tests compare both). */
 void keel__scene_write_via_encode(bool on);

@@ -76,7 +76,7 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
         keel_node_put(c, "kind", scalar(keel__entry_key(m)));
         int version = m->kind ? keel_kind_describe(m->kind)->version : keel__entry_unk(m)->version;
         keel_node_put(c, "version", int_node(version));
-        keel_node_put(c, "slot", int_node(m->slot));
+        keel_node_put(c, "slot", int_node(keel__entry_slot(w, m)));
         if (!m->enabled) keel_node_put(c, "enabled", scalar("false"));
         keel_node *body = m->kind ? keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0)
                                   : keel_node_copy(keel__entry_unk(m)->preserved);
@@ -153,7 +153,7 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             o.skip_rules = true;
             keel_comp comp;
             st = keel__add_internal(w, e, k, &o, &comp, d);
-            if (st == KEEL_OK && !enabled) keel__entry_find(&w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
+            if (st == KEEL_OK && !enabled) keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
         } else {
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {

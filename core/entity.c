@@ -656,7 +656,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
                 keel__entry *me = &w->ents[copies[k]].members[m];
                 if (!me->kind || me->awoken) continue;
                 me->awoken = true;
-                keel__call_hook(w, copies[k], me->kind, me->slot, KEEL_PHASE_AWAKE, 0);
+                keel__call_hook(w, copies[k], me->kind, keel__entry_slot(w, me), KEEL_PHASE_AWAKE, 0);
             }
         }
     if (inv) {

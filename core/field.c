@@ -42,7 +42,7 @@ static keel_status writable(const keel_world *w, keel_comp c, const keel__entry 
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
     /* readonly means "not from outside": the component's own hooks may write it */
     bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
-               w->hook_comp.slot == m->slot;
+               w->hook_comp.slot == keel__entry_slot(w, m);
     if (w->mirror && !w->net_applying && (kd->fields[field].flags & KEEL_FIELD_SYNC))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, kd->fields[field].key,
                           "field %s of %s is synced: a client world only mirrors it", kd->fields[field].key, kd->key);
@@ -60,12 +60,12 @@ static keel_status validate(keel_world *w, keel_comp c, keel__entry **m, const k
     if (!kd->validate || w->rolling_back) return KEEL_OK;
     size_t before = d ? d->errors : 0;
     void *rec = keel__store_rec(&w->stores[c.kind], (*m)->row);
-    keel_call call = { w, { c.entity, c.kind, (*m)->slot }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d, NULL };
+    keel_call call = { w, { c.entity, c.kind, keel__entry_slot(w, *m) }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d, NULL };
     keel__callback_enter();
     keel_status st = kd->validate(&call, field);
     keel__callback_leave();
     /* the hook may have moved the record, or removed the component */
-    *m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
+    *m = keel__entry_find(w, &w->ents[(uint32_t)c.entity], c.kind, c.slot);
     if (st == KEEL_OK) return KEEL_OK;
     if (*m) keel__record_put(c.kind, keel__store_rec(&w->stores[c.kind], (*m)->row), field, old);
     if (!d || d->errors == before)
@@ -131,7 +131,7 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
     }
     count_writes(w, c.kind, m, 1);
     keel_uuid uuid = w->ents[(uint32_t)c.entity].uuid;
-    uint32_t slot = c.slot == KEEL_SLOT_AUTO && m ? m->slot : c.slot;
+    uint32_t slot = c.slot == KEEL_SLOT_AUTO && m ? keel__entry_slot(w, m) : c.slot;
     if (inverse) {
         inverse->type = KEEL_CMD_SET;
         inverse->entity = uuid;
@@ -183,7 +183,7 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
             keel_value old;
             keel__record_get(c.kind, rec, fields[j], &old);
             value_own(&old);
-            keel__txn_log_field(w, uuid, c.kind, m->slot, fields[j], &old);
+            keel__txn_log_field(w, uuid, c.kind, keel__entry_slot(w, m), fields[j], &old);
         }
         keel__record_put(c.kind, rec, fields[j], &vals[j]);
     }

@@ -31,24 +31,28 @@ static bool entry_is(const keel__entry *m, keel_kind_id k, const char *key)
 }
 
 /* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
-static keel__entry *entry_by_key_k(keel__ent *en, keel_kind_id k, const char *key, uint32_t slot)
+static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind_id k, const char *key,
+                                   uint32_t slot)
 {
     keel__entry *best = NULL;
+    uint32_t best_slot = 0;
     for (uint32_t i = 0; i < en->member_count; i++) {
         keel__entry *m = &en->members[i];
         if (!entry_is(m, k, key)) continue;
         if (slot == KEEL_SLOT_AUTO) {
-            if (!best || m->slot < best->slot) best = m;
-        } else if (m->slot == slot) {
+            if (!m->slotted) return m; /* slot 0: none is lower */
+            uint32_t s = keel__entry_slot(w, m);
+            if (!best || s < best_slot) best = m, best_slot = s;
+        } else if (keel__entry_in_slot(w, m, slot)) {
             return m;
         }
     }
     return best;
 }
 
-keel__entry *keel__entry_by_key(keel__ent *en, const char *key, uint32_t slot)
+keel__entry *keel__entry_by_key(const keel_world *w, keel__ent *en, const char *key, uint32_t slot)
 {
-    return entry_by_key_k(en, keel_kind_find(key), key, slot);
+    return entry_by_key_k(w, en, keel_kind_find(key), key, slot);
 }
 
 static uint32_t key_count(const keel__ent *en, keel_kind_id k, const char *key)
@@ -129,6 +133,7 @@ void keel__entry_pools_free(keel_world *w)
     memset(w->entry_free, 0, sizeof w->entry_free);
     memset(w->entry_tail, 0, sizeof w->entry_tail);
     memset(w->entry_tail_end, 0, sizeof w->entry_tail_end);
+    keel__slotmap_free(&w->slots); /* and so do their slots */
     free(w->fresh); /* the fresh flags go with the entries */
     w->fresh = NULL;
     w->fresh_count = w->fresh_cap = 0;
@@ -151,8 +156,16 @@ static keel__entry *entry_push(keel_world *w, keel__ent *en)
         fputs("keel: the world has used up its component serials\n", stderr);
         abort();
     }
-    m->serial = ++w->last_serial;
+    keel__entry_set_serial(m, ++w->last_serial);
     return m;
+}
+
+void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot)
+{
+    if (!m->kind) keel__entry_unk(m)->slot = slot;
+    else if (slot) keel__slotmap_put(&w->slots, keel__entry_lserial(m), slot);
+    else if (m->slotted) keel__slotmap_del(&w->slots, keel__entry_lserial(m));
+    m->slotted = slot != 0;
 }
 
 /* ---- serials across a rollback: the entity comes back with its handle, its entries with their serials */
@@ -163,15 +176,17 @@ static void serial_bury(keel_world *w, uint32_t i, const keel__entry *m)
         w->tomb_cap = w->tomb_cap ? w->tomb_cap * 2 : 8;
         w->tombs = keel__xrealloc(w->tombs, w->tomb_cap * sizeof *w->tombs);
     }
-    w->tombs[w->tomb_count++] = (keel__tomb){ i, w->ents[i].gen, m->kind, m->slot, m->serial };
+    w->tombs[w->tomb_count++] =
+        (keel__tomb){ i, w->ents[i].gen, m->kind, keel__entry_slot(w, m), keel__entry_lserial(m) };
 }
 
-static void serial_unbury(keel_world *w, uint32_t i, keel__entry *m)
+/* Before m's slot is set: the slot map holds slots by serial. */
+static void serial_unbury(keel_world *w, uint32_t i, keel__entry *m, uint32_t slot)
 {
     for (size_t t = w->tomb_count; t-- > 0;) {
         keel__tomb *b = &w->tombs[t];
-        if (b->index == i && b->gen == w->ents[i].gen && b->kind == m->kind && b->slot == m->slot) {
-            m->serial = b->serial;
+        if (b->index == i && b->gen == w->ents[i].gen && b->kind == m->kind && b->slot == slot) {
+            keel__entry_set_serial(m, b->serial);
             *b = w->tombs[--w->tomb_count];
             return;
         }
@@ -193,7 +208,7 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         for (size_t f = 0; f < w->fresh_count; f++) {
             const keel__fresh *x = &w->fresh[f];
             keel__ent *en = &w->ents[x->index];
-            keel__entry *o = en->alive && en->gen == x->gen ? keel__entry_find(en, x->kind, x->slot) : NULL;
+            keel__entry *o = en->alive && en->gen == x->gen ? keel__entry_find(w, en, x->kind, x->slot) : NULL;
             if (o) o->fresh = false;
         }
         w->fresh_count = 0;
@@ -203,25 +218,26 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         w->fresh_cap = w->fresh_cap ? w->fresh_cap * 2 : 16;
         w->fresh = keel__xrealloc(w->fresh, w->fresh_cap * sizeof *w->fresh);
     }
-    w->fresh[w->fresh_count++] = (keel__fresh){ i, w->ents[i].gen, m->kind, m->slot };
+    w->fresh[w->fresh_count++] = (keel__fresh){ i, w->ents[i].gen, m->kind, keel__entry_slot(w, m) };
     m->fresh = true;
 }
 
-/* The side part of a new unknown entry c (its serial is the one entry_push gave it). */
+/* The side part of a new unknown entry c (its serial is the one entry_push gave it; its slot 0). */
 static keel__unknown *unknown_new(keel__entry *c, const char *key, keel_node *preserved)
 {
-    uint64_t serial = c->serial;
+    uint64_t serial = keel__entry_lserial(c);
     keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
     u->key = keel__strdup(key);
     u->preserved = preserved;
     u->serial = serial;
+    u->slot = 0;
     keel__entry_set_unk(c, u);
     return u;
 }
 
 /* The slot a new entry of `key` takes, or an error. */
-static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *key, bool one, uint32_t max,
-                             bool skip_rules, uint32_t *slot, keel_diags *d)
+static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key, bool one,
+                             uint32_t max, bool skip_rules, uint32_t *slot, keel_diags *d)
 {
     keel__ent *me = (keel__ent *)en;
     if (one) {
@@ -231,7 +247,7 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
         *slot = 0;
         bool present = false; /* entry_by_key_k(me, k, key, 0), as a loop the compiler keeps inline */
         for (uint32_t i = 0; i < en->member_count && !present; i++)
-            present = en->members[i].slot == 0 && entry_is(&en->members[i], k, key);
+            present = !en->members[i].slotted && entry_is(&en->members[i], k, key);
         if (present)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
@@ -240,11 +256,11 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
         /* max+1 in 64 bits: past UINT32_MAX-1 it would wrap or become KEEL_SLOT_AUTO itself */
         uint64_t next = 0;
         for (uint32_t i = 0; i < en->member_count; i++)
-            if (entry_is(&en->members[i], k, key) && (uint64_t)en->members[i].slot + 1 > next)
-                next = (uint64_t)en->members[i].slot + 1;
+            if (entry_is(&en->members[i], k, key) && (uint64_t)keel__entry_slot(w, &en->members[i]) + 1 > next)
+                next = (uint64_t)keel__entry_slot(w, &en->members[i]) + 1;
         if (next >= KEEL_SLOT_AUTO) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "no slot left for %s", key);
         *slot = (uint32_t)next;
-    } else if (entry_by_key_k(me, k, key, *slot)) {
+    } else if (entry_by_key_k(w, me, k, key, *slot)) {
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
     }
     if (!skip_rules && max && key_count(en, k, key) >= max)
@@ -281,7 +297,7 @@ keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, kee
     keel_status st = keel__root_rules(i, kd, "", d);
     if (st) return st;
     for (size_t r = 0; r < kd->requires_count; r++)
-        if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+        if (!keel__entry_by_key(w, en, kd->requires[r], KEEL_SLOT_AUTO))
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t m = 0; m < en->member_count; m++) {
         const char *other = keel__entry_key(&en->members[m]);
@@ -315,7 +331,7 @@ static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, u
         const keel_node *val = keel_node_get(o->body, kd->fields[f].key);
         if (!val) continue;
         keel__ent *en = keel__ent_get(w, e);
-        keel__entry *m = en ? keel__entry_find(en, k, slot) : NULL;
+        keel__entry *m = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (!m) return KEEL_OK; /* the hook took it away itself */
         keel_diags tmp;
         keel_diags_init(&tmp);
@@ -355,11 +371,11 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     bool one = kd->multiplicity == KEEL_ONE, taken = false;
     if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
         for (uint32_t a = 0; a < en->member_count && !taken; a++)
-            taken = en->members[a].slot == 0 && entry_is(&en->members[a], k, kd->key);
+            taken = !en->members[a].slotted && entry_is(&en->members[a], k, kd->key);
         slot = 0;
     }
     keel_status st = KEEL_OK;
-    if (!one || slot != 0 || taken) st = pick_slot(en, k, kd->key, one, kd->max, o->skip_rules, &slot, d);
+    if (!one || slot != 0 || taken) st = pick_slot(w, en, k, kd->key, one, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
     /* keel__check_add_rules' common case (no rule can apply) judged here, without a call */
     bool ruled = i == 0 || (kd->flags & KEEL_KIND_ROOT_ONLY) || kd->requires_count || kd->rejects_count ||
@@ -382,16 +398,16 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     }
     keel__entry *m = entry_push(w, &w->ents[i]);
     m->kind = k;
-    m->slot = slot;
     m->row = row;
-    keel__entry_born(w, i, m);
     if (w->rolling_back) {
         m->awoken = m->started = true;
-        serial_unbury(w, i, m);
+        serial_unbury(w, i, m, slot);
     }
+    if (slot) keel__entry_set_slot(w, m, slot);
+    keel__entry_born(w, i, m);
     if (o->body && !w->rolling_back && (st = validate_body(w, e, k, slot, o, d))) {
         keel__ent *en2 = keel__ent_get(w, e);
-        if (en2 && (m = keel__entry_find(en2, k, slot))) entry_delete(w, i, m); /* as if never added */
+        if (en2 && (m = keel__entry_find(w, en2, k, slot))) entry_delete(w, i, m); /* as if never added */
         return st;
     }
     keel__touch(w);
@@ -447,11 +463,11 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
         st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
-    if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
+    if (st == KEEL_OK) st = pick_slot(w, &w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
         unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map())->version = version;
-        m->slot = slot;
+        keel__entry_set_slot(w, m, slot);
         keel__touch(w);
         if (inv) {
             inv->type = KEEL_CMD_REMOVE;
@@ -476,8 +492,9 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
 {
     keel__ent *en = &w->ents[i];
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
-    if (m->kind) keel__store_free_row(w, m->kind, m->row);
+    if (m->kind) keel__store_free_row(w, m->kind, m->row); /* reads the slot (keel__row_slot) */
     else keel__unknown_free(keel__entry_unk(m));
+    if (m->kind && m->slotted) keel__slotmap_del(&w->slots, keel__entry_lserial(m));
     size_t at = (size_t)(m - en->members);
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
     en->member_count--;
@@ -489,7 +506,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
     add.type = KEEL_CMD_ADD;
     add.entity = w->ents[i].uuid;
     add.kind_key = keel__strdup(keel__entry_key(m));
-    add.slot = m->slot;
+    add.slot = keel__entry_slot(w, m);
     add.enabled = true;
     add.index = (size_t)(m - w->ents[i].members);
     if (m->kind) {
@@ -527,16 +544,16 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         keel__ent *en = &w->ents[i];
         keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
-        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
+        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
-        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(en, k, 0)) &&
+        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
                  key_count(en, KEEL_NO_KIND, key) > 1)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(en, KEEL_NO_KIND, key));
-        else if (!(m = keel__entry_by_key(en, key, slot))) {
-            if (!keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
+        else if (!(m = keel__entry_by_key(w, en, key, slot))) {
+            if (!keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", key);
             else
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
@@ -555,12 +572,12 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         }
     }
     if (st == KEEL_OK) {
-        uint32_t s = m->slot;
+        uint32_t s = keel__entry_slot(w, m);
         if (inv) remove_inverse(w, i, m, inv);
         if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
             bool now = w->txn_depth == 0; /* else deferred: no hook runs before the delete */
             keel__call_on_destroy(w, i, m->kind, s, m->row);
-            if (now) m = keel__ent_get(w, e) ? keel__entry_by_key(&w->ents[i], key, s) : NULL;
+            if (now) m = keel__ent_get(w, e) ? keel__entry_by_key(w, &w->ents[i], key, s) : NULL;
         }
         if (m) entry_delete(w, i, m);
         keel__touch(w);
@@ -575,11 +592,17 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
     if (!quiet) {
         keel__ent *en = &w->ents[i];
         size_t n = en->member_count;
-        keel__entry *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
+        /* a copy: hooks run now may change the stack (and the slot map) */
+        struct { keel_kind_id kind; uint32_t slot, row; } *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
         size_t c = 0;
-        for (size_t m = 0; m < n; m++)
-            if (en->members[m].kind && en->members[m].awoken && !en->members[m].faulted)
-                list[c++] = en->members[m]; /* a copy: hooks run now may change the stack */
+        for (size_t m = 0; m < n; m++) {
+            const keel__entry *x = &en->members[m];
+            if (x->kind && x->awoken && !x->faulted) {
+                list[c].kind = x->kind;
+                list[c].slot = keel__entry_slot(w, x);
+                list[c++].row = x->row;
+            }
+        }
         for (size_t m = 0; m < c; m++) keel__call_on_destroy(w, i, list[m].kind, list[m].slot, list[m].row);
         free(list);
     }
@@ -589,36 +612,38 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
 
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 {
+    uint32_t slot = keel__entry_slot(w, m);
     if (!m->kind) {
         keel__entry *c = entry_push(w, &w->ents[dst]);
         const keel__unknown *mu = keel__entry_unk(m);
         unknown_new(c, mu->key, keel_node_copy(mu->preserved))->version = mu->version;
-        c->slot = m->slot;
+        keel__entry_set_slot(w, c, slot);
         c->enabled = m->enabled;
         return;
     }
-    uint32_t row = keel__store_append(w, m->kind, keel__handle(w, dst), m->slot);
+    uint32_t row = keel__store_append(w, m->kind, keel__handle(w, dst), slot);
     keel__store *s = &w->stores[m->kind];
     keel__record_copy(m->kind, keel__store_rec(s, row), keel__store_rec(s, m->row));
     keel__entry *c = entry_push(w, &w->ents[dst]);
     c->kind = m->kind;
-    c->slot = m->slot;
     c->row = row;
+    if (slot) keel__entry_set_slot(w, c, slot);
     c->enabled = m->enabled;
     keel__entry_born(w, dst, c);
     keel__touch(w);
 }
 
 /* The rules of entry a of entity i, reported at path p. */
-static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, const char *p, keel_diags *d)
+static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_t i, uint32_t a, const char *p,
+                                     keel_diags *d)
 {
     keel__entry *m = &en->members[a];
     keel_status st = KEEL_OK;
     if (!m->kind) return st;
     const keel_kind_desc *kd = keel_kind_describe(m->kind);
-    if (kd->multiplicity == KEEL_ONE && m->slot != 0)
+    if (kd->multiplicity == KEEL_ONE && m->slotted)
         st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u", kd->key,
-                        m->slot);
+                        keel__entry_slot(w, m));
     for (uint32_t b = 0; b < a; b++)
         if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)", kd->key);
@@ -632,7 +657,7 @@ static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, cons
     keel_status rs = keel__root_rules(i, kd, p, d);
     if (rs) st = rs;
     for (size_t r = 0; r < kd->requires_count; r++)
-        if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+        if (!keel__entry_by_key(w, en, kd->requires[r], KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t b = 0; b < en->member_count; b++) {
         const char *other = keel__entry_key(&en->members[b]);
@@ -650,10 +675,10 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
     uint32_t i = (uint32_t)e;
     for (uint32_t a = 0; a < en->member_count; a++) {
         /* judged quietly first: the path string is built only for an entry that breaks a rule */
-        keel_status st = check_entry_rules(en, i, a, "", NULL);
+        keel_status st = check_entry_rules(w, en, i, a, "", NULL);
         if (st == KEEL_OK) continue;
         char *p = keel__strfmt("%s%scomponents[%u]", path ? path : "", path && *path ? "." : "", a);
-        st = check_entry_rules(en, i, a, p, d);
+        st = check_entry_rules(w, en, i, a, p, d);
         free(p);
         if (st && !first) first = st;
     }
@@ -672,7 +697,7 @@ static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id o
                 m = &en->members[a];
         if (!m) return;
         m->awoken = true;
-        keel__call_hook(w, i, m->kind, m->slot, KEEL_PHASE_AWAKE, 0);
+        keel__call_hook(w, i, m->kind, keel__entry_slot(w, m), KEEL_PHASE_AWAKE, 0);
     }
 }
 
@@ -711,7 +736,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
     keel__entry *m = &en->members[i];
     out->kind = m->kind;
     out->key = keel__entry_key(m);
-    out->slot = m->slot;
+    out->slot = keel__entry_slot(w, m);
     out->loaded = m->kind != KEEL_NO_KIND;
     out->enabled = m->enabled;
     out->faulted = m->faulted;
@@ -725,16 +750,16 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
 bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel_comp *out)
 {
     keel__ent *en = keel__ent_get(w, e);
-    keel__entry *m = en && k ? keel__entry_find(en, k, slot) : NULL;
+    keel__entry *m = en && k ? keel__entry_find(w, en, k, slot) : NULL;
     if (!m) return false;
-    if (out) *out = (keel_comp){ e, k, m->slot };
+    if (out) *out = (keel_comp){ e, k, keel__entry_slot(w, m) };
     return true;
 }
 
 keel__entry *keel__comp_entry(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
-    return en && c.kind ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    return en && c.kind ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
 }
 
 bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry(w, c) != NULL; }
@@ -742,7 +767,7 @@ bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry
 uint64_t keel_comp_serial(const keel_world *w, keel_comp c)
 {
     keel__entry *m = keel__comp_entry(w, c);
-    return m ? m->serial : 0; /* a loaded entry's */
+    return m ? keel__entry_lserial(m) : 0; /* a loaded entry's */
 }
 
 void *keel_record(const keel_world *w, keel_comp c)
@@ -785,11 +810,11 @@ keel_status keel__comp_resolve(const keel_world *w, keel_comp c, keel__entry **o
     if (!en) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
     const keel_kind_desc *kd = c.kind ? keel_kind_describe(c.kind) : NULL;
     if (!kd) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)c.kind);
-    *out = keel__entry_find(en, c.kind, c.slot);
+    *out = keel__entry_find(w, en, c.kind, c.slot);
     if (*out) return KEEL_OK;
-    if (keel__entry_by_key(en, kd->key, c.slot))
+    if (keel__entry_by_key(w, en, kd->key, c.slot))
         return KEEL_ERROR(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be %s", kd->key, what);
-    if (c.slot == KEEL_SLOT_AUTO || !keel__entry_by_key(en, kd->key, KEEL_SLOT_AUTO))
+    if (c.slot == KEEL_SLOT_AUTO || !keel__entry_by_key(w, en, kd->key, KEEL_SLOT_AUTO))
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", kd->key);
     return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", c.slot, kd->key);
 }
@@ -805,7 +830,7 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
             inv->type = KEEL_CMD_ENABLE_COMPONENT;
             inv->entity = w->ents[(uint32_t)c.entity].uuid;
             inv->kind_key = keel__strdup(keel_kind_describe(c.kind)->key);
-            inv->slot = m->slot;
+            inv->slot = keel__entry_slot(w, m);
             inv->enabled = m->enabled;
         }
         m->enabled = enabled;
@@ -825,22 +850,25 @@ keel_node *keel_body_encode(const keel_world *w, keel_comp c, bool with_transien
 
 void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry *m)
 {
+    uint32_t slot = keel__entry_slot(src, m);
     keel__entry *c = entry_push(dst, &dst->ents[di]);
     c->kind = m->kind;
-    c->slot = m->slot;
     c->enabled = m->enabled;
     c->started = m->started;
     c->awoken = m->awoken;
     c->faulted = m->faulted;
-    if (!m->kind) { /* an unknown entry: its body changes hands */
-        uint64_t serial = c->serial; /* dst's own (the version travels with the body) */
+    if (!m->kind) { /* an unknown entry: its body (and slot) change hands */
+        uint64_t serial = keel__entry_lserial(c); /* dst's own (the version travels with the body) */
         keel__entry_set_unk(c, keel__entry_unk(m));
         keel__entry_unk(c)->serial = serial;
+        c->slotted = m->slotted;
         keel__entry_set_unk(m, NULL);
+        m->slotted = false; /* m holds nothing now */
         keel__touch(dst);
         return;
     }
-    uint32_t row = keel__store_append(dst, m->kind, keel__handle(dst, di), m->slot);
+    if (slot) keel__entry_set_slot(dst, c, slot);
+    uint32_t row = keel__store_append(dst, m->kind, keel__handle(dst, di), slot);
     c->row = row;
     keel__entry_born(dst, di, c);
     keel__store *ss = &src->stores[m->kind], *ds = &dst->stores[m->kind];
@@ -866,11 +894,13 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
             u->preserved = keel_node_copy(keel__entry_unk(&se->members[k])->preserved);
             u->serial = keel__entry_unk(&se->members[k])->serial;
             u->version = keel__entry_unk(&se->members[k])->version;
+            u->slot = keel__entry_unk(&se->members[k])->slot;
             keel__entry_set_unk(&a[k], u);
         }
         dst->ents[i].members = a;
     }
     dst->last_serial = src->last_serial;
+    keel__slotmap_copy(&dst->slots, &src->slots); /* the same serials */
     dst->fresh_count = dst->fresh_cap = src->fresh_count;
     dst->fresh = src->fresh_count ? keel__xrealloc(NULL, src->fresh_count * sizeof *dst->fresh) : NULL;
     if (src->fresh_count) memcpy(dst->fresh, src->fresh, src->fresh_count * sizeof *dst->fresh);

@@ -15,42 +15,56 @@ typedef struct keel__unknown {
     char *key;
     keel_node *preserved;   /* its body as read */
     uint64_t serial;        /* the entry's (keel__entry_serial) */
+    uint32_t slot;          /* the entry's (keel__entry_slot) */
     int version;            /* the version its body was written in */
 } keel__unknown;
 
-/* Serials have 43 bits: a world makes at most 2^43 - 1 components (8.8 trillion) in its life. */
-#define KEEL__SERIAL_MAX ((UINT64_C(1) << 43) - 1)
+/* Serials have 42 bits: a world makes at most 2^42 - 1 components (4.4 trillion) in its life. */
+#define KEEL__SERIAL_MAX ((UINT64_C(1) << 42) - 1)
 /* Kind ids have 16 bits in an entry (kind.c declares at most this many kinds). */
 #define KEEL__KIND_MAX 0xFFFFu
 
-/* One membership entry: the component stack of an entity, in order; 16 bytes (they are per
- * component): the kind, the flags and the serial share a word, and an unknown entry's rarely
- * used parts (key, body, serial, version) are kept aside, its address in the serial's and the
- * row's bits (keel__entry_unk). */
+/* One membership entry: the component stack of an entity, in order; 12 bytes (they are per
+ * component): the kind, the flags and the serial's high bits share a word. The slot is only a
+ * bit: nearly every component is in slot 0, and a loaded entry's other slot is kept in the
+ * world's slot map by serial (world.h keel__entry_slot). An unknown entry's rarely used parts
+ * (key, body, serial, slot, version) are kept aside, its address in serial_lo and row
+ * (keel__entry_unk). */
 typedef struct keel__entry {
-    uint64_t kind : 16;     /* KEEL_NO_KIND when unknown */
-    uint64_t enabled : 1, started : 1, awoken : 1, faulted : 1;
+    uint32_t kind : 16;     /* KEEL_NO_KIND when unknown */
+    uint32_t enabled : 1, started : 1, awoken : 1, faulted : 1;
     /* fresh: added during the step of frame w->fresh_frame, runs from the next (keel__entry_due);
      * cleared once a later frame adds one (member.c) */
-    uint64_t fresh : 1;
-    /* loaded: per world, never reused (a rollback gives a removed entry its own back); read it
-     * with keel__entry_serial. Unknown: the high half of its keel__unknown's address */
-    uint64_t serial : 43;
-    uint32_t slot;
+    uint32_t fresh : 1;
+    uint32_t slotted : 1;   /* its slot is not 0 (keel__entry_slot) */
+    /* loaded: the serial, per world, never reused (a rollback gives a removed entry its own
+     * back; keel__entry_serial). Unknown: serial_lo is the high half of its keel__unknown's address */
+    uint32_t serial_hi : 10;
+    uint32_t serial_lo;
     uint32_t row;           /* loaded: index in the kind's storage; unknown: the low half of that address */
 } keel__entry;
 
-_Static_assert(sizeof(keel__entry) == 16, "a membership entry stays 16 bytes");
+_Static_assert(sizeof(keel__entry) == 12, "a membership entry stays 12 bytes");
 
 static inline keel__unknown *keel__entry_unk(const keel__entry *m)
 {
-    return (keel__unknown *)(uintptr_t)((uint64_t)m->serial << 32 | m->row);
+    return (keel__unknown *)(uintptr_t)((uint64_t)m->serial_lo << 32 | m->row);
 }
 static inline void keel__entry_set_unk(keel__entry *m, keel__unknown *u)
 {
     uint64_t a = (uint64_t)(uintptr_t)u;
-    m->serial = a >> 32;
+    m->serial_lo = (uint32_t)(a >> 32);
     m->row = (uint32_t)a;
+}
+/* A loaded entry's serial (keel__entry_serial reads an unknown one's too). */
+static inline uint64_t keel__entry_lserial(const keel__entry *m)
+{
+    return (uint64_t)m->serial_hi << 32 | m->serial_lo;
+}
+static inline void keel__entry_set_serial(keel__entry *m, uint64_t serial)
+{
+    m->serial_hi = (uint32_t)(serial >> 32);
+    m->serial_lo = (uint32_t)serial;
 }
 
 /* An entry added during a step (keel__entry.fresh), to clear its flag once the frame is over. */
@@ -62,7 +76,7 @@ typedef struct keel__fresh {
 
 static inline uint64_t keel__entry_serial(const keel__entry *m)
 {
-    return m->kind ? m->serial : keel__entry_unk(m)->serial;
+    return m->kind ? keel__entry_lserial(m) : keel__entry_unk(m)->serial;
 }
 
 /* An entry removed inside a hook transaction: if a rollback brings it back, it keeps its serial. */
@@ -72,22 +86,6 @@ typedef struct keel__tomb {
     uint32_t slot;
     uint64_t serial;
 } keel__tomb;
-
-/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks. */
-static inline keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
-{
-    keel__entry *best = NULL;
-    for (uint32_t i = 0; i < en->member_count; i++) {
-        keel__entry *m = &en->members[i];
-        if (m->kind != k) continue;
-        if (slot == KEEL_SLOT_AUTO) {
-            if (!best || m->slot < best->slot) best = m;
-        } else if (m->slot == slot) {
-            return m;
-        }
-    }
-    return best;
-}
 
 const char *keel__entry_key(const keel__entry *m);
 /* The entry of live component c (NULL when c is not alive). */
@@ -112,7 +110,9 @@ void keel__members_copy(keel_world *dst, const keel_world *src);
 /* The outermost hook transaction ended: removed entries can no longer come back. */
 void keel__tombs_clear(keel_world *w);
 /* The entry of key `key` (loaded or unknown) in `slot` (KEEL_SLOT_AUTO: the lowest). */
-keel__entry *keel__entry_by_key(struct keel__ent *en, const char *key, uint32_t slot);
+keel__entry *keel__entry_by_key(const keel_world *w, struct keel__ent *en, const char *key, uint32_t slot);
+/* Puts entry m (its kind and serial final) in `slot`: the bit, and the slot kept aside when not 0. */
+void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot);
 /* Would adding k to entity i break multiplicity, max, requires or rejects? InvalidOperation in d. */
 keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d);
 /* Entry m of entity i was just added (or adopted): fresh when added during a step, so it first

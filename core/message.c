@@ -99,7 +99,7 @@ static void receivers(keel_world *w, keel_entity e, keel_comp **list, size_t *n,
             *cap = *cap ? *cap * 2 : 16;
             *list = keel__xrealloc(*list, *cap * sizeof **list);
         }
-        (*list)[(*n)++] = (keel_comp){ e, m->kind, m->slot };
+        (*list)[(*n)++] = (keel_comp){ e, m->kind, keel__entry_slot(w, m) };
     }
 }
 

@@ -155,7 +155,7 @@ keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel
             keel__entry *me = &dst->ents[made[k]].members[m];
             if (!me->kind || me->awoken) continue;
             me->awoken = true;
-            keel__call_hook(dst, made[k], me->kind, me->slot, KEEL_PHASE_AWAKE, 0);
+            keel__call_hook(dst, made[k], me->kind, keel__entry_slot(dst, me), KEEL_PHASE_AWAKE, 0);
         }
     }
     for (size_t k = 0; out && k < ntop && k < cap; k++) out[k] = handles[k];

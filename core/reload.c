@@ -84,9 +84,9 @@ static keel_status adopt_rules(keel_world *w, uint32_t i, keel_kind_id k, const 
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     keel__ent *en = &w->ents[i];
-    if (kd->multiplicity == KEEL_ONE && m->slot != 0)
+    if (kd->multiplicity == KEEL_ONE && m->slotted)
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", kd->key,
-                          m->slot);
+                          keel__entry_slot(w, m));
     uint32_t live = 0;
     for (uint32_t a = 0; a < en->member_count; a++) live += en->members[a].kind == k;
     if (kd->multiplicity == KEEL_ONE && live)
@@ -116,12 +116,13 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
                 char u[37];
                 keel_uuid_format(w->ents[i].uuid, u);
                 keel_diag_add(d, KEEL_SEV_WARNING, rs, "", NULL, 0, 0, "%s slot %u on entity %s stays unknown: %s",
-                              kd->key, m->slot, u, why.count ? why.items[0].message : "");
+                              kd->key, keel__entry_slot(w, m), u, why.count ? why.items[0].message : "");
                 keel_diags_free(&why);
                 continue;
             }
             keel_diags_free(&why);
-            uint32_t row = keel__store_append(w, k, keel__handle(w, i), m->slot);
+            uint32_t slot = keel__entry_slot(w, m);
+            uint32_t row = keel__store_append(w, k, keel__handle(w, i), slot);
             keel__store *s = &w->stores[k];
             void *rec = keel__store_rec(s, row);
             keel__record_init(k, rec);
@@ -134,8 +135,10 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
             uint64_t serial = keel__entry_unk(m)->serial; /* adopted in place: the same entry */
             keel__unknown_free(keel__entry_unk(m));
             m->kind = k;
-            m->serial = serial;
+            keel__entry_set_serial(m, serial);
             m->row = row;
+            m->slotted = false;
+            if (slot) keel__entry_set_slot(w, m, slot); /* from the side record into the slot map */
             keel__entry_born(w, i, m);
             m->awoken = false;
             any = true;
@@ -152,8 +155,8 @@ static char *rule_broken(const keel_world *w, uint32_t i, const keel__entry *m, 
                          const keel_kind_desc *nd)
 {
     keel__ent *en = &w->ents[i];
-    if (nd->multiplicity == KEEL_ONE && m->slot != 0)
-        return keel__strfmt("holds %s in slot %u, and it is now a one kind", nd->key, m->slot);
+    if (nd->multiplicity == KEEL_ONE && m->slotted)
+        return keel__strfmt("holds %s in slot %u, and it is now a one kind", nd->key, keel__entry_slot(w, m));
     if (!first) return NULL; /* the rest: once per entity */
     if (nd->multiplicity == KEEL_MANY && nd->max && count > nd->max)
         return keel__strfmt("holds %u %s components, and it now allows at most %u", count, nd->key, nd->max);
@@ -165,10 +168,10 @@ static char *rule_broken(const keel_world *w, uint32_t i, const keel__entry *m, 
         return why;
     }
     for (size_t r = 0; r < nd->requires_count; r++)
-        if (!keel__entry_by_key(en, nd->requires[r], KEEL_SLOT_AUTO))
+        if (!keel__entry_by_key(w, en, nd->requires[r], KEEL_SLOT_AUTO))
             return keel__strfmt("holds %s without %s, which it now requires", nd->key, nd->requires[r]);
     for (size_t r = 0; r < nd->rejects_count; r++)
-        if (strcmp(nd->rejects[r], nd->key) && keel__entry_by_key(en, nd->rejects[r], KEEL_SLOT_AUTO))
+        if (strcmp(nd->rejects[r], nd->key) && keel__entry_by_key(w, en, nd->rejects[r], KEEL_SLOT_AUTO))
             return keel__strfmt("holds %s beside %s, which it now rejects", nd->key, nd->rejects[r]);
     return NULL;
 }

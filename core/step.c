@@ -121,7 +121,7 @@ static void hook_open(keel_world *w, uint32_t i, keel_uuid uuid, keel_comp c, ui
 static void hook_begin(keel_world *w, uint32_t i, const keel__entry *m, const keel_kind_desc *kd,
                        keel_phase phase, double dt, keel__hook_txn *t)
 {
-    keel_comp c = { keel__handle(w, i), m->kind, m->slot };
+    keel_comp c = { keel__handle(w, i), m->kind, keel__entry_slot(w, m) };
     hook_open(w, i, w->ents[i].uuid, c, m->row, kd, phase, dt, t);
 }
 
@@ -196,7 +196,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         keel_entity now = keel_find(w, t->uuid);
         if (t->index == 0) now = keel_world_root(w);
         keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
-        keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
+        keel__entry *fm = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (fm) fm->faulted = true;
         fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
     }
@@ -227,7 +227,7 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
     if (w->rolling_back) return;
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd || !kd->hooks[phase] || !w->ents[i].alive) return;
-    keel__entry *m = keel__entry_find(&w->ents[i], k, slot);
+    keel__entry *m = keel__entry_find(w, &w->ents[i], k, slot);
     if (!m || m->faulted) return;
     call_entry(w, i, m, kd, phase, dt, from);
 }
@@ -238,7 +238,7 @@ void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *msg)
 {
     if (w->rolling_back) return;
     keel__ent *en = keel__ent_get(w, c.entity);
-    keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    keel__entry *m = en ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
     if (!m || !m->enabled || m->faulted || !keel__active(w, (uint32_t)c.entity)) return;
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     if (!kd || !kd->hooks[KEEL_PHASE_ON_MESSAGE]) return;
@@ -262,9 +262,9 @@ bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_k
     keel__ent *en = keel__ent_get(w, e);
     if (!en) return false;
     for (size_t k = 0; k < n; k++) {
-        keel__entry *m = keel__entry_find(en, kinds[k], KEEL_SLOT_AUTO);
+        keel__entry *m = keel__entry_find(w, en, kinds[k], KEEL_SLOT_AUTO);
         if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return false;
-        c[k] = (keel_comp){ e, kinds[k], m->slot };
+        c[k] = (keel_comp){ e, kinds[k], keel__entry_slot(w, m) };
         row[k] = m->row;
         rec[k] = keel__store_rec(&w->stores[kinds[k]], m->row);
     }
@@ -275,9 +275,9 @@ void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     if (!en) return;
-    keel__entry *m = keel__entry_find(en, c.kind, c.slot);
+    keel__entry *m = keel__entry_find(w, en, c.kind, c.slot);
     if (!m || !m->enabled || !keel__active(w, (uint32_t)c.entity)) return; /* disabled: not reached */
-    keel__call_hook(w, (uint32_t)c.entity, c.kind, m->slot, phase, 0);
+    keel__call_hook(w, (uint32_t)c.entity, c.kind, keel__entry_slot(w, m), phase, 0);
 }
 
 void keel__fault_add(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
@@ -318,7 +318,7 @@ static void runs_add_entity(keel_world *w, uint32_t i)
         if (!m->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         for (int p = KEEL_PHASE_START; p <= KEEL_PHASE_LATE_UPDATE; p++)
-            if (kd->hooks[p]) run_push(&w->runs[p], (keel__run_item){ i, en->gen, m->kind, m->slot });
+            if (kd->hooks[p]) run_push(&w->runs[p], (keel__run_item){ i, en->gen, m->kind, keel__entry_slot(w, m) });
     }
 }
 
@@ -337,7 +337,7 @@ static inline keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase 
 {
     keel__ent *en = &w->ents[it.index];
     if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
-    keel__entry *m = keel__entry_find(en, it.kind, it.slot);
+    keel__entry *m = keel__entry_find(w, en, it.kind, it.slot);
     if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return NULL;
     if (phase == KEEL_PHASE_START && m->started) return NULL;
     if (!keel__active(w, it.index)) return NULL;
@@ -371,7 +371,7 @@ bool keel__batch_next(keel__batch *b)
         }
         /* an earlier item of this batch opened the same kind's: what every item shares (phase,
          * dt, user, diags, from, detached) is in place, and its close left the diagnostics empty */
-        keel_comp c = { keel__handle(w, it.index), it.kind, m->slot };
+        keel_comp c = { keel__handle(w, it.index), it.kind, it.slot }; /* m is in it.slot */
         t->index = it.index;
         t->row = m->row;
         t->uuid = w->ents[it.index].uuid;

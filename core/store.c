@@ -69,7 +69,7 @@ uint32_t keel__row_slot(const keel_world *w, keel_kind_id k, uint32_t row)
         return 0;
     }
     const keel__entry *m = row_entry(&w->ents[o], k, row);
-    return m ? m->slot : 0;
+    return m ? keel__entry_slot(w, m) : 0;
 }
 
 /* Swap-remove: the last row moves into `row` and its membership entry follows it. */

@@ -5,6 +5,7 @@
 #include "util.h"
 #include "entity.h"
 #include "member.h"
+#include "slotmap.h"
 #include "store.h"
 #include "step.h"
 #include "txn.h"
@@ -89,6 +90,7 @@ struct keel_world {
     struct keel_lift *lifts;          /* open lifts, newest first (lift.c) */
     /* membership serials */
     uint64_t last_serial;
+    keel__slotmap slots;              /* the loaded entries' non-zero slots, by serial (keel__entry_slot) */
     keel__fresh *fresh;               /* the entries flagged fresh, all added in frame fresh_frame */
     size_t fresh_count, fresh_cap;
     uint64_t fresh_frame;
@@ -164,6 +166,37 @@ static inline bool keel__active(const keel_world *w, uint32_t i)
     return true;
 }
 void keel__touch(keel_world *w); /* structural change */
+/* Entry m's slot: 0 unless flagged, else kept aside (a loaded entry's in the world's slot map,
+ * an unknown one's in its side record). */
+static inline uint32_t keel__entry_slot(const keel_world *w, const keel__entry *m)
+{
+    if (!m->slotted) return 0;
+    return m->kind ? keel__slotmap_get(&w->slots, keel__entry_lserial(m)) : keel__entry_unk(m)->slot;
+}
+/* Whether entry m is in `slot` (not KEEL_SLOT_AUTO): slot 0 asks only the entry's bit. */
+static inline bool keel__entry_in_slot(const keel_world *w, const keel__entry *m, uint32_t slot)
+{
+    return slot ? m->slotted && keel__entry_slot(w, m) == slot : !m->slotted;
+}
+/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks.
+ * The kind is compared first, so an entity's slot-0 kinds never touch the slot map. */
+static inline keel__entry *keel__entry_find(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot)
+{
+    keel__entry *best = NULL;
+    uint32_t best_slot = 0;
+    for (uint32_t i = 0; i < en->member_count; i++) {
+        keel__entry *m = &en->members[i];
+        if (m->kind != k) continue;
+        if (slot == KEEL_SLOT_AUTO) {
+            if (!m->slotted) return m; /* slot 0: none is lower */
+            uint32_t s = keel__entry_slot(w, m);
+            if (!best || s < best_slot) best = m, best_slot = s;
+        } else if (keel__entry_in_slot(w, m, slot)) {
+            return m;
+        }
+    }
+    return best;
+}
 /* May entry m run in the current frame? (one added during a step first runs in the next one) */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
 {

@@ -252,8 +252,16 @@ static void limits_kinds(void **state)
         assert_int_equal(m.kind, 0);
         assert_true(m.enabled == 0 && m.fresh == 0);
     }
-    m.serial = KEEL__SERIAL_MAX;
-    assert_true((uint64_t)m.serial == KEEL__SERIAL_MAX);
+    /* the serial's 42 bits span two words; the kind and flags beside them stay put */
+    m.kind = KEEL__KIND_MAX;
+    m.slotted = 1;
+    keel__entry_set_serial(&m, KEEL__SERIAL_MAX);
+    assert_true(keel__entry_lserial(&m) == KEEL__SERIAL_MAX);
+    assert_int_equal(m.kind, KEEL__KIND_MAX);
+    assert_true(m.slotted == 1 && m.enabled == 0 && m.fresh == 0 && m.faulted == 0);
+    keel__entry_set_serial(&m, UINT64_C(0x2AB00000001)); /* both words: high bits and low */
+    assert_true(keel__entry_lserial(&m) == UINT64_C(0x2AB00000001));
+    assert_int_equal(sizeof m, 12);
 }
 
 int main(void)

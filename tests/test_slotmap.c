@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "keel.h"
@@ -464,6 +466,32 @@ static void slots_kept_by_adoption(void **state)
     assert_true(keel_get_comp(f->w, e, late, 6, &c));
 }
 
+/* The last serial a world gives keeps all its 42 bits (the slot map finds it by them); the next
+ * add stops the process, as running out of memory does. */
+static void slots_serial_limit(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    f->w->last_serial = KEEL__SERIAL_MAX - 2;
+    add_tag(f->w, e, 0, 1);
+    add_tag(f->w, e, HIGH, 2);
+    assert_true(serial_at(f->w, e, HIGH) == KEEL__SERIAL_MAX);
+    assert_true(serial_at(f->w, e, 0) == KEEL__SERIAL_MAX - 1);
+    assert_string_equal(members(f->w, e), "test:tag@0=1 test:tag@4294967294=2 ");
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        keel_add_opts o = KEEL_ADD_OPTS_INIT;
+        o.slot = 9;
+        keel_add(f->w, e, tag, &o, NULL, NULL, NULL);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+}
+
 #undef T
 #define T(fn) cmocka_unit_test_setup_teardown(fn, slot_setup, fx_teardown)
 
@@ -478,6 +506,7 @@ int main(void)
         T(slots_kept_by_play_stop_and_lift),
         T(slots_kept_by_scene_cook_and_save),
         T(slots_kept_by_adoption),
+        T(slots_serial_limit),
     };
     return cmocka_run_group_tests(tests, slot_group_setup, group_teardown);
 }

@@ -153,7 +153,8 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             o.skip_rules = true;
             keel_comp comp;
             st = keel__add_internal(w, e, k, &o, &comp, d);
-            if (st == KEEL_OK && !enabled) keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
+            if (st == KEEL_OK && !enabled)
+                keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
         } else {
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {

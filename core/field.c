@@ -60,7 +60,8 @@ static keel_status validate(keel_world *w, keel_comp c, keel__entry **m, const k
     if (!kd->validate || w->rolling_back) return KEEL_OK;
     size_t before = d ? d->errors : 0;
     void *rec = keel__store_rec(&w->stores[c.kind], (*m)->row);
-    keel_call call = { w, { c.entity, c.kind, keel__entry_slot(w, *m) }, rec, KEEL_PHASE_COUNT_, 0, kd->user, d, NULL };
+    keel_comp at = { c.entity, c.kind, keel__entry_slot(w, *m) };
+    keel_call call = { w, at, rec, KEEL_PHASE_COUNT_, 0, kd->user, d, NULL };
     keel__callback_enter();
     keel_status st = kd->validate(&call, field);
     keel__callback_leave();

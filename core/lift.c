@@ -50,7 +50,8 @@ static void take_records(keel_world *w, keel_lift *l, uint32_t i, size_t *cap)
             l->recs = keel__xrealloc(l->recs, *cap * sizeof *l->recs);
         }
         lifted_rec *r = &l->recs[l->nrecs++];
-        *r = (lifted_rec){ i, me->kind, keel__entry_slot(w, me), keel__row_counter(s, me->row), keel__xrealloc(NULL, s->record_size) };
+        *r = (lifted_rec){ i, me->kind, keel__entry_slot(w, me), keel__row_counter(s, me->row),
+                           keel__xrealloc(NULL, s->record_size) };
         void *rec = keel__store_rec(s, me->row);
         memcpy(r->bytes, rec, s->record_size);
         memset(rec, 0, s->record_size); /* its strings are the lift's now: the store frees nothing */

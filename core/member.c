@@ -463,7 +463,8 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
         st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
-    if (st == KEEL_OK) st = pick_slot(w, &w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
+    if (st == KEEL_OK)
+        st = pick_slot(w, &w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
         unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map())->version = version;
@@ -544,11 +545,13 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         keel__ent *en = &w->ents[i];
         keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
-        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
+        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY &&
+            keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
-        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
+        else if (slot == KEEL_SLOT_AUTO &&
+                 !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
                  key_count(en, KEEL_NO_KIND, key) > 1)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(en, KEEL_NO_KIND, key));

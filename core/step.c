@@ -318,7 +318,8 @@ static void runs_add_entity(keel_world *w, uint32_t i)
         if (!m->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         for (int p = KEEL_PHASE_START; p <= KEEL_PHASE_LATE_UPDATE; p++)
-            if (kd->hooks[p]) run_push(&w->runs[p], (keel__run_item){ i, en->gen, m->kind, keel__entry_slot(w, m) });
+            if (kd->hooks[p])
+                run_push(&w->runs[p], (keel__run_item){ i, en->gen, m->kind, keel__entry_slot(w, m) });
     }
 }
 

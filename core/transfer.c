@@ -85,7 +85,9 @@ keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_
         keel__ent *en = &dst->ents[moved[k]];
         for (uint32_t m = 0; en->alive && m < en->member_count; m++) {
             keel__entry me = en->members[m];
-            if (me.kind) keel__call_hook_from(dst, moved[k], me.kind, keel__entry_slot(dst, &me), KEEL_PHASE_ON_TRANSFER, 0, src);
+            if (me.kind)
+                keel__call_hook_from(dst, moved[k], me.kind, keel__entry_slot(dst, &me), KEEL_PHASE_ON_TRANSFER, 0,
+                                     src);
             en = &dst->ents[moved[k]]; /* a hook may have grown the table */
         }
     }

@@ -230,9 +230,9 @@ static void slots_kept_through_add_remove_and_undo(void **state)
     keel_cmd_free(&inv1);
     keel_cmd_free(&inv2);
     assert_true(serial_at(f->w, e, HIGH) != shigh); /* a command's re-add is a new component */
-    /* the membership order changed (re-added at the end... or where they were) but every slot
-     * and value is back */
-    assert_true(strstr(members(f->w, e), "test:tag@70000=7 ") && strstr(members(f->w, e), "test:tag@4294967294=9 "));
+    /* every slot and value is back */
+    assert_non_null(strstr(members(f->w, e), "test:tag@70000=7 "));
+    assert_non_null(strstr(members(f->w, e), "test:tag@4294967294=9 "));
 
     /* unknown ones in other slots: remove by slot, undo */
     keel_cmd inv3 = { 0 };

@@ -36,8 +36,8 @@ static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind
 {
     keel__entry *best = NULL;
     uint32_t best_slot = 0;
-    for (uint32_t i = 0; i < en->member_count; i++) {
-        keel__entry *m = &en->members[i];
+    /* the bounds held in locals: strcmp's call would make the compiler re-read them every turn */
+    for (keel__entry *m = en->members, *end = m + en->member_count; m < end; m++) {
         if (!entry_is(m, k, key)) continue;
         if (slot == KEEL_SLOT_AUTO) {
             if (!m->slotted) return m; /* slot 0: none is lower */

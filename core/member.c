@@ -36,10 +36,9 @@ static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind
 {
     keel__entry *best = NULL;
     uint32_t best_slot = 0;
-    /* the array and count held in locals: strcmp's call would make the compiler re-read them */
-    keel__entry *members = en->members;
-    for (uint32_t i = 0, n = en->member_count; i < n; i++) {
-        keel__entry *m = &members[i];
+    if (!en->member_count) return NULL; /* (its array may be NULL) */
+    /* the bounds held in locals: strcmp's call would make the compiler re-read them every turn */
+    for (keel__entry *m = en->members, *end = m + en->member_count; m < end; m++) {
         if (!entry_is(m, k, key)) continue;
         if (slot == KEEL_SLOT_AUTO) {
             if (!m->slotted) return m; /* slot 0: none is lower */

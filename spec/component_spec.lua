@@ -118,6 +118,37 @@ describe("component", function()
       assert.are.equal(1, e:add(k).slot)
     end)
 
+    it("keeps slots above 0 (up to the highest) and their handles while other components come and go", function()
+      local k = key("kept")
+      keel.kind{ key = k, multiplicity = "many", fields = { { "n", "int" } } }
+      local w = keel.world("K")
+      local e = w:spawn("E")
+      local c5 = e:add(k, { n = 5 }, 5)
+      local high = e:add(k, { n = 9 }, 4294967294)
+      assert.are.equal(4294967294, high.slot)
+      for i = 1, 50 do
+        local o = w:spawn("O")
+        o:add(k, { n = i }, i)
+        o:add(k, nil, i + 100)
+        if i % 2 == 0 then o:destroy() end
+      end
+      assert.are.equal(c5, e:get(k, 5))
+      assert.are.equal(high, e:get(k, 4294967294))
+      assert.are.same({ 5, 9 }, { c5.n, high.n })
+      assert.are.equal(c5, e:get(k)) -- the lowest
+      local d = e:duplicate()
+      assert.are.same({ 5, 9 }, { d:get(k, 5).n, d:get(k, 4294967294).n })
+      assert.are_not.equal(c5, d:get(k, 5))
+      e:remove(k, 5)
+      assert.are.equal("NotFound", code_of(function() return c5.n end))
+      assert.are.equal(5, d:get(k, 5).n)
+      assert.are.equal(high, e:get(k)) -- the lowest now
+      assert.are.equal(5, e:add(k, { n = 55 }, 5).slot)
+      -- a new component in the same slot: the old handle stays stale
+      assert.are.equal("NotFound", code_of(function() return c5.n end))
+      assert.are.equal(55, e:get(k, 5).n)
+    end)
+
     it("starts a many kind at slot 0 and refuses more than max", function()
       local k = key("max")
       keel.kind{ key = k, multiplicity = "many", max = 2 }

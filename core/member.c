@@ -51,6 +51,23 @@ static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind
     return best;
 }
 
+keel__entry *keel__entry_find_aside(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot, uint32_t from)
+{
+    keel__entry *best = NULL;
+    uint32_t best_slot = 0;
+    for (uint32_t i = from; i < en->member_count; i++) {
+        keel__entry *m = &en->members[i];
+        if (m->kind != k) continue;
+        uint32_t s = keel__entry_slot(w, m);
+        if (slot != KEEL_SLOT_AUTO) {
+            if (s == slot) return m;
+        } else if (!best || s < best_slot) {
+            best = m, best_slot = s;
+        }
+    }
+    return best;
+}
+
 keel__entry *keel__entry_by_key(const keel_world *w, keel__ent *en, const char *key, uint32_t slot)
 {
     return entry_by_key_k(w, en, keel_kind_find(key), key, slot);

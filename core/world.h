@@ -178,24 +178,24 @@ static inline bool keel__entry_in_slot(const keel_world *w, const keel__entry *m
 {
     return slot ? m->slotted && keel__entry_slot(w, m) == slot : !m->slotted;
 }
+/* keel__entry_find past entry `from`, the first of kind k, which is in a slot other than 0
+ * (member.c; out of line: rare, and the inline loop stays small). */
+struct keel__entry *keel__entry_find_aside(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot,
+                                           uint32_t from);
 /* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks.
- * The kind is compared first, so an entity's slot-0 kinds never touch the slot map. */
+ * The kind is compared first and slot 0 is a bit, so slot-0 kinds never touch the slot map. */
 static inline keel__entry *keel__entry_find(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot)
 {
-    keel__entry *best = NULL;
-    uint32_t best_slot = 0;
-    for (uint32_t i = 0; i < en->member_count; i++) {
+    for (uint32_t i = 0, n = en->member_count; i < n; i++) {
         keel__entry *m = &en->members[i];
         if (m->kind != k) continue;
-        if (slot == KEEL_SLOT_AUTO) {
-            if (!m->slotted) return m; /* slot 0: none is lower */
-            uint32_t s = keel__entry_slot(w, m);
-            if (!best || s < best_slot) best = m, best_slot = s;
-        } else if (keel__entry_in_slot(w, m, slot)) {
-            return m;
+        if (!m->slotted) {
+            if (slot == 0 || slot == KEEL_SLOT_AUTO) return m; /* slot 0: none is lower */
+        } else if (slot != 0) {
+            return keel__entry_find_aside(w, en, k, slot, i);
         }
     }
-    return best;
+    return NULL;
 }
 /* May entry m run in the current frame? (one added during a step first runs in the next one) */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)

@@ -71,7 +71,7 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
     if (!en->enabled) keel_node_put(doc, "enabled", scalar("false"));
     keel_node *comps = keel_node_new_seq();
     for (uint32_t a = 0; a < en->member_count; a++) {
-        const keel__entry *m = &en->members[a];
+        const keel__entry *m = &keel__members(w, en)[a];
         keel_node *c = keel_node_new_map();
         keel_node_put(c, "kind", scalar(keel__entry_key(m)));
         int version = m->kind ? keel_kind_describe(m->kind)->version : keel__entry_unk(m)->version;
@@ -153,12 +153,12 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             o.skip_rules = true;
             keel_comp comp;
             st = keel__add_internal(w, e, k, &o, &comp, d);
-            if (st == KEEL_OK && !enabled) keel__entry_find(&w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
+            if (st == KEEL_OK && !enabled) keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
         } else {
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {
                 keel__ent *en = &w->ents[(uint32_t)e];
-                en->members[en->member_count - 1].enabled = false;
+                keel__members(w, en)[en->member_count - 1].enabled = false;
             }
         }
     }
@@ -244,9 +244,9 @@ static void move_last_member(keel_world *w, keel_entity e, size_t index)
 {
     keel__ent *en = keel__ent_get(w, e);
     if (!en || index >= (size_t)en->member_count - 1) return;
-    keel__entry last = en->members[en->member_count - 1];
-    memmove(en->members + index + 1, en->members + index, (en->member_count - 1 - index) * sizeof last);
-    en->members[index] = last;
+    keel__entry last = keel__members(w, en)[en->member_count - 1];
+    memmove(keel__members(w, en) + index + 1, keel__members(w, en) + index, (en->member_count - 1 - index) * sizeof last);
+    keel__members(w, en)[index] = last;
     keel__touch(w);
 }
 

@@ -65,7 +65,7 @@ static keel_status validate(keel_world *w, keel_comp c, keel__entry **m, const k
     keel_status st = kd->validate(&call, field);
     keel__callback_leave();
     /* the hook may have moved the record, or removed the component */
-    *m = keel__entry_find(&w->ents[(uint32_t)c.entity], c.kind, c.slot);
+    *m = keel__entry_find(w, &w->ents[(uint32_t)c.entity], c.kind, c.slot);
     if (st == KEEL_OK) return KEEL_OK;
     if (*m) keel__record_put(c.kind, keel__store_rec(&w->stores[c.kind], (*m)->row), field, old);
     if (!d || d->errors == before)

@@ -307,7 +307,7 @@ keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]
     if (!keel__ent_get(w, e)) return KEEL_NOT_FOUND;
     keel_kind_id tk = keel_kind_find("core:transform");
     for (uint32_t i = (uint32_t)e; i != 0 && i != KEEL__NONE; i = w->ents[i].parent) {
-        keel__entry *m = tk ? keel__entry_find(&w->ents[i], tk, 0) : NULL;
+        keel__entry *m = tk ? keel__entry_find(w, &w->ents[i], tk, 0) : NULL;
         if (!m) continue;
         double local[16];
         trs_matrix(keel__store_rec(&w->stores[tk], m->row), local);

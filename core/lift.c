@@ -42,7 +42,7 @@ static void take_records(keel_world *w, keel_lift *l, uint32_t i, size_t *cap)
 {
     keel__ent *en = &w->ents[i];
     for (uint32_t m = 0; m < en->member_count; m++) {
-        keel__entry *me = &en->members[m];
+        keel__entry *me = &keel__members(w, en)[m];
         if (!me->kind) continue; /* an unknown entry keeps its body in the membership */
         keel__store *s = &w->stores[me->kind];
         if (l->nrecs == *cap) {
@@ -78,8 +78,7 @@ keel_status keel_lift_entity(keel_world *w, keel_entity e, keel_lift **out, keel
         uint32_t x = l->ents[k];
         take_records(w, l, x, &rcap);
         keel__entity_unindex(w, x);
-        w->ents[x].alive = false;
-        w->ents[x].lifted = true;
+        w->ents[x].alive = false; /* lifted: on l's list (keel__lifted) */
     }
     l->next = w->lifts;
     w->lifts = l;
@@ -119,7 +118,6 @@ static keel_status put_back(keel_lift *l, keel_diags *d)
     for (size_t k = 0; k < l->count; k++) {
         uint32_t x = l->ents[k];
         w->ents[x].alive = true;
-        w->ents[x].lifted = false;
         keel__entity_reindex(w, x);
     }
     for (size_t r = 0; r < l->nrecs; r++) {
@@ -128,7 +126,7 @@ static keel_status put_back(keel_lift *l, keel_diags *d)
         keel__store *s = &w->stores[lr->kind];
         memcpy(keel__store_rec(s, row), lr->bytes, s->record_size);
         if (lr->counter) keel__row_count(s, row, lr->counter); /* a new row counts from 0 */
-        keel__entry_find(&w->ents[lr->index], lr->kind, lr->slot)->row = row;
+        keel__entry_find(w, &w->ents[lr->index], lr->kind, lr->slot)->row = row;
         free(lr->bytes);
         lr->bytes = NULL;
     }
@@ -163,6 +161,14 @@ keel_status keel_lift_discard(keel_lift *l, keel_diags *d)
     return KEEL_OK;
 }
 
+bool keel__lifted(const keel_world *w, uint32_t i)
+{
+    for (const keel_lift *l = w->lifts; l; l = l->next)
+        for (size_t k = 0; k < l->count; k++)
+            if (l->ents[k] == i) return true;
+    return false;
+}
+
 bool keel__lifts_hold(const keel_world *w, keel_kind_id k)
 {
     for (const keel_lift *l = w->lifts; l; l = l->next)
@@ -188,7 +194,7 @@ void keel__lifts_free(keel_world *w)
         for (size_t k = 0; k < l->count; k++) { /* unknown bodies too; the arrays go with the pools */
             keel__ent *en = &w->ents[l->ents[k]];
             for (uint32_t m = 0; m < en->member_count; m++)
-                if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
+                if (!keel__members(w, en)[m].kind) keel__unknown_free(keel__entry_unk(&keel__members(w, en)[m]));
             en->member_count = 0;
         }
         lift_free(l);

@@ -31,11 +31,11 @@ static bool entry_is(const keel__entry *m, keel_kind_id k, const char *key)
 }
 
 /* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
-static keel__entry *entry_by_key_k(keel__ent *en, keel_kind_id k, const char *key, uint32_t slot)
+static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind_id k, const char *key, uint32_t slot)
 {
-    keel__entry *best = NULL;
+    keel__entry *best = NULL, *ms = keel__members(w, en);
     for (uint32_t i = 0; i < en->member_count; i++) {
-        keel__entry *m = &en->members[i];
+        keel__entry *m = &ms[i];
         if (!entry_is(m, k, key)) continue;
         if (slot == KEEL_SLOT_AUTO) {
             if (!best || m->slot < best->slot) best = m;
@@ -46,89 +46,87 @@ static keel__entry *entry_by_key_k(keel__ent *en, keel_kind_id k, const char *ke
     return best;
 }
 
-keel__entry *keel__entry_by_key(keel__ent *en, const char *key, uint32_t slot)
+keel__entry *keel__entry_by_key(const keel_world *w, keel__ent *en, const char *key, uint32_t slot)
 {
-    return entry_by_key_k(en, keel_kind_find(key), key, slot);
+    return entry_by_key_k(w, en, keel_kind_find(key), key, slot);
 }
 
-static uint32_t key_count(const keel__ent *en, keel_kind_id k, const char *key)
+static uint32_t key_count(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key)
 {
     uint32_t n = 0;
+    const keel__entry *ms = keel__members(w, en);
     for (uint32_t i = 0; i < en->member_count; i++)
-        if (entry_is(&en->members[i], k, key)) n++;
+        if (entry_is(&ms[i], k, key)) n++;
     return n;
 }
 
 /* ---------------------------------------------------------------- membership pools */
 
-#define ENTRY_CHUNK (64u * 1024u)
-/* Chunks double with their count up to 64 << 6 KiB: a big spawn makes a few large mallocs, not
- * one every 64 KiB (each one below glibc's mmap threshold consolidates the fastbins the Lua GC
- * filled; that was ~11% of a Lua spawn), and at most half of what the pools hold is unused. */
-#define ENTRY_CHUNK_MAX_SHIFT 6
-
-static int entry_class(uint32_t cap) /* cap is 2 << class; -1 beyond the pools */
+/* A class's chunks double (its first holds 4,096 entries): a big spawn makes a few large
+ * mallocs, not one every 64 KiB (each one below glibc's mmap threshold consolidates the fastbins
+ * the Lua GC filled; that was ~11% of a Lua spawn), and at most half of what a class holds is
+ * unused. Blocks are numbered, not pointed at (an entity record holds 4 bytes, not 8); they never
+ * move, so an entry's address stays good while its entity's stack does not grow. */
+static uint32_t block_class(uint32_t cap) { return (uint32_t)__builtin_ctz(cap) - 1; } /* cap is 2 << class */
+static size_t block_size(uint32_t c) { return sizeof(keel__entry) << (c + 1); }
+static size_t chunk_first(uint32_t c, uint32_t j) /* the number of chunk j's first block */
 {
-    for (int c = 0; c < KEEL__ENTRY_CLASSES; c++)
-        if (cap == (2u << c)) return c;
-    return -1;
+    return ((size_t)1 << (KEEL__ENTRY_SHIFT0 - c)) * (((size_t)1 << j) - 1);
 }
 
-static keel__entry *entries_alloc(keel_world *w, uint32_t cap)
+static uint32_t entries_alloc(keel_world *w, uint32_t cap)
 {
-    int c = entry_class(cap);
-    if (c < 0) return keel__xrealloc(NULL, cap * sizeof(keel__entry));
-    keel__entry *e = w->entry_free[c];
-    if (e) { /* given back first */
-        w->entry_free[c] = *(keel__entry **)(void *)e;
-        return e;
+    uint32_t c = block_class(cap);
+    if (w->entry_free[c]) { /* given back first */
+        uint32_t b = w->entry_free[c] - 1;
+        memcpy(&w->entry_free[c], keel__block_at(w, b), sizeof w->entry_free[c]);
+        return b;
     }
-    size_t block = cap * sizeof(keel__entry);
-    /* Fresh blocks are carved off the newest chunk's tail as they are needed, lowest address
-     * first: threading a whole new chunk onto the free list wrote every page of it up front
-     * (~17 bytes an entity of a 100k spawn never used). */
-    if ((size_t)(w->entry_tail_end[c] - w->entry_tail[c]) < block) {
-        size_t grow = w->entry_chunk_count < ENTRY_CHUNK_MAX_SHIFT ? w->entry_chunk_count : ENTRY_CHUNK_MAX_SHIFT;
-        size_t n = ((size_t)ENTRY_CHUNK << grow) / block;
-        unsigned char *chunk = keel__xrealloc(NULL, n * block);
-        if (w->entry_chunk_count == w->entry_chunk_cap) {
-            w->entry_chunk_cap = w->entry_chunk_cap ? w->entry_chunk_cap * 2 : 16;
-            w->entry_chunks = keel__xrealloc(w->entry_chunks, w->entry_chunk_cap * sizeof *w->entry_chunks);
-        }
-        w->entry_chunks[w->entry_chunk_count++] = chunk;
-        w->entry_tail[c] = chunk;
-        w->entry_tail_end[c] = chunk + n * block;
+    /* Fresh blocks are handed out in order, carved off the newest chunk as they are needed
+     * (threading a whole new chunk onto the free list wrote every page of it up front: ~17 bytes
+     * an entity of a 100k spawn never used). */
+    uint32_t n = w->entry_next[c];
+    if (n >= (1u << KEEL__BLOCK_BITS) - 1) { /* 2^29 arrays of one size: fatal, as OOM is */
+        fputs("keel: the world has used up its membership arrays\n", stderr);
+        abort();
     }
-    e = (keel__entry *)(void *)w->entry_tail[c];
-    w->entry_tail[c] += block;
-    return e;
+    uint32_t j = 31u - (uint32_t)__builtin_clz((n >> (KEEL__ENTRY_SHIFT0 - c)) + 1);
+    if (j == w->entry_chunks[c]) { /* n is the first block of a chunk not made yet */
+        size_t blocks = (size_t)1 << (KEEL__ENTRY_SHIFT0 - c + j);
+        unsigned char *chunk = keel__xrealloc(NULL, blocks * block_size(c));
+        w->entry_base[c][j] = (uintptr_t)chunk - chunk_first(c, j) * block_size(c);
+        w->entry_chunks[c]++;
+        w->entry_chunk_count++;
+    }
+    w->entry_next[c] = n + 1;
+    return c << KEEL__BLOCK_BITS | n;
 }
 
-static void entries_give_back(keel_world *w, keel__entry *e, uint32_t cap)
+static void entries_give_back(keel_world *w, uint32_t b)
 {
-    if (!e) return;
-    int c = entry_class(cap);
-    if (c < 0) { free(e); return; }
-    *(keel__entry **)(void *)e = w->entry_free[c];
-    w->entry_free[c] = e;
+    if (b == KEEL__NO_BLOCK) return;
+    uint32_t c = b >> KEEL__BLOCK_BITS;
+    memcpy(keel__block_at(w, b), &w->entry_free[c], sizeof w->entry_free[c]);
+    w->entry_free[c] = b + 1;
 }
 
 void keel__entries_release(keel_world *w, keel__ent *en)
 {
-    entries_give_back(w, en->members, en->member_cap);
-    en->members = NULL;
-    en->member_count = en->member_cap = 0;
+    entries_give_back(w, en->block);
+    en->block = KEEL__NO_BLOCK;
+    en->member_count = 0;
 }
 
 void keel__entry_pools_free(keel_world *w)
 {
-    for (size_t i = 0; i < w->entry_chunk_count; i++) free(w->entry_chunks[i]);
-    free(w->entry_chunks);
-    w->entry_chunks = NULL;
-    w->entry_chunk_count = w->entry_chunk_cap = 0;
+    for (uint32_t c = 0; c < KEEL__ENTRY_CLASSES; c++)
+        for (uint32_t j = 0; j < w->entry_chunks[c]; j++)
+            free((void *)(w->entry_base[c][j] + chunk_first(c, j) * block_size(c)));
+    w->entry_chunk_count = 0;
+    memset(w->entry_base, 0, sizeof w->entry_base);
     memset(w->entry_free, 0, sizeof w->entry_free);
-    memset(w->entry_tail, 0, sizeof w->entry_tail);
-    memset(w->entry_tail_end, 0, sizeof w->entry_tail_end);
+    memset(w->entry_next, 0, sizeof w->entry_next);
+    memset(w->entry_chunks, 0, sizeof w->entry_chunks);
     free(w->fresh); /* the fresh flags go with the entries */
     w->fresh = NULL;
     w->fresh_count = w->fresh_cap = 0;
@@ -136,15 +134,15 @@ void keel__entry_pools_free(keel_world *w)
 
 static keel__entry *entry_push(keel_world *w, keel__ent *en)
 {
-    if (en->member_count == en->member_cap) {
-        uint32_t cap = en->member_cap ? en->member_cap * 2 : 2;
-        keel__entry *n = entries_alloc(w, cap);
-        if (en->member_count) memcpy(n, en->members, en->member_count * sizeof *n);
-        entries_give_back(w, en->members, en->member_cap);
-        en->members = n;
-        en->member_cap = cap;
+    uint32_t cap = keel__block_cap(en->block);
+    if (en->member_count == cap) {
+        uint32_t b = entries_alloc(w, cap ? cap * 2 : 2);
+        if (en->member_count)
+            memcpy(keel__block_at(w, b), keel__members(w, en), en->member_count * sizeof(keel__entry));
+        entries_give_back(w, en->block);
+        en->block = b;
     }
-    keel__entry *m = &en->members[en->member_count++];
+    keel__entry *m = &keel__members(w, en)[en->member_count++];
     memset(m, 0, sizeof *m);
     m->enabled = true;
     if (w->last_serial >= KEEL__SERIAL_MAX) { /* never reached in practice: fatal, as OOM is */
@@ -163,14 +161,14 @@ static void serial_bury(keel_world *w, uint32_t i, const keel__entry *m)
         w->tomb_cap = w->tomb_cap ? w->tomb_cap * 2 : 8;
         w->tombs = keel__xrealloc(w->tombs, w->tomb_cap * sizeof *w->tombs);
     }
-    w->tombs[w->tomb_count++] = (keel__tomb){ i, w->ents[i].gen, m->kind, m->slot, m->serial };
+    w->tombs[w->tomb_count++] = (keel__tomb){ i, keel__ent_gen(w, &w->ents[i]), m->kind, m->slot, m->serial };
 }
 
 static void serial_unbury(keel_world *w, uint32_t i, keel__entry *m)
 {
     for (size_t t = w->tomb_count; t-- > 0;) {
         keel__tomb *b = &w->tombs[t];
-        if (b->index == i && b->gen == w->ents[i].gen && b->kind == m->kind && b->slot == m->slot) {
+        if (b->index == i && b->gen == keel__ent_gen(w, &w->ents[i]) && b->kind == m->kind && b->slot == m->slot) {
             m->serial = b->serial;
             *b = w->tombs[--w->tomb_count];
             return;
@@ -193,7 +191,7 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         for (size_t f = 0; f < w->fresh_count; f++) {
             const keel__fresh *x = &w->fresh[f];
             keel__ent *en = &w->ents[x->index];
-            keel__entry *o = en->alive && en->gen == x->gen ? keel__entry_find(en, x->kind, x->slot) : NULL;
+            keel__entry *o = en->alive && keel__ent_gen(w, en) == x->gen ? keel__entry_find(w, en, x->kind, x->slot) : NULL;
             if (o) o->fresh = false;
         }
         w->fresh_count = 0;
@@ -203,7 +201,7 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         w->fresh_cap = w->fresh_cap ? w->fresh_cap * 2 : 16;
         w->fresh = keel__xrealloc(w->fresh, w->fresh_cap * sizeof *w->fresh);
     }
-    w->fresh[w->fresh_count++] = (keel__fresh){ i, w->ents[i].gen, m->kind, m->slot };
+    w->fresh[w->fresh_count++] = (keel__fresh){ i, keel__ent_gen(w, &w->ents[i]), m->kind, m->slot };
     m->fresh = true;
 }
 
@@ -220,18 +218,19 @@ static keel__unknown *unknown_new(keel__entry *c, const char *key, keel_node *pr
 }
 
 /* The slot a new entry of `key` takes, or an error. */
-static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *key, bool one, uint32_t max,
+static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key, bool one, uint32_t max,
                              bool skip_rules, uint32_t *slot, keel_diags *d)
 {
     keel__ent *me = (keel__ent *)en;
+    const keel__entry *ms = keel__members(w, en);
     if (one) {
         if (*slot != KEEL_SLOT_AUTO && *slot != 0)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
-        bool present = false; /* entry_by_key_k(me, k, key, 0), as a loop the compiler keeps inline */
+        bool present = false; /* entry_by_key_k(w, me, k, key, 0), as a loop the compiler keeps inline */
         for (uint32_t i = 0; i < en->member_count && !present; i++)
-            present = en->members[i].slot == 0 && entry_is(&en->members[i], k, key);
+            present = ms[i].slot == 0 && entry_is(&ms[i], k, key);
         if (present)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
@@ -240,14 +239,13 @@ static keel_status pick_slot(const keel__ent *en, keel_kind_id k, const char *ke
         /* max+1 in 64 bits: past UINT32_MAX-1 it would wrap or become KEEL_SLOT_AUTO itself */
         uint64_t next = 0;
         for (uint32_t i = 0; i < en->member_count; i++)
-            if (entry_is(&en->members[i], k, key) && (uint64_t)en->members[i].slot + 1 > next)
-                next = (uint64_t)en->members[i].slot + 1;
+            if (entry_is(&ms[i], k, key) && (uint64_t)ms[i].slot + 1 > next) next = (uint64_t)ms[i].slot + 1;
         if (next >= KEEL_SLOT_AUTO) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "no slot left for %s", key);
         *slot = (uint32_t)next;
-    } else if (entry_by_key_k(me, k, key, *slot)) {
+    } else if (entry_by_key_k(w, me, k, key, *slot)) {
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
     }
-    if (!skip_rules && max && key_count(en, k, key) >= max)
+    if (!skip_rules && max && key_count(w, en, k, key) >= max)
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, max);
     return KEEL_OK;
 }
@@ -281,14 +279,14 @@ keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, kee
     keel_status st = keel__root_rules(i, kd, "", d);
     if (st) return st;
     for (size_t r = 0; r < kd->requires_count; r++)
-        if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+        if (!keel__entry_by_key(w, en, kd->requires[r], KEEL_SLOT_AUTO))
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t m = 0; m < en->member_count; m++) {
-        const char *other = keel__entry_key(&en->members[m]);
+        const char *other = keel__entry_key(&keel__members(w, en)[m]);
         if (names(kd->rejects, kd->rejects_count, other))
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", kd->key, other);
-        if (en->members[m].kind) {
-            const keel_kind_desc *od = keel_kind_describe(en->members[m].kind);
+        if (keel__members(w, en)[m].kind) {
+            const keel_kind_desc *od = keel_kind_describe(keel__members(w, en)[m].kind);
             if (names(od->rejects, od->rejects_count, kd->key))
                 return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, kd->key);
         }
@@ -315,7 +313,7 @@ static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, u
         const keel_node *val = keel_node_get(o->body, kd->fields[f].key);
         if (!val) continue;
         keel__ent *en = keel__ent_get(w, e);
-        keel__entry *m = en ? keel__entry_find(en, k, slot) : NULL;
+        keel__entry *m = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (!m) return KEEL_OK; /* the hook took it away itself */
         keel_diags tmp;
         keel_diags_init(&tmp);
@@ -355,11 +353,11 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     bool one = kd->multiplicity == KEEL_ONE, taken = false;
     if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
         for (uint32_t a = 0; a < en->member_count && !taken; a++)
-            taken = en->members[a].slot == 0 && entry_is(&en->members[a], k, kd->key);
+            taken = keel__members(w, en)[a].slot == 0 && entry_is(&keel__members(w, en)[a], k, kd->key);
         slot = 0;
     }
     keel_status st = KEEL_OK;
-    if (!one || slot != 0 || taken) st = pick_slot(en, k, kd->key, one, kd->max, o->skip_rules, &slot, d);
+    if (!one || slot != 0 || taken) st = pick_slot(w, en, k, kd->key, one, kd->max, o->skip_rules, &slot, d);
     if (st) return st;
     /* keel__check_add_rules' common case (no rule can apply) judged here, without a call */
     bool ruled = i == 0 || (kd->flags & KEEL_KIND_ROOT_ONLY) || kd->requires_count || kd->rejects_count ||
@@ -391,7 +389,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     }
     if (o->body && !w->rolling_back && (st = validate_body(w, e, k, slot, o, d))) {
         keel__ent *en2 = keel__ent_get(w, e);
-        if (en2 && (m = keel__entry_find(en2, k, slot))) entry_delete(w, i, m); /* as if never added */
+        if (en2 && (m = keel__entry_find(w, en2, k, slot))) entry_delete(w, i, m); /* as if never added */
         return st;
     }
     keel__touch(w);
@@ -447,7 +445,7 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
         st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
-    if (st == KEEL_OK) st = pick_slot(&w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
+    if (st == KEEL_OK) st = pick_slot(w, &w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
         unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map())->version = version;
@@ -478,7 +476,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
     if (m->kind) keel__store_free_row(w, m->kind, m->row);
     else keel__unknown_free(keel__entry_unk(m));
-    size_t at = (size_t)(m - en->members);
+    size_t at = (size_t)(m - keel__members(w, en));
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
     en->member_count--;
 }
@@ -491,7 +489,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
     add.kind_key = keel__strdup(keel__entry_key(m));
     add.slot = m->slot;
     add.enabled = true;
-    add.index = (size_t)(m - w->ents[i].members);
+    add.index = (size_t)(m - keel__members(w, &w->ents[i]));
     if (m->kind) {
         add.version = keel_kind_describe(m->kind)->version;
         add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0);
@@ -527,25 +525,25 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         keel__ent *en = &w->ents[i];
         keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
-        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
+        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
-        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(en, k, 0)) &&
-                 key_count(en, KEEL_NO_KIND, key) > 1)
+        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
+                 key_count(w, en, KEEL_NO_KIND, key) > 1)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
-                            key_count(en, KEEL_NO_KIND, key));
-        else if (!(m = keel__entry_by_key(en, key, slot))) {
-            if (!keel__entry_by_key(en, key, KEEL_SLOT_AUTO))
+                            key_count(w, en, KEEL_NO_KIND, key));
+        else if (!(m = keel__entry_by_key(w, en, key, slot))) {
+            if (!keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", key);
             else
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
         }
     }
-    if (st == KEEL_OK && m->kind && key_count(&w->ents[i], m->kind, key) == 1) {
+    if (st == KEEL_OK && m->kind && key_count(w, &w->ents[i], m->kind, key) == 1) {
         keel__ent *en = &w->ents[i];
         for (uint32_t o = 0; o < en->member_count; o++) {
-            keel__entry *other = &en->members[o];
+            keel__entry *other = &keel__members(w, en)[o];
             if (other == m || !other->kind) continue;
             const keel_kind_desc *od = keel_kind_describe(other->kind);
             if (names(od->requires, od->requires_count, key)) {
@@ -560,7 +558,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
             bool now = w->txn_depth == 0; /* else deferred: no hook runs before the delete */
             keel__call_on_destroy(w, i, m->kind, s, m->row);
-            if (now) m = keel__ent_get(w, e) ? keel__entry_by_key(&w->ents[i], key, s) : NULL;
+            if (now) m = keel__ent_get(w, e) ? keel__entry_by_key(w, &w->ents[i], key, s) : NULL;
         }
         if (m) entry_delete(w, i, m);
         keel__touch(w);
@@ -578,13 +576,13 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
         keel__entry *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
         size_t c = 0;
         for (size_t m = 0; m < n; m++)
-            if (en->members[m].kind && en->members[m].awoken && !en->members[m].faulted)
-                list[c++] = en->members[m]; /* a copy: hooks run now may change the stack */
+            if (keel__members(w, en)[m].kind && keel__members(w, en)[m].awoken && !keel__members(w, en)[m].faulted)
+                list[c++] = keel__members(w, en)[m]; /* a copy: hooks run now may change the stack */
         for (size_t m = 0; m < c; m++) keel__call_on_destroy(w, i, list[m].kind, list[m].slot, list[m].row);
         free(list);
     }
     keel__ent *en = &w->ents[i];
-    while (en->member_count) entry_delete(w, i, &en->members[en->member_count - 1]);
+    while (en->member_count) entry_delete(w, i, &keel__members(w, en)[en->member_count - 1]);
 }
 
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
@@ -610,9 +608,9 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 }
 
 /* The rules of entry a of entity i, reported at path p. */
-static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, const char *p, keel_diags *d)
+static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_t i, uint32_t a, const char *p, keel_diags *d)
 {
-    keel__entry *m = &en->members[a];
+    keel__entry *m = &keel__members(w, en)[a];
     keel_status st = KEEL_OK;
     if (!m->kind) return st;
     const keel_kind_desc *kd = keel_kind_describe(m->kind);
@@ -620,22 +618,22 @@ static keel_status check_entry_rules(keel__ent *en, uint32_t i, uint32_t a, cons
         st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u", kd->key,
                         m->slot);
     for (uint32_t b = 0; b < a; b++)
-        if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
+        if (kd->multiplicity == KEEL_ONE && keel__members(w, en)[b].kind == m->kind)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)", kd->key);
     if (kd->multiplicity == KEEL_MANY && kd->max) {
         uint32_t seen = 0;
         for (uint32_t b = 0; b <= a; b++)
-            if (en->members[b].kind == m->kind) seen++;
+            if (keel__members(w, en)[b].kind == m->kind) seen++;
         if (seen > kd->max)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key, kd->max);
     }
     keel_status rs = keel__root_rules(i, kd, p, d);
     if (rs) st = rs;
     for (size_t r = 0; r < kd->requires_count; r++)
-        if (!keel__entry_by_key(en, kd->requires[r], KEEL_SLOT_AUTO))
+        if (!keel__entry_by_key(w, en, kd->requires[r], KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t b = 0; b < en->member_count; b++) {
-        const char *other = keel__entry_key(&en->members[b]);
+        const char *other = keel__entry_key(&keel__members(w, en)[b]);
         if (b != a && names(kd->rejects, kd->rejects_count, other))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
     }
@@ -650,10 +648,10 @@ keel_status keel_check_rules(keel_world *w, keel_entity e, const char *path, kee
     uint32_t i = (uint32_t)e;
     for (uint32_t a = 0; a < en->member_count; a++) {
         /* judged quietly first: the path string is built only for an entry that breaks a rule */
-        keel_status st = check_entry_rules(en, i, a, "", NULL);
+        keel_status st = check_entry_rules(w, en, i, a, "", NULL);
         if (st == KEEL_OK) continue;
         char *p = keel__strfmt("%s%scomponents[%u]", path ? path : "", path && *path ? "." : "", a);
-        st = check_entry_rules(en, i, a, p, d);
+        st = check_entry_rules(w, en, i, a, p, d);
         free(p);
         if (st && !first) first = st;
     }
@@ -665,11 +663,11 @@ static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id o
 {
     for (;;) {
         keel__ent *en = &w->ents[i];
-        if (!en->alive || en->gen != gen) return;
+        if (!en->alive || keel__ent_gen(w, en) != gen) return;
         keel__entry *m = NULL;
         for (uint32_t a = 0; a < en->member_count && !m; a++)
-            if (en->members[a].kind && !en->members[a].awoken && (!only || en->members[a].kind == only))
-                m = &en->members[a];
+            if (keel__members(w, en)[a].kind && !keel__members(w, en)[a].awoken && (!only || keel__members(w, en)[a].kind == only))
+                m = &keel__members(w, en)[a];
         if (!m) return;
         m->awoken = true;
         keel__call_hook(w, i, m->kind, m->slot, KEEL_PHASE_AWAKE, 0);
@@ -682,7 +680,7 @@ void keel__awake_in_run_order(keel_world *w, keel_kind_id only)
     if (w->dormant) return;
     size_t n = 0;
     keel__run_item *list = keel__xrealloc(NULL, (w->live + 1) * sizeof *list);
-    list[n++] = (keel__run_item){ 0, w->ents[0].gen, 0, 0 };
+    list[n++] = (keel__run_item){ 0, keel__ent_gen(w, &w->ents[0]), 0, 0 };
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
         list[n++] = (keel__run_item){ (uint32_t)e, (uint32_t)(e >> 32), 0, 0 };
     for (size_t k = 0; k < n; k++) awake_entity(w, list[k].index, list[k].gen, only);
@@ -708,7 +706,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
 {
     keel__ent *en = keel__ent_get(w, e);
     if (!en || i >= en->member_count) return false;
-    keel__entry *m = &en->members[i];
+    keel__entry *m = &keel__members(w, en)[i];
     out->kind = m->kind;
     out->key = keel__entry_key(m);
     out->slot = m->slot;
@@ -725,7 +723,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
 bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel_comp *out)
 {
     keel__ent *en = keel__ent_get(w, e);
-    keel__entry *m = en && k ? keel__entry_find(en, k, slot) : NULL;
+    keel__entry *m = en && k ? keel__entry_find(w, en, k, slot) : NULL;
     if (!m) return false;
     if (out) *out = (keel_comp){ e, k, m->slot };
     return true;
@@ -734,7 +732,7 @@ bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t 
 keel__entry *keel__comp_entry(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
-    return en && c.kind ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    return en && c.kind ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
 }
 
 bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry(w, c) != NULL; }
@@ -785,11 +783,11 @@ keel_status keel__comp_resolve(const keel_world *w, keel_comp c, keel__entry **o
     if (!en) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "entity not found");
     const keel_kind_desc *kd = c.kind ? keel_kind_describe(c.kind) : NULL;
     if (!kd) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "kind %u not found", (unsigned)c.kind);
-    *out = keel__entry_find(en, c.kind, c.slot);
+    *out = keel__entry_find(w, en, c.kind, c.slot);
     if (*out) return KEEL_OK;
-    if (keel__entry_by_key(en, kd->key, c.slot))
+    if (keel__entry_by_key(w, en, kd->key, c.slot))
         return KEEL_ERROR(d, KEEL_UNSUPPORTED, "", "%s is not loaded: its fields cannot be %s", kd->key, what);
-    if (c.slot == KEEL_SLOT_AUTO || !keel__entry_by_key(en, kd->key, KEEL_SLOT_AUTO))
+    if (c.slot == KEEL_SLOT_AUTO || !keel__entry_by_key(w, en, kd->key, KEEL_SLOT_AUTO))
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", kd->key);
     return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", c.slot, kd->key);
 }
@@ -856,19 +854,21 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
 {
     for (uint32_t i = 0; i < src->ent_count; i++) {
         const keel__ent *se = &src->ents[i];
-        if (!se->alive || !se->member_cap) continue;
-        keel__entry *a = entries_alloc(dst, se->member_cap);
-        memcpy(a, se->members, se->member_count * sizeof *a);
+        if (!se->alive || se->block == KEEL__NO_BLOCK) continue;
+        uint32_t b = entries_alloc(dst, keel__block_cap(se->block));
+        keel__entry *a = keel__block_at(dst, b);
+        const keel__entry *sm = keel__members(src, se);
+        if (se->member_count) memcpy(a, sm, se->member_count * sizeof *a);
         for (uint32_t k = 0; k < se->member_count; k++) {
             if (a[k].kind) continue; /* loaded: the same row of the copied store */
             keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
-            u->key = keel__strdup(keel__entry_unk(&se->members[k])->key);
-            u->preserved = keel_node_copy(keel__entry_unk(&se->members[k])->preserved);
-            u->serial = keel__entry_unk(&se->members[k])->serial;
-            u->version = keel__entry_unk(&se->members[k])->version;
+            u->key = keel__strdup(keel__entry_unk(&sm[k])->key);
+            u->preserved = keel_node_copy(keel__entry_unk(&sm[k])->preserved);
+            u->serial = keel__entry_unk(&sm[k])->serial;
+            u->version = keel__entry_unk(&sm[k])->version;
             keel__entry_set_unk(&a[k], u);
         }
-        dst->ents[i].members = a;
+        dst->ents[i].block = b;
     }
     dst->last_serial = src->last_serial;
     dst->fresh_count = dst->fresh_cap = src->fresh_count;

@@ -9,6 +9,11 @@
 /* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per
  * chunk of them instead of one per entity). */
 #define KEEL__ENTRY_CLASSES 8
+/* A class's first chunk holds 1 << (KEEL__ENTRY_SHIFT0 - class) blocks (4,096 entries), each next
+ * one twice the one before; blocks are numbered in 29 bits (entity.h KEEL__BLOCK_BITS), so a class
+ * has at most KEEL__ENTRY_CHUNKS chunks. */
+#define KEEL__ENTRY_SHIFT0 11
+#define KEEL__ENTRY_CHUNKS (KEEL__BLOCK_BITS - KEEL__ENTRY_SHIFT0 + KEEL__ENTRY_CLASSES)
 
 /* What only an unknown entry has (kept aside: most entries are loaded). */
 typedef struct keel__unknown {
@@ -73,22 +78,6 @@ typedef struct keel__tomb {
     uint64_t serial;
 } keel__tomb;
 
-/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks. */
-static inline keel__entry *keel__entry_find(keel__ent *en, keel_kind_id k, uint32_t slot)
-{
-    keel__entry *best = NULL;
-    for (uint32_t i = 0; i < en->member_count; i++) {
-        keel__entry *m = &en->members[i];
-        if (m->kind != k) continue;
-        if (slot == KEEL_SLOT_AUTO) {
-            if (!best || m->slot < best->slot) best = m;
-        } else if (m->slot == slot) {
-            return m;
-        }
-    }
-    return best;
-}
-
 const char *keel__entry_key(const keel__entry *m);
 /* The entry of live component c (NULL when c is not alive). */
 keel__entry *keel__comp_entry(const keel_world *w, keel_comp c);
@@ -112,7 +101,7 @@ void keel__members_copy(keel_world *dst, const keel_world *src);
 /* The outermost hook transaction ended: removed entries can no longer come back. */
 void keel__tombs_clear(keel_world *w);
 /* The entry of key `key` (loaded or unknown) in `slot` (KEEL_SLOT_AUTO: the lowest). */
-keel__entry *keel__entry_by_key(struct keel__ent *en, const char *key, uint32_t slot);
+keel__entry *keel__entry_by_key(const keel_world *w, struct keel__ent *en, const char *key, uint32_t slot);
 /* Would adding k to entity i break multiplicity, max, requires or rejects? InvalidOperation in d. */
 keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d);
 /* Entry m of entity i was just added (or adopted): fresh when added during a step, so it first

@@ -104,11 +104,11 @@ static void query_rebuild(keel_query *q)
         uint32_t o = s->rows[r].owner;
         if (o == KEEL__NONE || o == 0) continue; /* freed during a step; the root is not an entity */
         keel__ent *en = &w->ents[o];
-        keel__entry *m = keel__entry_find(en, q->kinds[drive], KEEL_SLOT_AUTO);
+        keel__entry *m = keel__entry_find(w, en, q->kinds[drive], KEEL_SLOT_AUTO);
         if (!m || m->row != r) continue;
         size_t k = 0;
         for (; k < q->n; k++) {
-            keel__entry *x = k == drive ? m : keel__entry_find(en, q->kinds[k], KEEL_SLOT_AUTO);
+            keel__entry *x = k == drive ? m : keel__entry_find(w, en, q->kinds[k], KEEL_SLOT_AUTO);
             if (!x) break;
             q->cols[k][q->rows] = keel__store_rec(&w->stores[q->kinds[k]], x->row);
             aligned = aligned && x->row == q->rows;
@@ -157,7 +157,7 @@ size_t keel_query_chunk(const keel_query *q, size_t chunk, void **base, size_t *
 bool keel__comp_info_get(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot, keel__comp_info *out)
 {
     keel__ent *en = keel__ent_get(w, e);
-    keel__entry *m = en && k ? keel__entry_find(en, k, slot) : NULL;
+    keel__entry *m = en && k ? keel__entry_find(w, en, k, slot) : NULL;
     if (!m) return false;
     out->c = (keel_comp){ e, k, m->slot };
     out->serial = m->serial;
@@ -173,7 +173,7 @@ bool keel__comp_info_row(const keel_world *w, keel_entity e, const keel_kind_id 
     keel__ent *en = keel__ent_get(w, e);
     if (!en || (uint32_t)e == 0) return false;
     for (size_t k = 0; k < n; k++) {
-        keel__entry *m = kinds[k] ? keel__entry_find(en, kinds[k], KEEL_SLOT_AUTO) : NULL;
+        keel__entry *m = kinds[k] ? keel__entry_find(w, en, kinds[k], KEEL_SLOT_AUTO) : NULL;
         if (!m || (!all && !m->enabled)) return false;
         out[k].c = (keel_comp){ e, kinds[k], m->slot };
         out[k].serial = m->serial;

@@ -44,7 +44,7 @@ static void vec4(keel_kind_id k, const void *rec, int f, double out[4])
 static const void *comp(const keel_world *w, uint32_t i, keel_kind_id k)
 {
     if (!k) return NULL;
-    keel__entry *m = keel__entry_find(&w->ents[i], k, KEEL_SLOT_AUTO);
+    keel__entry *m = keel__entry_find(w, &w->ents[i], k, KEEL_SLOT_AUTO);
     return m && m->enabled ? keel__store_rec(&w->stores[k], m->row) : NULL;
 }
 

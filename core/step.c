@@ -196,7 +196,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         keel_entity now = keel_find(w, t->uuid);
         if (t->index == 0) now = keel_world_root(w);
         keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
-        keel__entry *fm = en ? keel__entry_find(en, k, slot) : NULL;
+        keel__entry *fm = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (fm) fm->faulted = true;
         fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
     }
@@ -227,7 +227,7 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
     if (w->rolling_back) return;
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd || !kd->hooks[phase] || !w->ents[i].alive) return;
-    keel__entry *m = keel__entry_find(&w->ents[i], k, slot);
+    keel__entry *m = keel__entry_find(w, &w->ents[i], k, slot);
     if (!m || m->faulted) return;
     call_entry(w, i, m, kd, phase, dt, from);
 }
@@ -238,7 +238,7 @@ void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *msg)
 {
     if (w->rolling_back) return;
     keel__ent *en = keel__ent_get(w, c.entity);
-    keel__entry *m = en ? keel__entry_find(en, c.kind, c.slot) : NULL;
+    keel__entry *m = en ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
     if (!m || !m->enabled || m->faulted || !keel__active(w, (uint32_t)c.entity)) return;
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     if (!kd || !kd->hooks[KEEL_PHASE_ON_MESSAGE]) return;
@@ -262,7 +262,7 @@ bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_k
     keel__ent *en = keel__ent_get(w, e);
     if (!en) return false;
     for (size_t k = 0; k < n; k++) {
-        keel__entry *m = keel__entry_find(en, kinds[k], KEEL_SLOT_AUTO);
+        keel__entry *m = keel__entry_find(w, en, kinds[k], KEEL_SLOT_AUTO);
         if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return false;
         c[k] = (keel_comp){ e, kinds[k], m->slot };
         row[k] = m->row;
@@ -275,7 +275,7 @@ void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     if (!en) return;
-    keel__entry *m = keel__entry_find(en, c.kind, c.slot);
+    keel__entry *m = keel__entry_find(w, en, c.kind, c.slot);
     if (!m || !m->enabled || !keel__active(w, (uint32_t)c.entity)) return; /* disabled: not reached */
     keel__call_hook(w, (uint32_t)c.entity, c.kind, m->slot, phase, 0);
 }
@@ -314,11 +314,11 @@ static void runs_add_entity(keel_world *w, uint32_t i)
 {
     keel__ent *en = &w->ents[i];
     for (uint32_t a = 0; a < en->member_count; a++) {
-        keel__entry *m = &en->members[a];
+        keel__entry *m = &keel__members(w, en)[a];
         if (!m->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         for (int p = KEEL_PHASE_START; p <= KEEL_PHASE_LATE_UPDATE; p++)
-            if (kd->hooks[p]) run_push(&w->runs[p], (keel__run_item){ i, en->gen, m->kind, m->slot });
+            if (kd->hooks[p]) run_push(&w->runs[p], (keel__run_item){ i, keel__ent_gen(w, en), m->kind, m->slot });
     }
 }
 
@@ -336,8 +336,8 @@ static void runs_rebuild(keel_world *w)
 static inline keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
 {
     keel__ent *en = &w->ents[it.index];
-    if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
-    keel__entry *m = keel__entry_find(en, it.kind, it.slot);
+    if (!en->alive || keel__ent_gen(w, en) != it.gen) return NULL; /* destroyed earlier in this phase */
+    keel__entry *m = keel__entry_find(w, en, it.kind, it.slot);
     if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return NULL;
     if (phase == KEEL_PHASE_START && m->started) return NULL;
     if (!keel__active(w, it.index)) return NULL;

@@ -277,7 +277,7 @@ static bool visit_ready(keel_world *w, const keel__system *s, keel_entity e, kee
     keel__ent *en = keel__ent_get(w, e);
     if (!en || !keel__active(w, (uint32_t)e)) return false;
     for (size_t k = 0; k < s->query_count; k++) {
-        keel__entry *m = keel__entry_find(en, s->query[k], KEEL_SLOT_AUTO);
+        keel__entry *m = keel__entry_find(w, en, s->query[k], KEEL_SLOT_AUTO);
         if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return false;
         comps[k] = (keel_comp){ e, m->kind, m->slot };
         records[k] = keel__store_rec(&w->stores[m->kind], m->row);

@@ -63,7 +63,7 @@ static void world_contents_free(keel_world *w)
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
         for (uint32_t m = 0; m < en->member_count; m++) {
-            if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
+            if (!keel__members(w, en)[m].kind) keel__unknown_free(keel__entry_unk(&keel__members(w, en)[m]));
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */
@@ -78,6 +78,7 @@ static void world_contents_free(keel_world *w)
     free(w->kids_map);
     free(w->free_idx);
     free(w->held);
+    free(w->dying);
     free(w->hash);
     free(w->name);
 }

@@ -46,11 +46,14 @@ struct keel_world {
     uint32_t child_parent, child_at;
     size_t child_pos;
     uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
-    keel__entry *entry_free[KEEL__ENTRY_CLASSES]; /* pooled membership arrays by capacity class */
-    unsigned char *entry_tail[KEEL__ENTRY_CLASSES];     /* the newest chunk's blocks never handed out: */
-    unsigned char *entry_tail_end[KEEL__ENTRY_CLASSES]; /* [tail, tail_end) of each class */
-    void **entry_chunks;              /* what the pools carve from, freed with the world */
-    size_t entry_chunk_count, entry_chunk_cap;
+    /* pooled membership arrays (blocks) by capacity class (member.c): a class's chunks double and
+     * never move; entry_base[c][j] is chunk j's address less the offset of its first block, so
+     * block n of chunk j is at entry_base[c][j] + n * its size (keel__block_at) */
+    uintptr_t entry_base[KEEL__ENTRY_CLASSES][KEEL__ENTRY_CHUNKS];
+    uint32_t entry_free[KEEL__ENTRY_CLASSES];  /* a given-back block + 1 (0 none); it holds the next */
+    uint32_t entry_next[KEEL__ENTRY_CLASSES];  /* the first block never handed out */
+    uint32_t entry_chunks[KEEL__ENTRY_CLASSES]; /* chunks made, per class */
+    size_t entry_chunk_count;                  /* of all classes */
     keel__store *stores;              /* by kind id */
     size_t store_count;
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
@@ -82,6 +85,8 @@ struct keel_world {
     keel__doomed *doomed;             /* committed destroys whose on_destroy is due (step.c runs them) */
     size_t doomed_count, doomed_cap;
     bool draining;                    /* those are running: the ones they add join the queue */
+    uint32_t *dying;                  /* entities whose on_destroy hooks are running, innermost last: */
+    size_t dying_count, dying_cap;    /* a destroy from inside them is the outer one's to finish */
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;
@@ -114,6 +119,8 @@ keel_world *keel__world_copy(const keel_world *w);
 void keel__world_discard(keel_world *c);
 /* Frees w's open lifts and what they hold (lift.c; the world is going away). */
 void keel__lifts_free(keel_world *w);
+/* Whether entity i is out of play in an open lift of w (not alive, its handle still its own). */
+bool keel__lifted(const keel_world *w, uint32_t i);
 /* Whether an open lift of w holds a record of kind k. */
 bool keel__lifts_hold(const keel_world *w, keel_kind_id k);
 /* A new epoch number, never used before in this process. */
@@ -125,9 +132,46 @@ static inline const char *keel__ent_name(const keel_world *w, const keel__ent *e
 {
     return w->names[en->name].s;
 }
+/* Entity en's generation: its count under the world's tag (every entity of w carries w->tag). */
+static inline uint32_t keel__ent_gen(const keel_world *w, const keel__ent *en)
+{
+    return KEEL__GEN(w->tag, en->gen_count);
+}
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
-    return ((keel_entity)w->ents[i].gen << 32) | i;
+    return ((keel_entity)keel__ent_gen(w, &w->ents[i]) << 32) | i;
+}
+/* Membership block b's entries (b not KEEL__NO_BLOCK, or none are read): its chunk is the bit
+ * length of its number over the class's first chunk's size (the chunks double). */
+static inline keel__entry *keel__block_at(const keel_world *w, uint32_t b)
+{
+    uint32_t c = b >> KEEL__BLOCK_BITS, n = b & ((1u << KEEL__BLOCK_BITS) - 1);
+    uint32_t j = 31u - (uint32_t)__builtin_clz((n >> (KEEL__ENTRY_SHIFT0 - c)) + 1);
+    return (keel__entry *)(w->entry_base[c][j] + (uintptr_t)n * (sizeof(keel__entry) << (c + 1)));
+}
+static inline uint32_t keel__block_cap(uint32_t b) /* entries block b holds (0: none) */
+{
+    return b == KEEL__NO_BLOCK ? 0 : 2u << (b >> KEEL__BLOCK_BITS);
+}
+/* Entity en's membership entries, member_count of them (none to read when it has no block). */
+static inline keel__entry *keel__members(const keel_world *w, const keel__ent *en)
+{
+    return keel__block_at(w, en->block);
+}
+/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks. */
+static inline keel__entry *keel__entry_find(const keel_world *w, const keel__ent *en, keel_kind_id k, uint32_t slot)
+{
+    keel__entry *best = NULL, *ms = keel__members(w, en);
+    for (uint32_t i = 0; i < en->member_count; i++) {
+        keel__entry *m = &ms[i];
+        if (m->kind != k) continue;
+        if (slot == KEEL_SLOT_AUTO) {
+            if (!best || m->slot < best->slot) best = m;
+        } else if (m->slot == slot) {
+            return m;
+        }
+    }
+    return best;
 }
 /* The children record of entity i, which has children (has_kids): open addressing from the
  * index's hash, at most half full (hierarchy.c keeps it). */

@@ -27,9 +27,12 @@ struct keel__entry;
 #define KEEL__GEN(tag, count) ((uint32_t)(tag) << 20 | (uint32_t)(count))
 #define KEEL__GEN_COUNT 0xFFFFFu
 
-/* An entity's membership block: its capacity class in the top 3 bits (capacity 2 << class), its
- * number among that class's blocks below (member.c; world.h keel__members); KEEL__NO_BLOCK none. */
-#define KEEL__BLOCK_BITS 29
+/* An entity's membership block (member.c; world.h keel__members): its capacity class in the top
+ * 3 bits (capacity 2 << class), the id of the pool chunk holding it in the next 8, its offset in
+ * that chunk (in entries) in the low 21; KEEL__NO_BLOCK none (no block is at that offset). */
+#define KEEL__BLOCK_CLASS_SHIFT 29
+#define KEEL__BLOCK_CHUNK_SHIFT 21
+#define KEEL__BLOCK_CHUNKS 256
 #define KEEL__NO_BLOCK UINT32_MAX
 
 /* 40 bytes an entity: the name is an id, what only parents need is kept aside (keel__kids), and

@@ -65,47 +65,45 @@ static uint32_t key_count(const keel_world *w, const keel__ent *en, keel_kind_id
 /* A class's chunks double (its first holds 4,096 entries): a big spawn makes a few large
  * mallocs, not one every 64 KiB (each one below glibc's mmap threshold consolidates the fastbins
  * the Lua GC filled; that was ~11% of a Lua spawn), and at most half of what a class holds is
- * unused. Blocks are numbered, not pointed at (an entity record holds 4 bytes, not 8); they never
- * move, so an entry's address stays good while its entity's stack does not grow. */
-static uint32_t block_class(uint32_t cap) { return (uint32_t)__builtin_ctz(cap) - 1; } /* cap is 2 << class */
-static size_t block_size(uint32_t c) { return sizeof(keel__entry) << (c + 1); }
-static size_t chunk_first(uint32_t c, uint32_t j) /* the number of chunk j's first block */
-{
-    return ((size_t)1 << (KEEL__ENTRY_SHIFT0 - c)) * (((size_t)1 << j) - 1);
-}
+ * unused. Blocks are named by chunk id and offset, not pointed at (an entity record holds 4
+ * bytes, not 8); they never move, so an entry's address stays good while its entity's stack
+ * does not grow. */
+#define CHUNK_MAX (1u << KEEL__BLOCK_CHUNK_SHIFT) /* entries; a block's offset has 21 bits */
 
 static uint32_t entries_alloc(keel_world *w, uint32_t cap)
 {
-    uint32_t c = block_class(cap);
+    uint32_t c = (uint32_t)__builtin_ctz(cap) - 1; /* cap is 2 << class */
     if (w->entry_free[c]) { /* given back first */
         uint32_t b = w->entry_free[c] - 1;
         memcpy(&w->entry_free[c], keel__block_at(w, b), sizeof w->entry_free[c]);
         return b;
     }
-    /* Fresh blocks are handed out in order, carved off the newest chunk as they are needed
-     * (threading a whole new chunk onto the free list wrote every page of it up front: ~17 bytes
-     * an entity of a 100k spawn never used). */
-    uint32_t n = w->entry_next[c];
-    if (n >= (1u << KEEL__BLOCK_BITS) - 1) { /* 2^29 arrays of one size: fatal, as OOM is */
-        fputs("keel: the world has used up its membership arrays\n", stderr);
-        abort();
-    }
-    uint32_t j = 31u - (uint32_t)__builtin_clz((n >> (KEEL__ENTRY_SHIFT0 - c)) + 1);
-    if (j == w->entry_chunks[c]) { /* n is the first block of a chunk not made yet */
-        size_t blocks = (size_t)1 << (KEEL__ENTRY_SHIFT0 - c + j);
-        unsigned char *chunk = keel__xrealloc(NULL, blocks * block_size(c));
-        w->entry_base[c][j] = (uintptr_t)chunk - chunk_first(c, j) * block_size(c);
+    /* Fresh blocks are carved off the class's newest chunk as they are needed, lowest address
+     * first (threading a whole new chunk onto the free list wrote every page of it up front:
+     * ~17 bytes an entity of a 100k spawn never used). */
+    if (!w->entry_chunks[c] || w->entry_next[c] + cap > w->entry_end[c]) {
+        if (w->entry_chunk_count == KEEL__BLOCK_CHUNKS) { /* ~2^29 entries: fatal, as OOM is */
+            fputs("keel: the world has used up its membership chunks\n", stderr);
+            abort();
+        }
+        uint32_t size = CHUNK_MAX;
+        if (w->entry_chunks[c] < 9 && (KEEL__ENTRY_CHUNK0 << w->entry_chunks[c]) < CHUNK_MAX)
+            size = KEEL__ENTRY_CHUNK0 << w->entry_chunks[c];
+        w->entry_chunk[w->entry_chunk_count] = (uintptr_t)keel__xrealloc(NULL, size * sizeof(keel__entry));
+        w->entry_last[c] = w->entry_chunk_count++;
         w->entry_chunks[c]++;
-        w->entry_chunk_count++;
+        w->entry_next[c] = 0;
+        w->entry_end[c] = size;
     }
-    w->entry_next[c] = n + 1;
-    return c << KEEL__BLOCK_BITS | n;
+    uint32_t b = c << KEEL__BLOCK_CLASS_SHIFT | w->entry_last[c] << KEEL__BLOCK_CHUNK_SHIFT | w->entry_next[c];
+    w->entry_next[c] += cap;
+    return b;
 }
 
 static void entries_give_back(keel_world *w, uint32_t b)
 {
     if (b == KEEL__NO_BLOCK) return;
-    uint32_t c = b >> KEEL__BLOCK_BITS;
+    uint32_t c = b >> KEEL__BLOCK_CLASS_SHIFT;
     memcpy(keel__block_at(w, b), &w->entry_free[c], sizeof w->entry_free[c]);
     w->entry_free[c] = b + 1;
 }
@@ -119,14 +117,14 @@ void keel__entries_release(keel_world *w, keel__ent *en)
 
 void keel__entry_pools_free(keel_world *w)
 {
-    for (uint32_t c = 0; c < KEEL__ENTRY_CLASSES; c++)
-        for (uint32_t j = 0; j < w->entry_chunks[c]; j++)
-            free((void *)(w->entry_base[c][j] + chunk_first(c, j) * block_size(c)));
+    for (uint32_t k = 0; k < w->entry_chunk_count; k++) free((void *)w->entry_chunk[k]);
+    memset(w->entry_chunk, 0, sizeof w->entry_chunk);
     w->entry_chunk_count = 0;
-    memset(w->entry_base, 0, sizeof w->entry_base);
     memset(w->entry_free, 0, sizeof w->entry_free);
-    memset(w->entry_next, 0, sizeof w->entry_next);
     memset(w->entry_chunks, 0, sizeof w->entry_chunks);
+    memset(w->entry_last, 0, sizeof w->entry_last);
+    memset(w->entry_next, 0, sizeof w->entry_next);
+    memset(w->entry_end, 0, sizeof w->entry_end);
     free(w->fresh); /* the fresh flags go with the entries */
     w->fresh = NULL;
     w->fresh_count = w->fresh_cap = 0;

@@ -9,11 +9,9 @@
 /* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per
  * chunk of them instead of one per entity). */
 #define KEEL__ENTRY_CLASSES 8
-/* A class's first chunk holds 1 << (KEEL__ENTRY_SHIFT0 - class) blocks (4,096 entries), each next
- * one twice the one before; blocks are numbered in 29 bits (entity.h KEEL__BLOCK_BITS), so a class
- * has at most KEEL__ENTRY_CHUNKS chunks. */
-#define KEEL__ENTRY_SHIFT0 11
-#define KEEL__ENTRY_CHUNKS (KEEL__BLOCK_BITS - KEEL__ENTRY_SHIFT0 + KEEL__ENTRY_CLASSES)
+/* A class's first chunk holds 4,096 entries, each next one twice the one before, up to 2^21
+ * (a block's offset has 21 bits: entity.h KEEL__BLOCK_CHUNK_SHIFT). */
+#define KEEL__ENTRY_CHUNK0 4096u
 
 /* What only an unknown entry has (kept aside: most entries are loaded). */
 typedef struct keel__unknown {

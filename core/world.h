@@ -46,14 +46,15 @@ struct keel_world {
     uint32_t child_parent, child_at;
     size_t child_pos;
     uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
-    /* pooled membership arrays (blocks) by capacity class (member.c): a class's chunks double and
-     * never move; entry_base[c][j] is chunk j's address less the offset of its first block, so
-     * block n of chunk j is at entry_base[c][j] + n * its size (keel__block_at) */
-    uintptr_t entry_base[KEEL__ENTRY_CLASSES][KEEL__ENTRY_CHUNKS];
+    /* pooled membership arrays (blocks) by capacity class (member.c), carved from chunks that
+     * never move, each of one class; a block names its chunk by id (keel__block_at) */
+    uintptr_t entry_chunk[KEEL__BLOCK_CHUNKS]; /* chunk id -> its address */
+    uint32_t entry_chunk_count;                /* ids used (0 to entry_chunk_count - 1) */
     uint32_t entry_free[KEEL__ENTRY_CLASSES];  /* a given-back block + 1 (0 none); it holds the next */
-    uint32_t entry_next[KEEL__ENTRY_CLASSES];  /* the first block never handed out */
-    uint32_t entry_chunks[KEEL__ENTRY_CLASSES]; /* chunks made, per class */
-    size_t entry_chunk_count;                  /* of all classes */
+    uint32_t entry_chunks[KEEL__ENTRY_CLASSES]; /* chunks made per class (each twice the one before) */
+    uint32_t entry_last[KEEL__ENTRY_CLASSES];  /* the class's newest chunk's id, */
+    uint32_t entry_next[KEEL__ENTRY_CLASSES];  /* the offset of its first entry never handed out */
+    uint32_t entry_end[KEEL__ENTRY_CLASSES];   /* and its size, in entries */
     keel__store *stores;              /* by kind id */
     size_t store_count;
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
@@ -141,17 +142,16 @@ static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)keel__ent_gen(w, &w->ents[i]) << 32) | i;
 }
-/* Membership block b's entries (b not KEEL__NO_BLOCK, or none are read): its chunk is the bit
- * length of its number over the class's first chunk's size (the chunks double). */
+/* Membership block b's entries (b not KEEL__NO_BLOCK, or none are read: integer arithmetic, so
+ * no pointer is formed from an empty chunk slot). */
 static inline keel__entry *keel__block_at(const keel_world *w, uint32_t b)
 {
-    uint32_t c = b >> KEEL__BLOCK_BITS, n = b & ((1u << KEEL__BLOCK_BITS) - 1);
-    uint32_t j = 31u - (uint32_t)__builtin_clz((n >> (KEEL__ENTRY_SHIFT0 - c)) + 1);
-    return (keel__entry *)(w->entry_base[c][j] + (uintptr_t)n * (sizeof(keel__entry) << (c + 1)));
+    uintptr_t chunk = w->entry_chunk[(b >> KEEL__BLOCK_CHUNK_SHIFT) & (KEEL__BLOCK_CHUNKS - 1)];
+    return (keel__entry *)(chunk + (uintptr_t)(b & ((1u << KEEL__BLOCK_CHUNK_SHIFT) - 1)) * sizeof(keel__entry));
 }
 static inline uint32_t keel__block_cap(uint32_t b) /* entries block b holds (0: none) */
 {
-    return b == KEEL__NO_BLOCK ? 0 : 2u << (b >> KEEL__BLOCK_BITS);
+    return b == KEEL__NO_BLOCK ? 0 : 2u << (b >> KEEL__BLOCK_CLASS_SHIFT);
 }
 /* Entity en's membership entries, member_count of them (none to read when it has no block). */
 static inline keel__entry *keel__members(const keel_world *w, const keel__ent *en)

@@ -300,9 +300,10 @@ uint32_t keel__ent_alloc(keel_world *w)
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e)
 {
     uint32_t i = (uint32_t)e, gen = (uint32_t)(e >> 32);
-    if (!w || !gen || i >= w->ent_count) return NULL;
+    if (!w || i >= w->ent_count) return NULL;
     keel__ent *en = &w->ents[i];
-    return en->alive && keel__ent_gen(w, en) == gen ? en : NULL;
+    /* generation 0 (no entity) never matches: a world's tag is never 0 */
+    return en->alive && en->gen_count == (gen & KEEL__GEN_COUNT) && gen >> 20 == w->tag ? en : NULL;
 }
 
 /* A live non-root entity's index, or KEEL__NONE. */

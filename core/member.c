@@ -70,7 +70,24 @@ static uint32_t key_count(const keel_world *w, const keel__ent *en, keel_kind_id
  * does not grow. */
 #define CHUNK_MAX (1u << KEEL__BLOCK_CHUNK_SHIFT) /* entries; a block's offset has 21 bits */
 
-static uint32_t entries_alloc(keel_world *w, uint32_t cap)
+/* Class c's next chunk, twice its last (the first: 4,096 entries; at most 2^21). Rare: kept out
+ * of entries_alloc's way. */
+static __attribute__((noinline)) void chunk_new(keel_world *w, uint32_t c)
+{
+    if (w->entry_chunk_count == KEEL__BLOCK_CHUNKS) { /* ~2^29 entries: fatal, as OOM is */
+        fputs("keel: the world has used up its membership chunks\n", stderr);
+        abort();
+    }
+    _Static_assert(KEEL__ENTRY_CHUNK0 << 9 == CHUNK_MAX, "nine doublings reach the largest chunk");
+    uint32_t size = w->entry_chunks[c] < 9 ? KEEL__ENTRY_CHUNK0 << w->entry_chunks[c] : CHUNK_MAX;
+    w->entry_chunk[w->entry_chunk_count] = (uintptr_t)keel__xrealloc(NULL, size * sizeof(keel__entry));
+    w->entry_last[c] = w->entry_chunk_count++;
+    w->entry_chunks[c]++;
+    w->entry_next[c] = 0;
+    w->entry_end[c] = size;
+}
+
+static inline uint32_t entries_alloc(keel_world *w, uint32_t cap)
 {
     uint32_t c = (uint32_t)__builtin_ctz(cap) - 1; /* cap is 2 << class */
     if (w->entry_free[c]) { /* given back first */
@@ -80,37 +97,24 @@ static uint32_t entries_alloc(keel_world *w, uint32_t cap)
     }
     /* Fresh blocks are carved off the class's newest chunk as they are needed, lowest address
      * first (threading a whole new chunk onto the free list wrote every page of it up front:
-     * ~17 bytes an entity of a 100k spawn never used). */
-    if (!w->entry_chunks[c] || w->entry_next[c] + cap > w->entry_end[c]) {
-        if (w->entry_chunk_count == KEEL__BLOCK_CHUNKS) { /* ~2^29 entries: fatal, as OOM is */
-            fputs("keel: the world has used up its membership chunks\n", stderr);
-            abort();
-        }
-        uint32_t size = CHUNK_MAX;
-        if (w->entry_chunks[c] < 9 && (KEEL__ENTRY_CHUNK0 << w->entry_chunks[c]) < CHUNK_MAX)
-            size = KEEL__ENTRY_CHUNK0 << w->entry_chunks[c];
-        w->entry_chunk[w->entry_chunk_count] = (uintptr_t)keel__xrealloc(NULL, size * sizeof(keel__entry));
-        w->entry_last[c] = w->entry_chunk_count++;
-        w->entry_chunks[c]++;
-        w->entry_next[c] = 0;
-        w->entry_end[c] = size;
-    }
+     * ~17 bytes an entity of a 100k spawn never used). A class with no chunk has end 0. */
+    if (w->entry_next[c] + cap > w->entry_end[c]) chunk_new(w, c);
     uint32_t b = c << KEEL__BLOCK_CLASS_SHIFT | w->entry_last[c] << KEEL__BLOCK_CHUNK_SHIFT | w->entry_next[c];
     w->entry_next[c] += cap;
     return b;
 }
 
-static void entries_give_back(keel_world *w, uint32_t b)
+static void entries_give_back(keel_world *w, uint32_t b, keel__entry *at) /* at: block b's address */
 {
     if (b == KEEL__NO_BLOCK) return;
     uint32_t c = b >> KEEL__BLOCK_CLASS_SHIFT;
-    memcpy(keel__block_at(w, b), &w->entry_free[c], sizeof w->entry_free[c]);
+    memcpy(at, &w->entry_free[c], sizeof w->entry_free[c]);
     w->entry_free[c] = b + 1;
 }
 
 void keel__entries_release(keel_world *w, keel__ent *en)
 {
-    entries_give_back(w, en->block);
+    entries_give_back(w, en->block, keel__members(w, en));
     en->block = KEEL__NO_BLOCK;
     en->member_count = 0;
 }
@@ -133,14 +137,16 @@ void keel__entry_pools_free(keel_world *w)
 static keel__entry *entry_push(keel_world *w, keel__ent *en)
 {
     uint32_t cap = keel__block_cap(en->block);
+    keel__entry *ms = keel__members(w, en);
     if (en->member_count == cap) {
         uint32_t b = entries_alloc(w, cap ? cap * 2 : 2);
-        if (en->member_count)
-            memcpy(keel__block_at(w, b), keel__members(w, en), en->member_count * sizeof(keel__entry));
-        entries_give_back(w, en->block);
+        keel__entry *n = keel__block_at(w, b);
+        if (en->member_count) memcpy(n, ms, en->member_count * sizeof *n);
+        entries_give_back(w, en->block, ms);
         en->block = b;
+        ms = n;
     }
-    keel__entry *m = &keel__members(w, en)[en->member_count++];
+    keel__entry *m = &ms[en->member_count++];
     memset(m, 0, sizeof *m);
     m->enabled = true;
     if (w->last_serial >= KEEL__SERIAL_MAX) { /* never reached in practice: fatal, as OOM is */
@@ -540,8 +546,9 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
     }
     if (st == KEEL_OK && m->kind && key_count(w, &w->ents[i], m->kind, key) == 1) {
         keel__ent *en = &w->ents[i];
+        keel__entry *ms = keel__members(w, en);
         for (uint32_t o = 0; o < en->member_count; o++) {
-            keel__entry *other = &keel__members(w, en)[o];
+            keel__entry *other = &ms[o];
             if (other == m || !other->kind) continue;
             const keel_kind_desc *od = keel_kind_describe(other->kind);
             if (names(od->requires, od->requires_count, key)) {
@@ -727,11 +734,13 @@ bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t 
     return true;
 }
 
-keel__entry *keel__comp_entry(const keel_world *w, keel_comp c)
+static inline keel__entry *comp_entry(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     return en && c.kind ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
 }
+
+keel__entry *keel__comp_entry(const keel_world *w, keel_comp c) { return comp_entry(w, c); }
 
 bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry(w, c) != NULL; }
 
@@ -743,7 +752,7 @@ uint64_t keel_comp_serial(const keel_world *w, keel_comp c)
 
 void *keel_record(const keel_world *w, keel_comp c)
 {
-    keel__entry *m = keel__comp_entry(w, c);
+    keel__entry *m = comp_entry(w, c); /* inline: a system's loop asks for every entity */
     return m ? keel__store_rec(&w->stores[c.kind], m->row) : NULL;
 }
 

@@ -153,7 +153,8 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             o.skip_rules = true;
             keel_comp comp;
             st = keel__add_internal(w, e, k, &o, &comp, d);
-            if (st == KEEL_OK && !enabled) keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
+            if (st == KEEL_OK && !enabled)
+                keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
         } else {
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {
@@ -244,9 +245,9 @@ static void move_last_member(keel_world *w, keel_entity e, size_t index)
 {
     keel__ent *en = keel__ent_get(w, e);
     if (!en || index >= (size_t)en->member_count - 1) return;
-    keel__entry last = keel__members(w, en)[en->member_count - 1];
-    memmove(keel__members(w, en) + index + 1, keel__members(w, en) + index, (en->member_count - 1 - index) * sizeof last);
-    keel__members(w, en)[index] = last;
+    keel__entry *ms = keel__members(w, en), last = ms[en->member_count - 1];
+    memmove(ms + index + 1, ms + index, (en->member_count - 1 - index) * sizeof last);
+    ms[index] = last;
     keel__touch(w);
 }
 

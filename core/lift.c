@@ -193,8 +193,9 @@ void keel__lifts_free(keel_world *w)
             if (l->recs[r].bytes) keel__record_fini(l->recs[r].kind, l->recs[r].bytes);
         for (size_t k = 0; k < l->count; k++) { /* unknown bodies too; the arrays go with the pools */
             keel__ent *en = &w->ents[l->ents[k]];
+            keel__entry *ms = keel__members(w, en);
             for (uint32_t m = 0; m < en->member_count; m++)
-                if (!keel__members(w, en)[m].kind) keel__unknown_free(keel__entry_unk(&keel__members(w, en)[m]));
+                if (!ms[m].kind) keel__unknown_free(keel__entry_unk(&ms[m]));
             en->member_count = 0;
         }
         lift_free(l);

@@ -31,7 +31,8 @@ static bool entry_is(const keel__entry *m, keel_kind_id k, const char *key)
 }
 
 /* Any entry (loaded or not) holding `key` at `slot`; KEEL_SLOT_AUTO: the lowest. */
-static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind_id k, const char *key, uint32_t slot)
+static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind_id k, const char *key,
+                                   uint32_t slot)
 {
     keel__entry *best = NULL, *ms = keel__members(w, en);
     for (uint32_t i = 0; i < en->member_count; i++) {
@@ -90,8 +91,8 @@ static __attribute__((noinline)) void chunk_new(keel_world *w, uint32_t c)
 static inline uint32_t entries_alloc(keel_world *w, uint32_t cap)
 {
     uint32_t c = (uint32_t)__builtin_ctz(cap) - 1; /* cap is 2 << class */
-    if (w->entry_free[c]) { /* given back first */
-        uint32_t b = w->entry_free[c] - 1;
+    if (w->entry_free[c]) {
+        uint32_t b = w->entry_free[c] - 1; /* given back first */
         memcpy(&w->entry_free[c], keel__block_at(w, b), sizeof w->entry_free[c]);
         return b;
     }
@@ -195,7 +196,8 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         for (size_t f = 0; f < w->fresh_count; f++) {
             const keel__fresh *x = &w->fresh[f];
             keel__ent *en = &w->ents[x->index];
-            keel__entry *o = en->alive && keel__ent_gen(w, en) == x->gen ? keel__entry_find(w, en, x->kind, x->slot) : NULL;
+            keel__entry *o = en->alive && keel__ent_gen(w, en) == x->gen ? keel__entry_find(w, en, x->kind, x->slot)
+                                                                         : NULL;
             if (o) o->fresh = false;
         }
         w->fresh_count = 0;
@@ -222,8 +224,8 @@ static keel__unknown *unknown_new(keel__entry *c, const char *key, keel_node *pr
 }
 
 /* The slot a new entry of `key` takes, or an error. */
-static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key, bool one, uint32_t max,
-                             bool skip_rules, uint32_t *slot, keel_diags *d)
+static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key, bool one,
+                             uint32_t max, bool skip_rules, uint32_t *slot, keel_diags *d)
 {
     keel__ent *me = (keel__ent *)en;
     const keel__entry *ms = keel__members(w, en);
@@ -356,8 +358,9 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     uint32_t slot = o->slot;
     bool one = kd->multiplicity == KEEL_ONE, taken = false;
     if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
+        const keel__entry *ms = keel__members(w, en);
         for (uint32_t a = 0; a < en->member_count && !taken; a++)
-            taken = keel__members(w, en)[a].slot == 0 && entry_is(&keel__members(w, en)[a], k, kd->key);
+            taken = ms[a].slot == 0 && entry_is(&ms[a], k, kd->key);
         slot = 0;
     }
     keel_status st = KEEL_OK;
@@ -449,7 +452,8 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
     if (st == KEEL_OK && w->ents[(uint32_t)e].member_count >= KEEL__MAX_COMPONENTS)
         st = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "components per entity limit (%d) exceeded",
                         KEEL__MAX_COMPONENTS);
-    if (st == KEEL_OK) st = pick_slot(w, &w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
+    if (st == KEEL_OK)
+        st = pick_slot(w, &w->ents[(uint32_t)e], keel_kind_find(key), key, false, 0, true, &slot, d);
     if (st == KEEL_OK) {
         keel__entry *m = entry_push(w, &w->ents[(uint32_t)e]);
         unknown_new(m, key, body ? keel_node_copy(body) : keel_node_new_map())->version = version;
@@ -529,13 +533,15 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         keel__ent *en = &w->ents[i];
         keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
-        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY && keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
+        if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY &&
+            keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
         else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
                  key_count(w, en, KEEL_NO_KIND, key) > 1)
-            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                            "%s: this entity holds %u of it: name the slot to remove", key,
                             key_count(w, en, KEEL_NO_KIND, key));
         else if (!(m = keel__entry_by_key(w, en, key, slot))) {
             if (!keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
@@ -578,11 +584,10 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
     if (!quiet) {
         keel__ent *en = &w->ents[i];
         size_t n = en->member_count;
-        keel__entry *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
+        keel__entry *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list), *ms = keel__members(w, en);
         size_t c = 0;
         for (size_t m = 0; m < n; m++)
-            if (keel__members(w, en)[m].kind && keel__members(w, en)[m].awoken && !keel__members(w, en)[m].faulted)
-                list[c++] = keel__members(w, en)[m]; /* a copy: hooks run now may change the stack */
+            if (ms[m].kind && ms[m].awoken && !ms[m].faulted) list[c++] = ms[m]; /* a copy: hooks may change the stack */
         for (size_t m = 0; m < c; m++) keel__call_on_destroy(w, i, list[m].kind, list[m].slot, list[m].row);
         free(list);
     }
@@ -613,7 +618,8 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 }
 
 /* The rules of entry a of entity i, reported at path p. */
-static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_t i, uint32_t a, const char *p, keel_diags *d)
+static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_t i, uint32_t a, const char *p,
+                                     keel_diags *d)
 {
     keel__entry *m = &keel__members(w, en)[a];
     keel_status st = KEEL_OK;
@@ -669,10 +675,9 @@ static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id o
     for (;;) {
         keel__ent *en = &w->ents[i];
         if (!en->alive || keel__ent_gen(w, en) != gen) return;
-        keel__entry *m = NULL;
+        keel__entry *m = NULL, *ms = keel__members(w, en);
         for (uint32_t a = 0; a < en->member_count && !m; a++)
-            if (keel__members(w, en)[a].kind && !keel__members(w, en)[a].awoken && (!only || keel__members(w, en)[a].kind == only))
-                m = &keel__members(w, en)[a];
+            if (ms[a].kind && !ms[a].awoken && (!only || ms[a].kind == only)) m = &ms[a];
         if (!m) return;
         m->awoken = true;
         keel__call_hook(w, i, m->kind, m->slot, KEEL_PHASE_AWAKE, 0);

@@ -284,10 +284,10 @@ void keel__worlds_refit(keel_kind_id k, keel_diags *d)
 static void world_unfault(keel_world *w, keel_kind_id k)
 {
     for (uint32_t i = 0; i < w->ent_count; i++) {
-        keel__ent *en = &w->ents[i];
-        /* dead entities hold no entries; lifted ones keep theirs */
+        keel__ent *en = &w->ents[i]; /* dead entities hold no entries; lifted ones keep theirs */
+        keel__entry *ms = keel__members(w, en);
         for (uint32_t m = 0; m < en->member_count; m++)
-            if (keel__members(w, en)[m].kind == k) keel__members(w, en)[m].faulted = false;
+            if (ms[m].kind == k) ms[m].faulted = false;
     }
 }
 

@@ -62,8 +62,9 @@ static void world_contents_free(keel_world *w)
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
+        keel__entry *ms = keel__members(w, en);
         for (uint32_t m = 0; m < en->member_count; m++) {
-            if (!keel__members(w, en)[m].kind) keel__unknown_free(keel__entry_unk(&keel__members(w, en)[m]));
+            if (!ms[m].kind) keel__unknown_free(keel__entry_unk(&ms[m]));
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */

@@ -48,13 +48,13 @@ struct keel_world {
     uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
     /* pooled membership arrays (blocks) by capacity class (member.c), carved from chunks that
      * never move, each of one class; a block names its chunk by id (keel__block_at) */
-    uintptr_t entry_chunk[KEEL__BLOCK_CHUNKS]; /* chunk id -> its address */
-    uint32_t entry_chunk_count;                /* ids used (0 to entry_chunk_count - 1) */
-    uint32_t entry_free[KEEL__ENTRY_CLASSES];  /* a given-back block + 1 (0 none); it holds the next */
+    uintptr_t entry_chunk[KEEL__BLOCK_CHUNKS];  /* chunk id -> its address */
+    uint32_t entry_chunk_count;                 /* ids used (0 to entry_chunk_count - 1) */
+    uint32_t entry_free[KEEL__ENTRY_CLASSES];   /* a given-back block + 1 (0 none); it holds the next */
     uint32_t entry_chunks[KEEL__ENTRY_CLASSES]; /* chunks made per class (each twice the one before) */
-    uint32_t entry_last[KEEL__ENTRY_CLASSES];  /* the class's newest chunk's id, */
-    uint32_t entry_next[KEEL__ENTRY_CLASSES];  /* the offset of its first entry never handed out */
-    uint32_t entry_end[KEEL__ENTRY_CLASSES];   /* and its size, in entries */
+    uint32_t entry_last[KEEL__ENTRY_CLASSES];   /* the class's newest chunk's id, */
+    uint32_t entry_next[KEEL__ENTRY_CLASSES];   /* the offset of its first entry never handed out */
+    uint32_t entry_end[KEEL__ENTRY_CLASSES];    /* and its size, in entries */
     keel__store *stores;              /* by kind id */
     size_t store_count;
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */

@@ -142,7 +142,8 @@ static void churn_membership_blocks_carved_as_needed(void **state)
     add(f, a, "core:transform");
     add(f, b, "core:transform");
     assert_int_equal(f->w->entry_chunk_count, 1);
-    keel__entry *ma = keel__members(f->w, &f->w->ents[(uint32_t)a]), *mb = keel__members(f->w, &f->w->ents[(uint32_t)b]);
+    keel__entry *ma = keel__members(f->w, &f->w->ents[(uint32_t)a]),
+                *mb = keel__members(f->w, &f->w->ents[(uint32_t)b]);
     assert_ptr_equal(mb, ma + 2); /* capacity 2: next block, next address */
     assert_int_equal(f->w->entry_next[0], 4); /* the rest of the chunk untouched */
     assert_int_equal(f->w->entry_end[0], 4096);
@@ -193,8 +194,9 @@ static void churn_membership_blocks_stay_put_across_chunks(void **state)
         for (uint32_t s = 0; s < (i % 3 ? 1u : 5u); s++) {
             keel_comp c;
             assert_true(keel_get_comp(f->w, es[i], mark, s, &c));
-            assert_int_equal(keel_storage_owner(f->w, mark, keel__entry_find(f->w, &f->w->ents[(uint32_t)es[i]], mark, s)->row),
-                             es[i]);
+            assert_int_equal(
+                keel_storage_owner(f->w, mark, keel__entry_find(f->w, &f->w->ents[(uint32_t)es[i]], mark, s)->row),
+                es[i]);
         }
     }
     /* the blocks they left are handed out again before any new one */

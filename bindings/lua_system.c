@@ -104,25 +104,23 @@ static keel_entity *visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, s
     return list;
 }
 
+#define EACH_KEEP_MAX 256 /* values read back left on the stack before a settop drops them */
+
 /* keel__lua_self_fill for a self of plain floats (s->floats), inline: the pass's hot path. */
-static inline void fill_floats(lua_State *L, const keel__lua_self *s, keel_lua_ctx *ctx, keel_world *w, keel_comp c,
-                               const char *rec)
+static inline void fill_floats(lua_State *L, const keel__lua_self *s, const char *rec)
 {
     const keel_lua_kind *lk = s->lk;
-    ctx->self_w[s->depth] = w;
-    ctx->self_c[s->depth] = c;
-    ctx->self_k[s->depth] = s->lk;
-    ctx->self_gone[s->depth] = false;
-    ctx->self_outside[s->depth] = true;
-    for (size_t i = 0; i < lk->nfields; i++) {
-        lua_pushvalue(L, s->kbase + (int)i);
-        lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
-        lua_rawset(L, s->self);
+    int self = s->self, kbase = s->kbase, nf = (int)lk->nfields;
+    const size_t *off = lk->offsets;
+    for (int i = 0; i < nf; i++) {
+        lua_pushvalue(L, kbase + i);
+        lua_pushnumber(L, *(const double *)(rec + off[i]));
+        lua_rawset(L, self);
     }
 }
 
 /* keel__lua_self_write's plain-float path, leaving the values it reads on the stack (the caller
- * sets the top once for all selves). False when it does not apply: nothing was written, and
+ * sets the top once in a while). False when it does not apply: nothing was written, and
  * keel__lua_self_write decides. */
 static inline bool write_floats(lua_State *L, const keel__lua_self *s, keel_world *w, keel_comp c, char *rec,
                                 uint32_t row)
@@ -132,14 +130,16 @@ static inline bool write_floats(lua_State *L, const keel__lua_self *s, keel_worl
     int fields[KEEL_LUA_MEMO_KEYS];
     double vals[KEEL_LUA_MEMO_KEYS];
     size_t n = 0;
-    for (size_t i = 0; i < lk->nfields; i++) {
-        lua_pushvalue(L, s->kbase + (int)i);
-        if (lua_rawget(L, s->self) != LUA_TNUMBER) return false;
+    int self = s->self, kbase = s->kbase, nf = (int)lk->nfields;
+    const size_t *off = lk->offsets;
+    for (int i = 0; i < nf; i++) {
+        lua_pushvalue(L, kbase + i);
+        if (lua_rawget(L, self) != LUA_TNUMBER) return false;
         double f = (double)lua_tonumber(L, -1);
-        if (f == *(const double *)(rec + lk->offsets[i])) continue;
+        if (f == *(const double *)(rec + off[i])) continue;
         if (!isfinite(f)) return false;
         vals[n] = f;
-        fields[n++] = (int)i;
+        fields[n++] = i;
     }
     return !n || keel__field_copy_floats(w, c, rec, row, n, fields, vals);
 }
@@ -159,8 +159,9 @@ static int each_loop(lua_State *L)
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
     const keel_entity *list = visit_list(L, ctx, w, &count, &r->owns_list);
-    /* what the copy-backs leave on the stack (write_floats: every self's values) */
-    luaL_checkstack(L, (int)n * KEEL_LUA_MEMO_KEYS + 8, NULL);
+    /* what the copy-backs leave on the stack (write_floats: every self's values, kept up to
+     * KEEP_MAX), a call's arguments and a fill's pair on top */
+    luaL_checkstack(L, EACH_KEEP_MAX + 2 * (int)n * KEEL_LUA_MEMO_KEYS + (int)n + 16, NULL);
     int top = lua_gettop(L);
     keel_comp c[KEEL_LUA_MAX_DEPTH];
     void *rec[KEEL_LUA_MAX_DEPTH];
@@ -182,8 +183,17 @@ static int each_loop(lua_State *L)
         keel__callback_open(w, &r->txn);
         r->in_call = true;
         for (size_t i = 0; i < n; i++) {
-            if (sel[i].floats) fill_floats(L, &sel[i], ctx, w, c[i], rec[i]);
-            else keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+            if (!sel[i].floats) {
+                keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+                continue;
+            }
+            int dp = sel[i].depth;
+            ctx->self_w[dp] = w;
+            ctx->self_c[dp] = c[i];
+            ctx->self_k[dp] = sel[i].lk;
+            ctx->self_gone[dp] = false;
+            ctx->self_outside[dp] = true;
+            fill_floats(L, &sel[i], rec[i]);
         }
         ctx->depth = r->base + (int)n;
         lua_pushvalue(L, 3);
@@ -199,7 +209,8 @@ static int each_loop(lua_State *L)
             if (!moved && write_floats(L, &sel[i], w, c[i], rec[i], row[i])) continue;
             st = keel__lua_self_write(L, &sel[i], w, c[i], moved ? NULL : rec[i], row[i], &d);
         }
-        if (lua_gettop(L) != top) lua_settop(L, top);
+        /* the values write_floats left: dropped once in a while (settop costs more than a test) */
+        if (lua_gettop(L) > top + EACH_KEEP_MAX) lua_settop(L, top);
         if (st != KEEL_OK) keel_lua_raise(L, st, &d); /* the caller rolls this call back */
         if (d.items) keel_diags_free(&d);
         ctx->depth = r->base;

@@ -136,6 +136,36 @@ describe("a system's each over many entities", function()
     keel.system_reset(name)
   end)
 
+  it("writes back a pass that mixes a plain-float self with one of other fields", function()
+    local a, b = key("ma"), key("mb")
+    keel.kind{ key = a, fields = { { "x", "float" } } }
+    keel.kind{ key = b, fields = { { "n", "int" }, { "tag", "string", default = "" } } }
+    local name = sys()
+    keel.system{ name = name, phase = "update", query = { a, b },
+      each = function(e, sa, sb)
+        assert(math.type(sa.x) == "float" and math.type(sb.n) == "integer")
+        sa.x = sa.x + sb.n
+        sb.n = sb.n + 1
+        sb.tag = e.name
+      end }
+    local w = keel.world("Pass")
+    local as, bs = {}, {}
+    for i = 1, N do
+      local e = w:spawn("e" .. i)
+      as[i] = e:add(a)
+      bs[i] = e:add(b, { n = i })
+    end
+    w:step(0)
+    w:step(0)
+    assert.are.same({}, w:errors())
+    for i = 1, N do
+      assert.are.equal(2 * i + 1, as[i].x)
+      assert.are.equal(i + 2, bs[i].n)
+      assert.are.equal("e" .. i, bs[i].tag)
+    end
+    keel.system_reset(name)
+  end)
+
   it("ends the pass at the first failing call, rolled back, the calls before it kept", function()
     local a = key("fa")
     keel.kind{ key = a, fields = { { "x", "float" } } }

@@ -232,9 +232,9 @@ static int each_loop(lua_State *L)
         unsigned long entries = keel__lua_entries;
         lua_call(L, (int)n + 2, 0);
         keel_status st = KEEL_OK;
-        /* the core entered (by the call or a validate): records may have moved */
-        bool moved = entries != keel__lua_entries;
         for (size_t i = 0; i < n && st == KEEL_OK; i++) {
+            /* the core entered (by the call or an earlier self's validate): records may have moved */
+            bool moved = entries != keel__lua_entries;
             if (!moved && floats && write_flat(L, &sel[i], w, c[i], rec[i], row[i], flat + first[i])) continue;
             if (!moved && !floats && write_floats(L, &sel[i], w, c[i], rec[i], row[i])) continue;
             st = keel__lua_self_write(L, &sel[i], w, c[i], moved ? NULL : rec[i], row[i], &d);

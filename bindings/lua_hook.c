@@ -710,7 +710,9 @@ static int batch_loop(lua_State *L)
     keel_lua_ctx *ctx = lk->ctx;
     keel_world *w = b->w;
     const keel_kind_desc *kd = lk->kd;
-    luaL_checkstack(L, (int)lk->nfields + BATCH_KEEP_MAX + 16, NULL);
+    /* the field names, then (batch_floats) up to BATCH_KEEP_MAX values kept plus an item's own
+     * pushes: a fill's pair, the call's four, the nfields values its copy-back reads */
+    luaL_checkstack(L, 2 * (int)lk->nfields + BATCH_KEEP_MAX + 16, NULL);
     lua_rawgeti(L, LUA_REGISTRYINDEX, lk->hook[b->phase]); /* 4 */
     push_self(L, lk, 0);                                     /* 5 */
     lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);             /* 6 */

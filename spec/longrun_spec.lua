@@ -32,6 +32,24 @@ describe("a batch of plain-float hooks", function()
     end
   end)
 
+  it("writes back a kind of sixteen float fields, every one changed by every hook", function()
+    local k = key("wide")
+    local fields = {}
+    for j = 1, 16 do fields[j] = { "f" .. j, "float" } end
+    keel.kind{ key = k, fields = fields, update = function(self)
+      for j = 1, 16 do self["f" .. j] = self["f" .. j] + j end
+    end }
+    local w = keel.world("Batch")
+    local cs = {}
+    for i = 1, N do cs[i] = w:spawn("e" .. i):add(k) end
+    w:step(0)
+    w:step(0)
+    assert.are.same({}, w:errors())
+    for i = 1, N, 37 do
+      for j = 1, 16 do assert.are.equal(2 * j, cs[i]["f" .. j]) end
+    end
+  end)
+
   it("gives each hook its own component's values, as floats", function()
     local k = key("seen")
     local seen = {}
@@ -133,6 +151,38 @@ describe("a system's each over many entities", function()
     for _ = 1, 3 do w:step(0.5) end
     assert.are.same({}, w:errors())
     for i = 1, N do assert.are.equal(1.5 * i, as[i].x) end
+    keel.system_reset(name)
+  end)
+
+  it("writes back four selves of sixteen float fields, every one changed by every call", function()
+    local ks, fields = {}, {}
+    for j = 1, 16 do fields[j] = { "f" .. j, "float" } end
+    for q = 1, 4 do
+      ks[q] = key("wide")
+      keel.kind{ key = ks[q], fields = fields }
+    end
+    local name = sys()
+    keel.system{ name = name, phase = "update", query = ks,
+      each = function(e, ...)
+        for q = 1, 4 do
+          local s = select(q, ...)
+          for j = 1, 16 do s["f" .. j] = s["f" .. j] + q * j end
+        end
+      end }
+    local w = keel.world("Pass")
+    local cs = {}
+    for i = 1, N do
+      local e = w:spawn("e" .. i)
+      for q = 1, 4 do cs[(i - 1) * 4 + q] = e:add(ks[q]) end
+    end
+    w:step(0)
+    w:step(0)
+    assert.are.same({}, w:errors())
+    for i = 1, N, 37 do
+      for q = 1, 4 do
+        for j = 1, 16 do assert.are.equal(2 * q * j, cs[(i - 1) * 4 + q]["f" .. j]) end
+      end
+    end
     keel.system_reset(name)
   end)
 

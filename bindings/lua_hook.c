@@ -653,6 +653,53 @@ static bool update_phase(keel_phase p)
     return p == KEEL_PHASE_UPDATE || p == KEEL_PHASE_FIXED_UPDATE || p == KEEL_PHASE_LATE_UPDATE;
 }
 
+#define BATCH_KEEP_MAX 64 /* values read back left on the stack before a settop drops them */
+
+/* batch_loop's items when every field is a plain float (names at 7, self at 5, the function at
+ * 4): the fill and copy-back with no per-field dispatch. The values the copy-back reads stay on
+ * the stack and are dropped once in a while (a settop costs more than the test). */
+static void batch_floats(lua_State *L, lua_batch *lb, int nf, int nargs, int base)
+{
+    keel__batch *b = lb->b;
+    keel_lua_kind *lk = lb->lk;
+    keel_lua_ctx *ctx = lk->ctx;
+    keel_world *w = b->w;
+    const keel_lua_world *lw = lua_touserdata(L, 2);
+    const keel_call *call = &b->txn.call;
+    while (keel__batch_next(b)) {
+        const size_t *off = lk->offsets;
+        ctx->self_w[0] = w;
+        ctx->self_c[0] = call->comp;
+        ctx->self_k[0] = lk;
+        ctx->self_gone[0] = false;
+        ctx->self_outside[0] = false;
+        ctx->depth = 1;
+        lb->in_item = true;
+        for (int i = 0; i < nf; i++) {
+            lua_pushvalue(L, 7 + i);
+            lua_pushnumber(L, *(const double *)(call->record + off[i]));
+            lua_rawset(L, 5);
+        }
+        lua_pushvalue(L, 4);
+        lua_pushvalue(L, 5);
+        keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
+        if (nargs == 3) lua_pushnumber(L, call->dt);
+        unsigned long entries = keel__lua_entries;
+        lua_call(L, nargs, 0);
+        keel_status s = KEEL_OK;
+        const char *rec = entries == keel__lua_entries ? call->record : NULL;
+        if (!lk->dead && !write_back_floats(L, lk, w, &b->txn, rec, 7)) {
+            lua_settop(L, base);
+            if (!write_back_committed(L, lk, lk->kd, w, call->comp, rec, 5, 6, 7, 0, NULL, call->diags, &s))
+                s = write_back(L, lk, lk->kd, w, call->comp, rec, 5, 6, 0, true, call->diags);
+        }
+        ctx->depth = 0;
+        lb->in_item = false;
+        if (lua_gettop(L) > base + BATCH_KEEP_MAX) lua_settop(L, base);
+        keel__batch_done(b, s);
+    }
+}
+
 /* Runs inside lua_pcall: 1 the lua_batch, 2 the World, 3 its handle cache. Each item as hook_tramp
  * would at depth 0, with lua_call: an error unwinds to batch_run, which fails that item only. */
 static int batch_loop(lua_State *L)
@@ -663,7 +710,9 @@ static int batch_loop(lua_State *L)
     keel_lua_ctx *ctx = lk->ctx;
     keel_world *w = b->w;
     const keel_kind_desc *kd = lk->kd;
-    luaL_checkstack(L, (int)lk->nfields + 16, NULL);
+    /* the field names, then (batch_floats) up to BATCH_KEEP_MAX values kept plus an item's own
+     * pushes: a fill's pair, the call's four, the nfields values its copy-back reads */
+    luaL_checkstack(L, 2 * (int)lk->nfields + BATCH_KEEP_MAX + 16, NULL);
     lua_rawgeti(L, LUA_REGISTRYINDEX, lk->hook[b->phase]); /* 4 */
     push_self(L, lk, 0);                                     /* 5 */
     lua_rawgeti(L, LUA_REGISTRYINDEX, lk->keys);             /* 6 */
@@ -677,6 +726,10 @@ static int batch_loop(lua_State *L)
     int nf = (int)lk->nfields;
     bool floats = kbase && all_plain_floats(lk, kd);
     int base = lua_gettop(L);
+    if (floats) {
+        batch_floats(L, lb, nf, nargs, base);
+        return 0;
+    }
     const keel_lua_world *lw = lua_touserdata(L, 2);
     while (keel__batch_next(b)) {
         const keel_call *call = &b->txn.call;
@@ -687,13 +740,7 @@ static int batch_loop(lua_State *L)
         ctx->self_outside[0] = false;
         ctx->depth = 1;
         lb->in_item = true;
-        if (floats) { /* fill_self, less its per-field type dispatch */
-            for (int i = 0; i < nf; i++) {
-                lua_pushvalue(L, kbase + i);
-                lua_pushnumber(L, *(const double *)(call->record + lk->offsets[i]));
-                lua_rawset(L, 5);
-            }
-        } else fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
+        fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
         lua_pushvalue(L, 4);
         lua_pushvalue(L, 5);
         keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
@@ -702,8 +749,7 @@ static int batch_loop(lua_State *L)
         lua_call(L, nargs, 0);
         keel_status s = KEEL_OK;
         const char *rec = entries == keel__lua_entries ? call->record : NULL;
-        if (!lk->dead && !(floats && write_back_floats(L, lk, w, &b->txn, rec, kbase))) {
-            lua_settop(L, base);
+        if (!lk->dead) {
             if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, 0, NULL, call->diags, &s))
                 s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, 0, true, call->diags);
         }

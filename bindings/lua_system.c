@@ -104,25 +104,10 @@ static keel_entity *visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, s
     return list;
 }
 
-/* keel__lua_self_fill for a self of plain floats (s->floats), inline: the pass's hot path. */
-static inline void fill_floats(lua_State *L, const keel__lua_self *s, keel_lua_ctx *ctx, keel_world *w, keel_comp c,
-                               const char *rec)
-{
-    const keel_lua_kind *lk = s->lk;
-    ctx->self_w[s->depth] = w;
-    ctx->self_c[s->depth] = c;
-    ctx->self_k[s->depth] = s->lk;
-    ctx->self_gone[s->depth] = false;
-    ctx->self_outside[s->depth] = true;
-    for (size_t i = 0; i < lk->nfields; i++) {
-        lua_pushvalue(L, s->kbase + (int)i);
-        lua_pushnumber(L, *(const double *)(rec + lk->offsets[i]));
-        lua_rawset(L, s->self);
-    }
-}
+#define EACH_KEEP_MAX 256 /* values read back left on the stack before a settop drops them */
 
 /* keel__lua_self_write's plain-float path, leaving the values it reads on the stack (the caller
- * sets the top once for all selves). False when it does not apply: nothing was written, and
+ * sets the top once in a while). False when it does not apply: nothing was written, and
  * keel__lua_self_write decides. */
 static inline bool write_floats(lua_State *L, const keel__lua_self *s, keel_world *w, keel_comp c, char *rec,
                                 uint32_t row)
@@ -132,13 +117,43 @@ static inline bool write_floats(lua_State *L, const keel__lua_self *s, keel_worl
     int fields[KEEL_LUA_MEMO_KEYS];
     double vals[KEEL_LUA_MEMO_KEYS];
     size_t n = 0;
-    for (size_t i = 0; i < lk->nfields; i++) {
-        lua_pushvalue(L, s->kbase + (int)i);
-        if (lua_rawget(L, s->self) != LUA_TNUMBER) return false;
+    int self = s->self, kbase = s->kbase, nf = (int)lk->nfields;
+    const size_t *off = lk->offsets;
+    for (int i = 0; i < nf; i++) {
+        lua_pushvalue(L, kbase + i);
+        if (lua_rawget(L, self) != LUA_TNUMBER) return false;
         double f = (double)lua_tonumber(L, -1);
-        if (f == *(const double *)(rec + lk->offsets[i])) continue;
+        if (f == *(const double *)(rec + off[i])) continue;
         if (!isfinite(f)) return false;
         vals[n] = f;
+        fields[n++] = i;
+    }
+    return !n || keel__field_copy_floats(w, c, rec, row, n, fields, vals);
+}
+
+/* A field of a pass whose selves are all plain floats: the fill and copy-back walk these. */
+typedef struct flat_field {
+    int key, self; /* stack indices: its name, its self table */
+    size_t off;    /* its offset in the record */
+    unsigned sel;  /* its self's number in the query */
+} flat_field;
+
+/* write_floats over self s's fields in the pass's list (from f). */
+static inline bool write_flat(lua_State *L, const keel__lua_self *s, keel_world *w, keel_comp c, char *rec,
+                              uint32_t row, const flat_field *f)
+{
+    const keel_lua_kind *lk = s->lk;
+    if (!rec || lk->dead || lk->kd->validate) return false;
+    int fields[KEEL_LUA_MEMO_KEYS];
+    double vals[KEEL_LUA_MEMO_KEYS];
+    size_t n = 0, nf = lk->nfields;
+    for (size_t i = 0; i < nf; i++) {
+        lua_pushvalue(L, f[i].key);
+        if (lua_rawget(L, f[i].self) != LUA_TNUMBER) return false;
+        double v = (double)lua_tonumber(L, -1);
+        if (v == *(const double *)(rec + f[i].off)) continue;
+        if (!isfinite(v)) return false;
+        vals[n] = v;
         fields[n++] = (int)i;
     }
     return !n || keel__field_copy_floats(w, c, rec, row, n, fields, vals);
@@ -159,9 +174,20 @@ static int each_loop(lua_State *L)
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
     const keel_entity *list = visit_list(L, ctx, w, &count, &r->owns_list);
-    /* what the copy-backs leave on the stack (write_floats: every self's values) */
-    luaL_checkstack(L, (int)n * KEEL_LUA_MEMO_KEYS + 8, NULL);
+    /* what the copy-backs leave on the stack (write_floats: every self's values, kept up to
+     * KEEP_MAX), a call's arguments and a fill's pair on top */
+    luaL_checkstack(L, EACH_KEEP_MAX + 2 * (int)n * KEEL_LUA_MEMO_KEYS + (int)n + 16, NULL);
     int top = lua_gettop(L);
+    /* every self plain floats (the common case): their fields in one list, self by self */
+    bool floats = true;
+    for (size_t i = 0; i < n; i++) floats = floats && sel[i].floats;
+    flat_field flat[KEEL_LUA_MAX_DEPTH * KEEL_LUA_MEMO_KEYS];
+    int first[KEEL_LUA_MAX_DEPTH], nflat = 0;
+    for (size_t i = 0; i < n && floats; i++) {
+        first[i] = nflat;
+        for (size_t j = 0; j < sel[i].lk->nfields; j++)
+            flat[nflat++] = (flat_field){ sel[i].kbase + (int)j, sel[i].self, sel[i].lk->offsets[j], (unsigned)i };
+    }
     keel_comp c[KEEL_LUA_MAX_DEPTH];
     void *rec[KEEL_LUA_MAX_DEPTH];
     uint32_t row[KEEL_LUA_MAX_DEPTH];
@@ -182,8 +208,21 @@ static int each_loop(lua_State *L)
         keel__callback_open(w, &r->txn);
         r->in_call = true;
         for (size_t i = 0; i < n; i++) {
-            if (sel[i].floats) fill_floats(L, &sel[i], ctx, w, c[i], rec[i]);
-            else keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+            int dp = sel[i].depth;
+            if (!floats) {
+                keel__lua_self_fill(L, &sel[i], w, c[i], rec[i], 2);
+                continue;
+            }
+            ctx->self_w[dp] = w;
+            ctx->self_c[dp] = c[i];
+            ctx->self_k[dp] = sel[i].lk;
+            ctx->self_gone[dp] = false;
+            ctx->self_outside[dp] = true;
+        }
+        for (int f = 0; f < nflat; f++) { /* every self plain floats: raw sets, nothing else runs */
+            lua_pushvalue(L, flat[f].key);
+            lua_pushnumber(L, *(const double *)((const char *)rec[flat[f].sel] + flat[f].off));
+            lua_rawset(L, flat[f].self);
         }
         ctx->depth = r->base + (int)n;
         lua_pushvalue(L, 3);
@@ -194,12 +233,14 @@ static int each_loop(lua_State *L)
         lua_call(L, (int)n + 2, 0);
         keel_status st = KEEL_OK;
         for (size_t i = 0; i < n && st == KEEL_OK; i++) {
-            /* the core entered (by the call or a validate): records may have moved */
+            /* the core entered (by the call or an earlier self's validate): records may have moved */
             bool moved = entries != keel__lua_entries;
-            if (!moved && write_floats(L, &sel[i], w, c[i], rec[i], row[i])) continue;
+            if (!moved && floats && write_flat(L, &sel[i], w, c[i], rec[i], row[i], flat + first[i])) continue;
+            if (!moved && !floats && write_floats(L, &sel[i], w, c[i], rec[i], row[i])) continue;
             st = keel__lua_self_write(L, &sel[i], w, c[i], moved ? NULL : rec[i], row[i], &d);
         }
-        if (lua_gettop(L) != top) lua_settop(L, top);
+        /* the values write_floats left: dropped once in a while (settop costs more than a test) */
+        if (lua_gettop(L) > top + EACH_KEEP_MAX) lua_settop(L, top);
         if (st != KEEL_OK) keel_lua_raise(L, st, &d); /* the caller rolls this call back */
         if (d.items) keel_diags_free(&d);
         ctx->depth = r->base;

@@ -71,7 +71,7 @@ keel_node *keel__entity_tree(const keel_world *w, uint32_t i)
     if (!en->enabled) keel_node_put(doc, "enabled", scalar("false"));
     keel_node *comps = keel_node_new_seq();
     for (uint32_t a = 0; a < en->member_count; a++) {
-        const keel__entry *m = &en->members[a];
+        const keel__entry *m = &keel__members(w, en)[a];
         keel_node *c = keel_node_new_map();
         keel_node_put(c, "kind", scalar(keel__entry_key(m)));
         int version = m->kind ? keel_kind_describe(m->kind)->version : keel__entry_unk(m)->version;
@@ -159,7 +159,7 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {
                 keel__ent *en = &w->ents[(uint32_t)e];
-                en->members[en->member_count - 1].enabled = false;
+                keel__members(w, en)[en->member_count - 1].enabled = false;
             }
         }
     }
@@ -245,9 +245,9 @@ static void move_last_member(keel_world *w, keel_entity e, size_t index)
 {
     keel__ent *en = keel__ent_get(w, e);
     if (!en || index >= (size_t)en->member_count - 1) return;
-    keel__entry last = en->members[en->member_count - 1];
-    memmove(en->members + index + 1, en->members + index, (en->member_count - 1 - index) * sizeof last);
-    en->members[index] = last;
+    keel__entry *ms = keel__members(w, en), last = ms[en->member_count - 1];
+    memmove(ms + index + 1, ms + index, (en->member_count - 1 - index) * sizeof last);
+    ms[index] = last;
     keel__touch(w);
 }
 

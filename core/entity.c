@@ -292,16 +292,20 @@ uint32_t keel__ent_alloc(keel_world *w)
     }
     uint32_t i = w->ent_count++;
     memset(&w->ents[i], 0, sizeof w->ents[i]);
-    w->ents[i].gen = KEEL__GEN(w->tag, 1);
+    w->ents[i].gen_count = 1;
+    w->ents[i].block = KEEL__NO_BLOCK;
     return i;
 }
 
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e)
 {
     uint32_t i = (uint32_t)e, gen = (uint32_t)(e >> 32);
-    if (!w || !gen || i >= w->ent_count) return NULL;
+    if (!w || i >= w->ent_count) return NULL;
     keel__ent *en = &w->ents[i];
-    return en->alive && en->gen == gen ? en : NULL;
+    /* the count when gen carries w's tag, else a value above any count; generation 0 (no entity)
+     * never matches: a world's tag is never 0 */
+    uint32_t count = gen ^ (uint32_t)w->tag << 20;
+    return en->alive && en->gen_count == count ? en : NULL;
 }
 
 /* A live non-root entity's index, or KEEL__NONE. */
@@ -389,9 +393,8 @@ static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, 
         en->name = keel__name_intern(w, name ? name : "");
     }
     en->alive = en->enabled = true;
-    en->dying = false;
-    en->members = NULL;
-    en->member_count = en->member_cap = 0;
+    en->block = KEEL__NO_BLOCK;
+    en->member_count = 0;
     keel__link_child(w, parent, i, index);
     if (claim == SIZE_MAX) {
         hash_insert(w, i);
@@ -428,10 +431,10 @@ keel_status keel__spawn_at(keel_world *w, const char *name, uint32_t parent, siz
         return KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "hierarchy depth limit (%d) exceeded", KEEL__MAX_DEPTH);
     uint32_t i = KEEL__NONE;
     for (size_t k = 0; w->reuse_index != KEEL__NONE && k < w->held_count; k++)
-        if (w->held[k] == w->reuse_index && w->ents[w->reuse_index].gen == w->reuse_gen + 1) {
+        if (w->held[k] == w->reuse_index && keel__ent_gen(w, &w->ents[w->reuse_index]) == w->reuse_gen + 1) {
             i = w->reuse_index; /* a rolled-back destroy: the same handle comes back */
             w->held[k] = w->held[--w->held_count];
-            w->ents[i].gen = w->reuse_gen;
+            w->ents[i].gen_count = w->reuse_gen & KEEL__GEN_COUNT;
             break;
         }
     if (i == KEEL__NONE) i = keel__ent_alloc(w);
@@ -479,12 +482,23 @@ void keel__held_release(keel_world *w)
     w->held_count = 0;
 }
 
+static bool dying(const keel_world *w, uint32_t i)
+{
+    for (size_t k = 0; k < w->dying_count; k++)
+        if (w->dying[k] == i) return true;
+    return false;
+}
+
 static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
 {
-    w->ents[i].dying = true;
+    if (w->dying_count == w->dying_cap) {
+        w->dying_cap = w->dying_cap ? w->dying_cap * 2 : 4;
+        w->dying = keel__xrealloc(w->dying, w->dying_cap * sizeof *w->dying);
+    }
+    w->dying[w->dying_count++] = i;
     keel__members_drop(w, i, quiet || w->rolling_back);
+    w->dying_count--; /* nested destroys ended first */
     keel__ent *en = &w->ents[i];
-    en->dying = false;
     while (en->has_kids) {
         uint32_t c = keel__first_child(w, i);
         keel__unlink_child(w, c);
@@ -498,8 +512,8 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     en->name = 0;
     en->alive = false;
     /* an index whose generation count would wrap is retired, so a stale handle never matches again */
-    if ((en->gen & KEEL__GEN_COUNT) < KEEL__GEN_COUNT) {
-        en->gen++;
+    if (en->gen_count < KEEL__GEN_COUNT) {
+        en->gen_count++;
         if (w->txn_depth > 0 && !w->rolling_back) {
             if (w->held_count == w->held_cap) {
                 w->held_cap = w->held_cap ? w->held_cap * 2 : 16;
@@ -531,7 +545,7 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
     sp->index = keel__sibling_index(w, i);
     sp->tree = keel__entity_tree(w, i);
     sp->slot = i;               /* the old handle, so a rollback can restore it exactly */
-    sp->version = (int)en->gen;
+    sp->version = (int)keel__ent_gen(w, en);
     size_t k = 1;
     for (uint32_t c = keel__first_child(w, i); c != KEEL__NONE; c = w->ents[c].next, k++) {
         keel_cmd *rp = &inv->items[k];
@@ -549,7 +563,7 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
     uint32_t i;
     keel_status st = keel__ent_target(w, e, "destroyed", &i, d);
     /* a dying entity is destroyed from its own on_destroy: the outer destroy finishes it */
-    if (st == KEEL_OK && !w->ents[i].dying) {
+    if (st == KEEL_OK && !dying(w, i)) {
         if (inv) destroy_inverse(w, i, inv);
         st = destroy_index(w, i, false);
     }
@@ -601,7 +615,7 @@ static void remap_entity_fields(keel_world *w, uint32_t copy, const uint32_t *or
 {
     keel__ent *en = &w->ents[copy];
     for (uint32_t m = 0; m < en->member_count; m++) {
-        keel__entry *me = &en->members[m];
+        keel__entry *me = &keel__members(w, en)[m];
         if (!me->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(me->kind);
         void *rec = keel__store_rec(&w->stores[me->kind], me->row);
@@ -644,7 +658,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
         copies[k] = to[orig[k]] = (uint32_t)ce;
         w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
         for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
-            keel__entry me = w->ents[orig[k]].members[m]; /* a copy: the entity array may move */
+            keel__entry me = keel__members(w, &w->ents[orig[k]])[m]; /* a copy: the entity array may move */
             keel__entry_clone(w, copies[k], &me);
         }
     }
@@ -653,7 +667,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
     if (!w->rolling_back)
         for (size_t k = 0; k < n; k++) {
             for (uint32_t m = 0; m < w->ents[copies[k]].member_count; m++) {
-                keel__entry *me = &w->ents[copies[k]].members[m];
+                keel__entry *me = &keel__members(w, &w->ents[copies[k]])[m];
                 if (!me->kind || me->awoken) continue;
                 me->awoken = true;
                 keel__call_hook(w, copies[k], me->kind, keel__entry_slot(w, me), KEEL_PHASE_AWAKE, 0);
@@ -741,9 +755,9 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
     memcpy(dst->ents, src->ents, src->ent_count * sizeof *dst->ents);
     for (uint32_t i = 0; i < src->ent_count; i++) {
         keel__ent *en = &dst->ents[i];
-        en->members = NULL; /* member.c gives each its own array */
+        en->block = KEEL__NO_BLOCK; /* member.c gives each its own array */
         if (!en->alive) {
-            en->member_count = en->member_cap = 0;
+            en->member_count = 0;
             en->name = 0;
             continue;
         }
@@ -772,8 +786,7 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
 
 void keel__entities_retag(keel_world *w, uint16_t tag)
 {
-    w->tag = tag;
-    for (uint32_t i = 0; i < w->ent_count; i++) w->ents[i].gen = KEEL__GEN(tag, w->ents[i].gen & KEEL__GEN_COUNT);
+    w->tag = tag; /* the records hold only the counts (keel__ent_gen) */
 }
 
 void keel__entity_unindex(keel_world *w, uint32_t i)

@@ -21,26 +21,35 @@ struct keel__entry;
 /* A generation word: the world's tag (1 to 4095, unique among up to 4,095 live worlds, new at
  * every stop of play mode) in the high 12 bits, a count of the index's uses in the low 20 (an
  * index used 1,048,575 times is retired). A handle is gen << 32 | index, so one of another world
- * or of an earlier epoch never matches. */
+ * or of an earlier epoch never matches. Every entity of a world carries the world's tag, so a
+ * record holds only the count (world.h keel__ent_gen). */
 #define KEEL__TAG_MAX 0xFFFu
 #define KEEL__GEN(tag, count) ((uint32_t)(tag) << 20 | (uint32_t)(count))
 #define KEEL__GEN_COUNT 0xFFFFFu
 
-/* 48 bytes an entity: the name is an id, and what only parents need is kept aside (keel__kids). */
+/* An entity's membership block (member.c; world.h keel__members): its capacity class in the top
+ * 3 bits (capacity 2 << class), the id of the pool chunk holding it in the next 8, its offset in
+ * that chunk (in entries) in the low 21; KEEL__NO_BLOCK none (no block is at that offset). */
+#define KEEL__BLOCK_CLASS_SHIFT 29
+#define KEEL__BLOCK_CHUNK_SHIFT 21
+#define KEEL__BLOCK_CHUNKS 256
+#define KEEL__NO_BLOCK UINT32_MAX
+
+/* 40 bytes an entity: the name is an id, what only parents need is kept aside (keel__kids), and
+ * so are the rare states (lifted: lift.c's lists; dying: w->dying). */
 typedef struct keel__ent {
     keel_uuid uuid;
-    uint32_t gen;
-    /* one word for the flags and the membership counts (at most KEEL__MAX_COMPONENTS) */
-    unsigned alive : 1, enabled : 1;
-    unsigned lifted : 1;    /* out of play in a keel_lift: not alive, not in the UUID index (lift.c) */
-    unsigned dying : 1;     /* its on_destroy hooks are running */
-    unsigned has_kids : 1;  /* it has children: their record is in w->kids (world.h keel__kids_get) */
-    unsigned member_count : 10, member_cap : 10;
+    /* one word: the generation count (the world's tag completes it), the flags, the number of
+     * membership entries (at most KEEL__MAX_COMPONENTS) */
+    uint32_t gen_count : 20;
+    uint32_t alive : 1, enabled : 1;
+    uint32_t has_kids : 1;  /* it has children: their record is in w->kids (world.h keel__kids_get) */
+    uint32_t member_count : 9;
     uint32_t name;          /* interned: its id (world.h keel__ent_name); meaningless once dead */
     uint32_t parent, next, prev;
-    struct keel__entry *members;
+    uint32_t block;         /* its membership entries (KEEL__NO_BLOCK: none yet) */
 } keel__ent;
-_Static_assert(sizeof(keel__ent) == 48, "an entity record stays 48 bytes");
+_Static_assert(sizeof(keel__ent) == 40, "an entity record stays 40 bytes");
 
 /* An entity's children: the ends of their sibling list, their count and their parent. Most
  * entities are leaves: only parents have one, found by the parent's index (hierarchy.c). */

@@ -42,7 +42,7 @@ static void take_records(keel_world *w, keel_lift *l, uint32_t i, size_t *cap)
 {
     keel__ent *en = &w->ents[i];
     for (uint32_t m = 0; m < en->member_count; m++) {
-        keel__entry *me = &en->members[m];
+        keel__entry *me = &keel__members(w, en)[m];
         if (!me->kind) continue; /* an unknown entry keeps its body in the membership */
         keel__store *s = &w->stores[me->kind];
         if (l->nrecs == *cap) {
@@ -79,8 +79,7 @@ keel_status keel_lift_entity(keel_world *w, keel_entity e, keel_lift **out, keel
         uint32_t x = l->ents[k];
         take_records(w, l, x, &rcap);
         keel__entity_unindex(w, x);
-        w->ents[x].alive = false;
-        w->ents[x].lifted = true;
+        w->ents[x].alive = false; /* lifted: on l's list (keel__lifted) */
     }
     l->next = w->lifts;
     w->lifts = l;
@@ -120,7 +119,6 @@ static keel_status put_back(keel_lift *l, keel_diags *d)
     for (size_t k = 0; k < l->count; k++) {
         uint32_t x = l->ents[k];
         w->ents[x].alive = true;
-        w->ents[x].lifted = false;
         keel__entity_reindex(w, x);
     }
     for (size_t r = 0; r < l->nrecs; r++) {
@@ -164,6 +162,14 @@ keel_status keel_lift_discard(keel_lift *l, keel_diags *d)
     return KEEL_OK;
 }
 
+bool keel__lifted(const keel_world *w, uint32_t i)
+{
+    for (const keel_lift *l = w->lifts; l; l = l->next)
+        for (size_t k = 0; k < l->count; k++)
+            if (l->ents[k] == i) return true;
+    return false;
+}
+
 bool keel__lifts_hold(const keel_world *w, keel_kind_id k)
 {
     for (const keel_lift *l = w->lifts; l; l = l->next)
@@ -188,8 +194,9 @@ void keel__lifts_free(keel_world *w)
             if (l->recs[r].bytes) keel__record_fini(l->recs[r].kind, l->recs[r].bytes);
         for (size_t k = 0; k < l->count; k++) { /* unknown bodies too; the arrays go with the pools */
             keel__ent *en = &w->ents[l->ents[k]];
+            keel__entry *ms = keel__members(w, en);
             for (uint32_t m = 0; m < en->member_count; m++)
-                if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
+                if (!ms[m].kind) keel__unknown_free(keel__entry_unk(&ms[m]));
             en->member_count = 0;
         }
         lift_free(l);

@@ -36,9 +36,9 @@ static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind
 {
     keel__entry *best = NULL;
     uint32_t best_slot = 0;
-    if (!en->member_count) return NULL; /* (its array may be NULL) */
+    if (!en->member_count) return NULL; /* (it may have no block) */
     /* the bounds held in locals: strcmp's call would make the compiler re-read them every turn */
-    for (keel__entry *m = en->members, *end = m + en->member_count; m < end; m++) {
+    for (keel__entry *m = keel__members(w, en), *end = m + en->member_count; m < end; m++) {
         if (!entry_is(m, k, key)) continue;
         if (slot == KEEL_SLOT_AUTO) {
             if (!m->slotted) return m; /* slot 0: none is lower */
@@ -51,12 +51,13 @@ static keel__entry *entry_by_key_k(const keel_world *w, keel__ent *en, keel_kind
     return best;
 }
 
-keel__entry *keel__entry_find_aside(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot, uint32_t from)
+keel__entry *keel__entry_find_aside(const keel_world *w, const keel__ent *en, keel_kind_id k, uint32_t slot,
+                                    uint32_t from)
 {
     keel__entry *best = NULL;
     uint32_t best_slot = 0;
     for (uint32_t i = from; i < en->member_count; i++) {
-        keel__entry *m = &en->members[i];
+        keel__entry *m = &keel__members(w, en)[i];
         if (m->kind != k) continue;
         uint32_t s = keel__entry_slot(w, m);
         if (slot != KEEL_SLOT_AUTO) {
@@ -73,84 +74,84 @@ keel__entry *keel__entry_by_key(const keel_world *w, keel__ent *en, const char *
     return entry_by_key_k(w, en, keel_kind_find(key), key, slot);
 }
 
-static uint32_t key_count(const keel__ent *en, keel_kind_id k, const char *key)
+static uint32_t key_count(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key)
 {
     uint32_t n = 0;
+    const keel__entry *ms = keel__members(w, en);
     for (uint32_t i = 0; i < en->member_count; i++)
-        if (entry_is(&en->members[i], k, key)) n++;
+        if (entry_is(&ms[i], k, key)) n++;
     return n;
 }
 
 /* ---------------------------------------------------------------- membership pools */
 
-#define ENTRY_CHUNK (64u * 1024u)
-/* Chunks double with their count up to 64 << 6 KiB: a big spawn makes a few large mallocs, not
- * one every 64 KiB (each one below glibc's mmap threshold consolidates the fastbins the Lua GC
- * filled; that was ~11% of a Lua spawn), and at most half of what the pools hold is unused. */
-#define ENTRY_CHUNK_MAX_SHIFT 6
+/* A class's chunks double (its first holds 4,096 entries): a big spawn makes a few large
+ * mallocs, not one every 64 KiB (each one below glibc's mmap threshold consolidates the fastbins
+ * the Lua GC filled; that was ~11% of a Lua spawn), and at most half of what a class holds is
+ * unused. Blocks are named by chunk id and offset, not pointed at (an entity record holds 4
+ * bytes, not 8); they never move, so an entry's address stays good while its entity's stack
+ * does not grow. */
+#define CHUNK_MAX (1u << KEEL__BLOCK_CHUNK_SHIFT) /* entries; a block's offset has 21 bits */
 
-static int entry_class(uint32_t cap) /* cap is 2 << class; -1 beyond the pools */
+/* Class c's next chunk, twice its last (the first: 4,096 entries; at most 2^21). Rare: kept out
+ * of entries_alloc's way. */
+static __attribute__((noinline)) void chunk_new(keel_world *w, uint32_t c)
 {
-    for (int c = 0; c < KEEL__ENTRY_CLASSES; c++)
-        if (cap == (2u << c)) return c;
-    return -1;
+    if (w->entry_chunk_count == KEEL__BLOCK_CHUNKS) { /* ~2^29 entries: fatal, as OOM is */
+        fputs("keel: the world has used up its membership chunks\n", stderr);
+        abort();
+    }
+    _Static_assert(KEEL__ENTRY_CHUNK0 << 9 == CHUNK_MAX, "nine doublings reach the largest chunk");
+    uint32_t size = w->entry_chunks[c] < 9 ? KEEL__ENTRY_CHUNK0 << w->entry_chunks[c] : CHUNK_MAX;
+    w->entry_chunk[w->entry_chunk_count] = (uintptr_t)keel__xrealloc(NULL, size * sizeof(keel__entry));
+    w->entry_last[c] = w->entry_chunk_count++;
+    w->entry_chunks[c]++;
+    w->entry_next[c] = 0;
+    w->entry_end[c] = size;
 }
 
-static keel__entry *entries_alloc(keel_world *w, uint32_t cap)
+static inline uint32_t entries_alloc(keel_world *w, uint32_t cap)
 {
-    int c = entry_class(cap);
-    if (c < 0) return keel__xrealloc(NULL, cap * sizeof(keel__entry));
-    keel__entry *e = w->entry_free[c];
-    if (e) { /* given back first */
-        w->entry_free[c] = *(keel__entry **)(void *)e;
-        return e;
+    uint32_t c = (uint32_t)__builtin_ctz(cap) - 1; /* cap is 2 << class */
+    if (w->entry_free[c]) {
+        uint32_t b = w->entry_free[c] - 1; /* given back first */
+        memcpy(&w->entry_free[c], keel__block_at(w, b), sizeof w->entry_free[c]);
+        return b;
     }
-    size_t block = cap * sizeof(keel__entry);
-    /* Fresh blocks are carved off the newest chunk's tail as they are needed, lowest address
-     * first: threading a whole new chunk onto the free list wrote every page of it up front
-     * (~17 bytes an entity of a 100k spawn never used). */
-    if ((size_t)(w->entry_tail_end[c] - w->entry_tail[c]) < block) {
-        size_t grow = w->entry_chunk_count < ENTRY_CHUNK_MAX_SHIFT ? w->entry_chunk_count : ENTRY_CHUNK_MAX_SHIFT;
-        size_t n = ((size_t)ENTRY_CHUNK << grow) / block;
-        unsigned char *chunk = keel__xrealloc(NULL, n * block);
-        if (w->entry_chunk_count == w->entry_chunk_cap) {
-            w->entry_chunk_cap = w->entry_chunk_cap ? w->entry_chunk_cap * 2 : 16;
-            w->entry_chunks = keel__xrealloc(w->entry_chunks, w->entry_chunk_cap * sizeof *w->entry_chunks);
-        }
-        w->entry_chunks[w->entry_chunk_count++] = chunk;
-        w->entry_tail[c] = chunk;
-        w->entry_tail_end[c] = chunk + n * block;
-    }
-    e = (keel__entry *)(void *)w->entry_tail[c];
-    w->entry_tail[c] += block;
-    return e;
+    /* Fresh blocks are carved off the class's newest chunk as they are needed, lowest address
+     * first (threading a whole new chunk onto the free list wrote every page of it up front:
+     * ~17 bytes an entity of a 100k spawn never used). A class with no chunk has end 0. */
+    if (w->entry_next[c] + cap > w->entry_end[c]) chunk_new(w, c);
+    uint32_t b = c << KEEL__BLOCK_CLASS_SHIFT | w->entry_last[c] << KEEL__BLOCK_CHUNK_SHIFT | w->entry_next[c];
+    w->entry_next[c] += cap;
+    return b;
 }
 
-static void entries_give_back(keel_world *w, keel__entry *e, uint32_t cap)
+static void entries_give_back(keel_world *w, uint32_t b, keel__entry *at) /* at: block b's address */
 {
-    if (!e) return;
-    int c = entry_class(cap);
-    if (c < 0) { free(e); return; }
-    *(keel__entry **)(void *)e = w->entry_free[c];
-    w->entry_free[c] = e;
+    if (b == KEEL__NO_BLOCK) return;
+    uint32_t c = b >> KEEL__BLOCK_CLASS_SHIFT;
+    memcpy(at, &w->entry_free[c], sizeof w->entry_free[c]);
+    w->entry_free[c] = b + 1;
 }
 
 void keel__entries_release(keel_world *w, keel__ent *en)
 {
-    entries_give_back(w, en->members, en->member_cap);
-    en->members = NULL;
-    en->member_count = en->member_cap = 0;
+    entries_give_back(w, en->block, keel__members(w, en));
+    en->block = KEEL__NO_BLOCK;
+    en->member_count = 0;
 }
 
 void keel__entry_pools_free(keel_world *w)
 {
-    for (size_t i = 0; i < w->entry_chunk_count; i++) free(w->entry_chunks[i]);
-    free(w->entry_chunks);
-    w->entry_chunks = NULL;
-    w->entry_chunk_count = w->entry_chunk_cap = 0;
+    for (uint32_t k = 0; k < w->entry_chunk_count; k++) free((void *)w->entry_chunk[k]);
+    memset(w->entry_chunk, 0, sizeof w->entry_chunk);
+    w->entry_chunk_count = 0;
     memset(w->entry_free, 0, sizeof w->entry_free);
-    memset(w->entry_tail, 0, sizeof w->entry_tail);
-    memset(w->entry_tail_end, 0, sizeof w->entry_tail_end);
+    memset(w->entry_chunks, 0, sizeof w->entry_chunks);
+    memset(w->entry_last, 0, sizeof w->entry_last);
+    memset(w->entry_next, 0, sizeof w->entry_next);
+    memset(w->entry_end, 0, sizeof w->entry_end);
     keel__slotmap_free(&w->slots); /* and so do their slots */
     free(w->fresh); /* the fresh flags go with the entries */
     w->fresh = NULL;
@@ -159,15 +160,17 @@ void keel__entry_pools_free(keel_world *w)
 
 static keel__entry *entry_push(keel_world *w, keel__ent *en)
 {
-    if (en->member_count == en->member_cap) {
-        uint32_t cap = en->member_cap ? en->member_cap * 2 : 2;
-        keel__entry *n = entries_alloc(w, cap);
-        if (en->member_count) memcpy(n, en->members, en->member_count * sizeof *n);
-        entries_give_back(w, en->members, en->member_cap);
-        en->members = n;
-        en->member_cap = cap;
+    uint32_t cap = keel__block_cap(en->block);
+    keel__entry *ms = keel__members(w, en);
+    if (en->member_count == cap) {
+        uint32_t b = entries_alloc(w, cap ? cap * 2 : 2);
+        keel__entry *n = keel__block_at(w, b);
+        if (en->member_count) memcpy(n, ms, en->member_count * sizeof *n);
+        entries_give_back(w, en->block, ms);
+        en->block = b;
+        ms = n;
     }
-    keel__entry *m = &en->members[en->member_count++];
+    keel__entry *m = &ms[en->member_count++];
     memset(m, 0, sizeof *m);
     m->enabled = true;
     if (w->last_serial >= KEEL__SERIAL_MAX) { /* never reached in practice: fatal, as OOM is */
@@ -194,8 +197,8 @@ static void serial_bury(keel_world *w, uint32_t i, const keel__entry *m)
         w->tomb_cap = w->tomb_cap ? w->tomb_cap * 2 : 8;
         w->tombs = keel__xrealloc(w->tombs, w->tomb_cap * sizeof *w->tombs);
     }
-    w->tombs[w->tomb_count++] =
-        (keel__tomb){ i, w->ents[i].gen, m->kind, keel__entry_slot(w, m), keel__entry_lserial(m) };
+    w->tombs[w->tomb_count++] = (keel__tomb){ i, keel__ent_gen(w, &w->ents[i]), m->kind, keel__entry_slot(w, m),
+                                              keel__entry_lserial(m) };
 }
 
 /* Before m's slot is set: the slot map holds slots by serial. */
@@ -203,7 +206,7 @@ static void serial_unbury(keel_world *w, uint32_t i, keel__entry *m, uint32_t sl
 {
     for (size_t t = w->tomb_count; t-- > 0;) {
         keel__tomb *b = &w->tombs[t];
-        if (b->index == i && b->gen == w->ents[i].gen && b->kind == m->kind && b->slot == slot) {
+        if (b->index == i && b->gen == keel__ent_gen(w, &w->ents[i]) && b->kind == m->kind && b->slot == slot) {
             keel__entry_set_serial(m, b->serial);
             *b = w->tombs[--w->tomb_count];
             return;
@@ -226,7 +229,8 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         for (size_t f = 0; f < w->fresh_count; f++) {
             const keel__fresh *x = &w->fresh[f];
             keel__ent *en = &w->ents[x->index];
-            keel__entry *o = en->alive && en->gen == x->gen ? keel__entry_find(w, en, x->kind, x->slot) : NULL;
+            keel__entry *o = en->alive && keel__ent_gen(w, en) == x->gen ? keel__entry_find(w, en, x->kind, x->slot)
+                                                                         : NULL;
             if (o) o->fresh = false;
         }
         w->fresh_count = 0;
@@ -236,7 +240,7 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         w->fresh_cap = w->fresh_cap ? w->fresh_cap * 2 : 16;
         w->fresh = keel__xrealloc(w->fresh, w->fresh_cap * sizeof *w->fresh);
     }
-    w->fresh[w->fresh_count++] = (keel__fresh){ i, w->ents[i].gen, m->kind, keel__entry_slot(w, m) };
+    w->fresh[w->fresh_count++] = (keel__fresh){ i, keel__ent_gen(w, &w->ents[i]), m->kind, keel__entry_slot(w, m) };
     m->fresh = true;
 }
 
@@ -258,14 +262,15 @@ static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind
                              uint32_t max, bool skip_rules, uint32_t *slot, keel_diags *d)
 {
     keel__ent *me = (keel__ent *)en;
+    const keel__entry *ms = keel__members(w, en);
     if (one) {
         if (*slot != KEEL_SLOT_AUTO && *slot != 0)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
-        bool present = false; /* entry_by_key_k(me, k, key, 0), as a loop the compiler keeps inline */
+        bool present = false; /* entry_by_key_k(w, me, k, key, 0), as a loop the compiler keeps inline */
         for (uint32_t i = 0; i < en->member_count && !present; i++)
-            present = !en->members[i].slotted && entry_is(&en->members[i], k, key);
+            present = !ms[i].slotted && entry_is(&ms[i], k, key);
         if (present)
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
@@ -274,14 +279,14 @@ static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind
         /* max+1 in 64 bits: past UINT32_MAX-1 it would wrap or become KEEL_SLOT_AUTO itself */
         uint64_t next = 0;
         for (uint32_t i = 0; i < en->member_count; i++)
-            if (entry_is(&en->members[i], k, key) && (uint64_t)keel__entry_slot(w, &en->members[i]) + 1 > next)
-                next = (uint64_t)keel__entry_slot(w, &en->members[i]) + 1;
+            if (entry_is(&ms[i], k, key) && (uint64_t)keel__entry_slot(w, &ms[i]) + 1 > next)
+                next = (uint64_t)keel__entry_slot(w, &ms[i]) + 1;
         if (next >= KEEL_SLOT_AUTO) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "no slot left for %s", key);
         *slot = (uint32_t)next;
     } else if (entry_by_key_k(w, me, k, key, *slot)) {
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "slot %u of %s is occupied", *slot, key);
     }
-    if (!skip_rules && max && key_count(en, k, key) >= max)
+    if (!skip_rules && max && key_count(w, en, k, key) >= max)
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s allows at most %u components", key, max);
     return KEEL_OK;
 }
@@ -318,11 +323,11 @@ keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, kee
         if (!keel__entry_by_key(w, en, kd->requires[r], KEEL_SLOT_AUTO))
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t m = 0; m < en->member_count; m++) {
-        const char *other = keel__entry_key(&en->members[m]);
+        const char *other = keel__entry_key(&keel__members(w, en)[m]);
         if (names(kd->rejects, kd->rejects_count, other))
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", kd->key, other);
-        if (en->members[m].kind) {
-            const keel_kind_desc *od = keel_kind_describe(en->members[m].kind);
+        if (keel__members(w, en)[m].kind) {
+            const keel_kind_desc *od = keel_kind_describe(keel__members(w, en)[m].kind);
             if (names(od->rejects, od->rejects_count, kd->key))
                 return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s rejects %s", od->key, kd->key);
         }
@@ -388,8 +393,9 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     uint32_t slot = o->slot;
     bool one = kd->multiplicity == KEEL_ONE, taken = false;
     if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
+        const keel__entry *ms = keel__members(w, en);
         for (uint32_t a = 0; a < en->member_count && !taken; a++)
-            taken = !en->members[a].slotted && entry_is(&en->members[a], k, kd->key);
+            taken = !ms[a].slotted && entry_is(&ms[a], k, kd->key);
         slot = 0;
     }
     keel_status st = KEEL_OK;
@@ -514,7 +520,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
     if (m->kind) keel__store_free_row(w, m->kind, m->row); /* reads the slot (keel__row_slot) */
     else keel__unknown_free(keel__entry_unk(m));
     if (m->kind && m->slotted) keel__slotmap_del(&w->slots, keel__entry_lserial(m));
-    size_t at = (size_t)(m - en->members);
+    size_t at = (size_t)(m - keel__members(w, en));
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
     en->member_count--;
 }
@@ -527,7 +533,7 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
     add.kind_key = keel__strdup(keel__entry_key(m));
     add.slot = keel__entry_slot(w, m);
     add.enabled = true;
-    add.index = (size_t)(m - w->ents[i].members);
+    add.index = (size_t)(m - keel__members(w, &w->ents[i]));
     if (m->kind) {
         add.version = keel_kind_describe(m->kind)->version;
         add.tree = keel__body_encode(m->kind, keel__store_rec(&w->stores[m->kind], m->row), 0);
@@ -570,9 +576,10 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
         else if (slot == KEEL_SLOT_AUTO &&
                  !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
-                 key_count(en, KEEL_NO_KIND, key) > 1)
-            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s: this entity holds %u of it: name the slot to remove", key,
-                            key_count(en, KEEL_NO_KIND, key));
+                 key_count(w, en, KEEL_NO_KIND, key) > 1)
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                            "%s: this entity holds %u of it: name the slot to remove", key,
+                            key_count(w, en, KEEL_NO_KIND, key));
         else if (!(m = keel__entry_by_key(w, en, key, slot))) {
             if (!keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", key);
@@ -580,10 +587,11 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
         }
     }
-    if (st == KEEL_OK && m->kind && key_count(&w->ents[i], m->kind, key) == 1) {
+    if (st == KEEL_OK && m->kind && key_count(w, &w->ents[i], m->kind, key) == 1) {
         keel__ent *en = &w->ents[i];
+        keel__entry *ms = keel__members(w, en);
         for (uint32_t o = 0; o < en->member_count; o++) {
-            keel__entry *other = &en->members[o];
+            keel__entry *other = &ms[o];
             if (other == m || !other->kind) continue;
             const keel_kind_desc *od = keel_kind_describe(other->kind);
             if (names(od->requires, od->requires_count, key)) {
@@ -615,9 +623,10 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
         size_t n = en->member_count;
         /* a copy: hooks run now may change the stack (and the slot map) */
         struct { keel_kind_id kind; uint32_t slot, row; } *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
+        const keel__entry *ms = keel__members(w, en);
         size_t c = 0;
         for (size_t m = 0; m < n; m++) {
-            const keel__entry *x = &en->members[m];
+            const keel__entry *x = &ms[m];
             if (x->kind && x->awoken && !x->faulted) {
                 list[c].kind = x->kind;
                 list[c].slot = keel__entry_slot(w, x);
@@ -628,7 +637,7 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
         free(list);
     }
     keel__ent *en = &w->ents[i];
-    while (en->member_count) entry_delete(w, i, &en->members[en->member_count - 1]);
+    while (en->member_count) entry_delete(w, i, &keel__members(w, en)[en->member_count - 1]);
 }
 
 void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
@@ -658,7 +667,7 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m)
 static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_t i, uint32_t a, const char *p,
                                      keel_diags *d)
 {
-    keel__entry *m = &en->members[a];
+    keel__entry *m = &keel__members(w, en)[a];
     keel_status st = KEEL_OK;
     if (!m->kind) return st;
     const keel_kind_desc *kd = keel_kind_describe(m->kind);
@@ -666,12 +675,12 @@ static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_
         st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is a one kind: only slot 0, not slot %u", kd->key,
                         keel__entry_slot(w, m));
     for (uint32_t b = 0; b < a; b++)
-        if (kd->multiplicity == KEEL_ONE && en->members[b].kind == m->kind)
+        if (kd->multiplicity == KEEL_ONE && keel__members(w, en)[b].kind == m->kind)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s is already present (multiplicity one)", kd->key);
     if (kd->multiplicity == KEEL_MANY && kd->max) {
         uint32_t seen = 0;
         for (uint32_t b = 0; b <= a; b++)
-            if (en->members[b].kind == m->kind) seen++;
+            if (keel__members(w, en)[b].kind == m->kind) seen++;
         if (seen > kd->max)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s allows at most %u components", kd->key, kd->max);
     }
@@ -681,7 +690,7 @@ static keel_status check_entry_rules(const keel_world *w, keel__ent *en, uint32_
         if (!keel__entry_by_key(w, en, kd->requires[r], KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s requires %s", kd->key, kd->requires[r]);
     for (uint32_t b = 0; b < en->member_count; b++) {
-        const char *other = keel__entry_key(&en->members[b]);
+        const char *other = keel__entry_key(&keel__members(w, en)[b]);
         if (b != a && names(kd->rejects, kd->rejects_count, other))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, p, "%s rejects %s", kd->key, other);
     }
@@ -711,11 +720,10 @@ static void awake_entity(keel_world *w, uint32_t i, uint32_t gen, keel_kind_id o
 {
     for (;;) {
         keel__ent *en = &w->ents[i];
-        if (!en->alive || en->gen != gen) return;
-        keel__entry *m = NULL;
+        if (!en->alive || keel__ent_gen(w, en) != gen) return;
+        keel__entry *m = NULL, *ms = keel__members(w, en);
         for (uint32_t a = 0; a < en->member_count && !m; a++)
-            if (en->members[a].kind && !en->members[a].awoken && (!only || en->members[a].kind == only))
-                m = &en->members[a];
+            if (ms[a].kind && !ms[a].awoken && (!only || ms[a].kind == only)) m = &ms[a];
         if (!m) return;
         m->awoken = true;
         keel__call_hook(w, i, m->kind, keel__entry_slot(w, m), KEEL_PHASE_AWAKE, 0);
@@ -728,7 +736,7 @@ void keel__awake_in_run_order(keel_world *w, keel_kind_id only)
     if (w->dormant) return;
     size_t n = 0;
     keel__run_item *list = keel__xrealloc(NULL, (w->live + 1) * sizeof *list);
-    list[n++] = (keel__run_item){ 0, w->ents[0].gen, 0, 0 };
+    list[n++] = (keel__run_item){ 0, keel__ent_gen(w, &w->ents[0]), 0, 0 };
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e))
         list[n++] = (keel__run_item){ (uint32_t)e, (uint32_t)(e >> 32), 0, 0 };
     for (size_t k = 0; k < n; k++) awake_entity(w, list[k].index, list[k].gen, only);
@@ -754,7 +762,7 @@ bool keel_member_at(const keel_world *w, keel_entity e, size_t i, keel_member *o
 {
     keel__ent *en = keel__ent_get(w, e);
     if (!en || i >= en->member_count) return false;
-    keel__entry *m = &en->members[i];
+    keel__entry *m = &keel__members(w, en)[i];
     out->kind = m->kind;
     out->key = keel__entry_key(m);
     out->slot = keel__entry_slot(w, m);
@@ -777,11 +785,13 @@ bool keel_get_comp(const keel_world *w, keel_entity e, keel_kind_id k, uint32_t 
     return true;
 }
 
-keel__entry *keel__comp_entry(const keel_world *w, keel_comp c)
+static inline keel__entry *comp_entry(const keel_world *w, keel_comp c)
 {
     keel__ent *en = keel__ent_get(w, c.entity);
     return en && c.kind ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
 }
+
+keel__entry *keel__comp_entry(const keel_world *w, keel_comp c) { return comp_entry(w, c); }
 
 bool keel_comp_alive(const keel_world *w, keel_comp c) { return keel__comp_entry(w, c) != NULL; }
 
@@ -793,7 +803,7 @@ uint64_t keel_comp_serial(const keel_world *w, keel_comp c)
 
 void *keel_record(const keel_world *w, keel_comp c)
 {
-    keel__entry *m = keel__comp_entry(w, c);
+    keel__entry *m = comp_entry(w, c); /* inline: a system's loop asks for every entity */
     return m ? keel__store_rec(&w->stores[c.kind], m->row) : NULL;
 }
 
@@ -905,20 +915,22 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
 {
     for (uint32_t i = 0; i < src->ent_count; i++) {
         const keel__ent *se = &src->ents[i];
-        if (!se->alive || !se->member_cap) continue;
-        keel__entry *a = entries_alloc(dst, se->member_cap);
-        memcpy(a, se->members, se->member_count * sizeof *a);
+        if (!se->alive || se->block == KEEL__NO_BLOCK) continue;
+        uint32_t b = entries_alloc(dst, keel__block_cap(se->block));
+        keel__entry *a = keel__block_at(dst, b);
+        const keel__entry *sm = keel__members(src, se);
+        if (se->member_count) memcpy(a, sm, se->member_count * sizeof *a);
         for (uint32_t k = 0; k < se->member_count; k++) {
             if (a[k].kind) continue; /* loaded: the same row of the copied store */
             keel__unknown *u = keel__xrealloc(NULL, sizeof *u);
-            u->key = keel__strdup(keel__entry_unk(&se->members[k])->key);
-            u->preserved = keel_node_copy(keel__entry_unk(&se->members[k])->preserved);
-            u->serial = keel__entry_unk(&se->members[k])->serial;
-            u->version = keel__entry_unk(&se->members[k])->version;
-            u->slot = keel__entry_unk(&se->members[k])->slot;
+            u->key = keel__strdup(keel__entry_unk(&sm[k])->key);
+            u->preserved = keel_node_copy(keel__entry_unk(&sm[k])->preserved);
+            u->serial = keel__entry_unk(&sm[k])->serial;
+            u->version = keel__entry_unk(&sm[k])->version;
+            u->slot = keel__entry_unk(&sm[k])->slot;
             keel__entry_set_unk(&a[k], u);
         }
-        dst->ents[i].members = a;
+        dst->ents[i].block = b;
     }
     dst->last_serial = src->last_serial;
     keel__slotmap_copy(&dst->slots, &src->slots); /* the same serials */

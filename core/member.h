@@ -9,6 +9,9 @@
 /* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per
  * chunk of them instead of one per entity). */
 #define KEEL__ENTRY_CLASSES 8
+/* A class's first chunk holds 4,096 entries, each next one twice the one before, up to 2^21
+ * (a block's offset has 21 bits: entity.h KEEL__BLOCK_CHUNK_SHIFT). */
+#define KEEL__ENTRY_CHUNK0 4096u
 
 /* What only an unknown entry has (kept aside: most entries are loaded). */
 typedef struct keel__unknown {

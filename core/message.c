@@ -91,7 +91,7 @@ static void receivers(keel_world *w, keel_entity e, keel_comp **list, size_t *n,
 {
     keel__ent *en = keel__ent_get(w, e);
     for (uint32_t i = 0; en && i < en->member_count; i++) {
-        const keel__entry *m = &en->members[i];
+        const keel__entry *m = &keel__members(w, en)[i];
         if (!m->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         if (!kd || !kd->hooks[KEEL_PHASE_ON_MESSAGE]) continue;

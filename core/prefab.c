@@ -64,7 +64,7 @@ static void remap(keel_world *dst, uint32_t i, const keel_uuid *from, const uint
 {
     keel__ent *en = &dst->ents[i];
     for (uint32_t m = 0; m < en->member_count; m++) {
-        keel__entry *me = &en->members[m];
+        keel__entry *me = &keel__members(dst, en)[m];
         if (!me->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(me->kind);
         void *rec = keel__store_rec(&dst->stores[me->kind], me->row);
@@ -102,7 +102,7 @@ static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *
         (*made)[k] = to[orig[k]] = keel__entity_place(dst, keel__ent_name(s, se), mp, u);
         dst->ents[(*made)[k]].enabled = se->enabled;
         for (uint32_t m = 0; m < s->ents[orig[k]].member_count; m++)
-            keel__entry_move(dst, (*made)[k], s, &s->ents[orig[k]].members[m]);
+            keel__entry_move(dst, (*made)[k], s, &keel__members(s, &s->ents[orig[k]])[m]);
     }
     for (size_t k = 0; k < *n; k++) remap(dst, (*made)[k], from, *made, *n);
     free(from);
@@ -152,7 +152,7 @@ keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel
     for (size_t k = 0; !dst->rolling_back && k < n; k++) {
         keel_entity e = keel__handle(dst, made[k]);
         for (uint32_t m = 0; keel_alive(dst, e) && m < dst->ents[made[k]].member_count; m++) {
-            keel__entry *me = &dst->ents[made[k]].members[m];
+            keel__entry *me = &keel__members(dst, &dst->ents[made[k]])[m];
             if (!me->kind || me->awoken) continue;
             me->awoken = true;
             keel__call_hook(dst, made[k], me->kind, keel__entry_slot(dst, me), KEEL_PHASE_AWAKE, 0);

@@ -88,7 +88,7 @@ static keel_status adopt_rules(keel_world *w, uint32_t i, keel_kind_id k, const 
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", kd->key,
                           keel__entry_slot(w, m));
     uint32_t live = 0;
-    for (uint32_t a = 0; a < en->member_count; a++) live += en->members[a].kind == k;
+    for (uint32_t a = 0; a < en->member_count; a++) live += keel__members(w, en)[a].kind == k;
     if (kd->multiplicity == KEEL_ONE && live)
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", kd->key);
     if (kd->multiplicity == KEEL_MANY && kd->max && live >= kd->max)
@@ -105,7 +105,7 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
     for (uint32_t i = 0; i < w->ent_count; i++) {
         if (!w->ents[i].alive) continue;
         for (uint32_t a = 0; a < w->ents[i].member_count; a++) {
-            keel__entry *m = &w->ents[i].members[a];
+            keel__entry *m = &keel__members(w, &w->ents[i])[a];
             if (m->kind) continue;
             const keel__unknown *uk = keel__entry_unk(m);
             if (strcmp(uk->key, kd->key) != 0 || uk->version > kd->version) continue;
@@ -131,7 +131,7 @@ static void world_adopt(keel_world *w, keel_kind_id k, keel_diags *d)
                 s->count--;
                 continue; /* stays unknown, body kept */
             }
-            m = &w->ents[i].members[a];
+            m = &keel__members(w, &w->ents[i])[a];
             uint64_t serial = keel__entry_unk(m)->serial; /* adopted in place: the same entry */
             keel__unknown_free(keel__entry_unk(m));
             m->kind = k;
@@ -185,11 +185,11 @@ static keel_status world_check_kind(keel_world *w, keel_kind_id k, const keel_ki
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
         uint32_t count = 0;
-        for (uint32_t a = 0; a < en->member_count; a++) count += en->members[a].kind == k;
+        for (uint32_t a = 0; a < en->member_count; a++) count += keel__members(w, en)[a].kind == k;
         bool first = true;
         for (uint32_t a = 0; count && a < en->member_count; a++) {
-            if (en->members[a].kind != k) continue;
-            char *why = rule_broken(w, i, &en->members[a], count, first, nd);
+            if (keel__members(w, en)[a].kind != k) continue;
+            char *why = rule_broken(w, i, &keel__members(w, en)[a], count, first, nd);
             first = false;
             if (!why) continue;
             if (broken++ < SHOWN) {
@@ -287,10 +287,10 @@ void keel__worlds_refit(keel_kind_id k, keel_diags *d)
 static void world_unfault(keel_world *w, keel_kind_id k)
 {
     for (uint32_t i = 0; i < w->ent_count; i++) {
-        keel__ent *en = &w->ents[i];
-        if (!en->alive && !en->lifted) continue;
+        keel__ent *en = &w->ents[i]; /* dead entities hold no entries; lifted ones keep theirs */
+        keel__entry *ms = keel__members(w, en);
         for (uint32_t m = 0; m < en->member_count; m++)
-            if (en->members[m].kind == k) en->members[m].faulted = false;
+            if (ms[m].kind == k) ms[m].faulted = false;
     }
 }
 

@@ -259,16 +259,19 @@ const keel_message *keel_call_message(const keel_call *call)
 bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_kind_id *kinds, keel_comp *c,
                       void **rec, uint32_t *row)
 {
-    keel__ent *en = keel__ent_get(w, e);
-    if (!en) return false;
+    uint32_t i = (uint32_t)e;
+    if (!(e >> 32) || i >= w->ent_count) return false; /* keel__ent_get, inline: a pass asks for every entity */
+    keel__ent *en = &w->ents[i];
+    if (!en->alive || keel__ent_gen(w, en) != (uint32_t)(e >> 32)) return false;
     for (size_t k = 0; k < n; k++) {
-        keel__entry *m = keel__entry_find(w, en, kinds[k], KEEL_SLOT_AUTO);
+        keel_kind_id kk = kinds[k];
+        keel__entry *m = keel__entry_find(w, en, kk, KEEL_SLOT_AUTO); /* inline (world.h) */
         if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return false;
-        c[k] = (keel_comp){ e, kinds[k], keel__entry_slot(w, m) };
+        c[k] = (keel_comp){ e, kk, keel__entry_slot(w, m) };
         row[k] = m->row;
-        rec[k] = keel__store_rec(&w->stores[kinds[k]], m->row);
+        rec[k] = keel__store_rec(&w->stores[kk], m->row);
     }
-    return keel__active(w, (uint32_t)e);
+    return keel__active(w, i);
 }
 
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)
@@ -314,12 +317,12 @@ static void runs_add_entity(keel_world *w, uint32_t i)
 {
     keel__ent *en = &w->ents[i];
     for (uint32_t a = 0; a < en->member_count; a++) {
-        keel__entry *m = &en->members[a];
+        keel__entry *m = &keel__members(w, en)[a];
         if (!m->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         for (int p = KEEL_PHASE_START; p <= KEEL_PHASE_LATE_UPDATE; p++)
             if (kd->hooks[p])
-                run_push(&w->runs[p], (keel__run_item){ i, en->gen, m->kind, keel__entry_slot(w, m) });
+                run_push(&w->runs[p], (keel__run_item){ i, keel__ent_gen(w, en), m->kind, keel__entry_slot(w, m) });
     }
 }
 
@@ -337,7 +340,7 @@ static void runs_rebuild(keel_world *w)
 static inline keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase phase)
 {
     keel__ent *en = &w->ents[it.index];
-    if (!en->alive || en->gen != it.gen) return NULL; /* destroyed earlier in this phase */
+    if (!en->alive || keel__ent_gen(w, en) != it.gen) return NULL; /* destroyed earlier in this phase */
     keel__entry *m = keel__entry_find(w, en, it.kind, it.slot);
     if (!m || !m->enabled || m->faulted || !keel__entry_due(w, m)) return NULL;
     if (phase == KEEL_PHASE_START && m->started) return NULL;

@@ -53,10 +53,11 @@ uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, ui
 }
 
 /* The loaded entry of kind k at storage row `row` of entity en. */
-static keel__entry *row_entry(const keel__ent *en, keel_kind_id k, uint32_t row)
+static keel__entry *row_entry(const keel_world *w, const keel__ent *en, keel_kind_id k, uint32_t row)
 {
+    keel__entry *ms = keel__members(w, en);
     for (uint32_t i = 0; i < en->member_count; i++)
-        if (en->members[i].kind == k && en->members[i].row == row) return &en->members[i];
+        if (ms[i].kind == k && ms[i].row == row) return &ms[i];
     return NULL;
 }
 
@@ -68,7 +69,7 @@ uint32_t keel__row_slot(const keel_world *w, keel_kind_id k, uint32_t row)
             if (w->pending[p].kind == k && w->pending[p].row == row) return w->pending[p].slot;
         return 0;
     }
-    const keel__entry *m = row_entry(&w->ents[o], k, row);
+    const keel__entry *m = row_entry(w, &w->ents[o], k, row);
     return m ? keel__entry_slot(w, m) : 0;
 }
 
@@ -84,7 +85,7 @@ void keel__store_remove_now(keel_world *w, keel_kind_id k, uint32_t row)
         s->rows[row] = s->rows[last];
         if (s->counters) s->counters[row] = s->counters[last];
         uint32_t o = s->rows[row].owner; /* never a pending row: those go last first */
-        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? row_entry(&w->ents[o], k, (uint32_t)last) : NULL;
+        keel__entry *m = o != KEEL__NONE && w->ents[o].alive ? row_entry(w, &w->ents[o], k, (uint32_t)last) : NULL;
         if (m) m->row = row;
     }
     s->count--;

@@ -48,9 +48,9 @@ static int owner_state(const keel_world *w, keel_entity e)
 {
     if (!e) return 1;
     uint32_t i = (uint32_t)e;
-    if (i >= w->ent_count || w->ents[i].gen != (uint32_t)(e >> 32)) return 0;
+    if (i >= w->ent_count || keel__ent_gen(w, &w->ents[i]) != (uint32_t)(e >> 32)) return 0;
     if (w->ents[i].alive) return 1;
-    return w->ents[i].lifted ? -1 : 0;
+    return keel__lifted(w, i) ? -1 : 0;
 }
 
 keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_timer_id *id, keel_diags *d)

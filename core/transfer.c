@@ -52,7 +52,7 @@ static void move_entities(keel_world *src, const uint32_t *orig, size_t n, keel_
         moved[k] = to[orig[k]] = keel__entity_place(dst, keel__ent_name(src, oe), mp, oe->uuid); /* all checked before */
         dst->ents[moved[k]].enabled = src->ents[orig[k]].enabled;
         for (uint32_t m = 0; m < src->ents[orig[k]].member_count; m++)
-            keel__entry_move(dst, moved[k], src, &src->ents[orig[k]].members[m]);
+            keel__entry_move(dst, moved[k], src, &keel__members(src, &src->ents[orig[k]])[m]);
     }
     free(to);
 }
@@ -84,7 +84,7 @@ keel_status keel_transfer(keel_world *src, keel_entity e, keel_world *dst, keel_
     for (size_t k = 0; k < n; k++) {
         keel__ent *en = &dst->ents[moved[k]];
         for (uint32_t m = 0; en->alive && m < en->member_count; m++) {
-            keel__entry me = en->members[m];
+            keel__entry me = keel__members(dst, en)[m];
             if (me.kind)
                 keel__call_hook_from(dst, moved[k], me.kind, keel__entry_slot(dst, &me), KEEL_PHASE_ON_TRANSFER, 0,
                                      src);

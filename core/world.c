@@ -62,8 +62,9 @@ static void world_contents_free(keel_world *w)
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;
+        keel__entry *ms = keel__members(w, en);
         for (uint32_t m = 0; m < en->member_count; m++) {
-            if (!en->members[m].kind) keel__unknown_free(keel__entry_unk(&en->members[m]));
+            if (!ms[m].kind) keel__unknown_free(keel__entry_unk(&ms[m]));
         }
     }
     keel__entry_pools_free(w); /* every membership array at once */
@@ -78,6 +79,7 @@ static void world_contents_free(keel_world *w)
     free(w->kids_map);
     free(w->free_idx);
     free(w->held);
+    free(w->dying);
     free(w->hash);
     free(w->name);
 }

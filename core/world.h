@@ -47,11 +47,15 @@ struct keel_world {
     uint32_t child_parent, child_at;
     size_t child_pos;
     uint64_t child_structure;         /* 0: none cached (structure starts at 0, any change bumps it) */
-    keel__entry *entry_free[KEEL__ENTRY_CLASSES]; /* pooled membership arrays by capacity class */
-    unsigned char *entry_tail[KEEL__ENTRY_CLASSES];     /* the newest chunk's blocks never handed out: */
-    unsigned char *entry_tail_end[KEEL__ENTRY_CLASSES]; /* [tail, tail_end) of each class */
-    void **entry_chunks;              /* what the pools carve from, freed with the world */
-    size_t entry_chunk_count, entry_chunk_cap;
+    /* pooled membership arrays (blocks) by capacity class (member.c), carved from chunks that
+     * never move, each of one class; a block names its chunk by id (keel__block_at) */
+    uintptr_t entry_chunk[KEEL__BLOCK_CHUNKS];  /* chunk id -> its address */
+    uint32_t entry_chunk_count;                 /* ids used (0 to entry_chunk_count - 1) */
+    uint32_t entry_free[KEEL__ENTRY_CLASSES];   /* a given-back block + 1 (0 none); it holds the next */
+    uint32_t entry_chunks[KEEL__ENTRY_CLASSES]; /* chunks made per class (each twice the one before) */
+    uint32_t entry_last[KEEL__ENTRY_CLASSES];   /* the class's newest chunk's id, */
+    uint32_t entry_next[KEEL__ENTRY_CLASSES];   /* the offset of its first entry never handed out */
+    uint32_t entry_end[KEEL__ENTRY_CLASSES];    /* and its size, in entries */
     keel__store *stores;              /* by kind id */
     size_t store_count;
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
@@ -83,6 +87,8 @@ struct keel_world {
     keel__doomed *doomed;             /* committed destroys whose on_destroy is due (step.c runs them) */
     size_t doomed_count, doomed_cap;
     bool draining;                    /* those are running: the ones they add join the queue */
+    uint32_t *dying;                  /* entities whose on_destroy hooks are running, innermost last: */
+    size_t dying_count, dying_cap;    /* a destroy from inside them is the outer one's to finish */
     keel_fault *faults;
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;
@@ -116,6 +122,8 @@ keel_world *keel__world_copy(const keel_world *w);
 void keel__world_discard(keel_world *c);
 /* Frees w's open lifts and what they hold (lift.c; the world is going away). */
 void keel__lifts_free(keel_world *w);
+/* Whether entity i is out of play in an open lift of w (not alive, its handle still its own). */
+bool keel__lifted(const keel_world *w, uint32_t i);
 /* Whether an open lift of w holds a record of kind k. */
 bool keel__lifts_hold(const keel_world *w, keel_kind_id k);
 /* A new epoch number, never used before in this process. */
@@ -127,9 +135,62 @@ static inline const char *keel__ent_name(const keel_world *w, const keel__ent *e
 {
     return w->names[en->name].s;
 }
+/* Entity en's generation: its count under the world's tag (every entity of w carries w->tag). */
+static inline uint32_t keel__ent_gen(const keel_world *w, const keel__ent *en)
+{
+    return KEEL__GEN(w->tag, en->gen_count);
+}
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
-    return ((keel_entity)w->ents[i].gen << 32) | i;
+    return ((keel_entity)keel__ent_gen(w, &w->ents[i]) << 32) | i;
+}
+/* Membership block b's entries (b not KEEL__NO_BLOCK, or none are read: integer arithmetic, so
+ * no pointer is formed from an empty chunk slot). */
+static inline keel__entry *keel__block_at(const keel_world *w, uint32_t b)
+{
+    uintptr_t chunk = w->entry_chunk[(b >> KEEL__BLOCK_CHUNK_SHIFT) & (KEEL__BLOCK_CHUNKS - 1)];
+    return (keel__entry *)(chunk + (uintptr_t)(b & ((1u << KEEL__BLOCK_CHUNK_SHIFT) - 1)) * sizeof(keel__entry));
+}
+static inline uint32_t keel__block_cap(uint32_t b) /* entries block b holds (0: none) */
+{
+    return b == KEEL__NO_BLOCK ? 0 : 2u << (b >> KEEL__BLOCK_CLASS_SHIFT);
+}
+/* Entity en's membership entries, member_count of them (none to read when it has no block). */
+static inline keel__entry *keel__members(const keel_world *w, const keel__ent *en)
+{
+    return keel__block_at(w, en->block);
+}
+/* Entry m's slot: 0 unless flagged, else kept aside (a loaded entry's in the world's slot map,
+ * an unknown one's in its side record). */
+static inline uint32_t keel__entry_slot(const keel_world *w, const keel__entry *m)
+{
+    if (!m->slotted) return 0;
+    return m->kind ? keel__slotmap_get(&w->slots, keel__entry_lserial(m)) : keel__entry_unk(m)->slot;
+}
+/* Whether entry m is in `slot` (not KEEL_SLOT_AUTO): slot 0 asks only the entry's bit. */
+static inline bool keel__entry_in_slot(const keel_world *w, const keel__entry *m, uint32_t slot)
+{
+    return slot ? m->slotted && keel__entry_slot(w, m) == slot : !m->slotted;
+}
+/* keel__entry_find past entry `from`, the first of kind k, which is in a slot other than 0
+ * (member.c; out of line: rare, and the inline loop stays small). */
+keel__entry *keel__entry_find_aside(const keel_world *w, const keel__ent *en, keel_kind_id k, uint32_t slot,
+                                    uint32_t from);
+/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks.
+ * The kind is compared first and slot 0 is a bit, so slot-0 kinds never touch the slot map. */
+static inline keel__entry *keel__entry_find(const keel_world *w, const keel__ent *en, keel_kind_id k, uint32_t slot)
+{
+    keel__entry *ms = keel__members(w, en);
+    for (uint32_t i = 0, n = en->member_count; i < n; i++) {
+        keel__entry *m = &ms[i];
+        if (m->kind != k) continue;
+        if (!m->slotted) {
+            if (slot == 0 || slot == KEEL_SLOT_AUTO) return m; /* slot 0: none is lower */
+        } else if (slot != 0) {
+            return keel__entry_find_aside(w, en, k, slot, i);
+        }
+    }
+    return NULL;
 }
 /* The children record of entity i, which has children (has_kids): open addressing from the
  * index's hash, at most half full (hierarchy.c keeps it). */
@@ -166,37 +227,6 @@ static inline bool keel__active(const keel_world *w, uint32_t i)
     return true;
 }
 void keel__touch(keel_world *w); /* structural change */
-/* Entry m's slot: 0 unless flagged, else kept aside (a loaded entry's in the world's slot map,
- * an unknown one's in its side record). */
-static inline uint32_t keel__entry_slot(const keel_world *w, const keel__entry *m)
-{
-    if (!m->slotted) return 0;
-    return m->kind ? keel__slotmap_get(&w->slots, keel__entry_lserial(m)) : keel__entry_unk(m)->slot;
-}
-/* Whether entry m is in `slot` (not KEEL_SLOT_AUTO): slot 0 asks only the entry's bit. */
-static inline bool keel__entry_in_slot(const keel_world *w, const keel__entry *m, uint32_t slot)
-{
-    return slot ? m->slotted && keel__entry_slot(w, m) == slot : !m->slotted;
-}
-/* keel__entry_find past entry `from`, the first of kind k, which is in a slot other than 0
- * (member.c; out of line: rare, and the inline loop stays small). */
-struct keel__entry *keel__entry_find_aside(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot,
-                                           uint32_t from);
-/* The loaded entry of kind k in `slot` (KEEL_SLOT_AUTO: the lowest); inline: every hook call asks.
- * The kind is compared first and slot 0 is a bit, so slot-0 kinds never touch the slot map. */
-static inline keel__entry *keel__entry_find(const keel_world *w, keel__ent *en, keel_kind_id k, uint32_t slot)
-{
-    for (uint32_t i = 0, n = en->member_count; i < n; i++) {
-        keel__entry *m = &en->members[i];
-        if (m->kind != k) continue;
-        if (!m->slotted) {
-            if (slot == 0 || slot == KEEL_SLOT_AUTO) return m; /* slot 0: none is lower */
-        } else if (slot != 0) {
-            return keel__entry_find_aside(w, en, k, slot, i);
-        }
-    }
-    return NULL;
-}
 /* May entry m run in the current frame? (one added during a step first runs in the next one) */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
 {

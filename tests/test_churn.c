@@ -56,15 +56,15 @@ static void churn_index_retired_before_generation_wraps(void **state)
     fx *f = *state;
     keel_entity e = spawn(f, "E", 0);
     uint32_t i = (uint32_t)e;
-    f->w->ents[i].gen = UINT32_MAX - 1; /* pretend it was reused ~4 billion times */
+    f->w->ents[i].gen_count = KEEL__GEN_COUNT - 1; /* pretend it was reused ~a million times */
     keel_entity h = keel__handle(f->w, i);
     assert_true(keel_alive(f->w, h));
     assert_int_equal(keel_destroy(f->w, h, NULL, &f->d), KEEL_OK);
     keel_entity h2 = spawn(f, "E2", 0);
     assert_int_equal((uint32_t)h2, i);
-    assert_int_equal((uint32_t)(h2 >> 32), UINT32_MAX);
+    assert_int_equal((uint32_t)(h2 >> 32), KEEL__GEN(f->w->tag, KEEL__GEN_COUNT));
     assert_int_equal(keel_destroy(f->w, h2, NULL, &f->d), KEEL_OK);
-    /* generation UINT32_MAX is the last: the index is retired, never reused */
+    /* count KEEL__GEN_COUNT is the last: the index is retired, never reused */
     keel_entity h3 = spawn(f, "E3", 0);
     assert_true((uint32_t)h3 != i);
     check_stale(f, h);
@@ -142,22 +142,145 @@ static void churn_membership_blocks_carved_as_needed(void **state)
     add(f, a, "core:transform");
     add(f, b, "core:transform");
     assert_int_equal(f->w->entry_chunk_count, 1);
-    keel__entry *ma = f->w->ents[(uint32_t)a].members, *mb = f->w->ents[(uint32_t)b].members;
+    keel__entry *ma = keel__members(f->w, &f->w->ents[(uint32_t)a]),
+                *mb = keel__members(f->w, &f->w->ents[(uint32_t)b]);
     assert_ptr_equal(mb, ma + 2); /* capacity 2: next block, next address */
-    assert_ptr_equal(f->w->entry_tail[0], (unsigned char *)(mb + 2));
-    const size_t block = 2 * sizeof(keel__entry); /* the chunk holds whole blocks */
-    assert_int_equal(f->w->entry_tail_end[0] - f->w->entry_tail[0], (64 * 1024 / block) * block - 2 * block);
+    assert_int_equal(f->w->entry_next[0], 4); /* the rest of the chunk untouched */
+    assert_int_equal(f->w->entry_end[0], 4096);
+    assert_int_equal(f->w->entry_chunks[0], 1);
     assert_int_equal(keel_destroy(f->w, a, NULL, &f->d), KEEL_OK);
     add(f, c, "core:transform");
-    assert_ptr_equal(f->w->ents[(uint32_t)c].members, ma); /* given back first */
-    assert_ptr_equal(f->w->entry_tail[0], (unsigned char *)(mb + 2));
+    assert_ptr_equal(keel__members(f->w, &f->w->ents[(uint32_t)c]), ma); /* given back first */
+    assert_int_equal(f->w->entry_next[0], 4);
     keel_entity d = spawn(f, "D", 0);
     add(f, d, "core:transform");
-    assert_ptr_equal(f->w->ents[(uint32_t)d].members, mb + 2);
+    assert_ptr_equal(keel__members(f->w, &f->w->ents[(uint32_t)d]), mb + 2);
     keel_comp cc;
     assert_true(keel_get_comp(f->w, b, K("core:transform"), 0, &cc));
     assert_true(keel_get_comp(f->w, c, K("core:transform"), 0, &cc));
     assert_true(keel_get_comp(f->w, d, K("core:transform"), 0, &cc));
+}
+
+/* Blocks never move: a class's chunks double as it grows (the first holds 2,048 two-entry
+ * blocks), every block stays where it was handed out, and one entity's stack growing into a
+ * bigger class leaves every other entity's entries in place. */
+static void churn_membership_blocks_stay_put_across_chunks(void **state)
+{
+    fx *f = *state;
+    enum { N = 15000 }; /* chunks of 2,048, 4,096 and 8,192 blocks, then a fourth */
+    keel_kind_desc kd = { .key = "churn:mark", .version = 1, .multiplicity = KEEL_MANY };
+    keel_kind_id mark;
+    assert_int_equal(keel_kind_declare(&kd, &mark, NULL), KEEL_OK);
+    keel_entity *es = calloc(N, sizeof *es);
+    keel__entry **at = calloc(N, sizeof *at);
+    for (int i = 0; i < N; i++) {
+        es[i] = spawn(f, "E", 0);
+        add(f, es[i], "churn:mark");
+        at[i] = keel__members(f->w, &f->w->ents[(uint32_t)es[i]]);
+    }
+    assert_int_equal(f->w->entry_chunks[0], 4);
+    assert_int_equal(f->w->entry_chunk_count, 4);
+    assert_ptr_equal(at[2047], at[0] + 2 * 2047); /* one chunk: consecutive blocks */
+    assert_ptr_equal(at[2048 + 4095], at[2048] + 2 * 4095);
+    assert_ptr_equal(at[6144 + 8191], at[6144] + 2 * 8191);
+    for (int i = 0; i < N; i++) assert_ptr_equal(keel__members(f->w, &f->w->ents[(uint32_t)es[i]]), at[i]);
+    /* every third entity grows to 3 then 5 entries (classes 1 and 2): the rest stay put */
+    for (int i = 0; i < N; i += 3)
+        for (int j = 0; j < 4; j++) add(f, es[i], "churn:mark");
+    for (int i = 0; i < N; i++) {
+        keel__entry *m = keel__members(f->w, &f->w->ents[(uint32_t)es[i]]);
+        if (i % 3) assert_ptr_equal(m, at[i]);
+        assert_int_equal(keel_member_count(f->w, es[i]), i % 3 ? 1 : 5);
+        for (uint32_t s = 0; s < (i % 3 ? 1u : 5u); s++) {
+            keel_comp c;
+            assert_true(keel_get_comp(f->w, es[i], mark, s, &c));
+            assert_int_equal(
+                keel_storage_owner(f->w, mark, keel__entry_find(f->w, &f->w->ents[(uint32_t)es[i]], mark, s)->row),
+                es[i]);
+        }
+    }
+    /* the blocks they left are handed out again before any new one */
+    uint32_t next = f->w->entry_next[0];
+    keel_entity late = spawn(f, "Late", 0);
+    add(f, late, "churn:mark");
+    assert_int_equal(f->w->entry_next[0], next);
+    assert_ptr_equal(keel__members(f->w, &f->w->ents[(uint32_t)late]), at[N - 1 - (N - 1) % 3]);
+    free(at);
+    free(es);
+}
+
+/* The most components an entity may hold (256, the largest block): all readable, the next one
+ * refused, and the block reused whole once the entity is gone. */
+static void churn_entity_with_the_most_components(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { .key = "churn:many", .version = 1, .multiplicity = KEEL_MANY };
+    keel_kind_id many;
+    assert_int_equal(keel_kind_declare(&kd, &many, NULL), KEEL_OK);
+    keel_entity e = spawn(f, "Full", 0), other = spawn(f, "Other", 0);
+    add(f, other, "churn:many");
+    for (int i = 0; i < 256; i++) add(f, e, "churn:many");
+    assert_int_equal(keel_member_count(f->w, e), 256);
+    assert_diag(keel_add(f->w, e, many, NULL, NULL, NULL, &f->d), &f->d, KEEL_LIMIT_EXCEEDED,
+                "components per entity limit (256) exceeded");
+    keel_node *body = keel_node_new_map();
+    assert_diag(keel_add_unknown(f->w, e, "mod:gone", 1, KEEL_SLOT_AUTO, body, &f->d), &f->d, KEEL_LIMIT_EXCEEDED,
+                "components per entity limit (256) exceeded");
+    keel_node_free(body);
+    for (uint32_t s = 0; s < 256; s++) {
+        keel_member m;
+        assert_true(keel_member_at(f->w, e, s, &m));
+        assert_int_equal(m.slot, s);
+    }
+    keel__entry *full = keel__members(f->w, &f->w->ents[(uint32_t)e]);
+    assert_int_equal(keel__block_cap(f->w->ents[(uint32_t)e].block), 256);
+    assert_int_equal(keel_remove(f->w, e, "churn:many", 100, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_member_count(f->w, e), 255);
+    add(f, e, "churn:many");
+    assert_int_equal(keel_member_count(f->w, e), 256);
+    assert_int_equal(keel_destroy(f->w, e, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_storage_count(f->w, many), 1);
+    keel_entity again = spawn(f, "Again", 0);
+    for (int i = 0; i < 130; i++) add(f, again, "churn:many"); /* grows 2, 4, ... 256 */
+    assert_ptr_equal(keel__members(f->w, &f->w->ents[(uint32_t)again]), full);
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, other, many, 0, &c));
+    assert_int_equal(keel_member_count(f->w, other), 1);
+}
+
+/* Play and stop give the world a new tag: every handle of before, and those taken while playing,
+ * fail afterwards, even at an index reused since; handles of after work. */
+static void churn_stale_handles_after_retag(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), b = spawn(f, "B", 0);
+    add(f, a, "core:transform");
+    assert_int_equal(keel_destroy(f->w, b, NULL, &f->d), KEEL_OK);
+    keel_entity b2 = spawn(f, "B2", 0); /* b's index again */
+    assert_int_equal((uint32_t)b2, (uint32_t)b);
+    assert_int_equal(keel_world_play(f->w, &f->d), KEEL_OK);
+    keel_entity p = spawn(f, "WhilePlaying", 0);
+    assert_int_equal(keel_destroy(f->w, b2, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_world_stop(f->w, &f->d), KEEL_OK);
+    check_stale(f, b);
+    check_stale(f, p);
+    assert_false(keel_alive(f->w, a));
+    assert_false(keel_alive(f->w, b2));
+    keel_entity a2 = keel_find(f->w, keel_entity_uuid(f->w, keel_find_name(f->w, "A")));
+    assert_int_equal((uint32_t)a2, (uint32_t)a);
+    assert_true(a2 != a);
+    assert_int_equal((uint32_t)(a2 >> 32), KEEL__GEN(f->w->tag, (uint32_t)(a >> 32) & KEEL__GEN_COUNT));
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, a2, K("core:transform"), 0, &c));
+    assert_false(keel_get_comp(f->w, a, K("core:transform"), 0, &c));
+    keel_entity b3 = keel_find_name(f->w, "B2");
+    assert_true(keel_alive(f->w, b3)); /* stop put it back */
+    assert_int_equal(keel_destroy(f->w, b3, NULL, &f->d), KEEL_OK);
+    keel_entity b4 = spawn(f, "B4", 0);
+    assert_int_equal((uint32_t)b4, (uint32_t)b);
+    check_stale(f, b3);
+    check_stale(f, b2);
+    assert_true(keel_alive(f->w, b4));
 }
 
 int main(void)
@@ -168,6 +291,9 @@ int main(void)
         T(churn_add_remove_keeps_storage_dense),
         T(churn_membership_pools_grow_geometrically),
         T(churn_membership_blocks_carved_as_needed),
+        T(churn_membership_blocks_stay_put_across_chunks),
+        T(churn_entity_with_the_most_components),
+        T(churn_stale_handles_after_retag),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -90,12 +90,67 @@ static void lift_holds_its_kinds_layout(void **state)
     assert_false(keel_alive(f->w, a));
 }
 
+static int lift_ticks;
+static keel_status lift_tick(const keel_timer_call *call)
+{
+    (void)call;
+    lift_ticks++;
+    return KEEL_OK;
+}
+
+/* While lifted, an entity's index is its own (spawns never take it) and its handle fails; a
+ * timer it owns waits. After restore the same handles work; after discard they are stale, even
+ * once the index is reused. */
+static void lift_keeps_handles_and_indices(void **state)
+{
+    fx *f = *state;
+    keel_entity a = spawn(f, "A", 0), kid = spawn(f, "Kid", a), gone = spawn(f, "Gone", 0);
+    keel_comp c = note(f, kid, "kid's");
+    assert_int_equal(keel_destroy(f->w, gone, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_timer_every(f->w, 0.1, a, lift_tick, NULL, NULL, &f->d), KEEL_OK);
+    keel_lift *l = NULL;
+    assert_int_equal(keel_lift_entity(f->w, a, &l, &f->d), KEEL_OK);
+    assert_false(keel_alive(f->w, a));
+    assert_false(keel_alive(f->w, kid));
+    keel_entity more[8];
+    for (int i = 0; i < 8; i++) {
+        more[i] = spawn(f, "More", 0);
+        assert_true((uint32_t)more[i] != (uint32_t)a && (uint32_t)more[i] != (uint32_t)kid);
+    }
+    assert_int_equal((uint32_t)more[0], (uint32_t)gone); /* a dead index is reused, a lifted one is not */
+    lift_ticks = 0;
+    assert_int_equal(keel_step(f->w, 0.25, &f->d), KEEL_OK);
+    assert_int_equal(lift_ticks, 0);
+    assert_int_equal(keel_timer_count(f->w), 1); /* waiting for the restore */
+    assert_int_equal(keel_lift_restore(l, &f->d), KEEL_OK);
+    assert_true(keel_alive(f->w, a));
+    assert_true(keel_alive(f->w, kid));
+    assert_int_equal(keel_entity_parent(f->w, kid), a);
+    keel_value v;
+    assert_int_equal(keel_get(f->w, c, 0, &v, &f->d), KEEL_OK);
+    assert_string_equal(v.as.s, "kid's");
+    assert_int_equal(keel_step(f->w, 0.25, &f->d), KEEL_OK);
+    assert_true(lift_ticks > 0);
+    assert_int_equal(keel_lift_entity(f->w, a, &l, &f->d), KEEL_OK);
+    assert_int_equal(keel_lift_discard(l, &f->d), KEEL_OK);
+    assert_false(keel_alive(f->w, a));
+    assert_false(keel_alive(f->w, kid));
+    assert_int_equal(keel_step(f->w, 0.25, &f->d), KEEL_OK);
+    assert_int_equal(keel_timer_count(f->w), 0); /* its owner is gone now */
+    keel_entity x = spawn(f, "X", 0), y = spawn(f, "Y", 0);
+    assert_true((uint32_t)x == (uint32_t)kid || (uint32_t)y == (uint32_t)kid);
+    assert_false(keel_alive(f->w, a));
+    assert_false(keel_alive(f->w, kid));
+    assert_false(keel_comp_alive(f->w, c));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(lift_open_at_free_is_discarded),
         T(lift_restore_keeps_records_and_refuses_a_uuid_that_came_alive),
         T(lift_holds_its_kinds_layout),
+        T(lift_keeps_handles_and_indices),
     };
     return cmocka_run_group_tests(tests, lift_group_setup, group_teardown);
 }

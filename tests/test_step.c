@@ -502,6 +502,46 @@ static void step_on_destroy_destroying_itself(void **state)
     assert_int_equal(keel_fault_count(f->w), 0);
 }
 
+static keel_entity pair_a, pair_b;
+static int pair_calls;
+
+static keel_status destroy_the_other(const keel_call *c)
+{
+    pair_calls++;
+    /* A's on_destroy destroys B, whose on_destroy (at the commit) destroys A again: A is gone
+     * or dying, so that one does nothing */
+    keel_entity other = c->comp.entity == pair_a ? pair_b : pair_a;
+    keel_destroy(c->world, other, NULL, NULL);
+    return KEEL_OK;
+}
+
+static void step_on_destroy_destroying_the_one_destroying_it(void **state)
+{
+    fx *f = *state;
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:pair";
+    kd.version = 1;
+    kd.hooks[KEEL_PHASE_ON_DESTROY] = destroy_the_other;
+    keel_kind_declare(&kd, NULL, NULL);
+    pair_a = spawn(f, "A", 0);
+    pair_b = spawn(f, "B", 0);
+    keel_entity c = spawn(f, "C", 0);
+    add(f, pair_a, "test:pair");
+    add(f, pair_b, "test:pair");
+    pair_calls = 0;
+    assert_int_equal(keel_destroy(f->w, pair_a, NULL, &f->d), KEEL_OK);
+    assert_int_equal(pair_calls, 2);
+    assert_false(keel_alive(f->w, pair_a));
+    assert_false(keel_alive(f->w, pair_b));
+    assert_true(keel_alive(f->w, c));
+    /* neither is dying any more: their indices come back as new entities, destroyable */
+    keel_entity x = spawn(f, "X", 0);
+    assert_true((uint32_t)x == (uint32_t)pair_a || (uint32_t)x == (uint32_t)pair_b);
+    assert_int_equal(keel_destroy(f->w, x, NULL, &f->d), KEEL_OK);
+    assert_false(keel_alive(f->w, x));
+    assert_int_equal(keel_world_entity_count(f->w), 1);
+}
+
 static unsigned chaos_state;
 static unsigned chaos_rnd(unsigned n)
 {
@@ -862,6 +902,7 @@ int main(void)
         T(step_failed_awake_faults_but_add_succeeds),
         T(step_rollback_covers_nested_hooks),
         T(step_on_destroy_destroying_itself),
+        T(step_on_destroy_destroying_the_one_destroying_it),
         T(step_random_hook_changes_roll_back_entirely),
         T(step_rollback_when_the_hook_also_took_inverses),
         T(step_writers_refuse_inside_a_callback),

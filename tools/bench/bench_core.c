@@ -43,7 +43,7 @@ static void memory_breakdown(const char *label, const keel_world *w, size_t n)
     double ents = (double)w->ent_count * sizeof(keel__ent), uuid = (double)w->hash_cap * sizeof *w->hash;
     double entries = 0, rows = 0, data = 0, counters = 0;
     for (uint32_t i = 0; i < w->ent_count; i++)
-        if (w->ents[i].alive) entries += (double)w->ents[i].member_cap * sizeof(keel__entry);
+        if (w->ents[i].alive) entries += (double)keel__block_cap(w->ents[i].block) * sizeof(keel__entry);
     for (size_t k = 0; k < w->store_count; k++) {
         const keel__store *st = &w->stores[k];
         rows += (double)st->count * sizeof(keel__row);

@@ -185,6 +185,7 @@ static keel_lua_comp *new_handle(lua_State *L, int world_idx, keel_lua_world *lw
     h->live = keel__world_structure(lw->w) + 1;
     h->rec = ci->record;
     h->row = ci->row;
+    h->tag = KEEL_LUA_COMP_TAG;
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
     lua_setmetatable(L, -2);
     return h;
@@ -265,6 +266,8 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
     h->c = c;
     h->live = 0;
     h->rec = NULL;
+    h->row = 0;
+    h->tag = KEEL_LUA_COMP_TAG;
     h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
     lua_setmetatable(L, -2);
@@ -506,16 +509,18 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
     return h->rec != NULL;
 }
 
-/* Argument 1 when it is a handle of the World whose Component metatable is upvalue `up` (the
- * World's own __index/__newindex), else NULL. Its metatable is left on the stack (the callers
- * return what they push on top of it; their general paths set the top first): the field
- * accesses' hot path, so addresses are compared rather than values. */
+/* Argument 1 when it is a handle of the World whose metamethod runs (that World's keel_lua_world
+ * is upvalue `up`, a light userdata), else NULL: the field accesses' hot path. A handle is told
+ * by its block's size and tag, which only this file's constructors write: a script cannot forge
+ * userdata bytes, and what the debug library can hand the metamethod (a table, a light or
+ * another full userdata, a handle stripped of its metatable, another World's handle) fails a
+ * test here and takes the general path's full check. h->lw is then the World whose metamethod
+ * runs, alive while it runs (its metatable holds it). */
 static inline keel_lua_comp *own_handle(lua_State *L, int up)
 {
-    /* A table given this metatable has no userdata block (NULL). Only the debug library can give
-     * it to a light userdata, or to another type's full userdata, and no check here can stop that. */
-    if (!lua_getmetatable(L, 1)) return NULL;
-    return lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up)) ? lua_touserdata(L, 1) : NULL;
+    keel_lua_comp *h = lua_touserdata(L, 1); /* a light userdata's pointer too: its rawlen is 0 */
+    if (!h || lua_rawlen(L, 1) != sizeof *h || h->tag != KEEL_LUA_COMP_TAG) return NULL;
+    return h->lw == lua_touserdata(L, lua_upvalueindex(up)) ? h : NULL;
 }
 
 /* The field of h's kind the key at 2 names (by address, as keel__lua_field_of), when h is live
@@ -612,7 +617,7 @@ static KEEL_LUA_NOINLINE int comp_index_all(lua_State *L)
 
 static int comp_index(lua_State *L)
 {
-    keel_lua_comp *h = own_handle(L, 2);
+    keel_lua_comp *h = own_handle(L, 3);
     int f = h ? direct_field(L, h) : -1;
     if (f >= 0) { /* a live handle's float field, read at its record */
         const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
@@ -682,7 +687,7 @@ static KEEL_LUA_NOINLINE int comp_newindex_all(lua_State *L)
 
 static int comp_newindex(lua_State *L)
 {
-    keel_lua_comp *h = own_handle(L, 1);
+    keel_lua_comp *h = own_handle(L, 2);
     int f = h ? direct_field(L, h) : -1;
     if (f >= 0 && lua_type(L, 3) == LUA_TNUMBER && h->lw->ctx->fields[h->c.kind].types[f] == KEEL_T_FLOAT) {
         keel_value v; /* a number into a live handle's float field */
@@ -741,11 +746,16 @@ void keel__lua_open_component(lua_State *L)
 void keel__lua_comp_mt_own(lua_State *L, int mt)
 {
     mt = lua_absindex(L, mt);
+    lua_rawgeti(L, mt, 1); /* the World: its keel_lua_world is what own_handle compares */
+    void *lw = lua_touserdata(L, -1);
+    lua_pop(L, 1);
     lua_rawgetp(L, LUA_REGISTRYINDEX, comp_methods);
     lua_pushvalue(L, mt);
-    lua_pushcclosure(L, comp_index, 2);
+    lua_pushlightuserdata(L, lw);
+    lua_pushcclosure(L, comp_index, 3);
     lua_setfield(L, mt, "__index");
     lua_pushvalue(L, mt);
-    lua_pushcclosure(L, comp_newindex, 1);
+    lua_pushlightuserdata(L, lw);
+    lua_pushcclosure(L, comp_newindex, 2);
     lua_setfield(L, mt, "__newindex");
 }

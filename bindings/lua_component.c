@@ -125,6 +125,22 @@ static inline bool fast_live(const keel_lua_comp *h)
     return w && h->live && h->live == keel__world_structure(w) + 1;
 }
 
+/* The Component at idx, or NULL: its metatable says so and its block is one (the size and tag
+ * only this file's constructors write: the debug library can dress any userdata in a Component
+ * metatable, and its bytes must not be read as a handle's). */
+static keel_lua_comp *comp_test(lua_State *L, int idx)
+{
+    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
+    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
+}
+
+static keel_lua_comp *comp_checkudata(lua_State *L, int idx)
+{
+    keel_lua_comp *h = comp_test(L, idx);
+    if (!h) keel__lua_argerror(L, idx, "%s expected, got %s", keel__lua_mt_comp.name, luaL_typename(L, idx));
+    return h;
+}
+
 /* Pushes kind k's handle cache of the World at world_idx: [entity index + 1] = the handle of its
  * slot-0 component. The caches hang off the World's Component metatable (key 2), so they live
  * as long as the World and its handles do. */
@@ -319,7 +335,7 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 
 static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
-    keel_lua_comp *h = keel__lua_checkudata(L, idx, &keel__lua_mt_comp);
+    keel_lua_comp *h = comp_checkudata(L, idx);
     if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
     keel__comp_info ci;
     if (h->c.kind && keel__comp_info_get(h->lw->w, h->c.entity, h->c.kind, h->c.slot, &ci)) {
@@ -550,9 +566,10 @@ static keel_lua_comp *to_comp(lua_State *L, int up)
     if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive */
         bool mine = lua_rawequal(L, -1, lua_upvalueindex(up)); /* the metamethod's own table */
         lua_pop(L, 1);
-        if (mine) return lua_touserdata(L, 1);
+        keel_lua_comp *h = lua_touserdata(L, 1);
+        if (mine && lua_rawlen(L, 1) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG) return h;
     }
-    return keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
+    return comp_checkudata(L, 1);
 }
 
 /* The general path of c.key (the hot path is comp_index's own: kept apart, so that one stays small). */
@@ -702,7 +719,7 @@ static int comp_newindex(lua_State *L)
 
 static int comp_eq(lua_State *L)
 {
-    keel_lua_comp *a = keel__lua_testudata(L, 1, &keel__lua_mt_comp), *b = keel__lua_testudata(L, 2, &keel__lua_mt_comp);
+    keel_lua_comp *a = comp_test(L, 1), *b = comp_test(L, 2);
     bool eq = a && b && a->lw->w == b->lw->w && a->lw->epoch == b->lw->epoch && a->c.entity == b->c.entity &&
               a->c.slot == b->c.slot && a->serial == b->serial;
     if (eq && a->c.kind != b->c.kind) eq = false;
@@ -716,7 +733,7 @@ static int comp_eq(lua_State *L)
 
 static int comp_tostring(lua_State *L)
 {
-    keel_lua_comp *h = keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
+    keel_lua_comp *h = comp_checkudata(L, 1);
     if (!comp_live(L, 1, h, NULL)) {
         lua_pushliteral(L, "keel.Component (removed)");
         return 1;

@@ -540,22 +540,24 @@ static inline keel_lua_comp *own_handle(lua_State *L, int up)
 }
 
 /* The field of h's kind the key at 2 names (by address, as keel__lua_field_of), when h is live
- * and its record at hand (h->rec): -1 when the general path must decide. */
-static inline int direct_field(lua_State *L, keel_lua_comp *h)
+ * and its record at hand (h->rec): -1 when the general path must decide. *kf: the kind's table.
+ * A kind never built has n = 0 (kind 0 too); a stale table's names are still anchored, so the
+ * addresses are compared before its stamp is. */
+static inline int direct_field(lua_State *L, keel_lua_comp *h, const keel_lua_fields **kfp)
 {
-    keel_lua_ctx *ctx = h->lw->ctx;
+    const keel_lua_world *lw = h->lw;
+    keel_lua_ctx *ctx = lw->ctx;
     keel_kind_id k = h->c.kind;
-    const char *s = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
-    if (!s || !k || k >= ctx->fields_cap || ctx->fields[k].stamp != keel__kind_declarations() + 1) return -1;
+    if (k >= ctx->fields_cap || !lw->w || lua_type(L, 2) != LUA_TSTRING) return -1;
     const keel_lua_fields *kf = &ctx->fields[k];
-    int f = -1;
-    for (uint32_t i = 0; i < kf->n; i++)
-        if (kf->names[i] == s) {
-            f = kf->index[i];
-            break;
-        }
-    if (f < 0 || !fast_live(h) || (ctx->depth > 0 && keel__lua_is_self(ctx, h->lw->w, h->c))) return -1;
-    return f;
+    const char *s = lua_tostring(L, 2);
+    uint32_t i = 0;
+    while (i < kf->n && kf->names[i] != s) i++;
+    if (i == kf->n || kf->stamp != keel__kind_declarations() + 1 || h->live != keel__world_structure(lw->w) + 1 ||
+        (ctx->depth > 0 && keel__lua_is_self(ctx, lw->w, h->c)))
+        return -1;
+    *kfp = kf;
+    return kf->index[i];
 }
 
 /* Argument 1 as a Component: one comparison when it is a handle of the World whose metatable
@@ -635,15 +637,13 @@ static KEEL_LUA_NOINLINE int comp_index_all(lua_State *L)
 static int comp_index(lua_State *L)
 {
     keel_lua_comp *h = own_handle(L, 3);
-    int f = h ? direct_field(L, h) : -1;
-    if (f >= 0) { /* a live handle's float field, read at its record */
-        const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
-        if (kf->types[f] == KEEL_T_FLOAT) {
-            double x;
-            memcpy(&x, (const char *)h->rec + kf->offsets[f], sizeof x);
-            lua_pushnumber(L, x);
-            return 1;
-        }
+    const keel_lua_fields *kf;
+    int f = h ? direct_field(L, h, &kf) : -1;
+    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT) { /* a live handle's float field, read at its record */
+        double x;
+        memcpy(&x, (const char *)h->rec + kf->offsets[f], sizeof x);
+        lua_pushnumber(L, x);
+        return 1;
     }
     return comp_index_all(L);
 }
@@ -705,8 +705,9 @@ static KEEL_LUA_NOINLINE int comp_newindex_all(lua_State *L)
 static int comp_newindex(lua_State *L)
 {
     keel_lua_comp *h = own_handle(L, 2);
-    int f = h ? direct_field(L, h) : -1;
-    if (f >= 0 && lua_type(L, 3) == LUA_TNUMBER && h->lw->ctx->fields[h->c.kind].types[f] == KEEL_T_FLOAT) {
+    const keel_lua_fields *kf;
+    int f = h ? direct_field(L, h, &kf) : -1;
+    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
         keel_value v; /* a number into a live handle's float field */
         v.type = KEEL_T_FLOAT;
         v.nil = false;

@@ -163,6 +163,14 @@ void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k)
     lua_pop(L, 1);
 }
 
+/* The handle at idx when it is one (its block's size and tag): what the caches hold is reachable
+ * from a script (getmetatable(c)[2]), so its values are not trusted to be handles. */
+static inline keel_lua_comp *block_at(lua_State *L, int idx)
+{
+    keel_lua_comp *h = lua_touserdata(L, idx);
+    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
+}
+
 /* Drops the cached handles of components that are gone (cached handles are strong references,
  * as the entity cache's: a component's handle, once asked for, lasts while the component does). */
 static void comp_sweep(lua_State *L, int world_idx)
@@ -170,12 +178,19 @@ static void comp_sweep(lua_State *L, int world_idx)
     keel_lua_world *lw = lua_touserdata(L, world_idx);
     size_t kept = 0;
     lua_getiuservalue(L, world_idx, 4);
-    lua_rawgeti(L, -1, 2);
+    if (lua_rawgeti(L, -1, 2) != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return;
+    }
     lua_pushnil(L);
     while (lua_next(L, -2)) {
+        if (lua_type(L, -1) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            continue;
+        }
         lua_pushnil(L);
         while (lua_next(L, -2)) {
-            const keel_lua_comp *h = lua_touserdata(L, -1);
+            const keel_lua_comp *h = block_at(L, -1);
             lua_pop(L, 1);
             if (h && keel_comp_serial(lw->w, h->c) != h->serial) {
                 lua_pushvalue(L, -1);
@@ -211,8 +226,9 @@ void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const keel
 {
     lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
     if (ci->c.slot == 0 && lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
-        keel_lua_comp *h = lua_touserdata(L, -1);
-        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+        const keel_lua_world *lw = lua_touserdata(L, world_idx);
+        keel_lua_comp *h = block_at(L, -1);
+        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity && h->lw == lw) { /* serials are never reused */
             h->live = live;
             h->rec = ci->record;
             h->row = ci->row;
@@ -242,8 +258,8 @@ void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel
     }
     lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
     if (lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
-        keel_lua_comp *h = lua_touserdata(L, -1);
-        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+        keel_lua_comp *h = block_at(L, -1);
+        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity && h->lw == lw) { /* serials are never reused */
             h->live = keel__world_structure(lw->w) + 1;
             h->rec = ci->record;
             h->row = ci->row;

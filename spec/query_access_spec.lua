@@ -233,3 +233,33 @@ describe("a Component metamethod given what is not its World's handle", function
     assert.are.equal(1, c.x)
   end)
 end)
+
+describe("the component handle caches", function()
+  it("are reachable from a script, and what it puts there is never taken for a handle", function()
+    local w, es = world(3)
+    warm(w, "E1,E2,E3")
+    local c = es[1]:get(A)
+    local caches = rawget(getmetatable(c), 2)
+    assert.are.equal("table", type(caches))
+    for _, cache in pairs(caches) do
+      for i in pairs(cache) do cache[i] = io.stdout end
+    end
+    local other = keel.world():spawn("O"):add(A, { x = 9 })
+    for _, cache in pairs(caches) do cache[1] = other end
+    es[3]:destroy() -- the next pass finds every row in full
+    local got = {}
+    for e, a, b in w:query(A, B) do
+      got[#got + 1] = ("%s=%g"):format(e.name, a.x)
+      assert.are.equal(a, e:get(A))
+      assert.is_false(rawequal(a, other))
+    end
+    assert.are.equal("E1=1,E2=2", table.concat(got, ","))
+    assert.are.equal(9, other.x)
+    for _, cache in pairs(caches) do
+      for i in pairs(cache) do cache[i] = nil end
+    end
+    rawset(getmetatable(c), 2, 42)
+    assert.are.equal("E1,E2", pass(w))
+    assert.are.equal(1, es[1]:get(A).x)
+  end)
+end)

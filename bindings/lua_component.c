@@ -228,7 +228,8 @@ void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const keel
     if (ci->c.slot == 0 && lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
         const keel_lua_world *lw = lua_touserdata(L, world_idx);
         keel_lua_comp *h = block_at(L, -1);
-        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity && h->lw == lw) { /* serials are never reused */
+        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity &&
+            h->lw == lw) { /* serials are never reused */
             h->live = live;
             h->rec = ci->record;
             h->row = ci->row;
@@ -259,7 +260,8 @@ void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel
     lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
     if (lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
         keel_lua_comp *h = block_at(L, -1);
-        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity && h->lw == lw) { /* serials are never reused */
+        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity &&
+            h->lw == lw) { /* serials are never reused */
             h->live = keel__world_structure(lw->w) + 1;
             h->rec = ci->record;
             h->row = ci->row;

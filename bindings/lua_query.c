@@ -21,12 +21,12 @@ typedef struct liter {
      * found under the same value, and handed back to it when a pass ends under that value. */
     unsigned char *verdict;
     uint64_t vis;
-    size_t qslot;        /* the kept query: lw->queries[qslot] while its id is qid */
+    size_t qslot; /* the kept query: lw->queries[qslot] while its id is qid */
     uint64_t qid;
 } liter;
 
 enum { SKIP = 0, KEPT = 1, CHECK = 2 };
-#define KEPT_KINDS 8     /* queries over more kinds take the full path every row */
+#define KEPT_KINDS 8 /* queries over more kinds take the full path every row */
 
 /* Takes a trailing { all = true } off the arguments (gameplay.md: each, query and count skip
  * what is disabled unless asked); returns whether it asked for all. */
@@ -323,16 +323,14 @@ static void verdict_take(liter *it, struct keel_lua_qcache *slot)
     if (slot->vis == it->vis + 1 && slot->vis_all == it->all && slot->vis_n == it->n && slot->verdict &&
         memcmp(slot->vis_ents, it->ents, it->n * sizeof *it->ents) == 0)
         memcpy(it->verdict, slot->verdict, it->n);
-    else
-        memset(it->verdict, CHECK, it->n);
+    else memset(it->verdict, CHECK, it->n);
 }
 
 /* A pass that ended under the visibility it began with hands its verdicts to its kept query. */
 static void verdict_keep(liter *it)
 {
     keel_lua_world *lw = it->lw;
-    if (!it->verdict || !lw->w || keel__world_visibility(lw->w) != it->vis || it->qslot >= lw->query_count)
-        return;
+    if (!it->verdict || !lw->w || keel__world_visibility(lw->w) != it->vis || it->qslot >= lw->query_count) return;
     struct keel_lua_qcache *slot = &lw->queries[it->qslot];
     if (slot->id != it->qid) return;
     if (slot->vis_n != it->n || !slot->vis_ents || !slot->verdict) {

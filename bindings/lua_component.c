@@ -125,6 +125,22 @@ static inline bool fast_live(const keel_lua_comp *h)
     return w && h->live && h->live == keel__world_structure(w) + 1;
 }
 
+/* The Component at idx, or NULL: its metatable says so and its block is one (the size and tag
+ * only this file's constructors write: the debug library can dress any userdata in a Component
+ * metatable, and its bytes must not be read as a handle's). */
+static keel_lua_comp *comp_test(lua_State *L, int idx)
+{
+    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
+    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
+}
+
+static keel_lua_comp *comp_checkudata(lua_State *L, int idx)
+{
+    keel_lua_comp *h = comp_test(L, idx);
+    if (!h) keel__lua_argerror(L, idx, "%s expected, got %s", keel__lua_mt_comp.name, luaL_typename(L, idx));
+    return h;
+}
+
 /* Pushes kind k's handle cache of the World at world_idx: [entity index + 1] = the handle of its
  * slot-0 component. The caches hang off the World's Component metatable (key 2), so they live
  * as long as the World and its handles do. */
@@ -147,6 +163,14 @@ void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k)
     lua_pop(L, 1);
 }
 
+/* The handle at idx when it is one (its block's size and tag): what the caches hold is reachable
+ * from a script (getmetatable(c)[2]), so its values are not trusted to be handles. */
+static inline keel_lua_comp *block_at(lua_State *L, int idx)
+{
+    keel_lua_comp *h = lua_touserdata(L, idx);
+    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
+}
+
 /* Drops the cached handles of components that are gone (cached handles are strong references,
  * as the entity cache's: a component's handle, once asked for, lasts while the component does). */
 static void comp_sweep(lua_State *L, int world_idx)
@@ -154,12 +178,19 @@ static void comp_sweep(lua_State *L, int world_idx)
     keel_lua_world *lw = lua_touserdata(L, world_idx);
     size_t kept = 0;
     lua_getiuservalue(L, world_idx, 4);
-    lua_rawgeti(L, -1, 2);
+    if (lua_rawgeti(L, -1, 2) != LUA_TTABLE) {
+        lua_pop(L, 2);
+        return;
+    }
     lua_pushnil(L);
     while (lua_next(L, -2)) {
+        if (lua_type(L, -1) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            continue;
+        }
         lua_pushnil(L);
         while (lua_next(L, -2)) {
-            const keel_lua_comp *h = lua_touserdata(L, -1);
+            const keel_lua_comp *h = block_at(L, -1);
             lua_pop(L, 1);
             if (h && keel_comp_serial(lw->w, h->c) != h->serial) {
                 lua_pushvalue(L, -1);
@@ -185,6 +216,7 @@ static keel_lua_comp *new_handle(lua_State *L, int world_idx, keel_lua_world *lw
     h->live = keel__world_structure(lw->w) + 1;
     h->rec = ci->record;
     h->row = ci->row;
+    h->tag = KEEL_LUA_COMP_TAG;
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
     lua_setmetatable(L, -2);
     return h;
@@ -194,8 +226,10 @@ void keel__lua_push_comp_fast(lua_State *L, int world_idx, int cache, const keel
 {
     lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
     if (ci->c.slot == 0 && lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
-        keel_lua_comp *h = lua_touserdata(L, -1);
-        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+        const keel_lua_world *lw = lua_touserdata(L, world_idx);
+        keel_lua_comp *h = block_at(L, -1);
+        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity &&
+            h->lw == lw) { /* serials are never reused */
             h->live = live;
             h->rec = ci->record;
             h->row = ci->row;
@@ -225,8 +259,9 @@ void keel__lua_push_comp_info(lua_State *L, int world_idx, int cache, const keel
     }
     lua_Integer key = (lua_Integer)(uint32_t)ci->c.entity + 1;
     if (lua_rawgeti(L, cache, key) == LUA_TUSERDATA) {
-        keel_lua_comp *h = lua_touserdata(L, -1);
-        if (h->serial == ci->serial && h->c.entity == ci->c.entity) { /* serials are never reused */
+        keel_lua_comp *h = block_at(L, -1);
+        if (h && h->serial == ci->serial && h->c.entity == ci->c.entity &&
+            h->lw == lw) { /* serials are never reused */
             h->live = keel__world_structure(lw->w) + 1;
             h->rec = ci->record;
             h->row = ci->row;
@@ -265,6 +300,8 @@ void keel__lua_push_comp(lua_State *L, int world_idx, keel_comp c, const char *k
     h->c = c;
     h->live = 0;
     h->rec = NULL;
+    h->row = 0;
+    h->tag = KEEL_LUA_COMP_TAG;
     h->serial = key ? unknown_serial(lw->w, c, key) : keel_comp_serial(lw->w, c);
     lua_getiuservalue(L, world_idx, 4); /* the World's Component metatable: it keeps the World alive */
     lua_setmetatable(L, -2);
@@ -316,7 +353,7 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 
 static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
-    keel_lua_comp *h = keel__lua_checkudata(L, idx, &keel__lua_mt_comp);
+    keel_lua_comp *h = comp_checkudata(L, idx);
     if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
     keel__comp_info ci;
     if (h->c.kind && keel__comp_info_get(h->lw->w, h->c.entity, h->c.kind, h->c.slot, &ci)) {
@@ -506,35 +543,39 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
     return h->rec != NULL;
 }
 
-/* Argument 1 when it is a handle of the World whose Component metatable is upvalue `up` (the
- * World's own __index/__newindex), else NULL. Its metatable is left on the stack (the callers
- * return what they push on top of it; their general paths set the top first): the field
- * accesses' hot path, so addresses are compared rather than values. */
+/* Argument 1 when it is a handle of the World whose metamethod runs (that World's keel_lua_world
+ * is upvalue `up`, a light userdata), else NULL: the field accesses' hot path. A handle is told
+ * by its block's size and tag, which only this file's constructors write: a script cannot forge
+ * userdata bytes, and what the debug library can hand the metamethod (a table, a light or
+ * another full userdata, a handle stripped of its metatable, another World's handle) fails a
+ * test here and takes the general path's full check. h->lw is then the World whose metamethod
+ * runs, alive while it runs (its metatable holds it). */
 static inline keel_lua_comp *own_handle(lua_State *L, int up)
 {
-    /* A table given this metatable has no userdata block (NULL). Only the debug library can give
-     * it to a light userdata, or to another type's full userdata, and no check here can stop that. */
-    if (!lua_getmetatable(L, 1)) return NULL;
-    return lua_topointer(L, -1) == lua_topointer(L, lua_upvalueindex(up)) ? lua_touserdata(L, 1) : NULL;
+    keel_lua_comp *h = lua_touserdata(L, 1); /* a light userdata's pointer too: its rawlen is 0 */
+    if (!h || lua_rawlen(L, 1) != sizeof *h || h->tag != KEEL_LUA_COMP_TAG) return NULL;
+    return h->lw == lua_touserdata(L, lua_upvalueindex(up)) ? h : NULL;
 }
 
 /* The field of h's kind the key at 2 names (by address, as keel__lua_field_of), when h is live
- * and its record at hand (h->rec): -1 when the general path must decide. */
-static inline int direct_field(lua_State *L, keel_lua_comp *h)
+ * and its record at hand (h->rec): -1 when the general path must decide. *kf: the kind's table.
+ * A kind never built has n = 0 (kind 0 too); a stale table's names are still anchored, so the
+ * addresses are compared before its stamp is. */
+static inline int direct_field(lua_State *L, keel_lua_comp *h, const keel_lua_fields **kfp)
 {
-    keel_lua_ctx *ctx = h->lw->ctx;
+    const keel_lua_world *lw = h->lw;
+    keel_lua_ctx *ctx = lw->ctx;
     keel_kind_id k = h->c.kind;
-    const char *s = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
-    if (!s || !k || k >= ctx->fields_cap || ctx->fields[k].stamp != keel__kind_declarations() + 1) return -1;
+    if (k >= ctx->fields_cap || !lw->w || lua_type(L, 2) != LUA_TSTRING) return -1;
     const keel_lua_fields *kf = &ctx->fields[k];
-    int f = -1;
-    for (uint32_t i = 0; i < kf->n; i++)
-        if (kf->names[i] == s) {
-            f = kf->index[i];
-            break;
-        }
-    if (f < 0 || !fast_live(h) || (ctx->depth > 0 && keel__lua_is_self(ctx, h->lw->w, h->c))) return -1;
-    return f;
+    const char *s = lua_tostring(L, 2);
+    uint32_t i = 0;
+    while (i < kf->n && kf->names[i] != s) i++;
+    if (i == kf->n || kf->stamp != keel__kind_declarations() + 1 || h->live != keel__world_structure(lw->w) + 1 ||
+        (ctx->depth > 0 && keel__lua_is_self(ctx, lw->w, h->c)))
+        return -1;
+    *kfp = kf;
+    return kf->index[i];
 }
 
 /* Argument 1 as a Component: one comparison when it is a handle of the World whose metatable
@@ -545,9 +586,10 @@ static keel_lua_comp *to_comp(lua_State *L, int up)
     if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive */
         bool mine = lua_rawequal(L, -1, lua_upvalueindex(up)); /* the metamethod's own table */
         lua_pop(L, 1);
-        if (mine) return lua_touserdata(L, 1);
+        keel_lua_comp *h = lua_touserdata(L, 1);
+        if (mine && lua_rawlen(L, 1) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG) return h;
     }
-    return keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
+    return comp_checkudata(L, 1);
 }
 
 /* The general path of c.key (the hot path is comp_index's own: kept apart, so that one stays small). */
@@ -612,16 +654,14 @@ static KEEL_LUA_NOINLINE int comp_index_all(lua_State *L)
 
 static int comp_index(lua_State *L)
 {
-    keel_lua_comp *h = own_handle(L, 2);
-    int f = h ? direct_field(L, h) : -1;
-    if (f >= 0) { /* a live handle's float field, read at its record */
-        const keel_lua_fields *kf = &h->lw->ctx->fields[h->c.kind];
-        if (kf->types[f] == KEEL_T_FLOAT) {
-            double x;
-            memcpy(&x, (const char *)h->rec + kf->offsets[f], sizeof x);
-            lua_pushnumber(L, x);
-            return 1;
-        }
+    keel_lua_comp *h = own_handle(L, 3);
+    const keel_lua_fields *kf;
+    int f = h ? direct_field(L, h, &kf) : -1;
+    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT) { /* a live handle's float field, read at its record */
+        double x;
+        memcpy(&x, (const char *)h->rec + kf->offsets[f], sizeof x);
+        lua_pushnumber(L, x);
+        return 1;
     }
     return comp_index_all(L);
 }
@@ -682,9 +722,10 @@ static KEEL_LUA_NOINLINE int comp_newindex_all(lua_State *L)
 
 static int comp_newindex(lua_State *L)
 {
-    keel_lua_comp *h = own_handle(L, 1);
-    int f = h ? direct_field(L, h) : -1;
-    if (f >= 0 && lua_type(L, 3) == LUA_TNUMBER && h->lw->ctx->fields[h->c.kind].types[f] == KEEL_T_FLOAT) {
+    keel_lua_comp *h = own_handle(L, 2);
+    const keel_lua_fields *kf;
+    int f = h ? direct_field(L, h, &kf) : -1;
+    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
         keel_value v; /* a number into a live handle's float field */
         v.type = KEEL_T_FLOAT;
         v.nil = false;
@@ -697,7 +738,7 @@ static int comp_newindex(lua_State *L)
 
 static int comp_eq(lua_State *L)
 {
-    keel_lua_comp *a = keel__lua_testudata(L, 1, &keel__lua_mt_comp), *b = keel__lua_testudata(L, 2, &keel__lua_mt_comp);
+    keel_lua_comp *a = comp_test(L, 1), *b = comp_test(L, 2);
     bool eq = a && b && a->lw->w == b->lw->w && a->lw->epoch == b->lw->epoch && a->c.entity == b->c.entity &&
               a->c.slot == b->c.slot && a->serial == b->serial;
     if (eq && a->c.kind != b->c.kind) eq = false;
@@ -711,7 +752,7 @@ static int comp_eq(lua_State *L)
 
 static int comp_tostring(lua_State *L)
 {
-    keel_lua_comp *h = keel__lua_checkudata(L, 1, &keel__lua_mt_comp);
+    keel_lua_comp *h = comp_checkudata(L, 1);
     if (!comp_live(L, 1, h, NULL)) {
         lua_pushliteral(L, "keel.Component (removed)");
         return 1;
@@ -741,11 +782,16 @@ void keel__lua_open_component(lua_State *L)
 void keel__lua_comp_mt_own(lua_State *L, int mt)
 {
     mt = lua_absindex(L, mt);
+    lua_rawgeti(L, mt, 1); /* the World: its keel_lua_world is what own_handle compares */
+    void *lw = lua_touserdata(L, -1);
+    lua_pop(L, 1);
     lua_rawgetp(L, LUA_REGISTRYINDEX, comp_methods);
     lua_pushvalue(L, mt);
-    lua_pushcclosure(L, comp_index, 2);
+    lua_pushlightuserdata(L, lw);
+    lua_pushcclosure(L, comp_index, 3);
     lua_setfield(L, mt, "__index");
     lua_pushvalue(L, mt);
-    lua_pushcclosure(L, comp_newindex, 1);
+    lua_pushlightuserdata(L, lw);
+    lua_pushcclosure(L, comp_newindex, 2);
     lua_setfield(L, mt, "__newindex");
 }

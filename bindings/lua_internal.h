@@ -280,7 +280,9 @@ typedef struct keel_lua_comp {
     uint64_t live;     /* keel__world_structure + 1 when last found live; 0: check in full */
     void *rec;         /* its record then */
     uint32_t row;      /* and its storage row */
+    uint32_t tag;      /* KEEL_LUA_COMP_TAG: with the block's size, how a metamethod tells a handle */
 } keel_lua_comp;
+#define KEEL_LUA_COMP_TAG 0x6b636f6du /* written only by lua_component.c's constructors */
 
 struct keel__comp_info;
 /* Pushes a handle for c (world udata at world_idx). `key` non-NULL: unknown component. */

@@ -15,7 +15,18 @@ typedef struct liter {
     size_t nk;
     int mode;            /* 0 entities, 1 each, 2 query */
     bool all;            /* each/query: disabled entities and components too */
+    /* query: what is known of each row while keel__world_visibility(w) stays `vis` (its value at
+     * w:query): KEPT counts, every kind at slot 0, its handles in the caches and stamped live;
+     * SKIP does not count; CHECK unknown (found in full). Taken from the kept query when it was
+     * found under the same value, and handed back to it when a pass ends under that value. */
+    unsigned char *verdict;
+    uint64_t vis;
+    size_t qslot; /* the kept query: lw->queries[qslot] while its id is qid */
+    uint64_t qid;
 } liter;
+
+enum { SKIP = 0, KEPT = 1, CHECK = 2 };
+#define KEPT_KINDS 8 /* queries over more kinds take the full path every row */
 
 /* Takes a trailing { all = true } off the arguments (gameplay.md: each, query and count skip
  * what is disabled unless asked); returns whether it asked for all. */
@@ -41,9 +52,11 @@ static int iter_close(lua_State *L)
     free(it->ents);
     free(it->slots);
     free(it->kinds);
+    free(it->verdict);
     it->ents = NULL;
     it->slots = NULL;
     it->kinds = NULL;
+    it->verdict = NULL;
     it->n = it->i = 0;
     return 0;
 }
@@ -73,6 +86,29 @@ static void push_comp(lua_State *L, size_t k, const keel__comp_info *ci, uint64_
         keel__lua_push_comp_info(L, lua_upvalueindex(UP_WORLD), 0, ci);
 }
 
+static void verdict_keep(liter *it);
+
+/* Row x's handles straight from the caches (its verdict says they are there, stamped live): the
+ * entity's, then each kind's slot-0 one. False, nothing pushed, when a cache let one go (a sweep
+ * drops only handles of what is gone, but a script can reach the component caches): the caller
+ * takes the full path. Nothing here allocates, so no finalizer runs in between. */
+static bool push_kept(lua_State *L, const liter *it, keel_entity e)
+{
+    const keel_lua_world *lw = it->lw;
+    uint32_t x = (uint32_t)e;
+    if (x >= lw->gens_cap || lw->gens[x] != (uint32_t)(e >> 32)) return false;
+    if (lua_rawgeti(L, lua_upvalueindex(UP_ENTS), (lua_Integer)x + 1) != LUA_TUSERDATA) {
+        lua_pop(L, 1);
+        return false;
+    }
+    for (size_t k = 0; k < it->nk; k++)
+        if (lua_rawgeti(L, lua_upvalueindex(UP_ENTS + 1 + (int)k), (lua_Integer)x + 1) != LUA_TUSERDATA) {
+            lua_pop(L, (int)k + 2);
+            return false;
+        }
+    return true;
+}
+
 static int iter_next(lua_State *L)
 {
     liter *it = lua_touserdata(L, lua_upvalueindex(UP_ITER));
@@ -97,13 +133,28 @@ static int iter_next(lua_State *L)
             push_comp(L, 0, &ci[0], keel__world_structure(w) + 1);
             return 2;
         }
-        if (!keel__comp_info_row(w, e, it->kinds, it->nk, it->all, ci)) continue;
+        uint64_t vis = keel__world_visibility(w);
+        unsigned char v = it->verdict && vis == it->vis ? it->verdict[i] : CHECK;
+        if (v == SKIP) continue;
+        if (v == KEPT && push_kept(L, it, e)) return 1 + (int)it->nk;
+        if (!keel__comp_info_row(w, e, it->kinds, it->nk, it->all, ci)) {
+            if (it->verdict && vis == it->vis) it->verdict[i] = SKIP;
+            continue;
+        }
         if (it->nk > 8) luaL_checkstack(L, (int)it->nk + 4, "too many kinds");
         keel__lua_push_entity_lw(L, it->lw, widx, cache, e);
         uint64_t live = keel__world_structure(w) + 1;
-        for (size_t k = 0; k < it->nk; k++) push_comp(L, k, &ci[k], live);
+        bool slot0 = it->nk <= KEPT_KINDS;
+        for (size_t k = 0; k < it->nk; k++) {
+            push_comp(L, k, &ci[k], live);
+            slot0 = slot0 && ci[k].c.slot == 0;
+        }
+        /* pushing may have allocated, and a finalizer run: the verdict holds only if nothing moved */
+        if (it->verdict && vis == it->vis && it->lw->w == w && keel__world_visibility(w) == vis)
+            it->verdict[i] = slot0 ? KEPT : CHECK;
         return 1 + (int)it->nk;
     }
+    if (it->mode == 2) verdict_keep(it);
     return 0;
 }
 
@@ -194,20 +245,32 @@ struct keel_lua_qcache {
     size_t nk;
     uint64_t epoch;     /* play's stop puts other storage back: a query of another epoch is rebuilt */
     unsigned long used; /* lw->query_clock when last used: the least recently used one goes */
+    uint64_t id;        /* new whenever the slot is given other kinds or its query is remade */
+    /* the verdicts of the last pass that ended (see liter): its rows, `all`, and
+     * keel__world_visibility + 1 then (0: none) */
+    uint64_t vis;
+    bool vis_all;
+    size_t vis_n;
+    keel_entity *vis_ents;
+    unsigned char *verdict;
 };
+
+static uint64_t qcache_ids;
 
 void keel__lua_queries_free(keel_lua_world *lw)
 {
     for (size_t i = 0; i < lw->query_count; i++) {
         keel_query_free(lw->queries[i].q);
         free(lw->queries[i].kinds);
+        free(lw->queries[i].vis_ents);
+        free(lw->queries[i].verdict);
     }
     free(lw->queries);
     lw->queries = NULL;
     lw->query_count = 0;
 }
 
-static keel_query *kept_query(lua_State *L, keel_lua_world *lw, const keel_kind_id *kinds, size_t nk)
+static struct keel_lua_qcache *kept_query(lua_State *L, keel_lua_world *lw, const keel_kind_id *kinds, size_t nk)
 {
     uint64_t epoch = keel_world_epoch(lw->w);
     struct keel_lua_qcache *slot = NULL;
@@ -231,17 +294,60 @@ static keel_query *kept_query(lua_State *L, keel_lua_world *lw, const keel_kind_
                 if (lw->queries[i].used < slot->used) slot = &lw->queries[i];
             keel_query_free(slot->q);
             free(slot->kinds);
+            free(slot->vis_ents);
+            free(slot->verdict);
         }
-        *slot = (struct keel_lua_qcache){ .kinds = copy, .nk = nk, .epoch = epoch };
+        *slot = (struct keel_lua_qcache){ .kinds = copy, .nk = nk, .epoch = epoch, .id = ++qcache_ids };
     }
     if (!slot->q || slot->epoch != epoch) {
         keel_query_free(slot->q);
         slot->q = keel_query_new(lw->w, kinds, nk);
         slot->epoch = epoch;
+        slot->id = ++qcache_ids;
+        slot->vis = 0;
         if (!slot->q) luaL_error(L, "out of memory");
     }
     slot->used = ++lw->query_clock;
-    return slot->q;
+    return slot;
+}
+
+/* The iterator's verdicts: the kept query's when found under the same visibility, `all` and
+ * rows, else all CHECK (found as the pass goes). None (NULL) when memory is short. */
+static void verdict_take(liter *it, struct keel_lua_qcache *slot)
+{
+    it->vis = keel__world_visibility(it->lw->w);
+    it->qslot = (size_t)(slot - it->lw->queries);
+    it->qid = slot->id;
+    it->verdict = malloc(it->n ? it->n : 1);
+    if (!it->verdict) return;
+    if (slot->vis == it->vis + 1 && slot->vis_all == it->all && slot->vis_n == it->n && slot->verdict &&
+        memcmp(slot->vis_ents, it->ents, it->n * sizeof *it->ents) == 0)
+        memcpy(it->verdict, slot->verdict, it->n);
+    else memset(it->verdict, CHECK, it->n);
+}
+
+/* A pass that ended under the visibility it began with hands its verdicts to its kept query. */
+static void verdict_keep(liter *it)
+{
+    keel_lua_world *lw = it->lw;
+    if (!it->verdict || !lw->w || keel__world_visibility(lw->w) != it->vis || it->qslot >= lw->query_count) return;
+    struct keel_lua_qcache *slot = &lw->queries[it->qslot];
+    if (slot->id != it->qid) return;
+    if (slot->vis_n != it->n || !slot->vis_ents || !slot->verdict) {
+        free(slot->vis_ents);
+        free(slot->verdict);
+        slot->vis_ents = malloc((it->n ? it->n : 1) * sizeof *it->ents);
+        slot->verdict = malloc(it->n ? it->n : 1);
+        slot->vis_n = it->n;
+    }
+    if (!slot->vis_ents || !slot->verdict) {
+        slot->vis = 0;
+        return;
+    }
+    memcpy(slot->vis_ents, it->ents, it->n * sizeof *it->ents);
+    memcpy(slot->verdict, it->verdict, it->n);
+    slot->vis_all = it->all;
+    slot->vis = it->vis + 1;
 }
 
 static int w_query(lua_State *L)
@@ -256,12 +362,14 @@ static int w_query(lua_State *L)
     it->kinds = xcalloc(L, (size_t)nk, sizeof *it->kinds);
     it->nk = (size_t)nk;
     for (int i = 0; i < nk; i++) it->kinds[i] = keel_kind_find(lua_tostring(L, i + 2));
-    keel_query *q = kept_query(L, lw, it->kinds, it->nk);
+    struct keel_lua_qcache *slot = kept_query(L, lw, it->kinds, it->nk);
+    keel_query *q = slot->q;
     size_t n = keel_query_update(q);
     it->ents = calloc(n ? n : 1, sizeof *it->ents);
     if (!it->ents) return luaL_error(L, "out of memory");
     for (size_t i = 0; i < n; i++) it->ents[i] = keel_query_entity(q, i);
     it->n = n;
+    verdict_take(it, slot);
     return finish_iter(L);
 }
 

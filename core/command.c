@@ -153,13 +153,16 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             o.skip_rules = true;
             keel_comp comp;
             st = keel__add_internal(w, e, k, &o, &comp, d);
-            if (st == KEEL_OK && !enabled)
+            if (st == KEEL_OK && !enabled) {
                 keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
+                w->enabling++;
+            }
         } else {
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {
                 keel__ent *en = &w->ents[(uint32_t)e];
                 keel__members(w, en)[en->member_count - 1].enabled = false;
+                w->enabling++;
             }
         }
     }
@@ -167,6 +170,7 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
         bool en = true;
         keel_node_as_bool(n, &en);
         w->ents[(uint32_t)e].enabled = en;
+        w->enabling++;
     }
     if (st != KEEL_OK && e) {
         bool rb = w->rolling_back; /* leave nothing behind, run nothing */

@@ -605,6 +605,7 @@ keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cm
             inv->enabled = w->ents[i].enabled;
         }
         w->ents[i].enabled = enabled;
+        w->enabling++;
         w->revision++;
     }
     return keel__cmd_end(w, st, inv, &tmp);
@@ -657,6 +658,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
         keel__spawn_at(w, keel__ent_name(w, &w->ents[orig[k]]), cp, SIZE_MAX, NULL, &ce, NULL);
         copies[k] = to[orig[k]] = (uint32_t)ce;
         w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
+        w->enabling++;
         for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
             keel__entry me = keel__members(w, &w->ents[orig[k]])[m]; /* a copy: the entity array may move */
             keel__entry_clone(w, copies[k], &me);

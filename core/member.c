@@ -865,6 +865,7 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
             inv->enabled = m->enabled;
         }
         m->enabled = enabled;
+        w->enabling++;
         w->revision++;
     }
     return keel__cmd_end(w, st, inv, &tmp);

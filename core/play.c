@@ -54,6 +54,9 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
     keel__entities_retag(w, keel__tag_next());
     w->runs_valid = false;
     w->child_structure = 0;
-    w->structure++;
+    /* the counters go on from the larger of the two: a binding that stamped a record pointer of
+     * the played world under some value must never see that value again */
+    w->structure = (now.structure > w->structure ? now.structure : w->structure) + 1;
+    w->enabling = (now.enabling > w->enabling ? now.enabling : w->enabling) + 1;
     return KEEL_OK;
 }

@@ -51,6 +51,7 @@ static void move_entities(keel_world *src, const uint32_t *orig, size_t n, keel_
         uint32_t mp = k == 0 ? p : to[oe->parent];
         moved[k] = to[orig[k]] = keel__entity_place(dst, keel__ent_name(src, oe), mp, oe->uuid); /* all checked before */
         dst->ents[moved[k]].enabled = src->ents[orig[k]].enabled;
+        dst->enabling++;
         for (uint32_t m = 0; m < src->ents[orig[k]].member_count; m++)
             keel__entry_move(dst, moved[k], src, &keel__members(src, &src->ents[orig[k]])[m]);
     }

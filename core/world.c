@@ -30,6 +30,8 @@ void keel__touch(keel_world *w)
 
 uint64_t keel__world_structure(const keel_world *w) { return w->structure; }
 
+uint64_t keel__world_visibility(const keel_world *w) { return w->structure + w->enabling; }
+
 keel_world *keel_world_new(const char *name)
 {
     keel_world *w = calloc(1, sizeof *w);

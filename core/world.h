@@ -17,7 +17,8 @@ struct keel_world {
     keel_grid grid;
     uint64_t revision, epoch, frame;
     uint16_t tag;                     /* in every generation of its entities (entity.h KEEL__GEN) */
-    uint64_t structure;               /* bumps on every structural change */
+    uint64_t structure;               /* bumps on every structural change; never goes back (play's stop) */
+    uint64_t enabling;                /* bumps whenever an enabled flag of a live entity or component changes */
     keel__ent *ents;
     keel__kids *kids;                 /* children records of the entities that have any (hierarchy.c) */
     uint32_t kids_count, kids_cap, kids_free; /* kids_free: a free record's index + 1, 0 none */

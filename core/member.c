@@ -574,8 +574,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
-        else if (slot == KEEL_SLOT_AUTO &&
-                 !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
+        else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
                  key_count(w, en, KEEL_NO_KIND, key) > 1)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
                             "%s: this entity holds %u of it: name the slot to remove", key,
@@ -622,7 +621,10 @@ void keel__members_drop(keel_world *w, uint32_t i, bool quiet)
         keel__ent *en = &w->ents[i];
         size_t n = en->member_count;
         /* a copy: hooks run now may change the stack (and the slot map) */
-        struct { keel_kind_id kind; uint32_t slot, row; } *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
+        struct {
+            keel_kind_id kind;
+            uint32_t slot, row;
+        } *list = keel__xrealloc(NULL, (n ? n : 1) * sizeof *list);
         const keel__entry *ms = keel__members(w, en);
         size_t c = 0;
         for (size_t m = 0; m < n; m++) {

@@ -9,6 +9,8 @@
 
 /* ---- World userdata ---- */
 
+static int world_props(lua_State *L);
+
 /* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
 static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 {
@@ -28,6 +30,43 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
     lua_setiuservalue(L, world, uv);
 }
 
+static const char world_methods_key = 0; /* registry: the World methods table every World's copy is made from */
+
+/* The World on top gets its own metatable: a copy of the shared one whose __index is the World's
+ * own copy of the methods table, so `w:spawn` is a table lookup (no C call); that table's
+ * metatable ({ __index = world_props, [1] = the World }) answers the properties (w.name, ...),
+ * which need the World itself (a metamethod further down the chain sees only the table). */
+static void world_mt(lua_State *L)
+{
+    int world = lua_gettop(L);
+    lua_newtable(L); /* the metatable */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &keel__lua_mt_world);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -5);
+    }
+    lua_pop(L, 1);
+    lua_newtable(L); /* the methods */
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &world_methods_key);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -5);
+    }
+    lua_pop(L, 1);
+    lua_createtable(L, 1, 1); /* the methods' metatable */
+    lua_pushcfunction(L, world_props);
+    lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, world);
+    lua_rawseti(L, -2, 1);
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, world);
+}
+
 void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned)
 {
     /* hooks run during a load may already have wrapped this world (borrowed): take that one over */
@@ -43,7 +82,7 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
     memset(lw, 0, sizeof *lw);
     lw->ctx = ctx;
     lw->owned = owned;
-    keel__lua_setmt(L, &keel__lua_mt_world);
+    world_mt(L);
     lua_newtable(L); /* entity handle cache: [index + 1] = handle (see keel__lua_push_entity_cached) */
     lua_setiuservalue(L, -2, 1);
     handle_mt(L, &keel__lua_mt_entity, 3);
@@ -745,6 +784,10 @@ static int w_close(lua_State *L)
     return world_gc(L);
 }
 
+/* __close: w:close under its own function value (the methods table holds w_close; a value found
+ * in both would be named by the methods table alone in listings that walk them). */
+static int world_close(lua_State *L) { return w_close(L); }
+
 /* w:transfer(e, other [, parent]): e's subtree moved into `other` (keel_transfer); returns its
  * handle there. e must be of w and parent of `other` (a handle of another world is stale). */
 static int w_transfer(lua_State *L)
@@ -871,13 +914,17 @@ static const luaL_Reg world_methods[] = {
     { "_spawn", w__spawn }, { NULL, NULL }
 };
 
-static int world_index(lua_State *L)
+/* w.key past the methods (the __index of the World's methods table, argument 1, whose metatable
+ * holds [1] = the World): its properties; nil for anything else, as before. */
+static int world_props(lua_State *L)
 {
-    lua_pushvalue(L, 2); /* methods first: no property shares a method's name */
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-    lua_pop(L, 1);
-    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
-    const char *k = lua_tostring(L, 2);
+    if (!lua_getmetatable(L, 1) || lua_rawgeti(L, -1, 1) != LUA_TUSERDATA) {
+        lua_pushnil(L);
+        return 1;
+    }
+    int wi = lua_gettop(L);
+    keel_lua_world *lw = keel__lua_testudata(L, wi, &keel__lua_mt_world);
+    const char *k = lw && lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
     if (k && lw->w) {
         if (strcmp(k, "name") == 0) { lua_pushstring(L, keel_world_name(lw->w)); return 1; }
         if (strcmp(k, "uuid") == 0) {
@@ -887,11 +934,10 @@ static int world_index(lua_State *L)
             return 1;
         }
         if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
-        if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, 1, keel_world_root(lw->w)); return 1; }
+        if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, wi, keel_world_root(lw->w)); return 1; }
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
     }
-    lua_pushvalue(L, 2);
-    lua_rawget(L, lua_upvalueindex(1));
+    lua_pushnil(L);
     return 1;
 }
 
@@ -1116,7 +1162,7 @@ void keel__lua_open_world(lua_State *L)
 {
     luaL_setfuncs(L, module_funcs, 1);
     static const luaL_Reg world_mt[] = {
-        { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", w_close },
+        { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", world_close },
         { "__tostring", world_tostring }, { NULL, NULL }
     };
     keel__lua_newmt(L, &keel__lua_mt_world);
@@ -1127,7 +1173,8 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
     luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */
-    lua_pushcclosure(L, world_index, 1);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &world_methods_key); /* copied into each World's own (world_mt) */
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     keel__lua_open_query(L);

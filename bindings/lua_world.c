@@ -78,7 +78,7 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
         return;
     }
     lua_pop(L, 2);
-    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 4);
+    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 5); /* 5: the spawn handles (see do_spawn), made on first use */
     memset(lw, 0, sizeof *lw);
     lw->ctx = ctx;
     lw->owned = owned;
@@ -213,9 +213,9 @@ static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
     lw->cache_inserts = 0;
 }
 
-static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entity e)
+/* Puts the handle on top in the cache as e's (the handle stays on top). */
+static void cache_put(lua_State *L, keel_lua_world *lw, int cache, keel_entity e)
 {
-    keel_lua_world *lw = lua_touserdata(L, world_idx);
     uint32_t i = (uint32_t)e;
     if (i >= lw->gens_cap) {
         size_t cap = lw->gens_cap ? lw->gens_cap * 2 : 64;
@@ -226,11 +226,6 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
         lw->gens = g;
         lw->gens_cap = cap;
     }
-    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
-    h->lw = lw;
-    h->e = e;
-    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
-    lua_setmetatable(L, -2);
     if (++lw->cache_inserts > 4096 && lw->cache_inserts > 2 * keel_world_entity_count(lw->w))
         cache_sweep(L, lw, cache);
     lua_pushvalue(L, -1);
@@ -238,15 +233,70 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
     lw->gens[i] = (uint32_t)(e >> 32);
 }
 
+/* Pushes a new handle of e (not cached). */
+static keel_lua_entity *entity_handle(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity e)
+{
+    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->lw = lw;
+    h->e = e;
+    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
+    return h;
+}
+
+/* The spawn handles: w:spawn's handle of a new entity goes to a weak-valued table (World user
+ * value 5), not the cache. Most are dropped at once (`w:spawn("e"):add(...)`): kept strongly,
+ * every one of them would stay for the collector to traverse at each cycle while the entity
+ * lives. One that is held stays there and is the one handed out next (then moved to the cache);
+ * one that is not is collected, and whoever asks next gets a new one: nobody holds the old one
+ * to compare it with. */
+static void spawn_put(lua_State *L, int world_idx, keel_entity e)
+{
+    if (lua_getiuservalue(L, world_idx, 5) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "v");
+        lua_setfield(L, -2, "__mode");
+        lua_setmetatable(L, -2);
+        lua_pushvalue(L, -1);
+        lua_setiuservalue(L, world_idx, 5);
+    }
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, (lua_Integer)(uint32_t)e + 1);
+    lua_pop(L, 1);
+}
+
+/* e's handle kept by w:spawn (spawn_put), pushed; false (nothing pushed) when there is none. */
+static bool spawn_take(lua_State *L, int world_idx, keel_entity e)
+{
+    if (lua_getiuservalue(L, world_idx, 5) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        return false;
+    }
+    if (lua_rawgeti(L, -1, (lua_Integer)(uint32_t)e + 1) == LUA_TUSERDATA) {
+        const keel_lua_entity *h = lua_touserdata(L, -1);
+        if (h->e == e) { /* not a handle of an earlier entity at this index */
+            lua_remove(L, -2);
+            return true;
+        }
+    }
+    lua_pop(L, 2);
+    return false;
+}
+
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e)
 {
-    const keel_lua_world *lw = lua_touserdata(L, world_idx);
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
     uint32_t i = (uint32_t)e;
     if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
         if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
         lua_pop(L, 1);
     }
-    new_entity_handle(L, world_idx, cache, e);
+    world_idx = lua_absindex(L, world_idx);
+    cache = lua_absindex(L, cache);
+    if (!spawn_take(L, world_idx, e)) entity_handle(L, world_idx, lw, e);
+    cache_put(L, lw, cache, e);
 }
 
 void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e)
@@ -572,8 +622,14 @@ static int do_spawn(lua_State *L, bool want_inverse)
     }
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
-    lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
-    keel__lua_push_entity_cached(L, 1, lua_gettop(L), e); /* an awake may have asked for it already */
+    uint32_t i = (uint32_t)e;
+    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) { /* an awake asked for it already */
+        lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
+        keel__lua_push_entity_cached(L, 1, lua_gettop(L), e);
+    } else {
+        entity_handle(L, 1, lw, e);
+        spawn_put(L, 1, e);
+    }
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;

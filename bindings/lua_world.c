@@ -1,5 +1,6 @@
 /* lua_world.c — the World type (keel.World): handles, spawn, step and run, dump and save,
  * and the module functions keel.world, keel.load, keel.parse. */
+#include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -31,6 +32,7 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 }
 
 static const char world_methods_key = 0; /* registry: the World methods table every World's copy is made from */
+static const char spawn_mt_key = 0;      /* registry: { __mode = "v" }, the spawn handles' metatable */
 
 /* The World on top gets its own metatable: a copy of the shared one whose __index is the World's
  * own copy of the methods table, so `w:spawn` is a table lookup (no C call); that table's
@@ -244,39 +246,87 @@ static keel_lua_entity *entity_handle(lua_State *L, int world_idx, keel_lua_worl
     return h;
 }
 
-/* The spawn handles: w:spawn's handle of a new entity goes to a weak-valued table (World user
- * value 5), not the cache. Most are dropped at once (`w:spawn("e"):add(...)`): kept strongly,
- * every one of them would stay for the collector to traverse at each cycle while the entity
- * lives. One that is held stays there and is the one handed out next (then moved to the cache);
- * one that is not is collected, and whoever asks next gets a new one: nobody holds the old one
- * to compare it with. */
-static void spawn_put(lua_State *L, int world_idx, keel_entity e)
+/* The spawn handles: w:spawn's handle of a new entity goes to a small weak-valued table (World
+ * user value 5, slot = entity index modulo its size), not the cache. Most are dropped at once
+ * (`w:spawn("e"):add(...)`): kept strongly, each would stay for the collector to traverse at
+ * every cycle while its entity lives. One that is held stays in its slot and is the one handed
+ * out next (then moved to the cache); one that is not is collected, and whoever asks next gets a
+ * new one: nobody holds the old one to compare it with. A handle still there when a later spawn
+ * takes its slot moves to the cache first, so a held one is never lost. */
+#define SPAWN_SLOTS_MAX 4096
+
+/* The slot of entity index i in a table of lw->spawn_cap slots. */
+static lua_Integer spawn_slot(const keel_lua_world *lw, uint32_t i)
 {
-    if (lua_getiuservalue(L, world_idx, 5) != LUA_TTABLE) {
+    return (lua_Integer)(i & (uint32_t)(lw->spawn_cap - 1)) + 1;
+}
+
+/* Pushes the spawn handles' table, made (or grown, up to SPAWN_SLOTS_MAX) to have a slot of its
+ * own for index i when it can. Only ever set within its array part: a key set outside it would
+ * have Lua rehash it into a hash part, most of its values being collected. */
+static void spawn_table(lua_State *L, int world_idx, keel_lua_world *lw, uint32_t i)
+{
+    int t = lua_getiuservalue(L, world_idx, 5);
+    if (t == LUA_TTABLE && (i < lw->spawn_cap || lw->spawn_cap >= SPAWN_SLOTS_MAX)) return;
+    size_t cap = lw->spawn_cap ? lw->spawn_cap * 2 : 64;
+    while (cap <= i && cap < SPAWN_SLOTS_MAX) cap *= 2;
+    lua_createtable(L, (int)cap, 0);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_mt_key) != LUA_TTABLE) {
         lua_pop(L, 1);
-        lua_newtable(L);
         lua_createtable(L, 0, 1);
         lua_pushliteral(L, "v");
         lua_setfield(L, -2, "__mode");
-        lua_setmetatable(L, -2);
         lua_pushvalue(L, -1);
-        lua_setiuservalue(L, world_idx, 5);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &spawn_mt_key);
     }
+    lua_setmetatable(L, -2);
+    size_t old = lw->spawn_cap;
+    lw->spawn_cap = cap;
+    if (t == LUA_TTABLE) { /* the handles still there move to their slots in the new one */
+        for (size_t k = 1; k <= old; k++) {
+            if (lua_rawgeti(L, -2, (lua_Integer)k) == LUA_TUSERDATA) {
+                const keel_lua_entity *h = lua_touserdata(L, -1);
+                lua_rawseti(L, -2, spawn_slot(lw, (uint32_t)h->e)); /* old slots are distinct mod cap */
+            } else {
+                lua_pop(L, 1);
+            }
+        }
+    }
+    lua_remove(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, world_idx, 5);
+}
+
+/* Keeps the new handle on top (of entity e, just spawned) in its slot; the one there before,
+ * when still held and its entity alive, moves to the cache. */
+static void spawn_put(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity e)
+{
+    spawn_table(L, world_idx, lw, (uint32_t)e);
+    lua_Integer slot = spawn_slot(lw, (uint32_t)e);
+    if (lua_rawgeti(L, -1, slot) == LUA_TUSERDATA) {
+        const keel_lua_entity *h = lua_touserdata(L, -1);
+        uint32_t hi = (uint32_t)h->e;
+        if (keel_alive(lw->w, h->e) && !(hi < lw->gens_cap && lw->gens[hi] == (uint32_t)(h->e >> 32))) {
+            lua_getiuservalue(L, world_idx, 1);
+            lua_insert(L, -2);
+            cache_put(L, lw, lua_absindex(L, -2), h->e);
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
     lua_pushvalue(L, -2);
-    lua_rawseti(L, -2, (lua_Integer)(uint32_t)e + 1);
+    lua_rawseti(L, -2, slot);
     lua_pop(L, 1);
 }
 
 /* e's handle kept by w:spawn (spawn_put), pushed; false (nothing pushed) when there is none. */
-static bool spawn_take(lua_State *L, int world_idx, keel_entity e)
+static bool spawn_take(lua_State *L, int world_idx, const keel_lua_world *lw, keel_entity e)
 {
-    if (lua_getiuservalue(L, world_idx, 5) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        return false;
-    }
-    if (lua_rawgeti(L, -1, (lua_Integer)(uint32_t)e + 1) == LUA_TUSERDATA) {
+    if (!lw->spawn_cap) return false;
+    lua_getiuservalue(L, world_idx, 5);
+    if (lua_rawgeti(L, -1, spawn_slot(lw, (uint32_t)e)) == LUA_TUSERDATA) {
         const keel_lua_entity *h = lua_touserdata(L, -1);
-        if (h->e == e) { /* not a handle of an earlier entity at this index */
+        if (h->e == e) { /* not another entity's (or an earlier one's at this index) */
             lua_remove(L, -2);
             return true;
         }
@@ -295,7 +345,7 @@ void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_e
     }
     world_idx = lua_absindex(L, world_idx);
     cache = lua_absindex(L, cache);
-    if (!spawn_take(L, world_idx, e)) entity_handle(L, world_idx, lw, e);
+    if (!spawn_take(L, world_idx, lw, e)) entity_handle(L, world_idx, lw, e);
     cache_put(L, lw, cache, e);
 }
 
@@ -628,7 +678,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
         keel__lua_push_entity_cached(L, 1, lua_gettop(L), e);
     } else {
         entity_handle(L, 1, lw, e);
-        spawn_put(L, 1, e);
+        spawn_put(L, 1, lw, e);
     }
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);

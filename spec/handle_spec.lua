@@ -459,6 +459,29 @@ describe("spawned entity handles", function()
     w:close()
   end)
 
+  it("held while thousands more are spawned and dropped stay the ones handed out", function()
+    local w = keel.world("sh")
+    local held = {}
+    for i = 1, 9000 do
+      local e = w:spawn("S" .. i)
+      if i % 97 == 1 then held[#held + 1] = e end
+      if i % 1000 == 0 then collectgarbage() end
+    end
+    collectgarbage(); collectgarbage()
+    for _, e in ipairs(held) do assert.is_true(rawequal(e, w:find(e.name)), e.name) end
+    local all = {}
+    for i = 1, 9000 do all[i] = w:spawn("T" .. i) end
+    collectgarbage(); collectgarbage()
+    local n = 0
+    for e in w:entities() do
+      if e.name:sub(1, 1) == "T" then
+        n = n + 1
+        assert.is_true(rawequal(e, all[tonumber(e.name:sub(2))]))
+      end
+    end
+    assert.are.equal(9000, n)
+  end)
+
   it("of a closed world go stale, held or remade", function()
     local w = keel.world("sh")
     local a = w:spawn("A")

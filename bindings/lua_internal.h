@@ -60,7 +60,7 @@ static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, k
         if (inv) keel_cmd_free(inv);
         keel_lua_raise(L, s, d);
     }
-    keel_diags_free(d);
+    if (d->items || d->count || d->errors || d->warnings) keel_diags_free(d); /* most calls add nothing */
 }
 
 /* ---- userdata types and argument errors ---- */

@@ -16,7 +16,7 @@ static int world_props(lua_State *L);
 static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 {
     int world = lua_gettop(L);
-    lua_newtable(L);
+    lua_createtable(L, 1, 8); /* [1] in the array part: the handles' checks read it on every call */
     lua_rawgetp(L, LUA_REGISTRYINDEX, t);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
@@ -627,8 +627,8 @@ static int do_spawn(lua_State *L, bool want_inverse)
     keel_lua_world *lw = check_lw_fast(L, 1);
     const char *name = "";
     keel_entity parent = KEEL_NO_ENTITY;
-    int spec = 0;
-    if (lua_type(L, 2) == LUA_TTABLE) {
+    int spec = 0, t2 = lua_type(L, 2);
+    if (t2 == LUA_TTABLE) {
         spec = 2;
         spawn_spec_keys(L); /* 3 name, 4 parent, 5 enabled, 6 components */
         if (!lua_isnil(L, 5) && !lua_isboolean(L, 5))
@@ -641,11 +641,11 @@ static int do_spawn(lua_State *L, bool want_inverse)
         parent = opt_parent(L, 4, lw);
         if (!lua_isnil(L, 6) && lua_type(L, 6) != LUA_TTABLE)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
-    } else if (lua_type(L, 2) == LUA_TSTRING) {
+    } else if (t2 == LUA_TSTRING) {
         size_t len;
         name = lua_tolstring(L, 2, &len);
         if (strlen(name) != len) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
-    } else if (!lua_isnoneornil(L, 2)) {
+    } else if (t2 != LUA_TNONE && t2 != LUA_TNIL) {
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
     }
     keel_diags d;

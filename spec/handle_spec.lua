@@ -557,3 +557,30 @@ describe("world method lookup", function()
     assert.is_nil(closed[1])
   end)
 end)
+
+-- The Entity and Component handles keep their C __index (their properties need the handle
+-- itself); what they answer for unknown keys and wrong receivers is pinned here beside the World's.
+describe("entity and component lookup", function()
+  it("answers unknown keys and refuses writes and wrong receivers as before", function()
+    local w = keel.world("lk")
+    local e = w:spawn("E")
+    local c = e:add("hs:one")
+    assert.is_nil(e.foo)
+    assert.is_nil(e[1])
+    assert.are.equal("function", type(e.add))
+    assert.are.equal("function", type(c.set))
+    local function msg(code, f)
+      return H.fails(code, f).message
+    end
+    assert.are.equal("an entity has no field 'foo'", msg("NotFound", function() e.foo = 1 end))
+    assert.are.equal("hs:one has no field 'foo'", msg("NotFound", function() return c.foo end))
+    assert.are.equal("hs:one has no field 'foo'", msg("NotFound", function() c.foo = 1 end))
+    assert.are.equal("hs:one has no field '1'", msg("NotFound", function() return c[1] end))
+    assert.are.equal("e.uuid is read-only", msg("Unsupported", function() e.uuid = "x" end))
+    assert.are.equal("c.kind is read-only", msg("Unsupported", function() c.kind = "x" end))
+    assert.are.equal("bad argument #1 (keel.Entity expected, got userdata)",
+      msg("InvalidArgument", function() return e.add(w, "hs:one") end))
+    assert.are.equal("bad argument #1 (keel.Component expected, got userdata)",
+      msg("InvalidArgument", function() return c.set(e, {}) end))
+  end)
+end)

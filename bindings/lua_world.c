@@ -266,8 +266,9 @@ static lua_Integer spawn_slot(const keel_lua_world *lw, uint32_t i)
  * have Lua rehash it into a hash part, most of its values being collected. */
 static void spawn_table(lua_State *L, int world_idx, keel_lua_world *lw, uint32_t i)
 {
-    int t = lua_getiuservalue(L, world_idx, 5);
-    if (t == LUA_TTABLE && (i < lw->spawn_cap || lw->spawn_cap >= SPAWN_SLOTS_MAX)) return;
+    if (lua_getiuservalue(L, world_idx, 5) == LUA_TTABLE && (i < lw->spawn_cap || lw->spawn_cap >= SPAWN_SLOTS_MAX))
+        return;
+    lua_pop(L, 1);
     size_t cap = lw->spawn_cap ? lw->spawn_cap * 2 : 64;
     while (cap <= i && cap < SPAWN_SLOTS_MAX) cap *= 2;
     lua_createtable(L, (int)cap, 0);
@@ -280,19 +281,26 @@ static void spawn_table(lua_State *L, int world_idx, keel_lua_world *lw, uint32_
         lua_rawsetp(L, LUA_REGISTRYINDEX, &spawn_mt_key);
     }
     lua_setmetatable(L, -2);
+    /* Nothing below allocates. What is there now (a finalizer run by the allocations above may have
+     * spawned into this world, and grown the table itself) moves to its slot in the new one. */
     size_t old = lw->spawn_cap;
+    if (old >= cap) { /* grown as far meanwhile: that one serves */
+        lua_pop(L, 1);
+        lua_getiuservalue(L, world_idx, 5);
+        return;
+    }
     lw->spawn_cap = cap;
-    if (t == LUA_TTABLE) { /* the handles still there move to their slots in the new one */
+    if (lua_getiuservalue(L, world_idx, 5) == LUA_TTABLE) {
         for (size_t k = 1; k <= old; k++) {
-            if (lua_rawgeti(L, -2, (lua_Integer)k) == LUA_TUSERDATA) {
+            if (lua_rawgeti(L, -1, (lua_Integer)k) == LUA_TUSERDATA) {
                 const keel_lua_entity *h = lua_touserdata(L, -1);
-                lua_rawseti(L, -2, spawn_slot(lw, (uint32_t)h->e)); /* old slots are distinct mod cap */
+                lua_rawseti(L, -3, spawn_slot(lw, (uint32_t)h->e)); /* old slots are distinct mod cap */
             } else {
                 lua_pop(L, 1);
             }
         }
     }
-    lua_remove(L, -2);
+    lua_pop(L, 1);
     lua_pushvalue(L, -1);
     lua_setiuservalue(L, world_idx, 5);
 }
@@ -310,7 +318,11 @@ static void spawn_put(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
             lua_getiuservalue(L, world_idx, 1);
             lua_insert(L, -2);
             cache_put(L, lw, lua_absindex(L, -2), h->e);
-            lua_pop(L, 1);
+            lua_pop(L, 3);
+            /* cache_put allocates: a finalizer may have spawned into this world meanwhile */
+            spawn_table(L, world_idx, lw, (uint32_t)e);
+            slot = spawn_slot(lw, (uint32_t)e);
+            lua_pushnil(L);
         }
     }
     lua_pop(L, 1);

@@ -584,3 +584,37 @@ describe("entity and component lookup", function()
       msg("InvalidArgument", function() return c.set(e, {}) end))
   end)
 end)
+
+describe("spawned entity handles and finalizers", function()
+  it("stay one object per entity when finalizers spawn into the same world meanwhile", function()
+    local w = keel.world("fz")
+    local held, fired = {}, 0
+    local function bomb(n)
+      setmetatable({}, { __gc = function()
+        fired = fired + 1
+        local g = w:spawn("G" .. n)
+        if n % 3 == 0 then held[#held + 1] = g end
+      end })
+    end
+    for i = 1, 6000 do
+      local e = w:spawn("M" .. i)
+      if i % 13 == 0 then held[#held + 1] = e end
+      bomb(i)
+      local _ = { i } -- garbage: the collector runs (and the finalizers) inside later spawns
+    end
+    collectgarbage(); collectgarbage()
+    assert.is_true(fired > 0)
+    local by_name = {}
+    for _, e in ipairs(held) do by_name[e.name] = e end
+    local n = 0
+    for e in w:entities() do
+      local want = by_name[e.name]
+      if want then
+        n = n + 1
+        assert.is_true(rawequal(want, e), e.name)
+      end
+    end
+    assert.are.equal(#held, n)
+    w:close()
+  end)
+end)

@@ -12,12 +12,10 @@
 
 static int world_props(lua_State *L);
 
-/* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
-static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
+/* Copies every pair of the registry table at `key` into the table on top. */
+static void copy_into_top(lua_State *L, const void *key)
 {
-    int world = lua_gettop(L);
-    lua_createtable(L, 1, 8); /* [1] in the array part: the handles' checks read it on every call */
-    lua_rawgetp(L, LUA_REGISTRYINDEX, t);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         lua_pushvalue(L, -2);
@@ -25,6 +23,14 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
         lua_rawset(L, -5);
     }
     lua_pop(L, 1);
+}
+
+/* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
+static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
+{
+    int world = lua_gettop(L);
+    lua_createtable(L, 1, 8); /* [1] in the array part: the handles' checks read it on every call */
+    copy_into_top(L, t);
     lua_pushvalue(L, world);
     lua_rawseti(L, -2, 1);
     if (t == &keel__lua_mt_comp) keel__lua_comp_mt_own(L, lua_gettop(L));
@@ -42,23 +48,9 @@ static void world_mt(lua_State *L)
 {
     int world = lua_gettop(L);
     lua_newtable(L); /* the metatable */
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &keel__lua_mt_world);
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
-        lua_rawset(L, -5);
-    }
-    lua_pop(L, 1);
+    copy_into_top(L, &keel__lua_mt_world);
     lua_newtable(L); /* the methods */
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &world_methods_key);
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-        lua_pushvalue(L, -2);
-        lua_insert(L, -2);
-        lua_rawset(L, -5);
-    }
-    lua_pop(L, 1);
+    copy_into_top(L, &world_methods_key);
     lua_createtable(L, 1, 1); /* the methods' metatable */
     lua_pushcfunction(L, world_props);
     lua_setfield(L, -2, "__index");

@@ -653,6 +653,19 @@ static bool update_phase(keel_phase p)
     return p == KEEL_PHASE_UPDATE || p == KEEL_PHASE_FIXED_UPDATE || p == KEEL_PHASE_LATE_UPDATE;
 }
 
+/* A batch item's self, as hook_tramp sets it at depth 0. */
+static void item_begin(lua_batch *lb, const keel_call *call)
+{
+    keel_lua_ctx *ctx = lb->lk->ctx;
+    ctx->self_w[0] = lb->b->w;
+    ctx->self_c[0] = call->comp;
+    ctx->self_k[0] = lb->lk;
+    ctx->self_gone[0] = false;
+    ctx->self_outside[0] = false;
+    ctx->depth = 1;
+    lb->in_item = true;
+}
+
 #define BATCH_KEEP_MAX 64 /* values read back left on the stack before a settop drops them */
 
 /* batch_loop's items when every field is a plain float (names at 7, self at 5, the function at
@@ -668,13 +681,7 @@ static void batch_floats(lua_State *L, lua_batch *lb, int nf, int nargs, int bas
     const keel_call *call = &b->txn.call;
     while (keel__batch_next(b)) {
         const size_t *off = lk->offsets;
-        ctx->self_w[0] = w;
-        ctx->self_c[0] = call->comp;
-        ctx->self_k[0] = lk;
-        ctx->self_gone[0] = false;
-        ctx->self_outside[0] = false;
-        ctx->depth = 1;
-        lb->in_item = true;
+        item_begin(lb, call);
         for (int i = 0; i < nf; i++) {
             lua_pushvalue(L, 7 + i);
             lua_pushnumber(L, *(const double *)(call->record + off[i]));
@@ -733,13 +740,7 @@ static int batch_loop(lua_State *L)
     const keel_lua_world *lw = lua_touserdata(L, 2);
     while (keel__batch_next(b)) {
         const keel_call *call = &b->txn.call;
-        ctx->self_w[0] = w;
-        ctx->self_c[0] = call->comp;
-        ctx->self_k[0] = lk;
-        ctx->self_gone[0] = false;
-        ctx->self_outside[0] = false;
-        ctx->depth = 1;
-        lb->in_item = true;
+        item_begin(lb, call);
         fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
         lua_pushvalue(L, 4);
         lua_pushvalue(L, 5);

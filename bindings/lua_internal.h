@@ -60,7 +60,7 @@ static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, k
         if (inv) keel_cmd_free(inv);
         keel_lua_raise(L, s, d);
     }
-    keel_diags_free(d);
+    if (d->items || d->count || d->errors || d->warnings) keel_diags_free(d); /* most calls add nothing */
 }
 
 /* ---- userdata types and argument errors ---- */
@@ -198,6 +198,7 @@ typedef struct keel_lua_world {
     size_t cache_inserts;
     uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
     size_t gens_cap;
+    size_t spawn_cap;  /* the array part of the spawn handles' table (World user value 5; lua_world.c) */
     size_t comp_inserts, comp_kept; /* the component handle caches (lua_component.c): since and at the last sweep */
     struct keel_lua_qcache *queries; /* w:query's kept queries (lua_query.c) */
     size_t query_count;

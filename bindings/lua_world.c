@@ -1,5 +1,6 @@
 /* lua_world.c — the World type (keel.World): handles, spawn, step and run, dump and save,
  * and the module functions keel.world, keel.load, keel.parse. */
+#include <limits.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -9,12 +10,12 @@
 
 /* ---- World userdata ---- */
 
-/* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
-static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
+static int world_props(lua_State *L);
+
+/* Copies every pair of the registry table at `key` into the table on top. */
+static void copy_into_top(lua_State *L, const void *key)
 {
-    int world = lua_gettop(L);
-    lua_newtable(L);
-    lua_rawgetp(L, LUA_REGISTRYINDEX, t);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, key);
     lua_pushnil(L);
     while (lua_next(L, -2)) {
         lua_pushvalue(L, -2);
@@ -22,10 +23,42 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
         lua_rawset(L, -5);
     }
     lua_pop(L, 1);
+}
+
+/* The World on top gets its own copy of a handle metatable, holding [1] = the World (lua_internal.h). */
+static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
+{
+    int world = lua_gettop(L);
+    lua_createtable(L, 1, 8); /* [1] in the array part: the handles' checks read it on every call */
+    copy_into_top(L, t);
     lua_pushvalue(L, world);
     lua_rawseti(L, -2, 1);
     if (t == &keel__lua_mt_comp) keel__lua_comp_mt_own(L, lua_gettop(L));
     lua_setiuservalue(L, world, uv);
+}
+
+static const char world_methods_key = 0; /* registry: the World methods table every World's copy is made from */
+static const char spawn_mt_key = 0;      /* registry: { __mode = "v" }, the spawn handles' metatable */
+
+/* The World on top gets its own metatable: a copy of the shared one whose __index is the World's
+ * own copy of the methods table, so `w:spawn` is a table lookup (no C call); that table's
+ * metatable ({ __index = world_props, [1] = the World }) answers the properties (w.name, ...),
+ * which need the World itself (a metamethod further down the chain sees only the table). */
+static void world_mt(lua_State *L)
+{
+    int world = lua_gettop(L);
+    lua_newtable(L); /* the metatable */
+    copy_into_top(L, &keel__lua_mt_world);
+    lua_newtable(L); /* the methods */
+    copy_into_top(L, &world_methods_key);
+    lua_createtable(L, 1, 1); /* the methods' metatable */
+    lua_pushcfunction(L, world_props);
+    lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, world);
+    lua_rawseti(L, -2, 1);
+    lua_setmetatable(L, -2);
+    lua_setfield(L, -2, "__index");
+    lua_setmetatable(L, world);
 }
 
 void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool owned)
@@ -39,11 +72,11 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
         return;
     }
     lua_pop(L, 2);
-    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 4);
+    keel_lua_world *lw = lua_newuserdatauv(L, sizeof *lw, 5); /* 5: the spawn handles (see do_spawn), made on first use */
     memset(lw, 0, sizeof *lw);
     lw->ctx = ctx;
     lw->owned = owned;
-    keel__lua_setmt(L, &keel__lua_mt_world);
+    world_mt(L);
     lua_newtable(L); /* entity handle cache: [index + 1] = handle (see keel__lua_push_entity_cached) */
     lua_setiuservalue(L, -2, 1);
     handle_mt(L, &keel__lua_mt_entity, 3);
@@ -174,9 +207,9 @@ static void cache_sweep(lua_State *L, keel_lua_world *lw, int cache)
     lw->cache_inserts = 0;
 }
 
-static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entity e)
+/* Puts the handle on top in the cache as e's (the handle stays on top). */
+static void cache_put(lua_State *L, keel_lua_world *lw, int cache, keel_entity e)
 {
-    keel_lua_world *lw = lua_touserdata(L, world_idx);
     uint32_t i = (uint32_t)e;
     if (i >= lw->gens_cap) {
         size_t cap = lw->gens_cap ? lw->gens_cap * 2 : 64;
@@ -187,11 +220,6 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
         lw->gens = g;
         lw->gens_cap = cap;
     }
-    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
-    h->lw = lw;
-    h->e = e;
-    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
-    lua_setmetatable(L, -2);
     if (++lw->cache_inserts > 4096 && lw->cache_inserts > 2 * keel_world_entity_count(lw->w))
         cache_sweep(L, lw, cache);
     lua_pushvalue(L, -1);
@@ -199,15 +227,130 @@ static void new_entity_handle(lua_State *L, int world_idx, int cache, keel_entit
     lw->gens[i] = (uint32_t)(e >> 32);
 }
 
+/* Pushes a new handle of e (not cached). */
+static keel_lua_entity *entity_handle(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity e)
+{
+    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->lw = lw;
+    h->e = e;
+    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
+    return h;
+}
+
+/* The spawn handles: w:spawn's handle of a new entity goes to a small weak-valued table (World
+ * user value 5, slot = entity index modulo its size), not the cache. Most are dropped at once
+ * (`w:spawn("e"):add(...)`): kept strongly, each would stay for the collector to traverse at
+ * every cycle while its entity lives. One that is held stays in its slot and is the one handed
+ * out next (then moved to the cache); one that is not is collected, and whoever asks next gets a
+ * new one: nobody holds the old one to compare it with. A handle still there when a later spawn
+ * takes its slot moves to the cache first, so a held one is never lost. */
+#define SPAWN_SLOTS_MAX 4096
+
+/* The slot of entity index i in a table of lw->spawn_cap slots. */
+static lua_Integer spawn_slot(const keel_lua_world *lw, uint32_t i)
+{
+    return (lua_Integer)(i & (uint32_t)(lw->spawn_cap - 1)) + 1;
+}
+
+/* Pushes the spawn handles' table, made (or grown, up to SPAWN_SLOTS_MAX) to have a slot of its
+ * own for index i when it can. Only ever set within its array part: a key set outside it would
+ * have Lua rehash it into a hash part, most of its values being collected. */
+static void spawn_table(lua_State *L, int world_idx, keel_lua_world *lw, uint32_t i)
+{
+    if (lua_getiuservalue(L, world_idx, 5) == LUA_TTABLE && (i < lw->spawn_cap || lw->spawn_cap >= SPAWN_SLOTS_MAX))
+        return;
+    lua_pop(L, 1);
+    size_t cap = lw->spawn_cap ? lw->spawn_cap * 2 : 64;
+    while (cap <= i && cap < SPAWN_SLOTS_MAX) cap *= 2;
+    lua_createtable(L, (int)cap, 0);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_mt_key) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 0, 1);
+        lua_pushliteral(L, "v");
+        lua_setfield(L, -2, "__mode");
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, LUA_REGISTRYINDEX, &spawn_mt_key);
+    }
+    lua_setmetatable(L, -2);
+    /* Nothing below allocates. What is there now (a finalizer run by the allocations above may have
+     * spawned into this world, and grown the table itself) moves to its slot in the new one. */
+    size_t old = lw->spawn_cap;
+    if (old >= cap) { /* grown as far meanwhile: that one serves */
+        lua_pop(L, 1);
+        lua_getiuservalue(L, world_idx, 5);
+        return;
+    }
+    lw->spawn_cap = cap;
+    if (lua_getiuservalue(L, world_idx, 5) == LUA_TTABLE) {
+        for (size_t k = 1; k <= old; k++) {
+            if (lua_rawgeti(L, -1, (lua_Integer)k) == LUA_TUSERDATA) {
+                const keel_lua_entity *h = lua_touserdata(L, -1);
+                lua_rawseti(L, -3, spawn_slot(lw, (uint32_t)h->e)); /* old slots are distinct mod cap */
+            } else {
+                lua_pop(L, 1);
+            }
+        }
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_setiuservalue(L, world_idx, 5);
+}
+
+/* Keeps the new handle on top (of entity e, just spawned) in its slot; the one there before,
+ * when still held and its entity alive, moves to the cache. */
+static void spawn_put(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity e)
+{
+    spawn_table(L, world_idx, lw, (uint32_t)e);
+    lua_Integer slot = spawn_slot(lw, (uint32_t)e);
+    if (lua_rawgeti(L, -1, slot) == LUA_TUSERDATA) {
+        const keel_lua_entity *h = lua_touserdata(L, -1);
+        uint32_t hi = (uint32_t)h->e;
+        if (keel_alive(lw->w, h->e) && !(hi < lw->gens_cap && lw->gens[hi] == (uint32_t)(h->e >> 32))) {
+            lua_getiuservalue(L, world_idx, 1);
+            lua_insert(L, -2);
+            cache_put(L, lw, lua_absindex(L, -2), h->e);
+            lua_pop(L, 3);
+            /* cache_put allocates: a finalizer may have spawned into this world meanwhile */
+            spawn_table(L, world_idx, lw, (uint32_t)e);
+            slot = spawn_slot(lw, (uint32_t)e);
+            lua_pushnil(L);
+        }
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, slot);
+    lua_pop(L, 1);
+}
+
+/* e's handle kept by w:spawn (spawn_put), pushed; false (nothing pushed) when there is none. */
+static bool spawn_take(lua_State *L, int world_idx, const keel_lua_world *lw, keel_entity e)
+{
+    if (!lw->spawn_cap) return false;
+    lua_getiuservalue(L, world_idx, 5);
+    if (lua_rawgeti(L, -1, spawn_slot(lw, (uint32_t)e)) == LUA_TUSERDATA) {
+        const keel_lua_entity *h = lua_touserdata(L, -1);
+        if (h->e == e) { /* not another entity's (or an earlier one's at this index) */
+            lua_remove(L, -2);
+            return true;
+        }
+    }
+    lua_pop(L, 2);
+    return false;
+}
+
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e)
 {
-    const keel_lua_world *lw = lua_touserdata(L, world_idx);
+    keel_lua_world *lw = lua_touserdata(L, world_idx);
     uint32_t i = (uint32_t)e;
     if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
         if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
         lua_pop(L, 1);
     }
-    new_entity_handle(L, world_idx, cache, e);
+    world_idx = lua_absindex(L, world_idx);
+    cache = lua_absindex(L, cache);
+    if (!spawn_take(L, world_idx, lw, e)) entity_handle(L, world_idx, lw, e);
+    cache_put(L, lw, cache, e);
 }
 
 void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e)
@@ -488,8 +631,8 @@ static int do_spawn(lua_State *L, bool want_inverse)
     keel_lua_world *lw = check_lw_fast(L, 1);
     const char *name = "";
     keel_entity parent = KEEL_NO_ENTITY;
-    int spec = 0;
-    if (lua_type(L, 2) == LUA_TTABLE) {
+    int spec = 0, t2 = lua_type(L, 2);
+    if (t2 == LUA_TTABLE) {
         spec = 2;
         spawn_spec_keys(L); /* 3 name, 4 parent, 5 enabled, 6 components */
         if (!lua_isnil(L, 5) && !lua_isboolean(L, 5))
@@ -502,11 +645,11 @@ static int do_spawn(lua_State *L, bool want_inverse)
         parent = opt_parent(L, 4, lw);
         if (!lua_isnil(L, 6) && lua_type(L, 6) != LUA_TTABLE)
             return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
-    } else if (lua_type(L, 2) == LUA_TSTRING) {
+    } else if (t2 == LUA_TSTRING) {
         size_t len;
         name = lua_tolstring(L, 2, &len);
         if (strlen(name) != len) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
-    } else if (!lua_isnoneornil(L, 2)) {
+    } else if (t2 != LUA_TNONE && t2 != LUA_TNIL) {
         return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
     }
     keel_diags d;
@@ -533,8 +676,14 @@ static int do_spawn(lua_State *L, bool want_inverse)
     }
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
-    lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
-    keel__lua_push_entity_cached(L, 1, lua_gettop(L), e); /* an awake may have asked for it already */
+    uint32_t i = (uint32_t)e;
+    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) { /* an awake asked for it already */
+        lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
+        keel__lua_push_entity_cached(L, 1, lua_gettop(L), e);
+    } else {
+        entity_handle(L, 1, lw, e);
+        spawn_put(L, 1, lw, e);
+    }
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;
@@ -745,6 +894,10 @@ static int w_close(lua_State *L)
     return world_gc(L);
 }
 
+/* __close: w:close under its own function value (the methods table holds w_close; a value found
+ * in both would be named by the methods table alone in listings that walk them). */
+static int world_close(lua_State *L) { return w_close(L); }
+
 /* w:transfer(e, other [, parent]): e's subtree moved into `other` (keel_transfer); returns its
  * handle there. e must be of w and parent of `other` (a handle of another world is stale). */
 static int w_transfer(lua_State *L)
@@ -871,13 +1024,17 @@ static const luaL_Reg world_methods[] = {
     { "_spawn", w__spawn }, { NULL, NULL }
 };
 
-static int world_index(lua_State *L)
+/* w.key past the methods (the __index of the World's methods table, argument 1, whose metatable
+ * holds [1] = the World): its properties; nil for anything else, as before. */
+static int world_props(lua_State *L)
 {
-    lua_pushvalue(L, 2); /* methods first: no property shares a method's name */
-    if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-    lua_pop(L, 1);
-    keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
-    const char *k = lua_tostring(L, 2);
+    if (!lua_getmetatable(L, 1) || lua_rawgeti(L, -1, 1) != LUA_TUSERDATA) {
+        lua_pushnil(L);
+        return 1;
+    }
+    int wi = lua_gettop(L);
+    keel_lua_world *lw = keel__lua_testudata(L, wi, &keel__lua_mt_world);
+    const char *k = lw && lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : NULL;
     if (k && lw->w) {
         if (strcmp(k, "name") == 0) { lua_pushstring(L, keel_world_name(lw->w)); return 1; }
         if (strcmp(k, "uuid") == 0) {
@@ -887,11 +1044,10 @@ static int world_index(lua_State *L)
             return 1;
         }
         if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
-        if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, 1, keel_world_root(lw->w)); return 1; }
+        if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, wi, keel_world_root(lw->w)); return 1; }
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
     }
-    lua_pushvalue(L, 2);
-    lua_rawget(L, lua_upvalueindex(1));
+    lua_pushnil(L);
     return 1;
 }
 
@@ -1116,7 +1272,7 @@ void keel__lua_open_world(lua_State *L)
 {
     luaL_setfuncs(L, module_funcs, 1);
     static const luaL_Reg world_mt[] = {
-        { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", w_close },
+        { "__newindex", world_newindex }, { "__gc", world_gc }, { "__close", world_close },
         { "__tostring", world_tostring }, { NULL, NULL }
     };
     keel__lua_newmt(L, &keel__lua_mt_world);
@@ -1127,7 +1283,8 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
     luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */
-    lua_pushcclosure(L, world_index, 1);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &world_methods_key); /* copied into each World's own (world_mt) */
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     keel__lua_open_query(L);

@@ -374,3 +374,247 @@ describe("kept component handles", function()
     assert.are.equal(1, w:count("hs:pos"))
   end)
 end)
+
+-- w:spawn's handle is kept weakly until someone asks for the entity again (lua_world.c spawn_put):
+-- one that is held is the one handed out; one that was dropped and collected is remade, still a
+-- live and working handle, and from then on one object again.
+describe("spawned entity handles", function()
+  local function full_gc() collectgarbage(); collectgarbage() end
+
+  it("held across collections are the ones find, children, parent and queries hand out", function()
+    local w = keel.world("sh")
+    local a = w:spawn("A")
+    local b = w:spawn { name = "B", parent = a }
+    b:add("hs:one")
+    full_gc()
+    assert.is_true(rawequal(a, w:find("A")))
+    assert.is_true(rawequal(b, a:children()[1]))
+    assert.is_true(rawequal(a, b.parent))
+    for e in w:each("hs:one") do assert.is_true(rawequal(b, e)) end
+    local seen = {}
+    for e in w:entities() do seen[e] = true end
+    assert.is_true(seen[a] and seen[b])
+    full_gc()
+    assert.is_true(rawequal(a, w:find("A")))
+    assert.is_true(rawequal(b, w:find("B")))
+  end)
+
+  it("dropped and collected are remade: live, one object again, equal to every other handle", function()
+    local w = keel.world("sh")
+    for i = 1, 50 do w:spawn("E" .. i):add("hs:one", { v = i }) end
+    full_gc()
+    local e = w:find("E7")
+    assert.are.equal("E7", e.name)
+    assert.are.equal(7, e:get("hs:one").v)
+    full_gc()
+    assert.is_true(rawequal(e, w:find("E7")))
+    assert.is_true(rawequal(e, w:find(e.uuid)))
+    assert.are.equal(e, e:get("hs:one").entity)
+    local n = 0
+    for x in w:each("hs:one") do
+      n = n + 1
+      assert.is_true(rawequal(x, w:find(x.name)))
+    end
+    assert.are.equal(50, n)
+  end)
+
+  it("held but destroyed stay stale when the index is reused, whoever reuses it", function()
+    local w = keel.world("sh")
+    local src = w:spawn("Src")
+    local old = w:spawn("Old")
+    old:destroy()
+    local dup = src:duplicate() -- takes the freed index without w:spawn
+    dup.name = "Dup"
+    assert.is_false(rawequal(old, dup))
+    assert.is_true(rawequal(dup, w:find("Dup")))
+    assert.are.equal("NotFound", code_of(function() return old.name end))
+    assert.is_false(old:alive())
+    dup:destroy()
+    local new = w:spawn("New")
+    full_gc()
+    assert.is_true(rawequal(new, w:find("New")))
+    assert.are.equal("NotFound", code_of(function() return dup.name end))
+    assert.are.equal("NotFound", code_of(function() return old.name end))
+  end)
+
+  it("held only by an object being finalized stay working there, and equal (==) to the entity's", function()
+    local w = keel.world("sh")
+    local seen = {}
+    do
+      local e = w:spawn("F")
+      e:add("hs:one", { v = 3 })
+      setmetatable({}, { __gc = function()
+        seen.alive = e:alive()
+        seen.v = e:get("hs:one").v
+        local found = w:find("F")
+        seen.same = found == e
+        seen.name = found and found.name
+      end })
+    end
+    full_gc()
+    assert.are.same({ alive = true, v = 3, same = true, name = "F" }, seen)
+    local f = w:find("F")
+    full_gc()
+    assert.is_true(rawequal(f, w:find("F")))
+    w:close()
+  end)
+
+  it("held while thousands more are spawned and dropped stay the ones handed out", function()
+    local w = keel.world("sh")
+    local held = {}
+    for i = 1, 9000 do
+      local e = w:spawn("S" .. i)
+      if i % 97 == 1 then held[#held + 1] = e end
+      if i % 1000 == 0 then collectgarbage() end
+    end
+    collectgarbage(); collectgarbage()
+    for _, e in ipairs(held) do assert.is_true(rawequal(e, w:find(e.name)), e.name) end
+    local all = {}
+    for i = 1, 9000 do all[i] = w:spawn("T" .. i) end
+    collectgarbage(); collectgarbage()
+    local n = 0
+    for e in w:entities() do
+      if e.name:sub(1, 1) == "T" then
+        n = n + 1
+        assert.is_true(rawequal(e, all[tonumber(e.name:sub(2))]))
+      end
+    end
+    assert.are.equal(9000, n)
+  end)
+
+  it("of a closed world go stale, held or remade", function()
+    local w = keel.world("sh")
+    local a = w:spawn("A")
+    w:spawn("B")
+    full_gc()
+    local b = w:find("B")
+    w:close()
+    assert.are.equal("NotFound", code_of(function() return a.name end))
+    assert.are.equal("NotFound", code_of(function() return b.name end))
+    assert.is_false(a:alive())
+  end)
+end)
+
+-- A World's methods are found by a table lookup (each World's own copy of the methods table),
+-- its properties behind them: everything reads and refuses as before.
+describe("world method lookup", function()
+  it("finds methods and properties, and nil for anything else", function()
+    local w = keel.world("ml")
+    assert.are.equal("function", type(w.spawn))
+    assert.are.equal("table", type(getmetatable(w).__index))
+    assert.is_true(rawequal(w.spawn, keel.world("other").spawn))
+    assert.are.equal("ml", w.name)
+    assert.are.equal(36, #w.uuid)
+    assert.are.equal("number", type(w.revision))
+    assert.is_true(rawequal(w.root, w.root))
+    assert.is_false(w.playing)
+    assert.is_nil(w.nope)
+    assert.is_nil(w[1])
+    assert.is_nil(w[true])
+    local e = w:spawn("E")
+    assert.is_true(rawequal(e, w:find("E")))
+    w.name = "renamed"
+    assert.are.equal("renamed", w.name)
+  end)
+
+  it("refuses writes as before", function()
+    local w = keel.world("ml")
+    local err = H.fails("NotFound", function() w.foo = 1 end)
+    assert.are.equal("a world has no field 'foo'", err.message)
+    err = H.fails("Unsupported", function() w.uuid = "x" end)
+    assert.are.equal("w.uuid is read-only", err.message)
+    err = H.fails("InvalidArgument", function() w.name = 3 end)
+    assert.are.equal("w.name must be a string, got number", err.message)
+    assert.is_nil(rawget(getmetatable(w).__index, "name")) -- properties are not stored
+  end)
+
+  it("calls a method on the wrong receiver with the same errors", function()
+    local w = keel.world("ml")
+    local e = w:spawn("E")
+    local err = H.fails("InvalidArgument", function() return w.spawn(e, "x") end)
+    assert.are.equal("bad argument #1 (keel.World expected, got userdata)", err.message)
+    err = H.fails("InvalidArgument", function() return w.find({}, "x") end)
+    assert.are.equal("bad argument #1 (keel.World expected, got table)", err.message)
+  end)
+
+  it("of a closed world: methods still found, properties nil, calls refused", function()
+    local w = keel.world("ml")
+    w:close()
+    assert.are.equal("function", type(w.spawn))
+    assert.is_nil(w.name)
+    assert.is_nil(w.root)
+    assert.are.equal("NotFound", code_of(function() return w:spawn("x") end))
+  end)
+
+  it("lets a World be collected with the cycle through its own metatable", function()
+    local closed = setmetatable({}, { __mode = "v" })
+    do
+      local w = keel.world("gone")
+      w:spawn("E")
+      closed[1] = w
+    end
+    collectgarbage(); collectgarbage()
+    assert.is_nil(closed[1])
+  end)
+end)
+
+-- The Entity and Component handles keep their C __index (their properties need the handle
+-- itself); what they answer for unknown keys and wrong receivers is pinned here beside the World's.
+describe("entity and component lookup", function()
+  it("answers unknown keys and refuses writes and wrong receivers as before", function()
+    local w = keel.world("lk")
+    local e = w:spawn("E")
+    local c = e:add("hs:one")
+    assert.is_nil(e.foo)
+    assert.is_nil(e[1])
+    assert.are.equal("function", type(e.add))
+    assert.are.equal("function", type(c.set))
+    local function msg(code, f)
+      return H.fails(code, f).message
+    end
+    assert.are.equal("an entity has no field 'foo'", msg("NotFound", function() e.foo = 1 end))
+    assert.are.equal("hs:one has no field 'foo'", msg("NotFound", function() return c.foo end))
+    assert.are.equal("hs:one has no field 'foo'", msg("NotFound", function() c.foo = 1 end))
+    assert.are.equal("hs:one has no field '1'", msg("NotFound", function() return c[1] end))
+    assert.are.equal("e.uuid is read-only", msg("Unsupported", function() e.uuid = "x" end))
+    assert.are.equal("c.kind is read-only", msg("Unsupported", function() c.kind = "x" end))
+    assert.are.equal("bad argument #1 (keel.Entity expected, got userdata)",
+      msg("InvalidArgument", function() return e.add(w, "hs:one") end))
+    assert.are.equal("bad argument #1 (keel.Component expected, got userdata)",
+      msg("InvalidArgument", function() return c.set(e, {}) end))
+  end)
+end)
+
+describe("spawned entity handles and finalizers", function()
+  it("stay one object per entity when finalizers spawn into the same world meanwhile", function()
+    local w = keel.world("fz")
+    local held, fired = {}, 0
+    local function bomb(n)
+      setmetatable({}, { __gc = function()
+        fired = fired + 1
+        local g = w:spawn("G" .. n)
+        if n % 3 == 0 then held[#held + 1] = g end
+      end })
+    end
+    for i = 1, 6000 do
+      local e = w:spawn("M" .. i)
+      if i % 13 == 0 then held[#held + 1] = e end
+      bomb(i)
+      local _ = { i } -- garbage: the collector runs (and the finalizers) inside later spawns
+    end
+    collectgarbage(); collectgarbage()
+    assert.is_true(fired > 0)
+    local by_name = {}
+    for _, e in ipairs(held) do by_name[e.name] = e end
+    local n = 0
+    for e in w:entities() do
+      local want = by_name[e.name]
+      if want then
+        n = n + 1
+        assert.is_true(rawequal(want, e), e.name)
+      end
+    end
+    assert.are.equal(#held, n)
+    w:close()
+  end)
+end)

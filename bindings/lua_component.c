@@ -69,7 +69,7 @@ static const keel_lua_fields *kind_fields(lua_State *L, keel_lua_ctx *ctx, keel_
         kf->types[i] = (unsigned char)kd->fields[i].type;
         if (shadowed(kd->fields[i].key)) continue;
         lua_pushstring(L, kd->fields[i].key); /* interned: every equal short string is this one */
-        kf->names[m] = lua_tostring(L, -1);
+        kf->names[m] = lua_topointer(L, -1);
         kf->index[m++] = (int)i;
         lua_pushboolean(L, 1);
         lua_rawset(L, -3);
@@ -87,7 +87,7 @@ int keel__lua_field_of(lua_State *L, keel_lua_ctx *ctx, keel_kind_id k, int idx)
     if (lua_type(L, idx) != LUA_TSTRING) return -1;
     const keel_lua_fields *kf = kind_fields(L, ctx, k);
     if (!kf) return -1;
-    const char *s = lua_tostring(L, idx);
+    const void *s = lua_topointer(L, idx);
     for (uint32_t i = 0; i < kf->n; i++)
         if (kf->names[i] == s) return kf->index[i];
     return -1;
@@ -557,21 +557,25 @@ static inline keel_lua_comp *own_handle(lua_State *L, int up)
     return h->lw == lua_touserdata(L, lua_upvalueindex(up)) ? h : NULL;
 }
 
-/* The field of h's kind the key at 2 names (by address, as keel__lua_field_of), when h is live
- * and its record at hand (h->rec): -1 when the general path must decide. *kf: the kind's table.
- * A kind never built has n = 0 (kind 0 too); a stale table's names are still anchored, so the
- * addresses are compared before its stamp is. */
+/* The field of h's kind the key at 2 names (by its object's address, as keel__lua_field_of), when
+ * h is live and its record at hand (h->rec): -1 when the general path must decide. *kf: the
+ * kind's table. A kind never built has n = 0 (kind 0 too); a stale table's names are still
+ * anchored, so the addresses are compared before its stamp is. lua_topointer needs no type test
+ * first: names[] are live string objects, and no other live object shares an address; a number,
+ * boolean or nil gives NULL, and a light userdata or C function holds a C address no keel code
+ * takes from a string object. */
 static inline int direct_field(lua_State *L, keel_lua_comp *h, const keel_lua_fields **kfp)
 {
     const keel_lua_world *lw = h->lw;
     keel_lua_ctx *ctx = lw->ctx;
     keel_kind_id k = h->c.kind;
-    if (k >= ctx->fields_cap || !lw->w || lua_type(L, 2) != LUA_TSTRING) return -1;
+    if (k >= ctx->fields_cap || !lw->w) return -1;
     const keel_lua_fields *kf = &ctx->fields[k];
-    const char *s = lua_tostring(L, 2);
-    uint32_t i = 0;
-    while (i < kf->n && kf->names[i] != s) i++;
-    if (i == kf->n || kf->stamp != keel__kind_declarations() + 1 || h->live != keel__world_structure(lw->w) + 1 ||
+    const void *s = lua_topointer(L, 2);
+    uint32_t i = 0, n = kf->n;
+    const void **names = kf->names;
+    while (i < n && names[i] != s) i++;
+    if (i == n || kf->stamp != keel__kind_declarations() + 1 || h->live != keel__world_structure(lw->w) + 1 ||
         (ctx->depth > 0 && keel__lua_is_self(ctx, lw->w, h->c)))
         return -1;
     *kfp = kf;
@@ -725,13 +729,9 @@ static int comp_newindex(lua_State *L)
     keel_lua_comp *h = own_handle(L, 2);
     const keel_lua_fields *kf;
     int f = h ? direct_field(L, h, &kf) : -1;
-    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
-        keel_value v; /* a number into a live handle's float field */
-        v.type = KEEL_T_FLOAT;
-        v.nil = false;
-        v.as.f = (double)lua_tonumber(L, 3);
+    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) { /* a number into a live handle's float field */
         keel__lua_entries++;
-        if (keel__field_set_plain(h->lw->w, h->c, h->rec, h->row, f, &v)) return 0;
+        if (keel__field_set_float(h->lw->w, h->c, h->rec, h->row, f, (double)lua_tonumber(L, 3))) return 0;
     }
     return comp_newindex_all(L);
 }

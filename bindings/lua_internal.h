@@ -102,7 +102,8 @@ typedef struct keel_lua_kind keel_lua_kind;
 typedef struct keel_lua_fields {
     uint64_t stamp;       /* keel__kind_declarations() + 1 when built; 0: not built */
     uint32_t n;
-    const char **names;   /* anchored in the registry table at ctx->names_ref */
+    const void **names;   /* lua_topointer of each name (a string object anchored in the registry
+                           * table at ctx->names_ref, so no other object has that address) */
     int *index;           /* the field of names[i] */
     uint32_t *offsets;    /* by field index: its offset in the record */
     unsigned char *types; /* by field index: its keel_type */

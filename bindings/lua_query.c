@@ -109,9 +109,9 @@ static bool push_kept(lua_State *L, const liter *it, keel_entity e)
     return true;
 }
 
-static int iter_next(lua_State *L)
+/* The rest of a call of the iterator (iter_next takes a kept row itself). */
+static KEEL_LUA_NOINLINE int iter_next_all(lua_State *L, liter *it)
 {
-    liter *it = lua_touserdata(L, lua_upvalueindex(UP_ITER));
     keel_world *w = it->lw->w;
     if (!w) return 0;
     int widx = lua_upvalueindex(UP_WORLD), cache = lua_upvalueindex(UP_ENTS);
@@ -156,6 +156,20 @@ static int iter_next(lua_State *L)
     }
     if (it->mode == 2) verdict_keep(it);
     return 0;
+}
+
+static int iter_next(lua_State *L)
+{
+    liter *it = lua_touserdata(L, lua_upvalueindex(UP_ITER));
+    const keel_lua_world *lw = it->lw;
+    size_t i = it->i;
+    /* a query's row whose verdict holds (the same checks as iter_next_all's, in its order) */
+    if (lw->w && it->mode == 2 && i < it->n && it->verdict && it->verdict[i] == KEPT &&
+        keel__world_visibility(lw->w) == it->vis && push_kept(L, it, it->ents[i])) {
+        it->i = i + 1;
+        return 1 + (int)it->nk;
+    }
+    return iter_next_all(L, it);
 }
 
 /* Pushes the iterator userdata (user value 1: the World, at 1). */

@@ -52,6 +52,9 @@ void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, 
  * would; false when any of that does not hold or the check refuses, having written nothing: the
  * caller then takes keel__field_set, which decides and reports. Counters move as keel_set's. */
 bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v);
+/* keel__field_set_plain for a number into a float field without bounds: false (nothing written)
+ * in every case that one would refuse, and for a field with bounds or of another type. */
+bool keel__field_set_float(keel_world *w, keel_comp c, void *record, uint32_t row, int field, double x);
 
 /* ---- world.c ---- */
 

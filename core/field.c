@@ -284,6 +284,22 @@ bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t ro
     return true;
 }
 
+bool keel__field_set_float(keel_world *w, keel_comp c, void *record, uint32_t row, int field, double x)
+{
+    const keel__layout *L;
+    const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
+    if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
+        (w->txn_depth > 0 && keel__txn_wants(w)))
+        return false;
+    const keel_field_desc *f = &kd->fields[field];
+    if (f->type != KEEL_T_FLOAT || (f->flags & KEEL_FIELD_READONLY) || f->has_min || f->has_max || !isfinite(x))
+        return false;
+    memcpy((unsigned char *)record + L->offsets[field], &x, sizeof x);
+    keel__row_count(&w->stores[c.kind], row, 1);
+    w->revision++;
+    return true;
+}
+
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
                        bool counted)
 {

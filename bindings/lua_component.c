@@ -729,7 +729,8 @@ static int comp_newindex(lua_State *L)
     keel_lua_comp *h = own_handle(L, 2);
     const keel_lua_fields *kf;
     int f = h ? direct_field(L, h, &kf) : -1;
-    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) { /* a number into a live handle's float field */
+    /* a number into a live handle's float field */
+    if (f >= 0 && kf->types[f] == KEEL_T_FLOAT && lua_type(L, 3) == LUA_TNUMBER) {
         keel__lua_entries++;
         if (keel__field_set_float(h->lw->w, h->c, h->rec, h->row, f, (double)lua_tonumber(L, 3))) return 0;
     }

@@ -262,21 +262,32 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
     return true;
 }
 
-bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v)
+/* Field `field` of c's kind when a plain write may skip the general path (no validate hook, a
+ * bounded body, no journal wanted, not readonly), with its offset in *off; else NULL. */
+static const keel_field_desc *plain_field(const keel_world *w, keel_comp c, int field, size_t *off)
 {
     const keel__layout *L;
     const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
     if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
         keel__txn_wants(w))
-        return false;
+        return NULL;
     const keel_field_desc *f = &kd->fields[field];
-    if (f->type == KEEL_T_STRING || (f->flags & KEEL_FIELD_READONLY)) return false;
+    if (f->flags & KEEL_FIELD_READONLY) return NULL;
+    *off = L->offsets[field];
+    return f;
+}
+
+bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t row, int field, keel_value *v)
+{
+    size_t off;
+    const keel_field_desc *f = plain_field(w, c, field, &off);
+    if (!f || f->type == KEEL_T_STRING) return false;
     if (f->type == KEEL_T_FLOAT && v->type == KEEL_T_FLOAT && !f->has_min && !f->has_max) {
         if (!isfinite(v->as.f)) return false;
     } else if (keel__value_check(f, v, NULL) != KEEL_OK) {
         return false;
     }
-    unsigned char *p = (unsigned char *)record + L->offsets[field];
+    unsigned char *p = (unsigned char *)record + off;
     if (f->type == KEEL_T_FLOAT) memcpy(p, &v->as.f, sizeof v->as.f);
     else keel__value_store(f, p, v);
     keel__row_count(&w->stores[c.kind], row, 1);
@@ -286,15 +297,10 @@ bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t ro
 
 bool keel__field_set_float(keel_world *w, keel_comp c, void *record, uint32_t row, int field, double x)
 {
-    const keel__layout *L;
-    const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
-    if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
-        (w->txn_depth > 0 && keel__txn_wants(w)))
-        return false;
-    const keel_field_desc *f = &kd->fields[field];
-    if (f->type != KEEL_T_FLOAT || (f->flags & KEEL_FIELD_READONLY) || f->has_min || f->has_max || !isfinite(x))
-        return false;
-    memcpy((unsigned char *)record + L->offsets[field], &x, sizeof x);
+    size_t off;
+    const keel_field_desc *f = plain_field(w, c, field, &off);
+    if (!f || f->type != KEEL_T_FLOAT || f->has_min || f->has_max || !isfinite(x)) return false;
+    memcpy((unsigned char *)record + off, &x, sizeof x);
     keel__row_count(&w->stores[c.kind], row, 1);
     w->revision++;
     return true;

@@ -299,13 +299,7 @@ uint32_t keel__ent_alloc(keel_world *w)
 
 keel__ent *keel__ent_get(const keel_world *w, keel_entity e)
 {
-    uint32_t i = (uint32_t)e, gen = (uint32_t)(e >> 32);
-    if (!w || i >= w->ent_count) return NULL;
-    keel__ent *en = &w->ents[i];
-    /* the count when gen carries w's tag, else a value above any count; generation 0 (no entity)
-     * never matches: a world's tag is never 0 */
-    uint32_t count = gen ^ (uint32_t)w->tag << 20;
-    return en->alive && en->gen_count == count ? en : NULL;
+    return w ? keel__ent_live(w, e) : NULL;
 }
 
 /* A live non-root entity's index, or KEEL__NONE. */

@@ -259,10 +259,8 @@ const keel_message *keel_call_message(const keel_call *call)
 bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_kind_id *kinds, keel_comp *c,
                       void **rec, uint32_t *row)
 {
-    uint32_t i = (uint32_t)e;
-    if (!(e >> 32) || i >= w->ent_count) return false; /* keel__ent_get, inline: a pass asks for every entity */
-    keel__ent *en = &w->ents[i];
-    if (!en->alive || keel__ent_gen(w, en) != (uint32_t)(e >> 32)) return false;
+    keel__ent *en = keel__ent_live(w, e);
+    if (!en) return false;
     for (size_t k = 0; k < n; k++) {
         keel_kind_id kk = kinds[k];
         keel__entry *m = keel__entry_find(w, en, kk, KEEL_SLOT_AUTO); /* inline (world.h) */
@@ -271,7 +269,7 @@ bool keel__each_visit(const keel_world *w, keel_entity e, size_t n, const keel_k
         row[k] = m->row;
         rec[k] = keel__store_rec(&w->stores[kk], m->row);
     }
-    return keel__active(w, i);
+    return keel__active(w, (uint32_t)e);
 }
 
 void keel__run_hook(keel_world *w, keel_comp c, keel_phase phase)

@@ -141,6 +141,17 @@ static inline uint32_t keel__ent_gen(const keel_world *w, const keel__ent *en)
 {
     return KEEL__GEN(w->tag, en->gen_count);
 }
+/* keel__ent_get for a non-NULL w, inline: a pass asks for every entity (step.c keel__each_visit). */
+static inline keel__ent *keel__ent_live(const keel_world *w, keel_entity e)
+{
+    uint32_t i = (uint32_t)e;
+    if (i >= w->ent_count) return NULL;
+    keel__ent *en = &w->ents[i];
+    /* the count when e's generation carries w's tag, else a value above any count; generation 0
+     * (no entity) never matches: a world's tag is never 0 */
+    uint32_t count = (uint32_t)(e >> 32) ^ (uint32_t)w->tag << 20;
+    return en->alive && en->gen_count == count ? en : NULL;
+}
 static inline keel_entity keel__handle(const keel_world *w, uint32_t i)
 {
     return ((keel_entity)keel__ent_gen(w, &w->ents[i]) << 32) | i;

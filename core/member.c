@@ -257,6 +257,15 @@ static keel__unknown *unknown_new(keel__entry *c, const char *key, keel_node *pr
     return u;
 }
 
+/* Whether one of the n entries ms holds `key` in slot 0: entry_by_key_k(w, en, k, key, 0), as a
+ * loop the compiler keeps inline (every add of a one kind asks). */
+static inline bool slot0_taken(const keel__entry *ms, uint32_t n, keel_kind_id k, const char *key)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!ms[i].slotted && entry_is(&ms[i], k, key)) return true;
+    return false;
+}
+
 /* The slot a new entry of `key` takes, or an error. */
 static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind_id k, const char *key, bool one,
                              uint32_t max, bool skip_rules, uint32_t *slot, keel_diags *d)
@@ -268,10 +277,7 @@ static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a one kind: only slot 0, not slot %u", key,
                               *slot);
         *slot = 0;
-        bool present = false; /* entry_by_key_k(w, me, k, key, 0), as a loop the compiler keeps inline */
-        for (uint32_t i = 0; i < en->member_count && !present; i++)
-            present = !ms[i].slotted && entry_is(&ms[i], k, key);
-        if (present)
+        if (slot0_taken(ms, en->member_count, k, key))
             return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is already present (multiplicity one)", key);
         return KEEL_OK;
     }
@@ -393,9 +399,7 @@ keel_status keel__add_internal(keel_world *w, keel_entity e, keel_kind_id k, con
     uint32_t slot = o->slot;
     bool one = kd->multiplicity == KEEL_ONE, taken = false;
     if (one && (slot == KEEL_SLOT_AUTO || slot == 0)) { /* pick_slot's common case, inline */
-        const keel__entry *ms = keel__members(w, en);
-        for (uint32_t a = 0; a < en->member_count && !taken; a++)
-            taken = !ms[a].slotted && entry_is(&ms[a], k, kd->key);
+        taken = slot0_taken(keel__members(w, en), en->member_count, k, kd->key);
         slot = 0;
     }
     keel_status st = KEEL_OK;

@@ -154,23 +154,20 @@ static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd 
             keel_comp comp;
             st = keel__add_internal(w, e, k, &o, &comp, d);
             if (st == KEEL_OK && !enabled) {
-                keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot)->enabled = false;
-                w->enabling++;
+                keel__entry_set_enabled(w, keel__entry_find(w, &w->ents[(uint32_t)e], k, comp.slot), false);
             }
         } else {
             st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, body, d);
             if (st == KEEL_OK && !enabled) {
                 keel__ent *en = &w->ents[(uint32_t)e];
-                keel__members(w, en)[en->member_count - 1].enabled = false;
-                w->enabling++;
+                keel__entry_set_enabled(w, &keel__members(w, en)[en->member_count - 1], false);
             }
         }
     }
     if (st == KEEL_OK && (n = keel_node_get(t, "enabled"))) {
         bool en = true;
         keel_node_as_bool(n, &en);
-        w->ents[(uint32_t)e].enabled = en;
-        w->enabling++;
+        keel__ent_set_enabled(w, (uint32_t)e, en);
     }
     if (st != KEEL_OK && e) {
         bool rb = w->rolling_back; /* leave nothing behind, run nothing */

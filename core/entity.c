@@ -598,8 +598,7 @@ keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cm
             inv->entity = w->ents[i].uuid;
             inv->enabled = w->ents[i].enabled;
         }
-        w->ents[i].enabled = enabled;
-        w->enabling++;
+        keel__ent_set_enabled(w, i, enabled);
         w->revision++;
     }
     return keel__cmd_end(w, st, inv, &tmp);
@@ -651,8 +650,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
         keel_entity ce;
         keel__spawn_at(w, keel__ent_name(w, &w->ents[orig[k]]), cp, SIZE_MAX, NULL, &ce, NULL);
         copies[k] = to[orig[k]] = (uint32_t)ce;
-        w->ents[copies[k]].enabled = w->ents[orig[k]].enabled;
-        w->enabling++;
+        keel__ent_set_enabled(w, copies[k], w->ents[orig[k]].enabled);
         for (uint32_t m = 0; m < w->ents[orig[k]].member_count; m++) {
             keel__entry me = keel__members(w, &w->ents[orig[k]])[m]; /* a copy: the entity array may move */
             keel__entry_clone(w, copies[k], &me);

@@ -870,8 +870,7 @@ keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel
             inv->slot = keel__entry_slot(w, m);
             inv->enabled = m->enabled;
         }
-        m->enabled = enabled;
-        w->enabling++;
+        keel__entry_set_enabled(w, m, enabled);
         w->revision++;
     }
     return keel__cmd_end(w, st, inv, &tmp);

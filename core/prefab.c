@@ -100,8 +100,7 @@ static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *
         while (keel_find(dst, u));
         from[k] = se->uuid;
         (*made)[k] = to[orig[k]] = keel__entity_place(dst, keel__ent_name(s, se), mp, u);
-        dst->ents[(*made)[k]].enabled = se->enabled;
-        dst->enabling++;
+        keel__ent_set_enabled(dst, (*made)[k], se->enabled);
         for (uint32_t m = 0; m < s->ents[orig[k]].member_count; m++)
             keel__entry_move(dst, (*made)[k], s, &keel__members(s, &s->ents[orig[k]])[m]);
     }

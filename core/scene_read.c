@@ -678,7 +678,7 @@ static bool add_unknown(loader *L, keel_entity e, const keel_node *n, const comp
         /* The public command refuses edits to unknown entries; a loader
          * restores the flag the file recorded, on the entry just added. */
         keel__ent *ent = h->enabled ? NULL : keel__ent_get(L->w, e);
-        if (ent && ent->member_count) keel__members(L->w, ent)[ent->member_count - 1].enabled = false;
+        if (ent && ent->member_count) keel__entry_set_enabled(L->w, &keel__members(L->w, ent)[ent->member_count - 1], false);
         ok = forward(L, &tmp, cpath, n);
     } else {
         forward(L, &tmp, cpath, n);

@@ -50,8 +50,7 @@ static void move_entities(keel_world *src, const uint32_t *orig, size_t n, keel_
         const keel__ent *oe = &src->ents[orig[k]];
         uint32_t mp = k == 0 ? p : to[oe->parent];
         moved[k] = to[orig[k]] = keel__entity_place(dst, keel__ent_name(src, oe), mp, oe->uuid); /* all checked before */
-        dst->ents[moved[k]].enabled = src->ents[orig[k]].enabled;
-        dst->enabling++;
+        keel__ent_set_enabled(dst, moved[k], src->ents[orig[k]].enabled);
         for (uint32_t m = 0; m < src->ents[orig[k]].member_count; m++)
             keel__entry_move(dst, moved[k], src, &keel__members(src, &src->ents[orig[k]])[m]);
     }

@@ -168,6 +168,18 @@ static inline uint32_t keel__block_cap(uint32_t b) /* entries block b holds (0: 
     return b == KEEL__NO_BLOCK ? 0 : 2u << (b >> KEEL__BLOCK_CLASS_SHIFT);
 }
 /* Entity en's membership entries, member_count of them (none to read when it has no block). */
+/* Every enabled flag, entity or component, is set through these: the visibility counter they move
+ * is what lets a kept query trust its last verdicts (keel__world_visibility). */
+static inline void keel__ent_set_enabled(keel_world *w, uint32_t i, bool on)
+{
+    w->ents[i].enabled = on;
+    w->enabling++;
+}
+static inline void keel__entry_set_enabled(keel_world *w, struct keel__entry *m, bool on)
+{
+    m->enabled = on;
+    w->enabling++;
+}
 static inline keel__entry *keel__members(const keel_world *w, const keel__ent *en)
 {
     return keel__block_at(w, en->block);

@@ -34,6 +34,15 @@ static void record(void *ctx, const keel_load_progress *p)
     if (p->file) snprintf(c->file, sizeof c->file, "%s", p->file);
 }
 
+/* The default load options, with every progress call recorded into `c`. */
+static keel_load_opts recording(calls *c)
+{
+    keel_load_opts o = keel_load_opts_default();
+    o.progress = record;
+    o.progress_ctx = c;
+    return o;
+}
+
 /* `n` entities with a transform each, as keel writes them (root first): ~250 bytes each, into
  * `*text` (malloc'd) and `*len`. */
 static void scene_text(size_t n, char **text, size_t *len)
@@ -78,9 +87,7 @@ static void load_progress_counts_up_to_the_whole_text(void **state)
     scene_text(2000, &text, &len);
     assert_true(len > 6 * STEP);
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     o.file = "big.yaml";
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, &o, &w, NULL), KEEL_OK);
@@ -109,9 +116,7 @@ static void load_progress_ends_when_the_yaml_is_refused(void **state)
     scene_text(1000, &text, &len);
     text[len - len / 4] = '\t'; /* a tab where indentation goes: a libyaml refusal past the middle */
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     keel_world *w = NULL;
     keel_diags d;
     keel_diags_init(&d);
@@ -137,9 +142,7 @@ static void load_progress_ends_when_the_scene_is_refused(void **state)
     assert_non_null(bad);
     text[bad - text + 9] = '0'; /* version: 0, valid YAML, a refused component */
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     keel_world *w = NULL;
     keel_diags d;
     keel_diags_init(&d);
@@ -168,9 +171,7 @@ static void load_progress_entities_before_root(void **state)
     memcpy(text + len, "root: []\n", 10);
     len += 9;
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, &o, &w, NULL), KEEL_OK);
     check_calls(c, len);
@@ -224,9 +225,7 @@ static void load_progress_cooked_file(void **state)
     assert_int_equal(write(fd, data, clen), (ssize_t)clen);
     close(fd);
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     w = NULL;
     assert_int_equal(keel_scene_load(path, &o, &w, NULL), KEEL_OK);
     remove(path);

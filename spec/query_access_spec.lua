@@ -38,6 +38,13 @@ local function pass(w, each, opts)
   return table.concat(seen, ",")
 end
 
+-- The A handles a pass hands out, by entity name.
+local function held(w)
+  local old = {}
+  pass(w, function(e, a) old[e.name] = a end)
+  return old
+end
+
 local function warm(w, want)
   assert.are.equal(want, pass(w))
   assert.are.equal(want, pass(w))
@@ -47,8 +54,7 @@ describe("w:query over an unchanged world", function()
   it("yields the same handles pass after pass, == to e:get's, reading and writing the records", function()
     local w, es = world(3)
     warm(w, "E1,E2,E3")
-    local first = {}
-    pass(w, function(e, a) first[e.name] = a end)
+    local first = held(w)
     for _ = 1, 3 do pass(w, function(e, a, b) a.x = a.x + b.vx end) end
     pass(w, function(e, a) assert.is_true(rawequal(first[e.name], a)) end)
     for i, e in ipairs(es) do assert.are.equal(i + 3 * i, e:get(A).x) end
@@ -79,8 +85,7 @@ describe("w:query over an unchanged world", function()
   it("skips what is removed, destroyed or lifted in the loop; its handles stay stale", function()
     local w, es = world(5)
     warm(w, "E1,E2,E3,E4,E5")
-    local old = {}
-    pass(w, function(e, a) old[e.name] = a end)
+    local old = held(w)
     local lift
     assert.are.equal("E1,E5", pass(w, function(e, a, b, i)
       if i == 1 then
@@ -105,15 +110,13 @@ describe("w:query over an unchanged world", function()
   it("never hands a handle of a destroyed entity to the component that reuses its index", function()
     local w, es = world(3)
     warm(w, "E1,E2,E3")
-    local old = {}
-    pass(w, function(e, a) old[e.name] = a end)
+    local old = held(w)
     es[2]:destroy()
     local n = w:spawn("N")
     n:add(A, { x = 20 })
     n:add(B, { vx = 0 })
     assert.are.equal("NotFound", code_of(function() return old.E2.x end))
-    local got = {}
-    pass(w, function(e, a) got[e.name] = a end)
+    local got = held(w)
     assert.is_nil(got.E2)
     assert.are.equal(20, got.N.x)
     for _, h in pairs(old) do assert.is_false(rawequal(h, got.N)) end

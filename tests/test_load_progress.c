@@ -34,9 +34,18 @@ static void record(void *ctx, const keel_load_progress *p)
     if (p->file) snprintf(c->file, sizeof c->file, "%s", p->file);
 }
 
-/* `n` entities with a transform each, as keel writes them (root first): ~250 bytes each, into
- * `*text` (malloc'd) and `*len`. */
-static void scene_text(size_t n, char **text, size_t *len)
+/* The default load options, with every progress call recorded into `c`. */
+static keel_load_opts recording(calls *c)
+{
+    keel_load_opts o = keel_load_opts_default();
+    o.progress = record;
+    o.progress_ctx = c;
+    return o;
+}
+
+/* `n` entities with a transform each, as keel writes them (root first): ~250 bytes each;
+ * the text is malloc'd, its length in `*len`. */
+static char *scene_text(size_t n, size_t *len)
 {
     keel_world *w = keel_world_new("progress");
     keel_kind_id t = keel_kind_find("core:transform");
@@ -47,8 +56,10 @@ static void scene_text(size_t n, char **text, size_t *len)
         assert_int_equal(keel_spawn(w, name, KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
         assert_int_equal(keel_add(w, e, t, NULL, NULL, NULL, NULL), KEEL_OK);
     }
-    assert_int_equal(keel_scene_dump(w, text, len, NULL), KEEL_OK);
+    char *text = NULL;
+    assert_int_equal(keel_scene_dump(w, &text, len, NULL), KEEL_OK);
     keel_world_free(w);
+    return text;
 }
 
 /* What every load's calls have in common: a start at 0, counts that never go down, the
@@ -74,13 +85,10 @@ static void load_progress_counts_up_to_the_whole_text(void **state)
 {
     (void)state;
     size_t len;
-    char *text = NULL;
-    scene_text(2000, &text, &len);
+    char *text = scene_text(2000, &len);
     assert_true(len > 6 * STEP);
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     o.file = "big.yaml";
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, &o, &w, NULL), KEEL_OK);
@@ -105,13 +113,10 @@ static void load_progress_ends_when_the_yaml_is_refused(void **state)
 {
     (void)state;
     size_t len;
-    char *text = NULL;
-    scene_text(1000, &text, &len);
+    char *text = scene_text(1000, &len);
     text[len - len / 4] = '\t'; /* a tab where indentation goes: a libyaml refusal past the middle */
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     keel_world *w = NULL;
     keel_diags d;
     keel_diags_init(&d);
@@ -131,15 +136,12 @@ static void load_progress_ends_when_the_scene_is_refused(void **state)
 {
     (void)state;
     size_t len;
-    char *text = NULL;
-    scene_text(600, &text, &len);
+    char *text = scene_text(600, &len);
     const char *bad = strstr(text + len / 2, "version: 1");
     assert_non_null(bad);
     text[bad - text + 9] = '0'; /* version: 0, valid YAML, a refused component */
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     keel_world *w = NULL;
     keel_diags d;
     keel_diags_init(&d);
@@ -157,8 +159,7 @@ static void load_progress_entities_before_root(void **state)
 {
     (void)state;
     size_t len;
-    char *text = NULL;
-    scene_text(500, &text, &len);
+    char *text = scene_text(500, &len);
     const char *root = strstr(text, "root: []\n");
     assert_non_null(root);
     size_t at = (size_t)(root - text);
@@ -168,9 +169,7 @@ static void load_progress_entities_before_root(void **state)
     memcpy(text + len, "root: []\n", 10);
     len += 9;
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, &o, &w, NULL), KEEL_OK);
     check_calls(c, len);
@@ -210,8 +209,7 @@ static void load_progress_cooked_file(void **state)
 {
     (void)state;
     size_t len;
-    char *text = NULL;
-    scene_text(50, &text, &len);
+    char *text = scene_text(50, &len);
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, NULL, &w, NULL), KEEL_OK);
     void *data = NULL;
@@ -224,9 +222,7 @@ static void load_progress_cooked_file(void **state)
     assert_int_equal(write(fd, data, clen), (ssize_t)clen);
     close(fd);
     calls *c = calls_new();
-    keel_load_opts o = keel_load_opts_default();
-    o.progress = record;
-    o.progress_ctx = c;
+    keel_load_opts o = recording(c);
     w = NULL;
     assert_int_equal(keel_scene_load(path, &o, &w, NULL), KEEL_OK);
     remove(path);

@@ -63,6 +63,17 @@ static int step_group_setup(void **state)
     return keel_kind_declare(&kd, NULL, NULL) ? -1 : 0;
 }
 
+/* A field-less kind, version 1, with the one hook `fn` in `phase`. */
+static void declare_hooked(const char *key, keel_multiplicity m, keel_phase phase, keel_hook_fn fn)
+{
+    keel_kind_desc kd = { 0 };
+    kd.key = key;
+    kd.version = 1;
+    kd.multiplicity = m;
+    kd.hooks[phase] = fn;
+    keel_kind_declare(&kd, NULL, NULL);
+}
+
 static int step_setup(void **state)
 {
     logbuf[0] = 0;
@@ -456,11 +467,7 @@ static keel_status add_nested_then_fail(const keel_call *c)
 static void step_rollback_covers_nested_hooks(void **state)
 {
     fx *f = *state;
-    keel_kind_desc kd = { 0 };
-    kd.key = "test:spawner";
-    kd.version = 1;
-    kd.hooks[KEEL_PHASE_AWAKE] = spawner_awake;
-    keel_kind_declare(&kd, NULL, NULL);
+    declare_hooked("test:spawner", KEEL_ONE, KEEL_PHASE_AWAKE, spawner_awake);
     keel_entity b = act_on_b(f, 1, add_nested_then_fail, false, NULL);
     step(f, 0.1);
     assert_int_equal(keel_find_name(f->w, "FromAwake"), 0);
@@ -485,12 +492,7 @@ static keel_status destroy_again(const keel_call *c)
 static void step_on_destroy_destroying_itself(void **state)
 {
     fx *f = *state;
-    keel_kind_desc kd = { 0 };
-    kd.key = "test:suicidal";
-    kd.version = 1;
-    kd.multiplicity = KEEL_MANY;
-    kd.hooks[KEEL_PHASE_ON_DESTROY] = destroy_again;
-    keel_kind_declare(&kd, NULL, NULL);
+    declare_hooked("test:suicidal", KEEL_MANY, KEEL_PHASE_ON_DESTROY, destroy_again);
     keel_entity a = spawn(f, "A", 0);
     add(f, a, "test:suicidal");
     add(f, a, "test:suicidal");
@@ -518,11 +520,7 @@ static keel_status destroy_the_other(const keel_call *c)
 static void step_on_destroy_destroying_the_one_destroying_it(void **state)
 {
     fx *f = *state;
-    keel_kind_desc kd = { 0 };
-    kd.key = "test:pair";
-    kd.version = 1;
-    kd.hooks[KEEL_PHASE_ON_DESTROY] = destroy_the_other;
-    keel_kind_declare(&kd, NULL, NULL);
+    declare_hooked("test:pair", KEEL_ONE, KEEL_PHASE_ON_DESTROY, destroy_the_other);
     pair_a = spawn(f, "A", 0);
     pair_b = spawn(f, "B", 0);
     keel_entity c = spawn(f, "C", 0);

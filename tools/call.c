@@ -126,11 +126,16 @@ int keel_cli_l_loop_stopped(lua_State *L)
     return 1;
 }
 
-int keel_cli_l_now(lua_State *L)
+double keel_cli_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    lua_pushnumber(L, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int keel_cli_l_now(lua_State *L)
+{
+    lua_pushnumber(L, keel_cli_now());
     return 1;
 }
 

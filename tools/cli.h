@@ -85,7 +85,8 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
 void keel_cli_loop_signals(bool on, bool term);
 bool keel_cli_loop_stopped(void);
 int keel_cli_l_loop_stopped(lua_State *L);
-int keel_cli_l_now(lua_State *L); /* a frame loop's clock: monotonic seconds */
+double keel_cli_now(void); /* monotonic seconds: frame loops, the load progress line */
+int keel_cli_l_now(lua_State *L); /* keel_cli_now for Lua: a frame loop's clock */
 
 /* lua_pcall of the function under its `narg` arguments, with a handler that
  * adds a traceback (or, for an error object, the user's line that raised it).

@@ -6,7 +6,6 @@
  * not (tests, logs); KEEL_PROGRESS=0 never. */
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -19,13 +18,6 @@ static struct {
     int percent;   /* the last one drawn */
     double started;
 } line;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* 0: never; 1: big files on a terminal; 2: every load (KEEL_PROGRESS=1). */
 static int mode(void)
@@ -42,7 +34,7 @@ static int mode(void)
 
 static void draw(const keel_load_progress *p, const char *name)
 {
-    double mb = (double)p->bytes / 1e6, secs = now() - line.started;
+    double mb = (double)p->bytes / 1e6, secs = keel_cli_now() - line.started;
     fprintf(stderr, "\r\33[Kreading %s: %.1f of %.1f MB (%d%%), %zu entit%s, %.1f MB/s", name, mb,
             (double)p->total / 1e6, line.percent, p->entities, p->entities == 1 ? "y" : "ies",
             secs > 0 ? mb / secs : 0);
@@ -58,7 +50,7 @@ void keel_cli_progress(void *ctx, const keel_load_progress *p)
         int m = mode();
         line.shown = m == 2 || (m == 1 && p->total >= BIG_FILE);
         if (!line.shown) return;
-        line.started = now();
+        line.started = keel_cli_now();
         line.percent = -1;
         fprintf(stderr, "\rreading %s (%.1f MB)...", name, (double)p->total / 1e6);
         fflush(stderr);
@@ -72,7 +64,7 @@ void keel_cli_progress(void *ctx, const keel_load_progress *p)
     if (p->done) {
         line.depth = 0;
         line.shown = false;
-        double mb = (double)p->bytes / 1e6, secs = now() - line.started;
+        double mb = (double)p->bytes / 1e6, secs = keel_cli_now() - line.started;
         /* the line replaced by what it took: a big load's time is worth knowing */
         fprintf(stderr, "\r\33[K%s: %.1f MB read in %.1f s (%.1f MB/s), %zu entit%s\n", name, mb, secs,
                 secs > 0 ? mb / secs : 0, p->entities, p->entities == 1 ? "y" : "ies");

@@ -9,6 +9,7 @@
 #include <lauxlib.h>
 
 #include "keel.h"
+#include "lua_host.h"
 
 #define KEEL_LUA_WORLD "keel.World"
 #define KEEL_LUA_ENTITY "keel.Entity"
@@ -30,11 +31,6 @@
 /* ---- for other binding files (lua_persist.c) ---- */
 
 int keel_lua_open_persist(lua_State *L); /* pushes the `persist` table */
-/* For a host's SIGINT handler (async-signal-safe): while keel_lua_stepping()
- * is true, keel_lua_interrupt() makes w:step/w:run raise "interrupted!" once
- * the frame under way has finished, so no callback is blamed for the signal. */
-void keel_lua_interrupt(void);
-int keel_lua_stepping(void);
 /* The keel_world of a World argument (raises when it is not one, or closed). */
 keel_world *keel_lua_checkworld(lua_State *L, int idx);
 /* Pushes nil and an error object built from `d`; returns 2. Frees d's contents. */

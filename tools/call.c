@@ -8,7 +8,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "lua_internal.h"
+#include "lua_host.h"
 
 #include "cli.h"
 

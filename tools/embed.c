@@ -10,9 +10,7 @@
 #include <lualib.h>
 
 #include "cli.h"
-
-/* bindings/lua_module.c, linked into the program. */
-int luaopen_keel_core(lua_State *L);
+#include "lua_host.h" /* luaopen_keel_core: bindings/lua_module.c, linked into the program */
 
 #ifndef KEEL_SOURCE_DIR
 #define KEEL_SOURCE_DIR "."

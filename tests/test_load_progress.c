@@ -43,9 +43,9 @@ static keel_load_opts recording(calls *c)
     return o;
 }
 
-/* `n` entities with a transform each, as keel writes them (root first): ~250 bytes each;
- * the text is malloc'd, its length in `*len`. */
-static char *scene_text(size_t n, size_t *len)
+/* `n` entities with a transform each, as keel writes them (root first): ~250 bytes each, into
+ * `*text` (malloc'd) and `*len`. */
+static void scene_text(size_t n, char **text, size_t *len)
 {
     keel_world *w = keel_world_new("progress");
     keel_kind_id t = keel_kind_find("core:transform");
@@ -56,10 +56,8 @@ static char *scene_text(size_t n, size_t *len)
         assert_int_equal(keel_spawn(w, name, KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
         assert_int_equal(keel_add(w, e, t, NULL, NULL, NULL, NULL), KEEL_OK);
     }
-    char *text = NULL;
-    assert_int_equal(keel_scene_dump(w, &text, len, NULL), KEEL_OK);
+    assert_int_equal(keel_scene_dump(w, text, len, NULL), KEEL_OK);
     keel_world_free(w);
-    return text;
 }
 
 /* What every load's calls have in common: a start at 0, counts that never go down, the
@@ -85,7 +83,8 @@ static void load_progress_counts_up_to_the_whole_text(void **state)
 {
     (void)state;
     size_t len;
-    char *text = scene_text(2000, &len);
+    char *text = NULL;
+    scene_text(2000, &text, &len);
     assert_true(len > 6 * STEP);
     calls *c = calls_new();
     keel_load_opts o = recording(c);
@@ -113,7 +112,8 @@ static void load_progress_ends_when_the_yaml_is_refused(void **state)
 {
     (void)state;
     size_t len;
-    char *text = scene_text(1000, &len);
+    char *text = NULL;
+    scene_text(1000, &text, &len);
     text[len - len / 4] = '\t'; /* a tab where indentation goes: a libyaml refusal past the middle */
     calls *c = calls_new();
     keel_load_opts o = recording(c);
@@ -136,7 +136,8 @@ static void load_progress_ends_when_the_scene_is_refused(void **state)
 {
     (void)state;
     size_t len;
-    char *text = scene_text(600, &len);
+    char *text = NULL;
+    scene_text(600, &text, &len);
     const char *bad = strstr(text + len / 2, "version: 1");
     assert_non_null(bad);
     text[bad - text + 9] = '0'; /* version: 0, valid YAML, a refused component */
@@ -159,7 +160,8 @@ static void load_progress_entities_before_root(void **state)
 {
     (void)state;
     size_t len;
-    char *text = scene_text(500, &len);
+    char *text = NULL;
+    scene_text(500, &text, &len);
     const char *root = strstr(text, "root: []\n");
     assert_non_null(root);
     size_t at = (size_t)(root - text);
@@ -209,7 +211,8 @@ static void load_progress_cooked_file(void **state)
 {
     (void)state;
     size_t len;
-    char *text = scene_text(50, &len);
+    char *text = NULL;
+    scene_text(50, &text, &len);
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, NULL, &w, NULL), KEEL_OK);
     void *data = NULL;

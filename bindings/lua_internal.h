@@ -18,11 +18,14 @@
 #define KEEL_LUA_ERROR "keel.Error"
 
 #define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
-/* A general path kept out of its hot path's function (which then needs no big frame). */
+/* A general path kept out of its hot path's function (which then needs no big frame); a hot
+ * path's piece kept in it (no call, no frame) even where the compiler would not inline it. */
 #if defined(__GNUC__)
 #define KEEL_LUA_NOINLINE __attribute__((noinline))
+#define KEEL_LUA_INLINE inline __attribute__((always_inline))
 #else
 #define KEEL_LUA_NOINLINE
+#define KEEL_LUA_INLINE inline
 #endif
 #define KEEL_LUA_MEMO_KEYS 16 /* field names w:step keeps on its stack for the hooks it runs */
 #define KEEL_LUA_MAX_FIELDS 1024 /* fields of one Lua kind (more: LimitExceeded) */

@@ -38,7 +38,6 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 }
 
 static const char world_methods_key = 0; /* registry: the World methods table every World's copy is made from */
-static const char spawn_mt_key = 0;      /* registry: { __mode = "v" }, the spawn handles' metatable */
 
 /* The World on top gets its own metatable: a copy of the shared one whose __index is the World's
  * own copy of the methods table, so `w:spawn` is a table lookup (no C call); that table's
@@ -264,14 +263,9 @@ static void spawn_table(lua_State *L, int world_idx, keel_lua_world *lw, uint32_
     size_t cap = lw->spawn_cap ? lw->spawn_cap * 2 : 64;
     while (cap <= i && cap < SPAWN_SLOTS_MAX) cap *= 2;
     lua_createtable(L, (int)cap, 0);
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_mt_key) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_createtable(L, 0, 1);
-        lua_pushliteral(L, "v");
-        lua_setfield(L, -2, "__mode");
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &spawn_mt_key);
-    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lw->ctx->worlds_ref);
+    if (!lua_getmetatable(L, -1)) lua_pushnil(L); /* { __mode = "v" }: the worlds table's, shared */
+    lua_remove(L, -2);
     lua_setmetatable(L, -2);
     /* Nothing below allocates. What is there now (a finalizer run by the allocations above may have
      * spawned into this world, and grown the table itself) moves to its slot in the new one. */

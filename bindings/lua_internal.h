@@ -255,11 +255,17 @@ void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e);
 /* The same, for the World lw at world_idx, inline: the hot loops (hooks, systems, queries) take
  * the cached handle without fetching lw from the stack again. */
+/* Whether lw's handle cache was given a handle of e (this generation of its index). */
+static inline bool keel__lua_gen_cached(const keel_lua_world *lw, keel_entity e)
+{
+    uint32_t i = (uint32_t)e;
+    return i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32);
+}
 static inline void keel__lua_push_entity_lw(lua_State *L, const keel_lua_world *lw, int world_idx, int cache,
                                             keel_entity e)
 {
     uint32_t i = (uint32_t)e;
-    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+    if (keel__lua_gen_cached(lw, e)) {
         if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
         lua_pop(L, 1);
     }

@@ -96,7 +96,7 @@ static KEEL_LUA_INLINE bool push_kept(lua_State *L, const liter *it, keel_entity
 {
     const keel_lua_world *lw = it->lw;
     uint32_t x = (uint32_t)e;
-    if (x >= lw->gens_cap || lw->gens[x] != (uint32_t)(e >> 32)) return false;
+    if (!keel__lua_gen_cached(lw, e)) return false;
     if (lua_rawgeti(L, lua_upvalueindex(UP_ENTS), (lua_Integer)x + 1) != LUA_TUSERDATA) {
         lua_pop(L, 1);
         return false;

@@ -299,8 +299,7 @@ static void spawn_put(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     lua_Integer slot = spawn_slot(lw, (uint32_t)e);
     if (lua_rawgeti(L, -1, slot) == LUA_TUSERDATA) {
         const keel_lua_entity *h = lua_touserdata(L, -1);
-        uint32_t hi = (uint32_t)h->e;
-        if (keel_alive(lw->w, h->e) && !(hi < lw->gens_cap && lw->gens[hi] == (uint32_t)(h->e >> 32))) {
+        if (keel_alive(lw->w, h->e) && !keel__lua_gen_cached(lw, h->e)) {
             lua_getiuservalue(L, world_idx, 1);
             lua_insert(L, -2);
             cache_put(L, lw, lua_absindex(L, -2), h->e);
@@ -337,7 +336,7 @@ void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_e
 {
     keel_lua_world *lw = lua_touserdata(L, world_idx);
     uint32_t i = (uint32_t)e;
-    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+    if (keel__lua_gen_cached(lw, e)) {
         if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
         lua_pop(L, 1);
     }
@@ -670,8 +669,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
     }
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
-    uint32_t i = (uint32_t)e;
-    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) { /* an awake asked for it already */
+    if (keel__lua_gen_cached(lw, e)) { /* an awake asked for it already */
         lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
         keel__lua_push_entity_cached(L, 1, lua_gettop(L), e);
     } else {

@@ -125,13 +125,24 @@ static inline bool fast_live(const keel_lua_comp *h)
     return w && h->live && h->live == keel__world_structure(w) + 1;
 }
 
-/* The Component at idx, or NULL: its metatable says so and its block is one (the size and tag
- * only this file's constructors write: the debug library can dress any userdata in a Component
- * metatable, and its bytes must not be read as a handle's). */
+/* h (the block at idx) when it is a handle (its size and the tag only this file's constructors
+ * write), else NULL: the one test of a handle's bytes. A light userdata's pointer too: its rawlen
+ * is 0. What the caches hold is reachable from a script (getmetatable(c)[2]), and the debug
+ * library can dress any userdata in a Component metatable, so neither is trusted without it. */
+static inline keel_lua_comp *block_is_handle(lua_State *L, int idx, keel_lua_comp *h)
+{
+    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
+}
+
+static inline keel_lua_comp *block_at(lua_State *L, int idx)
+{
+    return block_is_handle(L, idx, lua_touserdata(L, idx));
+}
+
+/* The Component at idx, or NULL: its metatable says so and its block is one. */
 static keel_lua_comp *comp_test(lua_State *L, int idx)
 {
-    keel_lua_comp *h = keel__lua_testudata(L, idx, &keel__lua_mt_comp);
-    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
+    return block_is_handle(L, idx, keel__lua_testudata(L, idx, &keel__lua_mt_comp));
 }
 
 static keel_lua_comp *comp_checkudata(lua_State *L, int idx)
@@ -161,14 +172,6 @@ void keel__lua_comp_cache(lua_State *L, int world_idx, keel_kind_id k)
     }
     lua_replace(L, -3);
     lua_pop(L, 1);
-}
-
-/* The handle at idx when it is one (its block's size and tag): what the caches hold is reachable
- * from a script (getmetatable(c)[2]), so its values are not trusted to be handles. */
-static inline keel_lua_comp *block_at(lua_State *L, int idx)
-{
-    keel_lua_comp *h = lua_touserdata(L, idx);
-    return h && lua_rawlen(L, idx) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG ? h : NULL;
 }
 
 /* Drops the cached handles of components that are gone (cached handles are strong references,
@@ -552,9 +555,8 @@ static bool direct(lua_State *L, keel_lua_comp *h, int f)
  * runs, alive while it runs (its metatable holds it). */
 static inline keel_lua_comp *own_handle(lua_State *L, int up)
 {
-    keel_lua_comp *h = lua_touserdata(L, 1); /* a light userdata's pointer too: its rawlen is 0 */
-    if (!h || lua_rawlen(L, 1) != sizeof *h || h->tag != KEEL_LUA_COMP_TAG) return NULL;
-    return h->lw == lua_touserdata(L, lua_upvalueindex(up)) ? h : NULL;
+    keel_lua_comp *h = block_at(L, 1);
+    return h && h->lw == lua_touserdata(L, lua_upvalueindex(up)) ? h : NULL;
 }
 
 /* The field of h's kind the key at 2 names (by its object's address, as keel__lua_field_of), when
@@ -590,8 +592,8 @@ static keel_lua_comp *to_comp(lua_State *L, int up)
     if (lua_type(L, 1) == LUA_TUSERDATA && lua_getmetatable(L, 1)) { /* the upvalue keeps that table alive */
         bool mine = lua_rawequal(L, -1, lua_upvalueindex(up)); /* the metamethod's own table */
         lua_pop(L, 1);
-        keel_lua_comp *h = lua_touserdata(L, 1);
-        if (mine && lua_rawlen(L, 1) == sizeof *h && h->tag == KEEL_LUA_COMP_TAG) return h;
+        keel_lua_comp *h = mine ? block_at(L, 1) : NULL;
+        if (h) return h;
     }
     return comp_checkudata(L, 1);
 }

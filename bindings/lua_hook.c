@@ -666,6 +666,29 @@ static void item_begin(lua_batch *lb, const keel_call *call)
     lb->in_item = true;
 }
 
+/* Calls a batch item's hook (the function at 4, self at 5, the World at 2, its handle cache at
+ * 3): the record to copy back to, NULL when the hook entered keel (which may have moved it). */
+static KEEL_LUA_INLINE const char *item_call(lua_State *L, const keel_lua_world *lw, const keel_call *call, int nargs)
+{
+    lua_pushvalue(L, 4);
+    lua_pushvalue(L, 5);
+    keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
+    if (nargs == 3) lua_pushnumber(L, call->dt);
+    unsigned long entries = keel__lua_entries;
+    lua_call(L, nargs, 0);
+    return entries == keel__lua_entries ? call->record : NULL;
+}
+
+/* A batch item's copy-back of self (at 5, its keys at 6, the names from kbase) by the general path. */
+static KEEL_LUA_INLINE keel_status item_write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd,
+                                                   keel_world *w, const keel_call *call, const char *rec, int kbase)
+{
+    keel_status s = KEEL_OK;
+    if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, 0, NULL, call->diags, &s))
+        s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, 0, true, call->diags);
+    return s;
+}
+
 #define BATCH_KEEP_MAX 64 /* values read back left on the stack before a settop drops them */
 
 /* batch_loop's items when every field is a plain float (names at 7, self at 5, the function at
@@ -687,18 +710,11 @@ static void batch_floats(lua_State *L, lua_batch *lb, int nf, int nargs, int bas
             lua_pushnumber(L, *(const double *)(call->record + off[i]));
             lua_rawset(L, 5);
         }
-        lua_pushvalue(L, 4);
-        lua_pushvalue(L, 5);
-        keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
-        if (nargs == 3) lua_pushnumber(L, call->dt);
-        unsigned long entries = keel__lua_entries;
-        lua_call(L, nargs, 0);
+        const char *rec = item_call(L, lw, call, nargs);
         keel_status s = KEEL_OK;
-        const char *rec = entries == keel__lua_entries ? call->record : NULL;
         if (!lk->dead && !write_back_floats(L, lk, w, &b->txn, rec, 7)) {
             lua_settop(L, base);
-            if (!write_back_committed(L, lk, lk->kd, w, call->comp, rec, 5, 6, 7, 0, NULL, call->diags, &s))
-                s = write_back(L, lk, lk->kd, w, call->comp, rec, 5, 6, 0, true, call->diags);
+            s = item_write_back(L, lk, lk->kd, w, call, rec, 7);
         }
         ctx->depth = 0;
         lb->in_item = false;
@@ -742,18 +758,9 @@ static int batch_loop(lua_State *L)
         const keel_call *call = &b->txn.call;
         item_begin(lb, call);
         fill_self(L, lk, kd, w, call->record, 5, 6, kbase, widx, 0);
-        lua_pushvalue(L, 4);
-        lua_pushvalue(L, 5);
-        keel__lua_push_entity_lw(L, lw, 2, 3, call->comp.entity);
-        if (nargs == 3) lua_pushnumber(L, call->dt);
-        unsigned long entries = keel__lua_entries;
-        lua_call(L, nargs, 0);
+        const char *rec = item_call(L, lw, call, nargs);
         keel_status s = KEEL_OK;
-        const char *rec = entries == keel__lua_entries ? call->record : NULL;
-        if (!lk->dead) {
-            if (!write_back_committed(L, lk, kd, w, call->comp, rec, 5, 6, kbase, 0, NULL, call->diags, &s))
-                s = write_back(L, lk, kd, w, call->comp, rec, 5, 6, 0, true, call->diags);
-        }
+        if (!lk->dead) s = item_write_back(L, lk, kd, w, call, rec, kbase);
         ctx->depth = 0;
         lb->in_item = false;
         lua_settop(L, base);

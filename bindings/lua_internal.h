@@ -19,11 +19,14 @@
 #define KEEL_LUA_ERROR "keel.Error"
 
 #define KEEL_LUA_MAX_DEPTH 16 /* callbacks nested inside callbacks */
-/* A general path kept out of its hot path's function (which then needs no big frame). */
+/* A general path kept out of its hot path's function (which then needs no big frame); a hot
+ * path's piece kept in it (no call, no frame) even where the compiler would not inline it. */
 #if defined(__GNUC__)
 #define KEEL_LUA_NOINLINE __attribute__((noinline))
+#define KEEL_LUA_INLINE inline __attribute__((always_inline))
 #else
 #define KEEL_LUA_NOINLINE
+#define KEEL_LUA_INLINE inline
 #endif
 #define KEEL_LUA_MEMO_KEYS 16 /* field names w:step keeps on its stack for the hooks it runs */
 #define KEEL_LUA_MAX_FIELDS 1024 /* fields of one Lua kind (more: LimitExceeded) */
@@ -248,11 +251,17 @@ void keel__lua_push_entity(lua_State *L, int world_idx, keel_entity e);
 void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_entity e);
 /* The same, for the World lw at world_idx, inline: the hot loops (hooks, systems, queries) take
  * the cached handle without fetching lw from the stack again. */
+/* Whether lw's handle cache was given a handle of e (this generation of its index). */
+static inline bool keel__lua_gen_cached(const keel_lua_world *lw, keel_entity e)
+{
+    uint32_t i = (uint32_t)e;
+    return i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32);
+}
 static inline void keel__lua_push_entity_lw(lua_State *L, const keel_lua_world *lw, int world_idx, int cache,
                                             keel_entity e)
 {
     uint32_t i = (uint32_t)e;
-    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+    if (keel__lua_gen_cached(lw, e)) {
         if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
         lua_pop(L, 1);
     }

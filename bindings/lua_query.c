@@ -92,17 +92,11 @@ static void verdict_keep(liter *it);
  * entity's, then each kind's slot-0 one. False, nothing pushed, when a cache let one go (a sweep
  * drops only handles of what is gone, but a script can reach the component caches): the caller
  * takes the full path. Nothing here allocates, so no finalizer runs in between. */
-#if defined(__GNUC__)
-#define KEPT_INLINE inline __attribute__((always_inline)) /* iter_next's own: no call, no frame */
-#else
-#define KEPT_INLINE inline
-#endif
-
-static KEPT_INLINE bool push_kept(lua_State *L, const liter *it, keel_entity e)
+static KEEL_LUA_INLINE bool push_kept(lua_State *L, const liter *it, keel_entity e)
 {
     const keel_lua_world *lw = it->lw;
     uint32_t x = (uint32_t)e;
-    if (x >= lw->gens_cap || lw->gens[x] != (uint32_t)(e >> 32)) return false;
+    if (!keel__lua_gen_cached(lw, e)) return false;
     if (lua_rawgeti(L, lua_upvalueindex(UP_ENTS), (lua_Integer)x + 1) != LUA_TUSERDATA) {
         lua_pop(L, 1);
         return false;

@@ -38,7 +38,6 @@ static void handle_mt(lua_State *L, const keel_lua_type *t, int uv)
 }
 
 static const char world_methods_key = 0; /* registry: the World methods table every World's copy is made from */
-static const char spawn_mt_key = 0;      /* registry: { __mode = "v" }, the spawn handles' metatable */
 
 /* The World on top gets its own metatable: a copy of the shared one whose __index is the World's
  * own copy of the methods table, so `w:spawn` is a table lookup (no C call); that table's
@@ -264,14 +263,9 @@ static void spawn_table(lua_State *L, int world_idx, keel_lua_world *lw, uint32_
     size_t cap = lw->spawn_cap ? lw->spawn_cap * 2 : 64;
     while (cap <= i && cap < SPAWN_SLOTS_MAX) cap *= 2;
     lua_createtable(L, (int)cap, 0);
-    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &spawn_mt_key) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_createtable(L, 0, 1);
-        lua_pushliteral(L, "v");
-        lua_setfield(L, -2, "__mode");
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &spawn_mt_key);
-    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lw->ctx->worlds_ref);
+    if (!lua_getmetatable(L, -1)) lua_pushnil(L); /* { __mode = "v" }: the worlds table's, shared */
+    lua_remove(L, -2);
     lua_setmetatable(L, -2);
     /* Nothing below allocates. What is there now (a finalizer run by the allocations above may have
      * spawned into this world, and grown the table itself) moves to its slot in the new one. */
@@ -305,8 +299,7 @@ static void spawn_put(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     lua_Integer slot = spawn_slot(lw, (uint32_t)e);
     if (lua_rawgeti(L, -1, slot) == LUA_TUSERDATA) {
         const keel_lua_entity *h = lua_touserdata(L, -1);
-        uint32_t hi = (uint32_t)h->e;
-        if (keel_alive(lw->w, h->e) && !(hi < lw->gens_cap && lw->gens[hi] == (uint32_t)(h->e >> 32))) {
+        if (keel_alive(lw->w, h->e) && !keel__lua_gen_cached(lw, h->e)) {
             lua_getiuservalue(L, world_idx, 1);
             lua_insert(L, -2);
             cache_put(L, lw, lua_absindex(L, -2), h->e);
@@ -343,7 +336,7 @@ void keel__lua_push_entity_cached(lua_State *L, int world_idx, int cache, keel_e
 {
     keel_lua_world *lw = lua_touserdata(L, world_idx);
     uint32_t i = (uint32_t)e;
-    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) {
+    if (keel__lua_gen_cached(lw, e)) {
         if (lua_rawgeti(L, cache, (lua_Integer)i + 1) == LUA_TUSERDATA) return;
         lua_pop(L, 1);
     }
@@ -676,8 +669,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
     }
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
-    uint32_t i = (uint32_t)e;
-    if (i < lw->gens_cap && lw->gens[i] == (uint32_t)(e >> 32)) { /* an awake asked for it already */
+    if (keel__lua_gen_cached(lw, e)) { /* an awake asked for it already */
         lua_getiuservalue(L, 1, 1); /* the handle cache: under the handle, which is returned from the top */
         keel__lua_push_entity_cached(L, 1, lua_gettop(L), e);
     } else {

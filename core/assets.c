@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "util.h"
+#include "base/util.h"
 #include "yaml_read.h"
 
 typedef struct asset {

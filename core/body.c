@@ -1,5 +1,5 @@
 /* body.c — component bodies (keel_node MAPs of field values by name) <-> records. */
-#include "util.h"
+#include "base/util.h"
 #include "body.h"
 #include "value.h"
 #include "kind.h"

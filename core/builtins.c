@@ -1,5 +1,5 @@
 /* builtins.c — the built-in kinds (DESIGN.md "Built-in kinds"), declared in C like any other kind. */
-#include "util.h"
+#include "base/util.h"
 #include "builtins.h"
 #include "record.h"
 

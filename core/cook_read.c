@@ -1,6 +1,6 @@
 /* cook_read.c — keel_cook_read: a cooked binary scene validated whole, then built into a new world (see COOKED.md). */
-#include "util.h"
-#include "bytes.h"
+#include "base/util.h"
+#include "base/bytes.h"
 #include "kind.h"
 
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* cook_write.c — keel_cook: a world written as a cooked binary scene (see COOKED.md). */
-#include "util.h"
-#include "bytes.h"
+#include "base/util.h"
+#include "base/bytes.h"
 #include "entity.h"
 
 #include <stdio.h>

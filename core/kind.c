@@ -1,5 +1,5 @@
 /* kind.c — the process-wide kind registry: types, declaring (checked, deep-copied), finding, describing. */
-#include "util.h"
+#include "base/util.h"
 #include "bind.h"
 #include "builtins.h"
 #include "kind.h"

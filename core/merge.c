@@ -11,7 +11,7 @@
 
 #include "merge.h"
 #include "scene_write.h"
-#include "util.h"
+#include "base/util.h"
 #include "yaml_read.h"
 #include "scene_read.h"
 

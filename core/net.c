@@ -8,7 +8,7 @@
 
 #include "bind.h"
 #include "net_wire.h"
-#include "util.h"
+#include "base/util.h"
 #include "value.h"
 #include "world.h"
 

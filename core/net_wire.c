@@ -3,7 +3,7 @@
  * packet either decodes whole or not at all, so a malformed one changes nothing. */
 #include "net_wire.h"
 
-#include "util.h"
+#include "base/util.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
 #define KEEL_NET_WIRE_H
 
 #include "keel.h"
-#include "bytes.h"
+#include "base/bytes.h"
 
 #include <stddef.h>
 #include <stdint.h>

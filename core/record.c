@@ -1,7 +1,7 @@
 /* record.c — a kind's record layout and its records: defaults, init, fini, copy, get and put of one field. */
 #include "kind.h"
 #include "record.h"
-#include "util.h"
+#include "base/util.h"
 #include "value.h"
 
 #include <stdlib.h>

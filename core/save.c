@@ -1,11 +1,11 @@
 /* save.c — save games: a baseline of the authored scene, and the difference from it that a slot
  * file holds (slotfile.c): captured, encoded, decoded and applied all or nothing. */
-#include "util.h"
+#include "base/util.h"
 #include "body.h"
 #include "field.h"
 #include "value.h"
 #include "slotfile.h"
-#include "bytes.h"
+#include "base/bytes.h"
 #include "kind.h"
 #include "record.h"
 

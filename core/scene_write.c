@@ -7,7 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "util.h"
+#include "base/util.h"
 #include "record.h"
 #include "scene_write.h"
 #include "value.h"

@@ -1,7 +1,7 @@
 /* slotfile.c — the save slot file: header, slot details (text), the compressed state and its
  * CRC; written atomically, read whole and verified before anything is decoded. */
-#include "util.h"
-#include "bytes.h"
+#include "base/util.h"
+#include "base/bytes.h"
 #include "slotfile.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
 #define KEEL_SLOTFILE_H
 
 #include "keel.h"
-#include "bytes.h"
+#include "base/bytes.h"
 
 /* Writes a slot file at path atomically: the details (info; refused when malformed), then
  * `state` compressed, and a CRC of it all. LimitExceeded past the state bound or details over

@@ -1,6 +1,6 @@
 /* slotmap.c — the non-zero slots of a world's loaded components, by serial. */
 #include "slotmap.h"
-#include "util.h"
+#include "base/util.h"
 
 #include <stdlib.h>
 

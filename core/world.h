@@ -2,7 +2,7 @@
 #ifndef KEEL_WORLD_H
 #define KEEL_WORLD_H
 
-#include "util.h"
+#include "base/util.h"
 #include "entity.h"
 #include "member.h"
 #include "slotmap.h"

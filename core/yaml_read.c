@@ -7,7 +7,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "util.h"
+#include "base/util.h"
 #include "yaml_read.h"
 
 /* ---- arena: a whole document's nodes freed at once ---- */

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "keel.h"
-#include "io.h"
+#include "base/io.h"
 
 /* ---- a fault-injecting io table ---- */
 

@@ -11,7 +11,7 @@
 #include <zlib.h>
 
 #include "keel.h"
-#include "bytes.h"
+#include "base/bytes.h"
 
 /* ---- test kinds: every field type, an editor-only kind, a runtime-only kind ---- */
 

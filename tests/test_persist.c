@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "keel.h"
-#include "bytes.h"
+#include "base/bytes.h"
 #include "slotfile.h"
 #include "field.h"
 

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "keel.h"
-#include "util.h" /* keel__chacha20 */
+#include "base/util.h" /* keel__chacha20 */
 
 static void uuid_v4_sets_version_and_variant(void **state)
 {

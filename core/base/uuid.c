@@ -1,5 +1,5 @@
 /* uuid.c — UUIDs: version-4 generation (a ChaCha20 pool the kernel keys), strict canonical text form. */
-#include "util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

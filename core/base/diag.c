@@ -1,5 +1,5 @@
 /* diag.c — status names and diagnostic lists (code, message, path, file:line:col). */
-#include "util.h"
+#include "base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* util.c — small allocation and string helpers shared by libkeel's files. */
-#include "util.h"
+#include "base/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

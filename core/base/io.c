@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "util.h"
-#include "io.h"
+#include "base/util.h"
+#include "base/io.h"
 
 static int sys_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
 static ssize_t sys_write(int fd, const void *buf, size_t n) { return write(fd, buf, n); }

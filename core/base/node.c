@@ -1,5 +1,5 @@
 /* node.c — keel_node document trees, YAML 1.2 core-schema scalar reading, shortest doubles. */
-#include "util.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <math.h>

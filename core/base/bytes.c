@@ -1,8 +1,8 @@
 /* bytes.c — little-endian byte buffers shared by the binary formats (cooked scenes, save slots). */
 #include <string.h>
 
-#include "util.h"
-#include "bytes.h"
+#include "base/util.h"
+#include "base/bytes.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* cook_read.c — keel_cook_read: a cooked binary scene validated whole, then built into a new world (see COOKED.md). */
 #include "base/util.h"
 #include "base/bytes.h"
-#include "kind.h"
+#include "model/kind.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <zlib.h>
 #include "cook.h"
-#include "field.h"
-#include "value.h"
+#include "model/field.h"
+#include "model/value.h"
 
 static const char *const section_names[] = { "?", "strings", "scene", "entities", "components" };
 

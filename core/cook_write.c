@@ -1,7 +1,7 @@
 /* cook_write.c — keel_cook: a world written as a cooked binary scene (see COOKED.md). */
 #include "base/util.h"
 #include "base/bytes.h"
-#include "entity.h"
+#include "model/entity.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,9 +3,9 @@
  * entities are not alive to lookups, queries, steps, dumps or saves: they leave the hierarchy
  * and the UUID index, and their records leave the stores for the lift; their table slots,
  * generations and membership stay, so the same handles work again after a restore. */
-#include "world.h"
-#include "hierarchy.h"
-#include "record.h"
+#include "model/world.h"
+#include "model/hierarchy.h"
+#include "model/record.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * send order (C and binding messages in one queue); keel_step delivers them to the kinds'
  * on_message hooks at the end of each phase (after its systems) and, for those sent outside a
  * step, at its start. Each handler call is a hook transaction. Runtime state: never saved. */
-#include "world.h"
+#include "model/world.h"
 #include "message.h"
 
 #include <stdio.h>

@@ -9,8 +9,8 @@
 #include "bind.h"
 #include "net_wire.h"
 #include "base/util.h"
-#include "value.h"
-#include "world.h"
+#include "model/value.h"
+#include "model/world.h"
 
 #include <enet/enet.h>
 #include <math.h>

@@ -1,7 +1,7 @@
 /* play.c — play mode: keel_world_play remembers the world as it is (a deep copy), keel_world_stop
  * puts it back exactly, as a new epoch in which every handle taken before refuses. */
-#include "world.h"
-#include "entity.h"
+#include "model/world.h"
+#include "model/entity.h"
 
 static keel_status refuse_in_callback(const keel_world *w, const char *what, keel_diags *d)
 {

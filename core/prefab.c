@@ -1,6 +1,6 @@
 /* prefab.c — keel_instantiate: a template world's entities copied into another world, with fresh UUIDs. */
-#include "world.h"
-#include "hierarchy.h"
+#include "model/world.h"
+#include "model/hierarchy.h"
 
 #include <stdlib.h>
 

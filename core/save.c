@@ -1,13 +1,13 @@
 /* save.c — save games: a baseline of the authored scene, and the difference from it that a slot
  * file holds (slotfile.c): captured, encoded, decoded and applied all or nothing. */
 #include "base/util.h"
-#include "body.h"
-#include "field.h"
-#include "value.h"
+#include "model/body.h"
+#include "model/field.h"
+#include "model/value.h"
 #include "slotfile.h"
 #include "base/bytes.h"
-#include "kind.h"
-#include "record.h"
+#include "model/kind.h"
+#include "model/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>

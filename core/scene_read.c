@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "world.h"
-#include "body.h"
-#include "kind.h"
+#include "model/world.h"
+#include "model/body.h"
+#include "model/kind.h"
 #include "yaml_read.h"
 #include "scene_read.h"
 #include "merge.h"

@@ -8,9 +8,9 @@
 #include <yaml.h>
 
 #include "base/util.h"
-#include "record.h"
+#include "model/record.h"
 #include "scene_write.h"
-#include "value.h"
+#include "model/value.h"
 
 typedef keel__yaml_out writer;
 

@@ -1,7 +1,7 @@
 /* system.c — C systems: per-world callbacks over a query (`each`) or the world (`run`), run at
  * the end of a phase after its component hooks, in `after` order, each call a transaction; a
  * failure faults the system until it is reset or added again. */
-#include "world.h"
+#include "model/world.h"
 #include "system.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* timer.c — timers on world time: made, cancelled, fired in due order as transactions at the
  * start of the update phase. Kept in one array sorted by id (ids only grow); a firing pass
  * sorts the due ones, so a step costs O(n) plus O(k log k) for k due timers. */
-#include "world.h"
+#include "model/world.h"
 #include "timer.h"
 
 #include <math.h>

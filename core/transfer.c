@@ -1,6 +1,6 @@
 /* transfer.c — keel_transfer: an entity's subtree moved out of one world into another, as one. */
-#include "world.h"
-#include "hierarchy.h"
+#include "model/world.h"
+#include "model/hierarchy.h"
 
 #include <stdlib.h>
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "body.h"
-#include "record.h"
+#include "model/body.h"
+#include "model/record.h"
 #include "yaml_read.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))

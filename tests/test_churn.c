@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "keel.h"
-#include "world.h"
+#include "model/world.h"
 
 #include "world_fixture.h"
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "record.h"
+#include "model/record.h"
 
 static int setup(void **state)
 {

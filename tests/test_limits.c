@@ -10,7 +10,7 @@
 
 #include "keel.h"
 #include "bind.h"   /* keel__kinds_limit */
-#include "member.h" /* keel__entry */
+#include "model/member.h" /* keel__entry */
 
 #define KIB64 (64u * 1024u)
 

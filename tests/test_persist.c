@@ -14,7 +14,7 @@
 #include "keel.h"
 #include "base/bytes.h"
 #include "slotfile.h"
-#include "field.h"
+#include "model/field.h"
 
 static const char *const moods[] = { "calm", "angry" };
 static const keel_field_desc stats_fields[] = {

@@ -15,8 +15,8 @@
 
 #include "keel.h"
 
-#include "slotmap.h"
-#include "world.h" /* the slot map's size */
+#include "model/slotmap.h"
+#include "model/world.h" /* the slot map's size */
 #include "world_fixture.h"
 
 #define HIGH (UINT32_MAX - 1) /* the highest slot a component can have (KEEL_SLOT_AUTO is above) */

@@ -10,7 +10,7 @@
 
 #include "keel.h"
 
-#include "field.h" /* keel__field_set: a readonly field written as a save-game apply does */
+#include "model/field.h" /* keel__field_set: a readonly field written as a save-game apply does */
 #include "world_fixture.h"
 
 static void slots_one_kind_takes_slot_zero(void **state)

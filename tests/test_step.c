@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "keel.h"
-#include "world.h"
-#include "command.h"
+#include "model/world.h"
+#include "model/command.h"
 
 #include "world_fixture.h"
 

@@ -10,7 +10,7 @@
 
 #include "keel.h"
 #include "bench.h"
-#include "world.h" /* the memory breakdown reads the world's tables */
+#include "model/world.h" /* the memory breakdown reads the world's tables */
 
 #define N 100000
 #define PASSES 100

@@ -3,7 +3,7 @@
 #define KEEL_KIND_H
 
 #include "keel.h"
-#include "record.h"
+#include "model/record.h"
 
 bool keel__kind_key_valid(const char *key);  /* ns:name, [a-z0-9_]+ both sides */
 bool keel__kind_rejected(keel_kind_id k);   /* some declared kind names k in rejects */

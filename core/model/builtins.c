@@ -1,7 +1,7 @@
 /* builtins.c — the built-in kinds (DESIGN.md "Built-in kinds"), declared in C like any other kind. */
 #include "base/util.h"
-#include "builtins.h"
-#include "record.h"
+#include "model/builtins.h"
+#include "model/record.h"
 
 #include <stddef.h>
 

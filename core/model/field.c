@@ -1,11 +1,11 @@
 /* field.c — the one write path of a field: check, put, validate, bump the change counters, journal. */
-#include "world.h"
-#include "field.h"
-#include "kind.h"
-#include "body.h"
-#include "record.h"
-#include "txn.h"
-#include "value.h"
+#include "model/world.h"
+#include "model/field.h"
+#include "model/kind.h"
+#include "model/body.h"
+#include "model/record.h"
+#include "model/txn.h"
+#include "model/value.h"
 
 #include <math.h>
 #include <stdlib.h>

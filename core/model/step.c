@@ -1,6 +1,6 @@
 /* step.c — the lifecycle: phases, run lists, hook transactions with rollback, and recorded faults. */
-#include "world.h"
-#include "txn.h"
+#include "model/world.h"
+#include "model/txn.h"
 #include "timer.h"
 #include "message.h"
 #include "system.h"

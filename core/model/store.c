@@ -1,7 +1,7 @@
 /* store.c — dense per-kind storage: records in pages that never move, row facts, rows freed at phase boundaries. */
-#include "world.h"
-#include "record.h"
-#include "kind.h"
+#include "model/world.h"
+#include "model/record.h"
+#include "model/kind.h"
 
 #include <stdlib.h>
 #include <string.h>

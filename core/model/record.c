@@ -1,8 +1,8 @@
 /* record.c — a kind's record layout and its records: defaults, init, fini, copy, get and put of one field. */
-#include "kind.h"
-#include "record.h"
+#include "model/kind.h"
+#include "model/record.h"
 #include "base/util.h"
-#include "value.h"
+#include "model/value.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /* command.c — inverse commands: the entity document (a DESTROY's inverse), copying, freeing and applying them. */
-#include "world.h"
-#include "body.h"
-#include "command.h"
-#include "field.h"
-#include "hierarchy.h"
-#include "txn.h"
+#include "model/world.h"
+#include "model/body.h"
+#include "model/command.h"
+#include "model/field.h"
+#include "model/hierarchy.h"
+#include "model/txn.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 #define KEEL_MEMBER_H
 
 #include "keel.h"
-#include "entity.h"
+#include "model/entity.h"
 
 #define KEEL__MAX_COMPONENTS 256
 /* Membership arrays come from per-world pools, capacities 2, 4, ... 256 (one malloc per

@@ -1,12 +1,12 @@
 /* kind.c — the process-wide kind registry: types, declaring (checked, deep-copied), finding, describing. */
 #include "base/util.h"
 #include "bind.h"
-#include "builtins.h"
-#include "kind.h"
-#include "member.h"
-#include "record.h"
-#include "reload.h"
-#include "value.h"
+#include "model/builtins.h"
+#include "model/kind.h"
+#include "model/member.h"
+#include "model/record.h"
+#include "model/reload.h"
+#include "model/value.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
-#include "world.h"
+#include "model/world.h"
 #include "message.h"
 #include "system.h"
-#include "txn.h"
+#include "model/txn.h"
 #include "bind.h" /* keel__world_structure */
 
 #include <float.h>

@@ -1,8 +1,8 @@
 /* entity.c — the entity table: generations, the UUID index, interned names, spawn, destroy, rename, enable, duplicate. */
-#include "world.h"
-#include "command.h"
-#include "hierarchy.h"
-#include "txn.h"
+#include "model/world.h"
+#include "model/command.h"
+#include "model/hierarchy.h"
+#include "model/txn.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,9 +1,9 @@
 /* reload.c — a kind redeclared under live worlds: relayout records, refit values to new bounds, adopt unknown entries, check the new rules. */
-#include "world.h"
-#include "body.h"
-#include "record.h"
-#include "reload.h"
-#include "field.h"
+#include "model/world.h"
+#include "model/body.h"
+#include "model/record.h"
+#include "model/reload.h"
+#include "model/field.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* hierarchy.c — parent/child links, sibling order, reparenting and world matrices. */
-#include "world.h"
-#include "hierarchy.h"
-#include "txn.h"
+#include "model/world.h"
+#include "model/hierarchy.h"
+#include "model/txn.h"
 
 #include <math.h>
 #include <stdlib.h>

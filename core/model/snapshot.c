@@ -1,7 +1,7 @@
 /* snapshot.c — the immutable renderer snapshot: drawables, lights, camera, ambient. */
-#include "world.h"
-#include "hierarchy.h"
-#include "record.h"
+#include "model/world.h"
+#include "model/hierarchy.h"
+#include "model/record.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,12 +3,12 @@
 #define KEEL_WORLD_H
 
 #include "base/util.h"
-#include "entity.h"
-#include "member.h"
-#include "slotmap.h"
-#include "store.h"
-#include "step.h"
-#include "txn.h"
+#include "model/entity.h"
+#include "model/member.h"
+#include "model/slotmap.h"
+#include "model/store.h"
+#include "model/step.h"
+#include "model/txn.h"
 #include "timer.h"
 
 struct keel_world {

@@ -1,9 +1,9 @@
 /* txn.c — the transaction journal: what a command or field write inside an open callback
  * transaction logs, and the rollback that undoes it. */
-#include "world.h"
-#include "command.h"
-#include "field.h"
-#include "txn.h"
+#include "model/world.h"
+#include "model/command.h"
+#include "model/field.h"
+#include "model/txn.h"
 
 #include <stdlib.h>
 #include <string.h>

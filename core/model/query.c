@@ -1,5 +1,5 @@
 /* query.c — dense per-kind storage access and cached multi-kind queries. */
-#include "world.h"
+#include "model/world.h"
 #include "bind.h"
 
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* value.c — the one per-type table of field values: check and convert, store into and load
  * from record bytes, compare, and turn into a body node. Adding a field type starts here. */
 #include "base/util.h"
-#include "value.h"
+#include "model/value.h"
 
 #include <float.h>
 #include <inttypes.h>

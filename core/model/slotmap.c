@@ -1,5 +1,5 @@
 /* slotmap.c — the non-zero slots of a world's loaded components, by serial. */
-#include "slotmap.h"
+#include "model/slotmap.h"
 #include "base/util.h"
 
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* member.c — membership: an entity's component stack (entries, pooled arrays, serials), slots,
  * the kind rules, adding and removing components, awake, and reading what an entity holds. */
-#include "world.h"
-#include "body.h"
-#include "kind.h"
-#include "record.h"
-#include "txn.h"
+#include "model/world.h"
+#include "model/body.h"
+#include "model/kind.h"
+#include "model/record.h"
+#include "model/txn.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 /* body.c — component bodies (keel_node MAPs of field values by name) <-> records. */
 #include "base/util.h"
-#include "body.h"
-#include "value.h"
-#include "kind.h"
-#include "record.h"
+#include "model/body.h"
+#include "model/value.h"
+#include "model/kind.h"
+#include "model/record.h"
 
 #include <inttypes.h>
 #include <math.h>

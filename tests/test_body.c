@@ -10,7 +10,7 @@
 
 #include "model/body.h"
 #include "model/record.h"
-#include "yaml_read.h"
+#include "files/yaml_read.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -13,7 +13,7 @@
 
 #include "keel.h"
 #include "base/bytes.h"
-#include "slotfile.h"
+#include "files/slotfile.h"
 #include "model/field.h"
 
 static const char *const moods[] = { "calm", "angry" };

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "keel.h"
-#include "scene_write.h"
+#include "files/scene_write.h"
 
 static const char *const choices[] = { "alpha", "beta", "yes" };
 

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "yaml_read.h"
+#include "files/yaml_read.h"
 
 static keel_status read_text(const char *text, const keel_limits *lim, keel_node **out, keel_diags *d)
 {

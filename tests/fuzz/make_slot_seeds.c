@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "keel.h"
-#include "slotfile.h"
+#include "files/slotfile.h"
 /* The scene of fuzz_slot.c, which includes it from there. */
 #define LLVMFuzzerTestOneInput unused_fuzzer_entry
 #include "fuzz_slot.c"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
-#include "yaml_read.h" /* keel__yaml_parse_arena: the baseline emits the document's own tree */
+#include "files/yaml_read.h" /* keel__yaml_parse_arena: the baseline emits the document's own tree */
 #include "bench.h"
 
 /* N = 100,000 (DESIGN.md "Benchmarks"); BENCH_N overrides it for profiling. */

@@ -8,7 +8,7 @@
 #include <yaml.h>
 
 #include "base/util.h"
-#include "yaml_read.h"
+#include "files/yaml_read.h"
 
 /* ---- arena: a whole document's nodes freed at once ---- */
 

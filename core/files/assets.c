@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "base/util.h"
-#include "yaml_read.h"
+#include "files/yaml_read.h"
 
 typedef struct asset {
     keel_uuid uuid;

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "cook.h"
+#include "files/cook.h"
 
 /* ---------------------------------------------------------------- writing */
 

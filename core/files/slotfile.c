@@ -2,7 +2,7 @@
  * CRC; written atomically, read whole and verified before anything is decoded. */
 #include "base/util.h"
 #include "base/bytes.h"
-#include "slotfile.h"
+#include "files/slotfile.h"
 
 #include <errno.h>
 #include <math.h>

@@ -4,7 +4,7 @@
 #include "model/body.h"
 #include "model/field.h"
 #include "model/value.h"
-#include "slotfile.h"
+#include "files/slotfile.h"
 #include "base/bytes.h"
 #include "model/kind.h"
 #include "model/record.h"

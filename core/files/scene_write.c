@@ -9,7 +9,7 @@
 
 #include "base/util.h"
 #include "model/record.h"
-#include "scene_write.h"
+#include "files/scene_write.h"
 #include "model/value.h"
 
 typedef keel__yaml_out writer;

@@ -9,11 +9,11 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "merge.h"
-#include "scene_write.h"
+#include "files/merge.h"
+#include "files/scene_write.h"
 #include "base/util.h"
-#include "yaml_read.h"
-#include "scene_read.h"
+#include "files/yaml_read.h"
+#include "files/scene_read.h"
 
 enum { B = 0, O = 1, T = 2 }; /* base, ours, theirs */
 #define NONE SIZE_MAX

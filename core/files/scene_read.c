@@ -9,9 +9,9 @@
 #include "model/world.h"
 #include "model/body.h"
 #include "model/kind.h"
-#include "yaml_read.h"
-#include "scene_read.h"
-#include "merge.h"
+#include "files/yaml_read.h"
+#include "files/scene_read.h"
+#include "files/merge.h"
 
 typedef struct unknown_count {
     char *key;

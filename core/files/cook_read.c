@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-#include "cook.h"
+#include "files/cook.h"
 #include "model/field.h"
 #include "model/value.h"
 

@@ -1,9 +1,9 @@
 /* step.c — the lifecycle: phases, run lists, hook transactions with rollback, and recorded faults. */
 #include "model/world.h"
 #include "model/txn.h"
-#include "timer.h"
-#include "message.h"
-#include "system.h"
+#include "game/timer.h"
+#include "game/message.h"
+#include "game/system.h"
 
 #include <math.h>
 #include <stdlib.h>

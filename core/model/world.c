@@ -1,7 +1,7 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "model/world.h"
-#include "message.h"
-#include "system.h"
+#include "game/message.h"
+#include "game/system.h"
 #include "model/txn.h"
 #include "bind.h" /* keel__world_structure */
 

@@ -9,7 +9,7 @@
 #include "model/store.h"
 #include "model/step.h"
 #include "model/txn.h"
-#include "timer.h"
+#include "game/timer.h"
 
 struct keel_world {
     keel_uuid uuid;

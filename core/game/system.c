@@ -2,7 +2,7 @@
  * the end of a phase after its component hooks, in `after` order, each call a transaction; a
  * failure faults the system until it is reset or added again. */
 #include "model/world.h"
-#include "system.h"
+#include "game/system.h"
 
 #include <stdlib.h>
 #include <string.h>

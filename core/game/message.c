@@ -3,7 +3,7 @@
  * on_message hooks at the end of each phase (after its systems) and, for those sent outside a
  * step, at its start. Each handler call is a hook transaction. Runtime state: never saved. */
 #include "model/world.h"
-#include "message.h"
+#include "game/message.h"
 
 #include <stdio.h>
 #include <stdlib.h>

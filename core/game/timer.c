@@ -2,7 +2,7 @@
  * start of the update phase. Kept in one array sorted by id (ids only grow); a firing pass
  * sorts the due ones, so a step costs O(n) plus O(k log k) for k due timers. */
 #include "model/world.h"
-#include "timer.h"
+#include "game/timer.h"
 
 #include <math.h>
 #include <stdlib.h>

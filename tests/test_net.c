@@ -3,8 +3,8 @@
  * refusal before any state, mirror worlds. */
 #include "world_fixture.h"
 
-#include "net.h"
-#include "net_wire.h"
+#include "net/net.h"
+#include "net/net_wire.h"
 
 #include <enet/enet.h>
 #include <math.h>

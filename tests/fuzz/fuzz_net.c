@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net_wire.h"
+#include "net/net_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

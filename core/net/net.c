@@ -4,10 +4,10 @@
  * counter), what each client holds (connection-local ids, the tick each component is
  * confirmed at, a ring of the last 32 unreliable packets awaiting acks) and applies what a
  * client receives through the one field write path (keel__field_set, net_applying allowed). */
-#include "net.h"
+#include "net/net.h"
 
 #include "bind.h"
-#include "net_wire.h"
+#include "net/net_wire.h"
 #include "base/util.h"
 #include "model/value.h"
 #include "model/world.h"

@@ -1,7 +1,7 @@
 /* net_wire.c — replication's packets: the writer and the one decoder of untrusted bytes. The
  * decoder is pure (no world, no socket): every length, id and value is bounded here, and a
  * packet either decodes whole or not at all, so a malformed one changes nothing. */
-#include "net_wire.h"
+#include "net/net_wire.h"
 
 #include "base/util.h"
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
-#include "lua_http.h"
+#include "channel/lua_http.h"
 #include "bind.h"
 
 #define MSG_MAX_DEPTH 16                    /* nested tables in a message's data */

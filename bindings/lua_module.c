@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "lua_internal.h"
-#include "lua_http.h"
-#include "lua_json.h"
-#include "lua_watch.h"
+#include "channel/lua_http.h"
+#include "channel/lua_json.h"
+#include "channel/lua_watch.h"
 
 keel_lua_frame keel__lua_cur;
 unsigned long keel__lua_entries;

@@ -14,8 +14,8 @@
 #include <jansson.h>
 
 #include "lua_internal.h"
-#include "lua_json.h"
-#include "lua_watch.h"
+#include "channel/lua_json.h"
+#include "channel/lua_watch.h"
 
 static const keel_lua_type mt_watcher = { "keel.Watcher" };
 

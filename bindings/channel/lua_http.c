@@ -19,7 +19,7 @@
 #include <microhttpd.h>
 
 #include "lua_internal.h"
-#include "lua_http.h"
+#include "channel/lua_http.h"
 
 #define HTTP_MAX_BODY (1024 * 1024) /* larger request bodies: 413 */
 static const keel_lua_type mt_http = { "keel.Server" };

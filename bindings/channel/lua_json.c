@@ -10,7 +10,7 @@
 #include <jansson.h>
 
 #include "lua_internal.h"
-#include "lua_json.h"
+#include "channel/lua_json.h"
 
 #define JSON_MAX_DEPTH 128 /* nesting a value may have, both ways (jansson's parser allows 2048) */
 

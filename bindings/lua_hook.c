@@ -1103,8 +1103,8 @@ void keel__lua_hooks_free(keel_lua_kind *lk)
     lk_destroy(lk);
 }
 
-void keel__lua_open_hook(void)
+/* A Lua kind, once declared, runs its stretches of a phase through batch_run (bind.h). */
+void keel__lua_kind_declared(keel_kind_id k)
 {
-    keel__batch_hook = hook_tramp; /* Lua kinds run their stretches of a phase through batch_run */
-    keel__batch_run = batch_run;
+    keel__kind_set_batch(k, batch_run);
 }

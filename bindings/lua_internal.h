@@ -10,6 +10,7 @@
 
 #include "keel.h"
 #include "lua_host.h"
+#include "model/ext.h"
 
 #define KEEL_LUA_WORLD "keel.World"
 #define KEEL_LUA_ENTITY "keel.Entity"
@@ -136,6 +137,8 @@ typedef struct keel_lua_ctx {
     size_t fields_cap;
     int names_ref;                    /* registry: { [field name] = true }, keeps those strings */
     struct { const char *key; keel_kind_id k; uint64_t stamp; } kind_memo[64]; /* kind keys by address */
+    keel__ext_type ext;               /* what this state attaches to every world it wraps (lua_system.c) */
+    int http_open;                    /* this state's open channel servers (channel/lua_http.c) */
 } keel_lua_ctx;
 
 /* A Lua-declared kind's hooks and self machinery (lua_hook.c; a system's pass reads it inline). */
@@ -220,6 +223,9 @@ void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
 /* ---- lua_system.c ---- */
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
 void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_phase phase, double dt);
+/* The state's extension (lua_system.c): set up once per context, attached to each world it wraps. */
+void keel__lua_ext_init(keel_lua_ctx *ctx);
+void keel__lua_attach(keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds _systems_runner to the table on top */
 void keel__lua_open_net(lua_State *L, keel_lua_ctx *ctx); /* lua_net.c: keel.net in the table on top */
 /* lua_net.c: keel.kind{}'s client_update (spec at index 1): checked before, remembered after a declaration */
@@ -343,8 +349,8 @@ void keel__lua_open_kind(lua_State *L); /* adds kind, kinds, kind_info to the ta
 keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_desc *desc, int keys, bool has_entity);
 /* Frees it when the registry refused the declaration. */
 void keel__lua_hooks_free(keel_lua_kind *lk);
-/* Points the core's batch runner at the Lua trampolines. */
-void keel__lua_open_hook(void);
+/* A Lua kind k was declared: its stretches of a phase run through one protected call (bind.h). */
+void keel__lua_kind_declared(keel_kind_id k);
 /* Is a callback of `w` running (a hook of any phase or validate: its self is w's), or a migrate
  * step (of whatever world)? w:close refuses meanwhile: the callback's caller still uses w. */
 bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w);

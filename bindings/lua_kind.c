@@ -273,6 +273,7 @@ static keel_status declare(lua_State *L, keel_lua_ctx *ctx, const keel_kind_desc
         s = keel_kind_declare(desc, &id, d);
     }
     if (s != KEEL_OK) keel__lua_hooks_free(lk);
+    else keel__lua_kind_declared(id);
     KEEL_LUA_LEAVE();
     return s;
 }
@@ -432,7 +433,6 @@ static const luaL_Reg kind_funcs[] = {
 
 void keel__lua_open_kind(lua_State *L)
 {
-    keel__lua_open_hook();
     luaL_setfuncs(L, kind_funcs, 1);
 }
 

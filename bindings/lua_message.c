@@ -165,19 +165,7 @@ int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx, const keel_call *cal
     return 3;
 }
 
-/* At the end of each phase, before the core delivers its messages: the Lua systems. */
-static void phase_end(keel_world *w, keel_phase phase, double dt)
-{
-    lua_State *L = keel__lua_cur.L;
-    keel_lua_ctx *ctx = keel__lua_cur.ctx;
-    if (!L || !ctx || !ctx->alive || phase >= KEEL_PHASE_COUNT_ || !lua_checkstack(L, 10)) return;
-    keel__lua_run_systems(L, ctx, w, phase, dt);
-    /* the frame's last phase is over: a served world answers its requests (between frames) */
-    if (phase == KEEL_PHASE_LATE_UPDATE && keel__lua_http_open_count) keel__lua_http_step(L, ctx, w);
-}
-
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx)
 {
     (void)L, (void)ctx;
-    keel__phase_end_hook = phase_end;
 }

@@ -149,6 +149,7 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     ctx->refs = 1;
     ctx->loading_ref = LUA_NOREF;
     ctx->systems_ref = LUA_NOREF;
+    keel__lua_ext_init(ctx);
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) ctx->self_tab[i] = ctx->self_mt[i] = LUA_NOREF;
     ctx->names_ref = LUA_NOREF;
     lua_newtable(L); /* keel_world* -> World udata, weak values */
@@ -200,7 +201,7 @@ int luaopen_keel_core(lua_State *L)
     keel_lua_open_persist(L);
     lua_setfield(L, -2, "persist");
     keel__lua_open_json(L);
-    keel__lua_open_http(L);
+    keel__lua_open_http(L, ctx);
     keel__lua_open_watch(L);
     return 1;
 }

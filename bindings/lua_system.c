@@ -8,6 +8,8 @@
 
 #include "lua_internal.h"
 #include "bind.h"
+#include "channel/lua_http.h"
+#include "model/ext.h"
 
 static keel_phase phase_of(const char *name)
 {
@@ -26,6 +28,42 @@ void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_
     lua_pushnumber(L, dt);
     (void)lua_pcall(L, 3, 0, 0); /* each system's failure is caught and recorded inside */
     lua_settop(L, top);
+}
+
+/* ---- the binding's extension on each world a Lua state wraps (model/ext.h) ---- */
+
+/* At the end of each phase, after the C systems and before the core delivers the phase's
+ * messages: this state's Lua systems; after late_update, this state's servers answer their
+ * requests (between frames). The state is the extension's own, not whichever runs now: a
+ * world stepped from C, or beside another state's worlds, still runs its own systems. */
+static void lua_phase_end(keel_world *w, void *state, keel_phase phase, double dt)
+{
+    keel_lua_ctx *ctx = state;
+    if (!ctx->alive || phase >= KEEL_PHASE_COUNT_) return;
+    /* the running thread when it is this state's (a coroutine may be stepping), else the main one */
+    lua_State *L = keel__lua_cur.ctx == ctx && keel__lua_cur.L ? keel__lua_cur.L : ctx->main;
+    if (!lua_checkstack(L, 10)) return;
+    keel__lua_run_systems(L, ctx, w, phase, dt);
+    if (phase == KEEL_PHASE_LATE_UPDATE && ctx->http_open) keel__lua_http_step(L, ctx, w);
+}
+
+static void lua_ext_free(keel_world *w, void *state)
+{
+    (void)w;
+    keel__lua_ctx_release(state);
+}
+
+void keel__lua_ext_init(keel_lua_ctx *ctx)
+{
+    /* the type lives in the state's context: two states wrapping one world each attach */
+    ctx->ext = (keel__ext_type){ .name = "lua", .order = 20, .phase_end = lua_phase_end, .free = lua_ext_free };
+}
+
+void keel__lua_attach(keel_lua_ctx *ctx, keel_world *w)
+{
+    if (keel__ext_get(w, &ctx->ext)) return;
+    ctx->refs++; /* released with the world: a world can outlive the state that wrapped it */
+    keel__ext_add(w, &ctx->ext, ctx);
 }
 
 /* keel.core._systems_runner(fn): what runs a phase's systems (system.lua's runner). */

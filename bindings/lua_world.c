@@ -81,6 +81,7 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
     handle_mt(L, &keel__lua_mt_entity, 3);
     handle_mt(L, &keel__lua_mt_comp, 4);
     lw->w = w; /* only now: a memory error above leaves a closed world, never a leak */
+    keel__lua_attach(ctx, w); /* its phases run this state's systems and servers */
     lw->epoch = keel_world_epoch(w);
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
     lua_pushlightuserdata(L, w);

@@ -122,19 +122,16 @@ typedef struct keel__batch {
     keel_phase phase;
     double dt;
     void *user;              /* the kind's desc.user when the batch began */
+    void (*run)(struct keel__batch *b); /* the kind's batch runner when it began */
     size_t next, end;
     keel__hook_txn txn;      /* the open item: txn.call is what the hook gets */
 } keel__batch;
 #define KEEL__BATCH_MIN 4    /* shorter stretches go one call at a time */
-/* Set by a binding: kinds whose hook for a phase is keel__batch_hook run their stretches of
- * at least KEEL__BATCH_MIN items through keel__batch_run. */
-extern keel_hook_fn keel__batch_hook;
-extern void (*keel__batch_run)(keel__batch *b);
+/* Set by a binding after declaring kind k (a redeclaration clears it): k's stretches of at least
+ * KEEL__BATCH_MIN items in a phase's run list go through run(b), which calls k's hooks. */
+void keel__kind_set_batch(keel_kind_id k, void (*run)(keel__batch *b));
 bool keel__batch_next(keel__batch *b);
 void keel__batch_done(keel__batch *b, keel_status st);
-/* Set by a binding: called at the end of every phase, after its hooks and C systems and before
- * its messages are delivered, outside any transaction (the Lua binding runs its systems there). */
-extern void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
 /* What a system's `each` visits: whether live entity e holds each of the n kinds (lowest slot)
  * taking part in this step (enabled, not faulted, under active entities, not added during this
  * step: what a hook would run); then c[k], rec[k] and row[k] are that

@@ -50,6 +50,7 @@ struct http {
     bool polling, closing;
     uint16_t port;
     stream *streams;
+    keel_lua_ctx *ctx; /* the state that opened it (its http_open counts it) */
 };
 
 /* A request's body as it arrives. */
@@ -59,7 +60,6 @@ typedef struct upload {
     bool too_large;
 } upload;
 
-int keel__lua_http_open_count;
 
 static http *check_http(lua_State *L, int idx, bool open)
 {
@@ -287,8 +287,9 @@ static void http_stop(lua_State *L, http *h)
     MHD_run(h->d);
     MHD_stop_daemon(h->d);
     if (h->handler_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, h->handler_ref);
+    h->ctx->http_open--;
+    keel__lua_ctx_release(h->ctx);
     free(h);
-    keel__lua_http_open_count--;
 }
 
 static int s_close(lua_State *L)
@@ -447,7 +448,9 @@ static int m_http_open(lua_State *L)
     lua_pushvalue(L, 4); /* the handler */
     h->handler_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     *p = h;
-    keel__lua_http_open_count++;
+    h->ctx = keel__lua_upctx(L);
+    h->ctx->http_open++;
+    h->ctx->refs++; /* a server collected after its state closed still counts itself out */
     return 1;
 }
 
@@ -502,7 +505,7 @@ static int m_clock(lua_State *L)
     return 1;
 }
 
-void keel__lua_open_http(lua_State *L)
+void keel__lua_open_http(lua_State *L, keel_lua_ctx *ctx)
 {
     lua_pushcfunction(L, m_clock);
     lua_setfield(L, -2, "_clock");
@@ -519,7 +522,8 @@ void keel__lua_open_http(lua_State *L)
     luaL_newlib(L, methods);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
-    lua_pushcfunction(L, m_http_open);
+    lua_pushlightuserdata(L, ctx);
+    lua_pushcclosure(L, m_http_open, 1);
     lua_setfield(L, -2, "_http_open");
     lua_pushcfunction(L, m_random_token);
     lua_setfield(L, -2, "_random_token");

@@ -3,7 +3,7 @@
  * on_message hooks at the end of each phase (after its systems) and, for those sent outside a
  * step, at its start. Each handler call is a hook transaction. Runtime state: never saved. */
 #include "model/world.h"
-#include "game/message.h"
+#include "bind.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,23 @@ struct keel__msgq {
     size_t head, count, cap; /* [head, count) are queued */
     bool delivering;
 };
+
+static void deliver_at_step(keel_world *w, void *state, double dt);
+static void deliver_at_phase(keel_world *w, void *state, keel_phase phase, double dt);
+static void queue_drop(keel_world *w, void *state);
+static void queue_free(keel_world *w, void *state);
+/* delivery comes last at a phase's end: after the C and the binding's systems, which may send */
+static const keel__ext_type messages_ext = { .name = "messages",
+                                             .order = 30,
+                                             .step_begin = deliver_at_step,
+                                             .phase_end = deliver_at_phase,
+                                             .stop = queue_drop,
+                                             .free = queue_free };
+
+static struct keel__msgq *queue_of(const keel_world *w)
+{
+    return keel__ext_get(w, &messages_ext);
+}
 
 static void msg_free(keel__msg *m)
 {
@@ -45,8 +62,11 @@ keel_status keel__message_post(keel_world *w, keel_entity to, bool broadcast, co
         if (release) release(user);
         return st;
     }
-    if (!w->msgq) w->msgq = keel__xcalloc(1, sizeof *w->msgq);
-    struct keel__msgq *q = w->msgq;
+    struct keel__msgq *q = queue_of(w);
+    if (!q) {
+        q = keel__xcalloc(1, sizeof *q);
+        keel__ext_add(w, &messages_ext, q);
+    }
     if (q->count == q->cap) {
         if (q->head && !q->delivering) { /* delivered ones leave room at the front */
             memmove(q->items, q->items + q->head, (q->count - q->head) * sizeof *q->items);
@@ -83,7 +103,8 @@ keel_status keel_broadcast(keel_world *w, const char *name, const void *data, si
 
 size_t keel_message_count(const keel_world *w)
 {
-    return w && w->msgq ? w->msgq->count - w->msgq->head : 0;
+    const struct keel__msgq *q = w ? queue_of(w) : NULL;
+    return q ? q->count - q->head : 0;
 }
 
 /* Components of entity e with an on_message hook, in membership order, appended to *list. */
@@ -103,10 +124,9 @@ static void receivers(keel_world *w, keel_entity e, keel_comp **list, size_t *n,
     }
 }
 
-void keel__messages_deliver(keel_world *w)
+static void messages_deliver(keel_world *w, struct keel__msgq *q)
 {
-    struct keel__msgq *q = w->msgq;
-    if (!q || q->head == q->count || q->delivering) return;
+    if ( q->head == q->count || q->delivering) return;
     q->delivering = true;
     size_t done = 0;
     keel_comp *list = NULL;
@@ -137,12 +157,21 @@ void keel__messages_deliver(keel_world *w)
     q->delivering = false;
 }
 
-void keel__messages_free(keel_world *w)
+static void deliver_at_step(keel_world *w, void *state, double dt) { messages_deliver(w, state); }
+static void deliver_at_phase(keel_world *w, void *state, keel_phase phase, double dt) { messages_deliver(w, state); }
+
+/* Play mode's stop: what was queued while playing is dropped, each payload released. */
+static void queue_drop(keel_world *w, void *state)
 {
-    struct keel__msgq *q = w->msgq;
-    if (!q) return;
-    w->msgq = NULL;
+    struct keel__msgq *q = state;
     for (size_t i = q->head; i < q->count; i++) msg_free(&q->items[i]);
+    q->head = q->count = 0;
+}
+
+static void queue_free(keel_world *w, void *state)
+{
+    struct keel__msgq *q = state;
+    queue_drop(w, q);
     free(q->items);
     free(q);
 }

@@ -40,10 +40,16 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
     w->faults = now.faults;
     w->fault_count = now.fault_count;
     w->fault_cap = now.fault_cap;
-    w->systems = now.systems; /* C systems are set up by the program, not played */
+    /* what attached to the world stays attached (C systems are set up by the program, not
+     * played; a binding, a host), and the same for a mirror's authority */
+    w->exts = now.exts;
+    w->ext_count = now.ext_count;
+    w->ext_cap = now.ext_cap;
+    w->mirror = now.mirror;
     w->played = NULL;
     *was = now;
-    was->systems = NULL;
+    was->exts = NULL;
+    was->ext_count = was->ext_cap = 0;
     was->faults = NULL;
     was->fault_count = was->fault_cap = 0;
     was->played = NULL;
@@ -58,5 +64,6 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
      * the played world under some value must never see that value again */
     w->structure = (now.structure > w->structure ? now.structure : w->structure) + 1;
     w->enabling = (now.enabling > w->enabling ? now.enabling : w->enabling) + 1;
+    keel__ext_stop(w); /* timers end, queued messages drop */
     return KEEL_OK;
 }

@@ -2,7 +2,6 @@
  * the end of a phase after its component hooks, in `after` order, each call a transaction; a
  * failure faults the system until it is reset or added again. */
 #include "model/world.h"
-#include "game/system.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +32,21 @@ static void system_fini(keel__system *s)
     free(s->after);
 }
 
-void keel__systems_free(keel_world *w)
+static void systems_run(keel_world *w, void *state, keel_phase phase, double dt);
+static void systems_free(keel_world *w, void *state);
+/* C systems run first at a phase's end, before a binding's systems and message delivery */
+static const keel__ext_type systems_ext = { .name = "systems", .order = 10, .phase_end = systems_run, .free = systems_free };
+
+static struct keel__systems *systems_of(const keel_world *w)
 {
-    struct keel__systems *ss = w->systems;
+    return w ? keel__ext_get(w, &systems_ext) : NULL;
+}
+
+static void systems_free(keel_world *w, void *state)
+{
+    struct keel__systems *ss = state;
+    (void)w;
     if (!ss) return;
-    w->systems = NULL;
     for (size_t i = 0; i < ss->count; i++) system_fini(&ss->items[i]);
     free(ss->items);
     free(ss->order);
@@ -152,8 +161,11 @@ keel_status keel_system_add(keel_world *w, const keel_system_desc *sd, keel_diag
 {
     keel_status st = check_desc(w, sd, d);
     if (st != KEEL_OK) return st;
-    if (!w->systems) w->systems = keel__xcalloc(1, sizeof *w->systems);
-    struct keel__systems *ss = w->systems;
+    struct keel__systems *ss = systems_of(w);
+    if (!ss) {
+        ss = keel__xcalloc(1, sizeof *ss);
+        keel__ext_add(w, &systems_ext, ss);
+    }
     keel__system s = { .name = keel__strdup(sd->name),
                        .phase = sd->phase,
                        .query_count = sd->query_count,
@@ -199,7 +211,7 @@ keel_status keel_system_remove(keel_world *w, const char *name, keel_diags *d)
     if (w && keel_world_in_callback(w))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
                           "keel_system_remove refuses while a callback transaction is open");
-    struct keel__systems *ss = w ? w->systems : NULL;
+    struct keel__systems *ss = systems_of(w);
     size_t at = ss && name ? find(ss->items, ss->count, name) : 0;
     if (!ss || !name || at == ss->count)
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "no system '%s'", name ? name : "(null)");
@@ -215,7 +227,7 @@ keel_status keel_system_remove(keel_world *w, const char *name, keel_diags *d)
 
 static keel__system *system_get(const keel_world *w, const char *name)
 {
-    struct keel__systems *ss = w && name ? w->systems : NULL;
+    struct keel__systems *ss = name ? systems_of(w) : NULL;
     if (!ss) return NULL;
     size_t at = find(ss->items, ss->count, name);
     return at < ss->count ? &ss->items[at] : NULL;
@@ -237,12 +249,13 @@ bool keel_system_faulted(const keel_world *w, const char *name)
 
 size_t keel_system_count(const keel_world *w)
 {
-    return w && w->systems ? w->systems->count : 0;
+    struct keel__systems *ss = systems_of(w);
+    return ss ? ss->count : 0;
 }
 
 const char *keel_system_name(const keel_world *w, size_t i)
 {
-    struct keel__systems *ss = w ? w->systems : NULL;
+    struct keel__systems *ss = systems_of(w);
     if (!ss || i >= ss->count) return NULL;
     static const keel_phase phases[] = { KEEL_PHASE_START, KEEL_PHASE_FIXED_UPDATE, KEEL_PHASE_UPDATE,
                                          KEEL_PHASE_LATE_UPDATE };
@@ -310,9 +323,9 @@ static void run_each(keel_world *w, keel__system *s, keel_phase phase, double dt
     free(comps);
 }
 
-void keel__systems_run(keel_world *w, keel_phase phase, double dt)
+static void systems_run(keel_world *w, void *state, keel_phase phase, double dt)
 {
-    struct keel__systems *ss = w->systems;
+    struct keel__systems *ss = state;
     if (!ss || w->rolling_back) return;
     for (size_t k = 0; k < ss->count; k++) {
         keel__system *s = &ss->items[ss->order[k]];

@@ -2,44 +2,76 @@
  * start of the update phase. Kept in one array sorted by id (ids only grow); a firing pass
  * sorts the due ones, so a step costs O(n) plus O(k log k) for k due timers. */
 #include "model/world.h"
-#include "game/timer.h"
 
 #include <math.h>
 #include <stdlib.h>
 
+typedef struct keel__timer {
+    double due, period; /* period 0: once */
+    keel_timer_id id;   /* ids only grow (process-wide): also the creation order */
+    keel_entity owner;
+    keel_timer_fn fn; /* NULL: ended, its slot waits for compaction */
+    void (*release)(void *user);
+    void *user;
+    bool firing, cancelled; /* its callback runs; cancelled meanwhile (released after it) */
+    bool failed;            /* its last call failed: it ends */
+} keel__timer;
+
+/* A world's timers: sorted by id, ended ones compacted away after each firing pass. */
+typedef struct keel__timers {
+    keel__timer *items;
+    size_t count, cap, ended;
+    bool firing;
+} keel__timers;
+
 static keel_timer_id g_next_id; /* process-wide: a stale id never names a newer timer */
+
+static void timers_fire(keel_world *w, void *state, keel_phase phase, double dt);
+static void timers_end_all(keel_world *w, void *state);
+static void timers_free(keel_world *w, void *state);
+static const keel__ext_type timers_ext = {
+    .name = "timers", .order = 0, .phase_begin = timers_fire, .stop = timers_end_all, .free = timers_free
+};
+
+static keel__timers *timers_of(const keel_world *w)
+{
+    return keel__ext_get(w, &timers_ext);
+}
 
 /* The live timer with this id (binary search: the array is sorted by id), or NULL. */
 static keel__timer *timer_find(const keel_world *w, keel_timer_id id)
 {
-    size_t lo = 0, hi = w->timer_count;
+    keel__timers *ts = timers_of(w);
+    if (!ts) return NULL;
+    size_t lo = 0, hi = ts->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (w->timers[mid].id < id) lo = mid + 1;
+        if (ts->items[mid].id < id) lo = mid + 1;
         else hi = mid;
     }
-    if (lo == w->timer_count || w->timers[lo].id != id || !w->timers[lo].fn) return NULL;
-    return &w->timers[lo];
+    if (lo == ts->count || ts->items[lo].id != id || !ts->items[lo].fn) return NULL;
+    return &ts->items[lo];
 }
 
 /* Ends it: its slot stays (ids keep their order) until compaction; release runs last. */
 static void timer_end(keel_world *w, keel__timer *t)
 {
+    keel__timers *ts = timers_of(w);
     void (*release)(void *) = t->release;
     void *user = t->user;
     t->fn = NULL;
     t->release = NULL;
-    w->timer_ended++;
+    ts->ended++;
     if (release) release(user); /* may make timers: t is not used after this */
 }
 
-static void timers_compact(keel_world *w)
+static void timers_compact(keel__timers *ts)
 {
     size_t n = 0;
-    for (size_t i = 0; i < w->timer_count; i++)
-        if (w->timers[i].fn) w->timers[n++] = w->timers[i];
-    w->timer_count = n;
-    w->timer_ended = 0;
+    for (size_t i = 0; i < ts->count; i++)
+        if (ts->items[i].fn) ts->items[n++] = ts->items[i];
+    ts->count = n;
+    ts->ended = 0;
 }
 
 /* 1: the owner is alive (or there is none); 0: it is gone (destroyed, transferred, stale);
@@ -64,14 +96,19 @@ keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_time
                           desc->repeat ? ">" : ">=");
     if (desc->owner && owner_state(w, desc->owner) != 1)
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "a timer's owner must be a live entity of its world");
-    if (w->timer_count == w->timer_cap) {
-        if (w->timer_ended && !w->timers_firing) timers_compact(w);
-        if (w->timer_count == w->timer_cap) {
-            w->timer_cap = w->timer_cap ? w->timer_cap * 2 : 16;
-            w->timers = keel__xrealloc(w->timers, w->timer_cap * sizeof *w->timers);
+    keel__timers *ts = timers_of(w);
+    if (!ts) {
+        ts = keel__xcalloc(1, sizeof *ts);
+        keel__ext_add(w, &timers_ext, ts);
+    }
+    if (ts->count == ts->cap) {
+        if (ts->ended && !ts->firing) timers_compact(ts);
+        if (ts->count == ts->cap) {
+            ts->cap = ts->cap ? ts->cap * 2 : 16;
+            ts->items = keel__xrealloc(ts->items, ts->cap * sizeof *ts->items);
         }
     }
-    keel__timer *t = &w->timers[w->timer_count++];
+    keel__timer *t = &ts->items[ts->count++];
     *t = (keel__timer){ .due = w->time + s,
                         .period = desc->repeat ? s : 0,
                         .id = ++g_next_id,
@@ -128,7 +165,8 @@ keel_status keel_timer_remaining(const keel_world *w, keel_timer_id id, double *
 
 size_t keel_timer_count(const keel_world *w)
 {
-    return w ? w->timer_count - w->timer_ended : 0;
+    const keel__timers *ts = w ? timers_of(w) : NULL;
+    return ts ? ts->count - ts->ended : 0;
 }
 double keel_world_time(const keel_world *w)
 {
@@ -167,14 +205,15 @@ static bool timer_call(keel_world *w, keel__timer *t)
     return st == KEEL_OK;
 }
 
-void keel__timers_fire(keel_world *w, double dt)
+/* As update begins (keel_step moved the world time already). */
+static void timers_fire(keel_world *w, void *state, keel_phase phase, double dt)
 {
-    w->time += dt;
-    if (w->timer_count == w->timer_ended) return;
-    size_t n = 0, count = w->timer_count; /* one a release makes now waits for the next step */
+    keel__timers *ts = state;
+    if (phase != KEEL_PHASE_UPDATE || ts->count == ts->ended) return;
+    size_t n = 0, count = ts->count; /* one a release makes now waits for the next step */
     due_item *due = keel__xrealloc(NULL, count * sizeof *due);
     for (size_t i = 0; i < count; i++) {
-        keel__timer *t = &w->timers[i];
+        keel__timer *t = &ts->items[i];
         if (!t->fn) continue;
         int os = owner_state(w, t->owner);
         if (os == 0) timer_end(w, t);
@@ -183,7 +222,7 @@ void keel__timers_fire(keel_world *w, double dt)
         }
     }
     qsort(due, n, sizeof *due, due_cmp);
-    w->timers_firing = true;
+    ts->firing = true;
     for (size_t k = 0; k < n; k++) {
         keel__timer *t = timer_find(w, due[k].id);
         if (!t || owner_state(w, t->owner) != 1) continue; /* cancelled, or its owner went, meanwhile */
@@ -201,18 +240,26 @@ void keel__timers_fire(keel_world *w, double dt)
         if (t->due <= w->time) t->due += (floor((w->time - t->due) / t->period) + 1) * t->period;
         if (t->due <= w->time) t->due = w->time + t->period; /* rounding */
     }
-    w->timers_firing = false;
+    ts->firing = false;
     free(due);
-    if (w->timer_ended) timers_compact(w);
+    if (ts->ended) timers_compact(ts);
 }
 
-void keel__timers_free(keel_world *w)
+/* Every timer ends, each released (play mode's stop: those of the played world). */
+static void timers_end_all(keel_world *w, void *state)
 {
-    w->timers_firing = true; /* a release that makes a timer must not move the array */
-    for (size_t i = 0; i < w->timer_count; i++)
-        if (w->timers[i].fn) timer_end(w, &w->timers[i]);
-    free(w->timers);
-    w->timers = NULL;
-    w->timer_count = w->timer_cap = w->timer_ended = 0;
-    w->timers_firing = false;
+    keel__timers *ts = state;
+    ts->firing = true; /* a release that makes a timer must not move the array */
+    for (size_t i = 0; i < ts->count; i++)
+        if (ts->items[i].fn) timer_end(w, &ts->items[i]);
+    ts->count = ts->ended = 0;
+    ts->firing = false;
+}
+
+static void timers_free(keel_world *w, void *state)
+{
+    keel__timers *ts = state;
+    timers_end_all(w, ts);
+    free(ts->items);
+    free(ts);
 }

@@ -43,7 +43,7 @@ static keel_status writable(const keel_world *w, keel_comp c, const keel__entry 
     /* readonly means "not from outside": the component's own hooks may write it */
     bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
                w->hook_comp.slot == keel__entry_slot(w, m);
-    if (w->mirror && !w->net_applying && (kd->fields[field].flags & KEEL_FIELD_SYNC))
+    if (w->mirror && !w->mirror_applying && (kd->fields[field].flags & KEEL_FIELD_SYNC))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, kd->fields[field].key,
                           "field %s of %s is synced: a client world only mirrors it", kd->fields[field].key, kd->key);
     if (!internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))

@@ -14,11 +14,7 @@
 #include <string.h>
 
 
-typedef struct kind {
-    keel_kind_desc desc;  /* deep copy: every string and array owned here */
-    keel__layout lay;     /* where its fields live in a record, and its defaults */
-    bool rejected;        /* some declared kind names it in rejects */
-} kind;
+typedef keel__kind kind;
 
 static struct {
     bool ready;
@@ -143,6 +139,12 @@ size_t keel_kind_count(void)
 keel_kind_id keel_kind_at(size_t i)
 {
     return i < reg.count ? reg.sorted[i] : KEEL_NO_KIND;
+}
+
+void keel__kind_set_batch(keel_kind_id k, void (*run)(keel__batch *b))
+{
+    kind *K = kind_get(k);
+    if (K) K->batch = run;
 }
 
 const keel_kind_desc *keel_kind_describe(keel_kind_id k)
@@ -555,6 +557,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         keel_kind_desc old = K->desc;
         bool relayout = !same_layout(&old, &copy);
         K->desc = copy;
+        K->batch = NULL; /* the declaring layer sets it again for its own hooks */
         layout(K);
         if (relayout)
             keel__worlds_relayout(id, &old, d);

@@ -5,6 +5,20 @@
 #include "keel.h"
 #include "model/record.h"
 
+struct keel__batch;
+/* A registry entry; keel_kind_describe hands out &desc, its first member. */
+typedef struct keel__kind {
+    keel_kind_desc desc;  /* deep copy: every string and array owned here */
+    keel__layout lay;     /* where its fields live in a record, and its defaults */
+    bool rejected;        /* some declared kind names it in rejects */
+    void (*batch)(struct keel__batch *b); /* keel__kind_set_batch's; a redeclaration clears it */
+} keel__kind;
+/* How declared kind kd's stretches of a run list run in one go (NULL: one hook call at a time). */
+static inline void (*keel__kind_batch(const keel_kind_desc *kd))(struct keel__batch *b)
+{
+    return ((const keel__kind *)(const void *)kd)->batch;
+}
+
 bool keel__kind_key_valid(const char *key);  /* ns:name, [a-z0-9_]+ both sides */
 bool keel__kind_rejected(keel_kind_id k);   /* some declared kind names k in rejects */
 /* Around every call of a validate or migrate callback: keel_kind_declare refuses meanwhile. */

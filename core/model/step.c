@@ -1,9 +1,7 @@
 /* step.c — the lifecycle: phases, run lists, hook transactions with rollback, and recorded faults. */
 #include "model/world.h"
+#include "model/kind.h"
 #include "model/txn.h"
-#include "game/timer.h"
-#include "game/message.h"
-#include "game/system.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -232,8 +230,6 @@ void keel__call_hook_from(keel_world *w, uint32_t i, keel_kind_id k, uint32_t sl
     call_entry(w, i, m, kd, phase, dt, from);
 }
 
-void (*keel__phase_end_hook)(keel_world *w, keel_phase phase, double dt);
-
 void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *msg)
 {
     if (w->rolling_back) return;
@@ -349,9 +345,6 @@ static inline keel__entry *run_due(keel_world *w, keel__run_item it, keel_phase 
 
 /* ---- batches: a binding runs a stretch of one kind's run list in one go */
 
-keel_hook_fn keel__batch_hook;
-void (*keel__batch_run)(keel__batch *b);
-
 bool keel__batch_next(keel__batch *b)
 {
     keel_world *w = b->w;
@@ -359,7 +352,7 @@ bool keel__batch_next(keel__batch *b)
     while (b->next < b->end) {
         keel__run_item it = r->items[b->next];
         const keel_kind_desc *kd = keel_kind_describe(it.kind);
-        if (!kd || kd->hooks[b->phase] != keel__batch_hook || kd->user != b->user) {
+        if (!kd || !kd->hooks[b->phase] || keel__kind_batch(kd) != b->run || kd->user != b->user) {
             b->end = b->next; /* redeclared meanwhile: the rest go one by one */
             return false;
         }
@@ -396,6 +389,7 @@ void keel__batch_done(keel__batch *b, keel_status st) { hook_end(b->w, &b->txn, 
 
 static void run_phase(keel_world *w, keel_phase phase, double dt)
 {
+    keel__ext_run(w, KEEL__EXT_PHASE_BEGIN, phase, dt); /* update's: the timers due fire */
     /* a client's mirror world: the server's authoritative phases (hooks and systems) never run */
     if (w->mirror && (phase == KEEL_PHASE_FIXED_UPDATE || phase == KEEL_PHASE_UPDATE)) return;
     if (!w->runs_valid || w->runs_structure != w->structure) runs_rebuild(w);
@@ -403,12 +397,13 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
     for (size_t n = 0; n < r->count; n++) {
         keel__run_item it = r->items[n];
         const keel_kind_desc *kd = keel_kind_describe(it.kind);
-        if (keel__batch_run && kd && kd->hooks[phase] == keel__batch_hook && !w->rolling_back) {
+        void (*batch)(keel__batch *) = kd && kd->hooks[phase] ? keel__kind_batch(kd) : NULL;
+        if (batch && !w->rolling_back) {
             size_t end = n + 1;
             while (end < r->count && r->items[end].kind == it.kind) end++;
             if (end - n >= KEEL__BATCH_MIN) {
-                keel__batch b = { .w = w, .phase = phase, .dt = dt, .user = kd->user, .next = n, .end = end };
-                keel__batch_run(&b);
+                keel__batch b = { .w = w, .phase = phase, .dt = dt, .user = kd->user, .run = batch, .next = n, .end = end };
+                batch(&b);
                 n = b.next - 1; /* a batch that stopped early leaves the rest to the loop */
                 continue;
             }
@@ -416,9 +411,7 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
         keel__entry *m = run_due(w, it, phase);
         if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
     }
-    keel__systems_run(w, phase, dt);
-    if (keel__phase_end_hook) keel__phase_end_hook(w, phase, dt);
-    keel__messages_deliver(w);
+    keel__ext_run(w, KEEL__EXT_PHASE_END, phase, dt); /* systems, a binding's, then messages */
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);
 }
@@ -429,7 +422,7 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
     if (!isfinite(dt) || dt < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "dt must be a finite number >= 0");
     w->in_step = true;
-    keel__messages_deliver(w); /* those sent since the last step */
+    keel__ext_run(w, KEEL__EXT_STEP_BEGIN, 0, dt); /* messages sent since the last step are delivered */
     run_phase(w, KEEL_PHASE_START, dt);
     w->acc += dt;
     int n = 0;
@@ -439,12 +432,12 @@ keel_status keel_step(keel_world *w, double dt, keel_diags *d)
         n++;
     }
     if (w->acc >= w->fixed_dt) w->acc = fmod(w->acc, w->fixed_dt); /* too far behind: drop the excess */
-    keel__timers_fire(w, dt);
+    w->time += dt; /* timers fire as update begins */
     run_phase(w, KEEL_PHASE_UPDATE, dt);
     run_phase(w, KEEL_PHASE_LATE_UPDATE, dt);
     w->in_step = false;
     w->frame++;
-    if (w->net_step) w->net_step(w, w->net, dt); /* a hosted world: a network tick when one is due */
+    keel__ext_run(w, KEEL__EXT_STEP_END, 0, dt); /* a hosted world: a network tick when one is due */
     return KEEL_OK;
 }
 

@@ -1,7 +1,5 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "model/world.h"
-#include "game/message.h"
-#include "game/system.h"
 #include "model/txn.h"
 #include "bind.h" /* keel__world_structure */
 
@@ -58,9 +56,7 @@ keel_world *keel_world_new(const char *name)
 static void world_contents_free(keel_world *w)
 {
     keel__lifts_free(w); /* closing a world with lifts open discards them */
-    keel__timers_free(w); /* and its timers end (play mode's stop: those made while playing) */
-    keel__messages_free(w); /* messages queued are dropped */
-    keel__systems_free(w);
+    keel__ext_free_all(w); /* timers end, queued messages drop, systems and what else attached go */
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
         if (!en->alive) continue;

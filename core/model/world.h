@@ -9,7 +9,7 @@
 #include "model/store.h"
 #include "model/step.h"
 #include "model/txn.h"
-#include "game/timer.h"
+#include "model/ext.h"
 
 struct keel_world {
     keel_uuid uuid;
@@ -66,11 +66,10 @@ struct keel_world {
     /* lifecycle */
     bool in_step;
     bool dormant;                     /* a template (keel_load_opts.no_awake): awake never runs in it */
-    bool mirror;                      /* a network client's world: fixed_update/update do not run, synced
-                                       * fields are written only by the network (net.c) */
-    bool net_applying;                /* net.c is writing received values */
-    void *net;                        /* the net.c host serving it, or client mirroring into it */
-    void (*net_step)(keel_world *w, void *net, double dt); /* at the end of every keel_step (net.c) */
+    bool mirror;                      /* another world is the authority (a replication client's): fixed_update
+                                       * and update do not run, synced fields are written only by the
+                                       * authority's updates (keel__world_set_mirror) */
+    bool mirror_applying;             /* the authority's updates are being written */
     double fixed_dt, acc;
     keel__run runs[KEEL_PHASE_COUNT_];
     uint64_t runs_structure;
@@ -103,14 +102,12 @@ struct keel_world {
     uint64_t fresh_frame;
     keel__tomb *tombs;                /* live while a hook transaction is open (freed by step.c) */
     size_t tomb_count, tomb_cap;
-    /* timers (timer.c): sorted by id, ended ones compacted away after each firing pass */
     double time;                      /* world time: the sum of every dt given to keel_step */
-    keel__timer *timers;
-    size_t timer_count, timer_cap, timer_ended;
-    bool timers_firing;
-    struct keel__msgq *msgq;          /* queued messages (message.c); NULL until the first */
     const keel_message *msg_now;      /* the message an on_message call delivers (keel_call_message) */
-    struct keel__systems *systems;    /* C systems (system.c); NULL until the first */
+    /* what attaches to the world (ext.h): systems, timers, messages, a binding, a replication host */
+    keel__ext *exts;
+    size_t ext_count, ext_cap, ext_pos; /* ext_pos: the entry a walk is calling */
+    bool ext_walking;
 };
 
 /* Every live world, for registry changes (linked through next_world). */

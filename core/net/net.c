@@ -3,7 +3,7 @@
  * (per component: each synced field's last change tick, found through the member's write
  * counter), what each client holds (connection-local ids, the tick each component is
  * confirmed at, a ring of the last 32 unreliable packets awaiting acks) and applies what a
- * client receives through the one field write path (keel__field_set, net_applying allowed). */
+ * client receives through the one field write path (keel__field_set, between keel__world_mirror_apply calls). */
 #include "net/net.h"
 
 #include "bind.h"
@@ -1485,6 +1485,13 @@ static void host_tick(keel_net_host *h);
 
 /* A step adds its dt; a tick goes out once `tick` seconds have added up. A step longer than several
  * ticks sends one, not a burst: the next tick carries everything changed meanwhile anyway. */
+static void host_step_hook(keel_world *w, void *user, double dt);
+/* the world went before its host: the host serves nothing more */
+static void host_world_gone(keel_world *w, void *user) { ((keel_net_host *)user)->w = NULL; }
+static const keel__ext_type host_ext = { .name = "net host", .order = 40, .step_end = host_step_hook, .free = host_world_gone };
+static void client_step_hook(keel_world *w, void *user, double dt);
+static const keel__ext_type client_ext = { .name = "net client", .order = 40, .step_end = client_step_hook };
+
 static void host_step_hook(keel_world *w, void *user, double dt)
 {
     (void)w;
@@ -1506,8 +1513,9 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
     keel_net_host_opts opts = KEEL_NET_HOST_OPTS_INIT;
     if (o) opts = *o;
     if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no world to host");
-    if (w->mirror) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a client's mirror world cannot be hosted");
-    if (w->net)
+    if (keel__ext_get(w, &client_ext))
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a client's mirror world cannot be hosted");
+    if (keel__ext_get(w, &host_ext))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "world '%s' is hosted already", keel_world_name(w));
     if (opts.max_clients < 1 || opts.max_clients > 4095)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max_clients", "max_clients must be in 1..4095, got %u",
@@ -1558,8 +1566,7 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
         }
         h->kind_of[id] = ++h->nkinds;
     }
-    w->net = h;
-    w->net_step = host_step_hook;
+    keel__ext_add(w, &host_ext, h);
     *out = h;
     return KEEL_OK;
 }
@@ -1567,10 +1574,7 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
 void keel_net_host_free(keel_net_host *h)
 {
     if (!h) return;
-    if (h->w && h->w->net == h) {
-        h->w->net = NULL;
-        h->w->net_step = NULL;
-    }
+    if (h->w && keel__ext_get(h->w, &host_ext) == h) keel__ext_remove(h->w, &host_ext);
     if (h->held) enet_packet_destroy(h->held);
     if (h->enet) net_close(h->enet);
     for (uint32_t k = 0; k < h->nclients; k++) client_free(h->clients[k]);
@@ -1851,14 +1855,14 @@ static void apply_values(keel_net_client *c, keel_comp comp, const skind *k, cco
                          const keel__wire_rec *x, uint64_t tick, bool force)
 {
     uint32_t vi = x->val0;
-    c->w->net_applying = true;
+    keel__world_mirror_apply(c->w, true);
     for (uint32_t f = 0; f < k->w.nsync; f++) {
         if (!(x->mask >> (2 * f) & 1)) continue;
         keel_value v = m->vals[vi++];
         if (!force && cc->ticks[f] >= tick) continue; /* older than what it holds */
         if (keel__field_set(c->w, comp, k->fields[f], &v, true, NULL, NULL) == KEEL_OK) cc->ticks[f] = tick;
     }
-    c->w->net_applying = false;
+    keel__world_mirror_apply(c->w, false);
 }
 
 static void apply_add(keel_net_client *c, cent *e, const keel__wire_msg *m, const keel__wire_rec *x)
@@ -2053,9 +2057,8 @@ keel_status keel_net_connect(const char *addr, uint16_t port, const char *name, 
     char wname[300];
     snprintf(wname, sizeof wname, "%s", c->name);
     c->w = keel_world_new(wname);
-    c->w->mirror = true;
-    c->w->net = c;
-    c->w->net_step = client_step_hook;
+    keel__world_set_mirror(c->w, true);
+    keel__ext_add(c->w, &client_ext, c);
     *out = c;
     return KEEL_OK;
 }

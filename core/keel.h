@@ -11,7 +11,7 @@ extern "C" {
 #endif
 
 /* libkeel is built with hidden visibility: what this header declares is the
- * whole exported API (core/internal.h's keel__* stay inside the library). */
+ * whole exported API (the keel__* of core/'s private headers stay inside the library). */
 #if defined(__GNUC__)
 #pragma GCC visibility push(default)
 #endif

@@ -451,10 +451,6 @@ bool keel_world_in_step(const keel_world *w) { return w->in_step; }
 bool keel_world_in_callback(const keel_world *w) { return w && w->txn_depth > 0; }
 uint64_t keel_world_frame(const keel_world *w) { return w->frame; }
 
-/* The registry's file may define this too; the weak one only fills a gap. */
-#if defined(__GNUC__)
-__attribute__((weak))
-#endif
 const char *keel_phase_name(keel_phase p)
 {
     static const char *const names[] = { "awake", "start", "fixed_update", "update", "late_update", "on_destroy",

@@ -10,14 +10,6 @@
 static keel_world *g_worlds;   /* every live world, for registry changes */
 static uint64_t g_epoch;
 
-/* ---------------------------------------------------------------- UUIDs */
-
-
-/* ---------------------------------------------------------------- big tables */
-
-
-/* ---------------------------------------------------------------- interned names */
-
 /* ---------------------------------------------------------------- worlds */
 
 void keel__touch(keel_world *w)
@@ -179,18 +171,6 @@ uint64_t keel_world_revision(const keel_world *w) { return w->revision; }
 uint64_t keel_world_epoch(const keel_world *w) { return w->epoch; }
 keel_entity keel_world_root(const keel_world *w) { return keel__handle(w, 0); }
 size_t keel_world_entity_count(const keel_world *w) { return w->live; }
-
-/* ---------------------------------------------------------------- handles */
-
-/* ---------------------------------------------------------------- hierarchy */
-
-/* ---------------------------------------------------------------- destroy */
-
-/* ---------------------------------------------------------------- reparent, rename, enable */
-
-/* ---------------------------------------------------------------- duplicate */
-
-/* ---------------------------------------------------------------- transforms */
 
 /* ---------------------------------------------------------------- registry changes */
 

@@ -3,7 +3,7 @@
 -- against what plain Lua can do in between (metatables, awakes that redeclare, destroy, close).
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local code_of = H.code_of
 local key = H.key_maker("hard2")
 

@@ -2,7 +2,7 @@
 -- as one batch per stretch of its components, a system's `each` as one pass; what every item of
 -- those must still get (DESIGN.md "Lifecycle and order", gameplay.md "Systems").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("longrun")
 local N = 300 -- more items than a batch or a pass keeps read-back values on the Lua stack

@@ -1,4 +1,4 @@
--- newcomer_spec.lua — what a new user meets first: kinds found beside the scene, errors said
+-- first_use_spec.lua — what a new user meets first: kinds found beside the scene, errors said
 -- aloud in the REPL and `keel run`, spawn's argument errors, the scaffold, the small verbs.
 
 local H = require "helper"

@@ -4,7 +4,7 @@
 -- write the hot path hands to core must be refused as keel_set refuses it.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local K = "ak:a"
 local LONG = "f" .. string.rep("l", 60) -- a long string: not interned, equal copies are other objects

@@ -2,7 +2,7 @@
 -- ranges, exclusive lights and world_settings on the root only.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local code_of = H.code_of
 
 describe("built-in kinds", function()

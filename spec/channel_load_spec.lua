@@ -4,7 +4,7 @@ local keel = require "keel"
 local core = require "keel.core"
 local serve = require "keel.serve"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local q = H.shell_quote
 
 keel.kind{ key = "load:spin", fields = { { "angle", "float" } },

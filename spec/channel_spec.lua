@@ -6,7 +6,7 @@ local core = require "keel.core"
 local channel = require "keel.channel"
 local serve = require "keel.serve"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local q = H.shell_quote
 
 keel.kind{ key = "ch:stamina", fields = { { "value", "float", default = 100, min = 0, max = 100 },

@@ -1,6 +1,6 @@
 -- cli_spec.lua — runs the built `keel` program and checks its output and exit codes.
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local ROOT, shell_quote, file_exists, slurp, spit, tmpdir, rmrf =
   H.ROOT, H.shell_quote, H.file_exists, H.slurp, H.spit, H.tmpdir, H.rmrf
 

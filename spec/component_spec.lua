@@ -1,7 +1,7 @@
 -- component_spec.lua — Component handles: slots, kind rules, field access and every value type.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, code_of, stack = H.fails, H.code_of, H.stack
 local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1
 local key = H.key_maker("component")

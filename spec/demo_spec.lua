@@ -1,7 +1,7 @@
 -- demo_spec.lua — the bundled demo kinds (lua/kinds) and scenes: the gameplay `keel run` shows
 -- (a system, messages, timers, a prefab), played in-process.
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local SCENES = H.ROOT .. "/scenes"
 

@@ -1,7 +1,7 @@
 -- entity_spec.lua — Entity handles: staleness, identity, hierarchy, components.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, raises, code_of, assert_error = H.fails, H.raises, H.code_of, H.assert_error
 local entities, names, joined_names, stack = H.entities, H.names, H.joined_names, H.stack
 local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1

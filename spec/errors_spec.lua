@@ -1,7 +1,7 @@
 -- errors_spec.lua — error objects: shape, __tostring, and one case per code.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, raises, code_of, tmpdir, rmrf = H.fails, H.raises, H.code_of, H.tmpdir, H.rmrf
 local doc, entity_text, comp_text, U1, U2, SCENE_UUID = H.doc, H.entity_text, H.comp_text, H.U1, H.U2, H.SCENE_UUID
 local key = H.key_maker("errors")

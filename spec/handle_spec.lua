@@ -10,7 +10,7 @@ keel.kind{ key = "hs:remover", fields = { { "what", "string" } },
     error("remover failed")
   end }
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local code_of = H.code_of
 
 -- An entity handle that names nothing any more: reading through it raises NotFound.

@@ -1,5 +1,5 @@
 -- helper.lua — file and process helpers shared by the specs (not a spec: busted runs *_spec.lua).
--- Load it with: dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+-- Load it with: local H = require "helper" (spec/?.lua is on the lpath of .busted and spec/CMakeLists.txt).
 local H = {}
 
 -- The repository root: this file lives in <root>/spec/.

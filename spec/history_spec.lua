@@ -2,7 +2,7 @@
 local keel = require "keel"
 local history = require "keel.history"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, code_of, joined_names, stack = H.fails, H.code_of, H.joined_names, H.stack
 
 keel.kind{ key = "sh:tag", fields = { { "n", "int", default = 1 } } }

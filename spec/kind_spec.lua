@@ -2,7 +2,7 @@
 -- adoption of unknown components, validate and migrate.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, raises, code_of = H.fails, H.raises, H.code_of
 local doc, entity_text, comp_text, U1, U2 = H.doc, H.entity_text, H.comp_text, H.U1, H.U2
 local doc_of, ent, comp = H.doc_of, H.ent, H.comp

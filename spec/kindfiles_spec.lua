@@ -1,5 +1,5 @@
 -- kindfiles_spec.lua — keel.kindfiles: the kinds directories run at start-up and again by reload().
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local keel = require "keel"
 local lfs = require "lfs"
 

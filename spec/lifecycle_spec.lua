@@ -1,7 +1,7 @@
 -- lifecycle_spec.lua — w:step(): phases and their order, transactions, faults, parking, self.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, raises, code_of = H.fails, H.raises, H.code_of
 local entities, names = H.entities, H.names
 local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1

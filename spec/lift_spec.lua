@@ -1,7 +1,7 @@
 -- lift_spec.lua — w:lift(e): a subtree out of play without being destroyed; lift:restore() puts it
 -- back exactly, lift:discard() removes it for good (worlds.md, "Lift").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("lift")
 

@@ -1,6 +1,6 @@
 -- mcp_spec.lua — `keel mcp SCENE`: the live channel as MCP tools, driven over the program's stdin/stdout.
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local core = require "keel.core"
 
 local KEEL = H.find_keel()

@@ -2,7 +2,7 @@
 -- with the installed driver, each conflict class, --take, text merges, and a property test of
 -- random disjoint edits.
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local q, slurp, spit, tmpdir, rmrf = H.shell_quote, H.slurp, H.spit, H.tmpdir, H.rmrf
 
 local KEEL = H.find_keel()

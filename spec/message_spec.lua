@@ -1,6 +1,6 @@
 -- message_spec.lua — e:send / w:broadcast and on_message (gameplay.md, "Messages").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("message")
 

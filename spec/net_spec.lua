@@ -1,7 +1,7 @@
 -- net_spec.lua — keel.net and `sync` declarations (README "Replication"): what a game programmer
 -- declares and sees, a host and a client in one process over loopback.
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("net")
 

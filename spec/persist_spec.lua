@@ -1,7 +1,7 @@
 -- persist_spec.lua — keel.persist: baseline, save, load and info from Lua.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local ROOT, slurp, spit, tmpdir, rmrf = H.ROOT, H.slurp, H.spit, H.tmpdir, H.rmrf
 local raises, assert_error = H.raises, H.assert_error
 local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1

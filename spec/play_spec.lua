@@ -1,7 +1,7 @@
 -- play_spec.lua — play mode: w:play() remembers the world, w:stop() puts it back exactly as a
 -- new epoch (worlds.md, "Play mode").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("play")
 

@@ -1,7 +1,7 @@
 -- prefab_spec.lua — keel.prefab(path) and w:instantiate(p, { parent, name, set })
 -- (gameplay.md, "Prefabs").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("prefab")
 

@@ -1,7 +1,7 @@
 -- progress_spec.lua — the status line of a long load: shown on a terminal (or with
 -- KEEL_PROGRESS=1) by check, cook, run and keel.load; never when stderr is not a terminal.
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local shell_quote, slurp, spit, tmpdir, rmrf = H.shell_quote, H.slurp, H.spit, H.tmpdir, H.rmrf
 
 local KEEL = H.find_keel()

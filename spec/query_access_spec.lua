@@ -4,7 +4,7 @@
 -- finalizer), must still be seen by the very next row, and no handle may outlive what it names.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local code_of = H.code_of
 
 local A, B = "qa:a", "qa:b"

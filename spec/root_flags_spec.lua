@@ -1,7 +1,7 @@
 -- root_flags_spec.lua — where a kind may live is kind metadata (root_only, not_on_root), not a special case.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local code_of = H.code_of
 local key = H.key_maker("placement")
 

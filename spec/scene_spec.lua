@@ -3,7 +3,7 @@
 -- world_spec covers the calls themselves (keel.parse, keel.load, w:dump, w:save).
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local ROOT, slurp, spit, shell_quote, tmpdir, rmrf = H.ROOT, H.slurp, H.spit, H.shell_quote, H.tmpdir, H.rmrf
 local fails, code_of, parse_fails = H.fails, H.code_of, H.parse_fails
 local entities, names, joined_names, stack = H.entities, H.names, H.joined_names, H.stack

@@ -1,6 +1,6 @@
 -- system_spec.lua — keel.system{}, keel.systems(), keel.system_reset() (gameplay.md, "Systems").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("system")
 local n = 0

@@ -1,6 +1,6 @@
 -- timer_spec.lua — w:after/w:every, e:after/e:every, t:cancel(), t.remaining (gameplay.md, "Timers").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("timer")
 

@@ -1,7 +1,7 @@
 -- transfer_spec.lua — w:transfer(e, other [, parent]): a subtree moved into another world as one
 -- (worlds.md, "Several worlds and transfer").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
 local key = H.key_maker("transfer")
 

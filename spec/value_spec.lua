@@ -4,7 +4,7 @@
 -- shortest form that reads back.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local raises, assert_error = H.raises, H.assert_error
 
 local SCENE_HEAD = [[

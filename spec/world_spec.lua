@@ -1,7 +1,7 @@
 -- world_spec.lua — keel.world / keel.load / keel.parse and the World methods.
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local fails, raises, code_of = H.fails, H.raises, H.code_of
 local entities, names, joined_names = H.entities, H.names, H.joined_names
 local U1, UUID_PATTERN = H.U1, H.UUID_PATTERN
@@ -700,7 +700,6 @@ entities:
       assert.are.equal("IOError", err.code)
     end)
     it("checks asset fields against the assets.yaml beside the scene, as the keel program does", function()
-      local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
       local dir = H.tmpdir()
       local w = keel.world("Assets")
       w:spawn{ name = "M", components = { "core:transform",

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #define A1 "aaaaaaaa-0000-4000-8000-000000000001"
@@ -125,5 +126,5 @@ int main(void)
         cmocka_unit_test(assets_load_missing_file),
         cmocka_unit_test(assets_beside_the_scene),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "base/io.h"
 
@@ -550,5 +551,5 @@ int main(void)
         cmocka_unit_test(atomic_every_fault_point_of_a_save),
         cmocka_unit_test(atomic_kill_during_slot_save),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return KEEL_TEST_RUN(tests, setup, teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "model/body.h"
 #include "model/record.h"
 #include "files/yaml_read.h"
@@ -419,5 +420,5 @@ int main(void)
         T(body_migration_failure_and_newer_version),
         T(body_encode_declared_order_and_forms),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

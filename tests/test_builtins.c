@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "model/record.h"
 
 static int setup(void **state)
@@ -227,5 +228,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(builtins_validate_hooks_on_records, setup, teardown),
         cmocka_unit_test_setup_teardown(builtins_validate_through_a_world, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "model/world.h"
 
@@ -295,5 +296,5 @@ int main(void)
         T(churn_entity_with_the_most_components),
         T(churn_stale_handles_after_retag),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "model/world.h"
 #include "model/command.h"
@@ -530,5 +531,5 @@ int main(void)
         T(commands_refuse_what_the_direct_calls_refuse),
         T(commands_unknown_entries_survive_every_copy_and_move),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

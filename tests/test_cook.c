@@ -10,6 +10,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "base/bytes.h"
 
@@ -689,5 +690,5 @@ int main(void)
         cmocka_unit_test(cook_read_migrates_older_kind_versions),
         cmocka_unit_test(cook_rejects_null_arguments),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 /* Bounded by the listed ones plus one summary per severity and code. */
@@ -131,7 +132,7 @@ int main(void)
         cmocka_unit_test(diag_scene_of_empty_components_stays_small),
     };
     assert_int_equal(keel_init(), KEEL_OK);
-    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    int failed = KEEL_TEST_RUN(tests, NULL, NULL);
     keel_shutdown();
     return failed;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "model/record.h"
 
 static int setup(void **state)
@@ -931,5 +932,5 @@ int main(void)
         cmocka_unit_test(diags_append_prefixes_paths),
         cmocka_unit_test(diags_format_lines),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "world_fixture.h"
@@ -152,5 +153,5 @@ int main(void)
         T(lift_holds_its_kinds_layout),
         T(lift_keeps_handles_and_indices),
     };
-    return cmocka_run_group_tests(tests, lift_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, lift_group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "bind.h"   /* keel__kinds_limit */
 #include "model/member.h" /* keel__entry */
@@ -272,5 +273,5 @@ int main(void)
         cmocka_unit_test(limits_unknown_bodies_at_add_time),
         cmocka_unit_test(limits_kinds),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return KEEL_TEST_RUN(tests, setup, teardown);
 }

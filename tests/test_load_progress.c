@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #define STEP ((size_t)64 << 10)
@@ -251,7 +252,7 @@ int main(void)
         cmocka_unit_test(load_progress_default_hook),
         cmocka_unit_test(load_progress_cooked_file),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    int rc = KEEL_TEST_RUN(tests, NULL, NULL);
     keel_shutdown();
     return rc;
 }

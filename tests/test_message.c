@@ -1,5 +1,6 @@
 /* test_message.c — keel_send / keel_broadcast: delivery order and time, same-pass delivery and
  * its cap, what is dropped or skipped, handler transactions, refusals. */
+#include "keel_test.h"
 #include "world_fixture.h"
 
 #include <stdio.h>
@@ -218,5 +219,5 @@ int main(void)
         TM(message_handler_failure_rolls_back_and_faults),
         TM(message_refuses_bad_arguments),
     };
-    return cmocka_run_group_tests(tests, msg_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, msg_group_setup, group_teardown);
 }

@@ -1,6 +1,7 @@
 /* test_net.c — replication over real ENet on loopback: convergence through a lossy shim, what
  * never crosses, late join and reconnect, interest entry/exit, stale and malformed packets,
  * refusal before any state, mirror worlds. */
+#include "keel_test.h"
 #include "world_fixture.h"
 
 #include "net/net.h"
@@ -465,5 +466,5 @@ int main(void)
         T(net_tick_paces_the_steps),
         T(net_sync_interval_is_bounded),
     };
-    return cmocka_run_group_tests(tests, net_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, net_group_setup, group_teardown);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 static keel_node *plain(const char *t)
@@ -374,5 +375,5 @@ int main(void)
         cmocka_unit_test(node_push_and_put_refuse_the_wrong_parent),
         cmocka_unit_test(node_put_wide_map_is_linear),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

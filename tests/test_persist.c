@@ -11,6 +11,7 @@
 #include <zlib.h>
 #include <time.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "base/bytes.h"
 #include "files/slotfile.h"
@@ -905,5 +906,5 @@ int main(void)
         cmocka_unit_test_setup_teardown(persist_refuses_slot_details_over_the_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(persist_wide_bodies_are_refused_quickly, setup, teardown),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

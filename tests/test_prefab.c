@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "world_fixture.h"
@@ -202,5 +203,5 @@ int main(void)
         T(instantiate_before_awake_lands_before_awake),
         T(instantiate_refusal_publishes_nothing),
     };
-    return cmocka_run_group_tests(tests, prefab_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, prefab_group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "world_fixture.h"
@@ -367,5 +368,5 @@ int main(void)
         T(world_reserve_rows_keep_owners_and_counters),
         T(query_skips_rows_freed_during_a_step),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

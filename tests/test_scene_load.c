@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #define FIX(name) KEEL_FIXTURES "/" name
@@ -903,5 +904,5 @@ int main(void)
         cmocka_unit_test(scene_load_refusal_after_streamed_entities),
         cmocka_unit_test(scene_load_streamed_entities_over_the_limit),
     };
-    return cmocka_run_group_tests(tests, setup_kinds, teardown_kinds);
+    return KEEL_TEST_RUN(tests, setup_kinds, teardown_kinds);
 }

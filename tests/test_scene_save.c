@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "files/scene_write.h"
 
@@ -639,5 +640,5 @@ int main(void)
         cmocka_unit_test(scene_save_float_formatter_matches_reference),
         cmocka_unit_test(scene_save_plain_safe_words_and_bytes),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return KEEL_TEST_RUN(tests, setup, teardown);
 }

@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "model/slotmap.h"
@@ -508,5 +509,5 @@ int main(void)
         T(slots_kept_by_adoption),
         T(slots_serial_limit),
     };
-    return cmocka_run_group_tests(tests, slot_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, slot_group_setup, group_teardown);
 }

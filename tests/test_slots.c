@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "model/field.h" /* keel__field_set: a readonly field written as a save-game apply does */
@@ -730,5 +731,5 @@ int main(void)
         T(slots_auto_slot_never_wraps),
         T(slots_unknown_add_checks_its_arguments),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

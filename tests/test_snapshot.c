@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "world_fixture.h"
@@ -123,5 +124,5 @@ int main(void)
         T(snapshot_first_active_camera_and_ambient),
         T(snapshot_of_empty_world),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "model/world.h"
 #include "model/command.h"
@@ -909,5 +910,5 @@ int main(void)
         T(step_on_destroy_at_the_commit_queues_what_it_destroys),
         T(step_on_destroy_at_the_commit_rolls_back_alone),
     };
-    return cmocka_run_group_tests(tests, step_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, step_group_setup, group_teardown);
 }

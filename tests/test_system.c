@@ -1,5 +1,6 @@
 /* test_system.c — keel_system_*: C systems over a query or the world, after order, cycles,
  * transactions, faults, what is skipped. */
+#include "keel_test.h"
 #include "world_fixture.h"
 
 #include <stdio.h>
@@ -340,5 +341,5 @@ int main(void)
         TS(system_does_not_visit_what_this_step_added),
         TS(system_add_refuses_inside_a_callback),
     };
-    return cmocka_run_group_tests(tests, sys_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, sys_group_setup, group_teardown);
 }

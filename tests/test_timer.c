@@ -1,4 +1,5 @@
 /* test_timer.c — keel_timer_*: world time, due order, repeating, cancel, remaining, owners, faults. */
+#include "keel_test.h"
 #include "world_fixture.h"
 
 static char g_log[256];
@@ -245,5 +246,5 @@ int main(void)
         TT(timer_failure_rolls_back_and_is_recorded),
         TT(timer_ends_with_world_and_stop),
     };
-    return cmocka_run_group_tests(tests, timer_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, timer_group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "world_fixture.h"
@@ -126,5 +127,5 @@ int main(void)
         T(transfer_moves_records_and_runs_only_on_transfer),
         T(transfer_refusal_changes_nothing),
     };
-    return cmocka_run_group_tests(tests, transfer_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, transfer_group_setup, group_teardown);
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "base/util.h" /* keel__chacha20 */
 
@@ -249,5 +250,5 @@ int main(void)
         cmocka_unit_test(uuid_parse_reads_any_version),
         cmocka_unit_test(uuid_parse_refuses_non_canonical),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "keel_test.h"
 #include "keel.h"
 #include "bind.h"
 
@@ -115,5 +116,5 @@ int main(void)
         T(visibility_moves_on_membership_and_destroy),
         T(stop_never_takes_the_counters_back),
     };
-    return cmocka_run_group_tests(tests, vis_group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, vis_group_setup, group_teardown);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <math.h>
 
+#include "keel_test.h"
 #include "keel.h"
 
 #include "world_fixture.h"
@@ -610,5 +611,5 @@ int main(void)
         T(world_names_are_shared_and_recycled),
         T(world_random_hierarchy_matches_a_model),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "keel_test.h"
 #include "files/yaml_read.h"
 
 static keel_status read_text(const char *text, const keel_limits *lim, keel_node **out, keel_diags *d)
@@ -166,5 +167,5 @@ int main(void)
         cmocka_unit_test(yaml_read_limits_exceeded),
         cmocka_unit_test(yaml_read_empty_is_null),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

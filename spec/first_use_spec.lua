@@ -1,7 +1,7 @@
--- newcomer_spec.lua — what a new user meets first: kinds found beside the scene, errors said
+-- first_use_spec.lua — what a new user meets first: kinds found beside the scene, errors said
 -- aloud in the REPL and `keel run`, spawn's argument errors, the scaffold, the small verbs.
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local ROOT, shell_quote, file_exists, slurp, spit, tmpdir, rmrf =
   H.ROOT, H.shell_quote, H.file_exists, H.slurp, H.spit, H.tmpdir, H.rmrf
 

@@ -1,10 +1,10 @@
--- longrun_spec.lua — self tables copied in and written back over long runs: a kind's hooks run
+-- self_batch_spec.lua — self tables copied in and written back over long runs: a kind's hooks run
 -- as one batch per stretch of its components, a system's `each` as one pass; what every item of
 -- those must still get (DESIGN.md "Lifecycle and order", gameplay.md "Systems").
 local keel = require "keel"
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 
-local key = H.key_maker("longrun")
+local key = H.key_maker("self_batch")
 local N = 300 -- more items than a batch or a pass keeps read-back values on the Lua stack
 
 local function float_kind(k, update)
@@ -132,7 +132,7 @@ end)
 
 describe("a system's each over many entities", function()
   local n = 0
-  local function sys() n = n + 1 return ("longrun:sys%d"):format(n) end
+  local function sys() n = n + 1 return ("self_batch:sys%d"):format(n) end
 
   it("writes every entity's components back, step after step", function()
     local a, b = key("a"), key("b")

@@ -1,11 +1,11 @@
--- hardening2_spec.lua — the hot paths' misuse cases: w:spawn's bodies checked once and written
+-- hot_path_spec.lua — the hot paths' misuse cases: w:spawn's bodies checked once and written
 -- later, e:add's World found through the handle's metatable, and c.x's fast read/write, each
 -- against what plain Lua can do in between (metatables, awakes that redeclare, destroy, close).
 local keel = require "keel"
 
-local H = dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "helper.lua")
+local H = require "helper"
 local code_of = H.code_of
-local key = H.key_maker("hard2")
+local key = H.key_maker("hot_path")
 
 local function ok_or_keel_error(f)
   local ok, err = pcall(f)

@@ -24,6 +24,8 @@
 
 #include "lua_host.h"
 
+#include "keel_test.h"
+
 typedef struct half {
     lua_State *L;
     int port;
@@ -177,5 +179,5 @@ int main(void)
         T(lua_states_each_world_runs_its_own_systems_and_timers),
         T(lua_states_each_server_answers_between_its_own_worlds_frames),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return KEEL_TEST_RUN(tests, NULL, NULL);
 }

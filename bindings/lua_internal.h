@@ -198,7 +198,7 @@ typedef struct keel_lua_world {
     size_t cache_inserts;
     uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
     size_t gens_cap;
-    size_t spawn_cap;  /* the array part of the spawn handles' table (World user value 5; lua_world.c) */
+    size_t spawn_cap;  /* the array part of the spawn handles' table (World user value 5; lua_spawn.c) */
     size_t comp_inserts, comp_kept; /* the component handle caches (lua_component.c): since and at the last sweep */
     struct keel_lua_qcache *queries; /* w:query's kept queries (lua_query.c) */
     size_t query_count;
@@ -273,6 +273,28 @@ keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an 
 /* The kind key string at idx (raises InvalidArgument naming argument idx - 1 otherwise). */
 const char *keel__lua_checkkey(lua_State *L, int idx);
 void keel__lua_open_entity(lua_State *L);
+
+/* ---- spawn (lua_spawn.c) and the World's handle cache (lua_world.c) ---- */
+
+int keel__lua_w_spawn(lua_State *L);  /* w:spawn([name | spec]) */
+int keel__lua_w__spawn(lua_State *L); /* w:_spawn: w:spawn, and its inverse command */
+/* e's handle kept by w:spawn, pushed; false (nothing pushed) when there is none. */
+bool keel__lua_spawn_take(lua_State *L, int world_idx, const keel_lua_world *lw, keel_entity e);
+/* Puts the handle on top in the cache (at `cache`) as e's (the handle stays on top). */
+void keel__lua_cache_put(lua_State *L, keel_lua_world *lw, int cache, keel_entity e);
+/* Pushes a new handle of e (not cached). Inline: w:spawn makes one per entity. */
+static inline keel_lua_entity *keel__lua_entity_handle(lua_State *L, int world_idx, keel_lua_world *lw,
+                                                       keel_entity e)
+{
+    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->lw = lw;
+    h->e = e;
+    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
+    return h;
+}
+/* Raises InvalidArgument for a key of the table at t that is not among `known` (lua_world.c). */
+void keel__lua_check_keys(lua_State *L, int t, const char *what, const char *const *known);
 
 /* ---- Component ---- */
 

@@ -211,6 +211,8 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 /* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_world(lua_State *L);
+int keel__lua_w_lift(lua_State *L);     /* w:lift(e) -> keel.Lift (lua_lift.c) */
+void keel__lua_open_lift(lua_State *L); /* the keel.Lift metatable */
 /* ---- lua_message.c ---- */
 int keel__lua_e_send(lua_State *L);      /* e:send(name, data) */
 int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */

@@ -295,7 +295,7 @@ static inline keel_lua_entity *keel__lua_entity_handle(lua_State *L, int world_i
     lua_setmetatable(L, -2);
     return h;
 }
-/* Raises InvalidArgument for a key of the table at t that is not among `known` (lua_world.c). */
+/* Raises InvalidArgument for a key of the table at t that is not among `known` (lua_load.c). */
 void keel__lua_check_keys(lua_State *L, int t, const char *what, const char *const *known);
 
 /* ---- Component ---- */
@@ -343,13 +343,15 @@ int keel__lua_comp_body(lua_State *L);
 int keel__lua_comp_reset(lua_State *L);
 int keel__lua_comp_unpack(lua_State *L);
 
-/* ---- Loads (lua_world.c) and prefabs (lua_prefab.c) ---- */
+/* ---- Loads (lua_load.c) and prefabs (lua_prefab.c) ---- */
 
+int keel__lua_k_load(lua_State *L);  /* keel.load(path [, opts]) */
+int keel__lua_k_parse(lua_State *L); /* keel.parse(text [, opts]) */
 /* Before a core call that may wrap worlds from hooks (a load, an instantiate): collect the
  * worlds wrapped meanwhile; after, close those that are not `result` (freed by the core). */
 int keel__lua_begin_load(lua_State *L, keel_lua_ctx *ctx);
 void keel__lua_end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *result);
-/* keel.load's opts { strict, assets, limits } at idx (see lua_world.c); *assets for the caller to free. */
+/* keel.load's opts { strict, assets, limits } at idx (see lua_load.c); *assets for the caller to free. */
 keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
                                 keel_diags *d);
 extern const luaL_Reg keel__lua_prefab_methods[]; /* w:instantiate */

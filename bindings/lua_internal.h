@@ -376,12 +376,6 @@ void keel__lua_open_hook(void);
 bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w);
 /* Raises InvalidOperation "<what> refuses while a callback transaction is open" when one of w is. */
 void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what);
-/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
-bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
-/* Writes pending changes of self tables showing `c` (before a write through a handle). */
-keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
-/* Re-fills self tables showing `c` after a write through a handle. */
-void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
 /* "chunk:line" of the Lua function that called the running C function (skipping keel's own Lua
  * modules, as error(msg, 2) skips a level); false when it was called from C. */
@@ -398,6 +392,19 @@ void keel__lua_self_kind_done(lua_State *L, keel_lua_kind *lk);
 /* Whether lk's declaration is still the registry's (a kind redeclared meanwhile: stop using it). */
 bool keel__lua_self_kind_current(const keel_lua_kind *lk, keel_kind_id k);
 void keel__lua_shadows_free(keel_lua_ctx *ctx); /* the state is closing */
+
+/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
+ * position as the diagnostic's file and line, and in the message); returns its status. */
+keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
+
+/* ---- Self tables (lua_self.c) ---- */
+
+/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Writes pending changes of self tables showing `c` (before a write through a handle). */
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
+/* Re-fills self tables showing `c` after a write through a handle. */
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 typedef struct keel__lua_self {
     keel_lua_kind *lk;
     int depth;
@@ -414,10 +421,36 @@ void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_co
  * `rec` is c's record at storage row `row` when nothing entered the core since the fill, else NULL. */
 keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec,
                                  uint32_t row, keel_diags *d);
-
-/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
- * position as the diagnostic's file and line, and in the message); returns its status. */
-keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
+/* What the hook trampolines and batches (lua_hook.c) run a self through: */
+/* Pushes the self table of this kind at this depth (made on first use). */
+void keel__lua_push_self(lua_State *L, keel_lua_kind *lk, int depth);
+/* Copies the record's fields into the self table at `self` (field names from the stack at kbase
+ * when set, else from the keys table at `keys`), the self of `depth`; entity fields need the World
+ * at widx. */
+void keel__lua_fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w, const char *rec,
+                         int self, int keys, int kbase, int widx, int depth);
+/* The outermost callback's copy-back: every changed field converted and checked, then all stored
+ * with no journal entry (`row`: a system's `each`, readonly refused). False when this path does not
+ * apply (then nothing was written: keel__lua_write_back does it). */
+bool keel__lua_write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                                    keel_comp c, const char *rec, int self, int keys, int kbase, int depth,
+                                    const uint32_t *row, keel_diags *d, keel_status *out);
+/* Writes back the fields of `self` that differ from the record, one keel__field_set each (`rec`:
+ * the record, or NULL when the core was entered since it was fetched; `internal`: the kind's own
+ * hook, which may write readonly fields). */
+keel_status keel__lua_write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                                 keel_comp c, const char *rec, int self, int keys, int depth, bool internal,
+                                 keel_diags *d);
+/* Whether every field is an unbounded float (the fast fill and copy-back apply). */
+bool keel__lua_all_plain_floats(const keel_lua_kind *lk, const keel_kind_desc *kd);
+/* Pushes the World udata of w when lk has entity fields (else nothing); returns its index or 0.
+ * Inline: every hook call asks. */
+static inline int keel__lua_push_world_if(lua_State *L, keel_lua_kind *lk, keel_world *w)
+{
+    if (!lk->has_entity) return 0;
+    keel__lua_push_world_of(L, lk->ctx, w);
+    return lua_gettop(L);
+}
 
 /* ---- Timers (lua_timer.c) ---- */
 

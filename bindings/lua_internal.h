@@ -201,7 +201,7 @@ typedef struct keel_lua_world {
     size_t cache_inserts;
     uint32_t *gens;    /* by entity index: the generation of the cached handle, 0 none */
     size_t gens_cap;
-    size_t spawn_cap;  /* the array part of the spawn handles' table (World user value 5; lua_world.c) */
+    size_t spawn_cap;  /* the array part of the spawn handles' table (World user value 5; lua_spawn.c) */
     size_t comp_inserts, comp_kept; /* the component handle caches (lua_component.c): since and at the last sweep */
     struct keel_lua_qcache *queries; /* w:query's kept queries (lua_query.c) */
     size_t query_count;
@@ -214,6 +214,8 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 /* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_world(lua_State *L);
+int keel__lua_w_lift(lua_State *L);     /* w:lift(e) -> keel.Lift (lua_lift.c) */
+void keel__lua_open_lift(lua_State *L); /* the keel.Lift metatable */
 /* ---- lua_message.c ---- */
 int keel__lua_e_send(lua_State *L);      /* e:send(name, data) */
 int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
@@ -280,6 +282,28 @@ keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an 
 const char *keel__lua_checkkey(lua_State *L, int idx);
 void keel__lua_open_entity(lua_State *L);
 
+/* ---- spawn (lua_spawn.c) and the World's handle cache (lua_world.c) ---- */
+
+int keel__lua_w_spawn(lua_State *L);  /* w:spawn([name | spec]) */
+int keel__lua_w__spawn(lua_State *L); /* w:_spawn: w:spawn, and its inverse command */
+/* e's handle kept by w:spawn, pushed; false (nothing pushed) when there is none. */
+bool keel__lua_spawn_take(lua_State *L, int world_idx, const keel_lua_world *lw, keel_entity e);
+/* Puts the handle on top in the cache (at `cache`) as e's (the handle stays on top). */
+void keel__lua_cache_put(lua_State *L, keel_lua_world *lw, int cache, keel_entity e);
+/* Pushes a new handle of e (not cached). Inline: w:spawn makes one per entity. */
+static inline keel_lua_entity *keel__lua_entity_handle(lua_State *L, int world_idx, keel_lua_world *lw,
+                                                       keel_entity e)
+{
+    keel_lua_entity *h = lua_newuserdatauv(L, sizeof *h, 0);
+    h->lw = lw;
+    h->e = e;
+    lua_getiuservalue(L, world_idx, 3); /* the World's Entity metatable: it keeps the World alive */
+    lua_setmetatable(L, -2);
+    return h;
+}
+/* Raises InvalidArgument for a key of the table at t that is not among `known` (lua_load.c). */
+void keel__lua_check_keys(lua_State *L, int t, const char *what, const char *const *known);
+
 /* ---- Component ---- */
 
 /* A loaded component's handles are cached per world and kind (slot 0 ones: by entity index), so
@@ -325,13 +349,15 @@ int keel__lua_comp_body(lua_State *L);
 int keel__lua_comp_reset(lua_State *L);
 int keel__lua_comp_unpack(lua_State *L);
 
-/* ---- Loads (lua_world.c) and prefabs (lua_prefab.c) ---- */
+/* ---- Loads (lua_load.c) and prefabs (lua_prefab.c) ---- */
 
+int keel__lua_k_load(lua_State *L);  /* keel.load(path [, opts]) */
+int keel__lua_k_parse(lua_State *L); /* keel.parse(text [, opts]) */
 /* Before a core call that may wrap worlds from hooks (a load, an instantiate): collect the
  * worlds wrapped meanwhile; after, close those that are not `result` (freed by the core). */
 int keel__lua_begin_load(lua_State *L, keel_lua_ctx *ctx);
 void keel__lua_end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *result);
-/* keel.load's opts { strict, assets, limits } at idx (see lua_world.c); *assets for the caller to free. */
+/* keel.load's opts { strict, assets, limits } at idx (see lua_load.c); *assets for the caller to free. */
 keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_load_opts *o, keel_assets **assets,
                                 keel_diags *d);
 extern const luaL_Reg keel__lua_prefab_methods[]; /* w:instantiate */
@@ -356,12 +382,6 @@ void keel__lua_kind_declared(keel_kind_id k);
 bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w);
 /* Raises InvalidOperation "<what> refuses while a callback transaction is open" when one of w is. */
 void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what);
-/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
-bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
-/* Writes pending changes of self tables showing `c` (before a write through a handle). */
-keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
-/* Re-fills self tables showing `c` after a write through a handle. */
-void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 
 /* "chunk:line" of the Lua function that called the running C function (skipping keel's own Lua
  * modules, as error(msg, 2) skips a level); false when it was called from C. */
@@ -378,6 +398,19 @@ void keel__lua_self_kind_done(lua_State *L, keel_lua_kind *lk);
 /* Whether lk's declaration is still the registry's (a kind redeclared meanwhile: stop using it). */
 bool keel__lua_self_kind_current(const keel_lua_kind *lk, keel_kind_id k);
 void keel__lua_shadows_free(keel_lua_ctx *ctx); /* the state is closing */
+
+/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
+ * position as the diagnostic's file and line, and in the message); returns its status. */
+keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
+
+/* ---- Self tables (lua_self.c) ---- */
+
+/* Is `c` the self of a running callback? (its own hooks may write readonly fields) */
+bool keel__lua_is_self(keel_lua_ctx *ctx, keel_world *w, keel_comp c);
+/* Writes pending changes of self tables showing `c` (before a write through a handle). */
+keel_status keel__lua_self_flush(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c, keel_diags *d);
+/* Re-fills self tables showing `c` after a write through a handle. */
+void keel__lua_self_sync(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_comp c);
 typedef struct keel__lua_self {
     keel_lua_kind *lk;
     int depth;
@@ -394,10 +427,36 @@ void keel__lua_self_fill(lua_State *L, keel__lua_self *s, keel_world *w, keel_co
  * `rec` is c's record at storage row `row` when nothing entered the core since the fill, else NULL. */
 keel_status keel__lua_self_write(lua_State *L, keel__lua_self *s, keel_world *w, keel_comp c, const char *rec,
                                  uint32_t row, keel_diags *d);
-
-/* The failure of a pcall (error value on top) as a diagnostic "<what>: <message>" (with the error's
- * position as the diagnostic's file and line, and in the message); returns its status. */
-keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what);
+/* What the hook trampolines and batches (lua_hook.c) run a self through: */
+/* Pushes the self table of this kind at this depth (made on first use). */
+void keel__lua_push_self(lua_State *L, keel_lua_kind *lk, int depth);
+/* Copies the record's fields into the self table at `self` (field names from the stack at kbase
+ * when set, else from the keys table at `keys`), the self of `depth`; entity fields need the World
+ * at widx. */
+void keel__lua_fill_self(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w, const char *rec,
+                         int self, int keys, int kbase, int widx, int depth);
+/* The outermost callback's copy-back: every changed field converted and checked, then all stored
+ * with no journal entry (`row`: a system's `each`, readonly refused). False when this path does not
+ * apply (then nothing was written: keel__lua_write_back does it). */
+bool keel__lua_write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                                    keel_comp c, const char *rec, int self, int keys, int kbase, int depth,
+                                    const uint32_t *row, keel_diags *d, keel_status *out);
+/* Writes back the fields of `self` that differ from the record, one keel__field_set each (`rec`:
+ * the record, or NULL when the core was entered since it was fetched; `internal`: the kind's own
+ * hook, which may write readonly fields). */
+keel_status keel__lua_write_back(lua_State *L, keel_lua_kind *lk, const keel_kind_desc *kd, keel_world *w,
+                                 keel_comp c, const char *rec, int self, int keys, int depth, bool internal,
+                                 keel_diags *d);
+/* Whether every field is an unbounded float (the fast fill and copy-back apply). */
+bool keel__lua_all_plain_floats(const keel_lua_kind *lk, const keel_kind_desc *kd);
+/* Pushes the World udata of w when lk has entity fields (else nothing); returns its index or 0.
+ * Inline: every hook call asks. */
+static inline int keel__lua_push_world_if(lua_State *L, keel_lua_kind *lk, keel_world *w)
+{
+    if (!lk->has_entity) return 0;
+    keel__lua_push_world_of(L, lk->ctx, w);
+    return lua_gettop(L);
+}
 
 /* ---- Timers (lua_timer.c) ---- */
 

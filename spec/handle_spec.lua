@@ -380,7 +380,7 @@ describe("kept component handles", function()
   end)
 end)
 
--- w:spawn's handle is kept weakly until someone asks for the entity again (lua_world.c spawn_put):
+-- w:spawn's handle is kept weakly until someone asks for the entity again (lua_spawn.c spawn_put):
 -- one that is held is the one handed out; one that was dropped and collected is remade, still a
 -- live and working handle, and from then on one object again.
 describe("spawned entity handles", function()

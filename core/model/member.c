@@ -5,6 +5,7 @@
 #include "model/kind.h"
 #include "model/record.h"
 #include "model/txn.h"
+#include "base/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,10 +194,7 @@ void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot)
 
 static void serial_bury(keel_world *w, uint32_t i, const keel__entry *m)
 {
-    if (w->tomb_count == w->tomb_cap) {
-        w->tomb_cap = w->tomb_cap ? w->tomb_cap * 2 : 8;
-        w->tombs = keel__xrealloc(w->tombs, w->tomb_cap * sizeof *w->tombs);
-    }
+    KEEL__VEC_RESERVE(w->tombs, w->tomb_count, w->tomb_cap, 1, 8);
     w->tombs[w->tomb_count++] = (keel__tomb){ i, keel__ent_gen(w, &w->ents[i]), m->kind, keel__entry_slot(w, m),
                                               keel__entry_lserial(m) };
 }
@@ -236,10 +234,7 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         w->fresh_count = 0;
         w->fresh_frame = w->frame;
     }
-    if (w->fresh_count == w->fresh_cap) {
-        w->fresh_cap = w->fresh_cap ? w->fresh_cap * 2 : 16;
-        w->fresh = keel__xrealloc(w->fresh, w->fresh_cap * sizeof *w->fresh);
-    }
+    KEEL__VEC_RESERVE(w->fresh, w->fresh_count, w->fresh_cap, 1, 16);
     w->fresh[w->fresh_count++] = (keel__fresh){ i, keel__ent_gen(w, &w->ents[i]), m->kind, keel__entry_slot(w, m) };
     m->fresh = true;
 }

@@ -44,13 +44,9 @@ static const keel_lua_fields *kind_fields(lua_State *L, keel_lua_ctx *ctx, keel_
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd) return NULL;
     if (k >= ctx->fields_cap) {
-        size_t cap = ctx->fields_cap ? ctx->fields_cap * 2 : 64;
-        while (cap <= k) cap *= 2;
-        keel_lua_fields *f = realloc(ctx->fields, cap * sizeof *f);
-        if (!f) return NULL;
-        memset(f + ctx->fields_cap, 0, (cap - ctx->fields_cap) * sizeof *f);
-        ctx->fields = f;
-        ctx->fields_cap = cap;
+        size_t old = ctx->fields_cap;
+        ctx->fields = keel__vec_grow(ctx->fields, &ctx->fields_cap, (size_t)k + 1, sizeof *ctx->fields, 64);
+        memset(ctx->fields + old, 0, (ctx->fields_cap - old) * sizeof *ctx->fields);
     }
     keel_lua_fields *kf = &ctx->fields[k];
     free(kf->names);

@@ -71,12 +71,8 @@ static const char *read_whole(lua_State *L, const char *path, size_t *len)
     size_t cap = 0;
     char *buf = NULL;
     for (;;) {
-        if (*len == cap) {
-            cap = cap ? cap * 2 : 4096;
-            char *nb = realloc(*box, cap);
-            if (!nb) break;
-            *box = buf = nb;
-        }
+        KEEL__VEC_RESERVE(buf, *len, cap, 1, 4096);
+        *box = buf; /* the box owns it: a Lua error never leaks it */
         size_t got = fread(buf + *len, 1, cap - *len, f);
         *len += got;
         if (got == 0) break;

@@ -5,6 +5,7 @@
 #define KEEL_BIND_H
 
 #include "keel.h"
+#include "base/vec.h" /* the one growable array, the bindings' too */
 
 /* ---- field.c: the one write path ---- */
 

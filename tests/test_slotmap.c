@@ -167,10 +167,10 @@ static void slotmap_holds_what_was_put(void **state)
     memset(model, 0, sizeof model);
     assert_int_equal(keel__slotmap_get(&s, 5), 0); /* empty: nothing, no table yet */
     for (uint64_t k = 1; k <= N; k++) {
-        keel__slotmap_put(&s, k, (uint32_t)(k * 3 + 1));
+        keel__map_put(&s, k, (uint32_t)(k * 3 + 1));
         model[k] = (uint32_t)(k * 3 + 1);
     }
-    keel__slotmap_put(&s, 17, HIGH); /* a replacement keeps one pair */
+    keel__map_put(&s, 17, HIGH); /* a replacement keeps one pair */
     model[17] = HIGH;
     assert_int_equal(s.used, N);
     /* delete a scattered two thirds: backward shifts must keep every other pair reachable */
@@ -178,19 +178,19 @@ static void slotmap_holds_what_was_put(void **state)
         uint64_t x = k * 2654435761u % N + 1;
         if (x % 3 == 0) continue;
         if (!model[x]) continue;
-        keel__slotmap_del(&s, x);
+        keel__map_remove(&s, x);
         model[x] = 0;
     }
     for (uint64_t k = 1; k <= N; k++) assert_int_equal(keel__slotmap_get(&s, k), model[k]);
     assert_int_equal(keel__slotmap_get(&s, N + 1000), 0);
     keel__slotmap c = { 0 };
-    keel__slotmap_copy(&c, &s);
-    keel__slotmap_free(&s);
+    keel__map_copy(&c, &s);
+    keel__map_free(&s);
     for (uint64_t k = 1; k <= N; k++) assert_int_equal(keel__slotmap_get(&c, k), model[k]);
-    keel__slotmap_free(&c);
-    keel__slotmap_copy(&c, &s); /* a copy of an empty map is empty */
+    keel__map_free(&c);
+    keel__map_copy(&c, &s); /* a copy of an empty map is empty */
     assert_int_equal(keel__slotmap_get(&c, 1), 0);
-    keel__slotmap_free(&c);
+    keel__map_free(&c);
 }
 
 /* Lookups by slot, the lowest for KEEL_SLOT_AUTO, removes and their undo, hooks' slots. */

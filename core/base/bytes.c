@@ -2,18 +2,14 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "base/vec.h"
 #include "base/bytes.h"
 
 #include <stdlib.h>
 
 uint8_t *keel__buf_grow(keel__buf *b, size_t n)
 {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
-        b->p = keel__xrealloc(b->p, cap);
-        b->cap = cap;
-    }
+    KEEL__VEC_RESERVE(b->p, b->len, b->cap, n, 4096);
     uint8_t *at = b->p + b->len;
     b->len += n;
     return at;

@@ -1,5 +1,6 @@
 /* diag.c — status names and diagnostic lists (code, message, path, file:line:col). */
 #include "base/util.h"
+#include "base/vec.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -43,11 +44,7 @@ void keel_diags_free(keel_diags *d)
 
 static keel_diag *diags_push(keel_diags *d)
 {
-    if (d->count == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 4;
-        d->items = keel__xrealloc(d->items, d->cap * sizeof *d->items);
-    }
-    keel_diag *g = &d->items[d->count++];
+    keel_diag *g = KEEL__VEC_PUSH_SLOT(d->items, d->count, d->cap, 4);
     memset(g, 0, sizeof *g);
     return g;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/util.h"
+#include "base/vec.h"
 #include "base/io.h"
 
 static int sys_open(const char *path, int flags, mode_t mode) { return open(path, flags, mode); }
@@ -34,14 +35,11 @@ keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len
     if (!f)
         return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_IO_ERROR, "", path, 0, 0,
                              "cannot open %s: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = keel__xrealloc(NULL, cap + 1);
+    size_t cap = 0, n = 0;
+    char *buf = NULL;
     for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            buf = keel__xrealloc(buf, cap + 1);
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
+        KEEL__VEC_RESERVE(buf, n, cap, 2, 4097); /* a byte to read into, and the NUL */
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
         n += got;
         if (n > max) {
             free(buf);

@@ -1,5 +1,6 @@
 /* node.c — keel_node document trees, YAML 1.2 core-schema scalar reading, shortest doubles. */
 #include "base/util.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <math.h>
@@ -67,11 +68,8 @@ static node_aux *node_reserve(keel_node *n, size_t slots)
         n->len = 0;
     }
     if (a->cap < slots) {
-        size_t cap = 8;
-        while (cap < slots) cap *= 2;
-        n->items = keel__xrealloc(n->items, cap * sizeof *n->items);
+        n->items = keel__vec_grow(n->items, &a->cap, slots, sizeof *n->items, 8);
         a->items = n->items;
-        a->cap = cap;
     }
     return a;
 }

@@ -6,12 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+void keel__oom(void)
+{
+    fputs("keel: out of memory\n", stderr);
+    abort();
+}
+
 static void *must(void *q)
 {
-    if (!q) {
-        fputs("keel: out of memory\n", stderr);
-        abort();
-    }
+    if (!q) keel__oom();
     return q;
 }
 

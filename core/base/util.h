@@ -23,6 +23,7 @@ static inline bool keel__node_has_nul(const keel_node *n)
 }
 void *keel__xrealloc(void *p, size_t n); /* aborts on OOM: keel treats OOM as fatal */
 void *keel__xcalloc(size_t n, size_t size); /* zeroed; aborts on OOM too */
+_Noreturn void keel__oom(void); /* what they do on OOM (and vec.h on a size that cannot be) */
 /* `blocks` 64-byte blocks of ChaCha20 keystream from block `counter` (uuid.c: the UUID pool). */
 void keel__chacha20(const uint32_t key[8], uint64_t nonce, uint64_t counter, uint8_t *out, size_t blocks);
 /* n version-4 UUIDs from the pool at once (keel_uuid_v4 is one). */

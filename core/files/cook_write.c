@@ -1,6 +1,8 @@
 /* cook_write.c — keel_cook: a world written as a cooked binary scene (see COOKED.md). */
 #include "base/util.h"
 #include "base/bytes.h"
+#include "base/map.h"
+#include "base/vec.h"
 #include "model/entity.h"
 
 #include <stdio.h>
@@ -48,10 +50,7 @@ static uint32_t strtab_intern(strtab *t, const char *s)
         if (strcmp(t->items[i], s) == 0) return i;
         h = (h + 1) & (t->nslots - 1);
     }
-    if (t->count == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 256;
-        t->items = keel__xrealloc(t->items, t->cap * sizeof *t->items);
-    }
+    KEEL__VEC_RESERVE(t->items, t->count, t->cap, 1, 256);
     t->items[t->count] = keel__strdup(s);
     t->slots[h] = (uint32_t)(t->count + 1);
     return (uint32_t)t->count++;
@@ -62,47 +61,6 @@ static void strtab_free(strtab *t)
     for (size_t i = 0; i < t->count; i++) free(t->items[i]);
     free(t->items);
     free(t->slots);
-}
-
-/* Entity handle -> cooked index (open addressing on the 64-bit handle). */
-typedef struct emap {
-    uint64_t *keys;
-    uint32_t *vals;
-    size_t n;
-} emap;
-
-static void emap_init(emap *m, size_t count)
-{
-    m->n = 16;
-    while (m->n < count * 2 + 2) m->n *= 2;
-    m->keys = keel__xcalloc(m->n, sizeof *m->keys);
-    m->vals = keel__xcalloc(m->n, sizeof *m->vals);
-}
-
-static size_t emap_pos(const emap *m, uint64_t k)
-{
-    size_t h = (size_t)((k * 0x9E3779B97F4A7C15ull) >> 20) & (m->n - 1);
-    while (m->keys[h] && m->keys[h] != k) h = (h + 1) & (m->n - 1);
-    return h;
-}
-
-static void emap_put(emap *m, uint64_t k, uint32_t v)
-{
-    size_t h = emap_pos(m, k);
-    m->keys[h] = k;
-    m->vals[h] = v;
-}
-
-static uint32_t emap_get(const emap *m, uint64_t k)
-{
-    size_t h = emap_pos(m, k);
-    return m->keys[h] == k ? m->vals[h] : COOK_NONE;
-}
-
-static void emap_free(emap *m)
-{
-    free(m->keys);
-    free(m->vals);
 }
 
 static bool kind_cooked(keel_kind_id k)
@@ -225,8 +183,8 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     keel_diags_init(&local);
     strtab st = { 0 };
     keel__buf scene = { 0 }, ents = { 0 }, comps = { 0 }, strs = { 0 };
-    emap map;
-    emap_init(&map, keel_world_entity_count(w));
+    keel__map map = { 0 }; /* entity handle -> cooked index */
+    keel__map_reserve(&map, keel_world_entity_count(w));
 
     /* scene */
     keel_uuid su = keel_world_uuid(w);
@@ -243,12 +201,12 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     uint32_t count = 0, ncomp = 0;
     cook_members(w, keel_world_root(w), 0, "root", assets, &st, &comps, &ncomp, &local);
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e), count++) {
-        emap_put(&map, e, count);
+        keel__map_put(&map, e, count);
         keel_uuid u = keel_entity_uuid(w, e);
         keel__buf_bytes(&ents, u.bytes, 16);
         keel__buf_u32(&ents, strtab_intern(&st, keel_entity_name(w, e)));
         keel_entity p = keel_entity_parent(w, e);
-        keel__buf_u32(&ents, p ? emap_get(&map, p) : COOK_NONE);
+        keel__buf_u32(&ents, p ? keel__map_get_or(&map, p, COOK_NONE) : COOK_NONE);
         keel__buf_u8(&ents, keel_entity_enabled(w, e) ? 1 : 0);
         char prefix[40];
         snprintf(prefix, sizeof prefix, "entities[%u]", count);
@@ -292,7 +250,7 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     keel_diags_append(d, &local, "");
     keel_diags_free(&local);
     strtab_free(&st);
-    emap_free(&map);
+    keel__map_free(&map);
     free(scene.p);
     free(ents.p);
     free(comps.p);

@@ -12,6 +12,7 @@
 #include "files/merge.h"
 #include "files/scene_write.h"
 #include "base/util.h"
+#include "base/vec.h"
 #include "files/yaml_read.h"
 #include "files/scene_read.h"
 
@@ -32,10 +33,7 @@ typedef struct clist {
 
 static void conflict_add(clist *c, char *path, const keel_node *b, const keel_node *o, const keel_node *t)
 {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 16;
-        c->items = keel__xrealloc(c->items, c->cap * sizeof *c->items);
-    }
+    KEEL__VEC_RESERVE(c->items, c->n, c->cap, 1, 16);
     c->items[c->n++] = (mconflict){ path, { keel_node_copy(b), keel_node_copy(o), keel_node_copy(t) } };
 }
 
@@ -768,10 +766,7 @@ typedef struct tree {
 
 static keel_node *tree_nodes(tree *t, size_t count)
 {
-    if (t->n == t->cap) {
-        t->cap = t->cap ? 2 * t->cap : 64;
-        t->allocs = keel__xrealloc(t->allocs, t->cap * sizeof *t->allocs);
-    }
+    KEEL__VEC_RESERVE(t->allocs, t->n, t->cap, 1, 64);
     keel_node *a = keel__xcalloc(count ? count : 1, sizeof *a);
     t->allocs[t->n++] = a;
     return a;

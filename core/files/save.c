@@ -1,6 +1,7 @@
 /* save.c — save games: a baseline of the authored scene, and the difference from it that a slot
  * file holds (slotfile.c): captured, encoded, decoded and applied all or nothing. */
 #include "base/util.h"
+#include "base/vec.h"
 #include "model/body.h"
 #include "model/field.h"
 #include "model/value.h"
@@ -659,10 +660,7 @@ typedef struct journal {
 
 static jentry *journal_push(journal *j)
 {
-    if (j->count == j->cap) {
-        j->cap = j->cap ? j->cap * 2 : 64;
-        j->items = keel__xrealloc(j->items, j->cap * sizeof *j->items);
-    }
+    KEEL__VEC_RESERVE(j->items, j->count, j->cap, 1, 64);
     jentry *e = &j->items[j->count++];
     memset(e, 0, sizeof *e);
     return e;

@@ -12,6 +12,7 @@
 #include "files/yaml_read.h"
 #include "files/scene_read.h"
 #include "files/merge.h"
+#include "base/vec.h"
 
 typedef struct unknown_count {
     char *key;
@@ -82,15 +83,6 @@ static keel_node at_pos(pos p)
 }
 
 static pos pos_of(const keel_node *n) { return (pos){ n->line, n->col }; }
-
-static void *grow(void *items, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return items;
-    size_t c = *cap ? *cap : 64;
-    while (c < need) c *= 2;
-    *cap = c;
-    return keel__xrealloc(items, c * size);
-}
 
 static void vreport(loader *L, keel_severity sev, keel_status code, const char *path, const keel_node *at,
                     const char *fmt, va_list ap)
@@ -453,10 +445,7 @@ static void count_unknown(loader *L, const char *key, int newer)
             L->unk[i].count++;
             return;
         }
-    if (L->unk_n == L->unk_cap) {
-        L->unk_cap = L->unk_cap ? L->unk_cap * 2 : 4;
-        L->unk = keel__xrealloc(L->unk, L->unk_cap * sizeof *L->unk);
-    }
+    KEEL__VEC_RESERVE(L->unk, L->unk_n, L->unk_cap, 1, 4);
     L->unk[L->unk_n].key = keel__strdup(key);
     L->unk[L->unk_n].count = 1;
     L->unk[L->unk_n].root_count = 0;
@@ -653,7 +642,7 @@ static bool add_known(loader *L, keel_entity e, const keel_node *n, const comp_h
     bool ok = forward(L, &tmp, cpath, n);
     warn_unsaved(L, kd, n, body, cpath);
     if (has_references(kd)) {
-        L->refs = grow(L->refs, &L->refs_cap, L->refs_n + 1, sizeof *L->refs);
+        KEEL__VEC_RESERVE(L->refs, L->refs_n, L->refs_cap, 1, 64);
         pos *field_at = keel__xcalloc(kd->field_count ? kd->field_count : 1, sizeof *field_at);
         for (size_t f = 0; body && f < kd->field_count; f++) {
             const keel_node *v = body_get(body, kd->fields[f].key);
@@ -762,13 +751,13 @@ static void locate_components(keel_diags *tmp, const char *prefix, const pos *at
 static void entry_positions(loader *L, const keel_node *list, size_t *first)
 {
     *first = L->comp_pos_n;
-    L->comp_pos = grow(L->comp_pos, &L->comp_pos_cap, L->comp_pos_n + list->count, sizeof *L->comp_pos);
+    KEEL__VEC_RESERVE(L->comp_pos, L->comp_pos_n, L->comp_pos_cap, list->count, 64);
     for (size_t j = 0; j < list->count; j++) L->comp_pos[L->comp_pos_n++] = pos_of(&list->items[j]);
 }
 
 static size_t keep_text(loader *L, const char *s, size_t len)
 {
-    L->texts = grow(L->texts, &L->texts_cap, L->texts_n + len + 1, 1);
+    KEEL__VEC_RESERVE(L->texts, L->texts_n, L->texts_cap, len + 1, 64);
     size_t at = L->texts_n;
     memcpy(L->texts + at, s, len);
     L->texts[at + len] = '\0';
@@ -782,7 +771,7 @@ static size_t keep_text(loader *L, const char *s, size_t len)
 static void load_entity(loader *L, const keel_node *n, size_t i)
 {
     static const char *const keys[] = { "uuid", "name", "parent", "enabled", "components", NULL };
-    L->recs = grow(L->recs, &L->recs_cap, L->recs_n + 1, sizeof *L->recs);
+    KEEL__VEC_RESERVE(L->recs, L->recs_n, L->recs_cap, 1, 64);
     ent_rec *r = &L->recs[L->recs_n++];
     memset(r, 0, sizeof *r);
     r->at = pos_of(n);
@@ -942,16 +931,12 @@ static bool link_parents(loader *L, size_t count, ent_rec *recs)
 /* Hierarchy depth over the built tree (pre-order with an ancestor stack). */
 static void check_depth(loader *L)
 {
-    size_t limit = L->o->limits.hierarchy_depth, n = 0, cap = 64;
-    keel_entity *stack = keel__xrealloc(NULL, cap * sizeof *stack);
+    size_t limit = L->o->limits.hierarchy_depth, n = 0, cap = 0;
+    keel_entity *stack = NULL;
     for (keel_entity e = keel_next(L->w, 0); e; e = keel_next(L->w, e)) {
         keel_entity parent = keel_entity_parent(L->w, e);
         while (n > 0 && stack[n - 1] != parent) n--;
-        if (n == cap) {
-            cap *= 2;
-            stack = keel__xrealloc(stack, cap * sizeof *stack);
-        }
-        stack[n++] = e;
+        *KEEL__VEC_PUSH_SLOT(stack, n, cap, 64) = e;
         if (n > limit) {
             char u[37];
             keel_uuid_format(keel_entity_uuid(L->w, e), u);

@@ -8,6 +8,7 @@
 #include <yaml.h>
 
 #include "base/util.h"
+#include "base/vec.h"
 #include "model/record.h"
 #include "files/scene_write.h"
 #include "model/value.h"
@@ -17,10 +18,7 @@ typedef keel__yaml_out writer;
 int keel__yaml_out_handler(void *data, unsigned char *bytes, size_t size)
 {
     writer *wr = data;
-    if (wr->len + size + 1 > wr->cap) {
-        while (wr->len + size + 1 > wr->cap) wr->cap = wr->cap ? wr->cap * 2 : 65536;
-        wr->buf = keel__xrealloc(wr->buf, wr->cap);
-    }
+    KEEL__VEC_RESERVE(wr->buf, wr->len, wr->cap, size + 1, 65536);
     memcpy(wr->buf + wr->len, bytes, size);
     wr->len += size;
     return 1;

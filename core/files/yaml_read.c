@@ -8,6 +8,7 @@
 #include <yaml.h>
 
 #include "base/util.h"
+#include "base/vec.h"
 #include "files/yaml_read.h"
 
 /* ---- arena: a whole document's nodes freed at once ---- */
@@ -107,8 +108,9 @@ typedef struct reader {
 /* "entities[3].components[1].body" for the position being read. */
 static char *current_path(const reader *r)
 {
-    size_t cap = 64, n = 0;
-    char *s = keel__xrealloc(NULL, cap);
+    size_t cap = 0, n = 0;
+    char *s = NULL;
+    KEEL__VEC_RESERVE(s, n, cap, 1, 64);
     s[0] = '\0';
     for (size_t i = 0; i < r->depth; i++) {
         const frame *f = &r->stack[i];
@@ -123,10 +125,7 @@ static char *current_path(const reader *r)
         }
         if (k < 0) k = 0;
         if ((size_t)k >= sizeof part) k = sizeof part - 1;
-        while (n + (size_t)k + 1 > cap) {
-            cap *= 2;
-            s = keel__xrealloc(s, cap);
-        }
+        KEEL__VEC_RESERVE(s, n, cap, (size_t)k + 1, 64);
         memcpy(s + n, part, (size_t)k);
         n += (size_t)k;
         s[n] = '\0';
@@ -202,10 +201,7 @@ static void attach(reader *r, keel_node *node)
         arena_reset(r->item_arena);
         return;
     }
-    if (f->n == f->cap) {
-        f->cap = f->cap ? f->cap * 2 : 8;
-        f->buf = keel__xrealloc(f->buf, f->cap * sizeof *f->buf);
-    }
+    KEEL__VEC_RESERVE(f->buf, f->n, f->cap, 1, 8);
     f->buf[f->n++] = *node;
 }
 
@@ -314,8 +310,7 @@ static bool on_start(reader *r, const yaml_event_t *ev, keel_node_kind kind)
     }
     if (r->depth == r->stack_cap) {
         size_t old = r->stack_cap;
-        r->stack_cap = old ? old * 2 : 16;
-        r->stack = keel__xrealloc(r->stack, r->stack_cap * sizeof *r->stack);
+        KEEL__VEC_RESERVE(r->stack, r->depth, r->stack_cap, 1, 16);
         memset(r->stack + old, 0, (r->stack_cap - old) * sizeof *r->stack);
     }
     bool stream = kind == KEEL_NODE_SEQ && r->stream && !r->item_arena && is_entities_key(r);

@@ -6,6 +6,7 @@
 #include "model/world.h"
 #include "model/hierarchy.h"
 #include "model/record.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,10 +46,7 @@ static void take_records(keel_world *w, keel_lift *l, uint32_t i, size_t *cap)
         keel__entry *me = &keel__members(w, en)[m];
         if (!me->kind) continue; /* an unknown entry keeps its body in the membership */
         keel__store *s = &w->stores[me->kind];
-        if (l->nrecs == *cap) {
-            *cap = *cap ? *cap * 2 : 16;
-            l->recs = keel__xrealloc(l->recs, *cap * sizeof *l->recs);
-        }
+        KEEL__VEC_RESERVE(l->recs, l->nrecs, *cap, 1, 16);
         lifted_rec *r = &l->recs[l->nrecs++];
         *r = (lifted_rec){ i, me->kind, keel__entry_slot(w, me), keel__row_counter(s, me->row),
                            keel__xrealloc(NULL, s->record_size) };

@@ -1,6 +1,7 @@
 /* prefab.c — keel_instantiate: a template world's entities copied into another world, with fresh UUIDs. */
 #include "model/world.h"
 #include "model/hierarchy.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 
@@ -30,10 +31,7 @@ static keel_status stage(keel_world *s, const keel_instantiate_opts *o, uint32_t
     size_t cap = 0;
     *n = 0;
     for (uint32_t c = keel__first_child(s, 0); c != KEEL__NONE; c = s->ents[c].next) {
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 4;
-            *tops = keel__xrealloc(*tops, cap * sizeof **tops);
-        }
+        KEEL__VEC_RESERVE(*tops, *n, cap, 1, 4);
         (*tops)[(*n)++] = c;
     }
     keel_status st = KEEL_OK;
@@ -47,10 +45,7 @@ static keel_status stage(keel_world *s, const keel_instantiate_opts *o, uint32_t
         /* the callback may have added or removed top-level entities: take the list again */
         *n = 0;
         for (uint32_t c = keel__first_child(s, 0); st == KEEL_OK && c != KEEL__NONE; c = s->ents[c].next) {
-            if (*n == cap) {
-                cap = cap ? cap * 2 : 4;
-                *tops = keel__xrealloc(*tops, cap * sizeof **tops);
-            }
+            KEEL__VEC_RESERVE(*tops, *n, cap, 1, 4);
             (*tops)[(*n)++] = c;
         }
     }

@@ -3,6 +3,7 @@
 #include "model/command.h"
 #include "model/hierarchy.h"
 #include "model/txn.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -262,10 +263,7 @@ uint32_t keel__name_intern(keel_world *w, const char *s)
             k = w->names_free - 1;
             w->names_free = w->names[k].refs;
         } else {
-            if (w->names_count == w->names_cap) {
-                w->names_cap = w->names_cap ? w->names_cap * 2 : 16;
-                w->names = keel__xrealloc(w->names, w->names_cap * sizeof *w->names);
-            }
+            KEEL__VEC_RESERVE(w->names, w->names_count, w->names_cap, 1, 16);
             k = w->names_count++;
         }
         w->names[k] = (keel__name){ keel__strdup(s), h, 0 };
@@ -286,10 +284,7 @@ static void name_release(keel_world *w, uint32_t id)
 uint32_t keel__ent_alloc(keel_world *w)
 {
     if (w->free_count) return w->free_idx[--w->free_count];
-    if (w->ent_count == w->ent_cap) {
-        w->ent_cap = w->ent_cap ? w->ent_cap * 2 : 64;
-        w->ents = keel__xrealloc(w->ents, w->ent_cap * sizeof *w->ents);
-    }
+    KEEL__VEC_RESERVE(w->ents, w->ent_count, w->ent_cap, 1, 64);
     uint32_t i = w->ent_count++;
     memset(&w->ents[i], 0, sizeof w->ents[i]);
     w->ents[i].gen_count = 1;
@@ -463,10 +458,7 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, cons
 
 static void free_push(keel_world *w, uint32_t i)
 {
-    if (w->free_count == w->free_cap) {
-        w->free_cap = w->free_cap ? w->free_cap * 2 : 64;
-        w->free_idx = keel__xrealloc(w->free_idx, w->free_cap * sizeof *w->free_idx);
-    }
+    KEEL__VEC_RESERVE(w->free_idx, w->free_count, w->free_cap, 1, 64);
     w->free_idx[w->free_count++] = i;
 }
 
@@ -485,10 +477,7 @@ static bool dying(const keel_world *w, uint32_t i)
 
 static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
 {
-    if (w->dying_count == w->dying_cap) {
-        w->dying_cap = w->dying_cap ? w->dying_cap * 2 : 4;
-        w->dying = keel__xrealloc(w->dying, w->dying_cap * sizeof *w->dying);
-    }
+    KEEL__VEC_RESERVE(w->dying, w->dying_count, w->dying_cap, 1, 4);
     w->dying[w->dying_count++] = i;
     keel__members_drop(w, i, quiet || w->rolling_back);
     w->dying_count--; /* nested destroys ended first */
@@ -509,10 +498,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
     if (en->gen_count < KEEL__GEN_COUNT) {
         en->gen_count++;
         if (w->txn_depth > 0 && !w->rolling_back) {
-            if (w->held_count == w->held_cap) {
-                w->held_cap = w->held_cap ? w->held_cap * 2 : 16;
-                w->held = keel__xrealloc(w->held, w->held_cap * sizeof *w->held);
-            }
+            KEEL__VEC_RESERVE(w->held, w->held_count, w->held_cap, 1, 16);
             w->held[w->held_count++] = i;
         } else {
             free_push(w, i);

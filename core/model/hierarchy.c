@@ -2,6 +2,7 @@
 #include "model/world.h"
 #include "model/hierarchy.h"
 #include "model/txn.h"
+#include "base/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -126,10 +127,7 @@ static keel__kids *kids_of(keel_world *w, uint32_t p)
         k = w->kids_free - 1;
         w->kids_free = w->kids[k].first;
     } else {
-        if (w->kids_count == w->kids_cap) {
-            w->kids_cap = w->kids_cap ? w->kids_cap * 2 : 16;
-            w->kids = keel__xrealloc(w->kids, w->kids_cap * sizeof *w->kids);
-        }
+        KEEL__VEC_RESERVE(w->kids, w->kids_count, w->kids_cap, 1, 16);
         k = w->kids_count++;
     }
     w->kids[k] = (keel__kids){ KEEL__NONE, KEEL__NONE, 0, p };
@@ -318,10 +316,7 @@ keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]
 
 void keel__subtree_collect(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap)
 {
-    if (*n == *cap) {
-        *cap = *cap ? *cap * 2 : 16;
-        *list = keel__xrealloc(*list, *cap * sizeof **list);
-    }
+    KEEL__VEC_RESERVE(*list, *n, *cap, 1, 16);
     (*list)[(*n)++] = i;
     for (uint32_t c = keel__first_child(w, i); c != KEEL__NONE; c = w->ents[c].next)
         keel__subtree_collect(w, c, list, n, cap);

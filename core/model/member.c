@@ -5,6 +5,7 @@
 #include "model/kind.h"
 #include "model/record.h"
 #include "model/txn.h"
+#include "base/vec.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,7 +153,7 @@ void keel__entry_pools_free(keel_world *w)
     memset(w->entry_last, 0, sizeof w->entry_last);
     memset(w->entry_next, 0, sizeof w->entry_next);
     memset(w->entry_end, 0, sizeof w->entry_end);
-    keel__slotmap_free(&w->slots); /* and so do their slots */
+    keel__map_free(&w->slots); /* and so do their slots */
     free(w->fresh); /* the fresh flags go with the entries */
     w->fresh = NULL;
     w->fresh_count = w->fresh_cap = 0;
@@ -184,8 +185,8 @@ static keel__entry *entry_push(keel_world *w, keel__ent *en)
 void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot)
 {
     if (!m->kind) keel__entry_unk(m)->slot = slot;
-    else if (slot) keel__slotmap_put(&w->slots, keel__entry_lserial(m), slot);
-    else if (m->slotted) keel__slotmap_del(&w->slots, keel__entry_lserial(m));
+    else if (slot) keel__map_put(&w->slots, keel__entry_lserial(m), slot);
+    else if (m->slotted) keel__map_remove(&w->slots, keel__entry_lserial(m));
     m->slotted = slot != 0;
 }
 
@@ -193,10 +194,7 @@ void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot)
 
 static void serial_bury(keel_world *w, uint32_t i, const keel__entry *m)
 {
-    if (w->tomb_count == w->tomb_cap) {
-        w->tomb_cap = w->tomb_cap ? w->tomb_cap * 2 : 8;
-        w->tombs = keel__xrealloc(w->tombs, w->tomb_cap * sizeof *w->tombs);
-    }
+    KEEL__VEC_RESERVE(w->tombs, w->tomb_count, w->tomb_cap, 1, 8);
     w->tombs[w->tomb_count++] = (keel__tomb){ i, keel__ent_gen(w, &w->ents[i]), m->kind, keel__entry_slot(w, m),
                                               keel__entry_lserial(m) };
 }
@@ -236,10 +234,7 @@ void keel__entry_born(keel_world *w, uint32_t i, keel__entry *m)
         w->fresh_count = 0;
         w->fresh_frame = w->frame;
     }
-    if (w->fresh_count == w->fresh_cap) {
-        w->fresh_cap = w->fresh_cap ? w->fresh_cap * 2 : 16;
-        w->fresh = keel__xrealloc(w->fresh, w->fresh_cap * sizeof *w->fresh);
-    }
+    KEEL__VEC_RESERVE(w->fresh, w->fresh_count, w->fresh_cap, 1, 16);
     w->fresh[w->fresh_count++] = (keel__fresh){ i, keel__ent_gen(w, &w->ents[i]), m->kind, keel__entry_slot(w, m) };
     m->fresh = true;
 }
@@ -523,7 +518,7 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m)
     if (m->kind && w->txn_depth > 0 && !w->rolling_back) serial_bury(w, i, m);
     if (m->kind) keel__store_free_row(w, m->kind, m->row); /* reads the slot (keel__row_slot) */
     else keel__unknown_free(keel__entry_unk(m));
-    if (m->kind && m->slotted) keel__slotmap_del(&w->slots, keel__entry_lserial(m));
+    if (m->kind && m->slotted) keel__map_remove(&w->slots, keel__entry_lserial(m));
     size_t at = (size_t)(m - keel__members(w, en));
     memmove(m, m + 1, (en->member_count - at - 1) * sizeof *m);
     en->member_count--;
@@ -939,7 +934,7 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
         dst->ents[i].block = b;
     }
     dst->last_serial = src->last_serial;
-    keel__slotmap_copy(&dst->slots, &src->slots); /* the same serials */
+    keel__map_copy(&dst->slots, &src->slots); /* the same serials */
     dst->fresh_count = dst->fresh_cap = src->fresh_count;
     dst->fresh = src->fresh_count ? keel__xrealloc(NULL, src->fresh_count * sizeof *dst->fresh) : NULL;
     if (src->fresh_count) memcpy(dst->fresh, src->fresh, src->fresh_count * sizeof *dst->fresh);

@@ -2,6 +2,7 @@
 #include "model/world.h"
 #include "model/hierarchy.h"
 #include "model/record.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +51,7 @@ static const void *comp(const keel_world *w, uint32_t i, keel_kind_id k)
 
 static void push_light(keel_snapshot *s, size_t *cap, const keel_snap_light *l)
 {
-    if (s->light_count == *cap) {
-        *cap = *cap ? *cap * 2 : 8;
-        s->lights = keel__xrealloc(s->lights, *cap * sizeof *s->lights);
-    }
+    KEEL__VEC_RESERVE(s->lights, s->light_count, *cap, 1, 8);
     s->lights[s->light_count++] = *l;
 }
 
@@ -138,10 +136,7 @@ keel_snapshot *keel_snapshot_extract(const keel_world *w)
         const void *mr = comp(w, i, k.mesh);
         keel_value v;
         if (mr && field(k.mesh, mr, k.visible, &v) && v.as.b) {
-            if (s->drawable_count == dcap) {
-                dcap = dcap ? dcap * 2 : 16;
-                s->drawables = keel__xrealloc(s->drawables, dcap * sizeof *s->drawables);
-            }
+            KEEL__VEC_RESERVE(s->drawables, s->drawable_count, dcap, 1, 16);
             keel_snap_drawable *dr = &s->drawables[s->drawable_count++];
             memset(dr, 0, sizeof *dr);
             dr->entity = w->ents[i].uuid;

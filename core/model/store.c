@@ -2,6 +2,7 @@
 #include "model/world.h"
 #include "model/record.h"
 #include "model/kind.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -35,12 +36,10 @@ uint32_t keel__store_append(keel_world *w, keel_kind_id k, keel_entity owner, ui
         s->cap += n;
     }
     if (s->count == s->acap) { /* the parallel array grows geometrically */
-        size_t acap = s->acap ? s->acap * 2 : KEEL__PAGE;
         /* past its first page, a reserved world's kind grows straight to the reservation: each
          * doubling's copy left the old block free but resident (2.6 bytes an entity at 100k) */
-        if (s->acap && acap < w->reserved) acap = w->reserved;
-        s->acap = acap;
-        s->rows = keel__xrealloc(s->rows, s->acap * sizeof *s->rows);
+        size_t need = s->acap && w->reserved > s->count ? w->reserved : s->count + 1;
+        s->rows = keel__vec_grow(s->rows, &s->acap, need, sizeof *s->rows, KEEL__PAGE);
         if (s->counters) s->counters = keel__xrealloc(s->counters, s->acap * sizeof *s->counters);
     }
     size_t row = s->count++;
@@ -103,10 +102,7 @@ void keel__store_free_row(keel_world *w, keel_kind_id k, uint32_t row)
     uint32_t slot = keel__row_slot(w, k, row); /* before the owner goes */
     w->stores[k].rows[row].owner = KEEL__NONE;
     w->stores[k].changes++;
-    if (w->pending_count == w->pending_cap) {
-        w->pending_cap = w->pending_cap ? w->pending_cap * 2 : 32;
-        w->pending = keel__xrealloc(w->pending, w->pending_cap * sizeof *w->pending);
-    }
+    KEEL__VEC_RESERVE(w->pending, w->pending_count, w->pending_cap, 1, 32);
     w->pending[w->pending_count++] = (keel__pending){ k, row, slot };
 }
 

@@ -4,6 +4,7 @@
 #include "model/command.h"
 #include "model/field.h"
 #include "model/txn.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,7 @@ keel_cmd *keel__cmd_begin_slow(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 
 static keel__jentry *log_push(keel_world *w)
 {
-    if (w->log_count == w->log_cap) {
-        w->log_cap = w->log_cap ? w->log_cap * 2 : 16;
-        w->log = keel__xrealloc(w->log, w->log_cap * sizeof *w->log);
-    }
+    KEEL__VEC_RESERVE(w->log, w->log_count, w->log_cap, 1, 16);
     return &w->log[w->log_count++];
 }
 
@@ -105,10 +103,7 @@ void keel__txn_commit(keel_world *w, size_t mark)
 {
     for (size_t i = mark; i < w->log_count; i++) {
         if (w->log[i].type != KEEL__J_DOOMED) continue;
-        if (w->doomed_count == w->doomed_cap) {
-            w->doomed_cap = w->doomed_cap ? w->doomed_cap * 2 : 16;
-            w->doomed = keel__xrealloc(w->doomed, w->doomed_cap * sizeof *w->doomed);
-        }
+        KEEL__VEC_RESERVE(w->doomed, w->doomed_count, w->doomed_cap, 1, 16);
         w->doomed[w->doomed_count++] = w->log[i].doomed;
     }
     while (w->log_count > mark) entry_free(&w->log[--w->log_count]);

@@ -3,6 +3,9 @@
 -- Systems are process-wide like kinds; they run after a phase's component hooks, in `after`
 -- order (ties: declaration order), each call one transaction (lua_system.c, which also runs
 -- `each` with the same reused self tables as hooks).
+local errors = require "keel.core.errors"
+local runners = require "keel.core.systems"
+
 return function(core)
   local PHASES = { start = 1, fixed_update = 2, update = 3, late_update = 4 }
   local KEYS = { name = true, phase = true, query = true, after = true, each = true, run = true }
@@ -12,7 +15,7 @@ return function(core)
   local order = {}     -- phase -> systems in run order
   local NONE = {}      -- a phase with no system: the runner allocates nothing
 
-  local function invalid(fmt, ...) core._invalid(fmt:format(...)) end
+  local function invalid(fmt, ...) errors.invalid(fmt:format(...)) end
 
   local function strings(list, what, name)
     if list == nil then return {} end
@@ -117,7 +120,7 @@ return function(core)
     systems, order = list, by_phase
     by_name[name] = at or #list
     if not installed then
-      core._systems_runner(runner)
+      runners.set_runner(runner)
       installed = true
     end
     return name

@@ -228,7 +228,7 @@ void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_
 /* The state's extension (lua_system.c): set up once per context, attached to each world it wraps. */
 void keel__lua_ext_init(keel_lua_ctx *ctx);
 void keel__lua_attach(keel_lua_ctx *ctx, keel_world *w);
-void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds _systems_runner to the table on top */
+void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds set_runner to the table on top (keel.core.systems) */
 void keel__lua_open_net(lua_State *L, keel_lua_ctx *ctx); /* lua_net.c: keel.net in the table on top */
 /* lua_net.c: keel.kind{}'s client_update (spec at index 1): checked before, remembered after a declaration */
 void keel__lua_net_check_kind(lua_State *L);

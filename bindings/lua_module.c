@@ -1,4 +1,5 @@
-/* lua_module.c — luaopen_keel_core: the module table, the per-state context and its sentinel. */
+/* lua_module.c — luaopen_keel_core: the module table, the per-state context and its sentinel,
+ * and the modules keel.core registers beside itself (keel.json, keel.core.*). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,14 +162,57 @@ static keel_lua_ctx *get_ctx(lua_State *L)
     return ctx;
 }
 
-/* keel.core._invalid(message): raises an InvalidArgument error object, so misuse caught in
- * the Lua modules (keel.history) fails like misuse caught in C (a message that is no string
+/* keel.core.errors.invalid(message): raises an InvalidArgument error object, so misuse caught
+ * in the Lua modules (keel.history) fails like misuse caught in C (a message that is no string
  * is misuse of its own, raised the same way). */
 static int m_invalid(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TSTRING)
         return keel__lua_argerror(L, 1, "a message string expected, got %s", luaL_typename(L, 1));
     return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", lua_tostring(L, 1));
+}
+
+/* ---- modules beside keel.core ----
+ * keel.json is the channel's JSON codec, a module of its own as lua-cjson is. The keel.core.*
+ * modules are what keel's own Lua files (lua/keel/) need from the C side and the Lua face does
+ * not offer: keel.core.errors { invalid }, keel.core.systems { set_runner } (lua/keel/system.lua),
+ * keel.core.channel { http_open, http_on_step, random_token, clock, watcher } (serve.lua,
+ * channel.lua, watch.lua). Loading keel.core puts them in package.preload; each is made on its
+ * first require. */
+
+static int open_errors(lua_State *L)
+{
+    lua_createtable(L, 0, 1);
+    lua_pushcfunction(L, m_invalid);
+    lua_setfield(L, -2, "invalid");
+    return 1;
+}
+
+static int open_systems(lua_State *L)
+{
+    lua_createtable(L, 0, 1);
+    keel__lua_open_system(L, get_ctx(L));
+    return 1;
+}
+
+static int open_channel(lua_State *L)
+{
+    lua_createtable(L, 0, 5);
+    keel__lua_open_http(L, get_ctx(L));
+    keel__lua_open_watch(L);
+    return 1;
+}
+
+static void preload(lua_State *L)
+{
+    static const luaL_Reg mods[] = { { "keel.json", keel__luaopen_json },
+                                     { "keel.core.errors", open_errors },
+                                     { "keel.core.systems", open_systems },
+                                     { "keel.core.channel", open_channel },
+                                     { NULL, NULL } };
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
+    luaL_setfuncs(L, mods, 0);
+    lua_pop(L, 1);
 }
 
 /* The module's one entry point: the rest of core.so is built with hidden visibility. */
@@ -192,16 +236,11 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_prefab(L); /* prefab; pops the ctx */
     lua_pushlightuserdata(L, ctx);
     keel__lua_open_kind(L);
-    keel__lua_open_system(L, ctx);
     keel__lua_open_net(L, ctx);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");
-    lua_pushcfunction(L, m_invalid);
-    lua_setfield(L, -2, "_invalid");
     keel_lua_open_persist(L);
     lua_setfield(L, -2, "persist");
-    keel__lua_open_json(L);
-    keel__lua_open_http(L, ctx);
-    keel__lua_open_watch(L);
+    preload(L);
     return 1;
 }

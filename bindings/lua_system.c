@@ -66,7 +66,7 @@ void keel__lua_attach(keel_lua_ctx *ctx, keel_world *w)
     keel__ext_add(w, &ctx->ext, ctx);
 }
 
-/* keel.core._systems_runner(fn): what runs a phase's systems (system.lua's runner). */
+/* keel.core.systems.set_runner(fn): what runs a phase's systems (system.lua's runner). */
 static int m_systems_runner(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
@@ -373,5 +373,5 @@ void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx)
 {
     lua_pushlightuserdata(L, ctx);
     lua_pushcclosure(L, m_systems_runner, 1);
-    lua_setfield(L, -2, "_systems_runner");
+    lua_setfield(L, -2, "set_runner");
 }

@@ -2,7 +2,8 @@
 -- curl is the client, run in the background while the spec polls the server. Every method,
 -- every refusal (401, 403, 413) and JSON-RPC error code, batches, the event stream.
 local keel = require "keel"
-local core = require "keel.core"
+local json = require "keel.json"
+local clock = require "keel.core.channel".clock
 local channel = require "keel.channel"
 local serve = require "keel.serve"
 
@@ -13,7 +14,7 @@ keel.kind{ key = "ch:stamina", fields = { { "value", "float", default = 100, min
   { "mode", "enum", choices = { "walk", "run" }, default = "walk" }, { "target", "entity" } } }
 keel.kind{ key = "ch:tag", multiplicity = "many", fields = { { "n", "int", default = 1 } } }
 
-local decode, encode = core._json_decode, core._json_encode
+local decode, encode = json.decode, json.encode
 local TOKEN = "spec-token"
 
 local function world()
@@ -32,11 +33,11 @@ local function curl(srv, args, opts)
   local done = base .. ".done"
   os.execute("(env -u LD_PRELOAD curl -s -m " .. (opts.max_time or 10) .. " -o " .. q(base .. ".body") .. " -D " .. q(base .. ".hdr")
     .. " -w '%{http_code}' " .. args .. " > " .. q(base) .. " 2>/dev/null; touch " .. q(done) .. ") &")
-  local t0 = core._clock()
+  local t0 = clock()
   while not H.file_exists(done) do
     if opts.each then opts.each() end
     srv:poll(0.005)
-    assert(core._clock() - t0 < 20, "curl did not finish")
+    assert(clock() - t0 < 20, "curl did not finish")
   end
   local status = tonumber(H.slurp(base))
   local body, hdr = H.slurp(base .. ".body") or "", H.slurp(base .. ".hdr") or ""

@@ -291,10 +291,11 @@ do
       end
     end)
 
-    it("keel.core._invalid raises an error object whatever it is given", function()
-      H.fails("InvalidArgument", function() keel._invalid("boom") end)
-      H.fails("InvalidArgument", function() keel._invalid() end)
-      H.fails("InvalidArgument", function() keel._invalid({}) end)
+    it("keel.core.errors.invalid raises an error object whatever it is given", function()
+      local invalid = require "keel.core.errors".invalid
+      H.fails("InvalidArgument", function() invalid("boom") end)
+      H.fails("InvalidArgument", function() invalid() end)
+      H.fails("InvalidArgument", function() invalid({}) end)
     end)
   end)
 end

@@ -1,15 +1,15 @@
 -- mcp_spec.lua — `keel mcp SCENE`: the live channel as MCP tools, driven over the program's stdin/stdout.
 
 local H = require "helper"
-local core = require "keel.core"
+local json = require "keel.json"
 
 local KEEL = H.find_keel()
 local DEMO = H.ROOT .. "/scenes/demo.yaml"
-local null = core._json_null
+local null = json.null
 
-local function encode(t) return core._json_encode(t) end
+local function encode(t) return json.encode(t) end
 local function decode(s)
-  local v, err = core._json_decode(s)
+  local v, err = json.decode(s)
   if v == nil then error("not JSON: " .. tostring(err) .. ": " .. s) end
   return v
 end

@@ -52,14 +52,15 @@ static bool ends_with(const char *s, const char *tail)
 }
 
 /* Pushes "FILE:LINE: " of the innermost Lua code that is the user's (not
- * keel's own Lua modules, not the program's built-in chunks), or "". */
+ * keel's own Lua modules, not the program's built-in chunks nor the verbs' Lua
+ * under keel/cli/), or "". */
 static void push_user_where(lua_State *L)
 {
     static const char *const own[] = { "/keel/init.lua", "/keel/history.lua", "/keel/repl.lua" };
     lua_Debug ar;
     for (int level = 1; lua_getstack(L, level, &ar); level++) {
         if (!lua_getinfo(L, "Sl", &ar) || ar.currentline <= 0) continue;
-        bool skip = strncmp(ar.source, "=keel", 5) == 0;
+        bool skip = strncmp(ar.source, "=keel", 5) == 0 || (ar.source[0] == '@' && strstr(ar.source, "/keel/cli/"));
         for (size_t i = 0; !skip && i < sizeof own / sizeof own[0]; i++) skip = ends_with(ar.source, own[i]);
         if (skip) continue;
         lua_pushfstring(L, "%s:%d: ", ar.short_src, ar.currentline);

@@ -91,23 +91,9 @@ int keel_cli_default_kinds(lua_State *L, int mod, const keel_cli *cli)
     return failed;
 }
 
-/* Counts the "KIND is not declared: N components kept" warnings at `warnings`
- * and prints them as one line with where kinds were looked for. */
-static const char summary_chunk[] =
-    "local warnings, path, progname = ...\n"
-    "local kinds, total = {}, 0\n"
-    "for _, w in ipairs(warnings) do\n"
-    "  local key, n = tostring(w.message):match('^(%S+) is not declared: (%d+) component')\n"
-    "  if key then kinds[#kinds + 1] = key .. ' ' .. n; total = total + tonumber(n) end\n"
-    "end\n"
-    "if #kinds == 0 then return end\n"
-    "local ok, kf = pcall(require, 'keel.kindfiles')\n"
-    "local where = ok and kf.searched and #kf.searched > 0 and table.concat(kf.searched, ', ')\n"
-    "  or (ok and #kf.dirs > 0 and table.concat(kf.dirs, ', ')) or 'nowhere'\n"
-    "io.stderr:write(string.format('%s: %s: %d component%s of %d unknown kind%s, not simulated (%s); "
-    "kinds were looked for in: %s (--kinds DIR adds more)\\n',\n"
-    "  progname, path, total, total == 1 and '' or 's', #kinds, #kinds == 1 and '' or 's',\n"
-    "  table.concat(kinds, ', '), where))\n";
+/* The "KIND is not declared: N components kept" warnings at `warnings` as one line with where
+ * kinds were looked for: lua/keel/cli/unknown_kinds.lua. */
+static const char summary_chunk[] = "require 'keel.cli.unknown_kinds'.summary(...)\n";
 
 void keel_cli_unknown_summary(lua_State *L, const keel_cli *cli, const char *path, int warnings)
 {

@@ -7,12 +7,9 @@
 #include "cli.h"
 
 /* The world is served paused (as by `keel serve`): nothing steps until world_step asks. The
- * protocol is lua/keel/mcp.lua's; stdout carries only its messages, diagnostics go to stderr. */
-static const char mcp_chunk[] =
-    "local w, scene = ...\n"
-    "local channel = require 'keel.channel'\n"
-    "local ch = channel.new(w, { scene = scene, paused = true })\n"
-    "require 'keel.mcp'.run(ch, io.stdin, io.stdout)\n";
+ * protocol is lua/keel/mcp.lua's, run by lua/keel/cli/mcp.lua; stdout carries only its messages,
+ * diagnostics go to stderr. */
+static const char mcp_chunk[] = "return require 'keel.cli.mcp'.mcp(...)\n";
 
 int keel_cli_mcp(lua_State *L, keel_cli *cli, int argc, char **argv)
 {

@@ -23,62 +23,9 @@ static int l_sleep(lua_State *L)
 }
 
 
-static const char host_chunk[] =
-    "local keel, w, name, port, frames, dt, now, sleep, stopped = ...\n"
-    "local host = keel.net.host(w, { port = port })\n"
-    "print(string.format('%s: hosting on UDP port %d, %d entities', name, host:port(), w:count()))\n"
-    "io.stdout:flush()\n"
-    "local known, t0, i = {}, now(), 0\n"
-    "while (frames < 0 or i < frames) and not stopped() do\n"
-    "  i = i + 1\n"
-    "  w:step(dt) -- one network tick too\n"
-    "  local names = {}\n"
-    "  for _, c in ipairs(host:clients()) do\n"
-    "    names[c.name] = true\n"
-    "    if not known[c.name] then print('client joined: ' .. c.name); io.stdout:flush() end\n"
-    "  end\n"
-    "  for n in pairs(known) do if not names[n] then print('client left: ' .. n); io.stdout:flush() end end\n"
-    "  known = names\n"
-    "  local wait = t0 + i * dt - now()\n"
-    "  if wait > 0 then sleep(wait) end\n"
-    "end\n"
-    "host:close()\n"
-    "print(string.format('%s: hosted %d frames', name, i))\n"
-    "return 0\n";
-
-static const char connect_chunk[] =
-    "local keel, addr, port, name, frames, dt, now, sleep, stopped = ...\n"
-    "local cl = keel.net.connect(addr, port, { name = name })\n"
-    "local w, t0, i, last, joined = cl.world, now(), 0, nil, false\n"
-    "local function fmt(v) return string.format('%.2f', v) end\n"
-    "while (frames < 0 or i < frames) and not stopped() do\n"
-    "  i = i + 1\n"
-    "  local ok, err = cl:service()\n"
-    "  if not ok then io.stderr:write('keel: run: ' .. tostring(err) .. '\\n'); return 1 end\n"
-    "  w:step(dt)\n"
-    "  if cl.connected and not joined then\n"
-    "    joined = true\n"
-    "    print(string.format('connected to %s:%d as %s', addr, port, name)); io.stdout:flush()\n"
-    "  end\n"
-    "  local t = now()\n"
-    "  if joined and (not last or t - last >= 1) then\n"
-    "    last = t\n"
-    "    print(string.format('mirror: %d entities', w:count()))\n"
-    "    local shown = 0\n"
-    "    for e in w:entities() do\n"
-    "      if shown == 20 then print('  ...'); break end\n"
-    "      shown = shown + 1\n"
-    "      local tr = e:get('core:transform')\n"
-    "      local p = tr and tr.position\n"
-    "      print('  ' .. e.name .. (p and ('  ' .. fmt(p[1]) .. ' ' .. fmt(p[2]) .. ' ' .. fmt(p[3])) or ''))\n"
-    "    end\n"
-    "    io.stdout:flush()\n"
-    "  end\n"
-    "  local wait = t0 + i * dt - now()\n"
-    "  if wait > 0 then sleep(wait) end\n"
-    "end\n"
-    "cl:close()\n"
-    "return 0\n";
+/* The frame loops are Lua: lua/keel/cli/net.lua. */
+static const char host_chunk[] = "return require 'keel.cli.net'.host(...)\n";
+static const char connect_chunk[] = "return require 'keel.cli.net'.connect(...)\n";
 
 int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
 {

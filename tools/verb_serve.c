@@ -9,21 +9,8 @@
 
 #include "cli.h"
 
-/* Serves the world (paused or running) until ctrl-c, or `frames` frames when >= 0. */
-static const char serve_chunk[] =
-    "local w, scene, port, bind, paused, frames, dt, interrupted = ...\n"
-    "local serve = require 'keel.serve'\n"
-    "local srv, err = serve.serve(w, { port = port, bind = bind, scene = scene, paused = paused, dt = dt })\n"
-    "if not srv then return nil, err end\n"
-    "if bind ~= '127.0.0.1' then\n"
-    "  io.stderr:write('keel: serving on ' .. bind .. ', not only this machine: anyone who can reach it and has "
-    "the token can edit the world\\n')\n"
-    "end\n"
-    "print(string.format('keel: serving %s (%s) at %s', scene, paused and 'paused' or 'running', srv.url))\n"
-    "io.stdout:flush()\n"
-    "local ran = serve.loop(srv, { stop = interrupted, frames = frames >= 0 and frames or nil })\n"
-    "srv:close()\n"
-    "return ran\n";
+/* Serves the world (paused or running) until ctrl-c, or `frames` frames when >= 0: lua/keel/cli/serve.lua. */
+static const char serve_chunk[] = "return require 'keel.cli.serve'.serve(...)\n";
 
 bool keel_cli_parse_port(keel_cli *cli, const char *s, lua_Integer *port)
 {

@@ -1,6 +1,6 @@
 /* lua_http.c — the channel's HTTP server: libmicrohttpd driven from the caller's loop (no thread
  * of its own), each complete request handed to a Lua function on the thread that polls.
- * keel.core._http_open{ port, bind, handler } -> server | nil, message;
+ * keel.core.channel.http_open{ port, bind, handler } -> server | nil, message;
  * server:poll(seconds) runs the daemon (waiting at most that long); server:port(); server:push(id, text)
  * queues text on an event stream; server:pending(id); server:drop(id); server:close().
  * The handler gets { method, path, query = {}, headers = {} (lowercase names), body } and returns
@@ -396,7 +396,7 @@ static int s_tostring(lua_State *L)
     return 1;
 }
 
-/* keel.core._http_open{ port = n, bind = "127.0.0.1", handler = fn } */
+/* keel.core.channel.http_open{ port = n, bind = "127.0.0.1", handler = fn } */
 static int m_http_open(lua_State *L)
 {
     if (!lua_istable(L, 1))
@@ -454,7 +454,7 @@ static int m_http_open(lua_State *L)
     return 1;
 }
 
-/* keel.core._random_token() -> 32 hex digits from the system's random source. */
+/* keel.core.channel.random_token() -> 32 hex digits from the system's random source. */
 static int m_random_token(lua_State *L)
 {
     unsigned char b[16];
@@ -486,7 +486,7 @@ void keel__lua_http_step(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
     lua_settop(L, top);
 }
 
-/* keel.core._http_on_step(fn): fn(world) runs at the start of each step while a server is open. */
+/* keel.core.channel.http_on_step(fn): fn(world) runs at the start of each step while a server is open. */
 static int m_on_step(lua_State *L)
 {
     if (!lua_isnoneornil(L, 1) && !lua_isfunction(L, 1))
@@ -496,7 +496,7 @@ static int m_on_step(lua_State *L)
     return 0;
 }
 
-/* keel.core._clock() -> seconds on a monotonic clock (the serve loop's frame pacing). */
+/* keel.core.channel.clock() -> seconds on a monotonic clock (the serve loop's frame pacing). */
 static int m_clock(lua_State *L)
 {
     struct timespec ts;
@@ -508,9 +508,9 @@ static int m_clock(lua_State *L)
 void keel__lua_open_http(lua_State *L, keel_lua_ctx *ctx)
 {
     lua_pushcfunction(L, m_clock);
-    lua_setfield(L, -2, "_clock");
+    lua_setfield(L, -2, "clock");
     lua_pushcfunction(L, m_on_step);
-    lua_setfield(L, -2, "_http_on_step");
+    lua_setfield(L, -2, "http_on_step");
     static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port },   { "push", s_push },
                                         { "pending", s_pending }, { "drop", s_drop }, { "close", s_close },
                                         { NULL, NULL } };
@@ -524,7 +524,7 @@ void keel__lua_open_http(lua_State *L, keel_lua_ctx *ctx)
     lua_pop(L, 1);
     lua_pushlightuserdata(L, ctx);
     lua_pushcclosure(L, m_http_open, 1);
-    lua_setfield(L, -2, "_http_open");
+    lua_setfield(L, -2, "http_open");
     lua_pushcfunction(L, m_random_token);
-    lua_setfield(L, -2, "_random_token");
+    lua_setfield(L, -2, "random_token");
 }

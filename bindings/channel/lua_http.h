@@ -4,10 +4,10 @@
 
 #include "lua_internal.h"
 
-/* Runs the function set with keel.core._http_on_step for w (answers requests between frames). */
+/* Runs the function set with keel.core.channel.http_on_step for w (answers requests between frames). */
 void keel__lua_http_step(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
-/* Adds _http_open, _http_on_step and _random_token to the table on top; servers opened count
- * in ctx->http_open (the step looks for none, at no cost, while it is 0). */
+/* Adds http_open, http_on_step, random_token and clock to the table on top (keel.core.channel);
+ * servers opened count in ctx->http_open (the step looks for none, at no cost, while it is 0). */
 void keel__lua_open_http(lua_State *L, keel_lua_ctx *ctx);
 
 #endif

@@ -1,7 +1,8 @@
-/* lua_json.c — JSON text to Lua values and back, through jansson (the channel's wire format).
- * keel.core._json_decode(text) -> value | nil, message;  keel.core._json_encode(value) -> text.
- * JSON null is keel.core._json_null (a light userdata); a decoded array carries the metatable
- * keel.core._json_array so it encodes as an array again, even empty; _json_array(t) marks one. */
+/* lua_json.c — JSON text to Lua values and back, through jansson (the channel's wire format),
+ * and the module keel.json that offers it to Lua, as lua-cjson is a module of its own:
+ * json.decode(text) -> value | nil, message;  json.encode(value) -> text. JSON null is
+ * json.null (a light userdata); a decoded array carries the metatable json.array_mt so it
+ * encodes as an array again, even empty; json.array(t) marks one. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,9 +18,16 @@
 static const char array_mt_key = 0; /* registry: the array metatable */
 static const char null_key = 0;     /* its address is the null sentinel */
 
+/* Made on first use: decoding needs it whether or not keel.json was required yet. */
 static void push_array_mt(lua_State *L)
 {
-    lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key);
+    if (lua_rawgetp(L, LUA_REGISTRYINDEX, &array_mt_key) != LUA_TNIL) return;
+    lua_pop(L, 1);
+    lua_createtable(L, 0, 1);
+    lua_pushliteral(L, "json array");
+    lua_setfield(L, -2, "__name");
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &array_mt_key);
 }
 
 static bool to_lua(lua_State *L, json_t *j, int depth)
@@ -250,22 +258,15 @@ static int m_array(lua_State *L)
     return 1;
 }
 
-void keel__lua_open_json(lua_State *L)
+int keel__luaopen_json(lua_State *L)
 {
-    push_array_mt(L);
-    if (lua_isnil(L, -1)) {
-        lua_pop(L, 1);
-        lua_createtable(L, 0, 1);
-        lua_pushliteral(L, "json array");
-        lua_setfield(L, -2, "__name");
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, LUA_REGISTRYINDEX, &array_mt_key);
-    }
-    lua_setfield(L, -2, "_json_array_mt");
     static const luaL_Reg fns[] = {
-        { "_json_decode", m_decode }, { "_json_encode", m_encode }, { "_json_array", m_array }, { NULL, NULL }
+        { "decode", m_decode }, { "encode", m_encode }, { "array", m_array }, { NULL, NULL }
     };
-    luaL_setfuncs(L, fns, 0);
+    luaL_newlib(L, fns);
+    push_array_mt(L);
+    lua_setfield(L, -2, "array_mt");
     lua_pushlightuserdata(L, (void *)&null_key);
-    lua_setfield(L, -2, "_json_null");
+    lua_setfield(L, -2, "null");
+    return 1;
 }

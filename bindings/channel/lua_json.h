@@ -12,7 +12,8 @@ json_t *keel__lua_to_json(lua_State *L, int idx, const char **err);
 char *keel__json_dump(const json_t *j, size_t flags);
 /* Pushes j as a Lua value; false when nested too deep (the stack is then left as it was plus garbage: settop). */
 bool keel__lua_push_json(lua_State *L, json_t *j);
-/* Adds _json_decode, _json_encode, _json_array, _json_array_mt and _json_null to the table on top. */
-void keel__lua_open_json(lua_State *L);
+/* The module keel.json (decode, encode, array, array_mt, null): keel.core registers it in
+ * package.preload. */
+int keel__luaopen_json(lua_State *L);
 
 #endif

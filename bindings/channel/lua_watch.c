@@ -1,5 +1,5 @@
 /* lua_watch.c — what one event-stream subscriber has seen of a world, and the JSON of what it has
- * not (lua/keel/watch.lua sends it). keel.core._watcher(w, { kinds = {KEY...}, entities = {REF...} })
+ * not (lua/keel/watch.lua sends it). keel.core.channel.watcher(w, { kinds = {KEY...}, entities = {REF...} })
  * -> watcher; watcher:snapshot(frame) -> JSON text; watcher:delta(frame) -> JSON text | nil.
  * Beyond the contract's delta keys, "updated" lists entities renamed, reparented or (dis)abled, and
  * a changed component carries "enabled" when that flag changed.
@@ -565,7 +565,7 @@ static char **strings(lua_State *L, int t, const char *field, size_t *n)
     return out;
 }
 
-/* keel.core._watcher(w [, { kinds = {...}, entities = {...} }]) */
+/* keel.core.channel.watcher(w [, { kinds = {...}, entities = {...} }]) */
 static int m_watcher(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
@@ -592,5 +592,5 @@ void keel__lua_open_watch(lua_State *L)
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);
     lua_pushcfunction(L, m_watcher);
-    lua_setfield(L, -2, "_watcher");
+    lua_setfield(L, -2, "watcher");
 }

@@ -4,7 +4,7 @@
 
 #include <lua.h>
 
-/* Adds _watcher to the table on top. */
+/* Adds watcher to the table on top (keel.core.channel). */
 void keel__lua_open_watch(lua_State *L);
 
 #endif

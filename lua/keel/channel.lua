@@ -8,11 +8,13 @@
 -- Edits go through the commands of the Lua API (kind rules, ranges, versions), each call one
 -- entry of the channel's own history (history.undo / history.redo), as keel.history records.
 local core = require "keel.core"
+local json = require "keel.json"
+local clock = require "keel.core.channel".clock
 
 local M = {}
 
-local null = core._json_null
-local array = core._json_array
+local null = json.null
+local array = json.array
 M.null, M.array = null, array
 
 M.PARSE_ERROR, M.INVALID_REQUEST, M.METHOD_NOT_FOUND, M.INVALID_PARAMS, M.INTERNAL_ERROR, M.KEEL_ERROR =
@@ -74,7 +76,7 @@ end
 -- ---- params ----
 
 local function is_json_array(t)
-  return getmetatable(t) == core._json_array_mt
+  return getmetatable(t) == json.array_mt
 end
 
 -- A method's params spec { name = "string" | "integer" | "number" | "boolean" | "object" | "array" |
@@ -498,9 +500,9 @@ end
 -- One frame of the world, counted (the server's frame loop and world.step).
 function Channel:step(dt)
   self.stepping = true
-  local t0 = core._clock()
+  local t0 = clock()
   local ok, err = pcall(self.world.step, self.world, dt or self.dt)
-  self.frame_ms = (core._clock() - t0) * 1000 -- the inspector's frame-time graph (world.info, deltas)
+  self.frame_ms = (clock() - t0) * 1000 -- the inspector's frame-time graph (world.info, deltas)
   self.stepping = false
   if not ok then error(err, 0) end
 end
@@ -559,7 +561,7 @@ end
 
 -- JSON-RPC text -> response text ("" when nothing is to be answered).
 function Channel:handle(text)
-  local req, perr = core._json_decode(text)
+  local req, perr = json.decode(text)
   local out
   if req == nil then
     out = err_response(nil, M.PARSE_ERROR, "Parse error: " .. tostring(perr))
@@ -576,9 +578,9 @@ function Channel:handle(text)
     out = self:answer(req)
     if out == nil then return "" end
   end
-  local ok, s = pcall(core._json_encode, out)
+  local ok, s = pcall(json.encode, out)
   if ok then return s end
-  return core._json_encode(err_response(type(req) == "table" and valid_id(req.id) and req.id or nil,
+  return json.encode(err_response(type(req) == "table" and valid_id(req.id) and req.id or nil,
     M.INTERNAL_ERROR, "Internal error: " .. tostring(type(s) == "table" and s.message or s)))
 end
 

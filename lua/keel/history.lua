@@ -3,7 +3,8 @@
 -- Inverses name entities by UUID: after undoing a destroy the entity is back with its UUID,
 -- components and children, but handles held from before the destroy stay stale -- look it
 -- up again with w:find(uuid).
-local core = require "keel.core"
+require "keel.core" -- which registers the keel.core.* modules below
+local invalid = require "keel.core.errors".invalid
 
 local M = {}
 
@@ -14,7 +15,7 @@ History.__index = History
 local function check(v, what, where)
   local mt = getmetatable(v)
   if not (type(mt) == "table" and rawget(mt, "__name") == "keel." .. what) then
-    core._invalid(("%s: a keel.%s expected, got %s"):format(where, what, type(v)))
+    invalid(("%s: a keel.%s expected, got %s"):format(where, what, type(v)))
   end
   return v
 end
@@ -22,7 +23,7 @@ end
 -- The history a method is called on (h:undo(), not h.undo()).
 local function check_self(h, where)
   if getmetatable(h) ~= History then
-    core._invalid(("%s: a history expected (call it as h:%s()), got %s"):format(where, where:match("[%w_]+$"), type(h)))
+    invalid(("%s: a history expected (call it as h:%s()), got %s"):format(where, where:match("[%w_]+$"), type(h)))
   end
 end
 

@@ -21,7 +21,10 @@
 -- * Handles held before a destroy stay stale after an undo restores the entity (same
 --   UUID, new handle): look it up again with w:find(uuid).
 local core = require "keel.core"
-if not core.system then require "keel.system"(core) end -- keel.system{}, keel.systems(), keel.system_reset()
+if not core.system then -- keel.system{}, keel.systems(), keel.system_reset(): lua/keel/system.lua
+  local system = require "keel.system"
+  core.system, core.systems, core.system_reset = system.system, system.systems, system.system_reset
+end
 -- keel.serve(w, opts): the live channel over HTTP (lua/keel/serve.lua)
 if not core.serve then core.serve = function(...) return require "keel.serve".serve(...) end end
 return core

@@ -10,11 +10,12 @@
 --   srv:handle(line)                    --> response line, or nil (a notification)
 --   mcp.run(channel, input, output)     -- reads lines until the input ends
 local core = require "keel.core"
+local json = require "keel.json"
 local channel = require "keel.channel"
 
 local M = {}
 
-local null, array = core._json_null, core._json_array
+local null, array = json.null, json.array
 
 M.PROTOCOL_VERSIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" } -- newest first
 
@@ -205,7 +206,7 @@ end
 
 -- A tool's outcome as MCP content: the result (or the channel's error) as JSON text.
 local function tool_result(value, is_error)
-  local text = core._json_encode(value == nil and null or value)
+  local text = json.encode(value == nil and null or value)
   return { content = array { { type = "text", text = text } }, isError = is_error }
 end
 
@@ -228,7 +229,7 @@ end
 
 -- One request table -> a response table, or nil for a notification.
 function Server:answer(req)
-  if type(req) ~= "table" or getmetatable(req) == core._json_array_mt then
+  if type(req) ~= "table" or getmetatable(req) == json.array_mt then
     return failure(nil, channel.INVALID_REQUEST, "Invalid Request: one JSON-RPC object a line")
   end
   local id, method = req.id, req.method
@@ -262,14 +263,14 @@ end
 
 -- One line in -> one line out (nil: nothing to send).
 function Server:handle(line)
-  local req, err = core._json_decode(line)
+  local req, err = json.decode(line)
   local out
   if req == nil then out = failure(nil, channel.PARSE_ERROR, "Parse error: " .. tostring(err))
   else out = self:answer(req) end
   if out == nil then return nil end
-  local ok, text = pcall(core._json_encode, out)
+  local ok, text = pcall(json.encode, out)
   if ok then return text end
-  return core._json_encode(failure(type(req) == "table" and req.id or nil, channel.INTERNAL_ERROR,
+  return json.encode(failure(type(req) == "table" and req.id or nil, channel.INTERNAL_ERROR,
     "Internal error: " .. tostring(text)))
 end
 

@@ -501,7 +501,7 @@ end
 -- of world:step/world:run. Called again, it serves on the new port instead.
 function repl.serve(port)
   if port ~= nil and math.type(port) ~= "integer" then
-    require("keel.core")._invalid("serve: a port number expected, got " .. type(port))
+    require("keel.core.errors").invalid("serve: a port number expected, got " .. type(port))
   end
   if repl.server then repl.server:close() end
   repl.server = nil

@@ -5,7 +5,9 @@
 --
 --   local srv = keel.serve(w, { port = 27760, token = nil, bind = "127.0.0.1", scene = path })
 --   srv.url  srv.token  srv.port  srv.channel  srv:poll([seconds])  srv:close()
-local core = require "keel.core"
+require "keel.core" -- which registers the keel.core.* modules below
+local invalid = require "keel.core.errors".invalid
+local cchannel = require "keel.core.channel" -- the HTTP server, its step hook, the token, the clock
 local channel = require "keel.channel"
 local watch = require "keel.watch"
 
@@ -131,18 +133,18 @@ end
 -- keel.serve(w, opts) -> server | nil, message
 function M.serve(w, opts)
   opts = opts or {}
-  if type(opts) ~= "table" then core._invalid("keel.serve: an options table expected, got " .. type(opts)) end
+  if type(opts) ~= "table" then invalid("keel.serve: an options table expected, got " .. type(opts)) end
   local bind = opts.bind or "127.0.0.1"
-  local token = opts.token or core._random_token()
+  local token = opts.token or cchannel.random_token()
   if type(token) ~= "string" or not token:match("^[%w%-%._~]+$") then
-    core._invalid("keel.serve: token must be a non-empty string of letters, digits and -._~")
+    invalid("keel.serve: token must be a non-empty string of letters, digits and -._~")
   end
   local ch = opts.channel or channel.new(w, { scene = opts.scene, paused = opts.paused, dt = opts.dt })
   local srv = setmetatable({ world = w, channel = ch, token = token, bind = bind,
     static = opts.static or find_static() }, Server)
   srv.watch = watch.new(ch, function(id, data) return srv.http and srv.http:push(id, data) end,
     function(id) return srv.http and srv.http:pending(id) end, function(id) if srv.http then srv.http:drop(id) end end)
-  local http, err = core._http_open { port = opts.port or M.DEFAULT_PORT, bind = bind,
+  local http, err = cchannel.http_open { port = opts.port or M.DEFAULT_PORT, bind = bind,
     handler = function(req) return srv:route(req) end }
   if not http then return nil, err end
   srv.http, srv.port = http, http:port()
@@ -150,7 +152,7 @@ function M.serve(w, opts)
   srv.origin = ("http://%s:%d"):format(host, srv.port)
   srv.url = ("%s/#token=%s"):format(srv.origin, token)
   live[srv] = true
-  core._http_on_step(on_step)
+  cchannel.http_on_step(on_step)
   return srv
 end
 
@@ -159,7 +161,7 @@ end
 function M.loop(srv, opts)
   opts = opts or {}
   local ch = srv.channel
-  local now = opts.now or core._clock
+  local now = opts.now or cchannel.clock
   local stop = opts.stop or function() return false end
   local next_frame = now()
   local ran = 0

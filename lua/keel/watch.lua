@@ -1,9 +1,10 @@
 -- watch.lua — the channel's event stream (DESIGN channel.md "Watching"): per subscriber, one
 -- `snapshot`, then at most one `delta` per frame with only what changed since that subscriber
--- last looked (keel.core._watcher: components found changed by their version, and in them only
+-- last looked (keel.core.channel.watcher: components found changed by their version, and in them only
 -- the fields whose values differ from what it was last sent). A subscriber more than BEHIND
 -- events behind (queued, unsent) gets a fresh snapshot instead. No subscribers: publish returns.
-local core = require "keel.core"
+require "keel.core" -- which registers the keel.core.* modules below
+local new_watcher = require "keel.core.channel".watcher
 
 local M = {}
 M.BEHIND = 256
@@ -29,7 +30,7 @@ function Watch:subscribe(query)
   local id = self.next_id
   query = query or {}
   self.subs[id] = { id = id, fresh = true,
-    watcher = core._watcher(self.channel.world, { kinds = list(query.kinds), entities = list(query.entities) }) }
+    watcher = new_watcher(self.channel.world, { kinds = list(query.kinds), entities = list(query.entities) }) }
   self.count = self.count + 1
   return id
 end

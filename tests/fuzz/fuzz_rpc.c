@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char setup[] =
     "local keel = require 'keel'\n"
     "local channel = require 'keel.channel'\n"
-    "local core = require 'keel.core'\n"
+    "local json = require 'keel.json'\n"
     "keel.kind{ key = 'fz:k', multiplicity = 'many', max = 4, fields = { { 'v', 'float', min = 0, max = 10 },\n"
     "  { 'e', 'enum', choices = { 'a', 'b' } }, { 't', 'entity' }, { 's', 'string' }, { 'p', 'vec3' } } }\n"
     "return function(text)\n"
@@ -24,7 +24,7 @@ static const char setup[] =
     "  w:spawn{ name = 'B', parent = a, components = { { 'fz:k', v = 3 } } }\n"
     "  local ch = channel.new(w, { paused = true, save = false, max_frames = 8 })\n"
     "  local out = ch:handle(text)\n"
-    "  if out ~= '' then assert(core._json_decode(out), 'the response is not JSON') end\n"
+    "  if out ~= '' then assert(json.decode(out), 'the response is not JSON') end\n"
     "  w:close()\n"
     "end\n";
 

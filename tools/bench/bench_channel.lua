@@ -2,11 +2,10 @@
 -- Run with the keel program (release build): build/keel tools/bench/bench_channel.lua
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit>.
 local keel = require "keel"
-local core = require "keel.core"
 local channel = require "keel.channel"
 local watch = require "keel.watch"
 
-local clock = core._clock
+local clock = require "keel.core.channel".clock
 
 local function best(runs, f)
   local b = math.huge

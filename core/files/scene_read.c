@@ -11,7 +11,6 @@
 #include "model/kind.h"
 #include "files/yaml_read.h"
 #include "files/scene_read.h"
-#include "files/merge.h"
 
 typedef struct unknown_count {
     char *key;
@@ -1040,6 +1039,33 @@ static void stream_item(void *ctx, const keel_node *item, size_t index)
     if (index < L->o->limits.entities) load_entity(L, item, index); /* past it: refused at the end */
 }
 
+/* A merge's leftovers (keel merge, files/conflicts.c): each entry of a `conflicts:` list is an
+ * error until `keel merge --take` resolves it, so a half-merged scene never loads as a whole
+ * one. Only the entries' paths are read here. */
+static void check_conflicts(loader *L, const keel_node *list)
+{
+    if (!list || is_null(list)) return;
+    if (list->kind != KEEL_NODE_SEQ) {
+        keel_diag_add(L->diags, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", L->file, list->line, list->col,
+                      "conflicts must be a list");
+        return;
+    }
+    for (size_t i = 0; i < list->count; i++) {
+        const keel_node *e = &list->items[i];
+        const keel_node *pn = keel_node_get(e, "path");
+        const char *p = pn && pn->kind == KEEL_NODE_SCALAR ? pn->text : NULL;
+        char at[48];
+        snprintf(at, sizeof at, "conflicts[%zu]", i);
+        if (!p) {
+            keel_diag_add(L->diags, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, at, L->file, e->line, e->col,
+                          "a conflicts entry must be a map with a path");
+            continue;
+        }
+        keel_diag_add(L->diags, KEEL_SEV_ERROR, KEEL_CONFLICT, at, L->file, e->line, e->col,
+                      "unresolved merge conflict at %s (keel merge --take ours|theirs FILE %s)", p, p);
+    }
+}
+
 static void build(loader *L, const keel_node *doc)
 {
     static const char *const top[] = { "keel", "scene", "settings", "root", "entities", "conflicts", NULL };
@@ -1049,8 +1075,7 @@ static void build(loader *L, const keel_node *doc)
         return;
     }
     want_map(L, doc, "", "the scene document", top);
-    /* a merge left these (keel merge): each one an error until resolved */
-    keel__merge_conflict_diags(keel_node_get(doc, "conflicts"), L->file, L->diags);
+    check_conflicts(L, keel_node_get(doc, "conflicts"));
     const keel_node *v = keel_node_get(doc, "keel");
     int64_t version;
     if (!v) {

@@ -1,7 +1,35 @@
 /* merge.c — three scene documents merged as data: entities by UUID, components by (kind, slot),
  * fields by name, settings by key (design/merge.md). Works on the document trees, so kinds need
  * not be declared; declared kinds' rules are checked on the result, which the scene reader (fed
- * the merged tree directly, never written and re-read) and writer then make canonical. */
+ * the merged tree directly, never written and re-read) and writer then make canonical.
+ *
+ * Every decision is the same three-way choice (pick): if ours and theirs agree, that; if only
+ * one side differs from base, that side; else a conflict, which keeps ours' value and records
+ * the three values under a path (conflicts.c). Absent is a value like any other, so adding and
+ * removing fall out of the same rule. The choice is made at the coarsest level that settles it
+ * and refined only where both sides changed something: a whole component first, then (same
+ * version, both still there) its enabled flag and its body field by field; the `scene` and
+ * `settings` maps key by key; an entity's existence, then its name, enabled, parent and
+ * component list separately. Arrays of [3] are indexed BASE, OURS, THEIRS throughout.
+ *
+ * Entities are matched by UUID (index_entities: one ment per UUID in the union of the sides, in
+ * ours' order, then theirs', then base's, found through a small open-addressing string map),
+ * and parents become indexes into that array, so a parent is compared as an entity, not as
+ * text. An entity removed on one side and untouched on the other is removed; removed against
+ * edited is a conflict. Order is merged like text, by anchors: a component list (and each
+ * parent's children, merged_kids) keeps ours' order, and what theirs added or moved there goes
+ * right after its nearest predecessor in theirs that is already placed, past what ours put
+ * at that same spot. Two repairs follow that a line-based merge could never make: a component
+ * list that breaks a declared kind's rule (one, max, requires, rejects) only after merging goes
+ * back to ours' list, each difference listed; and in the hierarchy (fix_hierarchy) a parent
+ * that no longer exists sends its child to the top level, and a cycle that only the merge made
+ * puts every entity on it back under ours' parent, each a parent conflict.
+ *
+ * The result is built as a tree (build_doc) whose nodes are shallow copies of the sides' nodes,
+ * with entities listed in hierarchy pre-order as the writer lists them; keel__conflicts_finish
+ * loads it through the scene reader and dumps it, so the merged file is exactly what keel
+ * would write for that scene, conflicts list after. Reading the three texts dominates a
+ * merge's time, so base and theirs are read on threads of their own. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -612,6 +640,8 @@ static kids merged_kids(const merger *M)
 
 /* ---- the document ---- */
 
+/* One ment per UUID of any side, each side's record (its first, should a side repeat a UUID)
+ * and parent index filled in. Parents are looked up only once every UUID has its index. */
 static void index_entities(merger *M)
 {
     size_t total = 0;

@@ -1,4 +1,30 @@
-/* scene_read.c — a scene document (keel_node tree) to a validated world: transactional, every problem listed. */
+/* scene_read.c — a scene document (keel_node tree) to a validated world: transactional, every problem listed.
+ *
+ * A load builds a fresh world while it reads and returns it only if no error was found; on any
+ * error the world is freed, so a caller never sees half a scene. It does not stop at the first
+ * problem: every entity, component and field is checked and each problem gets a diagnostic with
+ * its path (entities[3].components[1].body.hp) and line, so one pass over a hand-edited file
+ * shows all that is wrong with it.
+ *
+ * The reader streams. A big scene is mostly its `entities` list, and keel__yaml_parse_stream
+ * can hand that list's items over one at a time and free each: when the `root:` components
+ * come before the list (the writer always puts them there), stream_begin loads the root at once
+ * and every entity is validated and spawned as it is read (load_entity), so memory stays at
+ * one entity's tree however long the file. Otherwise the list is read whole and loaded the
+ * same way from build(). Either way what later passes need of an entity outlives its node in a
+ * small ent_rec (its handle, its parent's UUID, positions as line and column, offsets into the
+ * loader's text and position arrays). The loader context (`ld`) holds those arrays, the world
+ * being built, the unknown kinds counted, and the component references to check later.
+ *
+ * Some checks can only run once everything exists, so the passes follow DESIGN.md's order:
+ * each entity is spawned at the top level with its components decoded (load_entity); then
+ * parents are resolved by UUID, entity and asset references in bodies checked, parent rings
+ * found and reported once each (find_rings) before any link is made, the hierarchy linked and
+ * its depth checked, and last each entity's kind rules. Streaming means the scene and settings
+ * keys may be looked at after the entities, so diagnostics go to one list per stage (B_TOP ...
+ * B_TAIL) that are joined at the end and then sorted (by_stage): errors before warnings, the
+ * earliest stage first, document order within a stage, so the first diagnostic, the one an
+ * error object reports, is the same whatever the order of the file. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

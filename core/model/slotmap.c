@@ -1,4 +1,20 @@
-/* slotmap.c — the non-zero slots of a world's loaded components, by serial. */
+/* slotmap.c — the non-zero slots of a world's loaded components, by serial.
+ *
+ * A membership entry is 12 bytes per component and has room for only one bit about its slot
+ * (`slotted`: the slot is not 0), because nearly every component is in slot 0. The few others
+ * keep their slot here, keyed by the entry's serial: a number the world gives each component
+ * once (42 bits, from 1, never reused, kept across a rollback), so the key survives the entry
+ * moving in its entity's stack or its storage row changing. Reading a slot is
+ * keel__slotmap_get, inline in slotmap.h, and only asked when `slotted` is set.
+ *
+ * The table is open addressing with linear probing over (serial, slot) pairs: a power-of-two
+ * array, each serial's home pair picked by Fibonacci hashing (the serial times 2^64/phi, from
+ * bit 32 up: consecutive serials land far apart), serial 0 marking an empty pair. It is kept at
+ * most half full, so a probe ends at an empty pair after a step or two; growing rehashes every
+ * pair into an array twice the size. Removal shifts the following pairs of the probe run back
+ * into the hole instead of leaving a tombstone, so the invariant "every pair sits between its
+ * home and the first empty pair after it" holds after any mix of puts and deletes, and a world
+ * that adds and removes slotted components for hours never needs a rebuild. */
 #include "model/slotmap.h"
 #include "base/util.h"
 
@@ -13,6 +29,7 @@ static void grow(keel__slotmap *s)
     *s = n;
 }
 
+/* Grows before the put that would pass half full: a put never fails and never fills the array. */
 void keel__slotmap_put(keel__slotmap *s, uint64_t serial, uint32_t slot)
 {
     if ((s->used + 1) * 2 > s->cap) grow(s);

@@ -1,5 +1,5 @@
 /* verb_merge.c — `keel merge`: the git merge driver for scenes (design/merge.md), its --install
- * and --take; the merge itself is core/merge.c. */
+ * and --take; the merge itself is core/files/merge.c (keel_merge.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "keel_merge.h"
 
 /* Runs `argv` (a git command) with stdout into *out (malloc'd, NUL-terminated) when `out` is
  * given; returns its exit status, or -1 when it could not run. */

@@ -1,4 +1,25 @@
-/* cook_read.c — keel_cook_read: a cooked binary scene validated whole, then built into a new world (see COOKED.md). */
+/* cook_read.c — keel_cook_read: a cooked binary scene validated whole, then built into a new world (see COOKED.md).
+ *
+ * The reader runs in two halves, and the first one never touches a world. Validation goes
+ * outside in: check_frame reads the header, the CRC over the whole file and the section table
+ * (every offset and length inside the body, no two sections overlapping); read_strings copies
+ * the string table into one pool, each string NUL-terminated, length-bounded and valid UTF-8;
+ * check_sections then walks the scene, entity and component sections once with every index
+ * bounded (strings, parents before their children, owners grouped in order, type tags known,
+ * values inside the section) and the limits applied. After that pass the builder may read
+ * without checking a length: the `rd` cursor's reads are unchecked on purpose, and only
+ * read_strings and check_sections call rd_need. A file that fails any of it builds nothing.
+ *
+ * Building is the YAML reader's result by another road: the scene section makes the world,
+ * entities are spawned in file order (hierarchy pre-order, so a parent's handle exists before
+ * its children need it), and components go onto their owners. A component takes the fast path
+ * when its kind is declared at the same version and every cooked field has the declared type:
+ * keel_add with defaults, then each value checked and stored directly. Anything else (an older
+ * version to migrate, a field whose type changed, a kind not declared here) goes through a
+ * body tree (fields_node) so that keel_add's migrations and unknown components behave exactly
+ * as for a YAML scene. Kind rules and entity and asset references are checked only once the
+ * whole world is built, since a component may require or point at one that comes later; any
+ * error frees the world, so a load is all or nothing. */
 #include "base/util.h"
 #include "base/bytes.h"
 #include "model/kind.h"
@@ -347,6 +368,7 @@ static void put_fields(keel_world *w, keel_comp c, rd *r, const cooked *ck, cons
     }
 }
 
+/* One component onto `owner`; `r` is left somewhere inside its fields (the caller skips them). */
 static keel_status build_component(keel_world *w, keel_entity owner, const comp_hdr *h, rd *r, const cooked *ck,
                                    bool strict, const char *path, keel_diags *d)
 {
@@ -506,6 +528,7 @@ static void check_built(keel_world *w, const keel_entity *handles, uint32_t coun
     }
 }
 
+/* The validated sections as a new world; on any error (a spawn, a field, a rule) none is returned. */
 static keel_status build(const uint8_t *p, const cooked *ck, const keel_load_opts *o, keel_world **out,
                          keel_diags *d)
 {

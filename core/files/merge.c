@@ -1,56 +1,47 @@
 /* merge.c — three scene documents merged as data: entities by UUID, components by (kind, slot),
  * fields by name, settings by key (design/merge.md). Works on the document trees, so kinds need
  * not be declared; declared kinds' rules are checked on the result, which the scene reader (fed
- * the merged tree directly, never written and re-read) and writer then make canonical. */
+ * the merged tree directly, never written and re-read) and writer then make canonical.
+ *
+ * Every decision is the same three-way choice (pick): if ours and theirs agree, that; if only
+ * one side differs from base, that side; else a conflict, which keeps ours' value and records
+ * the three values under a path (conflicts.c). Absent is a value like any other, so adding and
+ * removing fall out of the same rule. The choice is made at the coarsest level that settles it
+ * and refined only where both sides changed something: a whole component first, then (same
+ * version, both still there) its enabled flag and its body field by field; the `scene` and
+ * `settings` maps key by key; an entity's existence, then its name, enabled, parent and
+ * component list separately. Arrays of [3] are indexed BASE, OURS, THEIRS throughout.
+ *
+ * Entities are matched by UUID (index_entities: one ment per UUID in the union of the sides, in
+ * ours' order, then theirs', then base's, found through a small open-addressing string map),
+ * and parents become indexes into that array, so a parent is compared as an entity, not as
+ * text. An entity removed on one side and untouched on the other is removed; removed against
+ * edited is a conflict. Order is merged like text, by anchors: a component list (and each
+ * parent's children, merged_kids) keeps ours' order, and what theirs added or moved there goes
+ * right after its nearest predecessor in theirs that is already placed, past what ours put
+ * at that same spot. Two repairs follow that a line-based merge could never make: a component
+ * list that breaks a declared kind's rule (one, max, requires, rejects) only after merging goes
+ * back to ours' list, each difference listed; and in the hierarchy (fix_hierarchy) a parent
+ * that no longer exists sends its child to the top level, and a cycle that only the merge made
+ * puts every entity on it back under ours' parent, each a parent conflict.
+ *
+ * The result is built as a tree (build_doc) whose nodes are shallow copies of the sides' nodes,
+ * with entities listed in hierarchy pre-order as the writer lists them; keel__conflicts_finish
+ * loads it through the scene reader and dumps it, so the merged file is exactly what keel
+ * would write for that scene, conflicts list after. Reading the three texts dominates a
+ * merge's time, so base and theirs are read on threads of their own. */
 #include <pthread.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
-#include "files/merge.h"
-#include "files/scene_write.h"
+#include "files/conflicts.h"
 #include "base/util.h"
 #include "base/vec.h"
 #include "files/yaml_read.h"
-#include "files/scene_read.h"
 
-enum { B = 0, O = 1, T = 2 }; /* base, ours, theirs */
+enum { BASE = 0, OURS = 1, THEIRS = 2 }; /* the sides, as indexes of every [3] array here */
 #define NONE SIZE_MAX
-
-/* ---- conflicts ---- */
-
-typedef struct mconflict {
-    char *path;
-    keel_node *v[3]; /* base, ours, theirs: owned copies; NULL when absent */
-} mconflict;
-
-typedef struct clist {
-    mconflict *items;
-    size_t n, cap;
-} clist;
-
-static void conflict_add(clist *c, char *path, const keel_node *b, const keel_node *o, const keel_node *t)
-{
-    KEEL__VEC_RESERVE(c->items, c->n, c->cap, 1, 16);
-    c->items[c->n++] = (mconflict){ path, { keel_node_copy(b), keel_node_copy(o), keel_node_copy(t) } };
-}
-
-static void clist_truncate(clist *c, size_t n)
-{
-    while (c->n > n) {
-        mconflict *x = &c->items[--c->n];
-        free(x->path);
-        for (int s = 0; s < 3; s++) keel_node_free(x->v[s]);
-    }
-}
-
-static void clist_free(clist *c)
-{
-    clist_truncate(c, 0);
-    free(c->items);
-}
 
 /* ---- small helpers ---- */
 
@@ -74,11 +65,11 @@ static const char *text_of(const keel_node *n)
  * (ours returned). NULL means absent. */
 static int pick(const keel_node *v[3], bool *conflict)
 {
-    if (keel_node_equal(v[O], v[T])) return O;
-    if (keel_node_equal(v[B], v[O])) return T;
-    if (keel_node_equal(v[B], v[T])) return O;
+    if (keel_node_equal(v[OURS], v[THEIRS])) return OURS;
+    if (keel_node_equal(v[BASE], v[OURS])) return THEIRS;
+    if (keel_node_equal(v[BASE], v[THEIRS])) return OURS;
     *conflict = true;
-    return O;
+    return OURS;
 }
 
 /* UUID text -> index, open addressing. */
@@ -127,65 +118,6 @@ static void smap_free(smap *m)
     free(m->vals);
 }
 
-/* ---- emitting a node tree (styles kept) ---- */
-
-typedef keel__yaml_out writer; /* scene_write.c's emitter sink */
-
-static void plain(writer *wr, const char *text)
-{
-    keel__yaml_out_scalar(wr, text, strlen(text), YAML_PLAIN_SCALAR_STYLE);
-}
-
-static void coll_start(writer *wr, bool map, bool flow)
-{
-    yaml_event_t e;
-    if (map)
-        yaml_mapping_start_event_initialize(&e, NULL, NULL, 1,
-                                            flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
-    else
-        yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
-                                             flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
-    keel__yaml_out_emit(wr, &e);
-}
-
-static void coll_end(writer *wr, bool map)
-{
-    yaml_event_t e;
-    if (map) yaml_mapping_end_event_initialize(&e);
-    else yaml_sequence_end_event_initialize(&e);
-    keel__yaml_out_emit(wr, &e);
-}
-
-/* A scalar as it was written: quoted stays quoted (a string), plain stays plain (its core-schema
- * meaning kept); made here (style ANY): libyaml's choice. NULL: null. */
-static void emit_node(writer *wr, const keel_node *n)
-{
-    if (!n) {
-        plain(wr, "null");
-        return;
-    }
-    if (n->kind == KEEL_NODE_SCALAR) {
-        const char *t = n->text ? n->text : "";
-        size_t len = n->text ? n->len : 0;
-        switch (n->style) {
-        case KEEL_STYLE_PLAIN:
-            if (len == 0) plain(wr, "null");
-            else keel__yaml_out_scalar(wr, t, len, YAML_PLAIN_SCALAR_STYLE);
-            return;
-        case KEEL_STYLE_SINGLE:
-        case KEEL_STYLE_DOUBLE:
-        case KEEL_STYLE_LITERAL:
-        case KEEL_STYLE_FOLDED: keel__yaml_out_scalar(wr, t, len, YAML_DOUBLE_QUOTED_SCALAR_STYLE); return;
-        default: keel__yaml_out_scalar(wr, t, len, YAML_ANY_SCALAR_STYLE); return;
-        }
-    }
-    bool map = n->kind == KEEL_NODE_MAP;
-    bool flow = n->count == 0 || n->style == KEEL_STYLE_FLOW;
-    coll_start(wr, map, flow);
-    for (size_t i = 0; i < (map ? 2 * n->count : n->count); i++) emit_node(wr, &n->items[i]);
-    coll_end(wr, map);
-}
-
 /* ---- the merge ---- */
 
 typedef struct mcomp {
@@ -210,7 +142,7 @@ typedef struct ment {
 
 typedef struct merger {
     const keel_node *doc[3];
-    clist conflicts;
+    keel__conflicts conflicts;
     ment *ents;
     size_t n;
     smap index;
@@ -227,24 +159,14 @@ static const keel_node *mcomp_node(const mcomp *c)
 {
     return c->own ? c->own : c->src;
 }
-
-/* A component's identity. A missing slot reads as 0 (what the writer always spells out). */
-static bool comp_key(const keel_node *c, const char **kind, int64_t *slot)
-{
-    *kind = text_of(get(c, "kind"));
-    *slot = 0;
-    const keel_node *s = get(c, "slot");
-    if (s && !keel_node_as_int(s, slot)) *slot = -1;
-    return *kind != NULL;
-}
-
 static const keel_node *find_comp(const keel_node *list, const char *kind, int64_t slot)
 {
     if (!list || !kind || list->kind != KEEL_NODE_SEQ) return NULL; /* a component without a kind matches none */
     for (size_t i = 0; i < list->count; i++) {
         const char *k;
         int64_t s;
-        if (comp_key(&list->items[i], &k, &s) && s == slot && strcmp(k, kind) == 0) return &list->items[i];
+        if (keel__conflicts_comp_key(&list->items[i], &k, &s) && s == slot && strcmp(k, kind) == 0)
+            return &list->items[i];
     }
     return NULL;
 }
@@ -253,21 +175,22 @@ static bool in_list(const keel_node *list, const keel_node *x)
 {
     const char *k;
     int64_t s;
-    return comp_key(x, &k, &s) && find_comp(list, k, s) != NULL;
+    return keel__conflicts_comp_key(x, &k, &s) && find_comp(list, k, s) != NULL;
 }
 
 static bool same_key(const keel_node *a, const keel_node *b)
 {
     const char *ka, *kb;
     int64_t sa, sb;
-    return comp_key(a, &ka, &sa) && comp_key(b, &kb, &sb) && sa == sb && strcmp(ka, kb) == 0;
+    return keel__conflicts_comp_key(a, &ka, &sa) && keel__conflicts_comp_key(b, &kb, &sb) && sa == sb &&
+        strcmp(ka, kb) == 0;
 }
 
 static char *comp_path(const char *prefix, const keel_node *c)
 {
     const char *k;
     int64_t s;
-    comp_key(c, &k, &s);
+    keel__conflicts_comp_key(c, &k, &s);
     return keel__strfmt("%s/%s[%lld]", prefix, k ? k : "?", (long long)s);
 }
 
@@ -276,17 +199,18 @@ static char *comp_path(const char *prefix, const keel_node *c)
 static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3])
 {
     keel_node *out = keel_node_new_map();
-    for (int side = O; side <= T; side++) {
+    for (int side = OURS; side <= THEIRS; side++) {
         const keel_node *src = m[side];
         if (!src || src->kind != KEEL_NODE_MAP) continue;
         for (size_t i = 0; i < src->count; i++) {
             const char *k = text_of(&src->items[2 * i]);
             if (!k) continue;
-            if (side == T && get(m[O], k)) continue;
-            const keel_node *v[3] = { get(m[B], k), get(m[O], k), get(m[T], k) };
+            if (side == THEIRS && get(m[OURS], k)) continue;
+            const keel_node *v[3] = { get(m[BASE], k), get(m[OURS], k), get(m[THEIRS], k) };
             bool conflict = false;
             int w = pick(v, &conflict);
-            if (conflict) conflict_add(&M->conflicts, keel__strfmt("%s/%s", prefix, k), v[B], v[O], v[T]);
+            if (conflict)
+                keel__conflicts_add(&M->conflicts, keel__strfmt("%s/%s", prefix, k), v[BASE], v[OURS], v[THEIRS]);
             if (v[w]) keel_node_put(out, k, keel_node_copy(v[w]));
         }
     }
@@ -303,16 +227,16 @@ static const keel_node *body_of(const keel_node *c)
  * body merges field by field. False: a conflict on the whole component (listed by the caller). */
 static bool merge_fields(merger *M, const char *cpath, const keel_node *c[3], keel_node **out)
 {
-    if (!keel_node_equal(get(c[O], "version"), get(c[T], "version"))) return false;
-    const keel_node *en[3] = { get(c[B], "enabled"), get(c[O], "enabled"), get(c[T], "enabled") };
+    if (!keel_node_equal(get(c[OURS], "version"), get(c[THEIRS], "version"))) return false;
+    const keel_node *en[3] = { get(c[BASE], "enabled"), get(c[OURS], "enabled"), get(c[THEIRS], "enabled") };
     bool conflict = false;
     int we = pick(en, &conflict);
     if (conflict) return false;
-    const keel_node *bodies[3] = { body_of(c[B]), body_of(c[O]), body_of(c[T]) };
+    const keel_node *bodies[3] = { body_of(c[BASE]), body_of(c[OURS]), body_of(c[THEIRS]) };
     keel_node *n = keel_node_new_map();
-    keel_node_put(n, "kind", keel_node_copy(get(c[O], "kind")));
-    if (get(c[O], "version")) keel_node_put(n, "version", keel_node_copy(get(c[O], "version")));
-    if (get(c[O], "slot")) keel_node_put(n, "slot", keel_node_copy(get(c[O], "slot")));
+    keel_node_put(n, "kind", keel_node_copy(get(c[OURS], "kind")));
+    if (get(c[OURS], "version")) keel_node_put(n, "version", keel_node_copy(get(c[OURS], "version")));
+    if (get(c[OURS], "slot")) keel_node_put(n, "slot", keel_node_copy(get(c[OURS], "slot")));
     if (en[we]) keel_node_put(n, "enabled", keel_node_copy(en[we]));
     keel_node_put(n, "body", merge_map(M, cpath, bodies));
     *out = n;
@@ -323,27 +247,27 @@ static bool merge_fields(merger *M, const char *cpath, const keel_node *c[3], ke
 static bool merge_comp(merger *M, const char *prefix, const keel_node *c[3], mcomp *out)
 {
     *out = (mcomp){ 0 };
-    if (keel_node_equal(c[O], c[T])) {
-        out->src = c[O];
-        return c[O] != NULL;
+    if (keel_node_equal(c[OURS], c[THEIRS])) {
+        out->src = c[OURS];
+        return c[OURS] != NULL;
     }
-    if (keel_node_equal(c[B], c[O])) {
-        out->src = c[T];
-        return c[T] != NULL;
+    if (keel_node_equal(c[BASE], c[OURS])) {
+        out->src = c[THEIRS];
+        return c[THEIRS] != NULL;
     }
-    if (keel_node_equal(c[B], c[T])) {
-        out->src = c[O];
-        return c[O] != NULL;
+    if (keel_node_equal(c[BASE], c[THEIRS])) {
+        out->src = c[OURS];
+        return c[OURS] != NULL;
     }
-    char *path = comp_path(prefix, c[O] ? c[O] : c[T] ? c[T] : c[B]);
-    if (c[B] && c[O] && c[T] && merge_fields(M, path, c, &out->own)) {
+    char *path = comp_path(prefix, c[OURS] ? c[OURS] : c[THEIRS] ? c[THEIRS] : c[BASE]);
+    if (c[BASE] && c[OURS] && c[THEIRS] && merge_fields(M, path, c, &out->own)) {
         free(path);
         return true;
     }
     /* edit against removal, or added on both sides with different bodies */
-    conflict_add(&M->conflicts, path, c[B], c[O], c[T]);
-    out->src = c[O];
-    return c[O] != NULL;
+    keel__conflicts_add(&M->conflicts, path, c[BASE], c[OURS], c[THEIRS]);
+    out->src = c[OURS];
+    return c[OURS] != NULL;
 }
 
 /* Does this component list break a declared kind's rule (one, max, requires, rejects)? Kinds
@@ -402,7 +326,7 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
 {
     const keel_node *lists[3];
     for (int s = 0; s < 3; s++) lists[s] = l[s] && l[s]->kind == KEEL_NODE_SEQ ? l[s] : NULL;
-    size_t no = lists[O] ? lists[O]->count : 0, nt = lists[T] ? lists[T]->count : 0;
+    size_t no = lists[OURS] ? lists[OURS]->count : 0, nt = lists[THEIRS] ? lists[THEIRS]->count : 0;
     size_t cap = no + nt + 1;
     mcomp *res = keel__xcalloc(cap, sizeof *res);
     const keel_node **key = keel__xcalloc(cap, sizeof *key); /* each result's identity */
@@ -410,11 +334,11 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
     size_t first_conflict = M->conflicts.n;
     /* ours' components, in ours' order */
     for (size_t i = 0; i < no; i++) {
-        const keel_node *co = &lists[O]->items[i];
+        const keel_node *co = &lists[OURS]->items[i];
         const char *k;
         int64_t s;
-        if (!comp_key(co, &k, &s)) continue;
-        const keel_node *c[3] = { find_comp(lists[B], k, s), co, find_comp(lists[T], k, s) };
+        if (!keel__conflicts_comp_key(co, &k, &s)) continue;
+        const keel_node *c[3] = { find_comp(lists[BASE], k, s), co, find_comp(lists[THEIRS], k, s) };
         if (merge_comp(M, prefix, c, &res[n])) key[n++] = co;
     }
     /* theirs' additions: after the nearest earlier component of theirs that is in the result,
@@ -422,10 +346,10 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
     size_t after = 0; /* insertion point: index in res */
     bool have_pred = false;
     for (size_t i = 0; i < nt; i++) {
-        const keel_node *ct = &lists[T]->items[i];
+        const keel_node *ct = &lists[THEIRS]->items[i];
         const char *k;
         int64_t s;
-        if (!comp_key(ct, &k, &s)) continue;
+        if (!keel__conflicts_comp_key(ct, &k, &s)) continue;
         size_t at = n;
         for (size_t j = 0; j < n; j++)
             if (same_key(key[j], ct)) at = j;
@@ -434,12 +358,12 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
             have_pred = true;
             continue;
         }
-        if (find_comp(lists[O], k, s)) continue; /* ours' decision stands (removed) */
-        const keel_node *c[3] = { find_comp(lists[B], k, s), NULL, ct };
+        if (find_comp(lists[OURS], k, s)) continue; /* ours' decision stands (removed) */
+        const keel_node *c[3] = { find_comp(lists[BASE], k, s), NULL, ct };
         mcomp m;
         if (!merge_comp(M, prefix, c, &m)) continue;
         size_t pos = have_pred ? after : 0;
-        while (pos < n && !in_list(lists[T], key[pos])) pos++;
+        while (pos < n && !in_list(lists[THEIRS], key[pos])) pos++;
         memmove(&res[pos + 1], &res[pos], (n - pos) * sizeof *res);
         memmove(&key[pos + 1], &key[pos], (n - pos) * sizeof *key);
         res[pos] = m;
@@ -452,31 +376,31 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
     /* a kind rule only the merged list breaks: ours' list stands, each difference a conflict */
     const keel_node **nodes = keel__xcalloc(n + 1, sizeof *nodes);
     for (size_t i = 0; i < n; i++) nodes[i] = mcomp_node(&res[i]);
-    bool broken = breaks_rules(nodes, n) && !list_breaks_rules(lists[O]);
+    bool broken = breaks_rules(nodes, n) && !list_breaks_rules(lists[OURS]);
     if (broken) {
-        clist_truncate(&M->conflicts, first_conflict);
+        keel__conflicts_truncate(&M->conflicts, first_conflict);
         for (size_t i = 0; i < n; i++) {
             const char *k;
             int64_t s;
-            comp_key(nodes[i], &k, &s);
-            const keel_node *co = find_comp(lists[O], k, s);
+            keel__conflicts_comp_key(nodes[i], &k, &s);
+            const keel_node *co = find_comp(lists[OURS], k, s);
             if (!keel_node_equal(co, nodes[i]))
-                conflict_add(&M->conflicts, comp_path(prefix, nodes[i]), find_comp(lists[B], k, s), co,
-                             find_comp(lists[T], k, s));
+                keel__conflicts_add(&M->conflicts, comp_path(prefix, nodes[i]), find_comp(lists[BASE], k, s), co,
+                                    find_comp(lists[THEIRS], k, s));
         }
         for (size_t i = 0; i < no; i++) {
-            const keel_node *co = &lists[O]->items[i];
+            const keel_node *co = &lists[OURS]->items[i];
             if (!comp_among(co, nodes, n)) {
                 const char *k;
                 int64_t s;
-                comp_key(co, &k, &s);
-                conflict_add(&M->conflicts, comp_path(prefix, co), find_comp(lists[B], k, s), co,
-                             find_comp(lists[T], k, s));
+                keel__conflicts_comp_key(co, &k, &s);
+                keel__conflicts_add(&M->conflicts, comp_path(prefix, co), find_comp(lists[BASE], k, s), co,
+                                    find_comp(lists[THEIRS], k, s));
             }
         }
         mcomps_free(&out);
         out.items = keel__xcalloc(no + 1, sizeof *out.items);
-        for (size_t i = 0; i < no; i++) out.items[out.n++].src = &lists[O]->items[i];
+        for (size_t i = 0; i < no; i++) out.items[out.n++].src = &lists[OURS]->items[i];
     }
     free(nodes);
     free(key);
@@ -489,7 +413,7 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
 
 static const keel_node *uuid_node(const ment *m)
 {
-    for (int s = O; s <= T + 1; s++) {
+    for (int s = OURS; s <= THEIRS + 1; s++) {
         const keel_node *u = get(m->e[s % 3], "uuid");
         if (u) return u;
     }
@@ -505,21 +429,21 @@ static const keel_node *comps_of(const keel_node *e)
  * of this entity (removing an entity puts its children at the top level). */
 static bool entity_changed(const merger *M, const ment *m, int s)
 {
-    const keel_node *b = m->e[B], *x = m->e[s];
+    const keel_node *b = m->e[BASE], *x = m->e[s];
     if (!keel_node_equal(get(b, "name"), get(x, "name")) ||
         !keel_node_equal(get(b, "enabled"), get(x, "enabled")) || !keel_node_equal(comps_of(b), comps_of(x)))
         return true;
-    if (m->par[s] == m->par[B]) return false;
-    return !(m->par[s] == NONE && m->par[B] != NONE && M->ents[m->par[B]].e[s] == NULL);
+    if (m->par[s] == m->par[BASE]) return false;
+    return !(m->par[s] == NONE && m->par[BASE] != NONE && M->ents[m->par[BASE]].e[s] == NULL);
 }
 
 static size_t pick_index(const size_t v[3], bool *conflict)
 {
-    if (v[O] == v[T]) return v[O];
-    if (v[B] == v[O]) return v[T];
-    if (v[B] == v[T]) return v[O];
+    if (v[OURS] == v[THEIRS]) return v[OURS];
+    if (v[BASE] == v[OURS]) return v[THEIRS];
+    if (v[BASE] == v[THEIRS]) return v[OURS];
     *conflict = true;
-    return v[O];
+    return v[OURS];
 }
 
 static char *ent_path(const ment *m, const char *rest)
@@ -529,47 +453,47 @@ static char *ent_path(const ment *m, const char *rest)
 
 static void parent_conflict(merger *M, const ment *m)
 {
-    conflict_add(&M->conflicts, ent_path(m, "parent"), get(m->e[B], "parent"), get(m->e[O], "parent"),
-                 get(m->e[T], "parent"));
+    keel__conflicts_add(&M->conflicts, ent_path(m, "parent"), get(m->e[BASE], "parent"), get(m->e[OURS], "parent"),
+                        get(m->e[THEIRS], "parent"));
 }
 
 /* Existence, then name, enabled, parent and components, for one entity. */
 static void merge_entity(merger *M, ment *m)
 {
-    const keel_node *eff[3] = { m->e[B], m->e[O], m->e[T] };
-    if (m->e[B]) {
-        if (!m->e[O] && !m->e[T]) return;
-        if (!m->e[O] || !m->e[T]) {
-            int kept = m->e[O] ? O : T;
+    const keel_node *eff[3] = { m->e[BASE], m->e[OURS], m->e[THEIRS] };
+    if (m->e[BASE]) {
+        if (!m->e[OURS] && !m->e[THEIRS]) return;
+        if (!m->e[OURS] || !m->e[THEIRS]) {
+            int kept = m->e[OURS] ? OURS : THEIRS;
             if (!entity_changed(M, m, kept)) return; /* removed on one side, untouched on the other */
-            conflict_add(&M->conflicts, ent_path(m, NULL), m->e[B], m->e[O], m->e[T]);
-            if (!m->e[O]) return;   /* ours' value: removed */
-            eff[B] = eff[T] = NULL; /* ours' entity as it is */
+            keel__conflicts_add(&M->conflicts, ent_path(m, NULL), m->e[BASE], m->e[OURS], m->e[THEIRS]);
+            if (!m->e[OURS]) return;        /* ours' value: removed */
+            eff[BASE] = eff[THEIRS] = NULL; /* ours' entity as it is */
         }
     }
     m->exists = true;
     size_t par[3];
     for (int s = 0; s < 3; s++) par[s] = eff[s] ? m->par[s] : ABSENT;
     bool conflict = false;
-    const keel_node *nm[3] = { get(eff[B], "name"), get(eff[O], "name"), get(eff[T], "name") };
+    const keel_node *nm[3] = { get(eff[BASE], "name"), get(eff[OURS], "name"), get(eff[THEIRS], "name") };
     m->name = nm[pick(nm, &conflict)];
-    if (conflict) conflict_add(&M->conflicts, ent_path(m, "name"), nm[B], nm[O], nm[T]);
+    if (conflict) keel__conflicts_add(&M->conflicts, ent_path(m, "name"), nm[BASE], nm[OURS], nm[THEIRS]);
     conflict = false;
-    const keel_node *en[3] = { get(eff[B], "enabled"), get(eff[O], "enabled"), get(eff[T], "enabled") };
+    const keel_node *en[3] = { get(eff[BASE], "enabled"), get(eff[OURS], "enabled"), get(eff[THEIRS], "enabled") };
     m->enabled = en[pick(en, &conflict)];
-    if (conflict) conflict_add(&M->conflicts, ent_path(m, "enabled"), en[B], en[O], en[T]);
+    if (conflict) keel__conflicts_add(&M->conflicts, ent_path(m, "enabled"), en[BASE], en[OURS], en[THEIRS]);
     conflict = false;
     m->mpar = pick_index(par, &conflict);
     if (m->mpar == ABSENT) m->mpar = NONE;
     if (conflict) parent_conflict(M, m);
-    const keel_node *cl[3] = { comps_of(eff[B]), comps_of(eff[O]), comps_of(eff[T]) };
+    const keel_node *cl[3] = { comps_of(eff[BASE]), comps_of(eff[OURS]), comps_of(eff[THEIRS]) };
     m->comps = merge_comps(M, m->uuid, cl);
 }
 
 /* Ours' parent, for a reverted one: NONE when ours does not have the entity. */
 static size_t ours_parent(const ment *m)
 {
-    return m->e[O] ? m->par[O] : NONE;
+    return m->e[OURS] ? m->par[OURS] : NONE;
 }
 
 /* Parents whose merged target is gone go to the top level; a cycle only the merge makes
@@ -659,7 +583,7 @@ static void kids_free(kids *k)
 static kids merged_kids(const merger *M)
 {
     size_t n = M->n;
-    kids ko = side_kids(M, O), kt = side_kids(M, T);
+    kids ko = side_kids(M, OURS), kt = side_kids(M, THEIRS);
     kids out = { keel__xcalloc(n + 2, sizeof(size_t)), keel__xcalloc(n + 1, sizeof(size_t)),
                  keel__xcalloc(n + 1, sizeof(size_t)) };
     size_t *next = keel__xcalloc(n + 1, sizeof *next);
@@ -717,6 +641,8 @@ static kids merged_kids(const merger *M)
 
 /* ---- the document ---- */
 
+/* One ment per UUID of any side, each side's record (its first, should a side repeat a UUID)
+ * and parent index filled in. Parents are looked up only once every UUID has its index. */
 static void index_entities(merger *M)
 {
     size_t total = 0;
@@ -726,7 +652,7 @@ static void index_entities(merger *M)
     }
     smap_init(&M->index, total);
     M->ents = keel__xcalloc(total + 1, sizeof *M->ents);
-    static const int order[3] = { O, T, B }; /* the union in ours' order, then theirs', then base's */
+    static const int order[3] = { OURS, THEIRS, BASE }; /* the union in ours' order, then theirs', then base's */
     for (int k = 0; k < 3; k++) {
         int s = order[k];
         const keel_node *l = get(M->doc[s], "entities");
@@ -748,11 +674,6 @@ static void index_entities(merger *M)
             const keel_node *p = get(M->ents[i].e[s], "parent");
             M->ents[i].par[s] = is_null(p) ? NONE : smap_get(&M->index, text_of(p));
         }
-}
-
-static void key(writer *wr, const char *k)
-{
-    plain(wr, k);
 }
 
 /* ---- the merged document as a tree, for the scene reader ----
@@ -853,19 +774,21 @@ static keel_node entity_node(tree *t, const merger *M, ment *m)
 static keel_node build_doc(merger *M, tree *t, mcomps *rc, keel_node *own[2])
 {
     pairs top = { tree_nodes(t, 10), 0 };
-    const keel_node *v[3] = { get(M->doc[B], "keel"), get(M->doc[O], "keel"), get(M->doc[T], "keel") };
+    const keel_node *v[3] = { get(M->doc[BASE], "keel"), get(M->doc[OURS], "keel"), get(M->doc[THEIRS], "keel") };
     bool conflict = false;
     int w = pick(v, &conflict);
-    if (conflict) conflict_add(&M->conflicts, keel__strdup("keel"), v[B], v[O], v[T]);
+    if (conflict) keel__conflicts_add(&M->conflicts, keel__strdup("keel"), v[BASE], v[OURS], v[THEIRS]);
     pair(&top, "keel", node_or_null(v[w]));
     const char *const maps[2] = { "scene", "settings" };
     for (int i = 0; i < 2; i++) {
-        const keel_node *m[3] = { get(M->doc[B], maps[i]), get(M->doc[O], maps[i]), get(M->doc[T], maps[i]) };
+        const keel_node *m[3] = { get(M->doc[BASE], maps[i]), get(M->doc[OURS], maps[i]),
+                                  get(M->doc[THEIRS], maps[i]) };
         own[i] = merge_map(M, maps[i], m);
         settle(own[i]);
         pair(&top, maps[i], *own[i]);
     }
-    const keel_node *roots[3] = { get(M->doc[B], "root"), get(M->doc[O], "root"), get(M->doc[T], "root") };
+    const keel_node *roots[3] = { get(M->doc[BASE], "root"), get(M->doc[OURS], "root"),
+                                  get(M->doc[THEIRS], "root") };
     *rc = merge_comps(M, "root", roots);
     pair(&top, "root", comps_node(t, rc));
 
@@ -905,67 +828,7 @@ static void merger_free(merger *M)
     for (size_t i = 0; i < M->n; i++) mcomps_free(&M->ents[i].comps);
     free(M->ents);
     if (M->index.keys) smap_free(&M->index);
-    clist_free(&M->conflicts);
-}
-
-/* `text` made canonical by the scene reader and writer (with the kinds registered now), then
- * the conflicts list appended. NULL (after diagnostics) when the scene does not load. */
-static char *finish(const keel_node *doc, const keel_limits *lim, const clist *c, size_t *outlen, keel_diags *d)
-{
-    keel_load_opts o = keel_load_opts_default();
-    if (lim) o.limits = *lim;
-    o.no_awake = true;
-    o.file = "(the merged scene)";
-    keel_world *w = NULL;
-    char *canon = NULL;
-    size_t clen = 0;
-    keel_diags tmp;
-    keel_diags_init(&tmp);
-    keel_status st = keel__scene_build(doc, &o, &w, &tmp);
-    if (st == KEEL_OK) st = keel_scene_dump(w, &canon, &clen, &tmp);
-    keel_world_free(w);
-    /* a load's warnings (unknown kinds) are expected here: only errors are passed on */
-    for (size_t i = 0; i < tmp.count; i++) {
-        const keel_diag *g = &tmp.items[i];
-        if (g->severity == KEEL_SEV_ERROR)
-            keel_diag_add(d, KEEL_SEV_ERROR, g->code, g->path, NULL, g->line, g->col, "the merged scene: %s",
-                          g->message);
-    }
-    keel_diags_free(&tmp);
-    if (st != KEEL_OK) return NULL;
-    if (c->n == 0) {
-        *outlen = clen;
-        return canon;
-    }
-    writer wr;
-    keel__yaml_out_open(&wr);
-    coll_start(&wr, true, false);
-    key(&wr, "conflicts");
-    coll_start(&wr, false, false);
-    static const char *const names[3] = { "base", "ours", "theirs" };
-    for (size_t i = 0; i < c->n; i++) {
-        coll_start(&wr, true, false);
-        key(&wr, "path");
-        keel__yaml_out_scalar(&wr, c->items[i].path, strlen(c->items[i].path), YAML_PLAIN_SCALAR_STYLE);
-        for (int s = 0; s < 3; s++) {
-            key(&wr, names[s]);
-            emit_node(&wr, c->items[i].v[s]);
-        }
-        coll_end(&wr, true);
-    }
-    coll_end(&wr, false);
-    coll_end(&wr, true);
-    size_t tlen = 0;
-    char *tail = keel__yaml_out_close(&wr, "the merged scene", &tlen, d);
-    if (!tail) {
-        free(canon);
-        return NULL;
-    }
-    char *all = keel__xrealloc(canon, clen + tlen + 1);
-    memcpy(all + clen, tail, tlen + 1);
-    free(tail);
-    *outlen = clen + tlen;
-    return all;
+    keel__conflicts_free(&M->conflicts);
 }
 
 bool keel_merge_looks_like_scene(const char *text, size_t len)
@@ -1032,9 +895,9 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
     pthread_t threads[3];
     bool started[3] = { false, false, false };
     for (int s = 0; s < 3; s++) {
-        reads[s] = (side_read){ texts[s], lens[s], names[s], lim, s == B, keel__arena_new(), NULL, false, { 0 } };
+        reads[s] = (side_read){ texts[s], lens[s], names[s], lim, s == BASE, keel__arena_new(), NULL, false, { 0 } };
         keel_diags_init(&reads[s].diags);
-        if (s != O) started[s] = pthread_create(&threads[s], NULL, read_side, &reads[s]) == 0;
+        if (s != OURS) started[s] = pthread_create(&threads[s], NULL, read_side, &reads[s]) == 0;
     }
     bool ok = true;
     for (int s = 0; s < 3; s++) {
@@ -1053,7 +916,7 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
         mcomps rc = { 0 };
         keel_node *own[2] = { NULL, NULL };
         keel_node doc = build_doc(&M, &t, &rc, own);
-        result = finish(&doc, lim, &M.conflicts, outlen, d);
+        result = keel__conflicts_finish(&doc, lim, &M.conflicts, outlen, d);
         tree_free(&t);
         mcomps_free(&rc);
         for (int i = 0; i < 2; i++) keel_node_free(own[i]);
@@ -1064,259 +927,4 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
     if (!result) return keel_diags_status(d) != KEEL_OK ? keel_diags_status(d) : KEEL_PARSE_ERROR;
     *out = result;
     return KEEL_OK;
-}
-
-/* ---- conflicts lists: checking and resolving ---- */
-
-void keel__merge_conflict_diags(const keel_node *list, const char *file, keel_diags *d)
-{
-    if (is_null(list)) return;
-    if (list->kind != KEEL_NODE_SEQ) {
-        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", file, list->line, list->col,
-                      "conflicts must be a list");
-        return;
-    }
-    for (size_t i = 0; i < list->count; i++) {
-        const keel_node *e = &list->items[i];
-        const char *p = text_of(get(e, "path"));
-        char at[48];
-        snprintf(at, sizeof at, "conflicts[%zu]", i);
-        if (!p) {
-            keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, at, file, e->line, e->col,
-                          "a conflicts entry must be a map with a path");
-            continue;
-        }
-        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_CONFLICT, at, file, e->line, e->col,
-                      "unresolved merge conflict at %s (keel merge --take ours|theirs FILE %s)", p, p);
-    }
-}
-
-/* One step of a conflict path into the document. */
-typedef struct step {
-    enum { STEP_KEY, STEP_UUID, STEP_COMP } type;
-    char *key; /* the key, the UUID or the kind */
-    int64_t slot;
-} step;
-
-/* "UUID/KIND[SLOT]/FIELD" and its sisters as steps (at most 6); false for a path of no known form. */
-static bool parse_path(const char *path, step *st, size_t *n)
-{
-    char *copy = keel__strdup(path);
-    char *seg[5] = { NULL, NULL, NULL, NULL, NULL };
-    size_t ns = 0;
-    for (char *p = copy; ns < 5;) {
-        seg[ns++] = p;
-        char *slash = strchr(p, '/');
-        if (!slash) break;
-        *slash = '\0';
-        p = slash + 1;
-    }
-    size_t k = 0;
-#define STEP(t, s, sl) (st[k++] = (step){ (t), keel__strdup(s), (sl) })
-    bool ok = ns <= 4;
-    size_t at = 0; /* the segment naming a component; 0: none */
-    if (!ok) {
-    } else if (strcmp(seg[0], "keel") == 0) {
-        ok = ns == 1;
-        STEP(STEP_KEY, "keel", 0);
-    } else if (strcmp(seg[0], "scene") == 0 || strcmp(seg[0], "settings") == 0) {
-        ok = ns == 2;
-        STEP(STEP_KEY, seg[0], 0);
-        if (ok) STEP(STEP_KEY, seg[1], 0);
-    } else if (strcmp(seg[0], "root") == 0) {
-        ok = ns >= 2;
-        STEP(STEP_KEY, "root", 0);
-        at = 1;
-    } else {
-        STEP(STEP_KEY, "entities", 0);
-        STEP(STEP_UUID, seg[0], 0);
-        if (ns >= 2 &&
-            (strcmp(seg[1], "parent") == 0 || strcmp(seg[1], "name") == 0 || strcmp(seg[1], "enabled") == 0)) {
-            ok = ns == 2;
-            STEP(STEP_KEY, seg[1], 0);
-        } else if (ns >= 2) {
-            STEP(STEP_KEY, "components", 0);
-            at = 1;
-        }
-    }
-    if (ok && at) {
-        char *br = strchr(seg[at], '[');
-        long long slot = 0;
-        char end = 0;
-        ok = br && sscanf(br, "[%lld%c", &slot, &end) == 2 && end == ']' && br[strlen(br) - 1] == ']' &&
-            ns <= at + 2;
-        if (ok) {
-            *br = '\0';
-            STEP(STEP_COMP, seg[at], slot);
-            if (ns == at + 2) {
-                STEP(STEP_KEY, "body", 0);
-                STEP(STEP_KEY, seg[at + 1], 0);
-            }
-        }
-    }
-#undef STEP
-    free(copy);
-    *n = k;
-    return ok;
-}
-
-static void steps_free(step *st, size_t n)
-{
-    for (size_t i = 0; i < n; i++) free(st[i].key);
-}
-
-static bool step_matches(const step *s, const keel_node *item)
-{
-    if (s->type == STEP_UUID) {
-        const char *u = text_of(get(item, "uuid"));
-        return u && strcmp(u, s->key) == 0;
-    }
-    const char *k;
-    int64_t slot;
-    return comp_key(item, &k, &slot) && slot == s->slot && strcmp(k, s->key) == 0;
-}
-
-/* A copy of `n` with `val` (NULL: nothing) at the steps' place. An entity or component that
- * is not there is only created at the last step (its whole value); NULL when none results. */
-static keel_node *update(const keel_node *n, const step *s, size_t ns, const keel_node *val)
-{
-    if (ns == 0) return val ? keel_node_copy(val) : NULL;
-    if (s->type == STEP_KEY) {
-        keel_node *m = keel_node_new_map();
-        bool found = false;
-        for (size_t i = 0; n && n->kind == KEEL_NODE_MAP && i < n->count; i++) {
-            const char *k = text_of(&n->items[2 * i]);
-            if (!k) continue;
-            if (strcmp(k, s->key) == 0) {
-                found = true;
-                keel_node *v = update(&n->items[2 * i + 1], s + 1, ns - 1, val);
-                if (v) keel_node_put(m, k, v);
-            } else {
-                keel_node_put(m, k, keel_node_copy(&n->items[2 * i + 1]));
-            }
-        }
-        if (!found) {
-            keel_node *v = update(NULL, s + 1, ns - 1, val);
-            if (v) keel_node_put(m, s->key, v);
-        }
-        return m;
-    }
-    keel_node *q = keel_node_new_seq();
-    bool found = false;
-    for (size_t i = 0; n && n->kind == KEEL_NODE_SEQ && i < n->count; i++) {
-        if (!found && step_matches(s, &n->items[i])) {
-            found = true;
-            keel_node *v = update(&n->items[i], s + 1, ns - 1, val);
-            if (v) keel_node_push(q, v);
-        } else {
-            keel_node_push(q, keel_node_copy(&n->items[i]));
-        }
-    }
-    if (!found && ns == 1 && val) keel_node_push(q, keel_node_copy(val));
-    return q;
-}
-
-/* Theirs removed the entity: its children are at the top level there (as keel_destroy leaves
- * them). Takes `doc`, returns its replacement. */
-static keel_node *orphan_children(keel_node *doc, const char *uuid)
-{
-    const keel_node *list = get(doc, "entities");
-    for (size_t i = 0; list && list->kind == KEEL_NODE_SEQ && i < list->count; i++) {
-        const char *p = text_of(get(&list->items[i], "parent"));
-        const char *u = text_of(get(&list->items[i], "uuid"));
-        if (!p || !u || strcmp(p, uuid) != 0) continue;
-        step st[3] = { { STEP_KEY, "entities", 0 }, { STEP_UUID, (char *)u, 0 }, { STEP_KEY, "parent", 0 } };
-        keel_node *next = update(doc, st, 3, NULL);
-        keel_node_free(doc);
-        doc = next;
-        list = get(doc, "entities");
-    }
-    return doc;
-}
-
-static char *emit_tree(const keel_node *doc, size_t *len, keel_diags *d)
-{
-    writer wr;
-    keel__yaml_out_open(&wr);
-    emit_node(&wr, doc);
-    return keel__yaml_out_close(&wr, "the merged scene", len, d);
-}
-
-keel_status keel_merge_take(const char *text, size_t len, const char *name, bool theirs, const char *const *paths,
-                             size_t npaths, char **out, size_t *outlen, size_t *remaining, keel_diags *d)
-{
-    keel_node *doc = NULL;
-    keel_limits lim = keel_limits_default();
-    keel_status st = keel__yaml_parse(text, len, &lim, name, &doc, d);
-    if (st != KEEL_OK) return st;
-    const keel_node *list = get(doc, "conflicts");
-    if (!list || list->kind != KEEL_NODE_SEQ) {
-        keel_node_free(doc);
-        return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
-                             "no conflicts list to resolve");
-    }
-    bool *chosen = keel__xcalloc(list->count + 1, sizeof *chosen);
-    for (size_t i = 0; i < npaths; i++) {
-        bool found = false;
-        for (size_t j = 0; j < list->count; j++) {
-            const char *p = text_of(get(&list->items[j], "path"));
-            if (p && strcmp(p, paths[i]) == 0) found = chosen[j] = true;
-        }
-        if (!found)
-            st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
-                               "no conflict listed at %s", paths[i]);
-    }
-    for (size_t j = 0; npaths == 0 && j < list->count; j++) chosen[j] = true;
-    clist rest = { 0 };
-    keel_node *cur = keel_node_new_map(); /* the document without its conflicts */
-    for (size_t i = 0; i < doc->count; i++) {
-        const char *k = text_of(&doc->items[2 * i]);
-        if (k && strcmp(k, "conflicts") != 0) keel_node_put(cur, k, keel_node_copy(&doc->items[2 * i + 1]));
-    }
-    for (size_t j = 0; st == KEEL_OK && j < list->count; j++) {
-        const keel_node *e = &list->items[j];
-        const char *p = text_of(get(e, "path"));
-        const keel_node *v[3] = { get(e, "base"), get(e, "ours"), get(e, "theirs") };
-        for (int s = 0; s < 3; s++)
-            if (is_null(v[s])) v[s] = NULL;
-        if (!chosen[j]) {
-            conflict_add(&rest, keel__strdup(p ? p : ""), v[B], v[O], v[T]);
-            continue;
-        }
-        if (!theirs) continue;
-        step steps[6];
-        size_t ns = 0;
-        if (!p || !parse_path(p, steps, &ns)) {
-            st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", name, e->line, e->col,
-                               "not a conflict path: %s", p ? p : "(none)");
-        } else {
-            keel_node *next = update(cur, steps, ns, v[T]);
-            keel_node_free(cur);
-            cur = next;
-            if (ns == 2 && steps[1].type == STEP_UUID && !v[T]) cur = orphan_children(cur, steps[1].key);
-        }
-        steps_free(steps, ns);
-    }
-    free(chosen);
-    char *body = NULL;
-    size_t blen = 0;
-    if (st == KEEL_OK) {
-        body = emit_tree(cur, &blen, d);
-        if (!body) st = KEEL_INVALID_ARGUMENT;
-    }
-    if (st == KEEL_OK) {
-        keel_limits tl = keel_limits_default();
-        keel_node *back = NULL; /* read back: the styles a written scene has */
-        *out = NULL;
-        if (keel__yaml_parse(body, blen, &tl, "(the merged scene)", &back, d) == KEEL_OK)
-            *out = finish(back, NULL, &rest, outlen, d);
-        keel_node_free(back);
-        if (!*out) st = keel_diags_status(d);
-        *remaining = rest.n;
-    }
-    free(body);
-    clist_free(&rest);
-    keel_node_free(cur);
-    keel_node_free(doc);
-    return st;
 }

@@ -1,5 +1,33 @@
 /* save.c — save games: a baseline of the authored scene, and the difference from it that a slot
- * file holds (slotfile.c): captured, encoded, decoded and applied all or nothing. */
+ * file holds (slotfile.c): captured, encoded, decoded and applied all or nothing.
+ *
+ * A save holds only what play changed, so it stays small and survives edits to the parts of the
+ * scene the player never touched. keel_baseline_capture copies the freshly loaded world: every
+ * entity (UUID, name, parent, enabled) in hierarchy pre-order with its children lists, each
+ * saved component's field values by the kind's layout at that moment (base_kind: keys and
+ * types, since a kind may be redeclared before the save), unknown components' bodies whole,
+ * and an index of the entities sorted by UUID for binary search. Kinds marked NOSAVE are left
+ * out on both sides of the comparison, transient fields too.
+ *
+ * Saving walks the live world once in run order (tree_build gathers every parent's children in
+ * one pass) and writes, after the scene's UUID, three lists (COOKED.md has the bytes): entity
+ * records, one per entity that differs (flags say which of name, enabled and parent changed, or
+ * SPAWNED for one the baseline lacks, which then carries all three), each with the components
+ * the baseline had and the world lost (kind key and slot), those it gained (OP_ADD: the whole
+ * body, runtime fields included) and those whose saved fields differ (OP_CHANGE: only those
+ * fields, compared as typed values, encoded as a body); the UUIDs of baseline entities that are
+ * gone; and order records, a parent's children in order, only where appending the newcomers to
+ * the baseline's order would not give today's order. Entities are named by UUID throughout,
+ * never by handle or index.
+ *
+ * Loading decodes the whole file first, every count bounded by the bytes left and every body
+ * by a scene's limits, then checks that it fits the world (the same scene, the entities it
+ * names there, the spawned ones not) before touching anything. It applies in an order that
+ * keeps each step valid: destroy, spawn (at the top level), rename, enable and reparent,
+ * reorder, remove components (last first, so a requirer goes before what it requires), then add
+ * and change. Every change journals its inverse (a command, or a field's old value), and the
+ * first failure plays the journal backwards, so a save either applies whole or leaves the
+ * world as it was. */
 #include "base/util.h"
 #include "base/vec.h"
 #include "model/body.h"
@@ -108,6 +136,8 @@ static uint32_t base_kind_of(keel_baseline *b, keel_kind_id k)
     return (uint32_t)b->nkinds++;
 }
 
+/* The entity's saved components as values (strings copied: the world may free them), or as a
+ * preserved body for an unknown one. */
 static void capture_comps(keel_baseline *b, const keel_world *w, keel_entity e, base_ent *be)
 {
     size_t n = keel_member_count(w, e);
@@ -223,6 +253,7 @@ static bool member_find(const keel_world *w, keel_entity e, const char *key, uin
     return false;
 }
 
+/* An OP_ADD: the whole component, so loading needs nothing from the baseline to rebuild it. */
 static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const keel_member *m)
 {
     keel__buf_u8(b, OP_ADD);
@@ -446,6 +477,8 @@ static void tree_free(tree *t)
     free(t->kids);
 }
 
+/* The state a slot file holds: scene UUID, entity records, destroyed UUIDs, order records, each
+ * list counted first (built in buffers of their own, since the counts are known only after). */
 static void encode_state(const keel_world *w, const keel_baseline *base, keel__buf *b)
 {
     keel__buf_uuid(b, keel_world_uuid(w));
@@ -563,6 +596,8 @@ static void state_free(state *st)
     free(st->orders);
 }
 
+/* encode_state read back; the first problem stops it, in r->err. Counts are checked against the
+ * bytes left (the smallest record's size each) before anything is allocated for them. */
 static void decode_state(keel__rd *r, state *st)
 {
     st->scene = keel__rd_uuid(r, "truncated state");
@@ -702,6 +737,7 @@ static void undo_on_root(keel_world *w, const keel_cmd *cmd)
     }
 }
 
+/* Undoes the journal newest first, each inverse against the state it was recorded in. */
 static void journal_rollback(keel_world *w, journal *j)
 {
     for (size_t i = j->count; i-- > 0;) {
@@ -789,6 +825,8 @@ static keel_status apply_fields(keel_world *w, keel_comp c, const s_comp *sc, co
     return s;
 }
 
+/* One component record: an add goes through keel_add (migrating an older body) or, for a kind
+ * not declared or newer than declared here, keel_add_unknown; a change must find the component. */
 static keel_status apply_comp(keel_world *w, s_ent *e, const s_comp *sc, const char *path, journal *j,
                               keel_diags *d)
 {
@@ -870,6 +908,8 @@ static keel_status check_state(const keel_world *w, const state *st, keel_diags 
     return keel_diags_status(d);
 }
 
+/* The decoded state onto `w` in an order where each step finds what it needs (see the top of the
+ * file); stops at the first failure and leaves the undoing to the caller's journal. */
 static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags *d)
 {
     keel_cmd inv;

@@ -1,4 +1,30 @@
-/* scene_read.c — a scene document (keel_node tree) to a validated world: transactional, every problem listed. */
+/* scene_read.c — a scene document (keel_node tree) to a validated world: transactional, every problem listed.
+ *
+ * A load builds a fresh world while it reads and returns it only if no error was found; on any
+ * error the world is freed, so a caller never sees half a scene. It does not stop at the first
+ * problem: every entity, component and field is checked and each problem gets a diagnostic with
+ * its path (entities[3].components[1].body.hp) and line, so one pass over a hand-edited file
+ * shows all that is wrong with it.
+ *
+ * The reader streams. A big scene is mostly its `entities` list, and keel__yaml_parse_stream
+ * can hand that list's items over one at a time and free each: when the `root:` components
+ * come before the list (the writer always puts them there), stream_begin loads the root at once
+ * and every entity is validated and spawned as it is read (load_entity), so memory stays at
+ * one entity's tree however long the file. Otherwise the list is read whole and loaded the
+ * same way from build(). Either way what later passes need of an entity outlives its node in a
+ * small ent_rec (its handle, its parent's UUID, positions as line and column, offsets into the
+ * loader's text and position arrays). The loader context (`ld`) holds those arrays, the world
+ * being built, the unknown kinds counted, and the component references to check later.
+ *
+ * Some checks can only run once everything exists, so the passes follow DESIGN.md's order:
+ * each entity is spawned at the top level with its components decoded (load_entity); then
+ * parents are resolved by UUID, entity and asset references in bodies checked, parent rings
+ * found and reported once each (find_rings) before any link is made, the hierarchy linked and
+ * its depth checked, and last each entity's kind rules. Streaming means the scene and settings
+ * keys may be looked at after the entities, so diagnostics go to one list per stage (B_TOP ...
+ * B_TAIL) that are joined at the end and then sorted (by_stage): errors before warnings, the
+ * earliest stage first, document order within a stage, so the first diagnostic, the one an
+ * error object reports, is the same whatever the order of the file. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,7 +37,6 @@
 #include "model/kind.h"
 #include "files/yaml_read.h"
 #include "files/scene_read.h"
-#include "files/merge.h"
 #include "base/vec.h"
 
 typedef struct unknown_count {
@@ -84,39 +109,39 @@ static keel_node at_pos(pos p)
 
 static pos pos_of(const keel_node *n) { return (pos){ n->line, n->col }; }
 
-static void vreport(loader *L, keel_severity sev, keel_status code, const char *path, const keel_node *at,
+static void vreport(loader *ld, keel_severity sev, keel_status code, const char *path, const keel_node *at,
                     const char *fmt, va_list ap)
 {
     char msg[640];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    keel_diag_add(L->diags, sev, code, path, L->file, at ? at->line : 0, at ? at->col : 0, "%s", msg);
+    keel_diag_add(ld->diags, sev, code, path, ld->file, at ? at->line : 0, at ? at->col : 0, "%s", msg);
 }
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 5, 6)))
 #endif
-static void error(loader *L, keel_status code, const char *path, const keel_node *at, const char *fmt, ...)
+static void error(loader *ld, keel_status code, const char *path, const keel_node *at, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(L, KEEL_SEV_ERROR, code, path, at, fmt, ap);
+    vreport(ld, KEEL_SEV_ERROR, code, path, at, fmt, ap);
     va_end(ap);
 }
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 5, 6)))
 #endif
-static void warning(loader *L, keel_status code, const char *path, const keel_node *at, const char *fmt, ...)
+static void warning(loader *ld, keel_status code, const char *path, const keel_node *at, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vreport(L, KEEL_SEV_WARNING, code, path, at, fmt, ap);
+    vreport(ld, KEEL_SEV_WARNING, code, path, at, fmt, ap);
     va_end(ap);
 }
 
 /* Moves diagnostics from a world call into the loader's list, filling in the
  * path and position of the document node they concern when the call had none. */
-static bool forward(loader *L, keel_diags *tmp, const char *path, const keel_node *at)
+static bool forward(loader *ld, keel_diags *tmp, const char *path, const keel_node *at)
 {
     bool had_error = tmp->errors > 0;
     for (size_t i = 0; i < tmp->count; i++) {
@@ -125,13 +150,13 @@ static bool forward(loader *L, keel_diags *tmp, const char *path, const keel_nod
             free(g->path);
             g->path = keel__strdup(path);
         }
-        if (!g->file && L->file) g->file = keel__strdup(L->file);
+        if (!g->file && ld->file) g->file = keel__strdup(ld->file);
         if (g->line == 0 && at) {
             g->line = at->line;
             g->col = at->col;
         }
     }
-    keel_diags_append(L->diags, tmp, "");
+    keel_diags_append(ld->diags, tmp, "");
     return !had_error;
 }
 
@@ -226,79 +251,79 @@ static const char *show(const keel_node *n)
 }
 
 /* libyaml decodes "\0"; read as a C string, such a scalar would be cut short. */
-static bool refuse_nul(loader *L, const keel_node *n, const char *path)
+static bool refuse_nul(loader *ld, const keel_node *n, const char *path)
 {
-    error(L, KEEL_INVALID_ARGUMENT, path, n, "'%.64s...' holds a NUL byte", n->text);
+    error(ld, KEEL_INVALID_ARGUMENT, path, n, "'%.64s...' holds a NUL byte", n->text);
     return false;
 }
 
-static bool want_bool(loader *L, const keel_node *n, const char *path, bool *out)
+static bool want_bool(loader *ld, const keel_node *n, const char *path, bool *out)
 {
-    if (keel__node_has_nul(n)) return refuse_nul(L, n, path);
+    if (keel__node_has_nul(n)) return refuse_nul(ld, n, path);
     if (n->kind == KEEL_NODE_SCALAR && keel_node_as_bool(n, out)) return true;
-    error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a boolean, got '%.64s'", show(n));
+    error(ld, KEEL_INVALID_ARGUMENT, path, n, "expected a boolean, got '%.64s'", show(n));
     return false;
 }
 
-static bool want_int(loader *L, const keel_node *n, const char *path, int64_t *out)
+static bool want_int(loader *ld, const keel_node *n, const char *path, int64_t *out)
 {
-    if (keel__node_has_nul(n)) return refuse_nul(L, n, path);
+    if (keel__node_has_nul(n)) return refuse_nul(ld, n, path);
     if (n->kind == KEEL_NODE_SCALAR && keel_node_as_int(n, out)) return true;
-    error(L, KEEL_INVALID_ARGUMENT, path, n, "expected an integer, got '%.64s'", show(n));
+    error(ld, KEEL_INVALID_ARGUMENT, path, n, "expected an integer, got '%.64s'", show(n));
     return false;
 }
 
-static bool want_float(loader *L, const keel_node *n, const char *path, double *out)
+static bool want_float(loader *ld, const keel_node *n, const char *path, double *out)
 {
-    if (keel__node_has_nul(n)) return refuse_nul(L, n, path);
+    if (keel__node_has_nul(n)) return refuse_nul(ld, n, path);
     if (n->kind != KEEL_NODE_SCALAR || !keel_node_as_float(n, out)) {
-        error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a number, got '%.64s'", show(n));
+        error(ld, KEEL_INVALID_ARGUMENT, path, n, "expected a number, got '%.64s'", show(n));
         return false;
     }
     if (!isfinite(*out)) {
-        error(L, KEEL_INVALID_ARGUMENT, path, n, "%s is not finite", n->text);
+        error(ld, KEEL_INVALID_ARGUMENT, path, n, "%s is not finite", n->text);
         return false;
     }
     return true;
 }
 
-static bool want_vec(loader *L, const keel_node *n, const char *path, int width, double *out)
+static bool want_vec(loader *ld, const keel_node *n, const char *path, int width, double *out)
 {
     if (n->kind != KEEL_NODE_SEQ || n->count != (size_t)width) {
-        error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a list of %d numbers", width);
+        error(ld, KEEL_INVALID_ARGUMENT, path, n, "expected a list of %d numbers", width);
         return false;
     }
     bool ok = true;
     for (int i = 0; i < width; i++) {
         char *p = pathf("%s[%d]", path, i);
-        ok = want_float(L, &n->items[i], p, &out[i]) && ok;
+        ok = want_float(ld, &n->items[i], p, &out[i]) && ok;
         free(p);
     }
     return ok;
 }
 
 /* Strings: any scalar's text (null reads as ""); a collection is the wrong type. */
-static const char *want_string(loader *L, const keel_node *n, const char *path)
+static const char *want_string(loader *ld, const keel_node *n, const char *path)
 {
     if (n->kind != KEEL_NODE_SCALAR) {
-        error(L, KEEL_INVALID_ARGUMENT, path, n, "expected a string, got %s", show(n));
+        error(ld, KEEL_INVALID_ARGUMENT, path, n, "expected a string, got %s", show(n));
         return NULL;
     }
     if (keel__node_has_nul(n)) {
-        refuse_nul(L, n, path);
+        refuse_nul(ld, n, path);
         return NULL;
     }
     return keel_node_is_null(n) ? "" : n->text;
 }
 
-static bool want_uuid(loader *L, const keel_node *n, const char *path, keel_uuid *out)
+static bool want_uuid(loader *ld, const keel_node *n, const char *path, keel_uuid *out)
 {
     if (n->kind != KEEL_NODE_SCALAR || keel__node_has_nul(n) || !keel_uuid_parse(n->text, out)) {
-        error(L, KEEL_PARSE_ERROR, path, n, "malformed uuid '%.64s'", show(n));
+        error(ld, KEEL_PARSE_ERROR, path, n, "malformed uuid '%.64s'", show(n));
         return false;
     }
     if (keel_uuid_is_nil(*out)) {
-        error(L, KEEL_PARSE_ERROR, path, n, "the nil uuid is not allowed here");
+        error(ld, KEEL_PARSE_ERROR, path, n, "the nil uuid is not allowed here");
         return false;
     }
     return true;
@@ -306,10 +331,10 @@ static bool want_uuid(loader *L, const keel_node *n, const char *path, keel_uuid
 
 static bool is_null(const keel_node *n) { return n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n); }
 
-static void unknown_key(loader *L, const keel_node *k, const char *path, const char *what)
+static void unknown_key(loader *ld, const keel_node *k, const char *path, const char *what)
 {
     char *p = path[0] ? pathf("%s.%s", path, k->text) : pathf("%s", k->text);
-    error(L, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s'%s in %s", k->text,
+    error(ld, KEEL_PARSE_ERROR, p, k, "unknown key '%.64s'%s in %s", k->text,
           keel__node_has_nul(k) ? " (holding a NUL byte)" : "", what);
     free(p);
 }
@@ -317,13 +342,13 @@ static void unknown_key(loader *L, const keel_node *k, const char *path, const c
 /* A MAP whose keys must all be among `allowed` (others are ParseError), and a keel_node_get of
  * each allowed key in the same pass over the keys (records and entries are many): vals[a] is what keel_node_get(n, allowed[a]) gives, the first key equal
  * to it as a C string, or NULL. A key with a NUL byte can equal one so, yet is not allowed. */
-static bool want_fields(loader *L, const keel_node *n, const char *path, const char *what,
+static bool want_fields(loader *ld, const keel_node *n, const char *path, const char *what,
                         const char *const *allowed, const keel_node **vals)
 {
     size_t count = 0;
     for (; allowed[count]; count++) vals[count] = NULL;
     if (n->kind != KEEL_NODE_MAP) {
-        error(L, KEEL_PARSE_ERROR, path, n, "%s must be a map", what);
+        error(ld, KEEL_PARSE_ERROR, path, n, "%s must be a map", what);
         return false;
     }
     bool ok = true;
@@ -340,7 +365,7 @@ static bool want_fields(loader *L, const keel_node *n, const char *path, const c
             break;
         }
         if (!found) {
-            unknown_key(L, k, path, what);
+            unknown_key(ld, k, path, what);
             ok = false;
         }
     }
@@ -348,11 +373,11 @@ static bool want_fields(loader *L, const keel_node *n, const char *path, const c
 }
 
 /* want_fields for a section whose values are read later (at most 15 allowed keys). */
-static bool want_map(loader *L, const keel_node *n, const char *path, const char *what,
+static bool want_map(loader *ld, const keel_node *n, const char *path, const char *what,
                      const char *const *allowed)
 {
     const keel_node *vals[16];
-    return want_fields(L, n, path, what, allowed, vals);
+    return want_fields(ld, n, path, what, allowed, vals);
 }
 
 /* 1 to 9 decimal digits in a plain scalar: keel_node_as_int's answer, without its general path. */
@@ -389,21 +414,21 @@ static size_t body_size(const keel_node *n) { return keel__body_size(n); }
 
 /* ---- sections ---- */
 
-static void load_grid(loader *L, const keel_node *n)
+static void load_grid(loader *ld, const keel_node *n)
 {
     static const char *const keys[] = { "enabled", "origin", "orientation", "base_spacing", "major_line_every", NULL };
-    if (!want_map(L, n, "settings.grid", "settings.grid", keys)) return;
-    keel_grid g = *keel_world_grid(L->w);
+    if (!want_map(ld, n, "settings.grid", "settings.grid", keys)) return;
+    keel_grid g = *keel_world_grid(ld->w);
     bool ok = true;
     const keel_node *v;
-    if ((v = keel_node_get(n, "enabled"))) ok = want_bool(L, v, "settings.grid.enabled", &g.enabled) && ok;
-    if ((v = keel_node_get(n, "origin"))) ok = want_vec(L, v, "settings.grid.origin", 3, g.origin) && ok;
+    if ((v = keel_node_get(n, "enabled"))) ok = want_bool(ld, v, "settings.grid.enabled", &g.enabled) && ok;
+    if ((v = keel_node_get(n, "origin"))) ok = want_vec(ld, v, "settings.grid.origin", 3, g.origin) && ok;
     if ((v = keel_node_get(n, "orientation"))) {
-        if (want_vec(L, v, "settings.grid.orientation", 4, g.orientation)) {
+        if (want_vec(ld, v, "settings.grid.orientation", 4, g.orientation)) {
             double q = 0;
             for (int i = 0; i < 4; i++) q += g.orientation[i] * g.orientation[i];
             if (fabs(sqrt(q) - 1.0) > 1e-6) {
-                error(L, KEEL_INVALID_ARGUMENT, "settings.grid.orientation", v,
+                error(ld, KEEL_INVALID_ARGUMENT, "settings.grid.orientation", v,
                       "orientation must be a normalized quaternion (length %g)", sqrt(q));
                 ok = false;
             }
@@ -412,9 +437,9 @@ static void load_grid(loader *L, const keel_node *n)
         }
     }
     if ((v = keel_node_get(n, "base_spacing"))) {
-        if (want_float(L, v, "settings.grid.base_spacing", &g.base_spacing)) {
+        if (want_float(ld, v, "settings.grid.base_spacing", &g.base_spacing)) {
             if (!(g.base_spacing > 0)) {
-                error(L, KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing", v, "base_spacing must be > 0");
+                error(ld, KEEL_INVALID_ARGUMENT, "settings.grid.base_spacing", v, "base_spacing must be > 0");
                 ok = false;
             }
         } else {
@@ -422,9 +447,9 @@ static void load_grid(loader *L, const keel_node *n)
         }
     }
     if ((v = keel_node_get(n, "major_line_every"))) {
-        if (want_int(L, v, "settings.grid.major_line_every", &g.major_line_every)) {
+        if (want_int(ld, v, "settings.grid.major_line_every", &g.major_line_every)) {
             if (g.major_line_every < 1) {
-                error(L, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every", v, "major_line_every must be >= 1");
+                error(ld, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every", v, "major_line_every must be >= 1");
                 ok = false;
             }
         } else {
@@ -434,23 +459,23 @@ static void load_grid(loader *L, const keel_node *n)
     if (!ok) return;
     keel_diags tmp;
     keel_diags_init(&tmp);
-    keel_world_set_grid(L->w, &g, &tmp);
-    forward(L, &tmp, "settings.grid", n);
+    keel_world_set_grid(ld->w, &g, &tmp);
+    forward(ld, &tmp, "settings.grid", n);
 }
 
-static void count_unknown(loader *L, const char *key, int newer)
+static void count_unknown(loader *ld, const char *key, int newer)
 {
-    for (size_t i = 0; i < L->unk_n; i++)
-        if (strcmp(L->unk[i].key, key) == 0 && L->unk[i].newer == newer) {
-            L->unk[i].count++;
+    for (size_t i = 0; i < ld->unk_n; i++)
+        if (strcmp(ld->unk[i].key, key) == 0 && ld->unk[i].newer == newer) {
+            ld->unk[i].count++;
             return;
         }
-    KEEL__VEC_RESERVE(L->unk, L->unk_n, L->unk_cap, 1, 4);
-    L->unk[L->unk_n].key = keel__strdup(key);
-    L->unk[L->unk_n].count = 1;
-    L->unk[L->unk_n].root_count = 0;
-    L->unk[L->unk_n].newer = newer;
-    L->unk_n++;
+    KEEL__VEC_RESERVE(ld->unk, ld->unk_n, ld->unk_cap, 1, 4);
+    ld->unk[ld->unk_n].key = keel__strdup(key);
+    ld->unk[ld->unk_n].count = 1;
+    ld->unk[ld->unk_n].root_count = 0;
+    ld->unk[ld->unk_n].newer = newer;
+    ld->unk_n++;
 }
 
 /* Entity fields must name an entity of the document; asset fields an asset of the manifest. */
@@ -461,25 +486,25 @@ static bool has_references(const keel_kind_desc *kd)
     return false;
 }
 
-static void check_references(loader *L, keel_comp c, const pos *field_at, const char *bpath, bool entities)
+static void check_references(loader *ld, keel_comp c, const pos *field_at, const char *bpath, bool entities)
 {
     const keel_kind_desc *kd = keel_kind_describe(c.kind);
     for (size_t f = 0; kd && f < kd->field_count; f++) {
         keel_type t = kd->fields[f].type;
         if (t != KEEL_T_ENTITY && t != KEEL_T_ASSET) continue;
         keel_value v;
-        if (keel_get(L->w, c, (int)f, &v, NULL) != KEEL_OK || v.nil || keel_uuid_is_nil(v.as.u)) continue;
+        if (keel_get(ld->w, c, (int)f, &v, NULL) != KEEL_OK || v.nil || keel_uuid_is_nil(v.as.u)) continue;
         keel_node at = at_pos(field_at[f]);
         char u[37];
         keel_uuid_format(v.as.u, u);
         char *p = pathf("%s.%s", bpath, kd->fields[f].key);
-        if (t == KEEL_T_ENTITY && entities && !keel_find(L->w, v.as.u)) {
-            error(L, KEEL_NOT_FOUND, p, &at, "entity reference %s is not an entity of this scene", u);
-        } else if (t == KEEL_T_ASSET && L->o->assets && !keel_assets_has(L->o->assets, v.as.u)) {
-            if (L->o->strict) {
-                error(L, KEEL_NOT_FOUND, p, &at, "asset %s is not in the manifest", u);
+        if (t == KEEL_T_ENTITY && entities && !keel_find(ld->w, v.as.u)) {
+            error(ld, KEEL_NOT_FOUND, p, &at, "entity reference %s is not an entity of this scene", u);
+        } else if (t == KEEL_T_ASSET && ld->o->assets && !keel_assets_has(ld->o->assets, v.as.u)) {
+            if (ld->o->strict) {
+                error(ld, KEEL_NOT_FOUND, p, &at, "asset %s is not in the manifest", u);
             } else {
-                warning(L, KEEL_NOT_FOUND, p, &at, "asset %s is not in the manifest; using a placeholder", u);
+                warning(ld, KEEL_NOT_FOUND, p, &at, "asset %s is not in the manifest; using a placeholder", u);
             }
         }
         free(p);
@@ -488,11 +513,11 @@ static void check_references(loader *L, keel_comp c, const pos *field_at, const 
 
 /* What a file holds but a save will drop (a runtime-only kind, a transient field) is read,
  * and said: `keel fmt` would otherwise lose it without a word. */
-static void warn_unsaved(loader *L, const keel_kind_desc *kd, const keel_node *n, const keel_node *body,
+static void warn_unsaved(loader *ld, const keel_kind_desc *kd, const keel_node *n, const keel_node *body,
                          const char *cpath)
 {
     if (kd->flags & KEEL_KIND_NOSAVE) {
-        warning(L, KEEL_UNSUPPORTED, cpath, n, "%s is nosave (runtime only): loaded, but never saved", kd->key);
+        warning(ld, KEEL_UNSUPPORTED, cpath, n, "%s is nosave (runtime only): loaded, but never saved", kd->key);
         return;
     }
     for (size_t f = 0; body && f < kd->field_count; f++) {
@@ -500,7 +525,7 @@ static void warn_unsaved(loader *L, const keel_kind_desc *kd, const keel_node *n
         const keel_node *at = (fl & (KEEL_FIELD_TRANSIENT | KEEL_FIELD_RUNTIME)) ? body_get(body, kd->fields[f].key) : NULL;
         if (!at) continue;
         char *p = pathf("%s.body.%s", cpath, kd->fields[f].key);
-        warning(L, KEEL_UNSUPPORTED, p, at, "%s: field '%s' is %s: read, but never %s", kd->key, kd->fields[f].key,
+        warning(ld, KEEL_UNSUPPORTED, p, at, "%s: field '%s' is %s: read, but never %s", kd->key, kd->fields[f].key,
                 fl & KEEL_FIELD_TRANSIENT ? "transient" : "runtime",
                 fl & KEEL_FIELD_TRANSIENT ? "saved" : "written to a scene file");
         free(p);
@@ -515,31 +540,31 @@ typedef struct comp_head {
 } comp_head;
 
 /* keel__kind_key_valid, remembering the last keys it passed: entries name few kinds, over and over. */
-static bool kind_key_valid(loader *L, const keel_node *kn)
+static bool kind_key_valid(loader *ld, const keel_node *kn)
 {
     if (kn->kind != KEEL_NODE_SCALAR) return false;
     for (int i = 0; i < 4; i++)
-        if (L->valid_kinds[i].len && kn->len == L->valid_kinds[i].len &&
-            memcmp(kn->text, L->valid_kinds[i].text, kn->len) == 0)
+        if (ld->valid_kinds[i].len && kn->len == ld->valid_kinds[i].len &&
+            memcmp(kn->text, ld->valid_kinds[i].text, kn->len) == 0)
             return true;
     if (keel__node_has_nul(kn) || !keel__kind_key_valid(kn->text)) return false;
-    if (kn->len < sizeof L->valid_kinds[0].text) {
-        unsigned i = L->valid_kinds_next++ % 4;
-        memcpy(L->valid_kinds[i].text, kn->text, kn->len);
-        L->valid_kinds[i].len = kn->len;
+    if (kn->len < sizeof ld->valid_kinds[0].text) {
+        unsigned i = ld->valid_kinds_next++ % 4;
+        memcpy(ld->valid_kinds[i].text, kn->text, kn->len);
+        ld->valid_kinds[i].len = kn->len;
     }
     return true;
 }
 
-static bool read_kind_key(loader *L, const keel_node *n, const keel_node *kn, const char *cpath, comp_head *h)
+static bool read_kind_key(loader *ld, const keel_node *n, const keel_node *kn, const char *cpath, comp_head *h)
 {
     if (!kn) {
-        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
+        error(ld, KEEL_PARSE_ERROR, cpath, n, "missing key 'kind'");
         return false;
     }
-    if (!kind_key_valid(L, kn)) {
+    if (!kind_key_valid(ld, kn)) {
         char *p = pathf("%s.kind", cpath);
-        error(L, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s'%s (ns:name, [a-z0-9_]+)", show(kn),
+        error(ld, KEEL_PARSE_ERROR, p, kn, "malformed kind key '%.64s'%s (ns:name, [a-z0-9_]+)", show(kn),
               keel__node_has_nul(kn) ? " (holding a NUL byte)" : "");
         free(p);
         return false;
@@ -548,10 +573,10 @@ static bool read_kind_key(loader *L, const keel_node *n, const keel_node *kn, co
     return true;
 }
 
-static bool read_version(loader *L, const keel_node *n, const keel_node *vn, const char *cpath, comp_head *h)
+static bool read_version(loader *ld, const keel_node *n, const keel_node *vn, const char *cpath, comp_head *h)
 {
     if (!vn) {
-        error(L, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
+        error(ld, KEEL_PARSE_ERROR, cpath, n, "missing key 'version'");
         return false;
     }
     if (small_uint(vn, &h->version) && h->version >= 1) return true; /* the common case */
@@ -560,8 +585,8 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
         return true; /* before any path is built */
     char *p = pathf("%s.version", cpath);
     bool ok = true;
-    if (want_int(L, vn, p, &h->version) && (h->version < 1 || h->version > INT32_MAX)) {
-        error(L, KEEL_INVALID_ARGUMENT, p, vn, "version must be an integer >= 1");
+    if (want_int(ld, vn, p, &h->version) && (h->version < 1 || h->version > INT32_MAX)) {
+        error(ld, KEEL_INVALID_ARGUMENT, p, vn, "version must be an integer >= 1");
         ok = false;
     } else if (h->version < 1) {
         ok = false;
@@ -570,7 +595,7 @@ static bool read_version(loader *L, const keel_node *n, const keel_node *vn, con
     return ok;
 }
 
-static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_head *h)
+static bool read_slot(loader *ld, const keel_node *sn, const char *cpath, comp_head *h)
 {
     if (!sn) return true;
     if (small_uint(sn, &h->slot)) return true; /* the common case */
@@ -578,9 +603,9 @@ static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_he
         h->slot < (int64_t)UINT32_MAX)
         return true; /* the common case, before any path is built */
     char *p = pathf("%s.slot", cpath);
-    bool ok = want_int(L, sn, p, &h->slot);
+    bool ok = want_int(ld, sn, p, &h->slot);
     if (ok && (h->slot < 0 || h->slot >= (int64_t)UINT32_MAX)) {
-        error(L, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer from 0 to %u",
+        error(ld, KEEL_INVALID_ARGUMENT, p, sn, "slot must be an integer from 0 to %u",
               (unsigned)(KEEL_SLOT_AUTO - 1)); /* KEEL_SLOT_AUTO itself means "none" */
         ok = false;
     }
@@ -589,36 +614,36 @@ static bool read_slot(loader *L, const keel_node *sn, const char *cpath, comp_he
 }
 
 /* The entry's values: kind, version, slot, enabled (load_component's keys). */
-static bool read_head(loader *L, const keel_node *n, const keel_node *const *v, const char *cpath, comp_head *h)
+static bool read_head(loader *ld, const keel_node *n, const keel_node *const *v, const char *cpath, comp_head *h)
 {
     *h = (comp_head){ NULL, 0, -1, true };
-    bool ok = read_kind_key(L, n, v[0], cpath, h);
-    ok = read_version(L, n, v[1], cpath, h) && ok;
-    ok = read_slot(L, v[2], cpath, h) && ok;
+    bool ok = read_kind_key(ld, n, v[0], cpath, h);
+    ok = read_version(ld, n, v[1], cpath, h) && ok;
+    ok = read_slot(ld, v[2], cpath, h) && ok;
     if (v[3]) {
         char p[PATH_CAP];
-        ok = want_bool(L, v[3], path_join(p, cpath, ".enabled"), &h->enabled) && ok;
+        ok = want_bool(ld, v[3], path_join(p, cpath, ".enabled"), &h->enabled) && ok;
     }
     return ok;
 }
 
 /* The body: absent or null (none), else a map within the size limit. */
-static bool check_body(loader *L, const keel_node *body, const char *bpath)
+static bool check_body(loader *ld, const keel_node *body, const char *bpath)
 {
     if (body && body->kind != KEEL_NODE_MAP) {
-        error(L, KEEL_PARSE_ERROR, bpath, body, "a component body must be a map");
+        error(ld, KEEL_PARSE_ERROR, bpath, body, "a component body must be a map");
         return false;
     }
-    if (body && body_size(body) > L->o->limits.body_size) {
-        error(L, KEEL_LIMIT_EXCEEDED, bpath, body, "component body larger than the limit (%zu bytes)",
-              L->o->limits.body_size);
+    if (body && body_size(body) > ld->o->limits.body_size) {
+        error(ld, KEEL_LIMIT_EXCEEDED, bpath, body, "component body larger than the limit (%zu bytes)",
+              ld->o->limits.body_size);
         return false;
     }
     return true;
 }
 
 /* A declared kind at a version it knows: decoded, added (rules and awake come later). */
-static bool add_known(loader *L, keel_entity e, const keel_node *n, const comp_head *h, keel_kind_id k,
+static bool add_known(loader *ld, keel_entity e, const keel_node *n, const comp_head *h, keel_kind_id k,
                       const keel_node *body, const char *cpath, const char *bpath)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
@@ -628,33 +653,33 @@ static bool add_known(loader *L, keel_entity e, const keel_node *n, const comp_h
     ao.slot = h->slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)h->slot;
     ao.body = body;
     ao.version = (int)h->version;
-    ao.strict = L->o->strict;
+    ao.strict = ld->o->strict;
     ao.skip_rules = true;
     ao.no_awake = true;
     ao.path = bpath;
-    ao.file = L->file;
+    ao.file = ld->file;
     keel_comp c;
-    if (keel_add(L->w, e, k, &ao, &c, NULL, &tmp) != KEEL_OK) {
-        forward(L, &tmp, cpath, n);
+    if (keel_add(ld->w, e, k, &ao, &c, NULL, &tmp) != KEEL_OK) {
+        forward(ld, &tmp, cpath, n);
         return false;
     }
-    if (!h->enabled) keel_comp_set_enabled(L->w, c, false, NULL, &tmp);
-    bool ok = forward(L, &tmp, cpath, n);
-    warn_unsaved(L, kd, n, body, cpath);
+    if (!h->enabled) keel_comp_set_enabled(ld->w, c, false, NULL, &tmp);
+    bool ok = forward(ld, &tmp, cpath, n);
+    warn_unsaved(ld, kd, n, body, cpath);
     if (has_references(kd)) {
-        KEEL__VEC_RESERVE(L->refs, L->refs_n, L->refs_cap, 1, 64);
+        KEEL__VEC_RESERVE(ld->refs, ld->refs_n, ld->refs_cap, 1, 64);
         pos *field_at = keel__xcalloc(kd->field_count ? kd->field_count : 1, sizeof *field_at);
         for (size_t f = 0; body && f < kd->field_count; f++) {
             const keel_node *v = body_get(body, kd->fields[f].key);
             if (v) field_at[f] = pos_of(v);
         }
-        L->refs[L->refs_n++] = (ref_check){ c, field_at, keel__strdup(bpath) };
+        ld->refs[ld->refs_n++] = (ref_check){ c, field_at, keel__strdup(bpath) };
     }
     return ok;
 }
 
 /* Not registered, or newer than the kind knows: kept whole, never guessed at. */
-static bool add_unknown(loader *L, keel_entity e, const keel_node *n, const comp_head *h,
+static bool add_unknown(loader *ld, keel_entity e, const keel_node *n, const comp_head *h,
                         const keel_kind_desc *kd, const keel_node *body, const char *cpath)
 {
     keel_diags tmp;
@@ -662,70 +687,70 @@ static bool add_unknown(loader *L, keel_entity e, const keel_node *n, const comp
     uint32_t s = h->slot < 0 ? KEEL_SLOT_AUTO : (uint32_t)h->slot;
     keel_node *empty = body ? NULL : keel_node_new_map();
     bool ok;
-    if (keel_add_unknown(L->w, e, h->key, (int)h->version, s, body ? body : empty, &tmp) == KEEL_OK) {
-        count_unknown(L, h->key, kd ? (kd->version < 1 ? 1 : kd->version) : 0);
+    if (keel_add_unknown(ld->w, e, h->key, (int)h->version, s, body ? body : empty, &tmp) == KEEL_OK) {
+        count_unknown(ld, h->key, kd ? (kd->version < 1 ? 1 : kd->version) : 0);
         /* The public command refuses edits to unknown entries; a loader
          * restores the flag the file recorded, on the entry just added. */
-        keel__ent *ent = h->enabled ? NULL : keel__ent_get(L->w, e);
-        if (ent && ent->member_count) keel__entry_set_enabled(L->w, &keel__members(L->w, ent)[ent->member_count - 1], false);
-        ok = forward(L, &tmp, cpath, n);
+        keel__ent *ent = h->enabled ? NULL : keel__ent_get(ld->w, e);
+        if (ent && ent->member_count) keel__entry_set_enabled(ld->w, &keel__members(ld->w, ent)[ent->member_count - 1], false);
+        ok = forward(ld, &tmp, cpath, n);
     } else {
-        forward(L, &tmp, cpath, n);
+        forward(ld, &tmp, cpath, n);
         ok = false;
     }
     keel_node_free(empty);
     return ok;
 }
 
-static bool load_component(loader *L, keel_entity e, const keel_node *n, const char *cpath)
+static bool load_component(loader *ld, keel_entity e, const keel_node *n, const char *cpath)
 {
     static const char *const keys[] = { "kind", "version", "slot", "enabled", "body", NULL };
     const keel_node *v[5];
-    if (!want_fields(L, n, cpath, "a component", keys, v)) return false;
+    if (!want_fields(ld, n, cpath, "a component", keys, v)) return false;
     comp_head h;
-    bool ok = read_head(L, n, v, cpath, &h);
+    bool ok = read_head(ld, n, v, cpath, &h);
     const keel_node *body = v[4];
     if (body && is_null(body)) body = NULL;
     char bpath[PATH_CAP];
     path_join(bpath, cpath, ".body");
-    ok = check_body(L, body, bpath) && ok;
+    ok = check_body(ld, body, bpath) && ok;
     if (ok) {
         keel_kind_id k = keel_kind_find(h.key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (kd && h.version <= (kd->version < 1 ? 1 : kd->version))
-            ok = add_known(L, e, n, &h, k, body, cpath, bpath);
+            ok = add_known(ld, e, n, &h, k, body, cpath, bpath);
         else
-            ok = add_unknown(L, e, n, &h, kd, body, cpath);
+            ok = add_unknown(ld, e, n, &h, kd, body, cpath);
     }
     return ok;
 }
 
 /* Components of one entity (or of the root when `prefix` is "root"). */
-static bool load_components(loader *L, keel_entity e, const keel_node *list, const char *prefix)
+static bool load_components(loader *ld, keel_entity e, const keel_node *list, const char *prefix)
 {
     if (!list || is_null(list)) return true;
     if (list->kind != KEEL_NODE_SEQ) {
-        error(L, KEEL_PARSE_ERROR, prefix, list, "components must be a list");
+        error(ld, KEEL_PARSE_ERROR, prefix, list, "components must be a list");
         return false;
     }
-    if (list->count > L->o->limits.components_per_entity) {
-        error(L, KEEL_LIMIT_EXCEEDED, prefix, list, "more components than the limit (%zu)",
-              L->o->limits.components_per_entity);
+    if (list->count > ld->o->limits.components_per_entity) {
+        error(ld, KEEL_LIMIT_EXCEEDED, prefix, list, "more components than the limit (%zu)",
+              ld->o->limits.components_per_entity);
         return false;
     }
     bool ok = true;
     for (size_t j = 0; j < list->count; j++) {
         char cpath[PATH_CAP];
-        ok = load_component(L, e, &list->items[j], path_index(cpath, prefix, j, "")) && ok;
+        ok = load_component(ld, e, &list->items[j], path_index(cpath, prefix, j, "")) && ok;
     }
     return ok;
 }
 
-static void describe_entity(const loader *L, keel_entity e, char *out, size_t cap)
+static void describe_entity(const loader *ld, keel_entity e, char *out, size_t cap)
 {
-    const char *name = keel_entity_name(L->w, e);
+    const char *name = keel_entity_name(ld->w, e);
     char u[37];
-    keel_uuid_format(keel_entity_uuid(L->w, e), u);
+    keel_uuid_format(keel_entity_uuid(ld->w, e), u);
     if (name && *name) snprintf(out, cap, "%s (%s)", name, u);
     else snprintf(out, cap, "%s", u);
 }
@@ -748,52 +773,52 @@ static void locate_components(keel_diags *tmp, const char *prefix, const pos *at
     }
 }
 
-static void entry_positions(loader *L, const keel_node *list, size_t *first)
+static void entry_positions(loader *ld, const keel_node *list, size_t *first)
 {
-    *first = L->comp_pos_n;
-    KEEL__VEC_RESERVE(L->comp_pos, L->comp_pos_n, L->comp_pos_cap, list->count, 64);
-    for (size_t j = 0; j < list->count; j++) L->comp_pos[L->comp_pos_n++] = pos_of(&list->items[j]);
+    *first = ld->comp_pos_n;
+    KEEL__VEC_RESERVE(ld->comp_pos, ld->comp_pos_n, ld->comp_pos_cap, list->count, 64);
+    for (size_t j = 0; j < list->count; j++) ld->comp_pos[ld->comp_pos_n++] = pos_of(&list->items[j]);
 }
 
-static size_t keep_text(loader *L, const char *s, size_t len)
+static size_t keep_text(loader *ld, const char *s, size_t len)
 {
-    KEEL__VEC_RESERVE(L->texts, L->texts_n, L->texts_cap, len + 1, 64);
-    size_t at = L->texts_n;
-    memcpy(L->texts + at, s, len);
-    L->texts[at + len] = '\0';
-    L->texts_n += len + 1;
+    KEEL__VEC_RESERVE(ld->texts, ld->texts_n, ld->texts_cap, len + 1, 64);
+    size_t at = ld->texts_n;
+    memcpy(ld->texts + at, s, len);
+    ld->texts[at + len] = '\0';
+    ld->texts_n += len + 1;
     return at;
 }
 
 /* One record of `entities`, as soon as it is read: validated and spawned at the top level
  * with its UUID (pass 1: its diagnostics in B_SPAWN), then its components decoded and added
  * (pass 2: B_COMPS). What later passes need of it is kept in an ent_rec; the node is not. */
-static void load_entity(loader *L, const keel_node *n, size_t i)
+static void load_entity(loader *ld, const keel_node *n, size_t i)
 {
     static const char *const keys[] = { "uuid", "name", "parent", "enabled", "components", NULL };
-    KEEL__VEC_RESERVE(L->recs, L->recs_n, L->recs_cap, 1, 64);
-    ent_rec *r = &L->recs[L->recs_n++];
+    KEEL__VEC_RESERVE(ld->recs, ld->recs_n, ld->recs_cap, 1, 64);
+    ent_rec *r = &ld->recs[ld->recs_n++];
     memset(r, 0, sizeof *r);
     r->at = pos_of(n);
-    L->diags = &L->lists[B_SPAWN];
+    ld->diags = &ld->lists[B_SPAWN];
     char path[PATH_CAP], p[PATH_CAP];
     path_index(path, "entities", i, "");
     const keel_node *v[5];
-    if (!want_fields(L, n, path, "an entity", keys, v) && n->kind != KEEL_NODE_MAP) return;
+    if (!want_fields(ld, n, path, "an entity", keys, v) && n->kind != KEEL_NODE_MAP) return;
     bool ok = true, uuid_ok = true;
     const keel_node *un = v[0], *nn = v[1], *parent = v[2], *en = v[3], *comps = v[4];
     keel_uuid u;
     path_join(p, path, ".uuid");
     if (!un) {
-        error(L, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
+        error(ld, KEEL_PARSE_ERROR, path, n, "missing key 'uuid'");
         uuid_ok = false;
-    } else if (want_uuid(L, un, p, &u)) {
-        keel_entity other = keel_find(L->w, u);
+    } else if (want_uuid(ld, un, p, &u)) {
+        keel_entity other = keel_find(ld->w, u);
         if (other) {
             int first = 0;
-            for (size_t k = 0; k + 1 < L->recs_n; k++)
-                if (L->recs[k].e == other) first = L->recs[k].at.line;
-            error(L, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
+            for (size_t k = 0; k + 1 < ld->recs_n; k++)
+                if (ld->recs[k].e == other) first = ld->recs[k].at.line;
+            error(ld, KEEL_PARSE_ERROR, p, un, "duplicate entity uuid %s (first at line %d)", un->text, first);
             uuid_ok = false;
         }
     } else {
@@ -801,16 +826,16 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
     }
     const char *name = "";
     if (nn) {
-        name = want_string(L, nn, path_join(p, path, ".name"));
+        name = want_string(ld, nn, path_join(p, path, ".name"));
         if (!name) ok = false;
     }
     bool enabled = true;
-    if (en) ok = want_bool(L, en, path_join(p, path, ".enabled"), &enabled) && ok;
+    if (en) ok = want_bool(ld, en, path_join(p, path, ".enabled"), &enabled) && ok;
     if (parent && !is_null(parent)) { /* its syntax now; whom it names once all exist */
-        if (want_uuid(L, parent, path_join(p, path, ".parent"), &r->parent_u)) {
+        if (want_uuid(ld, parent, path_join(p, path, ".parent"), &r->parent_u)) {
             r->has_parent = true;
             r->parent_at = pos_of(parent);
-            r->parent_text = keep_text(L, parent->text, parent->len);
+            r->parent_text = keep_text(ld, parent->text, parent->len);
         }
     }
     /* A bad uuid (already an error) still gets its components read, under a stand-in uuid:
@@ -819,33 +844,33 @@ static void load_entity(loader *L, const keel_node *n, size_t i)
     if (ok) {
         keel_diags tmp;
         keel_diags_init(&tmp);
-        if (keel_spawn(L->w, name, KEEL_NO_ENTITY, &u, &r->e, NULL, &tmp) == KEEL_OK && !enabled)
-            keel_set_enabled(L->w, r->e, false, NULL, &tmp);
-        forward(L, &tmp, path, n);
+        if (keel_spawn(ld->w, name, KEEL_NO_ENTITY, &u, &r->e, NULL, &tmp) == KEEL_OK && !enabled)
+            keel_set_enabled(ld->w, r->e, false, NULL, &tmp);
+        forward(ld, &tmp, path, n);
     }
     if (!r->e) return;
     r->has_comps = comps != NULL;
     if (comps) r->comps_at = pos_of(comps);
-    if (comps && comps->kind == KEEL_NODE_SEQ && comps->count <= L->o->limits.components_per_entity) {
+    if (comps && comps->kind == KEEL_NODE_SEQ && comps->count <= ld->o->limits.components_per_entity) {
         r->comps_seq = true; /* else load_components refuses it, and no rule is checked */
         r->comp_n = comps->count;
-        entry_positions(L, comps, &r->comp_first);
+        entry_positions(ld, comps, &r->comp_first);
     }
-    L->diags = &L->lists[B_COMPS];
-    r->comps_ok = load_components(L, r->e, comps, path_index(p, "entities", i, ".components"));
+    ld->diags = &ld->lists[B_COMPS];
+    r->comps_ok = load_components(ld, r->e, comps, path_index(p, "entities", i, ".components"));
 }
 
 /* Parents by UUID, in document order (a malformed one was reported by load_entity). */
-static void resolve_parents(loader *L, size_t count, ent_rec *recs)
+static void resolve_parents(loader *ld, size_t count, ent_rec *recs)
 {
     for (size_t i = 0; i < count; i++) {
         ent_rec *r = &recs[i];
         if (!r->e || !r->has_parent) continue;
-        r->parent_e = keel_find(L->w, r->parent_u);
+        r->parent_e = keel_find(ld->w, r->parent_u);
         if (!r->parent_e) {
             char *p = pathf("entities[%zu].parent", i);
             keel_node at = at_pos(r->parent_at);
-            error(L, KEEL_NOT_FOUND, p, &at, "unknown parent %s", L->texts + r->parent_text);
+            error(ld, KEEL_NOT_FOUND, p, &at, "unknown parent %s", ld->texts + r->parent_text);
             free(p);
         }
     }
@@ -855,7 +880,7 @@ static void resolve_parents(loader *L, size_t count, ent_rec *recs)
  * the depth limit is a cycle too, not a depth problem. Each ring is reported once, at its
  * member that comes last in the document (the link that would close it), and none of its
  * members is linked. Marks them in `in_ring`. */
-static void find_rings(loader *L, size_t count, ent_rec *recs, bool *in_ring)
+static void find_rings(loader *ld, size_t count, ent_rec *recs, bool *in_ring)
 {
     /* up[i]: the rec of rec i's parent (SIZE_MAX: none, or not an entity of the list) */
     size_t max = 0;
@@ -884,18 +909,18 @@ static void find_rings(loader *L, size_t count, ent_rec *recs, bool *in_ring)
                 if (k > closing) closing = k;
             size_t k = closing;
             char chain[1024];
-            describe_entity(L, recs[closing].e, chain, sizeof chain);
+            describe_entity(ld, recs[closing].e, chain, sizeof chain);
             do {
                 in_ring[k] = true;
                 k = up[k];
                 char part[160];
-                describe_entity(L, recs[k].e, part, sizeof part);
+                describe_entity(ld, recs[k].e, part, sizeof part);
                 size_t len = strlen(chain);
                 if (len + strlen(part) + 8 < sizeof chain) snprintf(chain + len, sizeof chain - len, " -> %s", part);
             } while (k != closing);
             char *p = pathf("entities[%zu].parent", closing);
             keel_node at = at_pos(recs[closing].parent_at);
-            error(L, KEEL_INVALID_OPERATION, p, &at, "hierarchy cycle: %s", chain);
+            error(ld, KEEL_INVALID_OPERATION, p, &at, "hierarchy cycle: %s", chain);
             free(p);
         }
         for (j = start; j != SIZE_MAX && state[j] == 1; j = up[j]) state[j] = 2;
@@ -908,11 +933,11 @@ static void find_rings(loader *L, size_t count, ent_rec *recs, bool *in_ring)
 /* Then the hierarchy, in document order, rings left out (find_rings reported them). Depth is
  * check_depth's (a subtree linked earlier makes it deeper than this walk sees); the world's
  * own limit can still refuse a link here. Returns whether it reported a depth problem. */
-static bool link_parents(loader *L, size_t count, ent_rec *recs)
+static bool link_parents(loader *ld, size_t count, ent_rec *recs)
 {
     bool deep = false;
     bool *in_ring = keel__xcalloc(count ? count : 1, sizeof *in_ring);
-    find_rings(L, count, recs, in_ring);
+    find_rings(ld, count, recs, in_ring);
     for (size_t i = 0; i < count; i++) {
         ent_rec *r = &recs[i];
         keel_entity parent = r->parent_e;
@@ -920,27 +945,27 @@ static bool link_parents(loader *L, size_t count, ent_rec *recs)
         char *p = pathf("entities[%zu].parent", i);
         keel_diags tmp;
         keel_diags_init(&tmp);
-        if (keel_reparent(L->w, r->e, parent, NULL, &tmp) == KEEL_LIMIT_EXCEEDED) deep = true;
+        if (keel_reparent(ld->w, r->e, parent, NULL, &tmp) == KEEL_LIMIT_EXCEEDED) deep = true;
         keel_node at = at_pos(r->parent_at);
-        forward(L, &tmp, p, &at);
+        forward(ld, &tmp, p, &at);
         free(p);
     }
     free(in_ring);
     return deep;
 }
 /* Hierarchy depth over the built tree (pre-order with an ancestor stack). */
-static void check_depth(loader *L)
+static void check_depth(loader *ld)
 {
-    size_t limit = L->o->limits.hierarchy_depth, n = 0, cap = 0;
+    size_t limit = ld->o->limits.hierarchy_depth, n = 0, cap = 0;
     keel_entity *stack = NULL;
-    for (keel_entity e = keel_next(L->w, 0); e; e = keel_next(L->w, e)) {
-        keel_entity parent = keel_entity_parent(L->w, e);
+    for (keel_entity e = keel_next(ld->w, 0); e; e = keel_next(ld->w, e)) {
+        keel_entity parent = keel_entity_parent(ld->w, e);
         while (n > 0 && stack[n - 1] != parent) n--;
         *KEEL__VEC_PUSH_SLOT(stack, n, cap, 64) = e;
         if (n > limit) {
             char u[37];
-            keel_uuid_format(keel_entity_uuid(L->w, e), u);
-            error(L, KEEL_LIMIT_EXCEEDED, "entities", NULL, "hierarchy deeper than the limit (%zu) at entity %s",
+            keel_uuid_format(keel_entity_uuid(ld->w, e), u);
+            error(ld, KEEL_LIMIT_EXCEEDED, "entities", NULL, "hierarchy deeper than the limit (%zu) at entity %s",
                   limit, u);
             break;
         }
@@ -950,41 +975,41 @@ static void check_depth(loader *L)
 
 /* Entity and asset fields of every component loaded so far, now that every entity exists
  * (`entities` false: the list was refused, so only assets can be judged). */
-static void resolve_references(loader *L, bool entities)
+static void resolve_references(loader *ld, bool entities)
 {
-    for (size_t i = 0; i < L->refs_n; i++) {
-        check_references(L, L->refs[i].c, L->refs[i].field_at, L->refs[i].bpath, entities);
-        free(L->refs[i].bpath);
-        free(L->refs[i].field_at);
+    for (size_t i = 0; i < ld->refs_n; i++) {
+        check_references(ld, ld->refs[i].c, ld->refs[i].field_at, ld->refs[i].bpath, entities);
+        free(ld->refs[i].bpath);
+        free(ld->refs[i].field_at);
     }
-    L->refs_n = 0;
+    ld->refs_n = 0;
 }
 
 /* The root's components: before any entity's, wherever the file has them (their rows come
  * first, and so do their diagnostics). Remembers what they left, for drop_entities. */
-static void load_root(loader *L, const keel_node *root)
+static void load_root(loader *ld, const keel_node *root)
 {
-    L->diags = &L->lists[B_ROOT];
-    load_components(L, keel_world_root(L->w), root, "root");
-    L->root_done = true;
-    L->refs_root_n = L->refs_n;
-    L->unk_root_n = L->unk_n;
-    for (size_t i = 0; i < L->unk_n; i++) L->unk[i].root_count = L->unk[i].count;
+    ld->diags = &ld->lists[B_ROOT];
+    load_components(ld, keel_world_root(ld->w), root, "root");
+    ld->root_done = true;
+    ld->refs_root_n = ld->refs_n;
+    ld->unk_root_n = ld->unk_n;
+    for (size_t i = 0; i < ld->unk_n; i++) ld->unk[i].root_count = ld->unk[i].count;
 }
 
 /* A refused `entities` list builds nothing: what its records left is forgotten. */
-static void drop_entities(loader *L)
+static void drop_entities(loader *ld)
 {
-    keel_diags_free(&L->lists[B_SPAWN]);
-    keel_diags_free(&L->lists[B_COMPS]);
-    for (size_t i = L->refs_root_n; i < L->refs_n; i++) {
-        free(L->refs[i].bpath);
-        free(L->refs[i].field_at);
+    keel_diags_free(&ld->lists[B_SPAWN]);
+    keel_diags_free(&ld->lists[B_COMPS]);
+    for (size_t i = ld->refs_root_n; i < ld->refs_n; i++) {
+        free(ld->refs[i].bpath);
+        free(ld->refs[i].field_at);
     }
-    L->refs_n = L->refs_root_n;
-    for (size_t i = L->unk_root_n; i < L->unk_n; i++) free(L->unk[i].key);
-    L->unk_n = L->unk_root_n;
-    for (size_t i = 0; i < L->unk_n; i++) L->unk[i].count = L->unk[i].root_count;
+    ld->refs_n = ld->refs_root_n;
+    for (size_t i = ld->unk_root_n; i < ld->unk_n; i++) free(ld->unk[i].key);
+    ld->unk_n = ld->unk_root_n;
+    for (size_t i = 0; i < ld->unk_n; i++) ld->unk[i].count = ld->unk[i].root_count;
 }
 
 /* keel__yaml_parse_stream's callbacks: the entities are built as they are read when the root
@@ -992,12 +1017,12 @@ static void drop_entities(loader *L)
 static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pairs, size_t pair_count)
 {
     (void)list;
-    loader *L = ctx;
+    loader *ld = ctx;
     for (size_t i = 0; i < pair_count; i++) {
         const keel_node *k = &pairs[2 * i];
         if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, "root") == 0) {
-            load_root(L, &pairs[2 * i + 1]);
-            L->streamed = true;
+            load_root(ld, &pairs[2 * i + 1]);
+            ld->streamed = true;
             return true;
         }
     }
@@ -1005,61 +1030,87 @@ static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pair
 }
 
 /* o->progress, when there is one and a text is read. */
-static void progress(loader *L, bool done)
+static void progress(loader *ld, bool done)
 {
-    if (!L->o->progress || !L->total) return;
-    keel_load_progress p = { L->file, L->bytes, L->total, L->recs_n, done };
-    L->o->progress(L->o->progress_ctx, &p);
+    if (!ld->o->progress || !ld->total) return;
+    keel_load_progress p = { ld->file, ld->bytes, ld->total, ld->recs_n, done };
+    ld->o->progress(ld->o->progress_ctx, &p);
 }
 
 static void stream_progress(void *ctx, size_t bytes)
 {
-    loader *L = ctx;
-    L->bytes = bytes;
-    progress(L, false);
+    loader *ld = ctx;
+    ld->bytes = bytes;
+    progress(ld, false);
 }
 
 static void stream_item(void *ctx, const keel_node *item, size_t index)
 {
-    loader *L = ctx;
-    if (index < L->o->limits.entities) load_entity(L, item, index); /* past it: refused at the end */
+    loader *ld = ctx;
+    if (index < ld->o->limits.entities) load_entity(ld, item, index); /* past it: refused at the end */
 }
 
-static void build(loader *L, const keel_node *doc)
+/* A merge's leftovers (keel merge, files/conflicts.c): each entry of a `conflicts:` list is an
+ * error until `keel merge --take` resolves it, so a half-merged scene never loads as a whole
+ * one. Only the entries' paths are read here. */
+static void check_conflicts(loader *ld, const keel_node *list)
 {
-    static const char *const top[] = { "keel", "scene", "settings", "root", "entities", "conflicts", NULL };
-    L->diags = &L->lists[B_TOP];
-    if (doc->kind != KEEL_NODE_MAP) {
-        error(L, KEEL_PARSE_ERROR, "", doc, "a scene document must be a map (keel, scene, settings, root, entities)");
+    if (!list || is_null(list)) return;
+    if (list->kind != KEEL_NODE_SEQ) {
+        keel_diag_add(ld->diags, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", ld->file, list->line, list->col,
+                      "conflicts must be a list");
         return;
     }
-    want_map(L, doc, "", "the scene document", top);
-    /* a merge left these (keel merge): each one an error until resolved */
-    keel__merge_conflict_diags(keel_node_get(doc, "conflicts"), L->file, L->diags);
+    for (size_t i = 0; i < list->count; i++) {
+        const keel_node *e = &list->items[i];
+        const keel_node *pn = keel_node_get(e, "path");
+        const char *p = pn && pn->kind == KEEL_NODE_SCALAR ? pn->text : NULL;
+        char at[48];
+        snprintf(at, sizeof at, "conflicts[%zu]", i);
+        if (!p) {
+            keel_diag_add(ld->diags, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, at, ld->file, e->line, e->col,
+                          "a conflicts entry must be a map with a path");
+            continue;
+        }
+        keel_diag_add(ld->diags, KEEL_SEV_ERROR, KEEL_CONFLICT, at, ld->file, e->line, e->col,
+                      "unresolved merge conflict at %s (keel merge --take ours|theirs FILE %s)", p, p);
+    }
+}
+
+static void build(loader *ld, const keel_node *doc)
+{
+    static const char *const top[] = { "keel", "scene", "settings", "root", "entities", "conflicts", NULL };
+    ld->diags = &ld->lists[B_TOP];
+    if (doc->kind != KEEL_NODE_MAP) {
+        error(ld, KEEL_PARSE_ERROR, "", doc, "a scene document must be a map (keel, scene, settings, root, entities)");
+        return;
+    }
+    want_map(ld, doc, "", "the scene document", top);
+    check_conflicts(ld, keel_node_get(doc, "conflicts"));
     const keel_node *v = keel_node_get(doc, "keel");
     int64_t version;
     if (!v) {
-        error(L, KEEL_PARSE_ERROR, "keel", doc, "missing key 'keel' (the document version)");
+        error(ld, KEEL_PARSE_ERROR, "keel", doc, "missing key 'keel' (the document version)");
     } else if (v->kind != KEEL_NODE_SCALAR || !keel_node_as_int(v, &version) || version != KEEL_DOCUMENT_VERSION) {
-        error(L, KEEL_PARSE_ERROR, "keel", v, "unsupported document version '%.32s'", show(v));
+        error(ld, KEEL_PARSE_ERROR, "keel", v, "unsupported document version '%.32s'", show(v));
     }
     const keel_node *scene = keel_node_get(doc, "scene");
     if (!scene) {
-        error(L, KEEL_PARSE_ERROR, "scene", doc, "missing key 'scene'");
+        error(ld, KEEL_PARSE_ERROR, "scene", doc, "missing key 'scene'");
     } else {
         static const char *const keys[] = { "uuid", "name", NULL };
-        if (want_map(L, scene, "scene", "scene", keys) || scene->kind == KEEL_NODE_MAP) {
+        if (want_map(ld, scene, "scene", "scene", keys) || scene->kind == KEEL_NODE_MAP) {
             const keel_node *un = keel_node_get(scene, "uuid"), *nn = keel_node_get(scene, "name");
             keel_uuid u;
-            if (!un) error(L, KEEL_PARSE_ERROR, "scene.uuid", scene, "missing key 'uuid'");
-            else if (want_uuid(L, un, "scene.uuid", &u)) keel_world_set_uuid(L->w, u, NULL); /* not nil */
+            if (!un) error(ld, KEEL_PARSE_ERROR, "scene.uuid", scene, "missing key 'uuid'");
+            else if (want_uuid(ld, un, "scene.uuid", &u)) keel_world_set_uuid(ld->w, u, NULL); /* not nil */
             if (nn) {
-                const char *name = want_string(L, nn, "scene.name");
+                const char *name = want_string(ld, nn, "scene.name");
                 if (name) {
                     keel_diags tmp;
                     keel_diags_init(&tmp);
-                    keel_world_set_name(L->w, name, &tmp);
-                    forward(L, &tmp, "scene.name", nn);
+                    keel_world_set_name(ld->w, name, &tmp);
+                    forward(ld, &tmp, "scene.name", nn);
                 }
             }
         }
@@ -1067,38 +1118,38 @@ static void build(loader *L, const keel_node *doc)
     const keel_node *settings = keel_node_get(doc, "settings");
     if (settings && !is_null(settings)) {
         static const char *const keys[] = { "grid", NULL };
-        if (want_map(L, settings, "settings", "settings", keys) || settings->kind == KEEL_NODE_MAP) {
+        if (want_map(ld, settings, "settings", "settings", keys) || settings->kind == KEEL_NODE_MAP) {
             const keel_node *g = keel_node_get(settings, "grid");
-            if (g && !is_null(g)) load_grid(L, g);
+            if (g && !is_null(g)) load_grid(ld, g);
         }
     }
-    if (!L->root_done) load_root(L, keel_node_get(doc, "root"));
+    if (!ld->root_done) load_root(ld, keel_node_get(doc, "root"));
 
-    L->diags = &L->lists[B_LIST];
+    ld->diags = &ld->lists[B_LIST];
     const keel_node *list = keel_node_get(doc, "entities");
-    if (!list || is_null(list) || list->kind != KEEL_NODE_SEQ || list->count > L->o->limits.entities) {
+    if (!list || is_null(list) || list->kind != KEEL_NODE_SEQ || list->count > ld->o->limits.entities) {
         if (list && !is_null(list) && list->kind != KEEL_NODE_SEQ)
-            error(L, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
+            error(ld, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
         else if (list && !is_null(list))
-            error(L, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)",
-                  L->o->limits.entities);
-        drop_entities(L);
-        resolve_references(L, !list || is_null(list)); /* the root's; a refused list built no entities to name */
+            error(ld, KEEL_LIMIT_EXCEEDED, "entities", list, "more entities than the limit (%zu)",
+                  ld->o->limits.entities);
+        drop_entities(ld);
+        resolve_references(ld, !list || is_null(list)); /* the root's; a refused list built no entities to name */
         return;
     }
     /* In DESIGN.md's order: validate and build (bodies decoded), resolve parents and
      * references, then the hierarchy (cycles, depth) and the kind rules. */
-    if (!L->streamed)
+    if (!ld->streamed)
         for (size_t i = 0; i < list->count; i++) {
-            load_entity(L, &list->items[i], i);
-            if (i % 4096 == 4095) progress(L, false);
+            load_entity(ld, &list->items[i], i);
+            if (i % 4096 == 4095) progress(ld, false);
         }
-    L->diags = &L->lists[B_TAIL];
-    size_t count = L->recs_n;
-    ent_rec *recs = L->recs;
-    resolve_parents(L, count, recs);
-    resolve_references(L, true);
-    if (!link_parents(L, count, recs)) check_depth(L); /* one depth problem, one diagnostic */
+    ld->diags = &ld->lists[B_TAIL];
+    size_t count = ld->recs_n;
+    ent_rec *recs = ld->recs;
+    resolve_parents(ld, count, recs);
+    resolve_references(ld, true);
+    if (!link_parents(ld, count, recs)) check_depth(ld); /* one depth problem, one diagnostic */
     /* Kind rules once every stack is whole (an entity with a refused
      * component would only report follow-on noise). */
     for (size_t i = 0; i < count; i++) {
@@ -1107,11 +1158,11 @@ static void build(loader *L, const keel_node *doc)
         path_index(path, "entities", i, "");
         keel_diags tmp;
         keel_diags_init(&tmp);
-        keel_check_rules(L->w, recs[i].e, path, &tmp);
-        locate_components(&tmp, path, recs[i].comps_seq && recs[i].comp_n ? L->comp_pos + recs[i].comp_first : NULL,
+        keel_check_rules(ld->w, recs[i].e, path, &tmp);
+        locate_components(&tmp, path, recs[i].comps_seq && recs[i].comp_n ? ld->comp_pos + recs[i].comp_first : NULL,
                           recs[i].comp_n);
         keel_node at = at_pos(recs[i].has_comps ? recs[i].comps_at : recs[i].at);
-        forward(L, &tmp, path, &at);
+        forward(ld, &tmp, path, &at);
     }
 }
 
@@ -1142,10 +1193,10 @@ static void by_stage(keel_diags *d)
     free(sorted);
 }
 
-static size_t errors_so_far(const loader *L)
+static size_t errors_so_far(const loader *ld)
 {
     size_t n = 0;
-    for (int b = 0; b < B_COUNT; b++) n += L->lists[b].errors;
+    for (int b = 0; b < B_COUNT; b++) n += ld->lists[b].errors;
     return n;
 }
 
@@ -1166,81 +1217,81 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
 {
     keel_load_opts defaults = keel_load_opts_default();
     if (!o) o = &defaults;
-    loader L;
-    memset(&L, 0, sizeof L);
-    L.o = o;
-    L.file = o->file;
+    loader ld;
+    memset(&ld, 0, sizeof ld);
+    ld.o = o;
+    ld.file = o->file;
     keel_diags yaml; /* the reader's own refusals: when there are any, nothing else counts */
     keel_diags_init(&yaml);
-    L.w = keel_world_new("");
-    if (!L.w) abort();
+    ld.w = keel_world_new("");
+    if (!ld.w) abort();
     keel_node *doc = NULL;
     keel__arena *arena = keel__arena_new();
-    keel__yaml_stream stream = { stream_begin, stream_item, o->progress ? stream_progress : NULL, &L };
+    keel__yaml_stream stream = { stream_begin, stream_item, o->progress ? stream_progress : NULL, &ld };
     bool parsed = true;
     if (text) {
-        L.total = len;
-        progress(&L, false);
+        ld.total = len;
+        progress(&ld, false);
         parsed = keel__yaml_parse_stream(text, len, &o->limits, o->file, arena, &stream, &doc, &yaml) == KEEL_OK;
-        if (parsed) L.bytes = len;
+        if (parsed) ld.bytes = len;
     } else {
         doc = (keel_node *)given; /* only read */
     }
     if (parsed) {
-        build(&L, doc);
-        L.diags = &L.lists[B_TAIL];
+        build(&ld, doc);
+        ld.diags = &ld.lists[B_TAIL];
         keel_diags tmp;
         keel_diags_init(&tmp);
         const keel_node *root = keel_node_get(doc, "root");
-        if (errors_so_far(&L) == 0) {
-            keel_check_rules(L.w, keel_world_root(L.w), "root", &tmp);
+        if (errors_so_far(&ld) == 0) {
+            keel_check_rules(ld.w, keel_world_root(ld.w), "root", &tmp);
             locate_root(&tmp, root);
-            forward(&L, &tmp, "root", root);
+            forward(&ld, &tmp, "root", root);
         }
-        for (size_t i = 0; i < L.unk_n; i++) {
-            const unknown_count *u = &L.unk[i];
+        for (size_t i = 0; i < ld.unk_n; i++) {
+            const unknown_count *u = &ld.unk[i];
             if (u->newer)
-                warning(&L, KEEL_UNSUPPORTED, "", NULL,
+                warning(&ld, KEEL_UNSUPPORTED, "", NULL,
                         "%s is written in a version newer than the declared %d: %zu component%s kept", u->key,
                         u->newer, u->count, u->count == 1 ? "" : "s");
             else
-                warning(&L, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
+                warning(&ld, KEEL_NOT_FOUND, "", NULL, "%s is not declared: %zu component%s kept", u->key, u->count,
                         u->count == 1 ? "" : "s");
         }
-        progress(&L, true);
-        L.w->dormant = o->no_awake;
-        if (errors_so_far(&L) == 0 && !o->no_awake) {
-            keel_awake_all(L.w, &tmp);
-            forward(&L, &tmp, "", NULL);
+        progress(&ld, true);
+        ld.w->dormant = o->no_awake;
+        if (errors_so_far(&ld) == 0 && !o->no_awake) {
+            keel_awake_all(ld.w, &tmp);
+            forward(&ld, &tmp, "", NULL);
         }
     } else {
-        progress(&L, true);
+        progress(&ld, true);
     }
     keel__arena_free(arena);
-    for (size_t i = 0; i < L.unk_n; i++) free(L.unk[i].key);
-    free(L.unk);
-    for (size_t i = 0; i < L.refs_n; i++) { /* left by an early return */
-        free(L.refs[i].bpath);
-        free(L.refs[i].field_at);
+    for (size_t i = 0; i < ld.unk_n; i++) free(ld.unk[i].key);
+    free(ld.unk);
+    for (size_t i = 0; i < ld.refs_n; i++) { /* left by an early return */
+        free(ld.refs[i].bpath);
+        free(ld.refs[i].field_at);
     }
-    free(L.refs);
-    free(L.recs);
-    free(L.comp_pos);
-    free(L.texts);
+    free(ld.refs);
+    free(ld.recs);
+    free(ld.comp_pos);
+    free(ld.texts);
     keel_diags all;
     keel_diags_init(&all);
     if (parsed)
-        for (int b = 0; b < B_COUNT; b++) keel_diags_append(&all, &L.lists[b], "");
+        for (int b = 0; b < B_COUNT; b++) keel_diags_append(&all, &ld.lists[b], "");
     else
         keel_diags_append(&all, &yaml, "");
-    for (int b = 0; b < B_COUNT; b++) keel_diags_free(&L.lists[b]);
+    for (int b = 0; b < B_COUNT; b++) keel_diags_free(&ld.lists[b]);
     keel_diags_free(&yaml);
     by_stage(&all);
     keel_status st = keel_diags_status(&all);
     if (st != KEEL_OK) {
-        keel_world_free(L.w);
+        keel_world_free(ld.w);
     } else {
-        *out = L.w;
+        *out = ld.w;
     }
     keel_diags_append(d, &all, "");
     keel_diags_free(&all);

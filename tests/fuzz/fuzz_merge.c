@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "keel.h"
+#include "keel_merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

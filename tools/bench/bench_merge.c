@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "keel.h"
+#include "keel_merge.h"
 #define BENCH_PROG "bench_merge"
 #include "bench.h"
 

@@ -1,0 +1,36 @@
+/* conflicts.h — a merge's conflicts list: kept while merging (merge.c), written after the
+ * merged scene and resolved by keel_merge_take (conflicts.c). */
+#ifndef KEEL_CONFLICTS_H
+#define KEEL_CONFLICTS_H
+
+#include "keel_merge.h"
+
+/* One place the merge could not decide: ours' value stands in the merged scene until taken. */
+typedef struct keel__conflict {
+    char *path;      /* "UUID/KIND[SLOT]/FIELD" and its sisters (conflicts.c says which) */
+    keel_node *v[3]; /* base, ours, theirs: owned copies; NULL when absent */
+} keel__conflict;
+
+typedef struct keel__conflicts {
+    keel__conflict *items;
+    size_t n, cap;
+} keel__conflicts;
+
+/* Takes `path` (malloc'd); copies the three values (any may be NULL). */
+void keel__conflicts_add(keel__conflicts *c, char *path, const keel_node *base, const keel_node *ours,
+                         const keel_node *theirs);
+/* Drops the entries from index `n` on: a merge step that undoes its own conflicts. */
+void keel__conflicts_truncate(keel__conflicts *c, size_t n);
+void keel__conflicts_free(keel__conflicts *c);
+
+/* A component's identity in a scene document, as conflict paths name it: its kind (false when
+ * it has none) and slot (0 when not given, -1 when not an integer). */
+bool keel__conflicts_comp_key(const keel_node *c, const char **kind, int64_t *slot);
+
+/* A merged file's text (malloc'd): `doc` made canonical by the scene reader and writer, with
+ * `c`'s entries appended as a `conflicts:` list. `lim` NULL: the defaults. NULL, after the
+ * load's errors in `d`, when the scene does not load. */
+char *keel__conflicts_finish(const keel_node *doc, const keel_limits *lim, const keel__conflicts *c,
+                             size_t *outlen, keel_diags *d);
+
+#endif

@@ -3,6 +3,7 @@
  * refusal before any state, mirror worlds. */
 #include "world_fixture.h"
 
+#include "keel_net.h"
 #include "net/net.h"
 #include "net/net_wire.h"
 

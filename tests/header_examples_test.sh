@@ -10,13 +10,15 @@
 # sanitizers, when on) against the static library, and run in a fresh directory
 # holding a copy of scenes/. Helpers are user code given to every example, so the
 # build's -Wmissing-prototypes does not apply to them.
-# Usage: header_examples_test.sh SRC LIBKEEL_A CC "FLAGS"
+# Usage: header_examples_test.sh SRC LIBKEEL_A CC "FLAGS" [HEADER]
+# HEADER: another public header of core/ (keel_net.h) instead of keel.h; keel.h is included too.
 set -eu
 SRC=$1
 LIB=$2
 CC=$3
 FLAGS=${4:-}
-HEADER=$SRC/core/keel.h
+NAME=${5:-keel.h}
+HEADER=$SRC/core/$NAME
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -34,7 +36,7 @@ awk -v dir="$tmp" '
     END { if (on) { print "unterminated example at end of header" > "/dev/stderr"; exit 1 } }
 ' "$HEADER"
 count=$(ls "$tmp"/ex*.txt 2>/dev/null | wc -l)
-[ "$count" -gt 0 ] || { echo "FAIL: no examples found in core/keel.h"; exit 1; }
+[ "$count" -gt 0 ] || { echo "FAIL: no examples found in core/$NAME"; exit 1; }
 
 form() { # program | helper | body
     if grep -q 'main(' "$1"; then echo program
@@ -45,6 +47,7 @@ form() { # program | helper | body
 
 prelude=$tmp/prelude.c
 printf '#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include "keel.h"\n' >"$prelude"
+[ "$NAME" = keel.h ] || printf '#include "%s"\n' "$NAME" >>"$prelude"
 for ex in "$tmp"/ex*.txt; do
     if [ "$(form "$ex")" = helper ]; then
         printf '#line %s "%s"\n' "$(cat "${ex%.txt}.line")" "$HEADER" >>"$prelude"
@@ -86,7 +89,7 @@ EOF
     esac
     # shellcheck disable=SC2086 # FLAGS and LIBS are word lists
     if ! "$CC" -std=c11 -Wall -Werror $FLAGS -Wno-missing-prototypes -I"$SRC/core" -o "$tmp/$name" "$c" "$LIB" $LIBS 2>"$tmp/$name.err"; then
-        echo "FAIL: the example at core/keel.h:$at does not compile:"
+        echo "FAIL: the example at core/$NAME:$at does not compile:"
         cat "$tmp/$name.err"
         failed=$((failed + 1))
         continue
@@ -95,7 +98,7 @@ EOF
     mkdir "$run"
     cp -R "$SRC/scenes" "$run/scenes"
     if ! (cd "$run" && "$tmp/$name" >"$tmp/$name.out" 2>&1); then
-        echo "FAIL: the example at core/keel.h:$at failed when run:"
+        echo "FAIL: the example at core/$NAME:$at failed when run:"
         cat "$tmp/$name.out"
         failed=$((failed + 1))
         continue
@@ -103,4 +106,4 @@ EOF
     ran=$((ran + 1))
 done
 [ "$failed" -eq 0 ] || { echo "header examples: $failed failed"; exit 1; }
-echo "header examples: $ran ran ok ($count in core/keel.h)"
+echo "header examples: $ran ran ok ($count in core/$NAME)"

@@ -331,7 +331,9 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
     comp_look(h, tc, k, t->e);
 }
 
-
+/* ---- the interest grid: cells of the radius's size, an entity listed in the one its position
+ * falls in (entities with no position in one cell of their own kind): a client's candidates
+ * are the 27 cells around its focus, not every entity ---- */
 uint64_t keel__net_cell_of(const keel_net_host *h, const tent *t)
 {
     if (!t->pos_comp) return CELL_NOWHERE;

@@ -1,8 +1,9 @@
-/* lua_net.c — keel.net: host(w, opts) and connect(addr, port, opts), the Lua face of net.c.
+/* lua_net.c — keel.net: host(w, opts) and connect(addr, port, opts), the Lua face of keel_net.h.
  * A Host keeps its World alive (user value 1); a Client owns its mirror world, handed to Lua
  * borrowed as cl.world and closed when the client is collected or closed. */
 #include "lua_internal.h"
-#include "bind.h"
+#include "keel_net.h"
+#include "net/net.h" /* keel__net_stats */
 
 
 #include <lauxlib.h>

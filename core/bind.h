@@ -174,17 +174,4 @@ keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
 bool keel__utf8_valid(const char *s);
 
-/* ---- Replication (net.c): counters the Lua binding, tests and benches read ---- */
-/* Counters a test or bench reads. */
-typedef struct keel__net_stats {
-    uint64_t spawns, removals, adds, drops, deltas, ignored; /* client: records applied / ignored */
-    uint64_t resnapshots;                                    /* host: full resnapshots sent */
-    uint64_t bytes;                                          /* host: payload bytes sent; client: received */
-    uint64_t packets;
-    uint64_t wire; /* host: bytes ENet put on the wire (headers too) */
-} keel__net_stats;
-keel__net_stats keel__net_client_stats(const keel_net_client *c);
-keel__net_stats keel__net_host_stats(const keel_net_host *h);
-
-
 #endif

@@ -4,6 +4,7 @@
 #include "keel_test.h"
 #include "world_fixture.h"
 
+#include "keel_net.h"
 #include "net/net.h"
 #include "net/net_wire.h"
 

@@ -22,6 +22,9 @@ install(TARGETS keel_static keel_shared
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/core/keel.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_SOURCE_DIR}/core/keel_merge.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(KEEL_NET)
+  install(FILES ${CMAKE_SOURCE_DIR}/core/keel_net.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 
 configure_file(${CMAKE_SOURCE_DIR}/tools/keel.pc.in ${CMAKE_BINARY_DIR}/keel.pc @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/keel.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

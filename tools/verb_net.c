@@ -47,6 +47,11 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
         else argv[n++] = argv[i];
     }
     if (!host && !connect) return -1;
+#ifdef KEEL_NO_NET
+    fprintf(stderr, "%s: run: %s: this keel was built without replication (KEEL_NET=OFF)\n", cli->progname,
+            host ? "--host" : "--connect");
+    return KEEL_EXIT_USAGE;
+#endif
     argc = n;
     if (host && connect) {
         keel_cli_usage_error(cli, "run: --host and --connect together");

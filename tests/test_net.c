@@ -204,6 +204,27 @@ static void net_interest_entry_and_exit_give_one_spawn_and_one_removal(void **st
     keel_net_host_free(h);
 }
 
+/* An entity with no position sits in the interest grid's cell of its own, which every client's
+ * candidates include: it reaches a client with a focus as well as one without. */
+static void net_interest_offers_entities_without_a_position(void **state)
+{
+    fx *f = *state;
+    keel_entity me = ship(f, "me", 0, 1);
+    keel_entity far = ship(f, "far", 1000, 1);
+    keel_entity flag = spawn(f, "flag", 0);
+    add(f, flag, "test:ship"); /* synced, and no core:transform */
+    keel_net_host *h = host_on(f->w, 10);
+    keel_net_client *c = join(h, "p1");
+    assert_int_equal(keel_net_host_focus(h, "p1", me, NULL), KEEL_OK);
+    pump(h, &c, 1, 30);
+    keel_world *cw = keel_net_client_world(c);
+    assert_true(keel_find(cw, keel_entity_uuid(f->w, me)) != 0);
+    assert_true(keel_find(cw, keel_entity_uuid(f->w, flag)) != 0);
+    assert_true(keel_find(cw, keel_entity_uuid(f->w, far)) == 0);
+    keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
 /* A delta from before an entity's snapshot (an earlier incarnation under the same id) and one
  * for an id no longer held change nothing. */
 static void net_stale_incarnation_delta_changes_nothing(void **state)
@@ -458,6 +479,7 @@ int main(void)
         T(net_converges_through_loss_and_keeps_unsynced_home),
         T(net_late_joiner_and_reconnect_get_one_snapshot),
         T(net_interest_entry_and_exit_give_one_spawn_and_one_removal),
+        T(net_interest_offers_entities_without_a_position),
         T(net_stale_incarnation_delta_changes_nothing),
         T(net_malformed_packet_disconnects_and_changes_nothing),
         T(net_host_drops_a_malformed_peer_with_a_reason),

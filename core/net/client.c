@@ -40,7 +40,7 @@ struct keel_net_client {
     keel__wire_kind *wk;
     uint32_t nkinds;
     keel__wire_schema schema;
-    keel__u64map by_lid; /* lid -> cent index */
+    keel__map by_lid; /* lid -> cent index */
     keel__pool entp;
     cent *ents; /* entp's items */
     uint64_t *rx; /* delta packets received since the last ack */
@@ -154,7 +154,7 @@ static void on_kinds(keel_net_client *c, const keel__wire_msg *m)
 static cent *cent_of(keel_net_client *c, uint32_t lid)
 {
     uint32_t i;
-    return keel__u64map_get(&c->by_lid, lid, &i) ? &c->ents[i] : NULL;
+    return keel__map_get(&c->by_lid, lid, &i) ? &c->ents[i] : NULL;
 }
 
 static ccomp *ccomp_of(cent *e, uint32_t kind, uint32_t slot)
@@ -167,12 +167,12 @@ static ccomp *ccomp_of(cent *e, uint32_t kind, uint32_t slot)
 /* Checks a STATE packet's records against what the client holds, before anything is applied. */
 static const char *state_check(keel_net_client *c, const keel__wire_msg *m)
 {
-    keel__u64map fresh = { 0 }; /* lids spawned (1) or removed (2) earlier in this packet */
+    keel__map fresh = { 0 }; /* lids spawned (1) or removed (2) earlier in this packet */
     const char *bad = NULL;
     for (size_t i = 0; i < m->nrec && !bad; i++) {
         const keel__wire_rec *x = &m->recs[i];
         uint32_t st = 0;
-        bool had = keel__u64map_get(&fresh, x->lid, &st);
+        bool had = keel__map_get(&fresh, x->lid, &st);
         bool known = had ? st == 1 : cent_of(c, x->lid) != NULL;
         if (x->tag == KEEL__REC_SPAWN) {
             if (known) bad = "a spawn of an id in use";
@@ -182,16 +182,16 @@ static const char *state_check(keel_net_client *c, const keel__wire_msg *m)
                     /* the same UUID under another live id: refused (one entity, one id) */
                     bad = "a spawn of an entity held under another id";
                 }
-                keel__u64map_put(&fresh, x->lid, 1);
+                keel__map_put(&fresh, x->lid, 1);
             }
         } else if (x->tag == KEEL__REC_REMOVE) {
             if (!known) bad = "a removal of an unknown id";
-            keel__u64map_put(&fresh, x->lid, 2);
+            keel__map_put(&fresh, x->lid, 2);
         } else if (!known) bad = "a record for an unknown id";
         else if ((x->tag == KEEL__REC_ADD || x->tag == KEEL__REC_DROP) && !c->kinds[x->kind].id)
             bad = "a component of an unusable kind";
     }
-    keel__u64map_free(&fresh);
+    keel__map_free(&fresh);
     return bad;
 }
 
@@ -237,12 +237,12 @@ static void apply_add(keel_net_client *c, cent *e, const keel__wire_msg *m, cons
 static void cent_drop(keel_net_client *c, uint32_t lid)
 {
     uint32_t i;
-    if (!keel__u64map_get(&c->by_lid, lid, &i)) return;
+    if (!keel__map_get(&c->by_lid, lid, &i)) return;
     cent *e = &c->ents[i];
     if (keel_alive(c->w, e->e)) keel_destroy(c->w, e->e, NULL, NULL);
     free(e->comps);
     memset(e, 0, sizeof *e);
-    keel__u64map_del(&c->by_lid, lid);
+    keel__map_remove(&c->by_lid, lid);
     keel__pool_give(&c->entp, i);
 }
 
@@ -273,7 +273,7 @@ static void apply_state(keel_net_client *c, const keel__wire_msg *m)
             c->ents[ci].e = e;
             c->ents[ci].inc = x->inc;
             c->ents[ci].born = m->tick;
-            keel__u64map_put(&c->by_lid, x->lid, ci);
+            keel__map_put(&c->by_lid, x->lid, ci);
             c->stats.spawns++;
             break;
         }
@@ -414,7 +414,7 @@ void keel_net_client_free(keel_net_client *c)
     if (c->enet) keel__net_close(c->enet);
     for (uint32_t i = 0; i < c->entp.n; i++) free(c->ents[i].comps);
     keel__pool_free(&c->entp);
-    keel__u64map_free(&c->by_lid);
+    keel__map_free(&c->by_lid);
     keel_world_free(c->w);
     free(c->kinds);
     free(c->wk);

@@ -272,8 +272,8 @@ void keel_net_host_free(keel_net_host *h)
     free(h->order);
     free(h->kinds);
     free(h->kind_of);
-    keel__u64map_free(&h->by_entity);
-    keel__u64map_free(&h->cells);
+    keel__map_free(&h->by_entity);
+    keel__map_free(&h->cells);
     free(h);
 }
 

@@ -126,7 +126,7 @@ static bool in_interest(keel_net_host *h, hclient *c, const tent *t)
     if (h->o.interest_radius <= 0) return true;
     if (!t->pos_comp) return true; /* no place in the world: everywhere */
     uint32_t fi;
-    if (!c->focus || !keel__u64map_get(&h->by_entity, c->focus, &fi) || !h->ents[fi].pos_comp) return false;
+    if (!c->focus || !keel__map_get(&h->by_entity, c->focus, &fi) || !h->ents[fi].pos_comp) return false;
     const double *a = h->comps[t->pos_comp - 1].vals[0].as.v, *b = h->comps[h->ents[fi].pos_comp - 1].vals[0].as.v;
     double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
     return dx * dx + dy * dy + dz * dz <= h->o.interest_radius * h->o.interest_radius;
@@ -173,7 +173,7 @@ static void put_add(keel_net_host *h, hclient *c, keel__wire_buf *rec, uint32_t 
 static uint32_t parent_lid(keel_net_host *h, hclient *c, const tent *t)
 {
     uint32_t pi;
-    if (!t->parent || !keel__u64map_get(&h->by_entity, t->parent, &pi)) return 0;
+    if (!t->parent || !keel__map_get(&h->by_entity, t->parent, &pi)) return 0;
     return c->lid[pi];
 }
 
@@ -269,10 +269,10 @@ void keel__net_send_structure(keel_net_host *h, hclient *c)
         for (uint32_t lid = 1; lid <= c->next_lid && lid < c->lid_cap; lid++)
             if (c->ent_of_lid[lid]) structure_one(h, c, c->ent_of_lid[lid] - 1, &rec);
         uint32_t head = 0, fi;
-        if (keel__u64map_get(&h->cells, CELL_NOWHERE, &head))
+        if (keel__map_get(&h->cells, CELL_NOWHERE, &head))
             for (uint32_t i = head; i; i = h->ents[i - 1].cnext)
                 if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
-        if (c->focus && keel__u64map_get(&h->by_entity, c->focus, &fi) && h->ents[fi].pos_comp) {
+        if (c->focus && keel__map_get(&h->by_entity, c->focus, &fi) && h->ents[fi].pos_comp) {
             uint64_t fc = keel__net_cell_of(h, &h->ents[fi]);
             int64_t base[3] = { (int64_t)(fc >> 42 & 0x1fffff), (int64_t)(fc >> 21 & 0x1fffff),
                                 (int64_t)(fc & 0x1fffff) };
@@ -284,7 +284,7 @@ void keel__net_send_structure(keel_net_host *h, hclient *c)
                             q[2] >= 2 * CELL_BIAS)
                             continue;
                         uint64_t key = (uint64_t)q[0] << 42 | (uint64_t)q[1] << 21 | (uint64_t)q[2];
-                        if (!keel__u64map_get(&h->cells, key, &head)) continue;
+                        if (!keel__map_get(&h->cells, key, &head)) continue;
                         for (uint32_t i = head; i; i = h->ents[i - 1].cnext)
                             if (!c->lid[i - 1]) structure_one(h, c, i - 1, &rec);
                     }

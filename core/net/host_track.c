@@ -65,7 +65,7 @@ static void tent_free(keel_net_host *h, uint32_t ti)
     keel__wire_buf_free(&rec);
     grid_unlink(h, ti);
     for (uint32_t j = 0; j < t->ncomp; j++) tcomp_free(h, t->comps[j]);
-    keel__u64map_del(&h->by_entity, t->e);
+    keel__map_remove(&h->by_entity, t->e);
     free(t->name);
     free(t->comps);
     memset(t, 0, sizeof *t);
@@ -353,8 +353,8 @@ static void grid_unlink(keel_net_host *h, uint32_t ti)
     tent *t = &h->ents[ti];
     if (!t->gridded) return;
     if (t->cprev) h->ents[t->cprev - 1].cnext = t->cnext;
-    else if (t->cnext) keel__u64map_put(&h->cells, t->cell, t->cnext);
-    else keel__u64map_del(&h->cells, t->cell);
+    else if (t->cnext) keel__map_put(&h->cells, t->cell, t->cnext);
+    else keel__map_remove(&h->cells, t->cell);
     if (t->cnext) h->ents[t->cnext - 1].cprev = t->cprev;
     t->gridded = false;
     t->cnext = t->cprev = 0;
@@ -368,12 +368,12 @@ static void grid_place(keel_net_host *h, uint32_t ti)
     if (t->gridded && t->cell == cell) return;
     grid_unlink(h, ti);
     uint32_t head = 0;
-    keel__u64map_get(&h->cells, cell, &head);
+    keel__map_get(&h->cells, cell, &head);
     t->cell = cell;
     t->cprev = 0;
     t->cnext = head;
     if (head) h->ents[head - 1].cprev = ti + 1;
-    keel__u64map_put(&h->cells, cell, ti + 1);
+    keel__map_put(&h->cells, cell, ti + 1);
     t->gridded = true;
 }
 
@@ -395,7 +395,7 @@ static void scan_full(keel_net_host *h)
     h->norder = 0;
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) {
         uint32_t ti;
-        if (!keel__u64map_get(&h->by_entity, e, &ti)) {
+        if (!keel__map_get(&h->by_entity, e, &ti)) {
             ti = keel__pool_take(&h->entp, sizeof *h->ents);
             h->ents = h->entp.items;
             tent *t = &h->ents[ti];
@@ -403,7 +403,7 @@ static void scan_full(keel_net_host *h)
             t->uuid = keel_entity_uuid(w, e);
             t->born = h->tick;
             t->live = true;
-            keel__u64map_put(&h->by_entity, e, ti);
+            keel__map_put(&h->by_entity, e, ti);
         }
         tent *t = &h->ents[ti];
         t->seen = h->tick;

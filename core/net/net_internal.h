@@ -11,7 +11,7 @@
 #include "net/net.h"
 
 #include "base/pool.h"
-#include "base/u64map.h"
+#include "base/map.h"
 #include "model/ext.h"
 #include "net/net_wire.h"
 
@@ -140,8 +140,8 @@ struct keel_net_host {
     uint64_t struct_tick; /* the last tick an entity came, went, or changed name, flags or parent */
     uint64_t shape;       /* counts full walks (the only place entities and components come and go) */
     keel__wire_buf scratch, scratch2;
-    keel__u64map by_entity;
-    keel__u64map cells; /* interest grid (radius > 0): cell key -> first tent + 1 */
+    keel__map by_entity;
+    keel__map cells; /* interest grid (radius > 0): cell key -> first tent + 1 */
     uint32_t *order; /* tents in run order this tick */
     uint32_t norder, order_cap;
     hclient **clients;

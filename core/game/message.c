@@ -3,6 +3,7 @@
  * on_message hooks at the end of each phase (after its systems) and, for those sent outside a
  * step, at its start. Each handler call is a hook transaction. Runtime state: never saved. */
 #include "model/world.h"
+#include "base/vec.h"
 #include "bind.h"
 
 #include <stdio.h>
@@ -73,10 +74,7 @@ keel_status keel__message_post(keel_world *w, keel_entity to, bool broadcast, co
             q->count -= q->head;
             q->head = 0;
         }
-        if (q->count == q->cap) {
-            q->cap = q->cap ? q->cap * 2 : 16;
-            q->items = keel__xrealloc(q->items, q->cap * sizeof *q->items);
-        }
+        KEEL__VEC_RESERVE(q->items, q->count, q->cap, 1, 16);
     }
     void *copy = NULL;
     if (size) {
@@ -116,10 +114,7 @@ static void receivers(keel_world *w, keel_entity e, keel_comp **list, size_t *n,
         if (!m->kind) continue;
         const keel_kind_desc *kd = keel_kind_describe(m->kind);
         if (!kd || !kd->hooks[KEEL_PHASE_ON_MESSAGE]) continue;
-        if (*n == *cap) {
-            *cap = *cap ? *cap * 2 : 16;
-            *list = keel__xrealloc(*list, *cap * sizeof **list);
-        }
+        KEEL__VEC_RESERVE((*list), (*n), (*cap), 1, 16);
         (*list)[(*n)++] = (keel_comp){ e, m->kind, keel__entry_slot(w, m) };
     }
 }

@@ -2,6 +2,7 @@
  * the end of a phase after its component hooks, in `after` order, each call a transaction; a
  * failure faults the system until it is reset or added again. */
 #include "model/world.h"
+#include "base/vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -307,10 +308,7 @@ static void run_each(keel_world *w, keel__system *s, keel_phase phase, double dt
     /* the visits, in run order, made before the first call: what a call spawns waits a step */
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) { /* not the scene root, as in Lua */
         if (!visit_ready(w, s, e, comps, records)) continue;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 64;
-            visits = keel__xrealloc(visits, cap * sizeof *visits);
-        }
+        KEEL__VEC_RESERVE(visits, n, cap, 1, 64);
         visits[n++] = e;
     }
     for (size_t i = 0; i < n && !s->faulted; i++) {

@@ -2,6 +2,7 @@
  * start of the update phase. Kept in one array sorted by id (ids only grow); a firing pass
  * sorts the due ones, so a step costs O(n) plus O(k log k) for k due timers. */
 #include "model/world.h"
+#include "base/vec.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -103,10 +104,7 @@ keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_time
     }
     if (ts->count == ts->cap) {
         if (ts->ended && !ts->firing) timers_compact(ts);
-        if (ts->count == ts->cap) {
-            ts->cap = ts->cap ? ts->cap * 2 : 16;
-            ts->items = keel__xrealloc(ts->items, ts->cap * sizeof *ts->items);
-        }
+        KEEL__VEC_RESERVE(ts->items, ts->count, ts->cap, 1, 16);
     }
     keel__timer *t = &ts->items[ts->count++];
     *t = (keel__timer){ .due = w->time + s,

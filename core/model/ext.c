@@ -5,6 +5,7 @@
  * closed from a system) moves ext_pos with the entries it shifts, so no entry is called twice
  * or skipped and the array may be reallocated under the walk. */
 #include "model/ext.h"
+#include "base/vec.h"
 #include "model/world.h"
 
 #include <stdlib.h>
@@ -30,10 +31,7 @@ void keel__ext_add(keel_world *w, const keel__ext_type *t, void *state)
         w->exts[i].state = state;
         return;
     }
-    if (w->ext_count == w->ext_cap) {
-        w->ext_cap = w->ext_cap ? w->ext_cap * 2 : 4;
-        w->exts = keel__xrealloc(w->exts, w->ext_cap * sizeof *w->exts);
-    }
+    KEEL__VEC_RESERVE(w->exts, w->ext_count, w->ext_cap, 1, 4);
     size_t at = w->ext_count;
     while (at > 0 && w->exts[at - 1].type->order > t->order) at--;
     memmove(&w->exts[at + 1], &w->exts[at], (w->ext_count - at) * sizeof *w->exts);

@@ -1,5 +1,6 @@
 /* step.c — the lifecycle: phases, run lists, hook transactions with rollback, and recorded faults. */
 #include "model/world.h"
+#include "base/vec.h"
 #include "model/kind.h"
 #include "model/txn.h"
 
@@ -28,10 +29,7 @@ static void fault_record(keel_world *w, keel_uuid entity, const char *kind, uint
             return;
         }
     }
-    if (w->fault_count == w->fault_cap) {
-        w->fault_cap = w->fault_cap ? w->fault_cap * 2 : 8;
-        w->faults = keel__xrealloc(w->faults, w->fault_cap * sizeof *w->faults);
-    }
+    KEEL__VEC_RESERVE(w->faults, w->fault_count, w->fault_cap, 1, 8);
     w->faults[w->fault_count++] = (keel_fault){ .entity = entity,
                                                 .kind = keel__strdup(kind),
                                                 .slot = slot,
@@ -300,10 +298,7 @@ void keel__runs_free(keel_world *w)
 
 static void run_push(keel__run *r, keel__run_item it)
 {
-    if (r->count == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 64;
-        r->items = keel__xrealloc(r->items, r->cap * sizeof *r->items);
-    }
+    KEEL__VEC_RESERVE(r->items, r->count, r->cap, 1, 64);
     r->items[r->count++] = it;
 }
 

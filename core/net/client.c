@@ -8,6 +8,7 @@
  * calls); each field keeps the tick of the value it holds, so an older delta arriving late is
  * ignored. The delta packets received are acked as runs of sequence numbers at each service. */
 #include "net/net_internal.h"
+#include "base/vec.h"
 
 #include "base/util.h"
 #include "bind.h"
@@ -221,10 +222,7 @@ static void apply_add(keel_net_client *c, cent *e, const keel__wire_msg *m, cons
         if (!keel_get_comp(c->w, e->e, k->id, ao.slot, &comp) &&
             keel_add(c->w, e->e, k->id, &ao, &comp, NULL, NULL) != KEEL_OK)
             return;
-        if (e->ncomp == e->cap) {
-            e->cap = e->cap ? e->cap * 2 : 4;
-            e->comps = keel__xrealloc(e->comps, e->cap * sizeof *e->comps);
-        }
+        KEEL__VEC_RESERVE(e->comps, e->ncomp, e->cap, 1, 4);
         cc = &e->comps[e->ncomp++];
         memset(cc, 0, sizeof *cc);
         cc->kind = x->kind;
@@ -303,10 +301,7 @@ static void apply_state(keel_net_client *c, const keel__wire_msg *m)
 static void apply_delta(keel_net_client *c, const keel__wire_msg *m, uint64_t seq)
 {
     if (c->nrx < 4096) { /* more before an ack: those go unacked and are sent again */
-        if (c->nrx == c->rx_cap) {
-            c->rx_cap = c->rx_cap ? c->rx_cap * 2 : 64;
-            c->rx = keel__xrealloc(c->rx, c->rx_cap * sizeof *c->rx);
-        }
+        KEEL__VEC_RESERVE(c->rx, c->nrx, c->rx_cap, 1, 64);
         c->rx[c->nrx++] = seq;
     }
     for (size_t i = 0; i < m->nrec; i++) {

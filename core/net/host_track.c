@@ -12,6 +12,7 @@
  * tick, which host_send.c copies to every client that holds what came before.
  * With an interest radius, entities are also listed in the grid cell their position falls in. */
 #include "net/net_internal.h"
+#include "base/vec.h"
 
 #include "base/util.h"
 #include "model/track.h"
@@ -74,10 +75,7 @@ static void tent_free(keel_net_host *h, uint32_t ti)
 
 static void tent_add_comp(tent *t, uint32_t ci)
 {
-    if (t->ncomp == t->comp_cap) {
-        t->comp_cap = t->comp_cap ? t->comp_cap * 2 : 4;
-        t->comps = keel__xrealloc(t->comps, t->comp_cap * sizeof *t->comps);
-    }
+    KEEL__VEC_RESERVE(t->comps, t->ncomp, t->comp_cap, 1, 4);
     t->comps[t->ncomp++] = ci;
 }
 
@@ -444,10 +442,7 @@ static void scan_full(keel_net_host *h)
             tcomp_free(h, ci);
             t->comps[j] = t->comps[--t->ncomp];
         }
-        if (h->norder == h->order_cap) {
-            h->order_cap = h->order_cap ? h->order_cap * 2 : 256;
-            h->order = keel__xrealloc(h->order, h->order_cap * sizeof *h->order);
-        }
+        KEEL__VEC_RESERVE(h->order, h->norder, h->order_cap, 1, 256);
         h->order[h->norder++] = ti;
         if (h->o.interest_radius > 0) grid_place(h, ti);
     }

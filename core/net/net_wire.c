@@ -2,6 +2,7 @@
  * decoder is pure (no world, no socket): every length, id and value is bounded here, and a
  * packet either decodes whole or not at all, so a malformed one changes nothing. */
 #include "net/net_wire.h"
+#include "base/vec.h"
 
 #include "base/util.h"
 
@@ -237,10 +238,7 @@ static void get_value(rd *r, keel_type t, uint32_t choices, bool wide, keel_valu
 
 static keel__wire_rec *new_rec(keel__wire_msg *m, uint8_t tag)
 {
-    if (m->nrec == m->rec_cap) {
-        m->rec_cap = m->rec_cap ? m->rec_cap * 2 : 16;
-        m->recs = keel__xrealloc(m->recs, m->rec_cap * sizeof *m->recs);
-    }
+    KEEL__VEC_RESERVE(m->recs, m->nrec, m->rec_cap, 1, 16);
     keel__wire_rec *x = &m->recs[m->nrec++];
     memset(x, 0, sizeof *x);
     x->tag = tag;
@@ -250,10 +248,7 @@ static keel__wire_rec *new_rec(keel__wire_msg *m, uint8_t tag)
 
 static keel_value *new_val(keel__wire_msg *m)
 {
-    if (m->nval == m->val_cap) {
-        m->val_cap = m->val_cap ? m->val_cap * 2 : 32;
-        m->vals = keel__xrealloc(m->vals, m->val_cap * sizeof *m->vals);
-    }
+    KEEL__VEC_RESERVE(m->vals, m->nval, m->val_cap, 1, 32);
     keel_value *v = &m->vals[m->nval++];
     memset(v, 0, sizeof *v);
     return v;

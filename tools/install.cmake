@@ -36,6 +36,8 @@ install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/keel DESTINATION ${KEEL_LUA_LDIR}
   FILES_MATCHING PATTERN "*.lua")
 # the inspector page (keel serve's static files), found next to the Lua files through package.path
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/keel/inspector DESTINATION ${KEEL_LUA_LDIR}/keel)
+# `keel new`'s templates (the scene, README.md, the dot.* files too), found beside keel/cli/new.lua
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/lua/keel/cli/new DESTINATION ${KEEL_LUA_LDIR}/keel/cli)
 if(TARGET keel)
   install(TARGETS keel RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()

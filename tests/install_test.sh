@@ -84,6 +84,11 @@ echo "== the installed keel program runs the bundled demo"
 cat "$tmp/run.log"
 grep -q "^$prefix/share/keel/scenes/demo.yaml: 200 frames, 12 entities, .*, 0 errors$" "$tmp/run.log" || {
     echo "FAIL: the installed keel did not play its installed demo scene"; exit 1; }
+echo "== the installed keel new writes a whole project from its installed templates"
+(cd "$tmp" && "$prefix/bin/keel" new newgame >/dev/null) || { echo "FAIL: the installed keel new"; exit 1; }
+for f in .busted .gitattributes .gitignore README.md kinds/spinner.lua kinds/spin.lua scenes/main.yaml spec/spinner_spec.lua; do
+    [ -f "$tmp/newgame/$f" ] || { echo "FAIL: the installed keel new wrote no $f"; exit 1; }
+done
 echo "== a moved prefix: keel finds its Lua files and data from where it sits"
 mv "$prefix" "$tmp/moved"
 moved=$(cd "$tmp/moved" && pwd -P)

@@ -353,7 +353,7 @@ static bool comp_live(lua_State *L, int idx, keel_lua_comp *h, keel_member *um)
 static keel_lua_comp *check_comp(lua_State *L, int idx, keel_member *um)
 {
     keel_lua_comp *h = comp_checkudata(L, idx);
-    if (!comp_live(L, idx, h, um)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
+    if (!comp_live(L, idx, h, um)) keel__lua_raisef(L, KEEL_NOT_FOUND, "the component was removed (stale handle)");
     keel__comp_info ci;
     if (h->c.kind && keel__comp_info_get(h->lw->w, h->c.entity, h->c.kind, h->c.slot, &ci)) {
         h->live = keel__world_structure(h->lw->w) + 1; /* found live: trusted until the structure moves */
@@ -368,17 +368,17 @@ static keel_lua_comp *check_loaded(lua_State *L, int idx)
 {
     keel_lua_comp *h = check_comp(L, idx, NULL);
     if (!h->c.kind)
-        keel_lua_raisef(L, KEEL_UNSUPPORTED, "%s is not declared: its component cannot be edited", unknown_key(L, idx));
+        keel__lua_raisef(L, KEEL_UNSUPPORTED, "%s is not declared: its component cannot be edited", unknown_key(L, idx));
     return h;
 }
 
 static int check_field(lua_State *L, keel_lua_comp *h, int idx)
 {
     if (lua_type(L, idx) != LUA_TSTRING)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, idx));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, idx));
     int f = keel__lua_has_nul(L, idx) ? -1 : keel_kind_field(h->c.kind, lua_tostring(L, idx));
     if (f < 0)
-        keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'%s", keel_kind_describe(h->c.kind)->key,
+        keel__lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'%s", keel_kind_describe(h->c.kind)->key,
                         lua_tostring(L, idx), keel__lua_has_nul(L, idx) ? " (the name holds a NUL byte)" : "");
     return f;
 }
@@ -403,7 +403,7 @@ static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_
     keel_value v;
     char err[256];
     if (!keel__lua_to_value(L, vidx, &kd->fields[f], h->lw->w, &v, err, sizeof err))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
     flush(L, h);
     keel_diags d;
     keel_diags_init(&d);
@@ -433,7 +433,7 @@ int keel__lua_comp_set(lua_State *L)
 {
     keel_lua_comp *h = check_loaded(L, 1);
     if (lua_type(L, 2) != LUA_TTABLE)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "set: a table of fields expected, got %s", luaL_typename(L, 2));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "set: a table of fields expected, got %s", luaL_typename(L, 2));
     lua_settop(L, 2);
     const keel_kind_desc *kd = keel_kind_describe(h->c.kind);
     size_t cap = kd->field_count ? kd->field_count : 1; /* keys are distinct field names: n <= field_count */
@@ -446,7 +446,7 @@ int keel__lua_comp_set(lua_State *L)
         int f = check_field(L, h, -2);
         char err[256];
         if (n == cap || !keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &vals[n], err, sizeof err))
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", n == cap ? "set: too many fields" : err);
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", n == cap ? "set: too many fields" : err);
         fields[n++] = f;
         lua_rawseti(L, 4, (lua_Integer)n); /* pops the value, keeps it alive */
     }
@@ -472,7 +472,7 @@ int keel__lua_comp_set(lua_State *L)
     }
     KEEL_LUA_LEAVE();
     sync(L, h);
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    if (s != KEEL_OK) return keel__lua_raise(L, s, &d);
     keel_diags_free(&d);
     return 0;
 }
@@ -617,7 +617,7 @@ static KEEL_LUA_NOINLINE int comp_index_all(lua_State *L)
         }
     }
     const char *k = lua_tostring(L, 2);
-    if (!k) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, 2));
+    if (!k) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a field name expected, got %s", luaL_typename(L, 2));
     lua_pushvalue(L, 2);
     if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1; /* a method */
     lua_pop(L, 1);
@@ -698,8 +698,8 @@ static KEEL_LUA_NOINLINE int comp_newindex_all(lua_State *L)
     const char *k = lua_tostring(L, 2);
     if (k && strcmp(k, "enabled") == 0) {
         if (lua_type(L, 3) != LUA_TBOOLEAN)
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, 3));
-        if (!h->c.kind) return keel_lua_raisef(L, KEEL_UNSUPPORTED, "an unknown component cannot be edited");
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, 3));
+        if (!h->c.kind) return keel__lua_raisef(L, KEEL_UNSUPPORTED, "an unknown component cannot be edited");
         keel_diags d;
         keel_diags_init(&d);
         KEEL_LUA_ENTER(L, h->lw->ctx);
@@ -710,14 +710,14 @@ static KEEL_LUA_NOINLINE int comp_newindex_all(lua_State *L)
     }
     if (k && strcmp(k, "faulted") == 0) {
         if (lua_type(L, 3) != LUA_TBOOLEAN || lua_toboolean(L, 3))
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "c.faulted can only be set to false (to run it again)");
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "c.faulted can only be set to false (to run it again)");
         keel_diags d;
         keel_diags_init(&d);
         keel__lua_check(L, keel_comp_clear_fault(h->lw->w, h->c, &d), &d, NULL);
         return 0;
     }
     if (k && (!strcmp(k, "kind") || !strcmp(k, "slot") || !strcmp(k, "entity") || !strcmp(k, "loaded") || !strcmp(k, "version")))
-        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "c.%s is read-only", k);
+        return keel__lua_raisef(L, KEEL_UNSUPPORTED, "c.%s is read-only", k);
     check_loaded(L, 1);
     return set_field(L, h, check_field(L, h, 2), 3, false);
 }

@@ -20,7 +20,7 @@ static bool entity_live(const keel_lua_entity *h)
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx)
 {
     keel_lua_entity *h = keel__lua_checkudata(L, idx, &keel__lua_mt_entity);
-    if (!entity_live(h)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
+    if (!entity_live(h)) keel__lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
     return h;
 }
 
@@ -87,7 +87,7 @@ static void check_one_slot(lua_State *L, keel_kind_id k, uint32_t slot)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (kd && kd->multiplicity == KEEL_ONE && slot != KEEL_SLOT_AUTO && slot != 0)
-        keel_lua_raisef(L, KEEL_INVALID_OPERATION, "%s is a one kind: its only slot is 0 (asked for %u)", kd->key, (unsigned)slot);
+        keel__lua_raisef(L, KEEL_INVALID_OPERATION, "%s is a one kind: its only slot is 0 (asked for %u)", kd->key, (unsigned)slot);
 }
 
 static int e_get(lua_State *L)
@@ -137,7 +137,7 @@ static keel_lua_entity *check_entity_world(lua_State *L, int idx)
             lua_topointer(L, -1) == lua_topointer(L, -3)) {
             lua_pop(L, 1);
             lua_replace(L, -2); /* [mt, World] -> [World] */
-            if (!entity_live(h)) keel_lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
+            if (!entity_live(h)) keel__lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
             return h;
         }
         lua_settop(L, top);
@@ -161,7 +161,7 @@ static int do_add(lua_State *L, bool want_inverse)
     const char *key = k ? NULL : keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 4);
     keel_world *w = h->lw->w;
-    if (!k) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
+    if (!k) return keel__lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", key);
     keel_diags d;
     keel_diags_init(&d);
     keel_comp c;
@@ -194,7 +194,7 @@ static int do_remove(lua_State *L, bool want_inverse)
     /* the body first: the record is gone after the remove */
     if (k && keel_get_comp(w, h->e, k, slot, &c)) keel__lua_push_body(L, w, c, wi);
     else if (find_member(w, h->e, key, slot, &m) && !m.loaded) keel__lua_push_node(L, m.preserved);
-    else if (!k && slot == KEEL_SLOT_AUTO) return keel_lua_raisef(L, KEEL_NOT_FOUND, "no component '%s' on this entity", key);
+    else if (!k && slot == KEEL_SLOT_AUTO) return keel__lua_raisef(L, KEEL_NOT_FOUND, "no component '%s' on this entity", key);
     else lua_pushnil(L);
     keel_diags d;
     keel_diags_init(&d);
@@ -233,7 +233,7 @@ static keel_entity opt_parent(lua_State *L, int idx, keel_lua_entity *h)
 {
     if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
     keel_lua_entity *p = keel__lua_checkentity(L, idx);
-    if (p->lw != h->lw) keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
+    if (p->lw != h->lw) keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
     return p->e;
 }
 
@@ -266,11 +266,11 @@ static int entity_op(lua_State *L, keel_lua_entity *h, int op, int arg, bool wan
     keel_status s = KEEL_OK;
     keel_entity parent = KEEL_NO_ENTITY;
     if (op == OP_RENAME && lua_type(L, arg) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name must be a string, got %s", luaL_typename(L, arg));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name must be a string, got %s", luaL_typename(L, arg));
     if (op == OP_RENAME && keel__lua_has_nul(L, arg))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name holds a NUL byte");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a name holds a NUL byte");
     if (op == OP_ENABLE && lua_type(L, arg) != LUA_TBOOLEAN)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, arg));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, arg));
     if (op == OP_REPARENT) parent = opt_parent(L, arg, h);
     KEEL_LUA_ENTER(L, h->lw->ctx);
     switch (op) {
@@ -348,8 +348,8 @@ static int entity_newindex(lua_State *L)
     if (k && strcmp(k, "parent") == 0) return entity_op(L, h, OP_REPARENT, 3, false);
     if (k && strcmp(k, "enabled") == 0) return entity_op(L, h, OP_ENABLE, 3, false);
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "world") == 0))
-        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "e.%s is read-only", k);
-    return keel_lua_raisef(L, KEEL_NOT_FOUND, "an entity has no field '%s'", k ? k : luaL_typename(L, 2));
+        return keel__lua_raisef(L, KEEL_UNSUPPORTED, "e.%s is read-only", k);
+    return keel__lua_raisef(L, KEEL_NOT_FOUND, "an entity has no field '%s'", k ? k : luaL_typename(L, 2));
 }
 
 static int entity_eq(lua_State *L)

@@ -40,7 +40,7 @@ static void concat_operand(lua_State *L, int idx)
     } else if (is_error(L, idx)) {
         luaL_tolstring(L, idx, NULL);
     } else {
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "attempt to concatenate a %s value", luaL_typename(L, idx));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "attempt to concatenate a %s value", luaL_typename(L, idx));
     }
 }
 
@@ -167,20 +167,20 @@ static void push_error(lua_State *L, keel_status s, keel_diags *d, bool raised)
     if (d) keel_diags_free(d);
 }
 
-int keel_lua_fail(lua_State *L, keel_diags *d)
+int keel__lua_fail(lua_State *L, keel_diags *d)
 {
     lua_pushnil(L);
     push_error(L, KEEL_INVALID_OPERATION, d, false);
     return 2;
 }
 
-int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d)
+int keel__lua_raise(lua_State *L, keel_status s, keel_diags *d)
 {
     push_error(L, s, d, true);
     return lua_error(L);
 }
 
-int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...)
+int keel__lua_raisef(lua_State *L, keel_status s, const char *fmt, ...)
 {
     char buf[512];
     va_list ap;
@@ -190,5 +190,5 @@ int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...)
     keel_diags d;
     keel_diags_init(&d);
     KEEL_ERROR(&d, s, "", "%s", buf);
-    return keel_lua_raise(L, s, &d);
+    return keel__lua_raise(L, s, &d);
 }

@@ -127,7 +127,7 @@ bool keel__lua_in_callback(const keel_lua_ctx *ctx, const keel_world *w)
 void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char *what)
 {
     if (keel_world_in_callback(w))
-        keel_lua_raisef(L, KEEL_INVALID_OPERATION, "%s refuses while a callback transaction is open", what);
+        keel__lua_raisef(L, KEEL_INVALID_OPERATION, "%s refuses while a callback transaction is open", what);
 }
 
 /* ---- trampolines ---- */

@@ -38,10 +38,10 @@ int keel_lua_open_persist(lua_State *L); /* pushes the `persist` table */
 /* The keel_world of a World argument (raises when it is not one, or closed). */
 keel_world *keel_lua_checkworld(lua_State *L, int idx);
 /* Pushes nil and an error object built from `d`; returns 2. Frees d's contents. */
-int keel_lua_fail(lua_State *L, keel_diags *d);
+int keel__lua_fail(lua_State *L, keel_diags *d);
 /* Raises an error object built from `d` (code `s` when d holds no error).
  * Frees d's contents first, so nothing leaks across the longjmp. */
-int keel_lua_raise(lua_State *L, keel_status s, keel_diags *d);
+int keel__lua_raise(lua_State *L, keel_status s, keel_diags *d);
 /* Keel strings are C strings: a Lua string (at idx) holding a NUL byte would be cut short there. */
 static inline bool keel__lua_has_nul(lua_State *L, int idx)
 {
@@ -52,13 +52,13 @@ static inline bool keel__lua_has_nul(lua_State *L, int idx)
 /* Pushes d's diagnostics as an array of { code, message, path, file, line, col, severity }. */
 void keel__lua_push_diags(lua_State *L, const keel_diags *d);
 /* Raises an error object with one diagnostic. */
-int keel_lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
+int keel__lua_raisef(lua_State *L, keel_status s, const char *fmt, ...);
 /* After a core call: when s failed, frees *inv (unless NULL) and raises d's error; else frees d's contents. */
 static inline void keel__lua_check(lua_State *L, keel_status s, keel_diags *d, keel_cmd *inv)
 {
     if (s != KEEL_OK) {
         if (inv) keel_cmd_free(inv);
-        keel_lua_raise(L, s, d);
+        keel__lua_raise(L, s, d);
     }
     if (d->items || d->count || d->errors || d->warnings) keel_diags_free(d); /* most calls add nothing */
 }

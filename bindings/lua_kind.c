@@ -20,8 +20,8 @@ static const char *opt_str(lua_State *L, int t, const char *k)
     lua_getfield(L, t, k);
     const char *s = NULL;
     if (lua_type(L, -1) == LUA_TSTRING && !keel__lua_has_nul(L, -1)) s = lua_tostring(L, -1);
-    else if (lua_type(L, -1) == LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s holds a NUL byte", k);
-    else if (!lua_isnil(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a string", k);
+    else if (lua_type(L, -1) == LUA_TSTRING) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s holds a NUL byte", k);
+    else if (!lua_isnil(L, -1)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a string", k);
     lua_pop(L, 1); /* the string stays in the spec table */
     return s;
 }
@@ -39,7 +39,7 @@ static const char *const *str_array(lua_State *L, int t, const char *k, size_t *
     lua_getfield(L, t, k);
     *n = 0;
     if (lua_isnil(L, -1)) { lua_pop(L, 1); return NULL; }
-    if (lua_type(L, -1) != LUA_TTABLE) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be an array of strings", k);
+    if (lua_type(L, -1) != LUA_TTABLE) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be an array of strings", k);
     int a = lua_gettop(L);
     size_t len = lua_rawlen(L, a);
     const char **out = scratch(L, len * sizeof *out);
@@ -47,8 +47,8 @@ static const char *const *str_array(lua_State *L, int t, const char *k, size_t *
     lua_getfield(L, t, k); /* ...which is fetched again above it */
     for (size_t i = 0; i < len; i++) {
         lua_rawgeti(L, -1, (lua_Integer)i + 1);
-        if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] must be a string", k, (int)i + 1);
-        if (keel__lua_has_nul(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] holds a NUL byte", k, (int)i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] must be a string", k, (int)i + 1);
+        if (keel__lua_has_nul(L, -1)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s[%d] holds a NUL byte", k, (int)i + 1);
         out[i] = lua_tostring(L, -1);
         lua_pop(L, 1);
     }
@@ -59,7 +59,7 @@ static const char *const *str_array(lua_State *L, int t, const char *k, size_t *
 
 static double num_field(lua_State *L, int idx, const char *what, const char *name)
 {
-    if (lua_type(L, idx) != LUA_TNUMBER) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': %s must be a number", name, what);
+    if (lua_type(L, idx) != LUA_TNUMBER) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': %s must be a number", name, what);
     return (double)lua_tonumber(L, idx);
 }
 
@@ -93,8 +93,8 @@ static void check_keys(lua_State *L, int t, const char *const *allowed, lua_Inte
         /* luaL_tolstring on a copy: converting the key itself in place would break lua_next */
         lua_pushvalue(L, -1);
         const char *shown = luaL_tolstring(L, -1, NULL);
-        if (field) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown key '%s'", field, shown);
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: unknown key '%s'", shown);
+        if (field) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown key '%s'", field, shown);
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: unknown key '%s'", shown);
     }
 }
 
@@ -107,11 +107,11 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
 {
     lua_rawgeti(L, f, 1);
     lua_rawgeti(L, f, 2);
-    if (lua_type(L, -2) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field needs a name string first");
-    if (keel__lua_has_nul(L, -2)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field name holds a NUL byte");
+    if (lua_type(L, -2) != LUA_TSTRING) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field needs a name string first");
+    if (keel__lua_has_nul(L, -2)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a field name holds a NUL byte");
     fd->key = lua_tostring(L, -2);
     if (lua_type(L, -1) != LUA_TSTRING || !keel_type_parse(lua_tostring(L, -1), &fd->type))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown type '%s'", fd->key, luaL_optstring(L, -1, "nil"));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': unknown type '%s'", fd->key, luaL_optstring(L, -1, "nil"));
     lua_pop(L, 2);
     check_keys(L, f, field_keys, 2, fd->key);
     lua_getfield(L, f, "choices");
@@ -121,18 +121,18 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
         lua_insert(L, -2); /* scratch below the choices table, both kept on the stack */
         for (size_t i = 0; i < n; i++) {
             lua_rawgeti(L, -1, (lua_Integer)i + 1);
-            if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be strings", fd->key);
-            if (keel__lua_has_nul(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': a choice holds a NUL byte", fd->key);
+            if (lua_type(L, -1) != LUA_TSTRING) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be strings", fd->key);
+            if (keel__lua_has_nul(L, -1)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': a choice holds a NUL byte", fd->key);
             ch[i] = lua_tostring(L, -1);
             lua_pop(L, 1);
         }
         fd->choices = ch;
         fd->choice_count = n;
     } else if (!lua_isnil(L, -1)) {
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be an array", fd->key);
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': choices must be an array", fd->key);
     }
     if (fd->type == KEEL_T_ENUM && fd->choice_count == 0)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: enum field '%s' needs choices", fd->key);
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: enum field '%s' needs choices", fd->key);
     lua_getfield(L, f, "min");
     if (!lua_isnil(L, -1)) { fd->has_min = true; fd->min = num_field(L, -1, "min", fd->key); }
     lua_getfield(L, f, "max");
@@ -142,9 +142,9 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
     if (!lua_isnil(L, -1)) {
         char err[256];
         if (fd->type == KEEL_T_ENTITY)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: entity field '%s' cannot have a default", fd->key);
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: entity field '%s' cannot have a default", fd->key);
         if (!keel__lua_to_value(L, -1, fd, NULL, &fd->def, err, sizeof err))
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: default of %s", err);
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: default of %s", err);
         fd->has_default = true; /* strings: borrowed from the spec table, copied by the registry */
     }
     lua_pop(L, 1);
@@ -165,12 +165,12 @@ static uint32_t read_sync(lua_State *L)
         lua_getfield(L, -1, "interval");
         if (lua_isnil(L, -1)) n = 1;
         else if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > KEEL_SYNC_INTERVAL_MAX)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync.interval must be an integer in 1..%d, got %s",
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync.interval must be an integer in 1..%d, got %s",
                             KEEL_SYNC_INTERVAL_MAX, luaL_tolstring(L, -1, NULL));
         else n = (uint32_t)lua_tointeger(L, -1);
         lua_pop(L, 1);
     } else if (!lua_isnil(L, -1))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync must be a table { interval = N }, got %s",
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync must be a table { interval = N }, got %s",
                         luaL_typename(L, -1));
     lua_pop(L, 1);
     return n;
@@ -181,23 +181,23 @@ static uint32_t read_sync(lua_State *L)
 static void read_options(lua_State *L, keel_kind_desc *desc)
 {
     desc->key = opt_str(L, 1, "key");
-    if (!desc->key) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: key is required");
+    if (!desc->key) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: key is required");
     check_keys(L, 1, kind_keys, 0, NULL);
     desc->display = opt_str(L, 1, "display");
     desc->category = opt_str(L, 1, "category");
     lua_getfield(L, 1, "version");
     if (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 1 || lua_tointeger(L, -1) > INT_MAX))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: version must be an integer >= 1, got %s", luaL_tolstring(L, -1, NULL));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: version must be an integer >= 1, got %s", luaL_tolstring(L, -1, NULL));
     desc->version = lua_isnil(L, -1) ? 1 : (int)lua_tointeger(L, -1);
     lua_getfield(L, 1, "max");
     if (!lua_isnil(L, -1) && (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < 0))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: max must be a non-negative integer");
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: max must be a non-negative integer");
     desc->max = (uint32_t)lua_tointeger(L, -1);
     lua_pop(L, 2);
     const char *mult = opt_str(L, 1, "multiplicity");
     if (!mult || strcmp(mult, "one") == 0) desc->multiplicity = KEEL_ONE;
     else if (strcmp(mult, "many") == 0) desc->multiplicity = KEEL_MANY;
-    else keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: multiplicity must be \"one\" or \"many\", got \"%s\"", mult);
+    else keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: multiplicity must be \"one\" or \"many\", got \"%s\"", mult);
     desc->requires = str_array(L, 1, "requires", &desc->requires_count);
     desc->rejects = str_array(L, 1, "rejects", &desc->rejects_count);
     desc->flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0) |
@@ -216,9 +216,9 @@ static int read_fields(lua_State *L, keel_kind_desc *desc, bool *has_entity)
     int ft = lua_gettop(L);
     size_t nf = 0;
     if (lua_type(L, ft) == LUA_TTABLE) nf = lua_rawlen(L, ft);
-    else if (!lua_isnil(L, ft)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields must be an array");
+    else if (!lua_isnil(L, ft)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields must be an array");
     if (nf > KEEL_LUA_MAX_FIELDS)
-        keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "kind: at most %d fields, got %zu", KEEL_LUA_MAX_FIELDS, nf);
+        keel__lua_raisef(L, KEEL_LIMIT_EXCEEDED, "kind: at most %d fields, got %zu", KEEL_LUA_MAX_FIELDS, nf);
     keel_field_desc *fields = scratch(L, nf * sizeof *fields);
     lua_createtable(L, (int)nf, 0); /* keys */
     int keys = lua_gettop(L);
@@ -229,9 +229,9 @@ static int read_fields(lua_State *L, keel_kind_desc *desc, bool *has_entity)
     for (size_t i = 0; i < nf; i++) {
         int base = lua_gettop(L);
         if (!lua_checkstack(L, FIELD_STACK))
-            keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "kind: Lua stack overflow");
+            keel__lua_raisef(L, KEEL_LIMIT_EXCEEDED, "kind: Lua stack overflow");
         lua_rawgeti(L, ft, (lua_Integer)i + 1);
-        if (lua_type(L, -1) != LUA_TTABLE) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields[%d] must be a table", (int)i + 1);
+        if (lua_type(L, -1) != LUA_TTABLE) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields[%d] must be a table", (int)i + 1);
         read_field(L, lua_gettop(L), &fields[i]);
         *has_entity |= fields[i].type == KEEL_T_ENTITY;
         lua_pushstring(L, fields[i].key);
@@ -250,12 +250,12 @@ static void check_hooks(lua_State *L)
         const char *hk = p < KEEL_PHASE_COUNT_ ? keel_phase_name((keel_phase)p) : "validate";
         lua_getfield(L, 1, hk);
         if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a function, got %s", hk, luaL_typename(L, -1));
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s must be a function, got %s", hk, luaL_typename(L, -1));
         lua_pop(L, 1);
     }
     lua_getfield(L, 1, "migrate");
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: migrate must be a table { [version] = function }");
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: migrate must be a table { [version] = function }");
     lua_pop(L, 1);
 }
 
@@ -282,11 +282,11 @@ static int k_kind(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TTABLE)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a table expected, got %s", luaL_typename(L, 1));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: a table expected, got %s", luaL_typename(L, 1));
     /* the call a finalizer interrupts may hold this kind's description, field table or records
      * (a redeclaration frees and relays them out) */
     if (keel__lua_in_finalizer(L))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "keel.kind refuses inside a __gc finalizer");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "keel.kind refuses inside a __gc finalizer");
     lua_settop(L, 1);
     keel_kind_desc desc;
     memset(&desc, 0, sizeof desc);
@@ -420,7 +420,7 @@ static int k_kinds(lua_State *L)
 static int k_kind_info(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind_info: a kind key expected, got %s", luaL_typename(L, 1));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind_info: a kind key expected, got %s", luaL_typename(L, 1));
     keel_kind_id k = keel_kind_find(lua_tostring(L, 1));
     if (!k) lua_pushnil(L);
     else push_info(L, k);

@@ -10,9 +10,9 @@ int keel__lua_w_lift(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     keel_lua_entity *h = keel__lua_checkentity(L, 2);
-    if (h->lw != lw) return keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
+    if (h->lw != lw) return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
     if (keel__lua_in_callback(lw->ctx, lw->w))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:lift refuses while a callback transaction is open");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:lift refuses while a callback transaction is open");
     llift *u = lua_newuserdatauv(L, sizeof *u, 1);
     u->l = NULL;
     keel__lua_setmt(L, &lift_type);
@@ -32,8 +32,8 @@ static keel_lift *check_lift(lua_State *L, int idx, keel_lua_world **lw)
     lua_getiuservalue(L, idx, 1);
     *lw = lua_touserdata(L, -1);
     lua_pop(L, 1);
-    if (!*lw || !(*lw)->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the lift's world is closed");
-    if (!u->l) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the lift was already restored or discarded");
+    if (!*lw || !(*lw)->w) keel__lua_raisef(L, KEEL_NOT_FOUND, "the lift's world is closed");
+    if (!u->l) keel__lua_raisef(L, KEEL_INVALID_OPERATION, "the lift was already restored or discarded");
     return u->l;
 }
 
@@ -42,7 +42,7 @@ static int lift_end(lua_State *L, bool discard)
     keel_lua_world *lw;
     keel_lift *l = check_lift(L, 1, &lw);
     if (keel__lua_in_callback(lw->ctx, lw->w))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "%s refuses while a callback transaction is open",
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "%s refuses while a callback transaction is open",
                                discard ? "lift:discard" : "lift:restore");
     keel_diags d;
     keel_diags_init(&d);

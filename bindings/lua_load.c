@@ -42,7 +42,7 @@ static size_t opt_size(lua_State *L, int t, const char *k, size_t def)
     lua_getfield(L, t, k);
     size_t v = def;
     if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0) v = (size_t)lua_tointeger(L, -1);
-    else if (!lua_isnil(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "limits.%s must be a non-negative integer", k);
+    else if (!lua_isnil(L, -1)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "limits.%s must be a non-negative integer", k);
     lua_pop(L, 1);
     return v;
 }
@@ -69,13 +69,13 @@ void keel__lua_check_keys(lua_State *L, int t, const char *what, const char *con
         }
         luaL_pushresult(&b);
         const char *keys = lua_tostring(L, -1);
-        if (k) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: unknown key '%s' (it takes %s)", what, k, keys);
+        if (k) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: unknown key '%s' (it takes %s)", what, k, keys);
         int key_idx = lua_gettop(L) - 2, val_idx = lua_gettop(L) - 1;
         const char *shown = lua_type(L, val_idx) == LUA_TSTRING
             ? lua_pushfstring(L, " \"%s\"", lua_tostring(L, val_idx))
             : "";
         const char *named = strcmp(what, "spawn") == 0 && *shown ? " (a name goes as name = ...)" : "";
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT,
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
                         "%s: positional entry [%s]%s is not accepted%s: it takes the keys %s", what,
                         luaL_tolstring(L, key_idx, NULL), shown, named, keys);
     }
@@ -101,10 +101,10 @@ keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_l
         read_opts_table(L, idx, o);
         lua_getfield(L, idx, "assets");
         if (lua_type(L, -1) == LUA_TSTRING && keel__lua_has_nul(L, -1))
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets: the path holds a NUL byte");
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets: the path holds a NUL byte");
         if (lua_type(L, -1) == LUA_TSTRING) given = lua_tostring(L, -1); /* stays on the stack */
         else if (!lua_isnil(L, -1) && !(lua_isboolean(L, -1) && !lua_toboolean(L, -1)))
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets must be a path or false, got %s",
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.assets must be a path or false, got %s",
                             luaL_typename(L, -1));
         beside = beside && lua_isnil(L, -1);
     }
@@ -122,14 +122,14 @@ keel_status keel__lua_read_opts(lua_State *L, int idx, const char *scene, keel_l
 static void read_opts_table(lua_State *L, int idx, keel_load_opts *o)
 {
     if (lua_type(L, idx) != LUA_TTABLE)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts must be a table, got %s", luaL_typename(L, idx));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts must be a table, got %s", luaL_typename(L, idx));
     keel__lua_check_keys(L, idx, "opts", opt_keys);
     lua_getfield(L, idx, "strict");
     o->strict = lua_toboolean(L, -1);
     lua_pop(L, 1);
     lua_getfield(L, idx, "limits");
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.limits must be a table, got %s", luaL_typename(L, -1));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "opts.limits must be a table, got %s", luaL_typename(L, -1));
     if (lua_type(L, -1) == LUA_TTABLE) {
         int t = lua_gettop(L);
         keel__lua_check_keys(L, t, "opts.limits", limit_keys);
@@ -151,7 +151,7 @@ static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_worl
 {
     if (s != KEEL_OK || !w) {
         keel_world_free(w);
-        return keel_lua_fail(L, d);
+        return keel__lua_fail(L, d);
     }
     keel__lua_push_world(L, ctx, w, true);
     keel__lua_push_diags(L, d);
@@ -164,9 +164,9 @@ int keel__lua_k_load(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: a path expected, got %s", luaL_typename(L, 1));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: a path expected, got %s", luaL_typename(L, 1));
     if (keel__lua_has_nul(L, 1))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: the path holds a NUL byte");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "load: the path holds a NUL byte");
     keel_diags d;
     keel_diags_init(&d);
     keel_load_opts o;
@@ -188,7 +188,7 @@ int keel__lua_k_parse(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "parse: YAML text expected, got %s", luaL_typename(L, 1));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "parse: YAML text expected, got %s", luaL_typename(L, 1));
     size_t len;
     const char *text = lua_tolstring(L, 1, &len);
     keel_diags d;

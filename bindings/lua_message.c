@@ -32,16 +32,16 @@ static void copy_value(lua_State *L, int idx, int depth, size_t *bytes, int seen
         break;
     case LUA_TUSERDATA:
         if (!keel__lua_testudata(L, idx, &keel__lua_mt_entity))
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a %s is not plain data", luaL_typename(L, idx));
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a %s is not plain data", luaL_typename(L, idx));
         *bytes += 36;
         lua_pushvalue(L, idx); /* handles are values: shared, not copied */
         break;
     case LUA_TTABLE:
         if (depth >= MSG_MAX_DEPTH)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: tables nested deeper than %d", MSG_MAX_DEPTH);
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: tables nested deeper than %d", MSG_MAX_DEPTH);
         lua_pushvalue(L, idx);
         if (lua_rawget(L, seen) != LUA_TNIL)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a table holds itself (a cycle)");
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a table holds itself (a cycle)");
         lua_pop(L, 1);
         lua_pushvalue(L, idx);
         lua_pushboolean(L, 1);
@@ -52,7 +52,7 @@ static void copy_value(lua_State *L, int idx, int depth, size_t *bytes, int seen
         while (lua_next(L, idx)) {
             int kt = lua_type(L, -2);
             if (kt != LUA_TSTRING && kt != LUA_TNUMBER && kt != LUA_TBOOLEAN)
-                keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a %s key is not plain data",
+                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a %s key is not plain data",
                                 luaL_typename(L, -2));
             *bytes += kt == LUA_TSTRING ? lua_rawlen(L, -2) + 2 : 8;
             lua_pushvalue(L, -2);            /* key */
@@ -65,10 +65,10 @@ static void copy_value(lua_State *L, int idx, int depth, size_t *bytes, int seen
         lua_rawset(L, seen);
         break;
     default:
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a %s is not plain data", luaL_typename(L, idx));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data: a %s is not plain data", luaL_typename(L, idx));
     }
     if (*bytes > MSG_MAX_BYTES)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data larger than %d bytes encoded", MSG_MAX_BYTES);
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "message data larger than %d bytes encoded", MSG_MAX_BYTES);
 }
 
 /* ---- sending: the world's queue is the core's (message.c), shared with C's keel_send ---- */
@@ -95,9 +95,9 @@ static void enqueue(lua_State *L, keel_lua_world *lw, keel_entity to, bool broad
 {
     keel_lua_ctx *ctx = lw->ctx;
     if (lua_type(L, 2) != LUA_TSTRING)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name must be a string, got %s", luaL_typename(L, 2));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name must be a string, got %s", luaL_typename(L, 2));
     if (keel__lua_has_nul(L, 2))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name cannot hold a NUL byte");
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name cannot hold a NUL byte");
     size_t bytes = 0;
     lua_newtable(L);
     int seen = lua_gettop(L);

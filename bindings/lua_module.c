@@ -52,12 +52,12 @@ void *keel__lua_checkudata(lua_State *L, int idx, const keel_lua_type *t)
 
 int keel__lua_argerror(lua_State *L, int idx, const char *fmt, ...)
 {
-    char what[512]; /* as long as keel_lua_raisef's own buffer: it cuts the message where it did */
+    char what[512]; /* as long as keel__lua_raisef's own buffer: it cuts the message where it did */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (%s)", idx, what);
+    return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "bad argument #%d (%s)", idx, what);
 }
 
 static int box_gc(lua_State *L)
@@ -169,7 +169,7 @@ static int m_invalid(lua_State *L)
 {
     if (lua_type(L, 1) != LUA_TSTRING)
         return keel__lua_argerror(L, 1, "a message string expected, got %s", luaL_typename(L, 1));
-    return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", lua_tostring(L, 1));
+    return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", lua_tostring(L, 1));
 }
 
 /* ---- modules beside keel.core ----
@@ -224,7 +224,7 @@ int luaopen_keel_core(lua_State *L);
 int luaopen_keel_core(lua_State *L)
 {
     keel_status s = keel_init();
-    if (s != KEEL_OK) return keel_lua_raisef(L, s, "keel_init failed");
+    if (s != KEEL_OK) return keel__lua_raisef(L, s, "keel_init failed");
     keel_lua_ctx *ctx = get_ctx(L);
     lua_newtable(L);
     lua_pushlightuserdata(L, ctx);

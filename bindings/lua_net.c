@@ -28,7 +28,7 @@ void keel__lua_net_check_kind(lua_State *L)
 {
     lua_getfield(L, 1, "client_update");
     if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
                         luaL_typename(L, -1));
     lua_pop(L, 1);
 }
@@ -96,14 +96,14 @@ static void run_client_updates(lua_State *L, lclient *x)
 static lhost *check_host(lua_State *L)
 {
     lhost *x = keel__lua_checkudata(L, 1, &mt_host);
-    if (!x->h) keel_lua_raisef(L, KEEL_NOT_FOUND, "the host is closed");
+    if (!x->h) keel__lua_raisef(L, KEEL_NOT_FOUND, "the host is closed");
     return x;
 }
 
 static lclient *check_client(lua_State *L)
 {
     lclient *x = keel__lua_checkudata(L, 1, &mt_client);
-    if (!x->c) keel_lua_raisef(L, KEEL_NOT_FOUND, "the client is closed");
+    if (!x->c) keel__lua_raisef(L, KEEL_NOT_FOUND, "the client is closed");
     return x;
 }
 
@@ -113,7 +113,7 @@ static double opt_num(lua_State *L, int t, const char *k, double def)
     lua_getfield(L, t, k);
     double v = def;
     if (!lua_isnil(L, -1)) {
-        if (!lua_isnumber(L, -1)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s must be a number", k);
+        if (!lua_isnumber(L, -1)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s must be a number", k);
         v = lua_tonumber(L, -1);
     }
     lua_pop(L, 1);
@@ -126,7 +126,7 @@ static const char *opt_string(lua_State *L, int t, const char *k)
     lua_getfield(L, t, k);
     const char *s = NULL;
     if (!lua_isnil(L, -1)) {
-        if (lua_type(L, -1) != LUA_TSTRING) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s must be a string", k);
+        if (lua_type(L, -1) != LUA_TSTRING) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s must be a string", k);
         s = lua_tostring(L, -1);
     }
     lua_pop(L, 1); /* the string stays reachable through the options table */
@@ -141,21 +141,21 @@ static int n_host(lua_State *L)
     keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
     double port = opt_num(L, 2, "port", o.port);
     if (port < 0 || port > 65535 || port != (double)(int)port)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "port must be an integer in 0..65535");
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "port must be an integer in 0..65535");
     o.port = (uint16_t)port;
     o.bind = opt_string(L, 2, "bind");
     double mc = opt_num(L, 2, "max_clients", o.max_clients);
-    if (mc < 1 || mc > 4095) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "max_clients must be in 1..4095");
+    if (mc < 1 || mc > 4095) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "max_clients must be in 1..4095");
     o.max_clients = (uint32_t)mc;
     double budget = opt_num(L, 2, "budget", (double)o.budget);
-    if (!(budget >= 0 && budget <= 1e12)) keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "budget must be a byte count");
+    if (!(budget >= 0 && budget <= 1e12)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "budget must be a byte count");
     o.budget = (size_t)budget;
     o.tick = opt_num(L, 2, "tick", o.tick); /* keel_net_host_new refuses one that is not > 0 */
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_getfield(L, 2, "interest");
         if (lua_type(L, -1) == LUA_TTABLE) o.interest_radius = opt_num(L, lua_gettop(L), "radius", 0);
         else if (!lua_isnil(L, -1))
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "interest must be a table { radius = R }");
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "interest must be a table { radius = R }");
         lua_pop(L, 1);
     }
     lhost *x = lua_newuserdatauv(L, sizeof *x, 1);
@@ -178,7 +178,7 @@ static int h_service(lua_State *L)
     KEEL_LUA_ENTER(L, keel__lua_upctx(L));
     keel_status s = keel_net_host_service(x->h, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     lua_pushboolean(L, 1);
     return 1;
@@ -270,7 +270,7 @@ static int c_service(lua_State *L)
     KEEL_LUA_ENTER(L, x->ctx);
     keel_status s = keel_net_client_service(x->c, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     lua_settop(L, 1);
     run_client_updates(L, x);

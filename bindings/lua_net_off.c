@@ -10,7 +10,7 @@ void keel__lua_net_check_kind(lua_State *L)
 {
     lua_getfield(L, 1, "client_update");
     if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
                         luaL_typename(L, -1));
     lua_pop(L, 1);
 }
@@ -23,7 +23,7 @@ void keel__lua_net_note_kind(lua_State *L, const char *key)
 
 static int n_off(lua_State *L)
 {
-    return keel_lua_raisef(L, KEEL_UNSUPPORTED, "%s: this keel was built without replication (KEEL_NET=OFF)",
+    return keel__lua_raisef(L, KEEL_UNSUPPORTED, "%s: this keel was built without replication (KEEL_NET=OFF)",
                            lua_tostring(L, lua_upvalueindex(1)));
 }
 

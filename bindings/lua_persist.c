@@ -158,7 +158,7 @@ static int persist_save(lua_State *L)
     keel_diags_init(&d);
     keel_status s = keel_persist_save(w, lb->b, path, &info, &d);
     keel_node_free(fields);
-    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     lua_pushboolean(L, 1);
     return 1;
@@ -175,7 +175,7 @@ static int persist_load(lua_State *L)
     KEEL_LUA_ENTER(L, lw->ctx);
     keel_status s = keel_persist_load(lw->w, path, &d);
     KEEL_LUA_LEAVE();
-    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     lua_pushboolean(L, 1);
     return 1;
@@ -190,7 +190,7 @@ static int persist_info(lua_State *L)
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_persist_info(path, &info, &d);
-    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     /* the pushes below can only fail on memory; slot details are small */
     if (info.fields)

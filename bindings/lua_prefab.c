@@ -21,7 +21,7 @@ typedef struct keel_lua_prefab {
 static keel_lua_prefab *check_prefab(lua_State *L, int idx)
 {
     keel_lua_prefab *p = keel__lua_checkudata(L, idx, &mt_prefab);
-    if (!p->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the prefab is closed");
+    if (!p->w) keel__lua_raisef(L, KEEL_NOT_FOUND, "the prefab is closed");
     return p;
 }
 
@@ -58,7 +58,7 @@ static int prefab_index(lua_State *L)
         lua_getiuservalue(L, 1, 1);
         return 1;
     }
-    return keel_lua_raisef(L, KEEL_NOT_FOUND, "keel.Prefab has no field '%s'", k ? k : luaL_typename(L, 2));
+    return keel__lua_raisef(L, KEEL_NOT_FOUND, "keel.Prefab has no field '%s'", k ? k : luaL_typename(L, 2));
 }
 
 /* The file's bytes in a box on the stack (NULL when it cannot be read: the load reports why). */
@@ -96,9 +96,9 @@ static int k_prefab(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (lua_type(L, 1) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: a path expected, got %s", luaL_typename(L, 1));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: a path expected, got %s", luaL_typename(L, 1));
     if (keel__lua_has_nul(L, 1))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: the path holds a NUL byte");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "prefab: the path holds a NUL byte");
     lua_settop(L, 1);
     const char *path = lua_tostring(L, 1);
     size_t len;
@@ -138,7 +138,7 @@ static int k_prefab(lua_State *L)
     keel_assets_free(assets);
     if (s != KEEL_OK || !w) {
         keel_world_free(w);
-        return keel_lua_fail(L, &d);
+        return keel__lua_fail(L, &d);
     }
     p->w = w;
     p->size = len;
@@ -194,7 +194,7 @@ static keel_status apply_set(keel_world *s, const keel_entity *tops, size_t n, v
 static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
 {
     if (lua_type(L, idx) != LUA_TTABLE)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set must be a table, got %s",
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set must be a table, got %s",
                         luaL_typename(L, idx));
     size_t nk = 0;
     lua_pushnil(L);
@@ -209,13 +209,13 @@ static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) != LUA_TSTRING)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set's keys must be kind keys, got %s",
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set's keys must be kind keys, got %s",
                             luaL_typename(L, -2));
         const char *key = lua_tostring(L, -2);
         keel_kind_id k = keel_kind_find(key);
-        if (!k) keel_lua_raisef(L, KEEL_NOT_FOUND, "instantiate: set: kind '%s' is not declared", key);
+        if (!k) keel__lua_raisef(L, KEEL_NOT_FOUND, "instantiate: set: kind '%s' is not declared", key);
         if (lua_type(L, -1) != LUA_TTABLE)
-            keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set['%s'] must be a table of fields, got %s",
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: set['%s'] must be a table of fields, got %s",
                             key, luaL_typename(L, -1));
         const keel_kind_desc *kd = keel_kind_describe(k);
         size_t cap = kd->field_count ? kd->field_count : 1;
@@ -231,11 +231,11 @@ static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
             const char *fname = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
             int f = fname ? keel_kind_field(k, fname) : -1;
             if (f < 0)
-                keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", key,
+                keel__lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", key,
                                 fname ? fname : luaL_typename(L, -2));
             char err[256];
             if (sk->n == cap || !keel__lua_to_value(L, -1, &kd->fields[f], dst, &sk->vals[sk->n], err, sizeof err))
-                keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", sk->n == cap ? "set: too many fields" : err);
+                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", sk->n == cap ? "set: too many fields" : err);
             sk->fields[sk->n++] = f;
             lua_rawseti(L, anchors, (lua_Integer)lua_rawlen(L, anchors) + 1); /* pops the value, keeps it alive */
         }
@@ -256,7 +256,7 @@ static int w_instantiate(lua_State *L)
     lua_settop(L, 3);
     if (!lua_isnil(L, 3)) {
         if (lua_type(L, 3) != LUA_TTABLE)
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: an options table expected, got %s",
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: an options table expected, got %s",
                                    luaL_typename(L, 3));
         lua_pushnil(L);
         while (lua_next(L, 3)) {
@@ -265,23 +265,23 @@ static int w_instantiate(lua_State *L)
             size_t i = 0;
             while (k && instantiate_keys[i] && strcmp(instantiate_keys[i], k) != 0) i++;
             if (!k || !instantiate_keys[i])
-                return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: unknown key '%s'",
+                return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: unknown key '%s'",
                                        k ? k : luaL_typename(L, -1));
         }
         lua_getfield(L, 3, "parent"); /* 4 */
         if (!lua_isnil(L, 4)) {
             keel_lua_entity *e = keel__lua_checkentity(L, 4);
             if (e->lw != lw)
-                return keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
+                return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
             o.parent = e->e;
         }
         lua_getfield(L, 3, "name"); /* 5 */
         if (!lua_isnil(L, 5)) {
             if (lua_type(L, 5) != LUA_TSTRING)
-                return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: name must be a string, got %s",
+                return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: name must be a string, got %s",
                                        luaL_typename(L, 5));
             if (keel__lua_has_nul(L, 5))
-                return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: the name holds a NUL byte");
+                return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "instantiate: the name holds a NUL byte");
             o.name = lua_tostring(L, 5);
         }
         lua_getfield(L, 3, "set"); /* 6 */

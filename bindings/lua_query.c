@@ -224,7 +224,7 @@ static int w_entities(lua_State *L)
 static keel_kind_id check_kind(lua_State *L, int idx)
 {
     keel_kind_id k = keel_kind_find(keel__lua_checkkey(L, idx));
-    if (!k) keel_lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", lua_tostring(L, idx));
+    if (!k) keel__lua_raisef(L, KEEL_NOT_FOUND, "no kind '%s'", lua_tostring(L, idx));
     return k;
 }
 
@@ -369,7 +369,7 @@ static int w_query(lua_State *L)
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     bool all = take_all(L);
     int nk = lua_gettop(L) - 1;
-    if (nk < 1) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "query: at least one kind expected");
+    if (nk < 1) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "query: at least one kind expected");
     for (int i = 0; i < nk; i++) check_kind(L, i + 2);
     liter *it = push_iter(L, lw, 2);
     it->all = all;

@@ -272,9 +272,9 @@ static int self_method(lua_State *L)
     int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
     lua_CFunction fn = lua_tocfunction(L, lua_upvalueindex(3));
     if (!self_live(L, ctx, depth, 1))
-        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+        return keel__lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
     if (ctx->self_gone[depth]) /* its fields are still in self */
-        return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed: self has its fields, not its methods",
+        return keel__lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed: self has its fields, not its methods",
                                keel_kind_describe(ctx->self_c[depth].kind)->key);
     push_self_comp(L, ctx, depth);
     lua_replace(L, 1);
@@ -309,7 +309,7 @@ static int self_newindex(lua_State *L)
     keel_lua_ctx *ctx = lua_touserdata(L, lua_upvalueindex(1));
     int depth = (int)lua_tointeger(L, lua_upvalueindex(2));
     if (!self_live(L, ctx, depth, 1))
-        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
+        return keel__lua_raisef(L, KEEL_UNSUPPORTED, "self is only valid during its callback");
     keel_comp c = ctx->self_c[depth];
     const char *k = lua_tostring(L, 2);
     if (k && keel_kind_field(c.kind, k) >= 0) {
@@ -318,13 +318,13 @@ static int self_newindex(lua_State *L)
     }
     if (k && strcmp(k, "enabled") == 0) {
         if (ctx->self_gone[depth])
-            return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed", keel_kind_describe(c.kind)->key);
+            return keel__lua_raisef(L, KEEL_NOT_FOUND, "%s was destroyed", keel_kind_describe(c.kind)->key);
         push_self_comp(L, ctx, depth);
         lua_replace(L, 1);
         lua_settable(L, 1);
         return 0;
     }
-    return keel_lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", keel_kind_describe(c.kind)->key,
+    return keel__lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", keel_kind_describe(c.kind)->key,
                            k ? k : luaL_typename(L, 2));
 }
 

@@ -107,7 +107,7 @@ static keel_entity opt_parent(lua_State *L, int idx, keel_lua_world *lw)
 {
     if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
     keel_lua_entity *p = keel__lua_checkentity(L, idx);
-    if (p->lw != lw) keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
+    if (p->lw != lw) keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
     return p->e;
 }
 
@@ -375,21 +375,21 @@ static int do_spawn(lua_State *L, bool want_inverse)
         spec = 2;
         spawn_spec_keys(L); /* 3 name, 4 parent, 5 enabled, 6 components */
         if (!lua_isnil(L, 5) && !lua_isboolean(L, 5))
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: enabled must be a boolean, got %s", luaL_typename(L, 5));
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: enabled must be a boolean, got %s", luaL_typename(L, 5));
         if (!lua_isnil(L, 3) && lua_type(L, 3) != LUA_TSTRING)
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: name must be a string");
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: name must be a string");
         if (!lua_isnil(L, 3) && keel__lua_has_nul(L, 3))
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
         name = lua_isnil(L, 3) ? "" : lua_tostring(L, 3);
         parent = opt_parent(L, 4, lw);
         if (!lua_isnil(L, 6) && lua_type(L, 6) != LUA_TTABLE)
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: components must be an array");
     } else if (t2 == LUA_TSTRING) {
         size_t len;
         name = lua_tolstring(L, 2, &len);
-        if (strlen(name) != len) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
+        if (strlen(name) != len) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name holds a NUL byte");
     } else if (t2 != LUA_TNONE && t2 != LUA_TNIL) {
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "spawn: a name or a spec table expected, got %s", luaL_typename(L, 2));
     }
     keel_diags d;
     keel_diags_init(&d);
@@ -401,7 +401,7 @@ static int do_spawn(lua_State *L, bool want_inverse)
     if (comps) {
         plan.used = 0;
         memset(plan.kept, 0, sizeof plan.kept);
-        if (!spawn_precheck(L, 6, lw, &plan, &d)) return keel_lua_raise(L, keel_diags_status(&d), &d);
+        if (!spawn_precheck(L, 6, lw, &plan, &d)) return keel__lua_raise(L, keel_diags_status(&d), &d);
         plan.stamp = keel__kind_declarations();
     }
     KEEL_LUA_ENTER(L, lw->ctx);

@@ -279,7 +279,7 @@ static int each_loop(lua_State *L)
         }
         /* the values write_floats left: dropped once in a while (settop costs more than a test) */
         if (lua_gettop(L) > top + EACH_KEEP_MAX) lua_settop(L, top);
-        if (st != KEEL_OK) keel_lua_raise(L, st, &d); /* the caller rolls this call back */
+        if (st != KEEL_OK) keel__lua_raise(L, st, &d); /* the caller rolls this call back */
         if (d.items) keel_diags_free(&d);
         ctx->depth = r->base;
         r->in_call = false;
@@ -324,7 +324,7 @@ static int w_each(lua_State *L)
     r->base = ctx->depth;
     if (r->n == 0) return keel__lua_argerror(L, 2, "a list of at least one kind key expected");
     if (r->n > (size_t)(KEEL_LUA_MAX_DEPTH - ctx->depth))
-        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED,
+        return keel__lua_raisef(L, KEEL_LIMIT_EXCEEDED,
                                "a system's query of %d kinds nests callbacks more than %d deep", (int)r->n,
                                KEEL_LUA_MAX_DEPTH);
     memcpy(r->kinds, kinds, r->n * sizeof *kinds);

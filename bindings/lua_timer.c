@@ -73,11 +73,11 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     const char *what = repeat ? "every" : "after";
     double s = lua_tonumber(L, 2);
     if (lua_type(L, 2) != LUA_TNUMBER || !isfinite(s) || s < 0 || (repeat && s == 0))
-        return keel_lua_raisef(
+        return keel__lua_raisef(
             L, KEEL_INVALID_ARGUMENT, "%s: seconds must be a finite number %s 0, got %s", what,
             repeat ? ">" : ">=", lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
     if (lua_type(L, 3) != LUA_TFUNCTION)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function expected, got %s", what,
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function expected, got %s", what,
                                luaL_typename(L, 3));
     ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
     t->id = 0;

@@ -105,8 +105,8 @@ void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w)
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, idx, &keel__lua_mt_world);
-    if (!lw->w) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world is closed");
-    if (keel_world_epoch(lw->w) != lw->epoch) keel_lua_raisef(L, KEEL_NOT_FOUND, "the world handle is stale");
+    if (!lw->w) keel__lua_raisef(L, KEEL_NOT_FOUND, "the world is closed");
+    if (keel_world_epoch(lw->w) != lw->epoch) keel__lua_raisef(L, KEEL_NOT_FOUND, "the world handle is stale");
     return lw;
 }
 
@@ -223,8 +223,8 @@ static int w_find(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (lua_type(L, 2) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a UUID or a name expected, got %s", luaL_typename(L, 2));
-    if (keel__lua_has_nul(L, 2)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a name holds a NUL byte");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a UUID or a name expected, got %s", luaL_typename(L, 2));
+    if (keel__lua_has_nul(L, 2)) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "find: a name holds a NUL byte");
     const char *s = lua_tostring(L, 2);
     keel_uuid u;
     keel_entity e = KEEL_NO_ENTITY;
@@ -279,7 +279,7 @@ static double check_dt(lua_State *L, int idx, keel_lua_world *lw)
 {
     if (lua_isnoneornil(L, idx)) return keel_world_fixed_dt(lw->w);
     if (lua_type(L, idx) != LUA_TNUMBER)
-        keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "dt must be a number, got %s", luaL_typename(L, idx));
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "dt must be a number, got %s", luaL_typename(L, idx));
     return (double)lua_tonumber(L, idx);
 }
 
@@ -301,7 +301,7 @@ static int w_run(lua_State *L)
     int isint = 0;
     lua_Integer frames = lua_tointegerx(L, 2, &isint);
     if (lua_type(L, 2) != LUA_TNUMBER || !isint || frames < 0)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "run: frames must be a non-negative integer");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "run: frames must be a non-negative integer");
     double dt = check_dt(L, 3, lw);
     lua_settop(L, 1);
     for (lua_Integer i = 0; i < frames; i++) {
@@ -376,7 +376,7 @@ static int w_dump(lua_State *L)
     keel_diags_init(&d);
     keel_status s = keel_scene_dump(lw->w, &text, &len, &d);
     *box = text; /* nothing raised since the dump */
-    if (s != KEEL_OK) return keel_lua_raise(L, s, &d);
+    if (s != KEEL_OK) return keel__lua_raise(L, s, &d);
     keel_diags_free(&d);
     lua_pushlstring(L, text, len);
     free(text);
@@ -388,14 +388,14 @@ static int w_save(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (lua_type(L, 2) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: a path expected, got %s", luaL_typename(L, 2));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: a path expected, got %s", luaL_typename(L, 2));
     if (keel__lua_has_nul(L, 2))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: the path holds a NUL byte");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: the path holds a NUL byte");
     keel__lua_refuse_in_callback(L, lw->w, "w:save");
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_scene_save(lw->w, lua_tostring(L, 2), &d);
-    if (s != KEEL_OK) return keel_lua_fail(L, &d);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     lua_pushboolean(L, 1);
     return 1;
@@ -407,15 +407,15 @@ static int w_close(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
     if (lw->w && (keel_world_in_callback(lw->w) || keel__lua_in_callback(lw->ctx, lw->w)))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION,
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION,
                                "w:close refuses while a callback transaction is open: a world cannot be closed "
                                "inside its own callbacks");
     if (lw->w && keel_world_in_step(lw->w))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "a world cannot be closed during its step");
     /* A finalizer may run in the middle of a call into this very world (w:spawn, e:add, ...):
      * freeing it there left that call on a NULL or freed world. It closes when collected. */
     if (lw->w && keel__lua_in_finalizer(L))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION,
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION,
                                "w:close refuses inside a __gc finalizer (it may run in the middle of a call into "
                                "the world); the world closes when it is collected");
     return world_gc(L);
@@ -431,17 +431,17 @@ static int w_transfer(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     keel_lua_entity *h = keel__lua_checkentity(L, 2);
-    if (h->lw != lw) return keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
+    if (h->lw != lw) return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
     keel_lua_world *to = keel__lua_checklw(L, 3);
     keel_entity parent = KEEL_NO_ENTITY;
     if (!lua_isnoneornil(L, 4)) {
         keel_lua_entity *p = keel__lua_checkentity(L, 4);
         if (p->lw != to)
-            return keel_lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent is not an entity of the destination world");
+            return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent is not an entity of the destination world");
         parent = p->e;
     }
     if (keel__lua_in_callback(lw->ctx, lw->w) || keel__lua_in_callback(to->ctx, to->w))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:transfer refuses while a callback transaction is open");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:transfer refuses while a callback transaction is open");
     keel_entity out = KEEL_NO_ENTITY;
     keel_diags d;
     keel_diags_init(&d);
@@ -459,7 +459,7 @@ static int w_play(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (keel__lua_in_callback(lw->ctx, lw->w))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:play refuses while a callback transaction is open");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:play refuses while a callback transaction is open");
     keel_diags d;
     keel_diags_init(&d);
     keel__lua_check(L, keel_world_play(lw->w, &d), &d, NULL);
@@ -470,9 +470,9 @@ static int w_stop(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (keel__lua_in_callback(lw->ctx, lw->w))
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses while a callback transaction is open");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses while a callback transaction is open");
     if (keel__lua_in_finalizer(L)) /* the call it interrupts may hold the world's records, which stop replaces */
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses inside a __gc finalizer");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses inside a __gc finalizer");
     keel_diags d;
     keel_diags_init(&d);
     keel__lua_check(L, keel_world_stop(lw->w, &d), &d, NULL);
@@ -520,8 +520,8 @@ static int world_newindex(lua_State *L)
     const char *k = lua_tostring(L, 2);
     if (k && strcmp(k, "name") == 0) {
         if (lua_type(L, 3) != LUA_TSTRING)
-            return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name must be a string, got %s", luaL_typename(L, 3));
-        if (keel__lua_has_nul(L, 3)) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name holds a NUL byte");
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name must be a string, got %s", luaL_typename(L, 3));
+        if (keel__lua_has_nul(L, 3)) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.name holds a NUL byte");
         keel_diags d;
         keel_diags_init(&d);
         keel_status s = keel_world_set_name(lw->w, lua_tostring(L, 3), &d);
@@ -529,8 +529,8 @@ static int world_newindex(lua_State *L)
         return 0;
     }
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0))
-        return keel_lua_raisef(L, KEEL_UNSUPPORTED, "w.%s is read-only", k);
-    return keel_lua_raisef(L, KEEL_NOT_FOUND, "a world has no field '%s'", k ? k : luaL_typename(L, 2));
+        return keel__lua_raisef(L, KEEL_UNSUPPORTED, "w.%s is read-only", k);
+    return keel__lua_raisef(L, KEEL_NOT_FOUND, "a world has no field '%s'", k ? k : luaL_typename(L, 2));
 }
 
 /* ---- module functions: keel.world, keel.load, keel.parse ---- */
@@ -539,15 +539,15 @@ static int k_world(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     if (!lua_isnoneornil(L, 1) && lua_type(L, 1) != LUA_TSTRING)
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name expected, got %s", luaL_typename(L, 1));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name expected, got %s", luaL_typename(L, 1));
     if (!lua_isnoneornil(L, 1) && keel__lua_has_nul(L, 1))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name holds a NUL byte");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a name holds a NUL byte");
     if (!lua_isnoneornil(L, 1) && !keel__utf8_valid(lua_tostring(L, 1)))
-        return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a scene name must be valid UTF-8");
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "world: a scene name must be valid UTF-8");
     const char *name = luaL_optstring(L, 1, "");
     size_t len = strlen(name), limit = keel_limits_default().string_length;
     if (len > limit) /* what keel.load would refuse: keel_world_new would make it "" */
-        return keel_lua_raisef(L, KEEL_LIMIT_EXCEEDED, "world: a scene name of %zu bytes is longer than the limit (%zu bytes)",
+        return keel__lua_raisef(L, KEEL_LIMIT_EXCEEDED, "world: a scene name of %zu bytes is longer than the limit (%zu bytes)",
                                len, limit);
     keel_world *w = keel_world_new(name);
     if (!w) return luaL_error(L, "out of memory");

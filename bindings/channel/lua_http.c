@@ -64,7 +64,7 @@ typedef struct upload {
 static http *check_http(lua_State *L, int idx, bool open)
 {
     http **p = keel__lua_checkudata(L, idx, &mt_http);
-    if (open && !*p) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server is closed");
+    if (open && !*p) keel__lua_raisef(L, KEEL_INVALID_OPERATION, "the server is closed");
     return *p;
 }
 
@@ -296,7 +296,7 @@ static int s_close(lua_State *L)
 {
     http **p = keel__lua_checkudata(L, 1, &mt_http);
     if (*p && (*p)->polling)
-        return keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the server cannot close while it answers a request");
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "the server cannot close while it answers a request");
     if (*p) http_stop(L, *p);
     *p = NULL;
     return 0;
@@ -463,7 +463,7 @@ static int m_random_token(lua_State *L)
         ssize_t n = getrandom(b + got, sizeof b - got, 0);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return keel_lua_raisef(L, KEEL_IO_ERROR, "no random source: %s", strerror(errno));
+            return keel__lua_raisef(L, KEEL_IO_ERROR, "no random source: %s", strerror(errno));
         }
         got += (size_t)n;
     }

@@ -238,11 +238,11 @@ static int m_encode(lua_State *L)
     lua_settop(L, 1);
     const char *err = NULL;
     json_t *j = from_lua(L, 1, 0, &err);
-    if (!j) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode %s", err ? err : "the value");
+    if (!j) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode %s", err ? err : "the value");
     char *text = keel__json_dump(
         j, JSON_COMPACT | JSON_ENCODE_ANY | JSON_SORT_KEYS); /* the same text for the same value */
     json_decref(j);
-    if (!text) return keel_lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode the value");
+    if (!text) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "json: cannot encode the value");
     lua_pushstring(L, text);
     free(text);
     return 1;

@@ -448,7 +448,7 @@ static lua_Integer opt_frame(lua_State *L)
 static watcher *check_watcher(lua_State *L)
 {
     watcher *wt = keel__lua_checkudata(L, 1, &mt_watcher);
-    if (!wt->lw || !wt->lw->w) keel_lua_raisef(L, KEEL_INVALID_OPERATION, "the watched world is closed");
+    if (!wt->lw || !wt->lw->w) keel__lua_raisef(L, KEEL_INVALID_OPERATION, "the watched world is closed");
     return wt;
 }
 

@@ -12,21 +12,6 @@
 int luaopen_keel_core(lua_State *L);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char setup[] =
-    "local keel = require 'keel'\n"
-    "local channel = require 'keel.channel'\n"
-    "local json = require 'keel.json'\n"
-    "keel.kind{ key = 'fz:k', multiplicity = 'many', max = 4, fields = { { 'v', 'float', min = 0, max = 10 },\n"
-    "  { 'e', 'enum', choices = { 'a', 'b' } }, { 't', 'entity' }, { 's', 'string' }, { 'p', 'vec3' } } }\n"
-    "return function(text)\n"
-    "  local w = keel.world('F')\n"
-    "  local a = w:spawn{ name = 'A', components = { 'core:transform', 'fz:k' } }\n"
-    "  w:spawn{ name = 'B', parent = a, components = { { 'fz:k', v = 3 } } }\n"
-    "  local ch = channel.new(w, { paused = true, save = false, max_frames = 8 })\n"
-    "  local out = ch:handle(text)\n"
-    "  if out ~= '' then assert(json.decode(out), 'the response is not JSON') end\n"
-    "  w:close()\n"
-    "end\n";
 
 static lua_State *L;
 
@@ -42,7 +27,7 @@ static void open_state(void)
     lua_pushstring(L, KEEL_SOURCE_DIR "/lua/?.lua;" KEEL_SOURCE_DIR "/lua/?/init.lua");
     lua_setfield(L, -2, "path");
     lua_pop(L, 1);
-    if (luaL_loadstring(L, setup) != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) abort();
+    if (luaL_loadfile(L, KEEL_SOURCE_DIR "/tests/fuzz/fuzz_rpc.lua") != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) abort();
     lua_setfield(L, LUA_REGISTRYINDEX, "fuzz_rpc");
 }
 

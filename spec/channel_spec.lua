@@ -488,6 +488,37 @@ describe("keel.channel without HTTP", function()
     assert.are.equal("", ch:handle('{"jsonrpc":"2.0","method":"world.info"}'))
     w:close()
   end)
+
+  it("refuses an integer param out of range before using it, promptly, and answers the next request", function()
+    local w = world()
+    local ch = channel.new(w, { paused = true })
+    local function req(method, params)
+      return decode(ch:handle(json.encode { jsonrpc = "2.0", id = 7, method = method, params = params }))
+    end
+    local t0 = clock()
+    for _, case in ipairs {
+      { "world.errors", { since = math.maxinteger } }, { "world.errors", { since = math.mininteger } },
+      { "world.errors", { since = -10000000 } }, { "object.list", { offset = math.maxinteger } },
+      { "object.list", { limit = math.maxinteger } }, { "object.list", { offset = -1 } },
+      { "component.get", { object = "A", kind = "core:transform", slot = math.maxinteger } },
+      { "world.step", { frames = math.mininteger } },
+    } do
+      local r = req(case[1], case[2])
+      assert.are.equal(-32602, r.error and r.error.code, case[1])
+      assert.truthy(r.error.message:find("0..2147483647", 1, true), r.error.message)
+    end
+    assert.is_true(clock() - t0 < 1, "the refusals took long")
+    assert.are.equal(3, req("world.info").result.entities)
+    assert.are.equal(0, #req("world.errors", { since = 2147483647 }).result)
+    w:close()
+  end)
+
+  it("never shows a file path in an internal error", function()
+    assert.are.equal("attempt to index a nil value",
+      channel.internal_text("/usr/share/lua/5.4/keel/channel.lua:251: attempt to index a nil value"))
+    assert.are.equal("bad", channel.internal_text({ message = "[string \"x\"]:3: bad" }))
+    assert.are.equal("no position here", channel.internal_text("no position here"))
+  end)
 end)
 
 describe("the REPL's serve()", function()

@@ -79,6 +79,16 @@ local function is_json_array(t)
   return getmetatable(t) == json.array_mt
 end
 
+M.INTEGER_MAX = 2147483647 -- the largest integer param of any method
+
+-- An internal error's text without its Lua position ("/path/to/file.lua:12: "): a client never
+-- sees where keel is installed.
+local function internal_text(e)
+  local s = tostring(type(e) == "table" and e.message or e)
+  return (s:gsub("^[^\n]-:%d+: ", ""))
+end
+M.internal_text = internal_text
+
 -- A method's params spec { name = "string" | "integer" | "number" | "boolean" | "object" | "array" |
 -- "ref" | "any", ... } (a trailing "?" makes one optional), parsed once into what check_params walks.
 local compiled = setmetatable({}, { __mode = "k" })
@@ -129,8 +139,13 @@ local function check_params(params, spec)
         bad_params("param '%s' must be %s %s", key, ty == "integer" and "an" or "a", ty == "ref" and "UUID, name or \"root\"" or ty)
       end
       if ty == "integer" then
-        params[key] = math.tointeger(v)
-        if params[key] == nil then bad_params("param '%s' is out of range", key) end
+        -- every integer param is a count, an index, a slot or a frame: checked before any use, so
+        -- no `since + 1` wraps and no loop runs from a huge negative start
+        local i = math.tointeger(v)
+        if i == nil or i < 0 or i > M.INTEGER_MAX then
+          bad_params("param '%s' must be an integer in 0..%d", key, M.INTEGER_MAX)
+        end
+        params[key] = i
       end
     end
   end
@@ -556,7 +571,7 @@ function Channel:answer(req)
     for i, d in ipairs(type(res.diagnostics) == "table" and res.diagnostics or {}) do diags[i] = jsonable(d) end
     return err_response(id, M.KEEL_ERROR, res.message, { code = res.code, diagnostics = array(diags) })
   end
-  return err_response(id, M.INTERNAL_ERROR, "Internal error: " .. tostring(res))
+  return err_response(id, M.INTERNAL_ERROR, "Internal error: " .. internal_text(res))
 end
 
 -- JSON-RPC text -> response text ("" when nothing is to be answered).
@@ -581,7 +596,7 @@ function Channel:handle(text)
   local ok, s = pcall(json.encode, out)
   if ok then return s end
   return json.encode(err_response(type(req) == "table" and valid_id(req.id) and req.id or nil,
-    M.INTERNAL_ERROR, "Internal error: " .. tostring(type(s) == "table" and s.message or s)))
+    M.INTERNAL_ERROR, "Internal error: " .. internal_text(s)))
 end
 
 return M

@@ -271,7 +271,7 @@ function Server:handle(line)
   local ok, text = pcall(json.encode, out)
   if ok then return text end
   return json.encode(failure(type(req) == "table" and req.id or nil, channel.INTERNAL_ERROR,
-    "Internal error: " .. tostring(text)))
+    "Internal error: " .. channel.internal_text(text)))
 end
 
 -- Serves until the input ends. Anything the world's scripts print (print, io.write) goes to

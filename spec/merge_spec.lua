@@ -426,6 +426,26 @@ describe("keel merge", function()
     assert.are.equal(before, slurp(dir .. "/ours.yaml"))
   end)
 
+  it("refuses a side keel check refuses (one UUID listed twice) with exit 2, leaving OURS alone", function()
+    local b, o, t = small(), small(), small()
+    apply(o, { type = "rename", uuid = uuid(1), name = "O1" })
+    spit(dir .. "/base.yaml", yaml(b))
+    spit(dir .. "/ours.yaml", yaml(o))
+    ok_sh(dir, "keel fmt base.yaml ours.yaml")
+    -- theirs lists C's UUID a second time: keel check refuses it, so merge must not drop one
+    local twice = small()
+    twice.entities[#twice.entities + 1] = { uuid = uuid(3), name = "C2", comps = { transform(4) } }
+    spit(dir .. "/theirs.yaml", yaml(twice))
+    local ccode = sh(dir, "keel check theirs.yaml")
+    assert.are_not.equal(0, ccode)
+    local before = slurp(dir .. "/ours.yaml")
+    local code, out = keel_run(dir, "merge base.yaml ours.yaml theirs.yaml")
+    assert.are.equal(2, code, out)
+    assert.truthy(out:find("theirs.yaml:", 1, true), out)
+    assert.truthy(out:find("duplicate entity uuid", 1, true), out)
+    assert.are.equal(before, slurp(dir .. "/ours.yaml"))
+  end)
+
   it("writes an undeclared kind's scalars as keel fmt does (quoting and block scalars kept)", function()
     local function doc(level)
       return yaml(small()) .. "- uuid: " .. uuid(7) .. "\n  name: Q\n"

@@ -38,6 +38,7 @@
 #include "files/conflicts.h"
 #include "base/util.h"
 #include "base/vec.h"
+#include "files/scene_read.h"
 #include "files/yaml_read.h"
 
 enum { BASE = 0, OURS = 1, THEIRS = 2 }; /* the sides, as indexes of every [3] array here */
@@ -909,6 +910,19 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
         M.doc[s] = reads[s].doc;
         keel_diags_append(d, &reads[s].diags, "");
         keel_diags_free(&reads[s].diags);
+    }
+    /* every check keel check makes, on each side before anything is merged: a side that would not
+     * load (two entities under one UUID, a parent that is not there) is refused with its own
+     * diagnostics, rather than merged into a file that silently lost one of them */
+    for (int s = 0; ok && s < 3; s++) {
+        if (!M.doc[s] || is_null(M.doc[s])) continue; /* no base: an empty scene */
+        keel_load_opts o = keel_load_opts_default();
+        o.limits = *lim;
+        o.no_awake = true;
+        o.file = names[s];
+        keel_world *w = NULL;
+        if (keel__scene_build(M.doc[s], &o, &w, d) != KEEL_OK) ok = false;
+        keel_world_free(w);
     }
     char *result = NULL;
     if (ok) {

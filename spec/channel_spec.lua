@@ -118,6 +118,34 @@ describe("channel", function()
       assert.are.equal(200, (post(srv, body, auth .. " -H " .. q(("Host: localhost:%d"):format(srv.port)))))
     end)
 
+    it("refuses a repeated Host, Origin or Authorization header (400)", function()
+      local auth = "-H " .. q("Authorization: Bearer " .. TOKEN)
+      local body = '{"jsonrpc":"2.0","id":1,"method":"world.info"}'
+      local own = ("127.0.0.1:%d"):format(srv.port)
+      -- curl folds a repeated Host into one: the request goes over bash's /dev/tcp as written
+      local function raw(extra)
+        local base = os.tmpname()
+        local text = ("POST /rpc HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n%sContent-Type: application/json\r\n"
+          .. "Content-Length: %d\r\nConnection: close\r\n\r\n%s"):format(own, TOKEN, extra, #body, body)
+        H.spit(base .. ".req", text)
+        os.execute(("(bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d; cat %s >&3; cat <&3' > %s 2>/dev/null; touch %s) &")
+          :format(srv.port, q(base .. ".req"), q(base), q(base .. ".done")))
+        local t0 = clock()
+        while not H.file_exists(base .. ".done") do
+          srv:poll(0.005)
+          assert(clock() - t0 < 20, "the request did not finish")
+        end
+        local reply = H.slurp(base) or ""
+        for _, f in ipairs { base, base .. ".req", base .. ".done" } do os.remove(f) end
+        return tonumber(reply:match("^HTTP/1%.%d (%d+)"))
+      end
+      assert.are.equal(200, raw(""))
+      assert.are.equal(400, raw("Host: evil.com\r\n"))
+      assert.are.equal(400, raw("Origin: http://evil.com\r\nOrigin: http://" .. own .. "\r\n"))
+      assert.are.equal(400, raw("Authorization: Bearer wrong\r\n"))
+      assert.are.equal(200, (post(srv, body, auth .. " -H " .. q("Origin: http://" .. own))))
+    end)
+
     it("refuses bodies over 1 MiB (413)", function()
       local big = '{"jsonrpc":"2.0","id":1,"method":"world.info","params":{"pad":"' .. ("x"):rep(1024 * 1024) .. '"}}'
       assert.are.equal(413, (post(srv, big)))

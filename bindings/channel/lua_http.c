@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -139,6 +140,16 @@ static enum MHD_Result header_cb(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
+/* Counts the headers the server's checks rest on: Host, Origin, Authorization. */
+static enum MHD_Result guarded_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    static const char *const names[] = { "host", "origin", "authorization" };
+    int *count = cls;
+    for (int i = 0; key && i < 3; i++)
+        if (strcasecmp(key, names[i]) == 0) count[i]++;
+    return MHD_YES;
+}
+
 static enum MHD_Result queue_text(struct MHD_Connection *conn, unsigned status, const char *ctype,
                                   const char *text, size_t len)
 {
@@ -155,6 +166,14 @@ static enum MHD_Result answer(http *h, struct MHD_Connection *conn, const char *
 {
     lua_State *L = h->L;
     if (!L || !lua_checkstack(L, 12)) return queue_text(conn, 503, "text/plain", "busy\n", 5);
+    /* a header the checks rest on, given twice, is ambiguous (RFC 7230 3.2.2): which one a check
+     * reads must never be the client's choice */
+    int guarded[3] = { 0, 0, 0 };
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, guarded_cb, guarded);
+    if (guarded[0] > 1 || guarded[1] > 1 || guarded[2] > 1) {
+        static const char text[] = "bad request: a repeated Host, Origin or Authorization header\n";
+        return queue_text(conn, 400, "text/plain; charset=utf-8", text, sizeof text - 1);
+    }
     int top = lua_gettop(L);
     lua_rawgeti(L, LUA_REGISTRYINDEX, h->handler_ref);
     lua_createtable(L, 0, 6);

@@ -200,6 +200,21 @@ describe("keel mcp", function()
     assert.are.equal(-32602, a[6].error.code)
   end)
 
+  it("refuses an id that is an object or a boolean (-32600), never echoing it", function()
+    local code, a = session({ INIT,
+      '{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}',
+      '{"jsonrpc":"2.0","id":true,"method":"ping"}',
+      req(5, "ping"),
+    })
+    assert.are.equal(0, code)
+    assert.are.equal(4, #a)
+    for i = 2, 3 do
+      assert.are.equal(-32600, a[i].error.code)
+      assert.are.equal(null, a[i].id)
+    end
+    assert.are.equal(5, a[4].id)
+  end)
+
   it("steps the paused world only when asked", function()
     local _, a = session({ INIT,
       call(1, "world_info"), call(2, "world_step", { frames = 3 }), call(3, "world_info"),

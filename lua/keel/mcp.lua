@@ -234,6 +234,10 @@ function Server:answer(req)
   end
   local id, method = req.id, req.method
   if method == nil and (req.result ~= nil or req.error ~= nil) then return nil end -- a client's answer: none asked
+  -- JSON-RPC ids are strings, numbers or null: an object or a boolean is refused, never echoed
+  if not (id == nil or id == null or type(id) == "string" or type(id) == "number") then
+    return failure(nil, channel.INVALID_REQUEST, "Invalid Request: bad id")
+  end
   if req.jsonrpc ~= "2.0" or type(method) ~= "string" then
     return failure(id, channel.INVALID_REQUEST, "Invalid Request: jsonrpc \"2.0\" and a method expected")
   end

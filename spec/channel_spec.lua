@@ -541,6 +541,17 @@ describe("keel.channel without HTTP", function()
     w:close()
   end)
 
+  it("says nesting too deep (-32600) for valid JSON nested deeper than 128, parse error for bad JSON", function()
+    local w = world()
+    local ch = channel.new(w)
+    local deep = decode(ch:handle(('{"jsonrpc":"2.0","id":1,"method":"world.info","params":{"a":%s1%s}}')
+      :format(("["):rep(200), ("]"):rep(200))))
+    assert.are.equal(-32600, deep.error.code)
+    assert.truthy(deep.error.message:find("nesting too deep", 1, true), deep.error.message)
+    assert.are.equal(-32700, decode(ch:handle("{not json")).error.code)
+    w:close()
+  end)
+
   it("never shows a file path in an internal error", function()
     assert.are.equal("attempt to index a nil value",
       channel.internal_text("/usr/share/lua/5.4/keel/channel.lua:251: attempt to index a nil value"))

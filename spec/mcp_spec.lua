@@ -200,14 +200,17 @@ describe("keel mcp", function()
     assert.are.equal(-32602, a[6].error.code)
   end)
 
-  it("refuses an id that is an object or a boolean (-32600), never echoing it", function()
+  it("refuses an id that is an object or a boolean, and JSON nested too deep (-32600)", function()
     local code, a = session({ INIT,
       '{"jsonrpc":"2.0","id":{"x":1},"method":"tools/list"}',
       '{"jsonrpc":"2.0","id":true,"method":"ping"}',
       req(5, "ping"),
+      '{"jsonrpc":"2.0","id":6,"method":"ping","params":{"a":' .. ("["):rep(200) .. ("]"):rep(200) .. '}}',
     })
     assert.are.equal(0, code)
-    assert.are.equal(4, #a)
+    assert.are.equal(5, #a)
+    assert.are.equal(-32600, a[5].error.code)
+    assert.truthy(a[5].error.message:find("nesting too deep", 1, true), a[5].error.message)
     for i = 2, 3 do
       assert.are.equal(-32600, a[i].error.code)
       assert.are.equal(null, a[i].id)

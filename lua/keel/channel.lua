@@ -574,12 +574,22 @@ function Channel:answer(req)
   return err_response(id, M.INTERNAL_ERROR, "Internal error: " .. internal_text(res))
 end
 
+-- The response to a text keel.json would not decode: valid JSON nested too deep is a request
+-- keel refuses (-32600), not text it could not read (-32700).
+function M.decode_failure(perr)
+  perr = tostring(perr)
+  if perr:find("^nested deeper than") then
+    return err_response(nil, M.INVALID_REQUEST, "Invalid Request: nesting too deep (" .. perr .. ")")
+  end
+  return err_response(nil, M.PARSE_ERROR, "Parse error: " .. perr)
+end
+
 -- JSON-RPC text -> response text ("" when nothing is to be answered).
 function Channel:handle(text)
   local req, perr = json.decode(text)
   local out
   if req == nil then
-    out = err_response(nil, M.PARSE_ERROR, "Parse error: " .. tostring(perr))
+    out = M.decode_failure(perr)
   elseif type(req) == "table" and is_json_array(req) then
     if #req == 0 then
       out = err_response(nil, M.INVALID_REQUEST, "Invalid Request: empty batch")

@@ -269,7 +269,7 @@ end
 function Server:handle(line)
   local req, err = json.decode(line)
   local out
-  if req == nil then out = failure(nil, channel.PARSE_ERROR, "Parse error: " .. tostring(err))
+  if req == nil then out = channel.decode_failure(err)
   else out = self:answer(req) end
   if out == nil then return nil end
   local ok, text = pcall(json.encode, out)

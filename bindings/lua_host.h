@@ -12,5 +12,9 @@ int luaopen_keel_core(lua_State *L); /* pushes the `keel.core` module table */
  * the frame under way has finished, so no callback is blamed for the signal. */
 void keel_lua_interrupt(void);
 int keel_lua_stepping(void);
+/* Whether a served world's HTTP request is being answered (its Lua handler runs): a host's
+ * SIGTERM handler then interrupts the handler, which answers an error, so a long request (a
+ * world.step of many frames) never keeps the program from stopping. */
+int keel_lua_answering(void);
 
 #endif

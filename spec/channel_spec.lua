@@ -605,6 +605,42 @@ describe("keel serve", function()
     H.rmrf(dir)
   end)
 
+  it("stops on SIGTERM while a long request is being answered, answering it an error", function()
+    local bin = H.find_keel()
+    local dir = H.tmpdir()
+    local out = dir .. "/out"
+    os.execute(H.NO_PRELOAD .. q(bin) .. " serve " .. q(H.ROOT .. "/scenes/demo.yaml") .. " --port 0 > " .. q(out)
+      .. " 2>&1 & echo $! > " .. q(dir .. "/pid"))
+    local line
+    for _ = 1, 400 do
+      line = (H.slurp(out) or ""):match("(http://[^\n]+)")
+      if line then break end
+      os.execute("sleep 0.05")
+    end
+    assert.is_truthy(line, H.slurp(out))
+    local port, token = line:match(":(%d+)/#token=(%x+)")
+    local pid = H.slurp(dir .. "/pid"):match("%d+")
+    -- 100,000 frames of the demo take many seconds: the server is inside that request
+    os.execute("(env -u LD_PRELOAD curl -s -m 60 -H " .. q("Authorization: Bearer " .. token)
+      .. " -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.step\",\"params\":{\"frames\":100000}}'"
+      .. " http://127.0.0.1:" .. port .. "/rpc > " .. q(dir .. "/reply") .. "; touch " .. q(dir .. "/done") .. ") &")
+    os.execute("sleep 0.5")
+    os.execute("kill -TERM " .. pid)
+    local t0 = clock()
+    while os.execute("kill -0 " .. pid .. " 2>/dev/null") and clock() - t0 < 10 do os.execute("sleep 0.05") end
+    local alive = os.execute("kill -0 " .. pid .. " 2>/dev/null")
+    if alive then os.execute("kill -KILL " .. pid) end
+    assert.is_falsy(alive, "keel serve still runs 10 s after SIGTERM")
+    for _ = 1, 200 do
+      if H.file_exists(dir .. "/done") then break end
+      os.execute("sleep 0.05")
+    end
+    local reply = decode(H.slurp(dir .. "/reply"))
+    assert.are.equal(-32603, reply.error.code)
+    assert.truthy(reply.error.message:find("interrupted", 1, true), reply.error.message)
+    H.rmrf(dir)
+  end)
+
   it("keel run --serve runs in real time and serves; --bind says so on stderr", function()
     local bin = H.find_keel()
     local scene = H.ROOT .. "/scenes/demo.yaml"

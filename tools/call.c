@@ -105,15 +105,33 @@ static int msghandler(lua_State *L)
  * the loop reads between frames, so the frame in progress finishes and the summary is still
  * printed; a second signal kills, as usual. */
 static volatile sig_atomic_t loop_stop;
+static lua_State *loop_state;
+
+/* Raises in the request being answered; set from the signal handler, so it checks again when it
+ * fires: a request that ended meanwhile leaves the loop to see the stop flag between frames. */
+static void answer_stop_hook(lua_State *L, lua_Debug *ar)
+{
+    (void)ar;
+    lua_sethook(L, NULL, 0, 0);
+    if (keel_lua_answering()) luaL_error(L, "interrupted!");
+}
 
 static void on_loop_signal(int sig)
 {
     loop_stop = 1;
     signal(sig, SIG_DFL);
+    /* a request being answered is interrupted (it answers an error) rather than waited for: a
+     * world.step of many frames stops after its current frame, other Lua at its next hook */
+    if (keel_lua_answering()) {
+        if (keel_lua_stepping()) keel_lua_interrupt();
+        else if (loop_state)
+            lua_sethook(loop_state, answer_stop_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKLINE | LUA_MASKCOUNT, 1);
+    }
 }
 
-void keel_cli_loop_signals(bool on, bool term)
+void keel_cli_loop_signals(lua_State *L, bool on, bool term)
 {
+    loop_state = on ? L : NULL;
     if (on) loop_stop = 0;
     signal(SIGINT, on ? on_loop_signal : SIG_DFL);
     if (term) signal(SIGTERM, on ? on_loop_signal : SIG_DFL);

@@ -80,9 +80,10 @@ int keel_cli_repl(lua_State *L, keel_cli *cli, int argc, char **argv);
 
 /* ---- tools/call.c: calling Lua from the program ---- */
 
-/* A frame loop's stop request: keel_cli_loop_signals(true, term) routes ctrl-c (and SIGTERM when
- * `term`) to a flag, (false, term) restores them; keel_cli_l_loop_stopped is its Lua reader. */
-void keel_cli_loop_signals(bool on, bool term);
+/* A frame loop's stop request: keel_cli_loop_signals(L, true, term) routes ctrl-c (and SIGTERM when
+ * `term`) to a flag, and interrupts a served request L is answering; (L, false, term) restores
+ * them; keel_cli_l_loop_stopped is its Lua reader. */
+void keel_cli_loop_signals(lua_State *L, bool on, bool term);
 bool keel_cli_loop_stopped(void);
 int keel_cli_l_loop_stopped(lua_State *L);
 double keel_cli_now(void); /* monotonic seconds: frame loops, the load progress line */

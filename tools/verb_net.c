@@ -142,9 +142,9 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushcfunction(L, keel_cli_l_now);
     lua_pushcfunction(L, l_sleep);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
-    keel_cli_loop_signals(true, true);
+    keel_cli_loop_signals(L, true, true);
     int status = keel_cli_call(L, 9, 1, false);
-    keel_cli_loop_signals(false, true);
+    keel_cli_loop_signals(L, false, true);
     if (status != LUA_OK) {
         keel_cli_report(cli, L);
         return KEEL_EXIT_INPUT;

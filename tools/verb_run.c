@@ -150,9 +150,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushcfunction(L, keel_cli_l_now);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
     lua_pushboolean(L, play);
-    keel_cli_loop_signals(true, false);
+    keel_cli_loop_signals(L, true, false);
     int status = keel_cli_call(L, 9, 2, false);
-    keel_cli_loop_signals(false, false);
+    keel_cli_loop_signals(L, false, false);
     if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */
         if (status != LUA_OK) keel_cli_report(cli, L);

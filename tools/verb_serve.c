@@ -39,9 +39,9 @@ int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *sce
     lua_pushinteger(L, frames);
     lua_pushnumber(L, dt);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
-    keel_cli_loop_signals(true, true);
+    keel_cli_loop_signals(L, true, true);
     int status = keel_cli_call(L, 8, 2, false);
-    keel_cli_loop_signals(false, true);
+    keel_cli_loop_signals(L, false, true);
     if (status != LUA_OK) {
         keel_cli_report(cli, L);
         return KEEL_EXIT_INPUT;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -140,6 +141,11 @@ static enum MHD_Result header_cb(void *cls, enum MHD_ValueKind kind, const char 
     return MHD_YES;
 }
 
+/* A request's handler runs (keel_lua_answering, for a host's signal handler). */
+static volatile sig_atomic_t g_answering;
+
+int keel_lua_answering(void) { return g_answering > 0; }
+
 /* Counts the headers the server's checks rest on: Host, Origin, Authorization. */
 static enum MHD_Result guarded_cb(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -189,7 +195,10 @@ static enum MHD_Result answer(http *h, struct MHD_Connection *conn, const char *
     lua_setfield(L, -2, "query");
     lua_pushlstring(L, u && u->body ? u->body : "", u ? u->len : 0);
     lua_setfield(L, -2, "body");
-    if (lua_pcall(L, 1, 4, 0) != LUA_OK) {
+    g_answering++;
+    int called = lua_pcall(L, 1, 4, 0);
+    g_answering--;
+    if (called != LUA_OK) {
         size_t len;
         const char *m = lua_tolstring(L, -1, &len);
         if (!m) m = "the request handler failed", len = strlen(m);

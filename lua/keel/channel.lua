@@ -504,9 +504,19 @@ end }
 
 -- ---- the channel ----
 
+-- The scene's path made absolute once, at the start: world.save resolves its paths against the
+-- scene's folder, so a relative one ("scenes/demo.yaml", "../x.yaml") must not be taken twice.
+local function absolute(path)
+  if type(path) ~= "string" or path:sub(1, 1) == "/" then return path end
+  local ok, lfs = pcall(require, "lfs")
+  local cwd = ok and lfs.currentdir() or os.getenv("PWD")
+  if not cwd then return path end
+  return normalize(cwd .. "/" .. path) or path
+end
+
 function M.new(w, opts)
   opts = opts or {}
-  local self = setmetatable({ world = w, scene = opts.scene, frame = 0, dt = opts.dt or 1 / 60,
+  local self = setmetatable({ world = w, scene = absolute(opts.scene), frame = 0, dt = opts.dt or 1 / 60,
     paused = opts.paused or false, save = opts.save, max_frames = opts.max_frames or 100000,
     history = { undos = {}, redos = {} } }, Channel)
   return self

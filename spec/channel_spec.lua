@@ -572,6 +572,26 @@ describe("keel.channel without HTTP", function()
     H.rmrf(dir)
   end)
 
+  it("world.save refuses a path that leads outside the scene's folder through a symlink", function()
+    local lfs = require "lfs"
+    local dir, outside = H.tmpdir(), H.tmpdir()
+    local w = world()
+    assert(w:save(dir .. "/s.yaml"))
+    assert(os.execute("ln -s " .. q(outside) .. " " .. q(dir .. "/link")))
+    assert(os.execute("ln -s " .. q(outside .. "/x.yaml") .. " " .. q(dir .. "/file.yaml")))
+    local ch = channel.new(w, { scene = dir .. "/s.yaml" })
+    for _, path in ipairs { "link/x.yaml", "file.yaml" } do
+      local ok, e = pcall(ch.call, ch, "world.save", { path = path })
+      assert.is_false(ok)
+      assert.are.equal("InvalidArgument", e.code, tostring(e.message))
+    end
+    assert.is_nil(lfs.attributes(outside .. "/x.yaml"))
+    assert.are.equal(dir .. "/s.yaml", ch:call("world.save").path)
+    w:close()
+    H.rmrf(dir)
+    H.rmrf(outside)
+  end)
+
   it("never shows a file path in an internal error", function()
     assert.are.equal("attempt to index a nil value",
       channel.internal_text("/usr/share/lua/5.4/keel/channel.lua:251: attempt to index a nil value"))

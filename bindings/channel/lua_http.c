@@ -482,6 +482,22 @@ static int m_http_open(lua_State *L)
     return 1;
 }
 
+/* keel.core.channel.realpath(path) -> the path with every symbolic link, "." and ".." resolved
+ * (realpath(3)), or nil and why: world.save judges where a file really lands by it. */
+static int m_realpath(lua_State *L)
+{
+    const char *path = luaL_checkstring(L, 1);
+    char *r = realpath(path, NULL);
+    if (!r) {
+        lua_pushnil(L);
+        lua_pushstring(L, strerror(errno));
+        return 2;
+    }
+    lua_pushstring(L, r);
+    free(r);
+    return 1;
+}
+
 /* keel.core.channel.random_token() -> 32 hex digits from the system's random source. */
 static int m_random_token(lua_State *L)
 {
@@ -555,4 +571,6 @@ void keel__lua_open_http(lua_State *L, keel_lua_ctx *ctx)
     lua_setfield(L, -2, "http_open");
     lua_pushcfunction(L, m_random_token);
     lua_setfield(L, -2, "random_token");
+    lua_pushcfunction(L, m_realpath);
+    lua_setfield(L, -2, "realpath");
 }

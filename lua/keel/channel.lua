@@ -10,6 +10,7 @@
 local core = require "keel.core"
 local json = require "keel.json"
 local clock = require "keel.core.channel".clock
+local realpath = require "keel.core.channel".realpath
 
 local M = {}
 
@@ -490,6 +491,18 @@ methods["world.save"] = { params = { ["path?"] = "string" }, run = function(self
   if not path then bad_params("this world has no scene file: give a path") end
   local target = inside(dir, path)
   if not target then keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s), not '%s'", dir, path) end
+  -- the text is inside; where the file really lands must be too: a symlinked folder (or a
+  -- symlink as the file) pointing elsewhere is refused
+  local real_dir = realpath(dir)
+  local parent = target:match("^(.*)/[^/]*$") or "."
+  local real_parent = realpath(parent == "" and "/" or parent)
+  local real_target = realpath(target) -- nil when the file does not exist yet (or the folder: the save says so)
+  local function within(p) return p and real_dir and (p == real_dir or p:sub(1, #real_dir + 1) == real_dir .. "/") end
+  local okl, lfs = pcall(require, "lfs")
+  local link = okl and lfs.symlinkattributes(target, "mode") == "link" -- a dangling one too
+  if real_dir and ((real_parent and not within(real_parent)) or ((real_target or link) and not within(real_target))) then
+    keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s): '%s' leads outside it", dir, path)
+  end
   local ok, err = self.world:save(target)
   if not ok then error(err, 0) end
   return { path = target }

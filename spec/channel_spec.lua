@@ -552,6 +552,29 @@ describe("keel.channel without HTTP", function()
     w:close()
   end)
 
+  it("steps at most max_frames (1,000) per request and per batch", function()
+    local w = world()
+    local ch = channel.new(w, { paused = true })
+    assert.are.equal(1000, channel.MAX_FRAMES)
+    local frames, step = 0, ch.step
+    ch.step = function(self, dt) frames = frames + 1; return step(self, dt) end
+    local function text(reqs) return decode(ch:handle(json.encode(reqs))) end
+    local one = function(id, frames) return { jsonrpc = "2.0", id = id, method = "world.step", params = { frames = frames } } end
+    assert.are.equal(-32602, text(one(1, 1001)).error.code)
+    assert.are.equal(0, frames)
+    assert.is_nil(text(one(2, 1000)).error)
+    assert.are.equal(1000, frames)
+    local batch = text { one(3, 600), one(4, 400), one(5, 1) }
+    assert.is_nil(batch[1].error)
+    assert.is_nil(batch[2].error)
+    assert.are.equal(-32602, batch[3].error.code)
+    assert.truthy(batch[3].error.message:find("at most 1000 frames", 1, true), batch[3].error.message)
+    assert.are.equal(2000, frames)
+    assert.is_nil(text(one(6, 1)).error) -- the next text starts afresh
+    assert.are.equal(2001, frames)
+    w:close()
+  end)
+
   it("world.save with no path writes the scene it was given by a relative path with a folder", function()
     local lfs = require "lfs"
     local dir = H.tmpdir()
@@ -649,7 +672,21 @@ describe("keel serve", function()
     local bin = H.find_keel()
     local dir = H.tmpdir()
     local out = dir .. "/out"
-    os.execute(H.NO_PRELOAD .. q(bin) .. " serve " .. q(H.ROOT .. "/scenes/demo.yaml") .. " --port 0 > " .. q(out)
+    -- a kind whose update takes 10 ms: 1,000 frames (one request's most) are 10 s of stepping
+    assert(os.execute("mkdir -p " .. q(dir .. "/kinds")))
+    H.spit(dir .. "/kinds/slow.lua", [[
+local keel = require "keel"
+keel.kind { key = "slow:k", fields = { { "n", "int" } },
+  update = function(self) local t = os.clock() while os.clock() - t < 0.01 do end self.n = self.n + 1 end }
+]])
+    local w = keel.world("Slow")
+    w:spawn { name = "S" }
+    assert(w:save(dir .. "/s.yaml"))
+    w:close()
+    local text = H.slurp(dir .. "/s.yaml"):gsub("components: %[%]",
+      "components:\n  - kind: slow:k\n    version: 1\n    slot: 0\n    body:\n      n: 0", 1)
+    H.spit(dir .. "/s.yaml", text)
+    os.execute("cd " .. q(dir) .. " && " .. H.NO_PRELOAD .. q(bin) .. " serve s.yaml --port 0 > " .. q(out)
       .. " 2>&1 & echo $! > " .. q(dir .. "/pid"))
     local line
     for _ = 1, 400 do
@@ -660,9 +697,9 @@ describe("keel serve", function()
     assert.is_truthy(line, H.slurp(out))
     local port, token = line:match(":(%d+)/#token=(%x+)")
     local pid = H.slurp(dir .. "/pid"):match("%d+")
-    -- 100,000 frames of the demo take many seconds: the server is inside that request
+    -- 1,000 frames of 10 ms: the server is inside that request
     os.execute("(env -u LD_PRELOAD curl -s -m 60 -H " .. q("Authorization: Bearer " .. token)
-      .. " -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.step\",\"params\":{\"frames\":100000}}'"
+      .. " -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.step\",\"params\":{\"frames\":1000}}'"
       .. " http://127.0.0.1:" .. port .. "/rpc > " .. q(dir .. "/reply") .. "; touch " .. q(dir .. "/done") .. ") &")
     os.execute("sleep 0.5")
     os.execute("kill -TERM " .. pid)

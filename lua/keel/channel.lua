@@ -81,6 +81,7 @@ local function is_json_array(t)
 end
 
 M.INTEGER_MAX = 2147483647 -- the largest integer param of any method
+M.MAX_FRAMES = 1000 -- the frames one request or batch may step (world.step): ~50 ms of the demo
 
 -- An internal error's text without its Lua position ("/path/to/file.lua:12: "): a client never
 -- sees where keel is installed.
@@ -446,6 +447,13 @@ end }
 methods["world.step"] = { params = { ["frames?"] = "integer", ["dt?"] = "number" }, run = function(self, p)
   local frames = p.frames or 1
   if frames < 1 or frames > self.max_frames then bad_params("frames must be 1..%d", self.max_frames) end
+  -- one text (a request or a whole batch) steps at most max_frames: the server answers nobody
+  -- else while it steps
+  local stepped = self.text_frames or 0
+  if stepped + frames > self.max_frames then
+    bad_params("one request or batch steps at most %d frames (%d stepped already)", self.max_frames, stepped)
+  end
+  self.text_frames = stepped + frames
   if not self.paused then keel_error("InvalidOperation", "world.step needs a paused world (world.pause first)") end
   if self.stepping then keel_error("InvalidOperation", "world.step cannot run inside a step") end
   local dt = p.dt or self.dt
@@ -530,7 +538,7 @@ end
 function M.new(w, opts)
   opts = opts or {}
   local self = setmetatable({ world = w, scene = absolute(opts.scene), frame = 0, dt = opts.dt or 1 / 60,
-    paused = opts.paused or false, save = opts.save, max_frames = opts.max_frames or 100000,
+    paused = opts.paused or false, save = opts.save, max_frames = opts.max_frames or M.MAX_FRAMES,
     history = { undos = {}, redos = {} } }, Channel)
   return self
 end
@@ -609,6 +617,7 @@ end
 
 -- JSON-RPC text -> response text ("" when nothing is to be answered).
 function Channel:handle(text)
+  self.text_frames = 0
   local req, perr = json.decode(text)
   local out
   if req == nil then

@@ -146,6 +146,40 @@ describe("channel", function()
       assert.are.equal(200, (post(srv, body, auth .. " -H " .. q("Origin: http://" .. own))))
     end)
 
+    it("closes connections that send no request within header_timeout, so a flood locks nobody out", function()
+      local small = assert(keel.serve(w, { port = 0, token = TOKEN, max_connections = 8, per_ip = 4,
+        header_timeout = 1 }))
+      local base = os.tmpname()
+      -- more idle connections than one address may hold: each waits for the server to close it
+      for i = 1, 6 do
+        os.execute(("(bash -c 'exec 3<>/dev/tcp/127.0.0.1/%d; cat <&3 >/dev/null' 2>/dev/null; touch %s) &")
+          :format(small.port, q(base .. "." .. i)))
+      end
+      local t0 = clock()
+      while clock() - t0 < 0.5 do small:poll(0.01) end
+      -- a valid client is refused while the flood holds every place, and served once the header
+      -- timeout closes it: within a few seconds, trying again as a browser does
+      local status
+      repeat
+        status = curl(small, "-H " .. q("Authorization: Bearer " .. TOKEN)
+          .. " -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.info\"}' " .. url(small, "/rpc"), { max_time = 2 })
+      until status == 200 or clock() - t0 > 6
+      assert.are.equal(200, status)
+      assert.is_true(clock() - t0 < 6, "the valid client waited too long")
+      -- and every idle connection was closed by the server
+      local closed = 0
+      while clock() - t0 < 8 do
+        small:poll(0.05)
+        closed = 0
+        for i = 1, 6 do if H.file_exists(base .. "." .. i) then closed = closed + 1 end end
+        if closed == 6 then break end
+      end
+      assert.are.equal(6, closed)
+      for i = 1, 6 do os.remove(base .. "." .. i) end
+      os.remove(base)
+      small:close()
+    end)
+
     it("refuses bodies over 1 MiB (413)", function()
       local big = '{"jsonrpc":"2.0","id":1,"method":"world.info","params":{"pad":"' .. ("x"):rep(1024 * 1024) .. '"}}'
       assert.are.equal(413, (post(srv, big)))

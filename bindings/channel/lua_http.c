@@ -24,6 +24,10 @@
 #include "channel/lua_http.h"
 
 #define HTTP_MAX_BODY (1024 * 1024) /* larger request bodies: 413 */
+#define HTTP_MAX_CONNECTIONS 256 /* open connections in all (FD_SETSIZE is 1,024) */
+#define HTTP_PER_IP 64           /* from one address: a page and its event stream need a few */
+#define HTTP_HEADER_TIMEOUT 5    /* seconds a connection may take to send its request's headers */
+#define HTTP_REQUEST_TIMEOUT 120 /* seconds a connection may stay idle once its request began */
 static const keel_lua_type mt_http = { "keel.Server" };
 
 typedef struct msg {
@@ -263,6 +267,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         u = calloc(1, sizeof *u);
         if (!u) return MHD_NO;
         *con_cls = u;
+        /* the headers are in: from here a slow body or an event stream has the long timeout */
+        MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)HTTP_REQUEST_TIMEOUT);
         return MHD_YES;
     }
     if (*data_size) {
@@ -424,7 +430,22 @@ static int s_tostring(lua_State *L)
     return 1;
 }
 
-/* keel.core.channel.http_open{ port = n, bind = "127.0.0.1", handler = fn } */
+/* Option `key` of the table at 1: an integer in lo..hi, or `def` when absent (the stack as it was). */
+static lua_Integer opt_count(lua_State *L, const char *key, lua_Integer def, lua_Integer lo, lua_Integer hi)
+{
+    lua_getfield(L, 1, key);
+    lua_Integer v = def;
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) < lo || lua_tointeger(L, -1) > hi)
+            return keel__lua_argerror(L, 1, "%s must be an integer in %d..%d", key, (int)lo, (int)hi);
+        v = lua_tointeger(L, -1);
+    }
+    lua_pop(L, 1);
+    return v;
+}
+
+/* keel.core.channel.http_open{ port = n, bind = "127.0.0.1", handler = fn, max_connections = n,
+ * per_ip = n, header_timeout = seconds } */
 static int m_http_open(lua_State *L)
 {
     if (!lua_istable(L, 1))
@@ -439,6 +460,12 @@ static int m_http_open(lua_State *L)
     lua_getfield(L, 1, "handler");
     if (!lua_isfunction(L, -1)) return keel__lua_argerror(L, 1, "handler must be a function");
     if (port < 0 || port > 65535) return keel__lua_argerror(L, 1, "port must be 0..65535, got %d", (int)port);
+    /* a flood of idle connections must not lock clients out: a cap in all and per address, and
+     * a connection that has not sent its request's headers within header_timeout seconds is
+     * closed (a request under way gets HTTP_REQUEST_TIMEOUT, see on_request) */
+    lua_Integer max_conn = opt_count(L, "max_connections", HTTP_MAX_CONNECTIONS, 1, 65536);
+    lua_Integer per_ip = opt_count(L, "per_ip", HTTP_PER_IP, 1, 65536);
+    lua_Integer header_timeout = opt_count(L, "header_timeout", HTTP_HEADER_TIMEOUT, 1, 3600);
     struct sockaddr_in a4;
     struct sockaddr_in6 a6;
     memset(&a4, 0, sizeof a4);
@@ -462,7 +489,8 @@ static int m_http_open(lua_State *L)
     errno = 0;
     h->d = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, sa,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h, MHD_OPTION_CONNECTION_TIMEOUT,
-                            (unsigned)120, MHD_OPTION_END);
+                            (unsigned)header_timeout, MHD_OPTION_CONNECTION_LIMIT, (unsigned)max_conn,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)per_ip, MHD_OPTION_END);
     if (!h->d) {
         int e = errno;
         free(h);

@@ -145,6 +145,7 @@ function M.serve(w, opts)
   srv.watch = watch.new(ch, function(id, data) return srv.http and srv.http:push(id, data) end,
     function(id) return srv.http and srv.http:pending(id) end, function(id) if srv.http then srv.http:drop(id) end end)
   local http, err = cchannel.http_open { port = opts.port or M.DEFAULT_PORT, bind = bind,
+    max_connections = opts.max_connections, per_ip = opts.per_ip, header_timeout = opts.header_timeout,
     handler = function(req) return srv:route(req) end }
   if not http then return nil, err end
   srv.http, srv.port = http, http:port()

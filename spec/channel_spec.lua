@@ -609,6 +609,18 @@ describe("keel.channel without HTTP", function()
     w:close()
   end)
 
+  it("object.spawn refuses an unknown key in a component item, spawning nothing", function()
+    local w = world()
+    local ch = channel.new(w)
+    local before = w:count()
+    local r = decode(ch:handle(json.encode { jsonrpc = "2.0", id = 1, method = "object.spawn",
+      params = { name = "X", components = { { kind = "ch:stamina", bdy = { value = 5 } } } } }))
+    assert.are.equal(-32602, r.error.code)
+    assert.truthy(r.error.message:find("unknown key 'bdy'", 1, true), r.error.message)
+    assert.are.equal(before, w:count())
+    w:close()
+  end)
+
   it("world.save with no path writes the scene it was given by a relative path with a folder", function()
     local lfs = require "lfs"
     local dir = H.tmpdir()

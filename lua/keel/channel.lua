@@ -383,6 +383,9 @@ local function spawn_spec(self, p)
     for i, item in ipairs(p.components) do
       if type(item) == "string" then comps[#comps + 1] = item
       elseif type(item) == "table" and type(item.kind) == "string" then
+        for k in pairs(item) do -- a misspelt "body" must not spawn the kind's defaults silently
+          if k ~= "kind" and k ~= "body" then bad_params("components[%d]: unknown key '%s' (kind, body)", i, tostring(k)) end
+        end
         local one = { item.kind }
         local body = item.body
         if body ~= nil and (type(body) ~= "table" or is_json_array(body)) then

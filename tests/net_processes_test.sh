@@ -46,4 +46,10 @@ grep -q "refused: kinds differ from the server's: test:beacon (missing)" "$tmp/p
 if grep -Eq "^mirror: [1-9]" "$tmp/p2.log" || grep -q "^  Player" "$tmp/p2.log"; then
     echo "FAIL: the refused client mirrored entities"; cat "$tmp/p2.log"; exit 1
 fi
+# a client that never joins (nobody listens there) exits non-zero, saying why
+timeout 20 "$KEEL" run --connect "127.0.0.1:$((port + 1))" --name p3 --frames 30 >"$tmp/p3.log" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { echo "FAIL: the client that never joined exited $rc"; cat "$tmp/p3.log"; exit 1; }
+grep -q "did not join 127.0.0.1:$((port + 1)): could not connect" "$tmp/p3.log" ||
+    { echo "FAIL: no reason from the client that never joined"; cat "$tmp/p3.log"; exit 1; }
 echo "ok: $(grep -c '^mirror:' "$tmp/client.log") mirror reports; p2 refused: $(grep -o 'refused: .*' "$tmp/p2.log")"

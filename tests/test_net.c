@@ -11,6 +11,7 @@
 #include <enet/enet.h>
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 static keel_kind_id g_ship;
@@ -201,6 +202,78 @@ static void net_interest_entry_and_exit_give_one_spawn_and_one_removal(void **st
     assert_int_equal(keel__net_client_stats(c).spawns, 2);
     assert_int_equal(keel__net_client_stats(c).removals, 1);
     keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
+/* A full host refuses the next client with a reason; a second client under a taken name is
+ * refused too (the host's log and focus name clients). */
+static void net_full_host_and_taken_name_refuse_with_a_reason(void **state)
+{
+    fx *f = *state;
+    ship(f, "s", 1, 5);
+    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
+    o.port = 0;
+    o.max_clients = 2;
+    keel_net_host *h = NULL;
+    assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_OK);
+    keel_net_client *a = join(h, "a");
+    keel_net_client *b = join(h, "a");
+    assert_true(keel_net_client_joined(a));
+    assert_false(keel_net_client_joined(b));
+    assert_non_null(keel_net_client_reason(b));
+    assert_non_null(strstr(keel_net_client_reason(b), "a client named 'a' is connected already"));
+    keel_net_client_free(b);
+    keel_net_client *c = join(h, "c");
+    keel_net_client *d = join(h, "d");
+    assert_true(keel_net_client_joined(c));
+    assert_false(keel_net_client_joined(d));
+    assert_non_null(keel_net_client_reason(d));
+    assert_string_equal(keel_net_client_reason(d), "server full (2 clients)");
+    assert_int_equal(keel_net_host_client_count(h), 2);
+    keel_net_client_free(a);
+    keel_net_client_free(c);
+    keel_net_client_free(d);
+    keel_net_host_free(h);
+}
+
+/* A peer that connects and never says hello is dropped at the deadline, and peers in their
+ * handshake take places of their own: a player still joins a host whose slots they crowd. */
+static void net_silent_peers_are_dropped_and_hold_no_player_slot(void **state)
+{
+    fx *f = *state;
+    ship(f, "s", 1, 5);
+    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
+    o.port = 0;
+    o.max_clients = 2;
+    keel_net_host *h = NULL;
+    assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_OK);
+    ENetHost *raw = enet_host_create(NULL, 4, 2, 0, 0);
+    assert_non_null(raw);
+    ENetAddress addr;
+    enet_address_set_host(&addr, "127.0.0.1");
+    addr.port = keel_net_host_port(h);
+    for (int i = 0; i < 4; i++) assert_non_null(enet_host_connect(raw, &addr, 2, 0));
+    ENetEvent ev;
+    for (int r = 0; r < 200 && keel__net_host_stats(h).handshaking < 4; r++) {
+        keel_net_host_service(h, NULL);
+        while (enet_host_service(raw, &ev, 1) > 0) {}
+    }
+    assert_int_equal(keel__net_host_stats(h).handshaking, 4); /* connected, silent */
+    keel_net_client *p = join(h, "player");
+    assert_true(keel_net_client_joined(p));
+    /* the deadline: 2 s after connecting, no hello, gone */
+    for (int r = 0; r < 400 && keel__net_host_stats(h).dropped_slow < 4; r++) {
+        keel_net_host_service(h, NULL);
+        keel_net_client_service(p, NULL);
+        while (enet_host_service(raw, &ev, 0) > 0) {}
+        struct timespec ts = { 0, 10000000 };
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(keel__net_host_stats(h).dropped_slow, 4);
+    assert_int_equal(keel__net_host_stats(h).handshaking, 0);
+    assert_int_equal(keel_net_host_client_count(h), 1);
+    enet_host_destroy(raw);
+    keel_net_client_free(p);
     keel_net_host_free(h);
 }
 
@@ -480,6 +553,8 @@ int main(void)
         T(net_late_joiner_and_reconnect_get_one_snapshot),
         T(net_interest_entry_and_exit_give_one_spawn_and_one_removal),
         T(net_interest_offers_entities_without_a_position),
+        T(net_full_host_and_taken_name_refuse_with_a_reason),
+        T(net_silent_peers_are_dropped_and_hold_no_player_slot),
         T(net_stale_incarnation_delta_changes_nothing),
         T(net_malformed_packet_disconnects_and_changes_nothing),
         T(net_host_drops_a_malformed_peer_with_a_reason),

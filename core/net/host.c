@@ -76,6 +76,27 @@ static void refuse(keel_net_host *h, hclient *c, const char *reason)
     enet_peer_disconnect_later(c->peer, 1);
 }
 
+/* Clients past their hello (taking kinds or joined), c aside: what max_clients counts. */
+static uint32_t players(const keel_net_host *h, const hclient *c)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < h->nclients; k++)
+        n += h->clients[k] != c && (h->clients[k]->state == C_KINDS || h->clients[k]->state == C_JOINED);
+    return n;
+}
+
+/* Whether a client other than c, past its hello, goes by this name: the host's log and focus
+ * name clients, so two may not share one. */
+static bool named(const keel_net_host *h, const hclient *c, const char *name)
+{
+    for (uint32_t k = 0; k < h->nclients; k++) {
+        const hclient *o = h->clients[k];
+        if (o != c && (o->state == C_KINDS || o->state == C_JOINED) && o->name && strcmp(o->name, name) == 0)
+            return true;
+    }
+    return false;
+}
+
 static void host_receive(keel_net_host *h, hclient *c, ENetPacket *pk)
 {
     keel__wire_msg m;
@@ -87,7 +108,15 @@ static void host_receive(keel_net_host *h, hclient *c, ENetPacket *pk)
     switch (m.type) {
     case KEEL__PK_HELLO:
         if (c->state != C_HELLO) refuse(h, c, "a second hello");
-        else if (m.protocol != KEEL__WIRE_PROTOCOL) {
+        else if (players(h, c) >= h->o.max_clients) {
+            char why[64];
+            snprintf(why, sizeof why, "server full (%u clients)", (unsigned)h->o.max_clients);
+            refuse(h, c, why);
+        } else if (named(h, c, m.text && *m.text ? m.text : "client")) {
+            char why[200];
+            snprintf(why, sizeof why, "a client named '%.120s' is connected already", m.text && *m.text ? m.text : "client");
+            refuse(h, c, why);
+        } else if (m.protocol != KEEL__WIRE_PROTOCOL) {
             char why[96];
             snprintf(why, sizeof why, "protocol %u, the server speaks %d", (unsigned)m.protocol,
                      KEEL__WIRE_PROTOCOL);
@@ -145,6 +174,7 @@ static void host_pump(keel_net_host *h)
                                          ENET_PEER_PACKET_THROTTLE_SCALE, 0);
             hclient *c = keel__xcalloc(1, sizeof *c);
             c->peer = ev.peer;
+            c->connected_ms = enet_time_get();
             c->name = keel__strdup("");
             h->clients = keel__xrealloc(h->clients, (h->nclients + 1) * sizeof *h->clients);
             h->clients[h->nclients++] = c;
@@ -160,6 +190,19 @@ static void host_pump(keel_net_host *h)
         case ENET_EVENT_TYPE_DISCONNECT: client_drop(h, ev.peer); break;
         default: break;
         }
+    }
+    /* peers that connected and never said hello: dropped at the deadline (forged connects) */
+    uint32_t now = enet_time_get();
+    for (uint32_t k = 0; k < h->nclients;) {
+        hclient *c = h->clients[k];
+        if (c->state == C_HELLO && now - c->connected_ms > KEEL__NET_HELLO_DEADLINE_MS) {
+            enet_peer_reset(c->peer); /* no disconnect handshake: it never made one of its own */
+            client_free(c);
+            h->clients[k] = h->clients[--h->nclients];
+            h->stats.dropped_slow++;
+            continue;
+        }
+        k++;
     }
 }
 
@@ -215,7 +258,7 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
         keel__net_down();
         return KEEL_ERROR(d, KEEL_IO_ERROR, "bind", "cannot resolve '%s'", opts.bind);
     }
-    ENetHost *eh = enet_host_create(&a, opts.max_clients, 2, 0, 0);
+    ENetHost *eh = enet_host_create(&a, opts.max_clients + KEEL__NET_HANDSHAKE_SLOTS, 2, 0, 0);
     if (!eh) {
         keel__net_down();
         return KEEL_ERROR(d, KEEL_IO_ERROR, "port", "cannot listen on UDP port %u (in use?)", (unsigned)opts.port);
@@ -345,6 +388,7 @@ keel__net_stats keel__net_host_stats(const keel_net_host *h)
 {
     keel__net_stats s = h->stats;
     s.wire = h->enet->totalSentData;
+    for (uint32_t k = 0; k < h->nclients; k++) s.handshaking += h->clients[k]->state == C_HELLO;
     return s;
 }
 

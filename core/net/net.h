@@ -12,6 +12,8 @@ typedef struct keel__net_stats {
     uint64_t bytes;                                          /* host: payload bytes sent; client: received */
     uint64_t packets;
     uint64_t wire; /* host: bytes ENet put on the wire (headers too) */
+    uint64_t handshaking; /* host: peers connected that have not said hello yet */
+    uint64_t dropped_slow; /* host: peers dropped for not saying hello within the deadline */
 } keel__net_stats;
 keel__net_stats keel__net_client_stats(const keel_net_client *c);
 keel__net_stats keel__net_host_stats(const keel_net_host *h);

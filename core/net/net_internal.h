@@ -88,11 +88,17 @@ typedef struct ringent {
 } ringent;
 
 enum { C_HELLO = 0, C_KINDS, C_JOINED, C_REFUSED };
+/* A peer that has not said hello within this many milliseconds of connecting is dropped; peers in
+ * their handshake have ENet places of their own beyond max_clients, so forged connects can hold
+ * only those, never a player's. */
+#define KEEL__NET_HELLO_DEADLINE_MS 2000
+#define KEEL__NET_HANDSHAKE_SLOTS 16
 
 typedef struct hclient {
     ENetPeer *peer;
     char *name;
     int state;
+    uint32_t connected_ms; /* enet_time_get() at its connect: the hello's deadline runs from it */
     keel_entity focus;
     /* by tent index */
     uint32_t *lid; /* 0: the client does not hold it */

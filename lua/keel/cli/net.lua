@@ -59,7 +59,13 @@ function M.connect(keel, addr, port, name, frames, dt, now, sleep, stopped)
     local wait = t0 + i * dt - now()
     if wait > 0 then sleep(wait) end
   end
+  -- never joined: say why (a refusal's reason, or that nobody answered) and fail
+  local reason = not joined and (cl.reason or "could not connect to the server") or nil
   cl:close()
+  if reason then
+    io.stderr:write(string.format('keel: run: did not join %s:%d: %s\n', addr, port, reason))
+    return 1
+  end
   return 0
 end
 

@@ -46,6 +46,10 @@ grep -q "refused: kinds differ from the server's: test:beacon (missing)" "$tmp/p
 if grep -Eq "^mirror: [1-9]" "$tmp/p2.log" || grep -q "^  Player" "$tmp/p2.log"; then
     echo "FAIL: the refused client mirrored entities"; cat "$tmp/p2.log"; exit 1
 fi
+grep -q "hosting on UDP port $port (every address)" "$tmp/host.log" || { echo "FAIL: the host did not say its address"; cat "$tmp/host.log"; exit 1; }
+"$KEEL" run --host 0 --bind 127.0.0.1 --frames 2 >"$tmp/bind.log" 2>&1 &&
+    grep -q "hosting on UDP port [0-9]* (on 127.0.0.1 only)" "$tmp/bind.log" ||
+    { echo "FAIL: --host --bind"; cat "$tmp/bind.log"; exit 1; }
 # a client that never joins (nobody listens there) exits non-zero, saying why
 timeout 20 "$KEEL" run --connect "127.0.0.1:$((port + 1))" --name p3 --frames 30 >"$tmp/p3.log" 2>&1
 rc=$?

@@ -18,7 +18,7 @@ static const char *const usage_text =
     "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
     "                                             run gameplay headless (default: the bundled demo)\n"
     "       keel run SCENE --serve [PORT] [--bind ADDR]   run it and serve the live channel (default port 27760)\n"
-    "       keel run [SCENE] --host [PORT]        host its world to keel.net clients (default port 27761)\n"
+    "       keel run [SCENE] --host [PORT] [--bind ADDR]  host its world to keel.net clients (default port 27761)\n"
     "       keel run --connect ADDR:PORT [--name NAME]  mirror a host's world, print it once a second\n"
     "       keel serve SCENE [--port N] [--bind ADDR]     serve a paused world (the inspector at its URL)\n"
     "       keel check FILE... [--strict]         validate; FILE:LINE:COL: error: CODE: message\n"
@@ -53,7 +53,7 @@ static const struct { const char *verb, *text; } verb_help[] = {
     { "run",
       "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
       "       keel run [SCENE] --serve [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
-      "       keel run [SCENE] --host [PORT] [--frames N] [--dt S]\n"
+      "       keel run [SCENE] --host [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
       "       keel run --connect ADDR:PORT [--name NAME] [--frames N] [--dt S]\n"
       "  Runs gameplay headless: SCENE (default: the bundled demo) for N frames\n"
       "  (default 600) of S seconds (default 1/60), then prints frames, entities,\n"
@@ -62,7 +62,8 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  identical to the scene as loaded.\n"
       "  Exits 1 when a callback failed. --serve runs in real time (until ctrl-c,\n"
       "  or N frames) and serves the live channel as `keel serve` does.\n"
-      "  --host serves the world to keel.net clients over UDP (default port 27761);\n"
+      "  --host serves the world to keel.net clients over UDP (default port 27761)\n"
+      "  on every address, or on ADDR only with --bind (the first line says which);\n"
       "  --connect mirrors a host's world as client NAME and prints it once a second.\n" },
     { "serve",
       "usage: keel serve SCENE [--port N] [--bind ADDR]\n"

@@ -62,12 +62,17 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "run: --host PORT needs a port in 0..65535");
         return KEEL_EXIT_USAGE;
     }
-    const char *frames_s = NULL, *dt_s = NULL, *cname = NULL;
+    const char *frames_s = NULL, *dt_s = NULL, *cname = NULL, *bind = NULL;
     const keel_cli_opt opts[] = { { "--frames", &frames_s, NULL },
                                   { "--dt", &dt_s, NULL },
-                                  { "--name", &cname, NULL } };
-    int npos = keel_cli_parse(cli, argc, argv, opts, 3);
+                                  { "--name", &cname, NULL },
+                                  { "--bind", &bind, NULL } };
+    int npos = keel_cli_parse(cli, argc, argv, opts, 4);
     if (npos < 0) return KEEL_EXIT_USAGE;
+    if (connect && bind) {
+        keel_cli_usage_error(cli, "run: --bind goes with --host (or --serve)");
+        return KEEL_EXIT_USAGE;
+    }
     if (npos > (connect ? 0 : 1)) {
         keel_cli_usage_error(cli, connect ? "run: --connect takes no SCENE" : "run: expected at most one SCENE");
         return KEEL_EXIT_USAGE;
@@ -142,8 +147,11 @@ int keel_cli_run_net(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushcfunction(L, keel_cli_l_now);
     lua_pushcfunction(L, l_sleep);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
+    if (connect) lua_pushnil(L);
+    else if (bind) lua_pushstring(L, bind);
+    else lua_pushnil(L);
     keel_cli_loop_signals(L, true, true);
-    int status = keel_cli_call(L, 9, 1, false);
+    int status = keel_cli_call(L, 10, 1, false);
     keel_cli_loop_signals(L, false, true);
     if (status != LUA_OK) {
         keel_cli_report(cli, L);

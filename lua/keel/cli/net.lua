@@ -5,9 +5,11 @@
 local M = {}
 
 -- Serves the world `w` (scene `name`) and says who joins and leaves.
-function M.host(keel, w, name, port, frames, dt, now, sleep, stopped)
-  local host = keel.net.host(w, { port = port })
-  print(string.format('%s: hosting on UDP port %d, %d entities', name, host:port(), w:count()))
+function M.host(keel, w, name, port, frames, dt, now, sleep, stopped, bind)
+  local host = keel.net.host(w, { port = port, bind = bind })
+  -- every address unless --bind narrows it, as game servers do: say which
+  print(string.format('%s: hosting on UDP port %d (%s), %d entities', name, host:port(),
+    bind and ('on ' .. bind .. ' only') or 'every address', w:count()))
   io.stdout:flush()
   local known, t0, i = {}, now(), 0
   while (frames < 0 or i < frames) and not stopped() do

@@ -452,6 +452,22 @@ describe("channel", function()
   end)
 
   describe("watching", function()
+    it("frees an event stream whose client went away at once, not at the next change", function()
+      local base = os.tmpname()
+      os.execute("env -u LD_PRELOAD curl -s -N -m 30 " .. url(srv, "/events?token=" .. TOKEN) .. " > /dev/null 2>&1 & echo $! > "
+        .. q(base))
+      local pid = H.slurp(base):match("%d+")
+      local t0 = clock()
+      while srv.http:streams() == 0 and clock() - t0 < 10 do srv:poll(0.01) end
+      assert.are.equal(1, srv.http:streams())
+      for _ = 1, 20 do srv:poll(0.01) end -- its snapshot is out: the stream waits, suspended
+      os.execute("kill -KILL " .. pid)
+      t0 = clock()
+      while srv.http:streams() > 0 and clock() - t0 < 3 do srv:poll(0.01) end
+      assert.are.equal(0, srv.http:streams())
+      os.remove(base)
+    end)
+
     it("sends a snapshot, then one delta per frame with only the changed fields", function()
       local a = w:find("A")
       local frames = 0

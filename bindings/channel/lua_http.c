@@ -7,6 +7,7 @@
  * status, content type, body text (or { stream = id } to open an event stream), extra headers. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ typedef struct stream {
     lua_Integer id;
     struct MHD_Connection *conn;
     bool suspended;
+    bool gone; /* its client closed the connection while it waited (see streams_reap) */
     msg *head, *tail;
     size_t count; /* messages queued, the one being sent included */
     struct stream *prev, *next;
@@ -88,6 +90,7 @@ static void msg_free_all(stream *s)
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     stream *s = cls;
+    if (s->gone) return MHD_CONTENT_READER_END_WITH_ERROR; /* MHD closes it and frees the stream */
     if (!s->head) {
         if (s->h->closing) return MHD_CONTENT_READER_END_OF_STREAM;
         /* nothing to send: out of the event loop until push resumes it (no busy polling) */
@@ -338,6 +341,37 @@ static int s_close(lua_State *L)
 
 /* server:poll([seconds]) -> true; false when this server is already polling (a request's own work
  * reached it again: it waits for the outer poll). */
+/* Suspended streams are out of MHD's event loop, so a client that went away (killed, its
+ * network gone) would keep its socket until the next change is pushed: each poll looks at their
+ * sockets and hands the closed ones back to MHD, which closes them at once. */
+static void streams_reap(http *h)
+{
+    for (stream *s = h->streams; s; s = s->next) {
+        if (!s->suspended) continue;
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(s->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!ci) continue;
+        struct pollfd p = { .fd = ci->connect_fd, .events = POLLIN };
+        if (poll(&p, 1, 0) <= 0) continue;
+        char c;
+        bool closed = (p.revents & (POLLHUP | POLLERR)) ||
+                      ((p.revents & POLLIN) && recv(ci->connect_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0);
+        if (!closed) continue;
+        s->gone = true;
+        s->suspended = false;
+        MHD_resume_connection(s->conn);
+    }
+}
+
+/* server:streams() -> the event streams open (a test's view of the reaping above). */
+static int s_streams(lua_State *L)
+{
+    http *h = check_http(L, 1, true);
+    lua_Integer n = 0;
+    for (stream *s = h->streams; s; s = s->next) n++;
+    lua_pushinteger(L, n);
+    return 1;
+}
+
 static int s_poll(lua_State *L)
 {
     http *h = check_http(L, 1, true);
@@ -350,6 +384,7 @@ static int s_poll(lua_State *L)
         return 1;
     }
     h->polling = true;
+    streams_reap(h);
     lua_State *saved = h->L;
     h->L = L;
     if (wait > 0) MHD_run_wait(h->d, (int32_t)(wait * 1000 + 0.5));
@@ -583,7 +618,7 @@ void keel__lua_open_http(lua_State *L, keel_lua_ctx *ctx)
     lua_setfield(L, -2, "clock");
     lua_pushcfunction(L, m_on_step);
     lua_setfield(L, -2, "http_on_step");
-    static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port },   { "push", s_push },
+    static const luaL_Reg methods[] = { { "poll", s_poll }, { "port", s_port },   { "push", s_push }, { "streams", s_streams },
                                         { "pending", s_pending }, { "drop", s_drop }, { "close", s_close },
                                         { NULL, NULL } };
     static const luaL_Reg meta[] = {

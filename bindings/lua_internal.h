@@ -10,7 +10,7 @@
 
 #include "keel.h"
 #include "lua_host.h"
-#include "model/ext.h"
+#include "bind.h" /* the one core header the bindings include */
 
 #define KEEL_LUA_WORLD "keel.World"
 #define KEEL_LUA_ENTITY "keel.Entity"

@@ -2,8 +2,8 @@
  * A Host keeps its World alive (user value 1); a Client owns its mirror world, handed to Lua
  * borrowed as cl.world and closed when the client is collected or closed. */
 #include "lua_internal.h"
+#include "bind.h" /* keel__net_stats */
 #include "keel_net.h"
-#include "net/net.h" /* keel__net_stats */
 
 
 #include <lauxlib.h>

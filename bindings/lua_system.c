@@ -9,7 +9,6 @@
 #include "lua_internal.h"
 #include "bind.h"
 #include "channel/lua_http.h"
-#include "model/ext.h"
 
 static keel_phase phase_of(const char *name)
 {

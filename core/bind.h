@@ -5,7 +5,8 @@
 #define KEEL_BIND_H
 
 #include "keel.h"
-#include "base/vec.h" /* the one growable array, the bindings' too */
+#include "base/vec.h"  /* the one growable array, the bindings' too */
+#include "model/ext.h" /* what attaches to a world: the Lua state's extension */
 
 /* ---- field.c: the one write path ---- */
 
@@ -173,5 +174,20 @@ keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice
 
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
 bool keel__utf8_valid(const char *s);
+
+/* ---- Replication (core/net/): counters the Lua binding, tests and benches read ---- */
+struct keel_net_host;
+struct keel_net_client;
+typedef struct keel__net_stats {
+    uint64_t spawns, removals, adds, drops, deltas, ignored; /* client: records applied / ignored */
+    uint64_t resnapshots;                                    /* host: full resnapshots sent */
+    uint64_t bytes;                                          /* host: payload bytes sent; client: received */
+    uint64_t packets;
+    uint64_t wire;         /* host: bytes ENet put on the wire (headers too) */
+    uint64_t handshaking;  /* host: peers connected that have not said hello yet */
+    uint64_t dropped_slow; /* host: peers dropped for not saying hello within the deadline */
+} keel__net_stats;
+keel__net_stats keel__net_client_stats(const struct keel_net_client *c);
+keel__net_stats keel__net_host_stats(const struct keel_net_host *h);
 
 #endif

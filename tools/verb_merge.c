@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "base/vec.h"
 #include "keel_merge.h"
 
 /* Runs `argv` (a git command) with stdout into *out (malloc'd, NUL-terminated) when `out` is
@@ -41,7 +40,11 @@ static int run_git(char *const argv[], char **out, size_t *outlen)
     if (out) {
         close(fds[1]);
         for (;;) {
-            buf = keel__vec_grow(buf, &cap, len + 4096 + 1, 1, 65536); /* aborts on OOM, as keel does */
+            if (len + 4096 + 1 > cap) {
+                cap = cap ? 2 * cap : 65536;
+                buf = realloc(buf, cap);
+                if (!buf) abort(); /* keel treats OOM as fatal */
+            }
             ssize_t r = read(fds[0], buf + len, 4096);
             if (r < 0 && errno == EINTR) continue;
             if (r <= 0) break;

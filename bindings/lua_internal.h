@@ -230,8 +230,7 @@ void keel__lua_ext_init(keel_lua_ctx *ctx);
 void keel__lua_attach(keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx); /* adds set_runner to the table on top (keel.core.systems) */
 void keel__lua_open_net(lua_State *L, keel_lua_ctx *ctx); /* lua_net.c: keel.net in the table on top */
-/* lua_net.c: keel.kind{}'s client_update (spec at index 1): checked before, remembered after a declaration */
-void keel__lua_net_check_kind(lua_State *L);
+/* lua_net.c: keel.kind{}'s client_update (spec at index 1, checked by lua_kind.c), remembered after a declaration */
 void keel__lua_net_note_kind(lua_State *L, const char *key);
 extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_each, w:_fault_system */
 

@@ -243,7 +243,7 @@ static int read_fields(lua_State *L, keel_kind_desc *desc, bool *has_entity)
     return keys; /* the anchors stay above it until the call returns */
 }
 
-/* The hooks, validate and migrate of the spec: of the right type when present. */
+/* The hooks, validate, migrate and client_update of the spec: of the right type when present. */
 static void check_hooks(lua_State *L)
 {
     for (int p = 0; p <= KEEL_PHASE_COUNT_; p++) {
@@ -256,6 +256,13 @@ static void check_hooks(lua_State *L)
     lua_getfield(L, 1, "migrate");
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TTABLE)
         keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: migrate must be a table { [version] = function }");
+    lua_pop(L, 1);
+    /* a replication client's hook: checked alike in a build without replication (KEEL_NET=OFF),
+     * so one kinds file loads in either */
+    lua_getfield(L, 1, "client_update");
+    if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
+                         luaL_typename(L, -1));
     lua_pop(L, 1);
 }
 
@@ -294,7 +301,6 @@ static int k_kind(lua_State *L)
     bool has_entity;
     int keys = read_fields(L, &desc, &has_entity);
     check_hooks(L);
-    keel__lua_net_check_kind(L); /* client_update: a function or nothing */
 
     /* Everything that can raise on bad input is above; now the owned parts. */
     keel_lua_kind *lk = keel__lua_hooks_new(L, ctx, &desc, keys, has_entity);

@@ -24,15 +24,6 @@ typedef struct lclient {
 
 static const char CLIENT_UPDATE[] = "keel.net.client_update"; /* registry: { [kind key] = function } */
 
-void keel__lua_net_check_kind(lua_State *L)
-{
-    lua_getfield(L, 1, "client_update");
-    if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
-                        luaL_typename(L, -1));
-    lua_pop(L, 1);
-}
-
 void keel__lua_net_note_kind(lua_State *L, const char *key)
 {
     if (lua_getfield(L, LUA_REGISTRYINDEX, CLIENT_UPDATE) != LUA_TTABLE) {

@@ -1,19 +1,10 @@
 /* lua_net_off.c — keel.net in a keel built without replication (KEEL_NET=OFF), in place of
  * lua_net.c: keel.net.host and keel.net.connect are there and raise Unsupported, so a script
- * learns why rather than indexing a missing table; keel.kind{}'s client_update is still checked
- * (a kinds file loads alike in either build) and never runs, there being no client. */
+ * learns why rather than indexing a missing table; keel.kind{}'s client_update is checked as in
+ * the other build (lua_kind.c) and never runs, there being no client. */
 #include "lua_internal.h"
 
 #include <lauxlib.h>
-
-void keel__lua_net_check_kind(lua_State *L)
-{
-    lua_getfield(L, 1, "client_update");
-    if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
-        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
-                        luaL_typename(L, -1));
-    lua_pop(L, 1);
-}
 
 void keel__lua_net_note_kind(lua_State *L, const char *key)
 {

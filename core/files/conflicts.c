@@ -61,30 +61,13 @@ void keel__conflicts_free(keel__conflicts *c)
     free(c->items);
 }
 
-/* ---- small helpers (merge.c has the same: a scene document's nodes, read leniently) ---- */
-
-static bool is_null(const keel_node *n)
-{
-    return !n || (n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n));
-}
-
-static const keel_node *get(const keel_node *map, const char *key)
-{
-    const keel_node *v = map && map->kind == KEEL_NODE_MAP ? keel_node_get(map, key) : NULL;
-    return v;
-}
-
-static const char *text_of(const keel_node *n)
-{
-    return n && n->kind == KEEL_NODE_SCALAR && n->text ? n->text : NULL;
-}
 
 /* A component's identity. A missing slot reads as 0 (what the writer always spells out). */
 bool keel__conflicts_comp_key(const keel_node *c, const char **kind, int64_t *slot)
 {
-    *kind = text_of(get(c, "kind"));
+    *kind = keel__doc_text(keel__doc_get(c, "kind"));
     *slot = 0;
-    const keel_node *s = get(c, "slot");
+    const keel_node *s = keel__doc_get(c, "slot");
     if (s && !keel_node_as_int(s, slot)) *slot = -1;
     return *kind != NULL;
 }
@@ -296,7 +279,7 @@ static void steps_free(step *st, size_t n)
 static bool step_matches(const step *s, const keel_node *item)
 {
     if (s->type == STEP_UUID) {
-        const char *u = text_of(get(item, "uuid"));
+        const char *u = keel__doc_text(keel__doc_get(item, "uuid"));
         return u && strcmp(u, s->key) == 0;
     }
     const char *k;
@@ -313,7 +296,7 @@ static keel_node *update(const keel_node *n, const step *s, size_t ns, const kee
         keel_node *m = keel_node_new_map();
         bool found = false;
         for (size_t i = 0; n && n->kind == KEEL_NODE_MAP && i < n->count; i++) {
-            const char *k = text_of(&n->items[2 * i]);
+            const char *k = keel__doc_text(&n->items[2 * i]);
             if (!k) continue;
             if (strcmp(k, s->key) == 0) {
                 found = true;
@@ -348,16 +331,16 @@ static keel_node *update(const keel_node *n, const step *s, size_t ns, const kee
  * them). Takes `doc`, returns its replacement. */
 static keel_node *orphan_children(keel_node *doc, const char *uuid)
 {
-    const keel_node *list = get(doc, "entities");
+    const keel_node *list = keel__doc_get(doc, "entities");
     for (size_t i = 0; list && list->kind == KEEL_NODE_SEQ && i < list->count; i++) {
-        const char *p = text_of(get(&list->items[i], "parent"));
-        const char *u = text_of(get(&list->items[i], "uuid"));
+        const char *p = keel__doc_text(keel__doc_get(&list->items[i], "parent"));
+        const char *u = keel__doc_text(keel__doc_get(&list->items[i], "uuid"));
         if (!p || !u || strcmp(p, uuid) != 0) continue;
         step st[3] = { { STEP_KEY, "entities", 0 }, { STEP_UUID, (char *)u, 0 }, { STEP_KEY, "parent", 0 } };
         keel_node *next = update(doc, st, 3, NULL);
         keel_node_free(doc);
         doc = next;
-        list = get(doc, "entities");
+        list = keel__doc_get(doc, "entities");
     }
     return doc;
 }
@@ -377,7 +360,7 @@ keel_status keel_merge_take(const char *text, size_t len, const char *name, bool
     keel_limits lim = keel_limits_default();
     keel_status st = keel__yaml_parse(text, len, &lim, name, &doc, d);
     if (st != KEEL_OK) return st;
-    const keel_node *list = get(doc, "conflicts");
+    const keel_node *list = keel__doc_get(doc, "conflicts");
     if (!list || list->kind != KEEL_NODE_SEQ) {
         keel_node_free(doc);
         return keel_diag_add(d, KEEL_SEV_ERROR, KEEL_NOT_FOUND, "conflicts", name, 0, 0,
@@ -387,7 +370,7 @@ keel_status keel_merge_take(const char *text, size_t len, const char *name, bool
     for (size_t i = 0; i < npaths; i++) {
         bool found = false;
         for (size_t j = 0; j < list->count; j++) {
-            const char *p = text_of(get(&list->items[j], "path"));
+            const char *p = keel__doc_text(keel__doc_get(&list->items[j], "path"));
             if (p && strcmp(p, paths[i]) == 0) found = chosen[j] = true;
         }
         if (!found)
@@ -398,15 +381,15 @@ keel_status keel_merge_take(const char *text, size_t len, const char *name, bool
     keel__conflicts rest = { 0 };
     keel_node *cur = keel_node_new_map(); /* the document without its conflicts */
     for (size_t i = 0; i < doc->count; i++) {
-        const char *k = text_of(&doc->items[2 * i]);
+        const char *k = keel__doc_text(&doc->items[2 * i]);
         if (k && strcmp(k, "conflicts") != 0) keel_node_put(cur, k, keel_node_copy(&doc->items[2 * i + 1]));
     }
     for (size_t j = 0; st == KEEL_OK && j < list->count; j++) {
         const keel_node *e = &list->items[j];
-        const char *p = text_of(get(e, "path"));
-        const keel_node *v[3] = { get(e, "base"), get(e, "ours"), get(e, "theirs") };
+        const char *p = keel__doc_text(keel__doc_get(e, "path"));
+        const keel_node *v[3] = { keel__doc_get(e, "base"), keel__doc_get(e, "ours"), keel__doc_get(e, "theirs") };
         for (int s = 0; s < 3; s++)
-            if (is_null(v[s])) v[s] = NULL;
+            if (keel__doc_null(v[s])) v[s] = NULL;
         if (!chosen[j]) {
             keel__conflicts_add(&rest, keel__strdup(p ? p : ""), v[BASE], v[OURS], v[THEIRS]);
             continue;

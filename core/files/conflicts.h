@@ -5,6 +5,20 @@
 
 #include "keel_merge.h"
 
+/* A scene document's nodes read leniently, as the merge files do (absent or mistyped: NULL). */
+static inline bool keel__doc_null(const keel_node *n)
+{
+    return !n || (n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n));
+}
+static inline const keel_node *keel__doc_get(const keel_node *map, const char *key)
+{
+    return map && map->kind == KEEL_NODE_MAP ? keel_node_get(map, key) : NULL;
+}
+static inline const char *keel__doc_text(const keel_node *n)
+{
+    return n && n->kind == KEEL_NODE_SCALAR && n->text ? n->text : NULL;
+}
+
 /* One place the merge could not decide: ours' value stands in the merged scene until taken. */
 typedef struct keel__conflict {
     char *path;      /* "UUID/KIND[SLOT]/FIELD" and its sisters (conflicts.c says which) */

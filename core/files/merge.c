@@ -44,23 +44,8 @@
 enum { BASE = 0, OURS = 1, THEIRS = 2 }; /* the sides, as indexes of every [3] array here */
 #define NONE SIZE_MAX
 
-/* ---- small helpers ---- */
+/* ---- small helpers (reading a document leniently: conflicts.h) ---- */
 
-static bool is_null(const keel_node *n)
-{
-    return !n || (n->kind == KEEL_NODE_SCALAR && keel_node_is_null(n));
-}
-
-static const keel_node *get(const keel_node *map, const char *key)
-{
-    const keel_node *v = map && map->kind == KEEL_NODE_MAP ? keel_node_get(map, key) : NULL;
-    return v;
-}
-
-static const char *text_of(const keel_node *n)
-{
-    return n && n->kind == KEEL_NODE_SCALAR && n->text ? n->text : NULL;
-}
 
 /* Three-way choice: one side changed it, that side; both the same way, that; else a conflict
  * (ours returned). NULL means absent. */
@@ -204,10 +189,10 @@ static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3]
         const keel_node *src = m[side];
         if (!src || src->kind != KEEL_NODE_MAP) continue;
         for (size_t i = 0; i < src->count; i++) {
-            const char *k = text_of(&src->items[2 * i]);
+            const char *k = keel__doc_text(&src->items[2 * i]);
             if (!k) continue;
-            if (side == THEIRS && get(m[OURS], k)) continue;
-            const keel_node *v[3] = { get(m[BASE], k), get(m[OURS], k), get(m[THEIRS], k) };
+            if (side == THEIRS && keel__doc_get(m[OURS], k)) continue;
+            const keel_node *v[3] = { keel__doc_get(m[BASE], k), keel__doc_get(m[OURS], k), keel__doc_get(m[THEIRS], k) };
             bool conflict = false;
             int w = pick(v, &conflict);
             if (conflict)
@@ -220,24 +205,24 @@ static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3]
 
 static const keel_node *body_of(const keel_node *c)
 {
-    const keel_node *b = get(c, "body");
-    return is_null(b) ? NULL : b;
+    const keel_node *b = keel__doc_get(c, "body");
+    return keel__doc_null(b) ? NULL : b;
 }
 
 /* One (kind, slot) present on both sides and changed on both: the heads must agree, then the
  * body merges field by field. False: a conflict on the whole component (listed by the caller). */
 static bool merge_fields(merger *M, const char *cpath, const keel_node *c[3], keel_node **out)
 {
-    if (!keel_node_equal(get(c[OURS], "version"), get(c[THEIRS], "version"))) return false;
-    const keel_node *en[3] = { get(c[BASE], "enabled"), get(c[OURS], "enabled"), get(c[THEIRS], "enabled") };
+    if (!keel_node_equal(keel__doc_get(c[OURS], "version"), keel__doc_get(c[THEIRS], "version"))) return false;
+    const keel_node *en[3] = { keel__doc_get(c[BASE], "enabled"), keel__doc_get(c[OURS], "enabled"), keel__doc_get(c[THEIRS], "enabled") };
     bool conflict = false;
     int we = pick(en, &conflict);
     if (conflict) return false;
     const keel_node *bodies[3] = { body_of(c[BASE]), body_of(c[OURS]), body_of(c[THEIRS]) };
     keel_node *n = keel_node_new_map();
-    keel_node_put(n, "kind", keel_node_copy(get(c[OURS], "kind")));
-    if (get(c[OURS], "version")) keel_node_put(n, "version", keel_node_copy(get(c[OURS], "version")));
-    if (get(c[OURS], "slot")) keel_node_put(n, "slot", keel_node_copy(get(c[OURS], "slot")));
+    keel_node_put(n, "kind", keel_node_copy(keel__doc_get(c[OURS], "kind")));
+    if (keel__doc_get(c[OURS], "version")) keel_node_put(n, "version", keel_node_copy(keel__doc_get(c[OURS], "version")));
+    if (keel__doc_get(c[OURS], "slot")) keel_node_put(n, "slot", keel_node_copy(keel__doc_get(c[OURS], "slot")));
     if (en[we]) keel_node_put(n, "enabled", keel_node_copy(en[we]));
     keel_node_put(n, "body", merge_map(M, cpath, bodies));
     *out = n;
@@ -276,12 +261,12 @@ static bool merge_comp(merger *M, const char *prefix, const keel_node *c[3], mco
 static bool breaks_rules(const keel_node *const *comps, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        const char *k = text_of(get(comps[i], "kind"));
+        const char *k = keel__doc_text(keel__doc_get(comps[i], "kind"));
         const keel_kind_desc *kd = k ? keel_kind_describe(keel_kind_find(k)) : NULL;
         if (!kd) continue;
         size_t same = 0;
         for (size_t j = 0; j < n; j++) {
-            const char *kj = text_of(get(comps[j], "kind"));
+            const char *kj = keel__doc_text(keel__doc_get(comps[j], "kind"));
             if (kj && strcmp(kj, k) == 0) same++;
         }
         if (kd->multiplicity == KEEL_ONE && same > 1) return true;
@@ -289,14 +274,14 @@ static bool breaks_rules(const keel_node *const *comps, size_t n)
         for (size_t r = 0; r < kd->requires_count; r++) {
             bool found = false;
             for (size_t j = 0; j < n && !found; j++) {
-                const char *kj = text_of(get(comps[j], "kind"));
+                const char *kj = keel__doc_text(keel__doc_get(comps[j], "kind"));
                 found = kj && strcmp(kj, kd->requires[r]) == 0;
             }
             if (!found) return true;
         }
         for (size_t r = 0; r < kd->rejects_count; r++)
             for (size_t j = 0; j < n; j++) {
-                const char *kj = text_of(get(comps[j], "kind"));
+                const char *kj = keel__doc_text(keel__doc_get(comps[j], "kind"));
                 if (kj && strcmp(kj, kd->rejects[r]) == 0) return true;
             }
     }
@@ -415,7 +400,7 @@ static mcomps merge_comps(merger *M, const char *prefix, const keel_node *l[3])
 static const keel_node *uuid_node(const ment *m)
 {
     for (int s = OURS; s <= THEIRS + 1; s++) {
-        const keel_node *u = get(m->e[s % 3], "uuid");
+        const keel_node *u = keel__doc_get(m->e[s % 3], "uuid");
         if (u) return u;
     }
     return NULL;
@@ -423,7 +408,7 @@ static const keel_node *uuid_node(const ment *m)
 
 static const keel_node *comps_of(const keel_node *e)
 {
-    return get(e, "components");
+    return keel__doc_get(e, "components");
 }
 
 /* Did side s change the entity? A parent dropped because s removed the parent is not a change
@@ -431,8 +416,8 @@ static const keel_node *comps_of(const keel_node *e)
 static bool entity_changed(const merger *M, const ment *m, int s)
 {
     const keel_node *b = m->e[BASE], *x = m->e[s];
-    if (!keel_node_equal(get(b, "name"), get(x, "name")) ||
-        !keel_node_equal(get(b, "enabled"), get(x, "enabled")) || !keel_node_equal(comps_of(b), comps_of(x)))
+    if (!keel_node_equal(keel__doc_get(b, "name"), keel__doc_get(x, "name")) ||
+        !keel_node_equal(keel__doc_get(b, "enabled"), keel__doc_get(x, "enabled")) || !keel_node_equal(comps_of(b), comps_of(x)))
         return true;
     if (m->par[s] == m->par[BASE]) return false;
     return !(m->par[s] == NONE && m->par[BASE] != NONE && M->ents[m->par[BASE]].e[s] == NULL);
@@ -454,8 +439,8 @@ static char *ent_path(const ment *m, const char *rest)
 
 static void parent_conflict(merger *M, const ment *m)
 {
-    keel__conflicts_add(&M->conflicts, ent_path(m, "parent"), get(m->e[BASE], "parent"), get(m->e[OURS], "parent"),
-                        get(m->e[THEIRS], "parent"));
+    keel__conflicts_add(&M->conflicts, ent_path(m, "parent"), keel__doc_get(m->e[BASE], "parent"), keel__doc_get(m->e[OURS], "parent"),
+                        keel__doc_get(m->e[THEIRS], "parent"));
 }
 
 /* Existence, then name, enabled, parent and components, for one entity. */
@@ -476,11 +461,11 @@ static void merge_entity(merger *M, ment *m)
     size_t par[3];
     for (int s = 0; s < 3; s++) par[s] = eff[s] ? m->par[s] : ABSENT;
     bool conflict = false;
-    const keel_node *nm[3] = { get(eff[BASE], "name"), get(eff[OURS], "name"), get(eff[THEIRS], "name") };
+    const keel_node *nm[3] = { keel__doc_get(eff[BASE], "name"), keel__doc_get(eff[OURS], "name"), keel__doc_get(eff[THEIRS], "name") };
     m->name = nm[pick(nm, &conflict)];
     if (conflict) keel__conflicts_add(&M->conflicts, ent_path(m, "name"), nm[BASE], nm[OURS], nm[THEIRS]);
     conflict = false;
-    const keel_node *en[3] = { get(eff[BASE], "enabled"), get(eff[OURS], "enabled"), get(eff[THEIRS], "enabled") };
+    const keel_node *en[3] = { keel__doc_get(eff[BASE], "enabled"), keel__doc_get(eff[OURS], "enabled"), keel__doc_get(eff[THEIRS], "enabled") };
     m->enabled = en[pick(en, &conflict)];
     if (conflict) keel__conflicts_add(&M->conflicts, ent_path(m, "enabled"), en[BASE], en[OURS], en[THEIRS]);
     conflict = false;
@@ -552,12 +537,12 @@ static kids side_kids(const merger *M, int s)
     size_t n = M->n;
     kids k = { keel__xcalloc(n + 2, sizeof(size_t)), keel__xcalloc(n + 1, sizeof(size_t)),
                keel__xcalloc(n + 1, sizeof(size_t)) };
-    const keel_node *list = get(M->doc[s], "entities");
+    const keel_node *list = keel__doc_get(M->doc[s], "entities");
     size_t cnt = list && list->kind == KEEL_NODE_SEQ ? list->count : 0;
     size_t *fill = keel__xcalloc(n + 2, sizeof *fill);
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < cnt; i++) {
-            size_t e = smap_get(&M->index, text_of(get(&list->items[i], "uuid")));
+            size_t e = smap_get(&M->index, keel__doc_text(keel__doc_get(&list->items[i], "uuid")));
             if (e == NONE || M->ents[e].e[s] != &list->items[i]) continue; /* a duplicate UUID */
             size_t p = M->ents[e].par[s] == NONE ? n : M->ents[e].par[s];
             if (pass == 0) k.start[p + 1]++;
@@ -648,7 +633,7 @@ static void index_entities(merger *M)
 {
     size_t total = 0;
     for (int s = 0; s < 3; s++) {
-        const keel_node *l = get(M->doc[s], "entities");
+        const keel_node *l = keel__doc_get(M->doc[s], "entities");
         if (l && l->kind == KEEL_NODE_SEQ) total += l->count;
     }
     smap_init(&M->index, total);
@@ -656,10 +641,10 @@ static void index_entities(merger *M)
     static const int order[3] = { OURS, THEIRS, BASE }; /* the union in ours' order, then theirs', then base's */
     for (int k = 0; k < 3; k++) {
         int s = order[k];
-        const keel_node *l = get(M->doc[s], "entities");
+        const keel_node *l = keel__doc_get(M->doc[s], "entities");
         if (!l || l->kind != KEEL_NODE_SEQ) continue;
         for (size_t i = 0; i < l->count; i++) {
-            const char *u = text_of(get(&l->items[i], "uuid"));
+            const char *u = keel__doc_text(keel__doc_get(&l->items[i], "uuid"));
             if (!u) continue;
             size_t e = smap_get(&M->index, u);
             if (e == NONE) {
@@ -672,8 +657,8 @@ static void index_entities(merger *M)
     }
     for (size_t i = 0; i < M->n; i++)
         for (int s = 0; s < 3; s++) {
-            const keel_node *p = get(M->ents[i].e[s], "parent");
-            M->ents[i].par[s] = is_null(p) ? NONE : smap_get(&M->index, text_of(p));
+            const keel_node *p = keel__doc_get(M->ents[i].e[s], "parent");
+            M->ents[i].par[s] = keel__doc_null(p) ? NONE : smap_get(&M->index, keel__doc_text(p));
         }
 }
 
@@ -775,21 +760,21 @@ static keel_node entity_node(tree *t, const merger *M, ment *m)
 static keel_node build_doc(merger *M, tree *t, mcomps *rc, keel_node *own[2])
 {
     pairs top = { tree_nodes(t, 10), 0 };
-    const keel_node *v[3] = { get(M->doc[BASE], "keel"), get(M->doc[OURS], "keel"), get(M->doc[THEIRS], "keel") };
+    const keel_node *v[3] = { keel__doc_get(M->doc[BASE], "keel"), keel__doc_get(M->doc[OURS], "keel"), keel__doc_get(M->doc[THEIRS], "keel") };
     bool conflict = false;
     int w = pick(v, &conflict);
     if (conflict) keel__conflicts_add(&M->conflicts, keel__strdup("keel"), v[BASE], v[OURS], v[THEIRS]);
     pair(&top, "keel", node_or_null(v[w]));
     const char *const maps[2] = { "scene", "settings" };
     for (int i = 0; i < 2; i++) {
-        const keel_node *m[3] = { get(M->doc[BASE], maps[i]), get(M->doc[OURS], maps[i]),
-                                  get(M->doc[THEIRS], maps[i]) };
+        const keel_node *m[3] = { keel__doc_get(M->doc[BASE], maps[i]), keel__doc_get(M->doc[OURS], maps[i]),
+                                  keel__doc_get(M->doc[THEIRS], maps[i]) };
         own[i] = merge_map(M, maps[i], m);
         settle(own[i]);
         pair(&top, maps[i], *own[i]);
     }
-    const keel_node *roots[3] = { get(M->doc[BASE], "root"), get(M->doc[OURS], "root"),
-                                  get(M->doc[THEIRS], "root") };
+    const keel_node *roots[3] = { keel__doc_get(M->doc[BASE], "root"), keel__doc_get(M->doc[OURS], "root"),
+                                  keel__doc_get(M->doc[THEIRS], "root") };
     *rc = merge_comps(M, "root", roots);
     pair(&top, "root", comps_node(t, rc));
 
@@ -850,12 +835,12 @@ static bool read_doc(const char *text, size_t len, const char *name, const keel_
                      keel__arena *arena, keel_node **doc, keel_diags *d)
 {
     if (keel__yaml_parse_arena(text, len, lim, name, arena, doc, d) != KEEL_OK) return false;
-    if (is_null(*doc) && may_be_empty) return true;
-    if ((*doc)->kind != KEEL_NODE_MAP || !get(*doc, "keel")) {
+    if (keel__doc_null(*doc) && may_be_empty) return true;
+    if ((*doc)->kind != KEEL_NODE_MAP || !keel__doc_get(*doc, "keel")) {
         keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", name, 1, 1, "not a keel scene (no 'keel:' key)");
         return false;
     }
-    if (get(*doc, "conflicts")) {
+    if (keel__doc_get(*doc, "conflicts")) {
         keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", name, 1, 1,
                       "this scene still lists merge conflicts: resolve them first (keel merge --take)");
         return false;
@@ -915,7 +900,7 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
      * load (two entities under one UUID, a parent that is not there) is refused with its own
      * diagnostics, rather than merged into a file that silently lost one of them */
     for (int s = 0; ok && s < 3; s++) {
-        if (!M.doc[s] || is_null(M.doc[s])) continue; /* no base: an empty scene */
+        if (!M.doc[s] || keel__doc_null(M.doc[s])) continue; /* no base: an empty scene */
         keel_load_opts o = keel_load_opts_default();
         o.limits = *lim;
         o.no_awake = true;

@@ -11,6 +11,8 @@ local core = require "keel.core"
 local json = require "keel.json"
 local clock = require "keel.core.channel".clock
 local realpath = require "keel.core.channel".realpath
+-- LuaFileSystem when it loads (keel's dependency; a host embedding only keel.core may lack it)
+local has_lfs, lfs = pcall(require, "lfs")
 
 local M = {}
 
@@ -494,6 +496,20 @@ local function inside(dir, path)
 end
 M.inside = inside
 
+-- Whether a file at `target` (inside `dir` by its text) really lands inside `dir`: its folder's
+-- real path is under dir's, and a symlink as the file (a dangling one too) points in there.
+local function lands_inside(dir, target)
+  local real_dir = realpath(dir)
+  if not real_dir then return true end -- no such folder: the save itself says so
+  local function under(q) return q == real_dir or q:sub(1, #real_dir + 1) == real_dir .. "/" end
+  local parent = target:match("^(.*)/[^/]*$") or "."
+  local real_parent = realpath(parent == "" and "/" or parent)
+  if real_parent and not under(real_parent) then return false end
+  local real_target = realpath(target) -- nil when the file does not exist yet
+  local link = has_lfs and lfs.symlinkattributes(target, "mode") == "link"
+  return not ((real_target or link) and not (real_target and under(real_target)))
+end
+
 methods["world.save"] = { params = { ["path?"] = "string" }, run = function(self, p)
   if self.save == false then keel_error("Unsupported", "this channel does not save") end
   local scene = self.scene
@@ -502,16 +518,7 @@ methods["world.save"] = { params = { ["path?"] = "string" }, run = function(self
   if not path then bad_params("this world has no scene file: give a path") end
   local target = inside(dir, path)
   if not target then keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s), not '%s'", dir, path) end
-  -- the text is inside; where the file really lands must be too: a symlinked folder (or a
-  -- symlink as the file) pointing elsewhere is refused
-  local real_dir = realpath(dir)
-  local parent = target:match("^(.*)/[^/]*$") or "."
-  local real_parent = realpath(parent == "" and "/" or parent)
-  local real_target = realpath(target) -- nil when the file does not exist yet (or the folder: the save says so)
-  local function within(p) return p and real_dir and (p == real_dir or p:sub(1, #real_dir + 1) == real_dir .. "/") end
-  local okl, lfs = pcall(require, "lfs")
-  local link = okl and lfs.symlinkattributes(target, "mode") == "link" -- a dangling one too
-  if real_dir and ((real_parent and not within(real_parent)) or ((real_target or link) and not within(real_target))) then
+  if not lands_inside(dir, target) then
     keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s): '%s' leads outside it", dir, path)
   end
   local ok, err = self.world:save(target)
@@ -532,8 +539,7 @@ end }
 -- scene's folder, so a relative one ("scenes/demo.yaml", "../x.yaml") must not be taken twice.
 local function absolute(path)
   if type(path) ~= "string" or path:sub(1, 1) == "/" then return path end
-  local ok, lfs = pcall(require, "lfs")
-  local cwd = ok and lfs.currentdir() or os.getenv("PWD")
+  local cwd = has_lfs and lfs.currentdir() or os.getenv("PWD")
   if not cwd then return path end
   return normalize(cwd .. "/" .. path) or path
 end

@@ -697,22 +697,29 @@ describe("the REPL's serve()", function()
 end)
 
 describe("keel serve", function()
-  it("serves a paused world until it is stopped", function()
-    local bin = H.find_keel()
-    local dir = H.tmpdir()
-    local w = world()
-    assert(w:save(dir .. "/s.yaml"))
-    w:close()
+  -- Starts `keel serve SCENE --port 0` in dir (in the background) and waits for its URL:
+  -- the port, the token and the process id.
+  local function start_serve(dir, scene)
     local out = dir .. "/out"
-    os.execute(H.NO_PRELOAD .. q(bin) .. " serve " .. q(dir .. "/s.yaml") .. " --port 0 > " .. q(out) .. " 2>&1 & echo $! > " .. q(dir .. "/pid"))
+    os.execute("cd " .. q(dir) .. " && " .. H.NO_PRELOAD .. q(H.find_keel()) .. " serve " .. q(scene)
+      .. " --port 0 > " .. q(out) .. " 2>&1 & echo $! > " .. q(dir .. "/pid"))
     local line
-    for _ = 1, 200 do
+    for _ = 1, 400 do
       line = (H.slurp(out) or ""):match("(http://[^\n]+)")
       if line then break end
       os.execute("sleep 0.05")
     end
     assert.is_truthy(line, H.slurp(out))
     local port, token = line:match(":(%d+)/#token=(%x+)")
+    return port, token, H.slurp(dir .. "/pid"):match("%d+")
+  end
+
+  it("serves a paused world until it is stopped", function()
+    local dir = H.tmpdir()
+    local w = world()
+    assert(w:save(dir .. "/s.yaml"))
+    w:close()
+    local port, token, pid = start_serve(dir, "s.yaml")
     local function call(body)
       local p = io.popen("env -u LD_PRELOAD curl -s -m 5 -H " .. q("Authorization: Bearer " .. token) .. " -d " .. q(body)
         .. " http://127.0.0.1:" .. port .. "/rpc")
@@ -726,14 +733,12 @@ describe("keel serve", function()
     os.execute("sleep 0.2")
     assert.are.equal(0, call('{"jsonrpc":"2.0","id":1,"method":"world.info"}').result.frame) -- nothing steps
     assert.are.equal(2, call('{"jsonrpc":"2.0","id":1,"method":"world.step","params":{"frames":2}}').result.frame)
-    os.execute("kill -INT " .. H.slurp(dir .. "/pid"):match("%d+"))
+    os.execute("kill -INT " .. pid)
     H.rmrf(dir)
   end)
 
   it("stops on SIGTERM while a long request is being answered, answering it an error", function()
-    local bin = H.find_keel()
     local dir = H.tmpdir()
-    local out = dir .. "/out"
     -- a kind whose update takes 10 ms: 1,000 frames (one request's most) are 10 s of stepping
     assert(os.execute("mkdir -p " .. q(dir .. "/kinds")))
     H.spit(dir .. "/kinds/slow.lua", [[
@@ -748,17 +753,7 @@ keel.kind { key = "slow:k", fields = { { "n", "int" } },
     local text = H.slurp(dir .. "/s.yaml"):gsub("components: %[%]",
       "components:\n  - kind: slow:k\n    version: 1\n    slot: 0\n    body:\n      n: 0", 1)
     H.spit(dir .. "/s.yaml", text)
-    os.execute("cd " .. q(dir) .. " && " .. H.NO_PRELOAD .. q(bin) .. " serve s.yaml --port 0 > " .. q(out)
-      .. " 2>&1 & echo $! > " .. q(dir .. "/pid"))
-    local line
-    for _ = 1, 400 do
-      line = (H.slurp(out) or ""):match("(http://[^\n]+)")
-      if line then break end
-      os.execute("sleep 0.05")
-    end
-    assert.is_truthy(line, H.slurp(out))
-    local port, token = line:match(":(%d+)/#token=(%x+)")
-    local pid = H.slurp(dir .. "/pid"):match("%d+")
+    local port, token, pid = start_serve(dir, "s.yaml")
     -- 1,000 frames of 10 ms: the server is inside that request
     os.execute("(env -u LD_PRELOAD curl -s -m 60 -H " .. q("Authorization: Bearer " .. token)
       .. " -d '{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"world.step\",\"params\":{\"frames\":1000}}'"

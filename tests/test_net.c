@@ -51,6 +51,17 @@ static keel_net_host *host_on(keel_world *w, double radius)
     return h;
 }
 
+/* A host on any free port taking at most max_clients players. */
+static keel_net_host *host_for(keel_world *w, uint32_t max_clients)
+{
+    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
+    o.port = 0;
+    o.max_clients = max_clients;
+    keel_net_host *h = NULL;
+    assert_int_equal(keel_net_host_new(w, &o, &h, NULL), KEEL_OK);
+    return h;
+}
+
 static keel_net_client *join(keel_net_host *h, const char *name)
 {
     keel_net_client *c = NULL;
@@ -211,11 +222,7 @@ static void net_full_host_and_taken_name_refuse_with_a_reason(void **state)
 {
     fx *f = *state;
     ship(f, "s", 1, 5);
-    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
-    o.port = 0;
-    o.max_clients = 2;
-    keel_net_host *h = NULL;
-    assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_OK);
+    keel_net_host *h = host_for(f->w, 2);
     keel_net_client *a = join(h, "a");
     keel_net_client *b = join(h, "a");
     assert_true(keel_net_client_joined(a));
@@ -242,11 +249,7 @@ static void net_silent_peers_are_dropped_and_hold_no_player_slot(void **state)
 {
     fx *f = *state;
     ship(f, "s", 1, 5);
-    keel_net_host_opts o = KEEL_NET_HOST_OPTS_INIT;
-    o.port = 0;
-    o.max_clients = 2;
-    keel_net_host *h = NULL;
-    assert_int_equal(keel_net_host_new(f->w, &o, &h, NULL), KEEL_OK);
+    keel_net_host *h = host_for(f->w, 2);
     ENetHost *raw = enet_host_create(NULL, 4, 2, 0, 0);
     assert_non_null(raw);
     ENetAddress addr;

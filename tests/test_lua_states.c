@@ -22,7 +22,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "lua_host.h"
+#include "lua_state.h"
 
 #include "keel_test.h"
 
@@ -34,17 +34,8 @@ typedef struct half {
 
 static void half_open(half *h, const char *name)
 {
-    h->L = luaL_newstate();
+    h->L = keel_test_lua_new();
     lua_State *L = h->L;
-    luaL_openlibs(L);
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    lua_pushcfunction(L, luaopen_keel_core);
-    lua_setfield(L, -2, "keel.core");
-    lua_pop(L, 1);
-    lua_getglobal(L, "package");
-    lua_pushstring(L, KEEL_SOURCE_DIR "/lua/?.lua;" KEEL_SOURCE_DIR "/lua/?/init.lua");
-    lua_setfield(L, -2, "path");
-    lua_pop(L, 1);
     if (luaL_loadfile(L, KEEL_SOURCE_DIR "/tests/lua/two_states.lua") != LUA_OK) fail_msg("%s", lua_tostring(L, -1));
     lua_pushstring(L, name);
     if (lua_pcall(L, 1, 1, 0) != LUA_OK) fail_msg("%s", lua_tostring(L, -1));

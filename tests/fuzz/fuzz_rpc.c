@@ -9,7 +9,8 @@
 #include <lua.h>
 #include <lualib.h>
 
-int luaopen_keel_core(lua_State *L);
+#include "../lua_state.h"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 
@@ -17,16 +18,7 @@ static lua_State *L;
 
 static void open_state(void)
 {
-    L = luaL_newstate();
-    luaL_openlibs(L);
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_PRELOAD_TABLE);
-    lua_pushcfunction(L, luaopen_keel_core);
-    lua_setfield(L, -2, "keel.core");
-    lua_pop(L, 1);
-    lua_getglobal(L, "package");
-    lua_pushstring(L, KEEL_SOURCE_DIR "/lua/?.lua;" KEEL_SOURCE_DIR "/lua/?/init.lua");
-    lua_setfield(L, -2, "path");
-    lua_pop(L, 1);
+    L = keel_test_lua_new();
     if (luaL_loadfile(L, KEEL_SOURCE_DIR "/tests/fuzz/fuzz_rpc.lua") != LUA_OK || lua_pcall(L, 0, 1, 0) != LUA_OK) abort();
     lua_setfield(L, LUA_REGISTRYINDEX, "fuzz_rpc");
 }

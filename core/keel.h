@@ -1449,7 +1449,7 @@ keel_status keel_write_atomic(const char *path, const void *data, size_t len, ke
  * `max` bytes. `*out` is untouched on failure. `path` must not be NULL. */
 keel_status keel_read_file(const char *path, size_t max, char **out, size_t *len, keel_diags *d);
 
-/* Cooked binary scene (see core/COOKED.md). keel_cook mallocs `*out` (the caller
+/* Cooked binary scene (see core/files/COOKED.md). keel_cook mallocs `*out` (the caller
  * frees it; NULL on failure); NULL w/out/len is InvalidArgument, an unknown
  * (undeclared) component Unsupported, an entity reference outside the scene or an
  * asset not in `assets` (or no `assets` at all) NotFound. keel_cook_read: `o` NULL

@@ -94,6 +94,3 @@ void keel__ext_free_all(keel_world *w)
     w->exts = NULL;
     w->ext_count = w->ext_cap = 0;
 }
-
-void keel__world_set_mirror(keel_world *w, bool on) { w->mirror = on; }
-void keel__world_mirror_apply(keel_world *w, bool on) { w->mirror_applying = on; }

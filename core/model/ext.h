@@ -43,12 +43,6 @@ void keel__ext_add(keel_world *w, const keel__ext_type *t, void *state);
 /* Takes w's extension of type t off the world without calling its free; its state, or NULL. */
 void *keel__ext_remove(keel_world *w, const keel__ext_type *t);
 
-/* A mirror world (a replication client's): another world is the authority, so fixed_update
- * and update never run in it (nor their extension points), and synced fields refuse every
- * write but the authority's, made between keel__world_mirror_apply(w, true) and (w, false). */
-void keel__world_set_mirror(keel_world *w, bool on);
-void keel__world_mirror_apply(keel_world *w, bool on);
-
 /* ---- the step's side (step.c, world.c) ---- */
 enum keel__ext_point { KEEL__EXT_STEP_BEGIN, KEEL__EXT_PHASE_BEGIN, KEEL__EXT_PHASE_END, KEEL__EXT_STEP_END };
 void keel__ext_run(keel_world *w, enum keel__ext_point point, keel_phase phase, double dt);

@@ -12,6 +12,7 @@
 
 #include "base/util.h"
 #include "bind.h"
+#include "model/mirror.h"
 
 #include <stdio.h>
 #include <stdlib.h>

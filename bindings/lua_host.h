@@ -17,4 +17,11 @@ int keel_lua_stepping(void);
  * world.step of many frames) never keeps the program from stopping. */
 int keel_lua_answering(void);
 
+/* Runs fn(ud) as a call from L into keel, the way keel.load runs its load: the kinds declared in
+ * L run their Lua hooks (migrate, validate, awake) in what fn loads, builds or cooks through the C
+ * API. Worlds fn makes stay the caller's: a handle a hook took to one goes stale when fn returns.
+ * What the keel program's file verbs (check, cook, fmt, dump, merge) load through. Returns fn's
+ * result. */
+int keel_lua_host_call(lua_State *L, int (*fn)(void *ud), void *ud);
+
 #endif

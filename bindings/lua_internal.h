@@ -158,6 +158,7 @@ struct keel_lua_kind {
 
 void keel__lua_ctx_release(keel_lua_ctx *ctx);
 keel_lua_ctx *keel__lua_upctx(lua_State *L); /* the ctx upvalue of module functions */
+keel_lua_ctx *keel__lua_state_ctx(lua_State *L); /* L's own, from its registry */
 
 /* The state that entered keel last (from a binding function); trampolines run on it. */
 typedef struct keel_lua_frame {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_host.h"
 
 /* Before a load: collect the worlds hooks wrap. After: close those that are not the result
  * (a failed load's candidate is freed by the core; its handles must go stale, not dangle). */
@@ -35,6 +36,22 @@ void keel__lua_end_load(lua_State *L, keel_lua_ctx *ctx, int prev, keel_world *r
     lua_pop(L, 1);
     luaL_unref(L, LUA_REGISTRYINDEX, ctx->loading_ref);
     ctx->loading_ref = prev;
+}
+
+int keel_lua_host_call(lua_State *L, int (*fn)(void *ud), void *ud)
+{
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    lua_getfield(L, -1, "keel.core");
+    bool open = lua_istable(L, -1);
+    lua_pop(L, 2);
+    if (!open) return fn(ud); /* no kinds of this state can be declared: nothing to run */
+    keel_lua_ctx *ctx = keel__lua_state_ctx(L);
+    int prev = keel__lua_begin_load(L, ctx);
+    KEEL_LUA_ENTER(L, ctx);
+    int rc = fn(ud);
+    KEEL_LUA_LEAVE();
+    keel__lua_end_load(L, ctx, prev, NULL);
+    return rc;
 }
 
 static size_t opt_size(lua_State *L, int t, const char *k, size_t def)

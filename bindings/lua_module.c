@@ -219,6 +219,8 @@ static void preload(lua_State *L)
 #if defined(__GNUC__)
 __attribute__((visibility("default")))
 #endif
+keel_lua_ctx *keel__lua_state_ctx(lua_State *L) { return get_ctx(L); }
+
 int luaopen_keel_core(lua_State *L);
 
 int luaopen_keel_core(lua_State *L)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "lua_host.h"
 
 /* ---- asset manifests ---- */
 
@@ -64,6 +65,31 @@ static bool load_opts_for(const keel_cli *cli, const char *scene, keel_load_opts
 }
 
 /* ---- shared by the verbs ---- */
+
+/* A scene load (keel_scene_load of path, or keel_scene_parse of text) run as a call from the
+ * program's Lua state, so the game's Lua kinds migrate and validate what is read exactly as
+ * keel.load has them do (keel_lua_host_call). */
+typedef struct in_lua {
+    const char *path, *text;
+    size_t len;
+    const keel_load_opts *o;
+    keel_world **w;
+    keel_diags *d;
+} in_lua;
+
+static int run_load(void *ud)
+{
+    in_lua *l = ud;
+    return (int)(l->text ? keel_scene_parse(l->text, l->len, l->o, l->w, l->d)
+                         : keel_scene_load(l->path, l->o, l->w, l->d));
+}
+
+static keel_status load_in_lua(lua_State *L, const char *path, const char *text, size_t len,
+                               const keel_load_opts *o, keel_world **w, keel_diags *d)
+{
+    in_lua l = { path, text, len, o, w, d };
+    return (keel_status)keel_lua_host_call(L, run_load, &l);
+}
 
 /* A load that failed: a file that cannot be read is the environment's problem, not the input's. */
 static int status_exit(keel_status s)
@@ -136,7 +162,7 @@ int keel_cli_check(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_diags d;
         keel_diags_init(&d);
         keel_world *w = NULL;
-        keel_status s = keel_scene_load(argv[i], &o, &w, &d); /* with keel_cli_progress's line */
+        keel_status s = load_in_lua(L, argv[i], NULL, 0, &o, &w, &d); /* with keel_cli_progress's line */
         size_t errors = keel_cli_print_diags(&d, argv[i]);
         if (s != KEEL_OK || errors > 0) code = worse(code, status_exit(s));
         keel_world_free(w);
@@ -175,7 +201,7 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
             code = worse(code, KEEL_EXIT_INPUT);
         } else {
             keel_world *w = NULL;
-            if (s == KEEL_OK) s = keel_scene_parse(old, oldlen, &o, &w, &d);
+            if (s == KEEL_OK) s = load_in_lua(L, argv[i], old, oldlen, &o, &w, &d);
             if (s == KEEL_OK) s = keel_scene_dump(w, &text, &len, &d);
             keel_world_free(w);
             if (s != KEEL_OK) {
@@ -227,7 +253,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
     void *data = NULL;
     size_t len = 0;
     int code = KEEL_EXIT_OK;
-    keel_status s = keel_scene_load(argv[0], &o, &w, &d); /* with keel_cli_progress's line */
+    keel_status s = load_in_lua(L, argv[0], NULL, 0, &o, &w, &d); /* with keel_cli_progress's line */
     if (s == KEEL_OK) s = keel_cook(w, o.assets, &data, &len, &d);
     if (s == KEEL_OK) {
         s = keel_write_atomic(out, data, len, &d);
@@ -266,7 +292,7 @@ int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv)
     char *text = NULL;
     size_t len = 0;
     int code = KEEL_EXIT_OK;
-    keel_status s = keel_scene_load(argv[0], &o, &w, &d);
+    keel_status s = load_in_lua(L, argv[0], NULL, 0, &o, &w, &d);
     if (s == KEEL_OK) s = keel_scene_dump(w, &text, &len, &d);
     if (s != KEEL_OK) {
         code = status_exit(s);

@@ -31,6 +31,7 @@
 #include <zlib.h>
 #include "files/cook.h"
 #include "model/field.h"
+#include "model/member.h"
 #include "model/value.h"
 
 static const char *const section_names[] = { "?", "strings", "scene", "entities", "components" };
@@ -392,7 +393,13 @@ static keel_status build_component(keel_world *w, keel_entity owner, const comp_
     keel_status s;
     if ((int)h->version == desc->version && fields_match(*r, ck, k, desc, h->nfields)) {
         s = keel_add(w, owner, k, &o, &c, NULL, d);
-        if (s == KEEL_OK) put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
+        if (s == KEEL_OK) {
+            put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
+            /* a cooked file is input too: its values pass the kind's validate as a YAML load's do */
+            char body[80];
+            snprintf(body, sizeof body, "%s.body", path);
+            s = keel__validate_fields(w, c, body, d);
+        }
     } else {
         keel_node *body = fields_node(r, ck, h->nfields);
         o.body = body;

@@ -343,36 +343,58 @@ static keel_status entity_for(const keel_world *w, keel_entity e, keel_diags *d)
 
 static void entry_delete(keel_world *w, uint32_t i, keel__entry *m);
 
+/* The kind's validate on field f of the component at (e, k, slot), which must be there; a
+ * rejection is reported at prefix.field and the given source position. */
+static keel_status validate_field(keel_world *w, keel__entry *m, keel_comp c, const keel_kind_desc *kd, size_t f,
+                                  const char *prefix, const char *file, int line, int col, keel_diags *d)
+{
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    keel_call call = { w, c, keel__store_rec(&w->stores[c.kind], m->row), KEEL_PHASE_COUNT_, 0, kd->user, &tmp, NULL };
+    keel__callback_enter();
+    keel_status st = kd->validate(&call, (int)f);
+    keel__callback_leave();
+    char *p = prefix && *prefix ? keel__strfmt("%s.%s", prefix, kd->fields[f].key) : keel__strdup(kd->fields[f].key);
+    if (st && !tmp.errors) KEEL_ERROR(&tmp, st, "", "%s rejected the value of %s", kd->key, kd->fields[f].key);
+    for (size_t j = 0; j < tmp.count; j++)
+        keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, file, line, col, "%s", tmp.items[j].message);
+    free(p);
+    keel_diags_free(&tmp);
+    return st;
+}
+
 /* The kind's validate for each field a body named, in declared order, on the component
  * just added: what keel_set would have asked of the same writes. A rejection is reported
- * at that field's path and source position. */
+ * at that field's path and source position. A body of an older version was migrated: its
+ * names are the old ones, so every field is asked (at the body's position). */
 static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, uint32_t slot,
                                  const keel_add_opts *o, keel_diags *d)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     if (!kd->validate || !o->body || o->body->kind != KEEL_NODE_MAP) return KEEL_OK;
+    bool migrated = o->version && o->version < kd->version;
     for (size_t f = 0; f < kd->field_count; f++) {
-        const keel_node *val = keel_node_get(o->body, kd->fields[f].key);
+        const keel_node *val = migrated ? o->body : keel_node_get(o->body, kd->fields[f].key);
         if (!val) continue;
         keel__ent *en = keel__ent_get(w, e);
         keel__entry *m = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (!m) return KEEL_OK; /* the hook took it away itself */
-        keel_diags tmp;
-        keel_diags_init(&tmp);
-        keel_call call = { w, { e, k, slot }, keel__store_rec(&w->stores[k], m->row), KEEL_PHASE_COUNT_, 0,
-                           kd->user, &tmp, NULL };
-        keel__callback_enter();
-        keel_status st = kd->validate(&call, (int)f);
-        keel__callback_leave();
-        char *p = o->path && *o->path ? keel__strfmt("%s.%s", o->path, kd->fields[f].key)
-                                      : keel__strdup(kd->fields[f].key);
-        if (st && !tmp.errors)
-            KEEL_ERROR(&tmp, st, "", "%s rejected the value of %s", kd->key, kd->fields[f].key);
-        for (size_t j = 0; j < tmp.count; j++)
-            keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, o->file, val->line, val->col, "%s",
-                          tmp.items[j].message);
-        free(p);
-        keel_diags_free(&tmp);
+        keel_status st = validate_field(w, m, (keel_comp){ e, k, slot }, kd, f, o->path, o->file, val->line,
+                                        val->col, d);
+        if (st) return st;
+    }
+    return KEEL_OK;
+}
+
+keel_status keel__validate_fields(keel_world *w, keel_comp c, const char *path, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(c.kind);
+    if (!kd || !kd->validate) return KEEL_OK;
+    for (size_t f = 0; f < kd->field_count; f++) {
+        keel__ent *en = keel__ent_get(w, c.entity);
+        keel__entry *m = en ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
+        if (!m) return KEEL_OK; /* the hook took it away itself */
+        keel_status st = validate_field(w, m, c, kd, f, path, NULL, 0, 0, d);
         if (st) return st;
     }
     return KEEL_OK;

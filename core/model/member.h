@@ -126,4 +126,9 @@ void keel__awake_in_run_order(keel_world *w, keel_kind_id only);
 /* Is the kind's placement on the scene root (or off it) allowed? InvalidOperation in d if not. */
 keel_status keel__root_rules(uint32_t i, const keel_kind_desc *kd, const char *path, keel_diags *d);
 
+/* The kind's validate for every field of c, in declared order, as a load with a body asks it of
+ * the fields the body names: what a loader that stored the values itself (the cooked reader) owes
+ * them. A rejection is reported at path.FIELD. */
+keel_status keel__validate_fields(keel_world *w, keel_comp c, const char *path, keel_diags *d);
+
 #endif

@@ -215,12 +215,12 @@ static void preload(lua_State *L)
     lua_pop(L, 1);
 }
 
+keel_lua_ctx *keel__lua_state_ctx(lua_State *L) { return get_ctx(L); }
+
 /* The module's one entry point: the rest of core.so is built with hidden visibility. */
 #if defined(__GNUC__)
 __attribute__((visibility("default")))
 #endif
-keel_lua_ctx *keel__lua_state_ctx(lua_State *L) { return get_ctx(L); }
-
 int luaopen_keel_core(lua_State *L);
 
 int luaopen_keel_core(lua_State *L)

@@ -269,9 +269,13 @@ static int c_service(lua_State *L)
     return 1;
 }
 
-static void close_client(lua_State *L, lclient *x, int idx)
+/* `retire`: client:close() runs the mirrors' on_destroy (while the mirror world's handle still
+ * works); a collected client runs no hook, as a collected world does. */
+static void close_client(lua_State *L, lclient *x, int idx, bool retire)
 {
     if (!x->c) return;
+    KEEL_LUA_ENTER(L, retire ? x->ctx : NULL); /* NULL: no Lua hook runs from the free below */
+    if (retire) keel__world_retire(keel_net_client_world(x->c), NULL);
     /* the mirror world goes with the client: its World handle is closed first */
     if (lua_getiuservalue(L, idx, 1) == LUA_TUSERDATA) {
         keel_lua_world *lw = lua_touserdata(L, -1);
@@ -287,13 +291,20 @@ static void close_client(lua_State *L, lclient *x, int idx)
     }
     lua_pop(L, 1);
     keel_net_client_free(x->c);
+    KEEL_LUA_LEAVE();
     x->c = NULL;
 }
 
 static int c_close(lua_State *L)
 {
     lclient *x = keel__lua_checkudata(L, 1, &mt_client);
-    close_client(L, x, 1);
+    close_client(L, x, 1, true);
+    return 0;
+}
+
+static int c_gc(lua_State *L)
+{
+    close_client(L, keel__lua_checkudata(L, 1, &mt_client), 1, false);
     return 0;
 }
 
@@ -358,7 +369,7 @@ void keel__lua_open_net(lua_State *L, keel_lua_ctx *ctx)
     lua_setfield(L, -2, "methods");
     lua_pushcfunction(L, c_index);
     lua_setfield(L, -2, "__index");
-    lua_pushcfunction(L, c_close);
+    lua_pushcfunction(L, c_gc);
     lua_setfield(L, -2, "__gc");
     lua_pop(L, 1);
     lua_createtable(L, 0, 2); /* keel.net */

@@ -401,8 +401,10 @@ static int w_save(lua_State *L)
     return 1;
 }
 
-/* w:close() and __close: frees the world now; its handles go stale. Refused (before anything is
- * freed) during its step and inside any of its callbacks: their callers go on using the world. */
+/* w:close() and __close: every component's on_destroy (keel__world_retire), then the world is
+ * freed; its handles go stale. Returns true, or nil and the first on_destroy failure with
+ * err.count (the world is closed either way). Refused (before anything runs) during its step
+ * and inside any of its callbacks: their callers go on using the world. */
 static int w_close(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
@@ -418,7 +420,27 @@ static int w_close(lua_State *L)
         return keel__lua_raisef(L, KEEL_INVALID_OPERATION,
                                "w:close refuses inside a __gc finalizer (it may run in the middle of a call into "
                                "the world); the world closes when it is collected");
-    return world_gc(L);
+    if (!lw->w || !lw->owned) { /* closed already, or C's world: C retires it */
+        world_gc(L);
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel__world_retire(lw->w, &d);
+    KEEL_LUA_LEAVE();
+    world_gc(L);
+    if (s == KEEL_OK) {
+        keel_diags_free(&d);
+        lua_pushboolean(L, 1);
+        return 1;
+    }
+    size_t count = d.errors;
+    keel__lua_fail(L, &d);
+    lua_pushinteger(L, (lua_Integer)count);
+    lua_setfield(L, -2, "count");
+    return 2;
 }
 
 /* __close: w:close under its own function value (the methods table holds w_close; a value found
@@ -475,8 +497,11 @@ static int w_stop(lua_State *L)
         return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses inside a __gc finalizer");
     keel_diags d;
     keel_diags_init(&d);
-    keel__lua_check(L, keel_world_stop(lw->w, &d), &d, NULL);
+    KEEL_LUA_ENTER(L, lw->ctx); /* on_destroy and awake of what only one of the two worlds holds */
+    keel_status s = keel_world_stop(lw->w, &d);
+    KEEL_LUA_LEAVE();
     lw->epoch = keel_world_epoch(lw->w);
+    keel__lua_check(L, s, &d, NULL);
     return 0;
 }
 

@@ -70,6 +70,12 @@ uint64_t keel__world_structure(const keel_world *w);
  * active entities) knows the answer holds while this has not moved. */
 uint64_t keel__world_visibility(const keel_world *w);
 
+/* ---- game/close.c ---- */
+
+/* keel_world_close's first half, for a binding whose hooks need the world's own handle alive
+ * while they run (w:close): every component retired, the world left empty and not freed. */
+keel_status keel__world_retire(keel_world *w, keel_diags *d);
+
 /* ---- kind.c ---- */
 
 /* Moves on every kind declaration or redeclaration (and at shutdown): a binding's per-kind

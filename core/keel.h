@@ -484,6 +484,13 @@ typedef struct keel_grid {
 keel_world *keel_world_new(const char *name);
 /* NULL is a no-op; runs no hooks. Inside a callback of w it does nothing (keel_world_in_callback). */
 void keel_world_free(keel_world *w);
+/* Retires the world, then frees it: its lifts are discarded, then every component that got
+ * awake gets its on_destroy, each entity after its children and the scene root's components
+ * last, each in its own transaction (as keel_destroy runs them). A hook that fails is one error
+ * in `d` (path ENTITY/KIND[SLOT], its own code and message) and the close goes on; the world is
+ * freed either way. Returns KEEL_OK or the first failure's code. InvalidOperation, and nothing
+ * retired or freed, during its step or inside one of its callbacks. NULL: KEEL_OK. */
+keel_status keel_world_close(keel_world *w, keel_diags *d);
 keel_uuid keel_world_uuid(const keel_world *w);        /* never nil */
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d); /* nil: InvalidArgument */
 /* Never NULL; borrowed: valid until keel_world_set_name or keel_world_free. */

@@ -657,6 +657,32 @@ describe("keel.channel without HTTP", function()
     H.rmrf(dir)
   end)
 
+  it("world.save takes an absolute path inside the scene's folder, however the folder is named", function()
+    local lfs = require "lfs"
+    local base = H.tmpdir()
+    assert(lfs.mkdir(base .. "/real"))
+    assert(os.execute("ln -s " .. q(base .. "/real") .. " " .. q(base .. "/link")))
+    local real = require("keel.core.channel").realpath(base .. "/real")
+    local w = world()
+    assert(w:save(real .. "/s.yaml"))
+    local here = lfs.currentdir()
+    assert(lfs.chdir(real))
+    local ch = channel.new(w, { scene = "s.yaml" }) -- as `keel serve s.yaml` in the scene's folder
+    assert(lfs.chdir(here))
+    assert.are.equal(real .. "/a.yaml", ch:call("world.save", { path = real .. "/a.yaml" }).path)
+    assert.are.equal(real .. "/b.yaml", ch:call("world.save", { path = base .. "/link/b.yaml" }).path)
+    local via_link = channel.new(w, { scene = base .. "/link/s.yaml" })
+    assert.are.equal(real .. "/c.yaml", via_link:call("world.save", { path = real .. "/c.yaml" }).path)
+    for _, path in ipairs { base .. "/d.yaml", real .. "/../d.yaml", "../d.yaml" } do
+      local ok, e = pcall(ch.call, ch, "world.save", { path = path })
+      assert.is_false(ok, path)
+      assert.are.equal("InvalidArgument", e.code, tostring(e.message))
+    end
+    assert.is_nil(lfs.attributes(base .. "/d.yaml"))
+    w:close()
+    H.rmrf(base)
+  end)
+
   it("world.save refuses a path that leads outside the scene's folder through a symlink", function()
     local lfs = require "lfs"
     local dir, outside = H.tmpdir(), H.tmpdir()

@@ -988,3 +988,65 @@ describe("lifecycle", function()
     end)
   end)
 end)
+
+describe("every exit reaches on_destroy (worlds.md, Lifecycles balance)", function()
+  before_each(function() log = {} end)
+  local function traced(w, tag, parent)
+    return w:spawn{ name = tag, parent = parent, components = { { "sl:trace", tag = tag } } }
+  end
+
+  it("w:close() runs on_destroy, children before their parents, the root's last", function()
+    local w = keel.world()
+    local a = traced(w, "a")
+    traced(w, "b", a)
+    traced(w, "c")
+    w.root:add("sl:trace", { tag = "root" })
+    log = {}
+    assert.is_true(w:close())
+    assert.are.same({ "destroy c", "destroy b", "destroy a", "destroy root" }, log)
+    assert.is_false(pcall(function() return a.name end))
+  end)
+
+  it("a failing on_destroy is reported with the count of failures, and the close goes on", function()
+    local bad = key("bad")
+    keel.kind{ key = bad, multiplicity = "many", fields = {}, on_destroy = function() error("cannot let go") end }
+    local w = keel.world()
+    for i = 1, 3 do w:spawn{ components = { { bad } } } end
+    traced(w, "ok")
+    log = {}
+    local ok, err = w:close()
+    assert.is_nil(ok)
+    assert.are.equal(3, err.count)
+    assert.matches("cannot let go", err.message)
+    assert.are.same({ "destroy ok" }, log)
+    assert.are.equal("keel.World (closed)", tostring(w))
+  end)
+
+  it("a <close> variable retires its world; a lifted entity is discarded by the close", function()
+    do
+      local w <close> = keel.world()
+      traced(w, "x")
+      local lifted = traced(w, "lifted")
+      w:lift(lifted)
+      log = {}
+    end
+    table.sort(log)
+    assert.are.same({ "destroy lifted", "destroy x" }, log)
+  end)
+
+  it("w:stop() retires what play made and wakes what play destroyed", function()
+    local w = keel.world()
+    local a = traced(w, "a")
+    traced(w, "b", a)
+    w:play()
+    traced(w, "new")
+    w:find("b"):destroy()
+    log = {}
+    w:stop()
+    assert.are.same({ "destroy new", "awake b" }, log)
+    log = {}
+    w:close()
+    table.sort(log)
+    assert.are.same({ "destroy a", "destroy b" }, log)
+  end)
+end)

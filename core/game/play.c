@@ -2,6 +2,11 @@
  * puts it back exactly, as a new epoch in which every handle taken before refuses. */
 #include "model/world.h"
 #include "model/entity.h"
+#include "model/hierarchy.h"
+#include "model/member.h"
+#include "model/step.h"
+
+#include <stdlib.h>
 
 static keel_status refuse_in_callback(const keel_world *w, const char *what, keel_diags *d)
 {
@@ -25,12 +30,76 @@ keel_status keel_world_play(keel_world *w, keel_diags *d)
 
 bool keel_world_playing(const keel_world *w) { return w && w->played; }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* ---- lifecycles across stop: what only one of the two worlds holds ---- */
+
+/* The serials of w's live, loaded components, sorted: a component keeps its serial from the
+ * remembered world into the played one (keel__world_copy), and a new one never reuses one. */
+static uint64_t *serials_of(const keel_world *w, size_t *n)
+{
+    size_t cap = 0;
+    uint64_t *out = NULL;
+    *n = 0;
+    for (uint32_t i = 0; i < w->ent_count; i++) {
+        const keel__ent *en = &w->ents[i];
+        if (!en->alive) continue;
+        const keel__entry *ms = keel__members(w, en);
+        for (uint32_t m = 0; m < en->member_count; m++) {
+            if (!ms[m].kind) continue;
+            if (*n == cap) out = keel__xrealloc(out, (cap = cap ? cap * 2 : 64) * sizeof *out);
+            out[(*n)++] = keel__entry_serial(&ms[m]);
+        }
+    }
+    if (*n) qsort(out, *n, sizeof *out, cmp_u64);
+    return out;
+}
+
+static bool has_serial(const uint64_t *set, size_t n, uint64_t s)
+{
+    return n && bsearch(&s, set, n, sizeof *set, cmp_u64) != NULL;
+}
+
+/* Runs `phase` on every component of w that got awake (or, for awake, had got it when it was
+ * remembered) and whose serial `set` lacks: on_destroy each entity after its children, awake
+ * each before them. An entry a hook took away meanwhile is skipped. */
+static void retire_or_wake(keel_world *w, const uint64_t *set, size_t n, keel_phase phase)
+{
+    uint32_t *list = NULL;
+    size_t count = 0, cap = 0;
+    keel__subtree_collect(w, 0, &list, &count, &cap);
+    for (size_t k = 0; k < count; k++) {
+        uint32_t i = list[phase == KEEL_PHASE_ON_DESTROY ? count - 1 - k : k];
+        if (!w->ents[i].alive) continue;
+        /* serials first: a hook may change the stack under us */
+        size_t mc = w->ents[i].member_count, todo = 0;
+        keel_comp *comps = keel__xrealloc(NULL, (mc ? mc : 1) * sizeof *comps);
+        const keel__entry *ms = keel__members(w, &w->ents[i]);
+        for (uint32_t m = 0; m < mc; m++)
+            if (ms[m].kind && ms[m].awoken && !ms[m].faulted && !has_serial(set, n, keel__entry_serial(&ms[m])))
+                comps[todo++] = (keel_comp){ keel__handle(w, i), ms[m].kind, keel__entry_slot(w, &ms[m]) };
+        for (size_t c = 0; c < todo; c++) keel__call_hook(w, i, comps[c].kind, comps[c].slot, phase, 0);
+        free(comps);
+    }
+    free(list);
+}
+
 keel_status keel_world_stop(keel_world *w, keel_diags *d)
 {
     if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_world_stop: NULL world");
     keel_status st = refuse_in_callback(w, "stop", d);
     if (st) return st;
     if (!w->played) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "the world is not playing (keel_world_play first)");
+    /* what exists only in the play world retires now, while it is still the world */
+    size_t n_was, n_play;
+    uint64_t *was_set = serials_of(w->played, &n_was);
+    retire_or_wake(w, was_set, n_was, KEEL_PHASE_ON_DESTROY);
+    free(was_set);
+    uint64_t *play_set = serials_of(w, &n_play);
     keel_world *was = w->played;
     keel_world now = *w;
     *w = *was;
@@ -65,5 +134,8 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
     w->structure = (now.structure > w->structure ? now.structure : w->structure) + 1;
     w->enabling = (now.enabling > w->enabling ? now.enabling : w->enabling) + 1;
     keel__ext_stop(w); /* timers end, queued messages drop */
+    /* what play destroyed comes back as it was remembered: awake again, as a new epoch's */
+    retire_or_wake(w, play_set, n_play, KEEL_PHASE_AWAKE);
+    free(play_set);
     return KEEL_OK;
 }

@@ -116,6 +116,12 @@ keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel
     if (st) return st;
     keel_world *s = keel__world_copy(tmpl);
     s->dormant = true; /* what the callback adds wakes up in dst, with the rest */
+    /* a copy is a new component: it wakes in dst even when the template's own woke (a live
+     * world used as a template) */
+    for (uint32_t i = 0; i < s->ent_count; i++) {
+        keel__entry *ms = keel__members(s, &s->ents[i]);
+        for (uint32_t m = 0; m < s->ents[i].member_count; m++) ms[m].awoken = ms[m].started = false;
+    }
     uint32_t *tops = NULL, *made = NULL;
     size_t ntop = 0, n = 0;
     st = stage(s, o, &tops, &ntop, d);

@@ -183,6 +183,19 @@ void keel__callback_close(keel_world *w, keel__hook_txn *t, keel_status st)
 
 /* Closes a hook's transaction as any callback's, and on a failure faults the component and
  * records the failure once. */
+/* One on_destroy that failed while the world closes: its first error, at ENTITY/KIND[SLOT]. */
+static void retire_failed(keel_diags *out, const keel__hook_txn *t, keel_status st)
+{
+    const keel_diag *g = NULL;
+    for (size_t j = 0; j < t->diags.count && !g; j++)
+        if (t->diags.items[j].severity == KEEL_SEV_ERROR) g = &t->diags.items[j];
+    char u[37];
+    keel_uuid_format(t->uuid, u);
+    char *path = keel__strfmt("%s/%s[%u]", u, t->kd->key, (unsigned)t->call.comp.slot);
+    keel_diag_add(out, KEEL_SEV_ERROR, g ? g->code : st, path, NULL, 0, 0, "%s", g ? g->message : "on_destroy failed");
+    free(path);
+}
+
 static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
 {
     keel__callback_close(w, t, st);
@@ -195,6 +208,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         keel__entry *fm = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (fm) fm->faulted = true;
         fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
+        if (w->retiring) retire_failed(w->retiring, t, st);
     }
     if (t->diags.items) keel_diags_free(&t->diags); /* zeroes it: a batch's next item reuses it */
 }

@@ -94,6 +94,7 @@ struct keel_world {
     keel_world *next_world, *prev_world;
     keel_world *played;               /* while playing: the world as it was at play (play.c) */
     struct keel_lift *lifts;          /* open lifts, newest first (lift.c) */
+    keel_diags *retiring;             /* keel_world_close under way: each on_destroy that fails (close.c) */
     /* membership serials */
     uint64_t last_serial;
     keel__slotmap slots;              /* the loaded entries' non-zero slots, by serial (keel__entry_slot) */

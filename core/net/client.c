@@ -411,7 +411,7 @@ void keel_net_client_free(keel_net_client *c)
     for (uint32_t i = 0; i < c->entp.n; i++) free(c->ents[i].comps);
     keel__pool_free(&c->entp);
     keel__map_free(&c->by_lid);
-    keel_world_free(c->w);
+    keel_world_close(c->w, NULL); /* the mirrors retire as any world's components do */
     free(c->kinds);
     free(c->wk);
     free(c->name);

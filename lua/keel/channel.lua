@@ -510,13 +510,26 @@ local function lands_inside(dir, target)
   return not ((real_target or link) and not (real_target and under(real_target)))
 end
 
+-- inside() by resolved directories: a path that names the scene's folder another way (through
+-- a symlink, or the folder's real path where the scene was given through a link) is inside too.
+local function inside_resolved(dir, path)
+  local real_dir = realpath(dir)
+  local full = path:sub(1, 1) == "/" and path or (dir .. "/" .. path)
+  local parent, base = full:match("^(.*)/([^/]+)$")
+  if not (real_dir and parent and base ~= "." and base ~= "..") then return nil end
+  local real_parent = realpath(parent == "" and "/" or parent)
+  if not real_parent then return nil end
+  if real_parent ~= real_dir and real_parent:sub(1, #real_dir + 1) ~= real_dir .. "/" then return nil end
+  return real_parent .. "/" .. base
+end
+
 methods["world.save"] = { params = { ["path?"] = "string" }, run = function(self, p)
   if self.save == false then keel_error("Unsupported", "this channel does not save") end
   local scene = self.scene
   local dir = scene and (scene:match("^(.*)/[^/]*$") or ".") or "."
   local path = p.path or scene
   if not path then bad_params("this world has no scene file: give a path") end
-  local target = inside(dir, path)
+  local target = inside(dir, path) or inside_resolved(dir, path)
   if not target then keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s), not '%s'", dir, path) end
   if not lands_inside(dir, target) then
     keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s): '%s' leads outside it", dir, path)

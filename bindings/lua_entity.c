@@ -384,6 +384,7 @@ void keel__lua_open_entity(lua_State *L)
     luaL_setfuncs(L, mt, 0);
     luaL_newlib(L, entity_methods);
     luaL_setfuncs(L, keel__lua_timer_entity_methods, 0); /* after, every */
+    luaL_setfuncs(L, keel__lua_transform_entity_methods, 0); /* world_transform */
     lua_pushcclosure(L, entity_index, 1);
     lua_setfield(L, -2, "__index");
     lua_pop(L, 1);

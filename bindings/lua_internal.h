@@ -464,6 +464,11 @@ extern const luaL_Reg keel__lua_timer_world_methods[];  /* after, every */
 extern const luaL_Reg keel__lua_timer_entity_methods[]; /* after, every */
 void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metatable */
 
+/* ---- World transforms and the renderer snapshot (lua_transform.c) ---- */
+
+extern const luaL_Reg keel__lua_transform_world_methods[];  /* snapshot */
+extern const luaL_Reg keel__lua_transform_entity_methods[]; /* world_transform */
+
 /* ---- Values (lua_value.c) ---- */
 
 /* Pushes a field value stored at `p` in a record (entity fields need the world at world_idx). */

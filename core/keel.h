@@ -802,6 +802,12 @@ keel_entity keel_next(const keel_world *w, keel_entity prev);
 /* Derived world transform, column-major 4x4 (parent world x local). Identity
  * when the entity has no core:transform. */
 keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]);
+/* The same, taken apart: position, rotation (unit quaternion x y z w, w >= 0) and scale (each
+ * axis's length; x negative when the matrix mirrors). A parent's non-uniform scale under a
+ * rotation shears, which these three cannot say: keel_world_matrix is the exact answer then.
+ * NotFound (and identity) when e is not alive. */
+keel_status keel_world_transform(const keel_world *w, keel_entity e, double position[3], double rotation[4],
+                                 double scale[3]);
 
 /* ======================================================================
  * Components (membership and slots)

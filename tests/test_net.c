@@ -216,6 +216,164 @@ static void net_interest_entry_and_exit_give_one_spawn_and_one_removal(void **st
     keel_net_host_free(h);
 }
 
+/* An entity placed at (x, 0, 0) under `parent`: local there, its world position composed. */
+static keel_entity child_at(fx *f, const char *name, keel_entity parent, double x)
+{
+    keel_entity e = spawn(f, name, parent);
+    keel_comp t = add(f, e, "core:transform");
+    keel_value v = { .type = KEEL_T_VEC3, .as.v = { x, 0, 0 } };
+    assert_int_equal(keel_set(f->w, t, 0, &v, NULL, NULL), KEEL_OK);
+    return e;
+}
+
+static bool mirrored(keel_net_client *c, fx *f, keel_entity e)
+{
+    return keel_find(keel_net_client_world(c), keel_entity_uuid(f->w, e)) != 0;
+}
+
+/* Interest is measured at world positions: a child whose local position is out of the radius
+ * but whose world position is in reaches the client, the converse does not, and a parent's
+ * move carries its children in and out. */
+static void net_interest_measures_world_positions(void **state)
+{
+    fx *f = *state;
+    keel_entity me = ship(f, "me", 0, 1);
+    keel_entity tank = ship(f, "tank", 50, 1);            /* out of the radius */
+    keel_entity turret = child_at(f, "turret", tank, -45); /* local -45: out; world 5: in */
+    keel_entity flag = child_at(f, "flag", tank, 5);       /* local 5: in; world 55: out */
+    keel_net_host *h = host_on(f->w, 10);
+    keel_net_client *c = join(h, "p1");
+    assert_int_equal(keel_net_host_focus(h, "p1", me, NULL), KEEL_OK);
+    pump(h, &c, 1, 20);
+    assert_true(mirrored(c, f, me));
+    assert_false(mirrored(c, f, tank));
+    assert_true(mirrored(c, f, turret));
+    assert_false(mirrored(c, f, flag));
+    set_x(f, tank, 0); /* the tank moves to (0, 0, -0): the turret to -45, the flag to 5 */
+    pump(h, &c, 1, 20);
+    assert_true(mirrored(c, f, tank));
+    assert_false(mirrored(c, f, turret));
+    assert_true(mirrored(c, f, flag));
+    assert_int_equal(keel__net_client_stats(c).removals, 1);
+    keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
+static int64_t mirror_hp(keel_net_client *c, keel_entity m)
+{
+    keel_comp sc;
+    assert_true(keel_get_comp(keel_net_client_world(c), m, g_ship, 0, &sc));
+    keel_value v;
+    keel_get(keel_net_client_world(c), sc, 0, &v, NULL);
+    return v.as.i;
+}
+
+static void set_hp(fx *f, keel_entity e, int64_t hp)
+{
+    keel_comp sc;
+    assert_true(keel_get_comp(f->w, e, g_ship, 0, &sc));
+    keel_value v = { .type = KEEL_T_INT, .as.i = hp };
+    assert_int_equal(keel_set(f->w, sc, 0, &v, NULL, NULL), KEEL_OK);
+}
+
+/* A lift is not a destroy seen from a client: the mirror stays (its handle too) and nothing is
+ * sent while lifted, a client joining then does not get it, a restore resumes its deltas on the
+ * same mirror entity (no respawn), and only a discard sends the one removal. With and without
+ * an interest radius. */
+static void lift_case(fx *f, double radius)
+{
+    keel_entity e = ship(f, "lifted", 1, 5);
+    keel_entity kid = child_at(f, "kid", e, 1);
+    keel_entity stay = ship(f, "stay", 2, 6);
+    keel_uuid ue = keel_entity_uuid(f->w, e), uk = keel_entity_uuid(f->w, kid); /* nil while lifted */
+    keel_net_host *h = host_on(f->w, radius);
+    keel_net_client *c = join(h, "p1");
+    if (radius > 0) assert_int_equal(keel_net_host_focus(h, "p1", stay, NULL), KEEL_OK);
+    pump(h, &c, 1, 20);
+    keel_world *cw = keel_net_client_world(c);
+    keel_entity m = keel_find(cw, ue), mk = keel_find(cw, uk);
+    assert_true(m != 0 && mk != 0);
+    keel__net_stats before = keel__net_client_stats(c);
+    keel_lift *l = NULL;
+    assert_int_equal(keel_lift_entity(f->w, e, &l, NULL), KEEL_OK);
+    set_hp(f, stay, 7);
+    pump(h, &c, 1, 20);
+    assert_int_equal(keel_find(cw, ue), m); /* the mirror stays, its handle good */
+    assert_true(keel_alive(cw, m) && keel_alive(cw, mk));
+    assert_int_equal(mirror_hp(c, m), 5);
+    assert_int_equal(mirror_hp(c, keel_find(cw, keel_entity_uuid(f->w, stay))), 7); /* the rest goes on */
+    assert_int_equal(keel__net_client_stats(c).removals, before.removals);
+    keel_net_client *late = join(h, "late");
+    if (radius > 0) assert_int_equal(keel_net_host_focus(h, "late", stay, NULL), KEEL_OK);
+    keel_net_client *both[2] = { c, late };
+    pump(h, both, 2, 20);
+    assert_true(mirrored(late, f, stay));
+    assert_int_equal(keel_find(keel_net_client_world(late), ue), 0); /* not in play: not sent to a newcomer */
+    assert_int_equal(keel_lift_restore(l, NULL), KEEL_OK);
+    set_hp(f, e, 77);
+    pump(h, both, 2, 20);
+    assert_int_equal(keel_find(cw, ue), m); /* same mirror entity */
+    assert_int_equal(mirror_hp(c, m), 77);
+    assert_int_equal(keel__net_client_stats(c).spawns, before.spawns); /* no respawn */
+    assert_int_equal(keel__net_client_stats(c).removals, before.removals);
+    assert_true(mirrored(late, f, e)); /* the late client sees it now */
+    assert_int_equal(keel_lift_entity(f->w, e, &l, NULL), KEEL_OK);
+    pump(h, both, 2, 10);
+    assert_int_equal(keel_lift_discard(l, NULL), KEEL_OK);
+    pump(h, both, 2, 20);
+    assert_int_equal(keel_find(cw, ue), 0);
+    assert_int_equal(keel_find(cw, uk), 0);
+    assert_false(keel_alive(cw, m));
+    assert_int_equal(keel__net_client_stats(c).removals, before.removals + 2); /* one each: it and its child */
+    keel_net_client_free(late);
+    keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
+/* The parent of a lifted entity destroyed meanwhile: the client's mirror of the lifted one stays
+ * (at the top level, as a destroy leaves children), and a restore (at the top level) resumes it. */
+static void net_lifted_child_outlives_its_parent_on_the_client(void **state)
+{
+    fx *f = *state;
+    keel_entity p = ship(f, "parent", 1, 1);
+    keel_entity e = child_at(f, "kid", p, 1);
+    add(f, e, "test:ship");
+    keel_uuid ue = keel_entity_uuid(f->w, e);
+    keel_net_host *h = host_on(f->w, 0);
+    keel_net_client *c = join(h, "p1");
+    pump(h, &c, 1, 20);
+    keel_world *cw = keel_net_client_world(c);
+    keel_entity m = keel_find(cw, ue);
+    assert_true(m != 0);
+    keel_lift *l = NULL;
+    assert_int_equal(keel_lift_entity(f->w, e, &l, NULL), KEEL_OK);
+    pump(h, &c, 1, 10);
+    assert_int_equal(keel_destroy(f->w, p, NULL, NULL), KEEL_OK);
+    pump(h, &c, 1, 20);
+    assert_int_equal(keel_find(cw, keel_entity_uuid(f->w, p)), 0);
+    assert_int_equal(keel_find(cw, ue), m);
+    assert_int_equal(keel_entity_parent(cw, m), KEEL_NO_ENTITY);
+    assert_int_equal(keel_lift_restore(l, NULL), KEEL_OK);
+    set_hp(f, e, 9);
+    pump(h, &c, 1, 20);
+    assert_int_equal(keel_find(cw, ue), m);
+    assert_int_equal(mirror_hp(c, m), 9);
+    assert_int_equal(keel__net_client_stats(c).spawns, 2);
+    assert_int_equal(keel__net_client_stats(c).removals, 1);
+    keel_net_client_free(c);
+    keel_net_host_free(h);
+}
+
+static void net_lift_is_no_removal_and_restore_no_respawn(void **state)
+{
+    lift_case(*state, 0);
+}
+
+static void net_lift_is_no_removal_with_interest(void **state)
+{
+    lift_case(*state, 50);
+}
+
 /* A full host refuses the next client with a reason; a second client under a taken name is
  * refused too (the host's log and focus name clients). */
 static void net_full_host_and_taken_name_refuse_with_a_reason(void **state)
@@ -556,6 +714,10 @@ int main(void)
         T(net_late_joiner_and_reconnect_get_one_snapshot),
         T(net_interest_entry_and_exit_give_one_spawn_and_one_removal),
         T(net_interest_offers_entities_without_a_position),
+        T(net_interest_measures_world_positions),
+        T(net_lift_is_no_removal_and_restore_no_respawn),
+        T(net_lift_is_no_removal_with_interest),
+        T(net_lifted_child_outlives_its_parent_on_the_client),
         T(net_full_host_and_taken_name_refuse_with_a_reason),
         T(net_silent_peers_are_dropped_and_hold_no_player_slot),
         T(net_stale_incarnation_delta_changes_nothing),

@@ -314,6 +314,54 @@ keel_status keel_world_matrix(const keel_world *w, keel_entity e, double out[16]
     return KEEL_OK;
 }
 
+/* The unit quaternion (x y z w, w >= 0) of the rotation whose columns are c[0..2] (Shepperd's
+ * method: the largest of the four candidates is divided by, so none divides by near zero). */
+static void quat_of(const double c[3][3], double q[4])
+{
+    double r00 = c[0][0], r11 = c[1][1], r22 = c[2][2];
+    double r01 = c[1][0], r10 = c[0][1], r02 = c[2][0], r20 = c[0][2], r12 = c[2][1], r21 = c[1][2];
+    double t = r00 + r11 + r22, s;
+    if (t > 0) {
+        s = sqrt(t + 1) * 2;
+        q[0] = (r21 - r12) / s, q[1] = (r02 - r20) / s, q[2] = (r10 - r01) / s, q[3] = s / 4;
+    } else if (r00 > r11 && r00 > r22) {
+        s = sqrt(1 + r00 - r11 - r22) * 2;
+        q[0] = s / 4, q[1] = (r01 + r10) / s, q[2] = (r02 + r20) / s, q[3] = (r21 - r12) / s;
+    } else if (r11 > r22) {
+        s = sqrt(1 + r11 - r00 - r22) * 2;
+        q[0] = (r01 + r10) / s, q[1] = s / 4, q[2] = (r12 + r21) / s, q[3] = (r02 - r20) / s;
+    } else {
+        s = sqrt(1 + r22 - r00 - r11) * 2;
+        q[0] = (r02 + r20) / s, q[1] = (r12 + r21) / s, q[2] = s / 4, q[3] = (r10 - r01) / s;
+    }
+    double n = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    double k = !(n > 0) ? 0 : q[3] < 0 ? -1 / n : 1 / n;
+    if (k == 0) q[0] = q[1] = q[2] = 0, q[3] = 1;
+    else
+        for (int i = 0; i < 4; i++) q[i] *= k;
+}
+
+keel_status keel_world_transform(const keel_world *w, keel_entity e, double position[3], double rotation[4],
+                                 double scale[3])
+{
+    double m[16];
+    keel_status st = keel_world_matrix(w, e, m);
+    double c[3][3];
+    for (int i = 0; i < 3; i++) {
+        position[i] = m[12 + i];
+        for (int k = 0; k < 3; k++) c[i][k] = m[i * 4 + k];
+        scale[i] = sqrt(c[i][0] * c[i][0] + c[i][1] * c[i][1] + c[i][2] * c[i][2]);
+    }
+    double det = c[0][0] * (c[1][1] * c[2][2] - c[1][2] * c[2][1]) - c[1][0] * (c[0][1] * c[2][2] - c[0][2] * c[2][1]) +
+        c[2][0] * (c[0][1] * c[1][2] - c[0][2] * c[1][1]);
+    if (det < 0) scale[0] = -scale[0]; /* a mirror: x carries the sign, the rest is a rotation */
+    for (int i = 0; i < 3; i++)
+        for (int k = 0; k < 3; k++)
+            c[i][k] = scale[i] != 0 ? c[i][k] / scale[i] : i == k; /* a flat axis: its own */
+    quat_of(c, rotation);
+    return st;
+}
+
 void keel__subtree_collect(const keel_world *w, uint32_t i, uint32_t **list, size_t *n, size_t *cap)
 {
     KEEL__VEC_RESERVE(*list, *n, *cap, 1, 16);

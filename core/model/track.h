@@ -42,4 +42,14 @@ static inline uint64_t keel__track_counter(const keel_world *w, keel_kind_id k, 
     return keel__row_counter(&w->stores[k], row);
 }
 
+/* Whether e is in an open lift of w (lift.c): out of play, its handle still its own. Not alive
+ * under its own generation says so at once; only an index retired by a destroy (its count at the
+ * end) looks the same, and the lifts are asked then. */
+static inline bool keel__track_lifted(const keel_world *w, keel_entity e)
+{
+    uint32_t i = (uint32_t)e;
+    if (i >= w->ent_count || w->ents[i].alive || keel__handle(w, i) != e) return false;
+    return w->ents[i].gen_count < KEEL__GEN_COUNT || keel__lifted(w, i);
+}
+
 #endif

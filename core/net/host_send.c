@@ -127,7 +127,7 @@ static bool in_interest(keel_net_host *h, hclient *c, const tent *t)
     if (!t->pos_comp) return true; /* no place in the world: everywhere */
     uint32_t fi;
     if (!c->focus || !keel__map_get(&h->by_entity, c->focus, &fi) || !h->ents[fi].pos_comp) return false;
-    const double *a = h->comps[t->pos_comp - 1].vals[0].as.v, *b = h->comps[h->ents[fi].pos_comp - 1].vals[0].as.v;
+    const double *a = t->wpos, *b = h->ents[fi].wpos; /* world positions (host_track.c) */
     double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
     return dx * dx + dy * dy + dz * dz <= h->o.interest_radius * h->o.interest_radius;
 }
@@ -199,6 +199,7 @@ static void structure_one(keel_net_host *h, hclient *c, uint32_t ti, keel__wire_
     keel__wire_buf rec = *rec_;
     {
         tent *t = &h->ents[ti];
+        if (t->lifted) goto out; /* nothing about it, not even a removal, until restored */
         bool want = in_interest(h, c, t);
         if (!c->lid[ti]) {
             if (!want) goto out;
@@ -301,6 +302,7 @@ static void resnapshot(keel_net_host *h, hclient *c)
         if (!c->ent_of_lid[lid]) continue;
         uint32_t ti = c->ent_of_lid[lid] - 1;
         tent *t = &h->ents[ti];
+        if (t->lifted) continue; /* its records are in the lift; confirmed stays for the restore */
         for (uint32_t j = 0; j < t->ncomp; j++)
             if (c->confirmed[t->comps[j]]) put_add(h, c, &rec, ti, t->comps[j]);
     }

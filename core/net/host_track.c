@@ -10,7 +10,9 @@
  * row's write counter moved. A component that changed is encoded once for every client: each
  * field's value, then the delta body (kind, slot, mask, values) of the fields changed at that
  * tick, which host_send.c copies to every client that holds what came before.
- * With an interest radius, entities are also listed in the grid cell their position falls in. */
+ * With an interest radius, entities are also listed in the grid cell their world position falls in.
+ * An entity in an open lift (w:lift) keeps its tracking and its place on every client, and nothing
+ * is sent about it: a restore resumes its deltas, a discard is the destroy that removes it. */
 #include "net/net_internal.h"
 #include "base/vec.h"
 
@@ -288,7 +290,10 @@ static void comp_look(keel_net_host *h, tcomp *tc, const skind *k, keel_entity e
         tc->changed[f] = h->tick;
         dirty = true;
     }
-    if (dirty) comp_encode(h, tc, k);
+    if (dirty) {
+        comp_encode(h, tc, k);
+        if (k->id == h->transform) h->xform_tick = h->tick; /* world positions below it moved */
+    }
     tc->send_last = k->due ? tc->last : 0;
 }
 
@@ -329,13 +334,13 @@ static void scan_comp(keel_net_host *h, uint32_t ti, const keel_member *mb, uint
     comp_look(h, tc, k, t->e);
 }
 
-/* ---- the interest grid: cells of the radius's size, an entity listed in the one its position
- * falls in (entities with no position in one cell of their own kind): a client's candidates
- * are the 27 cells around its focus, not every entity ---- */
+/* ---- the interest grid: cells of the radius's size, an entity listed in the one its world
+ * position falls in (entities with no position in one cell of their own kind): a client's
+ * candidates are the 27 cells around its focus, not every entity ---- */
 uint64_t keel__net_cell_of(const keel_net_host *h, const tent *t)
 {
     if (!t->pos_comp) return CELL_NOWHERE;
-    const double *p = h->comps[t->pos_comp - 1].vals[0].as.v;
+    const double *p = t->wpos;
     uint64_t key = 0;
     for (int i = 0; i < 3; i++) {
         double q = floor(p[i] / h->o.interest_radius);
@@ -375,6 +380,33 @@ static void grid_place(keel_net_host *h, uint32_t ti)
     t->gridded = true;
 }
 
+/* t's world position: a top-level entity's is its own, as tracked; a child's is composed through
+ * its parents (as the render snapshot composes it), again only when some tracked transform
+ * changed this tick or the structure moved (`moved`): a parent's move moves its children. */
+static void world_pos(keel_net_host *h, tent *t, bool moved)
+{
+    if (!t->pos_comp) return;
+    if (!t->parent) {
+        memcpy(t->wpos, h->comps[t->pos_comp - 1].vals[0].as.v, sizeof t->wpos);
+        return;
+    }
+    if (!moved) return;
+    double m[16];
+    keel_world_matrix(h->w, t->e, m);
+    memcpy(t->wpos, m + 12, sizeof t->wpos);
+}
+
+/* An entity gone from the walk because it was lifted: its tracking stays, out of the grid, and
+ * its components send nothing until a walk finds it again (restored). */
+static void tent_lift(keel_net_host *h, uint32_t ti)
+{
+    tent *t = &h->ents[ti];
+    if (t->lifted) return;
+    t->lifted = true;
+    grid_unlink(h, ti);
+    for (uint32_t j = 0; j < t->ncomp; j++) h->comps[t->comps[j]].send_last = 0;
+}
+
 /* Name and enabled flag as the world has them now; true when they changed. */
 static bool meta_look(tent *t, const char *name, bool enabled)
 {
@@ -405,6 +437,7 @@ static void scan_full(keel_net_host *h)
         }
         tent *t = &h->ents[ti];
         t->seen = h->tick;
+        t->lifted = false; /* restored, if it was lifted */
         keel_entity parent = keel_entity_parent(w, e);
         bool meta = meta_look(t, keel_entity_name(w, e), keel_entity_enabled(w, e));
         if (meta || parent != t->parent) {
@@ -444,10 +477,12 @@ static void scan_full(keel_net_host *h)
         }
         KEEL__VEC_RESERVE(h->order, h->norder, h->order_cap, 1, 256);
         h->order[h->norder++] = ti;
-        if (h->o.interest_radius > 0) grid_place(h, ti);
     }
-    for (uint32_t ti = 0; ti < h->entp.n; ti++)
-        if (h->ents[ti].live && h->ents[ti].seen != h->tick) tent_free(h, ti);
+    for (uint32_t ti = 0; ti < h->entp.n; ti++) {
+        if (!h->ents[ti].live || h->ents[ti].seen == h->tick) continue;
+        if (keel__track_lifted(w, h->ents[ti].e)) tent_lift(h, ti);
+        else tent_free(h, ti);
+    }
 }
 
 /* No structural change since the last walk: the same entities and components in the same rows
@@ -465,7 +500,6 @@ static void scan_quick(keel_net_host *h)
             tc->seen = h->tick;
             comp_look(h, tc, &h->kinds[tc->kind], t->e);
         }
-        if (h->o.interest_radius > 0) grid_place(h, ti);
     }
 }
 
@@ -479,6 +513,13 @@ void keel__net_scan(keel_net_host *h)
         scan_full(h);
         h->struct_tick = h->tick;
         h->shape++;
+    }
+    if (h->o.interest_radius > 0) { /* after every component's look: parents' transforms are current */
+        bool moved = !same || h->xform_tick == h->tick;
+        for (uint32_t n = 0; n < h->norder; n++) {
+            world_pos(h, &h->ents[h->order[n]], moved);
+            grid_place(h, h->order[n]);
+        }
     }
     h->structure = keel__track_structure(h->w);
     for (uint32_t i = 0; i < h->nkinds; i++) h->kinds[i].changes = keel__track_kind_changes(h->w, h->kinds[i].id);

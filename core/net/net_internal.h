@@ -74,6 +74,8 @@ typedef struct tent {
     uint64_t cell;         /* its interest grid cell, when gridded */
     uint32_t cnext, cprev; /* the cell's list (tent index + 1, 0 none) */
     bool gridded;
+    bool lifted;           /* in an open lift: kept for a restore, nothing sent about it */
+    double wpos[3];        /* its world position (through its parents), with an interest radius */
 } tent;
 
 /* One tick's unreliable sends to a client: its packets first_seq.. and the components each held. */
@@ -145,6 +147,7 @@ struct keel_net_host {
     uint64_t structure;   /* the world's structure when last walked */
     uint64_t struct_tick; /* the last tick an entity came, went, or changed name, flags or parent */
     uint64_t shape;       /* counts full walks (the only place entities and components come and go) */
+    uint64_t xform_tick;  /* the last tick a tracked core:transform changed (world positions move) */
     keel__wire_buf scratch, scratch2;
     keel__map by_entity;
     keel__map cells; /* interest grid (radius > 0): cell key -> first tent + 1 */

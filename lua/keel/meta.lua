@@ -212,6 +212,12 @@ function World:stop() end
 ---@param data? any
 function World:broadcast(name, data) end
 
+---What the renderer's C snapshot (`keel_snapshot_extract`) holds now, read-only (a write
+---raises Unsupported): `drawables` and `lights` in run order, each with its `entity` and
+---`world` matrix (16 numbers, column-major), `camera` (nil when none) and `ambient`.
+---@return KeelSnapshot
+function World:snapshot() end
+
 ---Takes `e`'s subtree out of play without destroying it (not alive to lookups, queries,
 ---steps, dumps or saves; no hook runs). InvalidOperation inside a callback.
 ---@param e KeelEntity
@@ -258,6 +264,40 @@ local Prefab = {}
 ---@return KeelDiagnostic[] warnings the load's warnings, the ignored root components among them
 function Prefab:warnings() end
 
+---@class KeelSnapDrawable
+---@field entity KeelEntity
+---@field world number[]       # 16 numbers, column-major
+---@field mesh string?         # asset UUID
+---@field material string?
+---@field color number[]
+---@field metallic number
+---@field roughness number
+---@field casts_shadow boolean
+
+---@class KeelSnapLight
+---@field entity KeelEntity
+---@field type "point"|"spot"|"directional"
+---@field world number[]
+---@field color number[]
+---@field intensity number
+---@field range number
+---@field inner_angle number
+---@field outer_angle number
+
+---@class KeelSnapCamera
+---@field entity KeelEntity
+---@field world number[]
+---@field projection string
+---@field fov number
+---@field near number
+---@field far number
+
+---@class KeelSnapshot
+---@field drawables KeelSnapDrawable[]
+---@field lights KeelSnapLight[]
+---@field camera KeelSnapCamera?
+---@field ambient number[]
+
 ---@class KeelLift
 local Lift = {}
 ---Puts the subtree back exactly: same handles, fields, versions and place in run order.
@@ -296,6 +336,15 @@ function Entity:children() end
 ---@param slot? integer
 ---@return KeelComponent
 function Entity:add(kind, body, slot) end
+
+---Where the entity is in the world: its `core:transform` composed with its parents' (those
+---without one count as identity), as the C snapshot composes it. nil when it has no
+---`core:transform`; NotFound on a stale handle. rotation is a unit quaternion with w >= 0;
+---scale is each axis's length (x negative when mirrored).
+---@return number[]? position
+---@return number[]? rotation
+---@return number[]? scale
+function Entity:world_transform() end
 
 ---@param kind string
 ---@param slot? integer

@@ -9,7 +9,8 @@
  * removing fall out of the same rule. The choice is made at the coarsest level that settles it
  * and refined only where both sides changed something: a whole component first, then (same
  * version, both still there) its enabled flag and its body field by field; the `scene` and
- * `settings` maps key by key; an entity's existence, then its name, enabled, parent and
+ * `settings` maps key by key; a map inside any of those key by key again, at every depth
+ * (lists are whole values); an entity's existence, then its name, enabled, parent and
  * component list separately. Arrays of [3] are indexed BASE, OURS, THEIRS throughout.
  *
  * Entities are matched by UUID (index_entities: one ment per UUID in the union of the sides, in
@@ -180,8 +181,16 @@ static char *comp_path(const char *prefix, const keel_node *c)
     return keel__strfmt("%s/%s[%lld]", prefix, k ? k : "?", (long long)s);
 }
 
-/* Maps merged key by key (bodies, scene, settings): ours' key order, then theirs' new keys.
- * A conflict is listed as PREFIX/KEY and keeps ours' value. */
+static bool is_map(const keel_node *n)
+{
+    return n && n->kind == KEEL_NODE_MAP;
+}
+
+/* Maps merged key by key at every depth (bodies, scene, settings): ours' key order, then
+ * theirs' new keys. A value both sides changed that is a map on both (and in base, or new on
+ * both) merges the same way inside, so edits to different keys of it both stand; anything
+ * else, lists included, is one value. A conflict is listed as PREFIX/KEY/... down to the key
+ * both sides changed and keeps ours' value. */
 static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3])
 {
     keel_node *out = keel_node_new_map();
@@ -195,6 +204,12 @@ static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3]
             const keel_node *v[3] = { keel__doc_get(m[BASE], k), keel__doc_get(m[OURS], k), keel__doc_get(m[THEIRS], k) };
             bool conflict = false;
             int w = pick(v, &conflict);
+            if (conflict && is_map(v[OURS]) && is_map(v[THEIRS]) && (!v[BASE] || is_map(v[BASE]))) {
+                char *path = keel__strfmt("%s/%s", prefix, k);
+                keel_node_put(out, k, merge_map(M, path, v));
+                free(path);
+                continue;
+            }
             if (conflict)
                 keel__conflicts_add(&M->conflicts, keel__strfmt("%s/%s", prefix, k), v[BASE], v[OURS], v[THEIRS]);
             if (v[w]) keel_node_put(out, k, keel_node_copy(v[w]));
@@ -219,6 +234,8 @@ static bool merge_fields(merger *M, const char *cpath, const keel_node *c[3], ke
     int we = pick(en, &conflict);
     if (conflict) return false;
     const keel_node *bodies[3] = { body_of(c[BASE]), body_of(c[OURS]), body_of(c[THEIRS]) };
+    for (int s = 0; s < 3; s++)
+        if (bodies[s] && !is_map(bodies[s])) return false; /* not a map: merged as one value */
     keel_node *n = keel_node_new_map();
     keel_node_put(n, "kind", keel_node_copy(keel__doc_get(c[OURS], "kind")));
     if (keel__doc_get(c[OURS], "version")) keel_node_put(n, "version", keel_node_copy(keel__doc_get(c[OURS], "version")));

@@ -443,8 +443,15 @@ describe("keel merge", function()
     local before = slurp(dir .. "/ours.yaml")
     local code, out = keel_run(dir, "merge base.yaml ours.yaml theirs.yaml")
     assert.are.equal(2, code, out)
-    assert.truthy(out:find("theirs.yaml:", 1, true), out)
     assert.truthy(out:find("duplicate entity uuid", 1, true), out)
+    -- at the second one's line in theirs (theirs shares base's nodes while merging, not its lines)
+    local text, line, seen = yaml(twice), 0, 0
+    for l in text:gmatch("[^\n]*\n") do
+      line = line + 1
+      if l == "- uuid: " .. uuid(3) .. "\n" then seen = seen + 1 end
+      if seen == 2 then break end
+    end
+    assert.truthy(out:find("theirs.yaml:" .. line .. ":", 1, true), out)
     assert.are.equal(before, slurp(dir .. "/ours.yaml"))
   end)
 

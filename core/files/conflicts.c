@@ -140,32 +140,52 @@ static void key(writer *wr, const char *k)
 
 /* ---- a merged file ---- */
 
-/* The tree read by the scene reader and written by the writer (so canonical for the kinds
- * registered now; a load's warnings are dropped, its errors passed on), then the list appended
- * when it is not empty. */
-char *keel__conflicts_finish(const keel_node *doc, const keel_limits *lim, const keel__conflicts *c,
-                             size_t *outlen, keel_diags *d)
+/* A load's or a dump's errors, as the merged scene's; its warnings (unknown kinds) are expected
+ * here and dropped. */
+static void pass_errors(keel_diags *tmp, keel_diags *d)
+{
+    for (size_t i = 0; i < tmp->count; i++) {
+        const keel_diag *g = &tmp->items[i];
+        if (g->severity == KEEL_SEV_ERROR)
+            keel_diag_add(d, KEEL_SEV_ERROR, g->code, g->path, NULL, g->line, g->col, "the merged scene: %s",
+                          g->message);
+    }
+    keel_diags_free(tmp);
+}
+
+keel_world *keel__conflicts_load(const keel_node *doc, const keel_limits *lim, keel_diags *d)
 {
     keel_load_opts o = keel_load_opts_default();
     if (lim) o.limits = *lim;
     o.no_awake = true;
     o.file = "(the merged scene)";
     keel_world *w = NULL;
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    if (keel__scene_build(doc, &o, &w, &tmp) != KEEL_OK) {
+        keel_world_free(w);
+        w = NULL;
+    }
+    pass_errors(&tmp, d);
+    return w;
+}
+
+char *keel__conflicts_finish(const keel_node *doc, const keel_limits *lim, const keel__conflicts *c,
+                             size_t *outlen, keel_diags *d)
+{
+    keel_world *w = keel__conflicts_load(doc, lim, d);
+    return w ? keel__conflicts_write(w, c, outlen, d) : NULL;
+}
+
+char *keel__conflicts_write(keel_world *w, const keel__conflicts *c, size_t *outlen, keel_diags *d)
+{
     char *canon = NULL;
     size_t clen = 0;
     keel_diags tmp;
     keel_diags_init(&tmp);
-    keel_status st = keel__scene_build(doc, &o, &w, &tmp);
-    if (st == KEEL_OK) st = keel_scene_dump(w, &canon, &clen, &tmp);
+    keel_status st = keel_scene_dump(w, &canon, &clen, &tmp);
     keel_world_free(w);
-    /* a load's warnings (unknown kinds) are expected here: only errors are passed on */
-    for (size_t i = 0; i < tmp.count; i++) {
-        const keel_diag *g = &tmp.items[i];
-        if (g->severity == KEEL_SEV_ERROR)
-            keel_diag_add(d, KEEL_SEV_ERROR, g->code, g->path, NULL, g->line, g->col, "the merged scene: %s",
-                          g->message);
-    }
-    keel_diags_free(&tmp);
+    pass_errors(&tmp, d);
     if (st != KEEL_OK) return NULL;
     if (c->n == 0) {
         *outlen = clen;

@@ -392,8 +392,10 @@ describe("keel merge", function()
       spit(dir .. "/ours.yaml", with_root(small(), 1, "true"):gsub("enabled: true", "enabled: true\n    base_spacing: 2"))
       ok_sh(dir, "keel fmt ours.yaml theirs.yaml")
       code, out = keel_run(dir, "merge base.yaml ours.yaml theirs.yaml -o out.yaml")
-      assert.are.equal(1, code, out)
-      assert.are.equal("settings/grid", conflicts_of(slurp(dir .. "/out.yaml")))
+      assert.are.equal(0, code, out) -- different keys of settings.grid: both stand
+      text = slurp(dir .. "/out.yaml")
+      assert.truthy(text:find("enabled: false", 1, true), text)
+      assert.truthy(text:find("base_spacing: 2", 1, true), text)
     end)
 
     it("keel.load refuses a scene with conflicts left (Conflict)", function()
@@ -441,8 +443,15 @@ describe("keel merge", function()
     local before = slurp(dir .. "/ours.yaml")
     local code, out = keel_run(dir, "merge base.yaml ours.yaml theirs.yaml")
     assert.are.equal(2, code, out)
-    assert.truthy(out:find("theirs.yaml:", 1, true), out)
     assert.truthy(out:find("duplicate entity uuid", 1, true), out)
+    -- at the second one's line in theirs (theirs shares base's nodes while merging, not its lines)
+    local text, line, seen = yaml(twice), 0, 0
+    for l in text:gmatch("[^\n]*\n") do
+      line = line + 1
+      if l == "- uuid: " .. uuid(3) .. "\n" then seen = seen + 1 end
+      if seen == 2 then break end
+    end
+    assert.truthy(out:find("theirs.yaml:" .. line .. ":", 1, true), out)
     assert.are.equal(before, slurp(dir .. "/ours.yaml"))
   end)
 
@@ -463,6 +472,76 @@ describe("keel merge", function()
     assert.truthy(text:find("level: 2\n", 1, true), text)
     assert.truthy(text:find("name: A2\n", 1, true), text)
     ok_sh(dir, "keel fmt --check out.yaml && keel check out.yaml")
+  end)
+
+  describe("maps inside bodies and settings, key by key at every depth", function()
+    -- a scene whose settings hold a grid and whose entity has an undeclared kind with a nested body
+    local function doc(o)
+      return "keel: 1\nscene:\n  uuid: " .. SCENE .. "\n  name: S\nsettings:\n  grid:\n"
+        .. "    base_spacing: " .. (o.spacing or 1) .. "\n    major_line_every: " .. (o.every or 10) .. "\n"
+        .. "root: []\nentities:\n- uuid: " .. uuid(1) .. "\n  name: A\n  components:\n"
+        .. "  - kind: mod:box\n    version: 1\n    slot: 0\n    body:\n"
+        .. (o.no_lid and "" or "      lid:\n        color: " .. (o.color or "red") .. "\n        open: " .. (o.open or "false") .. "\n"
+          .. "        hinge:\n          side: " .. (o.side or "left") .. "\n")
+        .. "      tags: [" .. (o.tags or "a, b") .. "]\n"
+    end
+    local function merge_docs(b, o, t)
+      spit(dir .. "/base.yaml", doc(b))
+      spit(dir .. "/ours.yaml", doc(o))
+      spit(dir .. "/theirs.yaml", doc(t))
+      local code, out = keel_run(dir, "merge base.yaml ours.yaml theirs.yaml -o out.yaml")
+      return code, out, slurp(dir .. "/out.yaml")
+    end
+    local BOX = uuid(1) .. "/mod:box[0]"
+
+    it("merges edits to different keys of one map cleanly", function()
+      local code, out, text = merge_docs({}, { color = "blue", spacing = 2 }, { open = "true", every = 5, side = "right" })
+      assert.are.equal(0, code, out)
+      assert.truthy(text:find("color: blue\n", 1, true), text)
+      assert.truthy(text:find("open: true\n", 1, true), text)
+      assert.truthy(text:find("side: right\n", 1, true), text)
+      assert.truthy(text:find("base_spacing: 2\n", 1, true), text)
+      assert.truthy(text:find("major_line_every: 5\n", 1, true), text)
+      assert.is_nil(text:find("conflicts:", 1, true), text)
+      ok_sh(dir, "keel fmt --check out.yaml && keel check out.yaml")
+    end)
+
+    it("names the deepest key both sides changed; --take accepts those paths", function()
+      local code, out, text = merge_docs({}, { color = "blue", side = "up", spacing = 2, open = "true" },
+                                         { color = "green", side = "down", spacing = 3, every = 4 })
+      assert.are.equal(1, code, out)
+      assert.are.equal(BOX .. "/lid/color " .. BOX .. "/lid/hinge/side settings/grid/base_spacing",
+                       conflicts_of(text))
+      assert.truthy(text:find("open: true\n", 1, true), "ours' other edit merged")
+      assert.truthy(text:find("major_line_every: 4\n", 1, true), "theirs' other edit merged")
+      assert.truthy(text:find("ours: blue\n", 1, true), text)
+      assert.truthy(text:find("theirs: green\n", 1, true), text)
+      ok_sh(dir, "keel merge --take theirs out.yaml " .. BOX .. "/lid/hinge/side settings/grid/base_spacing")
+      text = slurp(dir .. "/out.yaml")
+      assert.are.equal(BOX .. "/lid/color", conflicts_of(text))
+      assert.truthy(text:find("side: down\n", 1, true), text)
+      assert.truthy(text:find("base_spacing: 3\n", 1, true), text)
+      assert.truthy(text:find("color: blue\n", 1, true), "ours' value still in place")
+      ok_sh(dir, "keel merge --take theirs out.yaml " .. BOX .. "/lid/color && keel check out.yaml")
+      text = slurp(dir .. "/out.yaml")
+      assert.truthy(text:find("color: green\n", 1, true), text)
+      assert.truthy(text:find("open: true\n", 1, true), text)
+      -- a path into a map that is not listed is refused
+      local c2, o2 = keel_run(dir, "merge --take theirs out.yaml " .. BOX .. "/lid/nope")
+      assert.are.equal(1, c2, o2)
+    end)
+
+    it("keeps lists whole, and an edit inside a map against its removal is one conflict", function()
+      local code, out, text = merge_docs({}, { tags = "a, c" }, { tags = "b, b" })
+      assert.are.equal(1, code, out)
+      assert.are.equal(BOX .. "/tags", conflicts_of(text))
+      assert.truthy(text:find("tags: [a, c]", 1, true), text)
+      code, out, text = merge_docs({}, { no_lid = true }, { open = "true" })
+      assert.are.equal(1, code, out)
+      assert.are.equal(BOX .. "/lid", conflicts_of(text))
+      ok_sh(dir, "keel merge --take theirs out.yaml && keel check out.yaml")
+      assert.truthy(slurp(dir .. "/out.yaml"):find("open: true\n", 1, true))
+    end)
   end)
 
   it("keeps ours' sibling order with theirs' insertions after their predecessor", function()

@@ -6,8 +6,10 @@
  * there), and keeps ours' value in the merged scene. The path names the place the way a reader
  * would find it, not by indexes that another edit would shift: `keel`, `scene/KEY`,
  * `settings/KEY`, `root/KIND[SLOT]` and `root/KIND[SLOT]/FIELD`, `UUID` (the whole entity),
- * `UUID/name|enabled|parent`, `UUID/KIND[SLOT]` and `UUID/KIND[SLOT]/FIELD`. A component is
- * named by its (kind, slot), the identity keel__conflicts_comp_key gives.
+ * `UUID/name|enabled|parent`, `UUID/KIND[SLOT]` and `UUID/KIND[SLOT]/FIELD`, each of the
+ * keyed ones followed by `/KEY/...` when the place is inside a map both sides edited (the
+ * merge goes into maps at every depth). A component is named by its (kind, slot), the
+ * identity keel__conflicts_comp_key gives.
  *
  * A merged file is the scene as the writer would write it (read through the scene reader and
  * dumped, so it is canonical for the kinds registered now), followed by a top-level
@@ -138,32 +140,52 @@ static void key(writer *wr, const char *k)
 
 /* ---- a merged file ---- */
 
-/* The tree read by the scene reader and written by the writer (so canonical for the kinds
- * registered now; a load's warnings are dropped, its errors passed on), then the list appended
- * when it is not empty. */
-char *keel__conflicts_finish(const keel_node *doc, const keel_limits *lim, const keel__conflicts *c,
-                             size_t *outlen, keel_diags *d)
+/* A load's or a dump's errors, as the merged scene's; its warnings (unknown kinds) are expected
+ * here and dropped. */
+static void pass_errors(keel_diags *tmp, keel_diags *d)
+{
+    for (size_t i = 0; i < tmp->count; i++) {
+        const keel_diag *g = &tmp->items[i];
+        if (g->severity == KEEL_SEV_ERROR)
+            keel_diag_add(d, KEEL_SEV_ERROR, g->code, g->path, NULL, g->line, g->col, "the merged scene: %s",
+                          g->message);
+    }
+    keel_diags_free(tmp);
+}
+
+keel_world *keel__conflicts_load(const keel_node *doc, const keel_limits *lim, keel_diags *d)
 {
     keel_load_opts o = keel_load_opts_default();
     if (lim) o.limits = *lim;
     o.no_awake = true;
     o.file = "(the merged scene)";
     keel_world *w = NULL;
+    keel_diags tmp;
+    keel_diags_init(&tmp);
+    if (keel__scene_build(doc, &o, &w, &tmp) != KEEL_OK) {
+        keel_world_free(w);
+        w = NULL;
+    }
+    pass_errors(&tmp, d);
+    return w;
+}
+
+char *keel__conflicts_finish(const keel_node *doc, const keel_limits *lim, const keel__conflicts *c,
+                             size_t *outlen, keel_diags *d)
+{
+    keel_world *w = keel__conflicts_load(doc, lim, d);
+    return w ? keel__conflicts_write(w, c, outlen, d) : NULL;
+}
+
+char *keel__conflicts_write(keel_world *w, const keel__conflicts *c, size_t *outlen, keel_diags *d)
+{
     char *canon = NULL;
     size_t clen = 0;
     keel_diags tmp;
     keel_diags_init(&tmp);
-    keel_status st = keel__scene_build(doc, &o, &w, &tmp);
-    if (st == KEEL_OK) st = keel_scene_dump(w, &canon, &clen, &tmp);
+    keel_status st = keel_scene_dump(w, &canon, &clen, &tmp);
     keel_world_free(w);
-    /* a load's warnings (unknown kinds) are expected here: only errors are passed on */
-    for (size_t i = 0; i < tmp.count; i++) {
-        const keel_diag *g = &tmp.items[i];
-        if (g->severity == KEEL_SEV_ERROR)
-            keel_diag_add(d, KEEL_SEV_ERROR, g->code, g->path, NULL, g->line, g->col, "the merged scene: %s",
-                          g->message);
-    }
-    keel_diags_free(&tmp);
+    pass_errors(&tmp, d);
     if (st != KEEL_OK) return NULL;
     if (c->n == 0) {
         *outlen = clen;
@@ -209,31 +231,34 @@ typedef struct step {
     int64_t slot;
 } step;
 
-/* "UUID/KIND[SLOT]/FIELD" and its sisters as steps (at most 6); false for a path of no known form. */
-static bool parse_path(const char *path, step *st, size_t *n)
+/* "UUID/KIND[SLOT]/FIELD" and its sisters as steps (*out malloc'd, freed by steps_free); false
+ * for a path of no known form. Segments past a field, a setting or a scene key are keys of the
+ * maps inside it, as deep as the merge went. */
+static bool parse_path(const char *path, step **out, size_t *n)
 {
     char *copy = keel__strdup(path);
-    char *seg[5] = { NULL, NULL, NULL, NULL, NULL };
-    size_t ns = 0;
-    for (char *p = copy; ns < 5;) {
-        seg[ns++] = p;
-        char *slash = strchr(p, '/');
-        if (!slash) break;
+    size_t ns = 1;
+    for (const char *c = path; *c; c++) ns += *c == '/';
+    char **seg = keel__xcalloc(ns, sizeof *seg);
+    seg[0] = copy;
+    for (size_t i = 1; i < ns; i++) {
+        char *slash = strchr(seg[i - 1], '/');
         *slash = '\0';
-        p = slash + 1;
+        seg[i] = slash + 1;
     }
+    step *st = keel__xcalloc(ns + 4, sizeof *st); /* entities, UUID, components, body at most */
     size_t k = 0;
 #define STEP(t, s, sl) (st[k++] = (step){ (t), keel__strdup(s), (sl) })
-    bool ok = ns <= 4;
-    size_t at = 0; /* the segment naming a component; 0: none */
-    if (!ok) {
-    } else if (strcmp(seg[0], "keel") == 0) {
+    bool ok = true;
+    size_t at = 0;       /* the segment naming a component; 0: none */
+    size_t keys = ns;    /* the first segment that is a key inside a map */
+    if (strcmp(seg[0], "keel") == 0) {
         ok = ns == 1;
         STEP(STEP_KEY, "keel", 0);
     } else if (strcmp(seg[0], "scene") == 0 || strcmp(seg[0], "settings") == 0) {
-        ok = ns == 2;
+        ok = ns >= 2;
         STEP(STEP_KEY, seg[0], 0);
-        if (ok) STEP(STEP_KEY, seg[1], 0);
+        keys = 1;
     } else if (strcmp(seg[0], "root") == 0) {
         ok = ns >= 2;
         STEP(STEP_KEY, "root", 0);
@@ -254,19 +279,19 @@ static bool parse_path(const char *path, step *st, size_t *n)
         char *br = strchr(seg[at], '[');
         long long slot = 0;
         char end = 0;
-        ok = br && sscanf(br, "[%lld%c", &slot, &end) == 2 && end == ']' && br[strlen(br) - 1] == ']' &&
-            ns <= at + 2;
+        ok = br && sscanf(br, "[%lld%c", &slot, &end) == 2 && end == ']' && br[strlen(br) - 1] == ']';
         if (ok) {
             *br = '\0';
             STEP(STEP_COMP, seg[at], slot);
-            if (ns == at + 2) {
-                STEP(STEP_KEY, "body", 0);
-                STEP(STEP_KEY, seg[at + 1], 0);
-            }
+            if (ns > at + 1) STEP(STEP_KEY, "body", 0);
+            keys = at + 1;
         }
     }
+    for (size_t i = keys; ok && i < ns; i++) STEP(STEP_KEY, seg[i], 0);
 #undef STEP
+    free(seg);
     free(copy);
+    *out = st;
     *n = k;
     return ok;
 }
@@ -274,6 +299,7 @@ static bool parse_path(const char *path, step *st, size_t *n)
 static void steps_free(step *st, size_t n)
 {
     for (size_t i = 0; i < n; i++) free(st[i].key);
+    free(st);
 }
 
 static bool step_matches(const step *s, const keel_node *item)
@@ -395,9 +421,9 @@ keel_status keel_merge_take(const char *text, size_t len, const char *name, bool
             continue;
         }
         if (!theirs) continue;
-        step steps[6];
+        step *steps = NULL;
         size_t ns = 0;
-        if (!p || !parse_path(p, steps, &ns)) {
+        if (!p || !parse_path(p, &steps, &ns)) {
             st = keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "conflicts", name, e->line, e->col,
                                "not a conflict path: %s", p ? p : "(none)");
         } else {

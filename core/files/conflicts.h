@@ -46,5 +46,10 @@ bool keel__conflicts_comp_key(const keel_node *c, const char **kind, int64_t *sl
  * load's errors in `d`, when the scene does not load. */
 char *keel__conflicts_finish(const keel_node *doc, const keel_limits *lim, const keel__conflicts *c,
                              size_t *outlen, keel_diags *d);
+/* The same in two steps, so that the tree can be freed before the text is made: `doc` loaded
+ * (NULL, after its errors in `d`, when it does not load; the tree is not kept), then that world
+ * written (and freed) with `c`'s entries after. */
+keel_world *keel__conflicts_load(const keel_node *doc, const keel_limits *lim, keel_diags *d);
+char *keel__conflicts_write(keel_world *w, const keel__conflicts *c, size_t *outlen, keel_diags *d);
 
 #endif

@@ -9,7 +9,8 @@
  * removing fall out of the same rule. The choice is made at the coarsest level that settles it
  * and refined only where both sides changed something: a whole component first, then (same
  * version, both still there) its enabled flag and its body field by field; the `scene` and
- * `settings` maps key by key; an entity's existence, then its name, enabled, parent and
+ * `settings` maps key by key; a map inside any of those key by key again, at every depth
+ * (lists are whole values); an entity's existence, then its name, enabled, parent and
  * component list separately. Arrays of [3] are indexed BASE, OURS, THEIRS throughout.
  *
  * Entities are matched by UUID (index_entities: one ment per UUID in the union of the sides, in
@@ -26,10 +27,14 @@
  * puts every entity on it back under ours' parent, each a parent conflict.
  *
  * The result is built as a tree (build_doc) whose nodes are shallow copies of the sides' nodes,
- * with entities listed in hierarchy pre-order as the writer lists them; keel__conflicts_finish
- * loads it through the scene reader and dumps it, so the merged file is exactly what keel
- * would write for that scene, conflicts list after. Reading the three texts dominates a
- * merge's time, so base and theirs are read on threads of their own. */
+ * with entities listed in hierarchy pre-order as the writer lists them; keel__conflicts_load
+ * loads it through the scene reader and keel__conflicts_write dumps that world, so the merged
+ * file is exactly what keel would write for that scene, conflicts list after.
+ *
+ * Memory: the parsed trees are most of a merge's, so base is read first and ours and theirs
+ * (then, on two threads) share each part of an entity that is base's unchanged (share_copy);
+ * sides mostly agree, and three big scenes cost about one tree. Every tree is freed once the
+ * merged world is loaded, before its text is made. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -180,8 +185,16 @@ static char *comp_path(const char *prefix, const keel_node *c)
     return keel__strfmt("%s/%s[%lld]", prefix, k ? k : "?", (long long)s);
 }
 
-/* Maps merged key by key (bodies, scene, settings): ours' key order, then theirs' new keys.
- * A conflict is listed as PREFIX/KEY and keeps ours' value. */
+static bool is_map(const keel_node *n)
+{
+    return n && n->kind == KEEL_NODE_MAP;
+}
+
+/* Maps merged key by key at every depth (bodies, scene, settings): ours' key order, then
+ * theirs' new keys. A value both sides changed that is a map on both (and in base, or new on
+ * both) merges the same way inside, so edits to different keys of it both stand; anything
+ * else, lists included, is one value. A conflict is listed as PREFIX/KEY/... down to the key
+ * both sides changed and keeps ours' value. */
 static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3])
 {
     keel_node *out = keel_node_new_map();
@@ -195,6 +208,12 @@ static keel_node *merge_map(merger *M, const char *prefix, const keel_node *m[3]
             const keel_node *v[3] = { keel__doc_get(m[BASE], k), keel__doc_get(m[OURS], k), keel__doc_get(m[THEIRS], k) };
             bool conflict = false;
             int w = pick(v, &conflict);
+            if (conflict && is_map(v[OURS]) && is_map(v[THEIRS]) && (!v[BASE] || is_map(v[BASE]))) {
+                char *path = keel__strfmt("%s/%s", prefix, k);
+                keel_node_put(out, k, merge_map(M, path, v));
+                free(path);
+                continue;
+            }
             if (conflict)
                 keel__conflicts_add(&M->conflicts, keel__strfmt("%s/%s", prefix, k), v[BASE], v[OURS], v[THEIRS]);
             if (v[w]) keel_node_put(out, k, keel_node_copy(v[w]));
@@ -219,6 +238,8 @@ static bool merge_fields(merger *M, const char *cpath, const keel_node *c[3], ke
     int we = pick(en, &conflict);
     if (conflict) return false;
     const keel_node *bodies[3] = { body_of(c[BASE]), body_of(c[OURS]), body_of(c[THEIRS]) };
+    for (int s = 0; s < 3; s++)
+        if (bodies[s] && !is_map(bodies[s])) return false; /* not a map: merged as one value */
     keel_node *n = keel_node_new_map();
     keel_node_put(n, "kind", keel_node_copy(keel__doc_get(c[OURS], "kind")));
     if (keel__doc_get(c[OURS], "version")) keel_node_put(n, "version", keel_node_copy(keel__doc_get(c[OURS], "version")));
@@ -655,6 +676,7 @@ static void index_entities(merger *M)
             if (!M->ents[e].e[s]) M->ents[e].e[s] = &l->items[i];
         }
     }
+    M->ents = keel__xrealloc(M->ents, (M->n + 1) * sizeof *M->ents); /* sides mostly share UUIDs */
     for (size_t i = 0; i < M->n; i++)
         for (int s = 0; s < 3; s++) {
             const keel_node *p = keel__doc_get(M->ents[i].e[s], "parent");
@@ -809,12 +831,15 @@ static keel_node build_doc(merger *M, tree *t, mcomps *rc, keel_node *own[2])
     return map_node(&top);
 }
 
-static void merger_free(merger *M)
+/* Everything but the conflicts list (which borrows nothing); again is harmless. */
+static void merger_free_ents(merger *M)
 {
     for (size_t i = 0; i < M->n; i++) mcomps_free(&M->ents[i].comps);
     free(M->ents);
     if (M->index.keys) smap_free(&M->index);
-    keel__conflicts_free(&M->conflicts);
+    M->ents = NULL;
+    M->n = 0;
+    M->index.keys = NULL;
 }
 
 bool keel_merge_looks_like_scene(const char *text, size_t len)
@@ -832,9 +857,9 @@ bool keel_merge_looks_like_scene(const char *text, size_t len)
 
 /* A document parsed; an empty text (a base that did not exist) is an empty scene. */
 static bool read_doc(const char *text, size_t len, const char *name, const keel_limits *lim, bool may_be_empty,
-                     keel__arena *arena, keel_node **doc, keel_diags *d)
+                     keel__arena *arena, const keel__yaml_stream *stream, keel_node **doc, keel_diags *d)
 {
-    if (keel__yaml_parse_arena(text, len, lim, name, arena, doc, d) != KEEL_OK) return false;
+    if (keel__yaml_parse_stream(text, len, lim, name, arena, stream, doc, d) != KEEL_OK) return false;
     if (keel__doc_null(*doc) && may_be_empty) return true;
     if ((*doc)->kind != KEEL_NODE_MAP || !keel__doc_get(*doc, "keel")) {
         keel_diag_add(d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, "", name, 1, 1, "not a keel scene (no 'keel:' key)");
@@ -848,6 +873,12 @@ static bool read_doc(const char *text, size_t len, const char *name, const keel_
     return true;
 }
 
+/* Base's entities by UUID (its first of each), which ours' and theirs' share. */
+typedef struct base_ents {
+    const keel_node *list;
+    smap index;
+} base_ents;
+
 typedef struct side_read {
     const char *text;
     size_t len;
@@ -855,16 +886,116 @@ typedef struct side_read {
     const keel_limits *lim;
     bool may_be_empty;
     keel__arena *arena;
+    const base_ents *like; /* NULL: read whole, nothing shared */
+    keel_node *ents;       /* the entities list's items, as shared (freed with the read) */
+    size_t n_ents, cap_ents;
     keel_node *doc;
     bool ok;
     keel_diags diags;
 } side_read;
 
+/* Exactly the same node, styles included (keel_node_equal overlooks some), positions aside. */
+static bool identical(const keel_node *a, const keel_node *b)
+{
+    if (a->kind != b->kind || a->style != b->style || a->count != b->count) return false;
+    if (a->kind == KEEL_NODE_SCALAR)
+        return a->len == b->len && (a->len == 0 || (a->text && b->text && memcmp(a->text, b->text, a->len) == 0));
+    if (a->items == b->items) return true;
+    size_t n = a->kind == KEEL_NODE_MAP ? 2 * a->count : a->count;
+    for (size_t i = 0; i < n; i++)
+        if (!identical(&a->items[i], &b->items[i])) return false;
+    return true;
+}
+
+/* The pair of `map` whose key is `key`'s text: its index, or NONE. */
+static size_t pair_of(const keel_node *map, const keel_node *key)
+{
+    if (key->kind != KEEL_NODE_SCALAR || !key->text) return NONE;
+    for (size_t j = 0; j < map->count; j++) {
+        const keel_node *k = &map->items[2 * j];
+        if (k->kind == KEEL_NODE_SCALAR && k->text && k->len == key->len && memcmp(k->text, key->text, k->len) == 0)
+            return j;
+    }
+    return NONE;
+}
+
+/* `n` (an entity as read, gone after the call) copied into `a`, except each part identical to
+ * the same part of `like` (base's entity of that UUID), which shares like's text and items: a
+ * big merge's sides are mostly base unchanged, so ours and theirs then cost little beyond
+ * base. What is shared carries base's line numbers below its top (the checks allow for it). */
+static void share_copy(keel__arena *a, keel_node *dst, const keel_node *n, const keel_node *like)
+{
+    *dst = *n;
+    if (like && identical(n, like)) {
+        dst->text = like->text;
+        dst->items = like->items;
+        return;
+    }
+    if (n->kind == KEEL_NODE_SCALAR) {
+        if (n->text) {
+            dst->text = keel__arena_alloc(a, n->len + 1);
+            memcpy(dst->text, n->text, n->len + 1);
+        }
+        return;
+    }
+    dst->text = NULL;
+    bool map = n->kind == KEEL_NODE_MAP;
+    size_t cnt = map ? 2 * n->count : n->count;
+    dst->items = cnt ? keel__arena_alloc(a, cnt * sizeof *dst->items) : NULL;
+    bool alike = like && like->kind == n->kind;
+    size_t j = NONE;
+    for (size_t i = 0; i < cnt; i++) {
+        const keel_node *l = NULL;
+        if (alike && !map) {
+            l = i < like->count ? &like->items[i] : NULL;
+        } else if (alike) {
+            if (i % 2 == 0) j = pair_of(like, &n->items[i]);
+            l = j == NONE ? NULL : &like->items[2 * j + i % 2];
+        }
+        share_copy(a, &dst->items[i], &n->items[i], l);
+    }
+}
+
+static bool share_begin(void *ctx, const keel_node *list, const keel_node *top, size_t top_count)
+{
+    (void)list;
+    (void)top;
+    (void)top_count;
+    return ((side_read *)ctx)->like != NULL;
+}
+
+static void share_item(void *ctx, const keel_node *item, size_t index)
+{
+    (void)index;
+    side_read *r = ctx;
+    size_t b = smap_get(&r->like->index, keel__doc_text(keel__doc_get(item, "uuid")));
+    KEEL__VEC_RESERVE(r->ents, r->n_ents, r->cap_ents, 1, 1024);
+    share_copy(r->arena, &r->ents[r->n_ents++], item, b == NONE ? NULL : &r->like->list->items[b]);
+}
+
 static void *read_side(void *arg)
 {
     side_read *r = arg;
-    r->ok = read_doc(r->text, r->len, r->name, r->lim, r->may_be_empty, r->arena, &r->doc, &r->diags);
+    keel__yaml_stream stream = { share_begin, share_item, NULL, r };
+    r->ok = read_doc(r->text, r->len, r->name, r->lim, r->may_be_empty, r->arena, r->like ? &stream : NULL, &r->doc,
+                     &r->diags);
+    /* the streamed list kept its count, not its items: they are the shared copies */
+    keel_node *list = r->ok && r->like ? (keel_node *)keel__doc_get(r->doc, "entities") : NULL;
+    if (list && list->kind == KEEL_NODE_SEQ && list->count == r->n_ents) list->items = r->ents;
     return NULL;
+}
+
+/* The sides' trees and what indexes them; again is harmless. */
+static void release_sides(side_read reads[3], base_ents *like)
+{
+    if (like->index.keys) smap_free(&like->index);
+    like->index.keys = NULL;
+    for (int s = 0; s < 3; s++) {
+        keel__arena_free(reads[s].arena);
+        free(reads[s].ents);
+        reads[s].arena = NULL;
+        reads[s].ents = NULL;
+    }
 }
 
 keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], const char *const names[3],
@@ -875,21 +1006,31 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
     if (!lim) lim = &defaults;
     merger M;
     memset(&M, 0, sizeof M);
-    /* The three reads are most of a merge's time and independent: base and theirs are read on
-     * threads of their own while this one reads ours (each into its own arena and list). */
+    /* Base is read first, whole; ours and theirs then share every part of an entity that is
+     * base's unchanged, so three big documents cost about one (peak memory is bounded by a
+     * test: merge_memory). Ours and theirs are read at once, theirs on a thread of its own. */
     side_read reads[3];
-    pthread_t threads[3];
-    bool started[3] = { false, false, false };
     for (int s = 0; s < 3; s++) {
-        reads[s] = (side_read){ texts[s], lens[s], names[s], lim, s == BASE, keel__arena_new(), NULL, false, { 0 } };
+        reads[s] = (side_read){ .text = texts[s], .len = lens[s], .name = names[s], .lim = lim,
+                                .may_be_empty = s == BASE, .arena = keel__arena_new() };
         keel_diags_init(&reads[s].diags);
-        if (s != OURS) started[s] = pthread_create(&threads[s], NULL, read_side, &reads[s]) == 0;
     }
+    read_side(&reads[BASE]);
+    base_ents like = { keel__doc_get(reads[BASE].doc, "entities"), { 0 } };
+    if (reads[BASE].ok && like.list && like.list->kind == KEEL_NODE_SEQ && like.list->count) {
+        smap_init(&like.index, like.list->count);
+        for (size_t i = 0; i < like.list->count; i++) {
+            const char *u = keel__doc_text(keel__doc_get(&like.list->items[i], "uuid"));
+            if (u && smap_get(&like.index, u) == NONE) smap_put(&like.index, u, i);
+        }
+        reads[OURS].like = reads[THEIRS].like = &like;
+    }
+    pthread_t theirs_thread;
+    bool started = pthread_create(&theirs_thread, NULL, read_side, &reads[THEIRS]) == 0;
+    read_side(&reads[OURS]);
+    if (started) pthread_join(theirs_thread, NULL);
+    else read_side(&reads[THEIRS]);
     bool ok = true;
-    for (int s = 0; s < 3; s++) {
-        if (started[s]) pthread_join(threads[s], NULL);
-        else read_side(&reads[s]);
-    }
     for (int s = 0; s < 3; s++) {
         ok = reads[s].ok && ok;
         M.doc[s] = reads[s].doc;
@@ -906,7 +1047,20 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
         o.no_awake = true;
         o.file = names[s];
         keel_world *w = NULL;
-        if (keel__scene_build(M.doc[s], &o, &w, d) != KEEL_OK) ok = false;
+        if (!reads[s].like) {
+            if (keel__scene_build(M.doc[s], &o, &w, d) != KEEL_OK) ok = false;
+            keel_world_free(w);
+            continue;
+        }
+        /* a side that shares base's nodes has base's line numbers in them: when the check has
+         * anything to say, it is said again from the side's own text */
+        keel_diags tmp;
+        keel_diags_init(&tmp);
+        bool quiet = keel__scene_build(M.doc[s], &o, &w, &tmp) == KEEL_OK && tmp.count == 0;
+        keel_diags_free(&tmp);
+        keel_world_free(w);
+        w = NULL;
+        if (!quiet && keel_scene_parse(texts[s], lens[s], &o, &w, d) != KEEL_OK) ok = false;
         keel_world_free(w);
     }
     char *result = NULL;
@@ -915,14 +1069,19 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
         mcomps rc = { 0 };
         keel_node *own[2] = { NULL, NULL };
         keel_node doc = build_doc(&M, &t, &rc, own);
-        result = keel__conflicts_finish(&doc, lim, &M.conflicts, outlen, d);
+        keel_world *w = keel__conflicts_load(&doc, lim, d);
+        /* the world holds the merged scene now: every tree goes before its text is made */
         tree_free(&t);
         mcomps_free(&rc);
         for (int i = 0; i < 2; i++) keel_node_free(own[i]);
+        merger_free_ents(&M);
+        release_sides(reads, &like);
+        if (w) result = keel__conflicts_write(w, &M.conflicts, outlen, d);
     }
     *nconflicts = M.conflicts.n;
-    merger_free(&M);
-    for (int s = 0; s < 3; s++) keel__arena_free(reads[s].arena);
+    merger_free_ents(&M);
+    keel__conflicts_free(&M.conflicts);
+    release_sides(reads, &like);
     if (!result) return keel_diags_status(d) != KEEL_OK ? keel_diags_status(d) : KEEL_PARSE_ERROR;
     *out = result;
     return KEEL_OK;

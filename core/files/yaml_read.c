@@ -81,6 +81,11 @@ static inline void *arena_alloc(keel__arena *a, size_t n)
     return p;
 }
 
+void *keel__arena_alloc(keel__arena *a, size_t n)
+{
+    return arena_alloc(a, n);
+}
+
 /* One collection under construction. Items accumulate in a scratch array
  * (kept across uses at that depth) and move into the node when it ends. */
 typedef struct frame {

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "keel_merge.h"
+#include "lua_host.h"
 
 /* Runs `argv` (a git command) with stdout into *out (malloc'd, NUL-terminated) when `out` is
  * given; returns its exit status, or -1 when it could not run. */
@@ -168,6 +169,37 @@ static int text_merge(const keel_cli *cli, char **paths, const char *out)
     return code;
 }
 
+/* keel_merge_scenes and keel_merge_take check what they read and write as keel check does: run
+ * from the program's Lua state (keel_lua_host_call), so the game's Lua kinds migrate and validate
+ * there too. */
+typedef struct merge_call {
+    const char *const *texts;
+    const size_t *lens;
+    const char *const *names;
+    char **out;
+    size_t *outlen, *count;
+    keel_diags *d;
+    /* --take */
+    const char *text, *name;
+    size_t len;
+    bool theirs;
+    const char *const *paths;
+    size_t npaths;
+} merge_call;
+
+static int run_merge(void *ud)
+{
+    merge_call *m = ud;
+    return (int)keel_merge_scenes(m->texts, m->lens, m->names, NULL, m->out, m->outlen, m->count, m->d);
+}
+
+static int run_take(void *ud)
+{
+    merge_call *m = ud;
+    return (int)keel_merge_take(m->text, m->len, m->name, m->theirs, m->paths, m->npaths, m->out, m->outlen,
+                                m->count, m->d);
+}
+
 static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *out, char *texts[3], size_t lens[3])
 {
     keel_cli_setup(L, cli, true); /* kinds are optional here: those that load make the result canonical */
@@ -176,7 +208,9 @@ static int scene_merge(lua_State *L, keel_cli *cli, char **paths, const char *ou
     char *merged = NULL;
     size_t mlen = 0, nconf = 0;
     const char *names[3] = { paths[0], paths[1], paths[2] };
-    keel_status st = keel_merge_scenes((const char *const *)texts, lens, names, NULL, &merged, &mlen, &nconf, &d);
+    merge_call mc = { .texts = (const char *const *)texts, .lens = lens, .names = names, .out = &merged,
+                      .outlen = &mlen, .count = &nconf, .d = &d };
+    keel_status st = (keel_status)keel_lua_host_call(L, run_merge, &mc);
     int code = KEEL_EXIT_OK;
     if (st != KEEL_OK) {
         keel_cli_print_diags(&d, NULL);
@@ -217,8 +251,11 @@ static int take(lua_State *L, keel_cli *cli, const char *which, int n, char **ar
     int code = KEEL_EXIT_OK;
     if (!read_all(args[0], &text, &len, &d)) {
         code = KEEL_EXIT_USAGE;
-    } else if (keel_merge_take(text, len, args[0], theirs, (const char *const *)args + 1, (size_t)(n - 1), &out,
-                                &outlen, &remaining, &d) != KEEL_OK) {
+    } else if (keel_lua_host_call(L, run_take,
+                                  &(merge_call){ .text = text, .len = len, .name = args[0], .theirs = theirs,
+                                                 .paths = (const char *const *)args + 1, .npaths = (size_t)(n - 1),
+                                                 .out = &out, .outlen = &outlen, .count = &remaining, .d = &d })
+               != KEEL_OK) {
         code = KEEL_EXIT_INPUT;
     } else if (keel_write_atomic(args[0], out, outlen, &d) != KEEL_OK) {
         code = KEEL_EXIT_USAGE;

@@ -41,7 +41,8 @@ describe("component handles", function()
     local top = e:add("hs:many", { v = 2 })
     assert.are.equal(1, top.slot)
     e:remove("hs:many", 1)
-    local again = e:add("hs:many", { v = 3 })
+    assert.are.equal(2, e:add("hs:many").slot) -- a new add never takes it
+    local again = e:add("hs:many", { v = 3 }, 1) -- asked for by number, as undo does
     assert.are.equal(1, again.slot)
     assert.are.equal("NotFound", code_of(function() return top.v end))
     assert.are_not.equal(top, again)

@@ -21,7 +21,8 @@ const char *keel__lua_entity_stale(const keel_lua_entity *h, const keel_world *w
 {
     if (!h->lw->w) return "belongs to a closed world";
     if (w && h->lw->w != w) return "belongs to another world";
-    if (keel_world_epoch(h->lw->w) != h->lw->epoch) return "is of an earlier epoch of its world (before w:stop)";
+    if (keel_world_epoch(h->lw->w) != h->lw->epoch || keel__world_earlier_epoch(h->lw->w, h->e))
+        return "is of an earlier epoch of its world (before w:stop)";
     if (!entity_live(h)) return "was destroyed";
     return NULL;
 }

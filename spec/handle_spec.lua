@@ -625,8 +625,9 @@ describe("spawned entity handles and finalizers", function()
   end)
 end)
 
--- worlds.md "One answer for another world's handle": an entity handle of another world, of a
--- destroyed entity or of a closed world is NotFound ("stale handle") wherever it is passed.
+-- worlds.md "One answer for another world's handle": an entity handle of another world, of an
+-- earlier epoch, of a destroyed entity or of a closed world is NotFound ("stale handle") wherever
+-- it is passed.
 describe("a stale entity handle, wherever it is passed", function()
   keel.kind{ key = "hs:ref", fields = { { "to", "entity" } } }
   keel.kind{ key = "hs:holder", multiplicity = "many", fields = { { "to", "entity" } } }
@@ -670,12 +671,18 @@ describe("a stale entity handle, wherever it is passed", function()
     { "the entity of w:lift", function(w, h) w:lift(h) end },
   }
 
-  -- the three stale handles, for a world w
+  -- the stale handles, for a world w
   local cases = {
     { "another world's live handle", why = "another world", function() return keel.world("Other"):spawn("X") end },
     { "a destroyed entity's handle", why = "was destroyed", function(w)
         local x = w:spawn("X")
         x:destroy()
+        return x
+      end },
+    { "an earlier epoch's handle", why = "earlier epoch", function(w)
+        local x = w:spawn("X")
+        w:play()
+        w:stop()
         return x
       end },
     { "a closed world's handle", why = "a closed world", function()

@@ -403,7 +403,7 @@ static int set_field(lua_State *L, keel_lua_comp *h, int f, int vidx, bool want_
     keel_value v;
     char err[256];
     if (!keel__lua_to_value(L, vidx, &kd->fields[f], h->lw->w, &v, err, sizeof err))
-        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
+        return keel__lua_raisef(L, keel__lua_value_code(err), "%s", err);
     flush(L, h);
     keel_diags d;
     keel_diags_init(&d);
@@ -446,7 +446,8 @@ int keel__lua_comp_set(lua_State *L)
         int f = check_field(L, h, -2);
         char err[256];
         if (n == cap || !keel__lua_to_value(L, -1, &kd->fields[f], h->lw->w, &vals[n], err, sizeof err))
-            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", n == cap ? "set: too many fields" : err);
+            return keel__lua_raisef(L, n == cap ? KEEL_INVALID_ARGUMENT : keel__lua_value_code(err), "%s",
+                                    n == cap ? "set: too many fields" : err);
         fields[n++] = f;
         lua_rawseti(L, 4, (lua_Integer)n); /* pops the value, keeps it alive */
     }

@@ -17,10 +17,29 @@ static bool entity_live(const keel_lua_entity *h)
            (keel_alive(w, h->e) || h->e == keel_world_root(w));
 }
 
+const char *keel__lua_entity_stale(const keel_lua_entity *h, const keel_world *w)
+{
+    if (!h->lw->w) return "belongs to a closed world";
+    if (w && h->lw->w != w) return "belongs to another world";
+    if (keel_world_epoch(h->lw->w) != h->lw->epoch || keel__world_earlier_epoch(h->lw->w, h->e))
+        return "is of an earlier epoch of its world (before w:stop)";
+    if (!entity_live(h)) return "was destroyed";
+    return NULL;
+}
+
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx)
 {
     keel_lua_entity *h = keel__lua_checkudata(L, idx, &keel__lua_mt_entity);
-    if (!entity_live(h)) keel__lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
+    if (!entity_live(h))
+        keel__lua_raisef(L, KEEL_NOT_FOUND, "the entity %s (stale handle)", keel__lua_entity_stale(h, NULL));
+    return h;
+}
+
+keel_lua_entity *keel__lua_check_entity_of(lua_State *L, int idx, const keel_world *w, const char *what)
+{
+    keel_lua_entity *h = keel__lua_checkudata(L, idx, &keel__lua_mt_entity);
+    const char *why = keel__lua_entity_stale(h, w);
+    if (why) keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: %s %s", what, why);
     return h;
 }
 
@@ -137,7 +156,8 @@ static keel_lua_entity *check_entity_world(lua_State *L, int idx)
             lua_topointer(L, -1) == lua_topointer(L, -3)) {
             lua_pop(L, 1);
             lua_replace(L, -2); /* [mt, World] -> [World] */
-            if (!entity_live(h)) keel__lua_raisef(L, KEEL_NOT_FOUND, "the entity was destroyed (stale handle)");
+            if (!entity_live(h))
+                keel__lua_raisef(L, KEEL_NOT_FOUND, "the entity %s (stale handle)", keel__lua_entity_stale(h, NULL));
             return h;
         }
         lua_settop(L, top);
@@ -232,9 +252,7 @@ static int e_components(lua_State *L)
 static keel_entity opt_parent(lua_State *L, int idx, keel_lua_entity *h)
 {
     if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
-    keel_lua_entity *p = keel__lua_checkentity(L, idx);
-    if (p->lw != h->lw) keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
-    return p->e;
+    return keel__lua_check_entity_of(L, idx, h->lw->w, "the parent")->e;
 }
 
 static int e_duplicate(lua_State *L)

@@ -277,6 +277,14 @@ static inline void keel__lua_push_entity_lw(lua_State *L, const keel_lua_world *
 }
 /* Checks a live entity handle (NotFound when stale). */
 keel_lua_entity *keel__lua_checkentity(lua_State *L, int idx);
+/* Why handle h is not an entity of world w (NULL: of its own world), or NULL when it is one: alive
+ * (the root counts) in the current epoch of an open world. The one answer for every place that
+ * takes an entity handle (worlds.md "One answer for another world's handle"): another world's, an
+ * earlier epoch's, a closed world's and a destroyed entity's handle are all stale, NotFound. */
+const char *keel__lua_entity_stale(const keel_lua_entity *h, const keel_world *w);
+/* The entity handle at idx, an entity of w (NULL: of its own world); else raises NotFound
+ * "stale handle: <what> <why>" (what: "the parent"...). */
+keel_lua_entity *keel__lua_check_entity_of(lua_State *L, int idx, const keel_world *w, const char *what);
 keel_lua_entity *keel__lua_toentity(lua_State *L, int idx); /* NULL when not an Entity */
 /* The kind key string at idx (raises InvalidArgument naming argument idx - 1 otherwise). */
 const char *keel__lua_checkkey(lua_State *L, int idx);
@@ -478,6 +486,12 @@ void keel__lua_push_value(lua_State *L, const keel_field_desc *fd, const keel_va
 /* Converts the Lua value at idx for field fd. Returns false with a message in err. */
 bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_world *w,
                         keel_value *out, char *err, size_t errcap);
+/* The code of a keel__lua_to_value refusal: NotFound for a stale entity handle (its message
+ * begins "stale handle", keel__lua_entity_stale), InvalidArgument for any other value. */
+static inline keel_status keel__lua_value_code(const char *err)
+{
+    return strncmp(err, "stale handle", 12) == 0 ? KEEL_NOT_FOUND : KEEL_INVALID_ARGUMENT;
+}
 /* True when the Lua value at idx equals the stored field at p. */
 bool keel__lua_same(lua_State *L, int idx, const keel_field_desc *fd, const void *p, keel_world *w);
 /* Checks every key (NotFound) and value (InvalidArgument) of a body table for kind k. */

@@ -9,8 +9,7 @@ typedef struct llift { keel_lift *l; } llift; /* NULL once restored or discarded
 int keel__lua_w_lift(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    keel_lua_entity *h = keel__lua_checkentity(L, 2);
-    if (h->lw != lw) return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
+    keel_lua_entity *h = keel__lua_check_entity_of(L, 2, lw->w, "the entity");
     if (keel__lua_in_callback(lw->ctx, lw->w))
         return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:lift refuses while a callback transaction is open");
     llift *u = lua_newuserdatauv(L, sizeof *u, 1);

@@ -235,7 +235,8 @@ static void read_set(lua_State *L, int idx, keel_world *dst, set_spec *sp)
                                 fname ? fname : luaL_typename(L, -2));
             char err[256];
             if (sk->n == cap || !keel__lua_to_value(L, -1, &kd->fields[f], dst, &sk->vals[sk->n], err, sizeof err))
-                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", sk->n == cap ? "set: too many fields" : err);
+                keel__lua_raisef(L, sk->n == cap ? KEEL_INVALID_ARGUMENT : keel__lua_value_code(err), "%s",
+                                 sk->n == cap ? "set: too many fields" : err);
             sk->fields[sk->n++] = f;
             lua_rawseti(L, anchors, (lua_Integer)lua_rawlen(L, anchors) + 1); /* pops the value, keeps it alive */
         }
@@ -270,10 +271,7 @@ static int w_instantiate(lua_State *L)
         }
         lua_getfield(L, 3, "parent"); /* 4 */
         if (!lua_isnil(L, 4)) {
-            keel_lua_entity *e = keel__lua_checkentity(L, 4);
-            if (e->lw != lw)
-                return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
-            o.parent = e->e;
+            o.parent = keel__lua_check_entity_of(L, 4, lw->w, "the parent")->e;
         }
         lua_getfield(L, 3, "name"); /* 5 */
         if (!lua_isnil(L, 5)) {

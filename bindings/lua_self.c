@@ -134,7 +134,7 @@ bool keel__lua_write_back_committed(lua_State *L, keel_lua_kind *lk, const keel_
             if (keel__lua_same(L, -1, fd, p, w)) continue;
             char err[256];
             if (!keel__lua_to_value(L, -1, fd, w, v, err, sizeof err)) {
-                *out = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+                *out = KEEL_ERROR(d, keel__lua_value_code(err), fd->key, "%s", err);
                 break;
             }
         }
@@ -184,7 +184,7 @@ keel_status keel__lua_write_back(lua_State *L, keel_lua_kind *lk, const keel_kin
             unsigned long entries = keel__lua_entries;
             if (changed_float) v = (keel_value){ .type = KEEL_T_FLOAT, .as.f = f };
             if (!changed_float && !keel__lua_to_value(L, -1, fd, w, &v, err, sizeof err))
-                s = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, fd->key, "%s", err);
+                s = KEEL_ERROR(d, keel__lua_value_code(err), fd->key, "%s", err);
             else s = keel__field_set(w, c, (int)i, &v, internal, NULL, d); /* readonly: see `internal` */
             if (s == KEEL_OK && fd->type == KEEL_T_ENTITY) { /* the store holds it now */
                 lua_pushvalue(L, -1);

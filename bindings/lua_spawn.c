@@ -106,9 +106,7 @@ bool keel__lua_spawn_take(lua_State *L, int world_idx, const keel_lua_world *lw,
 static keel_entity opt_parent(lua_State *L, int idx, keel_lua_world *lw)
 {
     if (lua_isnoneornil(L, idx)) return KEEL_NO_ENTITY;
-    keel_lua_entity *p = keel__lua_checkentity(L, idx);
-    if (p->lw != lw) keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent belongs to another world");
-    return p->e;
+    return keel__lua_check_entity_of(L, idx, lw->w, "the parent")->e;
 }
 
 static const char *const spawn_keys[] = { "name", "parent", "enabled", "components", NULL };

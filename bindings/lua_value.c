@@ -240,8 +240,13 @@ bool keel__lua_to_value(lua_State *L, int idx, const keel_field_desc *fd, keel_w
         if (fd->type == KEEL_T_ENTITY) {
             keel_lua_entity *he = keel__lua_toentity(L, idx);
             if (!he) goto bad;
-            if (!he->lw->w || he->lw->w != w || !keel_alive(w, he->e) || he->lw->epoch != keel_world_epoch(w)) {
-                snprintf(err, errcap, "field '%s': the entity is not alive in this world", fd->key);
+            const char *why = keel__lua_entity_stale(he, w);
+            if (why) {
+                snprintf(err, errcap, "stale handle: field '%s': the entity %s", fd->key, why);
+                return false;
+            }
+            if (!keel_alive(w, he->e)) {
+                snprintf(err, errcap, "field '%s': the scene root is not an entity", fd->key);
                 return false;
             }
             out->as.u = keel_entity_uuid(w, he->e);
@@ -351,7 +356,7 @@ keel_node *keel__lua_body_to_node(lua_State *L, int idx, keel_kind_id k, keel_wo
         keel_value v;
         char err[256];
         if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
-            KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
+            KEEL_ERROR(d, keel__lua_value_code(err), key, "%s", err);
         } else {
             keel_node_put(map, key, value_to_node(&kd->fields[f], &v));
         }
@@ -520,7 +525,7 @@ bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_
             if (f < 0) {
                 ok = false;
             } else if (!keel__lua_to_value(L, -1, &kd->fields[f], w, &v, err, sizeof err)) {
-                KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, key, "%s", err);
+                KEEL_ERROR(d, keel__lua_value_code(err), key, "%s", err);
                 ok = false;
             } else if (keel_field_check(k, f, &v, d) != KEEL_OK) {
                 ok = false; /* out of range or not a choice: refused before anything is added */

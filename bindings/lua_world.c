@@ -452,16 +452,10 @@ static int world_close(lua_State *L) { return w_close(L); }
 static int w_transfer(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    keel_lua_entity *h = keel__lua_checkentity(L, 2);
-    if (h->lw != lw) return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the entity belongs to another world");
+    keel_lua_entity *h = keel__lua_check_entity_of(L, 2, lw->w, "the entity");
     keel_lua_world *to = keel__lua_checklw(L, 3);
     keel_entity parent = KEEL_NO_ENTITY;
-    if (!lua_isnoneornil(L, 4)) {
-        keel_lua_entity *p = keel__lua_checkentity(L, 4);
-        if (p->lw != to)
-            return keel__lua_raisef(L, KEEL_NOT_FOUND, "stale handle: the parent is not an entity of the destination world");
-        parent = p->e;
-    }
+    if (!lua_isnoneornil(L, 4)) parent = keel__lua_check_entity_of(L, 4, to->w, "the parent")->e;
     if (keel__lua_in_callback(lw->ctx, lw->w) || keel__lua_in_callback(to->ctx, to->w))
         return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:transfer refuses while a callback transaction is open");
     keel_entity out = KEEL_NO_ENTITY;

@@ -69,6 +69,9 @@ uint64_t keel__world_structure(const keel_world *w);
  * changes (both only grow): a binding that found which rows of a query count (enabled, under
  * active entities) knows the answer holds while this has not moved. */
 uint64_t keel__world_visibility(const keel_world *w);
+/* Whether handle e was taken in an earlier epoch of w (before a keel_world_stop): its generation
+ * carries a tag w no longer has. A binding words its "stale handle" answer with it. */
+bool keel__world_earlier_epoch(const keel_world *w, keel_entity e);
 
 /* ---- game/close.c ---- */
 

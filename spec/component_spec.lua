@@ -115,7 +115,8 @@ describe("component", function()
       assert.are.equal(3, e:add(k).slot)
       e:remove(k, 3)
       e:remove(k, 2)
-      assert.are.equal(1, e:add(k).slot)
+      -- max + 1 over every slot used in this session, not only the ones held now
+      assert.are.equal(4, e:add(k).slot)
     end)
 
     it("keeps slots above 0 (up to the highest) and their handles while other components come and go", function()
@@ -147,6 +148,76 @@ describe("component", function()
       -- a new component in the same slot: the old handle stays stale
       assert.are.equal("NotFound", code_of(function() return c5.n end))
       assert.are.equal(55, e:get(k, 5).n)
+    end)
+
+    -- seed 000: a new slot is max + 1 over the slots used in this session; a removed slot's
+    -- address is NotFound; only undo of the remove takes that slot again
+    describe("after the highest slot is removed", function()
+      local history = require "keel.history"
+      local channel = require "keel.channel"
+      local k, w, e, h
+      before_each(function()
+        k = key("high")
+        keel.kind{ key = k, multiplicity = "many", fields = { { "n", "int" } } }
+        w = keel.world("High")
+        e = w:spawn("E")
+        h = history.new(w)
+        for n = 0, 2 do e:add(k, { n = n }) end
+      end)
+
+      it("gives the next add the number after it", function()
+        h:remove(e, k, 2)
+        assert.are.equal(3, e:add(k).slot)
+        e:remove(k, 3)
+        e:remove(k, 1)
+        e:remove(k, 0)
+        assert.are.equal(4, e:add(k).slot) -- the mark outlives every component of the kind
+      end)
+
+      it("gives the old number back on undo of the remove, and only then", function()
+        h:remove(e, k, 2)
+        assert.is_true(h:undo())
+        assert.are.equal(2, e:get(k, 2).n)
+        assert.are.equal(3, e:add(k).slot)
+      end)
+
+      it("lets undo of the remove re-take its slot after a later add", function()
+        h:remove(e, k, 2)
+        local later = h:add(e, k, { n = 30 })
+        assert.are.equal(3, later.slot)
+        assert.is_true(h:undo()) -- the add
+        assert.is_true(h:undo()) -- the remove: slot 2 is free, so it comes back there
+        assert.are.equal(2, e:get(k, 2).n)
+        assert.is_nil(e:get(k, 3))
+        assert.is_true(h:redo()) -- the remove again
+        assert.is_nil(e:get(k, 2))
+        assert.is_true(h:redo()) -- the add, in its own slot
+        assert.are.equal(30, e:get(k, 3).n)
+        assert.are.equal(4, e:add(k).slot)
+      end)
+
+      it("answers NotFound for the removed slot's address over the channel", function()
+        local ch = channel.new(w)
+        local addr = { object = e.uuid, kind = k, slot = 2 }
+        assert.are.equal(2, ch:call("component.get", addr).body.n)
+        ch:call("component.remove", addr)
+        assert.are.equal(3, ch:call("component.add", { object = e.uuid, kind = k }).slot)
+        assert.are.equal("NotFound", code_of(function() ch:call("component.get", addr) end))
+        assert.are.equal("NotFound", code_of(function() ch:call("component.set", {
+          object = e.uuid, kind = k, slot = 2, fields = { n = 1 } }) end))
+      end)
+
+      it("keeps no mark for a destroyed entity, nor in a saved scene", function()
+        e:remove(k, 2)
+        local dir = H.tmpdir()
+        assert(w:save(dir .. "/high.yaml"))
+        local loaded = assert(keel.load(dir .. "/high.yaml"))
+        H.rmrf(dir)
+        assert.are.equal(2, loaded:find("E"):add(k).slot) -- session-only: the file holds slots 0 and 1
+        e:destroy()
+        local e2 = w:spawn("E2")
+        assert.are.equal(0, e2:add(k).slot)
+      end)
     end)
 
     it("starts a many kind at slot 0 and refuses more than max", function()
@@ -416,7 +487,7 @@ describe("component", function()
       fails("InvalidArgument", function() c.a = "not-a-uuid" end)
       fails("InvalidArgument", function() c.ref = 12 end)
       local w2 = keel.world("V2")
-      fails("InvalidArgument", function() c.ref = w2:spawn("x") end)
+      fails("NotFound", function() c.ref = w2:spawn("x") end) -- another world's handle is stale (worlds.md)
     end)
     it("reach awake through the body of e:add() (the document path)", function()
       local seen

@@ -383,7 +383,7 @@ describe("entity", function()
       local w2 = keel.world("B")
       local e2 = w2:spawn("x")
       w2:close()
-      assert.are.equal("the entity was destroyed (stale handle)", fails("NotFound", function() e2:add("se:tag") end).message)
+      assert.are.equal("the entity belongs to a closed world (stale handle)", fails("NotFound", function() e2:add("se:tag") end).message)
       assert.are.equal(5, w:spawn("f"):add("se:tag", { n = 5 }, nil, "ignored").n)
     end)
 

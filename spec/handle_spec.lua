@@ -41,7 +41,8 @@ describe("component handles", function()
     local top = e:add("hs:many", { v = 2 })
     assert.are.equal(1, top.slot)
     e:remove("hs:many", 1)
-    local again = e:add("hs:many", { v = 3 })
+    assert.are.equal(2, e:add("hs:many").slot) -- a new add never takes it
+    local again = e:add("hs:many", { v = 3 }, 1) -- asked for by number, as undo does
     assert.are.equal(1, again.slot)
     assert.are.equal("NotFound", code_of(function() return top.v end))
     assert.are_not.equal(top, again)
@@ -622,4 +623,95 @@ describe("spawned entity handles and finalizers", function()
     assert.are.equal(#held, n)
     w:close()
   end)
+end)
+
+-- worlds.md "One answer for another world's handle": an entity handle of another world, of an
+-- earlier epoch, of a destroyed entity or of a closed world is NotFound ("stale handle") wherever
+-- it is passed.
+describe("a stale entity handle, wherever it is passed", function()
+  keel.kind{ key = "hs:ref", fields = { { "to", "entity" } } }
+  keel.kind{ key = "hs:holder", multiplicity = "many", fields = { { "to", "entity" } } }
+  local prefab = keel.prefab("scenes/prefabs/enemy.yaml")
+  local writers = 0 -- kinds declared by the write-back place, one per case
+
+  -- Each place takes (w, h): w is the world acted on, h the handle passed; `self` places take
+  -- h as the handle acted on (of its own world, so "another world's live handle" is no case).
+  local places = {
+    { "self: an entity method", self = true, function(_, h) h:add("hs:one") end },
+    { "self: e:get", self = true, function(_, h) return h:get("hs:one") end },
+    { "self: a message target (e:send)", self = true, function(_, h) h:send("ping") end },
+    { "the parent of e.parent =", function(w) return w:spawn("E") end, function(e, h) e.parent = h end },
+    { "the parent of e:duplicate", function(w) return w:spawn("E") end, function(e, h) e:duplicate(h) end },
+    { "the parent option of w:spawn", function(w, h) w:spawn { name = "S", parent = h } end },
+    { "the parent option of w:instantiate", function(w, h) w:instantiate(prefab, { parent = h }) end },
+    { "an entity field in e:add's body", function(w, h) w:spawn("E"):add("hs:ref", { to = h }) end },
+    { "an entity field in w:spawn's components", function(w, h)
+        w:spawn { name = "S", components = { { "hs:ref", to = h } } } end },
+    { "an entity field set through a handle", function(w) return w:spawn("E"):add("hs:ref") end,
+      function(c, h) c.to = h end },
+    { "an entity field in c:set{}", function(w) return w:spawn("E"):add("hs:ref") end,
+      function(c, h) c:set { to = h } end },
+    -- a hook's failure is recorded, not raised: w:errors() carries its message (no code)
+    { "an entity field written back from a hook's self", recorded = true, function(w, h)
+        writers = writers + 1
+        local k = "hs:writer_" .. writers
+        keel.kind{ key = k, fields = { { "to", "entity" } }, update = function(self) self.to = h end }
+        w:spawn("E"):add(k)
+        w:step(1 / 60)
+        local errs = w:errors()
+        error(#errs > 0 and { message = errs[#errs].message } or "no error recorded", 0)
+      end },
+    { "an entity field in w:instantiate's set", function(w, h)
+        w:instantiate(prefab, { set = { ["hs:ref"] = { to = h } } }) end },
+    { "the entity of w:transfer", function(w, h) w:transfer(h, keel.world("Dst")) end },
+    { "the parent of w:transfer", function(w, h)
+        local src = keel.world("Src")
+        src:transfer(src:spawn("M"), w, h)
+      end },
+    { "the entity of w:lift", function(w, h) w:lift(h) end },
+  }
+
+  -- the stale handles, for a world w
+  local cases = {
+    { "another world's live handle", why = "another world", function() return keel.world("Other"):spawn("X") end },
+    { "a destroyed entity's handle", why = "was destroyed", function(w)
+        local x = w:spawn("X")
+        x:destroy()
+        return x
+      end },
+    { "an earlier epoch's handle", why = "earlier epoch", function(w)
+        local x = w:spawn("X")
+        w:play()
+        w:stop()
+        return x
+      end },
+    { "a closed world's handle", why = "a closed world", function()
+        local o = keel.world("Closed")
+        local x = o:spawn("X")
+        o:close()
+        return x
+      end },
+  }
+
+  for _, place in ipairs(places) do
+    local name, prep, act = place[1], place[2], place[3]
+    if not act then act, prep = prep, nil end
+    for _, case in ipairs(cases) do
+      local self_of_other = place.self and case[1] == "another world's live handle"
+      if not self_of_other then
+        it(name .. ": " .. case[1] .. " is NotFound (stale handle)", function()
+          local w = keel.world("W")
+          local h = case[2](w)
+          local target = prep and prep(w, h) or w
+          local ok, err = pcall(act, target, h)
+          assert.is_false(ok, "no error")
+          if not place.recorded then
+            assert.are.equal("NotFound", type(err) == "table" and err.code or tostring(err))
+          end
+          assert.truthy(tostring(err.message):find("stale handle", 1, true), err.message)
+          assert.truthy(err.message:find(case.why, 1, true), err.message) -- and says which
+        end)
+      end
+    end
+  end
 end)

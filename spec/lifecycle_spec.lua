@@ -454,7 +454,7 @@ describe("lifecycle", function()
       w:step(1 / 60)
       local errs = w:errors()
       assert.are.equal(1, #errs)
-      assert.truthy(errs[1].message:find("field 'target': the entity is not alive in this world", 1, true))
+      assert.truthy(errs[1].message:find("stale handle: field 'target': the entity was destroyed", 1, true))
       assert.is_true(other:alive()) -- rolled back with the hook
       assert.are.equal(t, c.target)
     end)

@@ -261,8 +261,8 @@ describe("world", function()
       -- the awake destroys the entity a later body points to: that add refuses, nothing is left
       spec = { name = "E", components = { { ka }, { kt, target = victim }, { kl, label = "first" } } }
       local r = w.revision
-      local err = fails("InvalidArgument", function() w:spawn(spec) end)
-      assert.are.equal("field 'target': the entity is not alive in this world", err.message)
+      local err = fails("NotFound", function() w:spawn(spec) end)
+      assert.are.equal("stale handle: field 'target': the entity was destroyed", err.message)
       assert.are.equal(0, w:count())
       assert.is_true(w.revision > r)
       -- a body changed by an earlier add's awake is read as it is at its own add

@@ -618,10 +618,12 @@ static void slots_serials_are_never_reused(void **state)
     assert_true(keel_member_at(f->w, e, 2, &m));
     assert_int_equal(m.slot, 1);
     assert_true(m.serial == sb);
-    /* the highest slot of a many kind comes back in the same slot: a new serial */
+    /* a component put back in the same slot (as undo of its remove does): a new serial */
     assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
     assert_true(keel_comp_serial(f->w, b) == 0);
-    keel_comp b2 = add(f, e, "core:audio_source");
+    keel_status ast;
+    keel_comp b2 = add_slot(f, e, "core:audio_source", 1, &ast);
+    assert_int_equal(ast, KEEL_OK);
     assert_int_equal(b2.slot, 1);
     uint64_t sb2 = keel_comp_serial(f->w, b2);
     assert_true(sb2 != 0 && sb2 != sb && sb2 != sa && sb2 != st);
@@ -662,6 +664,163 @@ static void slots_auto_slot_never_wraps(void **state)
     assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, UINT32_MAX - 1, NULL, &f->d), KEEL_OK);
     st = keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, NULL, &f->d);
     assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "no slot left for mod:winch");
+}
+
+/* The slot rule (seed 000): a new slot is past every slot the entity held of that kind in this
+ * session, so an address held by a tool (UUID, kind, slot) of a removed component is NotFound
+ * and stays so; only putting a removed component back (undo) takes its slot again. */
+static void slots_removed_highest_slot_is_not_handed_out_again(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    keel_comp top = add(f, e, "core:audio_source");
+    assert_int_equal(top.slot, 2);
+    keel_cmd undo = { 0 };
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 2, &undo, &f->d), KEEL_OK);
+    /* the next add takes 3, not the freed 2 */
+    keel_comp next = add(f, e, "core:audio_source");
+    assert_int_equal(next.slot, 3);
+    /* the channel's address of the removed one (UUID, kind, slot) finds nothing */
+    keel_entity by_uuid = keel_find(f->w, keel_entity_uuid(f->w, e));
+    keel_comp c;
+    assert_false(keel_get_comp(f->w, by_uuid, K("core:audio_source"), 2, &c));
+    keel_value v;
+    keel_status st = keel_get(f->w, (keel_comp){ by_uuid, K("core:audio_source"), 2 }, 0, &v, &f->d);
+    assert_diag(st, &f->d, KEEL_NOT_FOUND, "slot 2 of core:audio_source not found");
+    /* undo of the remove re-takes its own slot, free although below the mark */
+    keel_cmd redo = { 0 };
+    assert_int_equal(keel_cmd_apply(f->w, &undo, &redo, &f->d), KEEL_OK);
+    assert_true(keel_get_comp(f->w, e, K("core:audio_source"), 2, &c));
+    assert_true(keel_get_comp(f->w, e, K("core:audio_source"), 3, &c));
+    assert_int_equal(keel_member_count(f->w, e), 5);
+    keel_cmd_free(&undo);
+    keel_cmd_free(&redo);
+    assert_int_equal(add(f, e, "core:audio_source").slot, 4);
+}
+
+static void slots_undo_of_a_remove_gives_the_old_number_back(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    keel_cmd undo = { 0 }, redo = { 0 };
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, &undo, &f->d), KEEL_OK);
+    assert_int_equal(keel_cmd_apply(f->w, &undo, &redo, &f->d), KEEL_OK);
+    keel_comp c;
+    assert_true(keel_get_comp(f->w, e, K("core:audio_source"), 1, &c));
+    keel_cmd_free(&undo);
+    keel_cmd_free(&redo);
+    assert_int_equal(add(f, e, "core:audio_source").slot, 2);
+}
+
+/* Removing every component of the kind keeps the mark: the next one is not slot 0 again. An
+ * explicit free slot at or below the mark is still allowed, an occupied one refused. */
+static void slots_mark_outlives_the_last_component(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    /* a removal below the highest slot marks nothing the highest does not already cover */
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 0, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 2, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_member_count(f->w, e), 1);
+    assert_int_equal(add(f, e, "core:audio_source").slot, 3);
+    keel_status st;
+    assert_int_equal(add_slot(f, e, "core:audio_source", 1, &st).slot, 1);
+    assert_int_equal(st, KEEL_OK);
+    add_slot(f, e, "core:audio_source", 3, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "slot 3 of core:audio_source is occupied");
+    assert_int_equal(add(f, e, "core:audio_source").slot, 4);
+    /* marks are per kind: another many kind on the same entity starts at 0 */
+    keel_kind_desc kd = { 0 };
+    kd.key = "test:other_many";
+    kd.version = 1;
+    kd.multiplicity = KEEL_MANY;
+    assert_int_equal(keel_kind_declare(&kd, NULL, &f->d), KEEL_OK);
+    assert_int_equal(add(f, e, "test:other_many").slot, 0);
+    /* and per entity */
+    keel_entity b = spawn(f, "B", 0);
+    add(f, b, "core:transform");
+    assert_int_equal(add(f, b, "core:audio_source").slot, 0);
+}
+
+/* The mark at the last slot number: no automatic slot is left; explicit free ones still are. */
+static void slots_mark_at_the_slot_limit(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    keel_status st;
+    add_slot(f, e, "core:audio_source", UINT32_MAX - 1, &st);
+    assert_int_equal(st, KEEL_OK);
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", UINT32_MAX - 1, NULL, &f->d), KEEL_OK);
+    add_slot(f, e, "core:audio_source", KEEL_SLOT_AUTO, &st);
+    assert_diag(st, &f->d, KEEL_INVALID_OPERATION, "no slot left for core:audio_source");
+    assert_int_equal(add_slot(f, e, "core:audio_source", 0, &st).slot, 0);
+    assert_int_equal(st, KEEL_OK);
+}
+
+/* A destroyed entity's marks go with it: an entity that gets its index starts from slot 0. */
+static void slots_marks_go_with_a_destroyed_entity(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_destroy(f->w, e, NULL, &f->d), KEEL_OK);
+    keel_entity b = spawn(f, "B", 0);
+    assert_int_equal((uint32_t)b, (uint32_t)e); /* the same index, a new generation */
+    add(f, b, "core:transform");
+    assert_int_equal(add(f, b, "core:audio_source").slot, 0);
+    assert_int_equal(add(f, b, "core:audio_source").slot, 1);
+}
+
+/* Unknown components (an undeclared key) follow the same rule. */
+static void slots_unknown_key_has_a_mark_too(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_remove(f->w, e, "mod:winch", 1, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_add_unknown(f->w, e, "mod:winch", 1, KEEL_SLOT_AUTO, NULL, &f->d), KEEL_OK);
+    keel_member m;
+    assert_true(keel_member_at(f->w, e, 1, &m));
+    assert_int_equal(m.slot, 2);
+}
+
+/* Play mode's stop brings the marks back as they were at play; keel_transfer carries them. */
+static void slots_marks_across_play_and_transfer(void **state)
+{
+    fx *f = *state;
+    keel_entity e = spawn(f, "A", 0);
+    keel_uuid id = keel_entity_uuid(f->w, e);
+    add(f, e, "core:transform");
+    add(f, e, "core:audio_source");
+    add(f, e, "core:audio_source");
+    assert_int_equal(keel_remove(f->w, e, "core:audio_source", 1, NULL, &f->d), KEEL_OK);
+    assert_int_equal(keel_world_play(f->w, &f->d), KEEL_OK);
+    assert_int_equal(add(f, e, "core:audio_source").slot, 2);
+    assert_int_equal(keel_world_stop(f->w, &f->d), KEEL_OK);
+    e = keel_find(f->w, id);
+    keel_world *dst = keel_world_new("Other");
+    keel_entity moved = KEEL_NO_ENTITY;
+    assert_int_equal(keel_transfer(f->w, e, dst, KEEL_NO_ENTITY, &moved, &f->d), KEEL_OK);
+    keel_comp c = { 0, 0, 0 };
+    assert_int_equal(keel_add(dst, moved, K("core:audio_source"), NULL, &c, NULL, &f->d), KEEL_OK);
+    assert_int_equal(c.slot, 2);
+    keel_world_free(dst);
 }
 
 /* keel_add_unknown holds only what a file could: a well-formed key, a MAP body, a version >= 1,
@@ -730,6 +889,13 @@ int main(void)
         T(slots_serials_are_never_reused),
         T(slots_auto_slot_never_wraps),
         T(slots_unknown_add_checks_its_arguments),
+        T(slots_removed_highest_slot_is_not_handed_out_again),
+        T(slots_undo_of_a_remove_gives_the_old_number_back),
+        T(slots_mark_outlives_the_last_component),
+        T(slots_mark_at_the_slot_limit),
+        T(slots_marks_go_with_a_destroyed_entity),
+        T(slots_unknown_key_has_a_mark_too),
+        T(slots_marks_across_play_and_transfer),
     };
     return KEEL_TEST_RUN(tests, group_setup, group_teardown);
 }

@@ -53,6 +53,7 @@ static void move_entities(keel_world *src, const uint32_t *orig, size_t n, keel_
         keel__ent_set_enabled(dst, moved[k], src->ents[orig[k]].enabled);
         for (uint32_t m = 0; m < src->ents[orig[k]].member_count; m++)
             keel__entry_move(dst, moved[k], src, &keel__members(src, &src->ents[orig[k]])[m]);
+        keel__marks_move(dst, moved[k], src, orig[k]);
     }
     free(to);
 }

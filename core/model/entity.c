@@ -458,6 +458,7 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, cons
 
 static void free_push(keel_world *w, uint32_t i)
 {
+    keel__marks_drop(w, i); /* kept while held: a rollback gives the entity back whole */
     KEEL__VEC_RESERVE(w->free_idx, w->free_count, w->free_cap, 1, 64);
     w->free_idx[w->free_count++] = i;
 }
@@ -503,6 +504,8 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
         } else {
             free_push(w, i);
         }
+    } else {
+        keel__marks_drop(w, i);
     }
     w->live--;
     keel__touch(w);

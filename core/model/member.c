@@ -143,6 +143,8 @@ void keel__entries_release(keel_world *w, keel__ent *en)
     en->member_count = 0;
 }
 
+static void marks_free(keel_world *w);
+
 void keel__entry_pools_free(keel_world *w)
 {
     for (uint32_t k = 0; k < w->entry_chunk_count; k++) free((void *)w->entry_chunk[k]);
@@ -154,6 +156,7 @@ void keel__entry_pools_free(keel_world *w)
     memset(w->entry_next, 0, sizeof w->entry_next);
     memset(w->entry_end, 0, sizeof w->entry_end);
     keel__map_free(&w->slots); /* and so do their slots */
+    marks_free(w);
     free(w->fresh); /* the fresh flags go with the entries */
     w->fresh = NULL;
     w->fresh_count = w->fresh_cap = 0;
@@ -188,6 +191,110 @@ void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot)
     else if (slot) keel__map_put(&w->slots, keel__entry_lserial(m), slot);
     else if (m->slotted) keel__map_remove(&w->slots, keel__entry_lserial(m));
     m->slotted = slot != 0;
+}
+
+/* ---- slot high-water marks (member.h keel__mark) */
+
+static keel__marks *marks_get(const keel_world *w, uint32_t i)
+{
+    uint32_t r;
+    if (!keel__map_count(&w->marks_of) || !keel__map_get(&w->marks_of, i, &r)) return NULL;
+    return &w->marks[r - 1];
+}
+
+static bool mark_is(const keel__mark *mk, keel_kind_id k, const char *key)
+{
+    return mk->kind ? mk->kind == k : strcmp(mk->key, key) == 0;
+}
+
+uint64_t keel__mark_floor(const keel_world *w, uint32_t i, keel_kind_id k, const char *key)
+{
+    const keel__marks *r = marks_get(w, i);
+    for (uint32_t x = 0; r && x < r->count; x++)
+        if (mark_is(&r->v[x], k, key)) return (uint64_t)r->v[x].slot + 1;
+    return 0;
+}
+
+static void mark_raise(keel_world *w, uint32_t i, keel_kind_id k, const char *key, uint32_t slot)
+{
+    keel__marks *r = marks_get(w, i);
+    if (!r) {
+        KEEL__VEC_RESERVE(w->marks, w->marks_count, w->marks_cap, 1, 8);
+        r = &w->marks[w->marks_count++];
+        *r = (keel__marks){ i, 0, NULL };
+        keel__map_put(&w->marks_of, i, (uint32_t)w->marks_count);
+    }
+    for (uint32_t x = 0; x < r->count; x++) {
+        if (!mark_is(&r->v[x], k, key)) continue;
+        if (slot > r->v[x].slot) r->v[x].slot = slot;
+        return;
+    }
+    r->v = keel__xrealloc(r->v, (r->count + 1) * sizeof *r->v);
+    r->v[r->count++] = (keel__mark){ k, slot, k ? NULL : keel__strdup(key) };
+}
+
+/* Entry m (in slot s) of entity i is being removed: when no entry of its key holds a higher slot,
+ * s is marked used (a higher one's own removal would mark past it). One kinds are always in slot
+ * 0: nothing to mark. */
+static void mark_removed(keel_world *w, uint32_t i, const keel__entry *m, uint32_t s)
+{
+    const char *key = keel__entry_key(m);
+    keel_kind_id k = m->kind ? m->kind : keel_kind_find(key);
+    const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
+    if (kd && kd->multiplicity == KEEL_ONE) return;
+    const keel__ent *en = &w->ents[i];
+    const keel__entry *ms = keel__members(w, en);
+    for (uint32_t x = 0; x < en->member_count; x++)
+        if (&ms[x] != m && entry_is(&ms[x], k, key) && keel__entry_slot(w, &ms[x]) > s) return;
+    mark_raise(w, i, k, key, s);
+}
+
+static void marks_record_free(keel__marks *r)
+{
+    for (uint32_t x = 0; x < r->count; x++) free(r->v[x].key);
+    free(r->v);
+}
+
+void keel__marks_drop(keel_world *w, uint32_t i)
+{
+    keel__marks *r = marks_get(w, i);
+    if (!r) return;
+    marks_record_free(r);
+    keel__map_remove(&w->marks_of, i);
+    size_t at = (size_t)(r - w->marks);
+    if (at != --w->marks_count) { /* the last record fills the hole */
+        w->marks[at] = w->marks[w->marks_count];
+        keel__map_put(&w->marks_of, w->marks[at].index, (uint32_t)at + 1);
+    }
+}
+
+void keel__marks_move(keel_world *dst, uint32_t di, keel_world *src, uint32_t si)
+{
+    const keel__marks *r = marks_get(src, si);
+    for (uint32_t x = 0; r && x < r->count; x++) {
+        const keel__mark *mk = &r->v[x];
+        mark_raise(dst, di, mk->kind, mk->kind ? keel_kind_describe(mk->kind)->key : mk->key, mk->slot);
+    }
+}
+
+static void marks_free(keel_world *w)
+{
+    for (size_t r = 0; r < w->marks_count; r++) marks_record_free(&w->marks[r]);
+    free(w->marks);
+    w->marks = NULL;
+    w->marks_count = w->marks_cap = 0;
+    keel__map_free(&w->marks_of);
+}
+
+static void marks_copy(keel_world *dst, const keel_world *src)
+{
+    for (size_t r = 0; r < src->marks_count; r++) {
+        const keel__marks *sr = &src->marks[r];
+        for (uint32_t x = 0; x < sr->count; x++) {
+            const keel__mark *mk = &sr->v[x];
+            mark_raise(dst, sr->index, mk->kind, mk->kind ? keel_kind_describe(mk->kind)->key : mk->key, mk->slot);
+        }
+    }
 }
 
 /* ---- serials across a rollback: the entity comes back with its handle, its entries with their serials */
@@ -277,8 +384,9 @@ static keel_status pick_slot(const keel_world *w, const keel__ent *en, keel_kind
         return KEEL_OK;
     }
     if (*slot == KEEL_SLOT_AUTO) {
-        /* max+1 in 64 bits: past UINT32_MAX-1 it would wrap or become KEEL_SLOT_AUTO itself */
-        uint64_t next = 0;
+        /* max+1 in 64 bits: past UINT32_MAX-1 it would wrap or become KEEL_SLOT_AUTO itself; and
+         * past the entity's mark, so a removed slot is never handed out again */
+        uint64_t next = keel__mark_floor(w, (uint32_t)(en - w->ents), k, key);
         for (uint32_t i = 0; i < en->member_count; i++)
             if (entry_is(&ms[i], k, key) && (uint64_t)keel__entry_slot(w, &ms[i]) + 1 > next)
                 next = (uint64_t)keel__entry_slot(w, &ms[i]) + 1;
@@ -623,6 +731,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
     if (st == KEEL_OK) {
         uint32_t s = keel__entry_slot(w, m);
         if (inv) remove_inverse(w, i, m, inv);
+        if (!w->rolling_back) mark_removed(w, i, m, s); /* a rollback's remove undoes an add no one saw */
         if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
             bool now = w->txn_depth == 0; /* else deferred: no hook runs before the delete */
             keel__call_on_destroy(w, i, m->kind, s, m->row);
@@ -957,6 +1066,7 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
     }
     dst->last_serial = src->last_serial;
     keel__map_copy(&dst->slots, &src->slots); /* the same serials */
+    marks_copy(dst, src);
     dst->fresh_count = dst->fresh_cap = src->fresh_count;
     dst->fresh = src->fresh_count ? keel__xrealloc(NULL, src->fresh_count * sizeof *dst->fresh) : NULL;
     if (src->fresh_count) memcpy(dst->fresh, src->fresh, src->fresh_count * sizeof *dst->fresh);

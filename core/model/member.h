@@ -90,6 +90,21 @@ typedef struct keel__tomb {
     uint64_t serial;
 } keel__tomb;
 
+/* Slot high-water marks: per entity and kind, the highest slot removed in this session while no
+ * higher one was held, so a new slot is past every slot the entity ever used there and a held
+ * address (UUID, kind, slot) never names a newer component. Only entities that removed their
+ * highest slot of a kind have any (kept aside, by entity index: world.h marks_of); a mark goes
+ * when its entity's index is freed, and no file holds it. */
+typedef struct keel__mark {
+    keel_kind_id kind;      /* KEEL_NO_KIND: an undeclared key (then `key`, malloc'd) */
+    uint32_t slot;
+    char *key;
+} keel__mark;
+typedef struct keel__marks {
+    uint32_t index, count;  /* the entity's, and how many kinds it has marks for */
+    keel__mark *v;
+} keel__marks;
+
 const char *keel__entry_key(const keel__entry *m);
 /* The entry of live component c (NULL when c is not alive). */
 keel__entry *keel__comp_entry(const keel_world *w, keel_comp c);
@@ -116,6 +131,13 @@ void keel__tombs_clear(keel_world *w);
 keel__entry *keel__entry_by_key(const keel_world *w, struct keel__ent *en, const char *key, uint32_t slot);
 /* Puts entry m (its kind and serial final) in `slot`: the bit, and the slot kept aside when not 0. */
 void keel__entry_set_slot(keel_world *w, keel__entry *m, uint32_t slot);
+/* The slot a new component of `key` (its id k, KEEL_NO_KIND when undeclared) on entity i must be
+ * above: its mark + 1, or 0 when it has none. */
+uint64_t keel__mark_floor(const keel_world *w, uint32_t i, keel_kind_id k, const char *key);
+/* Entity i's index is freed (destroyed, moved out): its marks go. */
+void keel__marks_drop(keel_world *w, uint32_t i);
+/* Entity si of src moved to di of dst (keel_transfer): its marks go with it. */
+void keel__marks_move(keel_world *dst, uint32_t di, keel_world *src, uint32_t si);
 /* Would adding k to entity i break multiplicity, max, requires or rejects? InvalidOperation in d. */
 keel_status keel__check_add_rules(keel_world *w, uint32_t i, keel_kind_id k, keel_diags *d);
 /* Entry m of entity i was just added (or adopted): fresh when added during a step, so it first

@@ -113,6 +113,11 @@ void keel__world_discard(keel_world *c)
 
 uint64_t keel__epoch_next(void) { return ++g_epoch; }
 
+bool keel__world_earlier_epoch(const keel_world *w, keel_entity e)
+{
+    return e && ((uint32_t)(e >> 32) & ~KEEL__GEN_COUNT) != KEEL__GEN(w->tag, 0);
+}
+
 keel_uuid keel_world_uuid(const keel_world *w) { return w->uuid; }
 keel_status keel_world_set_uuid(keel_world *w, keel_uuid u, keel_diags *d)
 {

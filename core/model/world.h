@@ -98,6 +98,9 @@ struct keel_world {
     /* membership serials */
     uint64_t last_serial;
     keel__slotmap slots;              /* the loaded entries' non-zero slots, by serial (keel__entry_slot) */
+    keel__map marks_of;               /* entity index -> its slot high-water marks' record + 1 (member.h) */
+    keel__marks *marks;
+    size_t marks_count, marks_cap;
     keel__fresh *fresh;               /* the entries flagged fresh, all added in frame fresh_frame */
     size_t fresh_count, fresh_cap;
     uint64_t fresh_frame;

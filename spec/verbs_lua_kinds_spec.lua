@@ -81,6 +81,17 @@ describe("the keel program's verbs with a versioned, validating Lua kind", funct
     end
   end)
 
+  it("merge checks each side and its result through the same kinds", function()
+    spit(dir .. "/ours.yaml", (V1:gsub("name: a", "name: b")))
+    local code, _, err = run("merge v1.yaml ours.yaml bad.yaml -o out.yaml")
+    assert.are.equal(2, code, err)
+    assert.matches("bad%.yaml:9:%d+: error: InvalidArgument: game:v%.x: x too big", err)
+    assert.is_nil(io.open(dir .. "/out.yaml"))
+    code, _, err = run("merge v1.yaml ours.yaml v1.yaml -o out.yaml")
+    assert.are.equal(0, code, err)
+    assert.matches("name: b\n.-version: 2\n%s+slot: 0\n%s+body:\n%s+x: 3\n", slurp(dir .. "/out.yaml"))
+  end)
+
   it("fmt writes the migrated body, and refuses a value validate refuses", function()
     spit(dir .. "/f.yaml", V1)
     local code, _, err = run("fmt f.yaml")

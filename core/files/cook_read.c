@@ -30,6 +30,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "files/cook.h"
+#include "model/body.h"
 #include "model/field.h"
 #include "model/value.h"
 
@@ -393,6 +394,8 @@ static keel_status build_component(keel_world *w, keel_entity owner, const comp_
     if ((int)h->version == desc->version && fields_match(*r, ck, k, desc, h->nfields)) {
         s = keel_add(w, owner, k, &o, &c, NULL, d);
         if (s == KEEL_OK) put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
+        /* each string within its limit, the body maybe not: a save would write what a load refuses */
+        if (s == KEEL_OK) s = keel__record_body_check(k, keel_record(w, c), d);
     } else {
         keel_node *body = fields_node(r, ck, h->nfields);
         o.body = body;

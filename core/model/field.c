@@ -95,6 +95,29 @@ static keel_status body_fits(keel_kind_id k, const void *rec, size_t n, const in
     return st;
 }
 
+bool keel__field_body_room(keel_kind_id k, size_t strings)
+{
+    const keel__layout *L;
+    const keel_kind_desc *kd = keel__kind_parts(k, &L);
+    if (!kd || L->body_bounded) return true;
+    size_t most = L->body_most + strings; /* the given strings, and every default as if kept */
+    for (size_t i = 0; i < kd->field_count; i++)
+        if (kd->fields[i].type == KEEL_T_STRING && kd->fields[i].def.as.s) most += strlen(kd->fields[i].def.as.s);
+    return most <= keel_limits_default().body_size;
+}
+
+keel_status keel__field_body_fits(keel_kind_id k, size_t n, const int *fields, const keel_value *vals, keel_diags *d)
+{
+    if (keel__record_body_bounded(k)) return KEEL_OK;
+    void *scratch = keel__xrealloc(NULL, keel_kind_record_size(k));
+    keel__record_init(k, scratch);
+    for (size_t j = 0; j < n; j++) keel__record_put(k, scratch, fields[j], &vals[j]);
+    keel_status st = keel__record_body_check(k, scratch, d);
+    keel__record_fini(k, scratch);
+    free(scratch);
+    return st;
+}
+
 static void count_writes(keel_world *w, keel_kind_id k, const keel__entry *m, size_t n)
 {
     if (m) keel__row_count(&w->stores[k], m->row, n);

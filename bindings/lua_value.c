@@ -493,14 +493,39 @@ void keel__lua_push_body(lua_State *L, keel_world *w, keel_comp c, int world_idx
 
 #define BODY_FAST 16 /* bodies naming up to this many fields are converted once, on the C stack */
 
-/* Checks every key and value of a body table before anything is written; with `fields`, also
- * keeps the checked values of up to `cap` of them (*n of them; *n > cap: too many to keep). */
+/* The exact size check of body table idx, whose values were all checked (keel__lua_body_collect)
+ * and whose strings come near the load limit: its values put on kind k's defaults. */
+static bool body_fits_exact(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d)
+{
+    const keel_kind_desc *kd = keel_kind_describe(k);
+    size_t cap = kd->field_count ? kd->field_count : 1, n = 0;
+    /* a userdata, not malloc: nothing leaks if Lua raises meanwhile */
+    keel_value *vals = lua_newuserdatauv(L, cap * (sizeof *vals + sizeof(int)), 0);
+    int *fields = (int *)(vals + cap);
+    lua_pushnil(L);
+    while (lua_next(L, idx)) {
+        int f = lua_type(L, -2) != LUA_TSTRING ? -1 : ctx ? keel__lua_field_of(L, ctx, k, -2) : -1;
+        if (f < 0 && lua_type(L, -2) == LUA_TSTRING) f = keel_kind_field(k, lua_tostring(L, -2));
+        char err[8];
+        if (f >= 0 && n < cap && keel__lua_to_value(L, -1, &kd->fields[f], w, &vals[n], err, sizeof err) &&
+            keel_field_check(k, f, &vals[n], NULL) == KEEL_OK)
+            fields[n++] = f;
+        lua_pop(L, 1);
+    }
+    keel_status st = keel__field_body_fits(k, n, fields, vals, d);
+    lua_pop(L, 1);
+    return st == KEEL_OK;
+}
+
+/* Checks every key and value of a body table before anything is written, and that the body a
+ * save would write of it fits the load limit (LimitExceeded); with `fields`, also keeps the
+ * checked values of up to `cap` of them (*n of them; *n > cap: too many to keep). */
 bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_id k, keel_world *w, keel_diags *d,
                          int *fields, keel_value *vals, size_t cap, size_t *n)
 {
     const keel_kind_desc *kd = keel_kind_describe(k);
     bool ok = true;
-    size_t got = 0;
+    size_t got = 0, strings = 0; /* bytes of the string values given */
     lua_pushnil(L);
     while (lua_next(L, idx)) {
         if (lua_type(L, -2) == LUA_TSTRING) {
@@ -530,6 +555,7 @@ bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_
             } else if (keel_field_check(k, f, &v, d) != KEEL_OK) {
                 ok = false; /* out of range or not a choice: refused before anything is added */
             } else {
+                if (kd->fields[f].type == KEEL_T_STRING && v.as.s) strings += strlen(v.as.s);
                 /* strings stay borrowed from the body table, which the caller keeps on its stack */
                 if (got < cap) fields[got] = f, vals[got] = v;
                 got++;
@@ -537,6 +563,7 @@ bool keel__lua_body_collect(lua_State *L, keel_lua_ctx *ctx, int idx, keel_kind_
         }
         lua_pop(L, 1);
     }
+    if (ok && !keel__field_body_room(k, strings)) ok = body_fits_exact(L, ctx, idx, k, w, d);
     if (n) *n = got;
     return ok;
 }

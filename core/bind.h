@@ -47,6 +47,15 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
 void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, const keel_value *vals,
                        bool counted);
 
+/* A new component's body built from values (a binding's body table) is held to the load limit
+ * before it is added, as keel_set holds a write: a save must be able to write what was added.
+ * keel__field_body_room is the cheap answer: true when kind k's body fits whatever its fields
+ * hold, given string values of `strings` bytes in all (defaults counted as if all kept).
+ * Otherwise keel__field_body_fits asks exactly: k's defaults with these n checked values put
+ * (LimitExceeded when a save could not write it). */
+bool keel__field_body_room(keel_kind_id k, size_t strings);
+keel_status keel__field_body_fits(keel_kind_id k, size_t n, const int *fields, const keel_value *vals, keel_diags *d);
+
 /* One field of c written by a binding with nothing but the value's own check to ask: no validate
  * hook, not readonly, not a string, a body that cannot outgrow what a save writes, and no open
  * transaction wanting a journal. `record` and `row` are c's as keel__comp_info_get gave them,

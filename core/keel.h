@@ -1393,8 +1393,7 @@ typedef struct keel_load_progress {
     const char *file; /* keel_load_opts.file (keel_scene_load's path); NULL when none was given */
     size_t bytes;     /* of the text read so far */
     size_t total;     /* the text's size in bytes */
-    size_t entities;  /* records of `entities` built so far (when `root` comes first, as keel writes
-                       * scenes, each is built as soon as it is read; else all once the text is read) */
+    size_t entities;  /* records of `entities` built so far (each is built as soon as it is read) */
     bool done;        /* the last call of this load */
 } keel_load_progress;
 typedef void (*keel_load_progress_fn)(void *ctx, const keel_load_progress *p);

@@ -85,6 +85,67 @@ describe("keel.net", function()
     cl:close()
   end)
 
+  it("refuses every write of a synced field on a mirror, built-in kinds included, on every path", function()
+    local TR, FL, MANY, SK = "core:transform", key("floaty"), key("floaties"), key("systemed")
+    local armed = false
+    local function hook(self) if armed then self.speed = self.speed + 1 end end
+    keel.kind{ key = FL, sync = { interval = 1 }, late_update = hook,
+      fields = { { "speed", "float", sync = true, default = 1 }, { "glow", "float" } } }
+    keel.kind{ key = MANY, sync = { interval = 1 }, late_update = hook,
+      fields = { { "speed", "float", sync = true, default = 1 } } }
+    keel.kind{ key = SK, sync = { interval = 1 }, fields = { { "speed", "float", sync = true, default = 1 } } }
+    local w = keel.world()
+    local e = w:spawn{ name = "S", components = { { TR, position = { 1, 2, 3 } }, { FL }, { SK } } }
+    for i = 1, 6 do w:spawn{ name = "M" .. i, components = { { MANY } } } end -- a batch of hooks
+    local host = keel.net.host(w, { port = 0 })
+    local cl = keel.net.connect("127.0.0.1", host:port(), { name = "p" })
+    settle(host, cl, 200)
+    local m = cl.world:find(e.uuid)
+    local t = m:get(TR)
+    for _, f in ipairs({ "position", "rotation", "scale" }) do -- the plain fast path
+      H.fails("InvalidOperation", function() t[f] = t[f] end)
+    end
+    H.fails("InvalidOperation", t.set, t, { position = { 9, 9, 9 } })
+    H.fails("InvalidOperation", t.reset, t)
+    H.fails("InvalidOperation", function() m:get(FL).speed = 5 end) -- the float fast path
+    m:get(FL).glow = 2 -- not synced: the client's own
+    assert.are.same({ 1, 2, 3 }, t.position)
+    assert.are.same({ 0, 0, 0, 1 }, t.rotation)
+    assert.are.same({ 1, 1, 1 }, t.scale)
+    assert.are.equal(1, m:get(FL).speed)
+    -- a hook's own writes (self copied back, one at a time and in a batch) and a system's
+    local sys = key("sys")
+    keel.system{ name = sys, phase = "late_update", query = { SK }, each = function(_, f)
+      if armed then f.speed = 7 end
+    end }
+    armed = true
+    cl.world:step(1 / 60)
+    armed = false
+    keel.system{ name = sys, phase = "late_update", run = function() end }
+    assert.are.equal(1, m:get(FL).speed)
+    assert.is_true(m:get(FL).faulted)
+    assert.are.equal(1, m:get(SK).speed)
+    for mm in cl.world:entities() do
+      if mm:get(MANY) then
+        assert.are.equal(1, mm:get(MANY).speed)
+        assert.is_true(mm:get(MANY).faulted)
+      end
+    end
+    local sys_failed = false
+    for _, err in ipairs(cl.world:errors()) do
+      if err.system == sys then sys_failed = err.message:find("synced", 1, true) ~= nil end
+    end
+    assert.is_true(sys_failed)
+    -- the host's own writes still arrive
+    e:get(TR).position = { 4, 5, 6 }
+    e:get(FL).speed = 3
+    settle(host, cl)
+    assert.are.same({ 4, 5, 6 }, t.position)
+    assert.are.equal(3, m:get(FL).speed)
+    host:close()
+    cl:close()
+  end)
+
   it("runs client_update only on clients", function()
     local FX, calls, seen = key("fx"), 0, nil
     keel.kind{ key = FX, fields = { { "glow", "float" }, { "n", "int", sync = true } },

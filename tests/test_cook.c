@@ -13,6 +13,8 @@
 #include "keel_test.h"
 #include "keel.h"
 #include "base/bytes.h"
+#include "model/kind.h"
+#include "model/record.h"
 
 /* ---- test kinds: every field type, an editor-only kind, a runtime-only kind ---- */
 
@@ -632,6 +634,39 @@ static void cook_read_respects_limits(void **state)
     free(data);
 }
 
+/* Each string within its limit but the body past its own: a cooked file is input too, and a world
+ * built from it must save what a load reads back. The world is made by writing the record itself
+ * (as C may), since keel_set refuses the last string. */
+static void cook_read_refuses_a_body_over_the_limit(void **state)
+{
+    static const keel_field_desc texts[] = {
+        { .key = "a", .type = KEEL_T_STRING }, { .key = "b", .type = KEEL_T_STRING }, { .key = "c", .type = KEEL_T_STRING }
+    };
+    declare("test:texts", texts, 3, 0, 1);
+    keel_kind_id k = keel_kind_find("test:texts");
+    keel_world *w = keel_world_new("Big");
+    keel_entity e;
+    keel_comp c;
+    assert_int_equal(keel_spawn(w, "E", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, e, k, NULL, &c, NULL, NULL), KEEL_OK);
+    const keel__layout *L;
+    keel__kind_parts(k, &L);
+    char *big = malloc(60001);
+    memset(big, 'x', 60000);
+    big[60000] = 0;
+    for (int f = 0; f < 3; f++) {
+        keel_value v = { .type = KEEL_T_STRING, .as.s = big };
+        keel__record_put(k, keel_record(w, c), f, &v);
+    }
+    free(big);
+    size_t len;
+    void *data = cook(w, NULL, &len);
+    keel_world_free(w);
+    const char *msg = read_fails(data, len, KEEL_LIMIT_EXCEEDED);
+    assert_non_null(strstr(msg, "larger than the limit"));
+    free(data);
+}
+
 static void cook_read_migrates_older_kind_versions(void **state)
 {
     static const keel_field_desc v1[] = { { .key = "label", .type = KEEL_T_STRING } };
@@ -687,6 +722,7 @@ int main(void)
         cmocka_unit_test(cook_read_checks_values_and_rules),
         cmocka_unit_test(cook_read_keeps_undeclared_kinds_unknown),
         cmocka_unit_test(cook_read_respects_limits),
+        cmocka_unit_test(cook_read_refuses_a_body_over_the_limit),
         cmocka_unit_test(cook_read_migrates_older_kind_versions),
         cmocka_unit_test(cook_rejects_null_arguments),
     };

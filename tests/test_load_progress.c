@@ -176,7 +176,10 @@ static void load_progress_entities_before_root(void **state)
     keel_world *w = NULL;
     assert_int_equal(keel_scene_parse(text, len, &o, &w, NULL), KEEL_OK);
     check_calls(c, len);
-    for (size_t i = 0; i + 1 < c->n; i++) assert_int_equal(c->at[i].entities, 0);
+    /* built as they are read all the same (the root is loaded after them): a whole list's tree
+     * is never held */
+    assert_true(c->n > 2);
+    assert_true(c->at[c->n - 2].entities > 0);
     assert_int_equal(c->at[c->n - 1].entities, 500);
     keel_world_free(w);
     free(c);

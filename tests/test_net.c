@@ -667,6 +667,22 @@ static void net_mirror_refuses_synced_writes(void **state)
     assert_diag(keel_set(cw, sc, 0, &hv, NULL, &f->d), &f->d, KEEL_INVALID_OPERATION, "synced");
     keel_value ai = { .type = KEEL_T_STRING, .as.s = "local" };
     assert_int_equal(keel_set(cw, sc, 1, &ai, NULL, NULL), KEEL_OK); /* not synced: the client's own */
+    /* a built-in kind's synced fields too, through every C write */
+    keel_comp tc;
+    assert_true(keel_get_comp(cw, m, K("core:transform"), 0, &tc));
+    keel_value pos = { .type = KEEL_T_VEC3, .as.v = { 9, 9, 9 } };
+    keel_value rot = { .type = KEEL_T_QUAT, .as.v = { 0, 0, 0, 1 } };
+    assert_diag(keel_set(cw, tc, 0, &pos, NULL, &f->d), &f->d, KEEL_INVALID_OPERATION, "synced");
+    assert_diag(keel_set(cw, tc, 1, &rot, NULL, &f->d), &f->d, KEEL_INVALID_OPERATION, "synced");
+    assert_diag(keel_set(cw, tc, 2, &pos, NULL, &f->d), &f->d, KEEL_INVALID_OPERATION, "synced");
+    assert_diag(keel_reset(cw, tc, -1, &f->d), &f->d, KEEL_INVALID_OPERATION, "synced");
+    keel_cmd cmd = { .type = KEEL_CMD_SET, .entity = keel_entity_uuid(cw, m), .kind_key = strdup("core:transform"),
+                     .field = strdup("position"), .value = pos };
+    assert_diag(keel_cmd_apply(cw, &cmd, NULL, &f->d), &f->d, KEEL_INVALID_OPERATION, "synced");
+    keel_cmd_free(&cmd);
+    keel_value got;
+    assert_int_equal(keel_get(cw, tc, 0, &got, NULL), KEEL_OK);
+    assert_true(got.as.v[0] == 1 && got.as.v[1] == 0 && got.as.v[2] == 0); /* the host's, untouched */
     keel_net_client_free(c);
     keel_net_host_free(h);
 }

@@ -772,8 +772,8 @@ static void scene_load_parent_ring_is_a_cycle_at_any_length(void **state)
     }
 }
 
-/* Entities are built as they are read when the root comes first (as the writer puts it), else
- * from the whole list at the end: either way the same diagnostics in the same order, each
+/* Entities are built as they are read, after the root when it comes first (as the writer puts
+ * it), before it otherwise: either way the same diagnostics in the same order, each
  * stage's in document order (entities[1]'s name before entities[0]'s component). */
 static const char *const STREAM_HEAD = "keel: 1\n"
                                        "scene: {uuid: 33333333-3333-3333-3333-333333333333, name: s}\n";
@@ -853,28 +853,35 @@ static void scene_load_refusal_after_streamed_entities(void **state)
 }
 
 /* Past the entities limit the list is refused whole: one LimitExceeded, none of the
- * problems of the records read before the limit was known to be passed. */
+ * problems of the records read before the limit was known to be passed, and the same warnings
+ * (the root's unknown components only) whether the root comes before the list or after it. */
 static void scene_load_streamed_entities_over_the_limit(void **state)
 {
     (void)state;
     keel_load_opts o = keel_load_opts_default();
     o.limits.entities = 2;
-    char text[2048];
-    snprintf(text, sizeof text, "%s%s%s", STREAM_HEAD, STREAM_ROOT, STREAM_ENTITIES);
-    keel_world *w = NULL;
-    keel_diags d;
-    keel_diags_init(&d);
-    assert_int_equal(parse(text, &o, &w, &d), KEEL_LIMIT_EXCEEDED);
-    assert_null(w);
-    print_diags(&d);
-    size_t errors = 0;
-    for (size_t i = 0; i < d.count; i++)
-        if (d.items[i].severity == KEEL_SEV_ERROR) {
-            errors++;
-            assert_string_equal(d.items[i].path, "entities");
-        }
-    assert_int_equal(errors, 1);
-    keel_diags_free(&d);
+    keel_diags d[2];
+    for (int after = 0; after < 2; after++) {
+        char text[2048];
+        snprintf(text, sizeof text, "%s%s%s", STREAM_HEAD, after ? STREAM_ENTITIES : STREAM_ROOT,
+                 after ? STREAM_ROOT : STREAM_ENTITIES);
+        keel_world *w = NULL;
+        keel_diags_init(&d[after]);
+        assert_int_equal(parse(text, &o, &w, &d[after]), KEEL_LIMIT_EXCEEDED);
+        assert_null(w);
+        print_diags(&d[after]);
+        size_t errors = 0;
+        for (size_t i = 0; i < d[after].count; i++)
+            if (d[after].items[i].severity == KEEL_SEV_ERROR) {
+                errors++;
+                assert_string_equal(d[after].items[i].path, "entities");
+            }
+        assert_int_equal(errors, 1);
+    }
+    assert_int_equal(d[0].count, d[1].count);
+    for (size_t i = 0; i < d[0].count; i++) assert_string_equal(d[0].items[i].message, d[1].items[i].message);
+    keel_diags_free(&d[0]);
+    keel_diags_free(&d[1]);
 }
 
 int main(void)

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <zlib.h>
 #include "files/cook.h"
+#include "model/body.h"
 #include "model/field.h"
 #include "model/member.h"
 #include "model/value.h"
@@ -393,9 +394,10 @@ static keel_status build_component(keel_world *w, keel_entity owner, const comp_
     keel_status s;
     if ((int)h->version == desc->version && fields_match(*r, ck, k, desc, h->nfields)) {
         s = keel_add(w, owner, k, &o, &c, NULL, d);
-        if (s == KEEL_OK) {
-            put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
-            /* a cooked file is input too: its values pass the kind's validate as a YAML load's do */
+        if (s == KEEL_OK) put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
+        /* each string within its limit, the body maybe not: a save would write what a load refuses */
+        if (s == KEEL_OK) s = keel__record_body_check(k, keel_record(w, c), d);
+        if (s == KEEL_OK) { /* a cooked file is input too: its values pass validate as a YAML load's do */
             char body[80];
             snprintf(body, sizeof body, "%s.body", path);
             s = keel__validate_fields(w, c, body, d);

@@ -7,11 +7,11 @@
  * shows all that is wrong with it.
  *
  * The reader streams. A big scene is mostly its `entities` list, and keel__yaml_parse_stream
- * can hand that list's items over one at a time and free each: when the `root:` components
- * come before the list (the writer always puts them there), stream_begin loads the root at once
- * and every entity is validated and spawned as it is read (load_entity), so memory stays at
- * one entity's tree however long the file. Otherwise the list is read whole and loaded the
- * same way from build(). Either way what later passes need of an entity outlives its node in a
+ * can hand that list's items over one at a time and free each: every entity is validated and
+ * spawned as it is read (load_entity), so memory stays at one entity's tree however long the
+ * file. When the `root:` components come before the list (the writer always puts them there),
+ * stream_begin loads them first; otherwise build() loads them after. A tree given whole is
+ * loaded the same way from build(). Either way what later passes need of an entity outlives its node in a
  * small ent_rec (its handle, its parent's UUID, positions as line and column, offsets into the
  * loader's text and position arrays). The loader context (`ld`) holds those arrays, the world
  * being built, the unknown kinds counted, and the component references to check later.
@@ -1012,8 +1012,9 @@ static void drop_entities(loader *ld)
     for (size_t i = 0; i < ld->unk_n; i++) ld->unk[i].count = ld->unk[i].root_count;
 }
 
-/* keel__yaml_parse_stream's callbacks: the entities are built as they are read when the root
- * came before them (as the writer puts it); else the list is read whole and built at the end. */
+/* keel__yaml_parse_stream's callbacks: the entities are built as they are read, after the root
+ * when it came before them (as the writer puts it); a root after them (or none) is loaded at the
+ * end (build). Reading the list whole instead would hold a tree several times the text's size. */
 static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pairs, size_t pair_count)
 {
     (void)list;
@@ -1022,11 +1023,11 @@ static bool stream_begin(void *ctx, const keel_node *list, const keel_node *pair
         const keel_node *k = &pairs[2 * i];
         if (k->kind == KEEL_NODE_SCALAR && k->text && strcmp(k->text, "root") == 0) {
             load_root(ld, &pairs[2 * i + 1]);
-            ld->streamed = true;
-            return true;
+            break;
         }
     }
-    return false;
+    ld->streamed = true;
+    return true;
 }
 
 /* o->progress, when there is one and a text is read. */
@@ -1123,11 +1124,17 @@ static void build(loader *ld, const keel_node *doc)
             if (g && !is_null(g)) load_grid(ld, g);
         }
     }
-    if (!ld->root_done) load_root(ld, keel_node_get(doc, "root"));
+    const keel_node *list = keel_node_get(doc, "entities");
+    bool refused = !list || is_null(list) || list->kind != KEEL_NODE_SEQ || list->count > ld->o->limits.entities;
+    if (!ld->root_done) {
+        /* the entities were streamed before the root: a refused list's leftovers go first, so
+         * that what the root leaves is all drop_entities keeps below */
+        if (ld->streamed && refused) drop_entities(ld);
+        load_root(ld, keel_node_get(doc, "root"));
+    }
 
     ld->diags = &ld->lists[B_LIST];
-    const keel_node *list = keel_node_get(doc, "entities");
-    if (!list || is_null(list) || list->kind != KEEL_NODE_SEQ || list->count > ld->o->limits.entities) {
+    if (refused) {
         if (list && !is_null(list) && list->kind != KEEL_NODE_SEQ)
             error(ld, KEEL_PARSE_ERROR, "entities", list, "entities must be a list");
         else if (list && !is_null(list))

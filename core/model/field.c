@@ -33,6 +33,12 @@ static void value_drop(keel_value *v)
     if (v->type == KEEL_T_STRING) free((char *)v->as.s);
 }
 
+/* Whether a write of field f to w is a client's write to what its authority owns (InvalidOperation). */
+static bool mirrored(const keel_world *w, const keel_field_desc *f)
+{
+    return w->mirror && !w->mirror_applying && (f->flags & KEEL_FIELD_SYNC);
+}
+
 /* May field `field` of c (entry m) be written now? NotFound for a field out of range, Unsupported
  * for a readonly one unless `internal` or the component's own hook is running. */
 static keel_status writable(const keel_world *w, keel_comp c, const keel__entry *m, const keel_kind_desc *kd,
@@ -43,7 +49,7 @@ static keel_status writable(const keel_world *w, keel_comp c, const keel__entry 
     /* readonly means "not from outside": the component's own hooks may write it */
     bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
                w->hook_comp.slot == keel__entry_slot(w, m);
-    if (w->mirror && !w->mirror_applying && (kd->fields[field].flags & KEEL_FIELD_SYNC))
+    if (mirrored(w, &kd->fields[field]))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, kd->fields[field].key,
                           "field %s of %s is synced: a client world only mirrors it", kd->fields[field].key, kd->key);
     if (!internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
@@ -82,6 +88,29 @@ static keel_status body_fits(keel_kind_id k, const void *rec, size_t n, const in
     if (keel__record_body_bounded(k)) return KEEL_OK;
     void *scratch = keel__xrealloc(NULL, keel_kind_record_size(k));
     keel__record_copy(k, scratch, rec);
+    for (size_t j = 0; j < n; j++) keel__record_put(k, scratch, fields[j], &vals[j]);
+    keel_status st = keel__record_body_check(k, scratch, d);
+    keel__record_fini(k, scratch);
+    free(scratch);
+    return st;
+}
+
+bool keel__field_body_room(keel_kind_id k, size_t strings)
+{
+    const keel__layout *L;
+    const keel_kind_desc *kd = keel__kind_parts(k, &L);
+    if (!kd || L->body_bounded) return true;
+    size_t most = L->body_most + strings; /* the given strings, and every default as if kept */
+    for (size_t i = 0; i < kd->field_count; i++)
+        if (kd->fields[i].type == KEEL_T_STRING && kd->fields[i].def.as.s) most += strlen(kd->fields[i].def.as.s);
+    return most <= keel_limits_default().body_size;
+}
+
+keel_status keel__field_body_fits(keel_kind_id k, size_t n, const int *fields, const keel_value *vals, keel_diags *d)
+{
+    if (keel__record_body_bounded(k)) return KEEL_OK;
+    void *scratch = keel__xrealloc(NULL, keel_kind_record_size(k));
+    keel__record_init(k, scratch);
     for (size_t j = 0; j < n; j++) keel__record_put(k, scratch, fields[j], &vals[j]);
     keel_status st = keel__record_body_check(k, scratch, d);
     keel__record_fini(k, scratch);
@@ -202,6 +231,9 @@ static keel_status copy_checked(keel_world *w, keel_comp c, const keel_kind_desc
         if (fields[j] < 0 || (size_t)fields[j] >= kd->field_count)
             return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, fields[j]);
         const keel_field_desc *f = &kd->fields[fields[j]];
+        if (mirrored(w, f))
+            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, f->key, "field %s of %s is synced: a client world only mirrors it",
+                              f->key, kd->key);
         if (!internal && (f->flags & KEEL_FIELD_READONLY))
             return KEEL_ERROR(d, KEEL_UNSUPPORTED, f->key, "field %s of %s is readonly", f->key, kd->key);
         /* a plain float needs only to be finite: the common case, checked here */
@@ -254,7 +286,8 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
                              const double *vals)
 {
     const keel__layout *L = keel__kind_layout(c.kind);
-    if (!L || !L->body_bounded || (w->txn_depth > 1 && keel__txn_wants(w))) return false;
+    /* a mirror's synced fields are refused by the general path */
+    if (!L || !L->body_bounded || w->mirror || (w->txn_depth > 1 && keel__txn_wants(w))) return false;
     unsigned char *rec = record;
     for (size_t j = 0; j < n; j++) memcpy(rec + L->offsets[fields[j]], &vals[j], sizeof vals[j]);
     keel__row_count(&w->stores[c.kind], row, n);
@@ -263,7 +296,8 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
 }
 
 /* Field `field` of c's kind when a plain write may skip the general path (no validate hook, a
- * bounded body, no journal wanted, not readonly), with its offset in *off; else NULL. */
+ * bounded body, no journal wanted, not readonly, not a mirror's synced field), with its offset
+ * in *off; else NULL. */
 static const keel_field_desc *plain_field(const keel_world *w, keel_comp c, int field, size_t *off)
 {
     const keel__layout *L;
@@ -272,7 +306,7 @@ static const keel_field_desc *plain_field(const keel_world *w, keel_comp c, int 
         keel__txn_wants(w))
         return NULL;
     const keel_field_desc *f = &kd->fields[field];
-    if (f->flags & KEEL_FIELD_READONLY) return NULL;
+    if ((f->flags & KEEL_FIELD_READONLY) || mirrored(w, f)) return NULL;
     *off = L->offsets[field];
     return f;
 }

@@ -397,11 +397,8 @@ static keel_status build_component(keel_world *w, keel_entity owner, const comp_
         if (s == KEEL_OK) put_fields(w, c, r, ck, desc, h->nfields, strict, path, d);
         /* each string within its limit, the body maybe not: a save would write what a load refuses */
         if (s == KEEL_OK) s = keel__record_body_check(k, keel_record(w, c), d);
-        if (s == KEEL_OK) { /* a cooked file is input too: its values pass validate as a YAML load's do */
-            char body[80];
-            snprintf(body, sizeof body, "%s.body", path);
-            s = keel__validate_fields(w, c, body, d);
-        }
+        /* a cooked file is input too: its values pass validate as a YAML load's do */
+        if (s == KEEL_OK && desc->validate) s = keel__validate_fields(w, c, path, d);
     } else {
         keel_node *body = fields_node(r, ck, h->nfields);
         o.body = body;

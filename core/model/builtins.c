@@ -1,6 +1,8 @@
 /* builtins.c — the built-in kinds (DESIGN.md "Built-in kinds"), declared in C like any other kind. */
 #include "base/util.h"
 #include "model/builtins.h"
+
+#include <string.h>
 #include "model/record.h"
 
 #include <stddef.h>
@@ -21,6 +23,16 @@
 #define MIN(m) .has_min = true, .min = (m)
 #define MIN_EX(m) .has_min = true, .min = (m), .min_exclusive = true
 #define MAX(m) .has_max = true, .max = (m)
+
+/* Whether the field being validated is one of the pair a rule ties together: a write of any
+ * other field cannot break it (the pair held before), so it is not looked at. */
+static bool concerns(const keel_call *call, int field, const char *a, const char *b)
+{
+    const keel_kind_desc *kd = keel_kind_describe(call->comp.kind);
+    if (!kd || field < 0 || (size_t)field >= kd->field_count) return true;
+    const char *k = kd->fields[field].key;
+    return strcmp(k, a) == 0 || strcmp(k, b) == 0;
+}
 
 /* Reads a float field of the record being validated, by name. */
 static double num(const keel_call *call, const char *field)
@@ -72,7 +84,7 @@ static const keel_field_desc spot_light_fields[] = {
 
 static keel_status spot_light_validate(const keel_call *call, int field)
 {
-    if (num(call, "inner_angle") > num(call, "outer_angle"))
+    if (concerns(call, field, "inner_angle", "outer_angle") && num(call, "inner_angle") > num(call, "outer_angle"))
         return KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, "inner_angle",
                           "inner_angle must not exceed outer_angle");
     return KEEL_OK;
@@ -100,7 +112,7 @@ static const keel_field_desc camera_fields[] = {
 
 static keel_status camera_validate(const keel_call *call, int field)
 {
-    if (!(num(call, "far") > num(call, "near")))
+    if (concerns(call, field, "near", "far") && !(num(call, "far") > num(call, "near")))
         return KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, "far", "far must be greater than near");
     return KEEL_OK;
 }
@@ -121,7 +133,7 @@ static const keel_field_desc audio_source_fields[] = {
 
 static keel_status audio_source_validate(const keel_call *call, int field)
 {
-    if (num(call, "max_distance") < num(call, "min_distance"))
+    if (concerns(call, field, "min_distance", "max_distance") && num(call, "max_distance") < num(call, "min_distance"))
         return KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, "max_distance",
                           "max_distance must not be less than min_distance");
     return KEEL_OK;

@@ -454,7 +454,8 @@ static void entry_delete(keel_world *w, uint32_t i, keel__entry *m);
 /* The kind's validate on field f of the component at (e, k, slot), which must be there; a
  * rejection is reported at prefix.field and the given source position. */
 static keel_status validate_field(keel_world *w, keel__entry *m, keel_comp c, const keel_kind_desc *kd, size_t f,
-                                  const char *prefix, const char *file, int line, int col, keel_diags *d)
+                                  const char *prefix, const char *mid, const char *file, int line, int col,
+                                  keel_diags *d)
 {
     keel_diags tmp;
     keel_diags_init(&tmp);
@@ -462,11 +463,16 @@ static keel_status validate_field(keel_world *w, keel__entry *m, keel_comp c, co
     keel__callback_enter();
     keel_status st = kd->validate(&call, (int)f);
     keel__callback_leave();
-    char *p = prefix && *prefix ? keel__strfmt("%s.%s", prefix, kd->fields[f].key) : keel__strdup(kd->fields[f].key);
     if (st && !tmp.errors) KEEL_ERROR(&tmp, st, "", "%s rejected the value of %s", kd->key, kd->fields[f].key);
-    for (size_t j = 0; j < tmp.count; j++)
-        keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, file, line, col, "%s", tmp.items[j].message);
-    free(p);
+    if (tmp.count) { /* the path is made only when there is something to say: a load asks every field */
+        const char *key = kd->fields[f].key;
+        char *p = !prefix || !*prefix ? keel__strdup(key)
+                  : mid       ? keel__strfmt("%s.%s.%s", prefix, mid, key)
+                              : keel__strfmt("%s.%s", prefix, key);
+        for (size_t j = 0; j < tmp.count; j++)
+            keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, file, line, col, "%s", tmp.items[j].message);
+        free(p);
+    }
     keel_diags_free(&tmp);
     return st;
 }
@@ -487,7 +493,7 @@ static keel_status validate_body(keel_world *w, keel_entity e, keel_kind_id k, u
         keel__ent *en = keel__ent_get(w, e);
         keel__entry *m = en ? keel__entry_find(w, en, k, slot) : NULL;
         if (!m) return KEEL_OK; /* the hook took it away itself */
-        keel_status st = validate_field(w, m, (keel_comp){ e, k, slot }, kd, f, o->path, o->file, val->line,
+        keel_status st = validate_field(w, m, (keel_comp){ e, k, slot }, kd, f, o->path, NULL, o->file, val->line,
                                         val->col, d);
         if (st) return st;
     }
@@ -502,7 +508,7 @@ keel_status keel__validate_fields(keel_world *w, keel_comp c, const char *path, 
         keel__ent *en = keel__ent_get(w, c.entity);
         keel__entry *m = en ? keel__entry_find(w, en, c.kind, c.slot) : NULL;
         if (!m) return KEEL_OK; /* the hook took it away itself */
-        keel_status st = validate_field(w, m, c, kd, f, path, NULL, 0, 0, d);
+        keel_status st = validate_field(w, m, c, kd, f, path, "body", NULL, 0, 0, d);
         if (st) return st;
     }
     return KEEL_OK;

@@ -150,7 +150,7 @@ keel_status keel__root_rules(uint32_t i, const keel_kind_desc *kd, const char *p
 
 /* The kind's validate for every field of c, in declared order, as a load with a body asks it of
  * the fields the body names: what a loader that stored the values itself (the cooked reader) owes
- * them. A rejection is reported at path.FIELD. */
+ * them. A rejection is reported at path.body.FIELD (path: the component's). */
 keel_status keel__validate_fields(keel_world *w, keel_comp c, const char *path, keel_diags *d);
 
 #endif

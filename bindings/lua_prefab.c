@@ -338,7 +338,7 @@ static int paste(lua_State *L, bool want_inverse)
     if (s == KEEL_OK) {
         int prev = keel__lua_begin_load(L, lw->ctx);
         KEEL_LUA_ENTER(L, lw->ctx);
-        s = keel_scene_parse(text, len, &o, &tmpl, &d);
+        s = keel__scene_parse_fragment(text, len, &o, &tmpl, &d);
         KEEL_LUA_LEAVE();
         keel__lua_end_load(L, lw->ctx, prev, NULL); /* the template is nobody's World */
     }

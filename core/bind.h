@@ -196,6 +196,10 @@ void keel__world_set_revision(keel_world *w, uint64_t revision);
 /* e and its subtree as a scene fragment: `keel: 1`, the scene's uuid and name, and `entities:`
  * in pre-order with parents as UUIDs, e's own parent left out (canonical, as keel_scene_dump). */
 keel_status keel__scene_dump_subtree(const keel_world *w, keel_entity e, char **out, size_t *len, keel_diags *d);
+/* keel_scene_parse for a fragment: its entity fields may name entities outside it (w:paste
+ * keeps or clears those). */
+keel_status keel__scene_parse_fragment(const char *text, size_t len, const keel_load_opts *o, keel_world **out,
+                                       keel_diags *d);
 /* keel_instantiate for a pasted fragment: entity fields naming an entity outside the template
  * keep their UUID when dst holds it and are cleared otherwise; `inverse` (may be NULL) gets the
  * batch that destroys the copies. */

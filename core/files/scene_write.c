@@ -666,8 +666,8 @@ keel_status keel__scene_dump_subtree(const keel_world *w, keel_entity e, char **
 {
     if (keel_world_in_callback(w))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "e:dump refuses while a callback transaction is open");
-    if (!keel_alive(w, e)) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "the entity is not alive");
     if (e == keel_world_root(w)) return KEEL_ERROR(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be dumped as a fragment");
+    if (!keel_alive(w, e)) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "the entity is not alive");
     writer wr;
     keel__yaml_out_open(&wr);
     map_start(&wr, false);

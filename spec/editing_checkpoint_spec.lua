@@ -385,3 +385,21 @@ describe("the channel", function()
     assert.are.equal(channel.KEEL_ERROR, res.error.code)
   end)
 end)
+
+describe("the MCP tools", function()
+  it("object_copy and object_paste are tools; object_copy only reads", function()
+    local mcp = require "keel.mcp"
+    local json = require "keel.json"
+    local srv = mcp.new(channel.new(keel.world("mcp")))
+    srv:handle(json.encode { jsonrpc = "2.0", id = 0, method = "initialize",
+      params = { protocolVersion = "2025-06-18", capabilities = {}, clientInfo = { name = "t", version = "1" } } })
+    local r = json.decode(srv:handle(json.encode { jsonrpc = "2.0", id = 1, method = "tools/list" }))
+    local by = {}
+    for _, t in ipairs(r.result.tools) do by[t.name] = t end
+    assert.is_table(by.object_copy)
+    assert.is_table(by.object_paste)
+    assert.is_true(by.object_copy.annotations.readOnlyHint)
+    assert.is_false(by.object_paste.annotations.readOnlyHint)
+    assert.is_table(by.object_paste.inputSchema.properties.text)
+  end)
+end)

@@ -167,7 +167,7 @@ local function tool_name(method) return (method:gsub("%.", "_")) end
 
 -- Hints for the agent's client (MCP tool annotations): what only reads, what deletes.
 local read_only = { ["world.info"] = true, ["object.list"] = true, ["object.get"] = true,
-  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true }
+  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true, ["object.copy"] = true }
 local destructive = { ["object.destroy"] = true, ["component.remove"] = true, ["world.save"] = true }
 
 -- tools/list's entries, built once per server (the kinds are frozen before a world exists).

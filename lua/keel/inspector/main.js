@@ -121,7 +121,8 @@ function wireToolbar() {
     if (!(e.ctrlKey || e.metaKey) || e.target.matches('input, select, textarea')) return;
     if (e.key === 'z' && !e.shiftKey) { e.preventDefault(); $('#undo').click(); }
     if (e.key === 'y' || (e.key === 'Z' && e.shiftKey)) { e.preventDefault(); $('#redo').click(); }
-    if (e.key === 'c' && state.selected) { e.preventDefault(); copySelection(); }
+    // Ctrl+C with text selected on the page copies that text, as usual
+    if (e.key === 'c' && state.selected && !String(window.getSelection() || '')) { e.preventDefault(); copySelection(); }
     if (e.key === 'v' && state.clipboard) { e.preventDefault(); pasteClipboard(); }
   });
 }

@@ -527,9 +527,28 @@ int keel__lua_comp_unpack(lua_State *L)
     return 1;
 }
 
+/* c:_enable(on) -> the inverse command (keel.history's h:enable). */
+static int c__enable(lua_State *L)
+{
+    keel_lua_comp *h = check_comp(L, 1, NULL);
+    if (lua_type(L, 2) != LUA_TBOOLEAN)
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "enabled must be a boolean, got %s", luaL_typename(L, 2));
+    if (!h->c.kind) return keel__lua_raisef(L, KEEL_UNSUPPORTED, "an unknown component cannot be edited");
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_comp_set_enabled(h->lw->w, h->c, lua_toboolean(L, 2), &inv, &d);
+    KEEL_LUA_LEAVE();
+    keel__lua_check(L, s, &d, &inv);
+    keel__lua_push_cmd(L, &inv);
+    return 1;
+}
+
 static const luaL_Reg comp_methods[] = {
     { "set", keel__lua_comp_set }, { "body", keel__lua_comp_body }, { "reset", keel__lua_comp_reset },
-    { "unpack", keel__lua_comp_unpack }, { "_set", c__set }, { NULL, NULL }
+    { "unpack", keel__lua_comp_unpack }, { "_set", c__set }, { "_enable", c__enable }, { NULL, NULL }
 };
 
 /* A field of h, read or written straight at its record: h is live (checked in full when its

@@ -255,6 +255,47 @@ static keel_entity opt_parent(lua_State *L, int idx, keel_lua_entity *h)
     return keel__lua_check_entity_of(L, idx, h->lw->w, "the parent")->e;
 }
 
+/* e:_duplicate([parent]) -> the copy, the inverse command (keel.history's h:duplicate). */
+static int e__duplicate(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    keel_entity parent = opt_parent(L, 2, h);
+    keel_entity out = KEEL_NO_ENTITY;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    KEEL_LUA_ENTER(L, h->lw->ctx);
+    keel_status s = keel_duplicate(h->lw->w, h->e, parent, &out, &inv, &d);
+    KEEL_LUA_LEAVE();
+    keel__lua_check(L, s, &d, &inv);
+    keel__lua_push_entity(L, push_world(L, 1), out);
+    lua_remove(L, -2);
+    keel__lua_push_cmd(L, &inv);
+    return 2;
+}
+
+/* e:dump(): e and its subtree as a scene fragment (YAML text) for w:paste. The text is owned
+ * by a box while lua_pushlstring copies it. */
+static int e_dump(lua_State *L)
+{
+    keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    keel__lua_refuse_in_callback(L, h->lw->w, "e:dump");
+    void **box = keel__lua_newbox(L);
+    char *text = NULL;
+    size_t len = 0;
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel__scene_dump_subtree(h->lw->w, h->e, &text, &len, &d);
+    *box = text;
+    if (s != KEEL_OK) return keel__lua_raise(L, s, &d);
+    keel_diags_free(&d);
+    lua_pushlstring(L, text, len);
+    free(text);
+    *box = NULL;
+    return 1;
+}
+
 static int e_duplicate(lua_State *L)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);
@@ -316,7 +357,7 @@ static const luaL_Reg entity_methods[] = {
     { "duplicate", e_duplicate }, { "destroy", e_destroy }, { "send", keel__lua_e_send },
     { "_add", e__add }, { "_remove", e__remove }, { "_destroy", e__destroy },
     { "_rename", e__rename }, { "_reparent", e__reparent }, { "_enable", e__enable },
-    { NULL, NULL }
+    { "_duplicate", e__duplicate }, { "dump", e_dump }, { NULL, NULL }
 };
 
 static int entity_index(lua_State *L)

@@ -207,6 +207,8 @@ typedef struct keel_lua_world {
     struct keel_lua_qcache *queries; /* w:query's kept queries (lua_query.c) */
     size_t query_count;
     unsigned long query_clock;
+    char *path;              /* w.path: the scene file it was loaded from or adopted (NULL: none) */
+    uint64_t saved_revision; /* w.saved_revision: the revision at that load or save, else at its making */
 } keel_lua_world;
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx);
@@ -215,6 +217,8 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
 /* Pushes the World userdata of `w` (from the weak map; wraps it borrowed when absent). */
 void keel__lua_push_world_of(lua_State *L, keel_lua_ctx *ctx, keel_world *w);
 void keel__lua_open_world(lua_State *L);
+/* The world at idx was just loaded from `path` (NULL: parsed from text): its checkpoint is now. */
+void keel__lua_world_loaded(lua_State *L, int idx, const char *path);
 int keel__lua_w_lift(lua_State *L);     /* w:lift(e) -> keel.Lift (lua_lift.c) */
 void keel__lua_open_lift(lua_State *L); /* the keel.Lift metatable */
 /* ---- lua_message.c ---- */

@@ -164,13 +164,15 @@ static void read_opts_table(lua_State *L, int idx, keel_load_opts *o)
 }
 
 /* Pushes the world (with its load warnings) or nil, err. */
-static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_world *w, keel_diags *d)
+static int finish_load(lua_State *L, keel_lua_ctx *ctx, keel_status s, keel_world *w, keel_diags *d,
+                       const char *path)
 {
     if (s != KEEL_OK || !w) {
         keel_world_free(w);
         return keel__lua_fail(L, d);
     }
     keel__lua_push_world(L, ctx, w, true);
+    keel__lua_world_loaded(L, -1, path);
     keel__lua_push_diags(L, d);
     lua_setiuservalue(L, -2, 2);
     keel_diags_free(d);
@@ -198,7 +200,7 @@ int keel__lua_k_load(lua_State *L)
         keel__lua_end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
-    return finish_load(L, ctx, s, w, &d);
+    return finish_load(L, ctx, s, w, &d, lua_tostring(L, 1));
 }
 
 int keel__lua_k_parse(lua_State *L)
@@ -222,5 +224,5 @@ int keel__lua_k_parse(lua_State *L)
         keel__lua_end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
-    return finish_load(L, ctx, s, w, &d);
+    return finish_load(L, ctx, s, w, &d, NULL);
 }

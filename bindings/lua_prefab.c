@@ -315,7 +315,68 @@ static int w_instantiate(lua_State *L)
     return 1;
 }
 
-const luaL_Reg keel__lua_prefab_methods[] = { { "instantiate", w_instantiate }, { NULL, NULL } };
+/* w:paste(text [, parent]) and w:_paste (which also returns the inverse): a fragment (e:dump)
+ * read as a template (no awake) and copied in with fresh UUIDs (keel__paste); a fragment that
+ * does not load is refused whole with the load's diagnostics. Returns the new top entities. */
+static int paste(lua_State *L, bool want_inverse)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "paste: fragment text expected, got %s", luaL_typename(L, 2));
+    keel_entity parent = KEEL_NO_ENTITY;
+    if (!lua_isnoneornil(L, 3)) parent = keel__lua_check_entity_of(L, 3, lw->w, "the parent")->e;
+    lua_settop(L, 3);
+    size_t len;
+    const char *text = lua_tolstring(L, 2, &len);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_load_opts o;
+    keel_assets *assets = NULL;
+    keel_status s = keel__lua_read_opts(L, 4, NULL, &o, &assets, &d); /* 4 is none: the defaults */
+    o.no_awake = true;
+    keel_world *tmpl = NULL;
+    if (s == KEEL_OK) {
+        int prev = keel__lua_begin_load(L, lw->ctx);
+        KEEL_LUA_ENTER(L, lw->ctx);
+        s = keel__scene_parse_fragment(text, len, &o, &tmpl, &d);
+        KEEL_LUA_LEAVE();
+        keel__lua_end_load(L, lw->ctx, prev, NULL); /* the template is nobody's World */
+    }
+    keel_assets_free(assets);
+    if (s != KEEL_OK || !tmpl) {
+        keel_world_free(tmpl);
+        if (s == KEEL_OK) s = KEEL_PARSE_ERROR;
+        return keel__lua_raise(L, s, &d);
+    }
+    keel_diags_free(&d);
+    keel_diags_init(&d);
+    size_t n = keel_entity_child_count(tmpl, keel_world_root(tmpl));
+    keel_entity *out = lua_newuserdatauv(L, (n ? n : 1) * sizeof *out, 0); /* 4: collected */
+    keel_cmd inv;
+    memset(&inv, 0, sizeof inv);
+    int prev = keel__lua_begin_load(L, lw->ctx);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    s = keel__paste(lw->w, tmpl, parent, out, n, &n, want_inverse ? &inv : NULL, &d);
+    KEEL_LUA_LEAVE();
+    keel__lua_end_load(L, lw->ctx, prev, lw->w); /* the staging world, if a hook wrapped it */
+    keel_world_free(tmpl);
+    keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        keel__lua_push_entity(L, 1, out[i]);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    if (!want_inverse) return 1;
+    keel__lua_push_cmd(L, &inv);
+    return 2;
+}
+
+static int w_paste(lua_State *L) { return paste(L, false); }
+static int w__paste(lua_State *L) { return paste(L, true); }
+
+const luaL_Reg keel__lua_prefab_methods[] = {
+    { "instantiate", w_instantiate }, { "paste", w_paste }, { "_paste", w__paste }, { NULL, NULL }
+};
 
 void keel__lua_open_prefab(lua_State *L)
 {

@@ -82,6 +82,7 @@ void keel__lua_push_world(lua_State *L, keel_lua_ctx *ctx, keel_world *w, bool o
     handle_mt(L, &keel__lua_mt_entity, 3);
     handle_mt(L, &keel__lua_mt_comp, 4);
     lw->w = w; /* only now: a memory error above leaves a closed world, never a leak */
+    lw->saved_revision = keel_world_revision(w); /* a world that never touched a file: clean as made */
     keel__lua_attach(ctx, w); /* its phases run this state's systems and servers */
     lw->epoch = keel_world_epoch(w);
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->worlds_ref);
@@ -132,6 +133,8 @@ static int world_gc(lua_State *L)
         if (lw->owned) keel_world_free(w);
     }
     keel__lua_queries_free(lw);
+    free(lw->path);
+    lw->path = NULL;
     free(lw->gens); /* no handle is made for a closed world */
     lw->gens = NULL;
     lw->gens_cap = 0;
@@ -384,21 +387,71 @@ static int w_dump(lua_State *L)
     return 1;
 }
 
+void keel__lua_world_loaded(lua_State *L, int idx, const char *path)
+{
+    keel_lua_world *lw = lua_touserdata(L, idx);
+    char *p = NULL;
+    if (path) {
+        size_t n = strlen(path) + 1;
+        if (!(p = malloc(n))) luaL_error(L, "out of memory");
+        memcpy(p, path, n);
+    }
+    free(lw->path);
+    lw->path = p;
+    lw->saved_revision = keel_world_revision(lw->w);
+}
+
+static const char *const save_keys[] = { "adopt", NULL };
+
+/* w:save([path [, { adopt }]]): no path saves to w.path and moves the checkpoint there; another
+ * path is a copy (w.path and the checkpoint stay) unless adopt is true, which takes both. */
 static int w_save(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    if (lua_type(L, 2) != LUA_TSTRING)
+    if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
         return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: a path expected, got %s", luaL_typename(L, 2));
-    if (keel__lua_has_nul(L, 2))
+    if (!lua_isnoneornil(L, 2) && keel__lua_has_nul(L, 2))
         return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: the path holds a NUL byte");
+    bool adopt = false;
+    if (!lua_isnoneornil(L, 3)) {
+        if (lua_type(L, 3) != LUA_TTABLE)
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: an options table expected, got %s",
+                                   luaL_typename(L, 3));
+        keel__lua_check_keys(L, 3, "save", save_keys);
+        lua_getfield(L, 3, "adopt");
+        if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TBOOLEAN)
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save: adopt must be a boolean, got %s",
+                                   luaL_typename(L, -1));
+        adopt = lua_toboolean(L, -1);
+        lua_pop(L, 1);
+    }
+    const char *path = lua_isnoneornil(L, 2) ? lw->path : lua_tostring(L, 2);
+    if (!path)
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                               "save: this world has no path (w.path is nil): give one, or { adopt = true } to keep it");
     keel__lua_refuse_in_callback(L, lw->w, "w:save");
     keel_diags d;
     keel_diags_init(&d);
-    keel_status s = keel_scene_save(lw->w, lua_tostring(L, 2), &d);
+    keel_status s = keel_scene_save(lw->w, path, &d);
     if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
+    bool own = lw->path && strcmp(path, lw->path) == 0; /* saving to its own file is no copy */
+    if (adopt && !own) keel__lua_world_loaded(L, 1, path);
+    else if (adopt || own) lw->saved_revision = keel_world_revision(lw->w);
     lua_pushboolean(L, 1);
     return 1;
+}
+
+/* w:_set_revision(n): keel.history's undo and redo put back the revision the world had
+ * (design/editing.md: undoing back to the checkpoint makes it clean again). */
+static int w__set_revision(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    int isint = 0;
+    lua_Integer n = lua_tointegerx(L, 2, &isint);
+    if (!isint || n < 0) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "_set_revision: a revision expected");
+    keel__world_set_revision(lw->w, (uint64_t)n);
+    return 0;
 }
 
 /* w:close() and __close: every component's on_destroy (keel__world_retire), then the world is
@@ -503,7 +556,7 @@ static const luaL_Reg world_methods[] = {
     { "spawn", keel__lua_w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
     { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "lift", keel__lua_w_lift }, { "broadcast", keel__lua_w_broadcast },
-    { "_spawn", keel__lua_w__spawn }, { NULL, NULL }
+    { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { NULL, NULL }
 };
 
 /* w.key past the methods (the __index of the World's methods table, argument 1, whose metatable
@@ -528,6 +581,16 @@ static int world_props(lua_State *L)
         if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
         if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, wi, keel_world_root(lw->w)); return 1; }
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
+        if (strcmp(k, "saved_revision") == 0) { lua_pushinteger(L, (lua_Integer)lw->saved_revision); return 1; }
+        if (strcmp(k, "dirty") == 0) {
+            lua_pushboolean(L, keel_world_revision(lw->w) != lw->saved_revision);
+            return 1;
+        }
+        if (strcmp(k, "path") == 0) {
+            if (lw->path) lua_pushstring(L, lw->path);
+            else lua_pushnil(L);
+            return 1;
+        }
     }
     lua_pushnil(L);
     return 1;
@@ -547,7 +610,8 @@ static int world_newindex(lua_State *L)
         keel__lua_check(L, s, &d, NULL);
         return 0;
     }
-    if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0))
+    if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0 ||
+              strcmp(k, "saved_revision") == 0 || strcmp(k, "dirty") == 0 || strcmp(k, "path") == 0))
         return keel__lua_raisef(L, KEEL_UNSUPPORTED, "w.%s is read-only", k);
     return keel__lua_raisef(L, KEEL_NOT_FOUND, "a world has no field '%s'", k ? k : luaL_typename(L, 2));
 }

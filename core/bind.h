@@ -188,6 +188,24 @@ keel_kind_id keel__batch_kind(const keel__batch *b);
  * double-quoted and choices plain, as typed text; else both left to the writer (canonical). */
 keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice, bool quote_text);
 
+/* ---- the editing loop (design/editing.md) ---- */
+
+/* Sets w's revision: undo puts back the revision the world had before the undone command, so
+ * undoing back to the saved checkpoint makes the world clean again (as keel_world_stop does). */
+void keel__world_set_revision(keel_world *w, uint64_t revision);
+/* e and its subtree as a scene fragment: `keel: 1`, the scene's uuid and name, and `entities:`
+ * in pre-order with parents as UUIDs, e's own parent left out (canonical, as keel_scene_dump). */
+keel_status keel__scene_dump_subtree(const keel_world *w, keel_entity e, char **out, size_t *len, keel_diags *d);
+/* keel_scene_parse for a fragment: its entity fields may name entities outside it (w:paste
+ * keeps or clears those). */
+keel_status keel__scene_parse_fragment(const char *text, size_t len, const keel_load_opts *o, keel_world **out,
+                                       keel_diags *d);
+/* keel_instantiate for a pasted fragment: entity fields naming an entity outside the template
+ * keep their UUID when dst holds it and are cleared otherwise; `inverse` (may be NULL) gets the
+ * batch that destroys the copies. */
+keel_status keel__paste(keel_world *dst, const keel_world *tmpl, keel_entity parent, keel_entity *out, size_t cap,
+                        size_t *count, keel_cmd *inverse, keel_diags *d);
+
 /* ---- util.c ---- */
 
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */

@@ -12,6 +12,7 @@
 #include "keel.h"
 
 #include "world_fixture.h"
+#include "bind.h" /* keel__scene_dump_subtree, keel__scene_parse_fragment, keel__paste */
 
 /* test:unit (one per entity): n, an entity reference; its awake notes the n it sees. */
 static char log_text[512];
@@ -196,12 +197,69 @@ static void instantiate_refusal_publishes_nothing(void **state)
     keel_world_free(t);
 }
 
+/* A fragment of Lead (-> Squad, outside it): keel_scene_parse refuses the outside reference, the
+ * fragment reader takes it; pasted where Squad lives it is kept, elsewhere cleared; the inverse
+ * takes the copies back. */
+static void paste_keeps_or_clears_outside_references(void **state)
+{
+    fx *f = *state;
+    keel_world *t = template(f);
+    keel_instantiate_opts o = { 0 };
+    keel_entity tops[2] = { 0 };
+    size_t n = 0;
+    assert_int_equal(keel_instantiate(f->w, t, &o, tops, 2, &n, &f->d), KEEL_OK);
+    keel_world_free(t);
+    keel_entity lead = keel_entity_first_child(f->w, tops[0]);
+    char *text = NULL;
+    size_t len = 0;
+    assert_int_equal(keel__scene_dump_subtree(f->w, lead, &text, &len, &f->d), KEEL_OK);
+    assert_null(strstr(text, "parent:")); /* the top entity's parent is left out */
+    assert_non_null(strstr(text, "entities:"));
+    assert_int_equal(keel__scene_dump_subtree(f->w, keel_world_root(f->w), &text, &len, &f->d), KEEL_PROTECTED_ENTITY);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    keel_world *frag = NULL;
+    keel_load_opts lo = keel_load_opts_default();
+    lo.no_awake = true;
+    assert_int_equal(keel_scene_parse(text, len, &lo, &frag, &f->d), KEEL_NOT_FOUND);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    assert_int_equal(keel__scene_parse_fragment(text, len, &lo, &frag, &f->d), KEEL_OK);
+    free(text);
+    /* into the same world: Squad lives here, the reference stays */
+    keel_cmd inv = { 0 };
+    keel_entity copy = 0;
+    uint64_t rev = keel_world_revision(f->w);
+    size_t count = keel_world_entity_count(f->w);
+    assert_int_equal(keel__paste(f->w, frag, KEEL_NO_ENTITY, &copy, 1, &n, &inv, &f->d), KEEL_OK);
+    assert_int_equal(n, 1);
+    assert_false(keel_uuid_equal(keel_entity_uuid(f->w, copy), keel_entity_uuid(f->w, lead)));
+    assert_true(keel_uuid_equal(field(f, copy, 1).as.u, keel_entity_uuid(f->w, tops[0])));
+    assert_int_equal(keel_cmd_apply(f->w, &inv, NULL, &f->d), KEEL_OK); /* the inverse destroys it */
+    assert_int_equal(keel_world_entity_count(f->w), count);
+    keel_cmd_free(&inv);
+    /* the revision can be put back (undo to the checkpoint) */
+    keel__world_set_revision(f->w, rev);
+    assert_int_equal(keel_world_revision(f->w), rev);
+    /* into another world: Squad is not there, the reference is cleared */
+    keel_world *other = keel_world_new("other");
+    assert_int_equal(keel__paste(other, frag, KEEL_NO_ENTITY, &copy, 1, &n, NULL, &f->d), KEEL_OK);
+    keel_comp c;
+    keel_value v = { 0 };
+    assert_true(keel_get_comp(other, copy, K("test:unit"), KEEL_SLOT_AUTO, &c));
+    assert_int_equal(keel_get(other, c, 1, &v, &f->d), KEEL_OK);
+    assert_true(v.nil || keel_uuid_is_nil(v.as.u));
+    keel_world_free(other);
+    keel_world_free(frag);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         T(instantiate_copies_with_fresh_uuids_and_remapped_refs),
         T(instantiate_before_awake_lands_before_awake),
         T(instantiate_refusal_publishes_nothing),
+        T(paste_keeps_or_clears_outside_references),
     };
     return KEEL_TEST_RUN(tests, prefab_group_setup, group_teardown);
 }

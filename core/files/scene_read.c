@@ -36,6 +36,7 @@
 #include "model/body.h"
 #include "model/kind.h"
 #include "files/yaml_read.h"
+#include "bind.h" /* keel__scene_parse_fragment */
 #include "files/scene_read.h"
 #include "base/vec.h"
 
@@ -96,6 +97,8 @@ typedef struct loader {
     size_t total, bytes; /* the text's size and how much of it is read (for o->progress) */
     struct { char text[48]; size_t len; } valid_kinds[4]; /* kind_key_valid's last valid keys (len 0: none) */
     unsigned valid_kinds_next;
+    bool fragment;         /* a pasted fragment (keel__scene_parse_fragment): entity references may
+                            * name entities outside it */
 } loader;
 
 static keel_node at_pos(pos p)
@@ -498,7 +501,7 @@ static void check_references(loader *ld, keel_comp c, const pos *field_at, const
         char u[37];
         keel_uuid_format(v.as.u, u);
         char *p = pathf("%s.%s", bpath, kd->fields[f].key);
-        if (t == KEEL_T_ENTITY && entities && !keel_find(ld->w, v.as.u)) {
+        if (t == KEEL_T_ENTITY && entities && !ld->fragment && !keel_find(ld->w, v.as.u)) {
             error(ld, KEEL_NOT_FOUND, p, &at, "entity reference %s is not an entity of this scene", u);
         } else if (t == KEEL_T_ASSET && ld->o->assets && !keel_assets_has(ld->o->assets, v.as.u)) {
             if (ld->o->strict) {
@@ -1220,12 +1223,13 @@ static void locate_root(keel_diags *tmp, const keel_node *root)
 
 /* The load proper: `text` read by the streaming reader, or (text NULL) `given`, a tree already read. */
 static keel_status scene_load(const char *text, size_t len, const keel_node *given, const keel_load_opts *o,
-                              keel_world **out, keel_diags *d)
+                              keel_world **out, bool fragment, keel_diags *d)
 {
     keel_load_opts defaults = keel_load_opts_default();
     if (!o) o = &defaults;
     loader ld;
     memset(&ld, 0, sizeof ld);
+    ld.fragment = fragment;
     ld.o = o;
     ld.file = o->file;
     keel_diags yaml; /* the reader's own refusals: when there are any, nothing else counts */
@@ -1308,13 +1312,20 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
 keel_status keel_scene_parse(const char *text, size_t len, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
     if (!text) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene text");
-    return scene_load(text, len, NULL, o, out, d);
+    return scene_load(text, len, NULL, o, out, false, d);
+}
+
+keel_status keel__scene_parse_fragment(const char *text, size_t len, const keel_load_opts *o, keel_world **out,
+                                       keel_diags *d)
+{
+    if (!text) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no fragment text");
+    return scene_load(text, len, NULL, o, out, true, d);
 }
 
 keel_status keel__scene_build(const keel_node *doc, const keel_load_opts *o, keel_world **out, keel_diags *d)
 {
     if (!doc) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no scene document");
-    return scene_load(NULL, 0, doc, o, out, d);
+    return scene_load(NULL, 0, doc, o, out, false, d);
 }
 
 keel_status keel_scene_load(const char *path, const keel_load_opts *o, keel_world **out, keel_diags *d)

@@ -10,6 +10,7 @@
 #include "base/util.h"
 #include "base/vec.h"
 #include "model/record.h"
+#include "bind.h" /* keel__scene_dump_subtree */
 #include "files/scene_write.h"
 #include "model/value.h"
 
@@ -573,7 +574,7 @@ static void emit_components(writer *wr, const keel_world *w, keel_entity e)
     }
 }
 
-static void emit_entity(writer *wr, const keel_world *w, keel_entity e)
+static void emit_entity(writer *wr, const keel_world *w, keel_entity e, keel_entity top)
 {
     char u[37];
     map_start(wr, false);
@@ -584,7 +585,7 @@ static void emit_entity(writer *wr, const keel_world *w, keel_entity e)
     const char *name = keel_entity_name(w, e);
     str(wr, name ? name : "");
     keel_entity parent = keel_entity_parent(w, e);
-    if (parent) {
+    if (parent && e != top) { /* a fragment's top entity: its parent is wherever it is pasted */
         key(wr, "parent");
         keel_uuid_format(keel_entity_uuid(w, parent), u);
         str(wr, u);
@@ -644,10 +645,50 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
     key(&wr, "entities");
     keel_entity first = keel_next(w, 0);
     seq_start(&wr, first == KEEL_NO_ENTITY);
-    for (keel_entity ent = first; ent; ent = keel_next(w, ent)) emit_entity(&wr, w, ent);
+    for (keel_entity ent = first; ent; ent = keel_next(w, ent)) emit_entity(&wr, w, ent, KEEL_NO_ENTITY);
     seq_end(&wr);
     map_end(&wr);
     char *text = keel__yaml_out_close(&wr, "the scene", len, d);
+    if (!text) return KEEL_INVALID_ARGUMENT;
+    *out = text;
+    return KEEL_OK;
+}
+
+/* Pre-order below e, as keel_next walks the whole world. */
+static void emit_subtree(writer *wr, const keel_world *w, keel_entity e, keel_entity top)
+{
+    emit_entity(wr, w, e, top);
+    size_t n = keel_entity_child_count(w, e);
+    for (size_t i = 0; i < n; i++) emit_subtree(wr, w, keel_entity_child(w, e, i), top);
+}
+
+keel_status keel__scene_dump_subtree(const keel_world *w, keel_entity e, char **out, size_t *len, keel_diags *d)
+{
+    if (keel_world_in_callback(w))
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "e:dump refuses while a callback transaction is open");
+    if (e == keel_world_root(w)) return KEEL_ERROR(d, KEEL_PROTECTED_ENTITY, "", "the scene root cannot be dumped as a fragment");
+    if (!keel_alive(w, e)) return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "the entity is not alive");
+    writer wr;
+    keel__yaml_out_open(&wr);
+    map_start(&wr, false);
+    key(&wr, "keel");
+    int_value(&wr, KEEL_DOCUMENT_VERSION);
+    key(&wr, "scene"); /* where it came from; a scene file needs it to load */
+    map_start(&wr, false);
+    char u[37];
+    keel_uuid_format(keel_world_uuid(w), u);
+    key(&wr, "uuid");
+    str(&wr, u);
+    key(&wr, "name");
+    const char *name = keel_world_name(w);
+    str(&wr, name ? name : "");
+    map_end(&wr);
+    key(&wr, "entities");
+    seq_start(&wr, false);
+    emit_subtree(&wr, w, e, e);
+    seq_end(&wr);
+    map_end(&wr);
+    char *text = keel__yaml_out_close(&wr, "the fragment", len, d);
     if (!text) return KEEL_INVALID_ARGUMENT;
     *out = text;
     return KEEL_OK;

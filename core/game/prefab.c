@@ -2,6 +2,7 @@
 #include "model/world.h"
 #include "model/hierarchy.h"
 #include "base/vec.h"
+#include "bind.h" /* keel__paste */
 
 #include <stdlib.h>
 
@@ -54,8 +55,10 @@ static keel_status stage(keel_world *s, const keel_instantiate_opts *o, uint32_t
     return st;
 }
 
-/* Entity fields of dst's entity i naming an entity of the staged copy name its copy instead. */
-static void remap(keel_world *dst, uint32_t i, const keel_uuid *from, const uint32_t *to, size_t n)
+/* Entity fields of dst's entity i naming an entity of the staged copy name its copy instead;
+ * with `outside_cleared` (a paste), the ones naming an entity dst lacks are cleared. */
+static void remap(keel_world *dst, uint32_t i, const keel_uuid *from, const uint32_t *to, size_t n,
+                  bool outside_cleared)
 {
     keel__ent *en = &dst->ents[i];
     for (uint32_t m = 0; m < en->member_count; m++) {
@@ -66,18 +69,17 @@ static void remap(keel_world *dst, uint32_t i, const keel_uuid *from, const uint
         for (size_t f = 0; f < kd->field_count; f++) {
             if (kd->fields[f].type != KEEL_T_ENTITY) continue;
             keel_uuid *u = (keel_uuid *)((unsigned char *)rec + keel_kind_field_offset(me->kind, (int)f));
-            for (size_t k = 0; k < n; k++)
-                if (keel_uuid_equal(*u, from[k])) {
-                    *u = dst->ents[to[k]].uuid;
-                    break;
-                }
+            size_t k = 0;
+            while (k < n && !keel_uuid_equal(*u, from[k])) k++;
+            if (k < n) *u = dst->ents[to[k]].uuid;
+            else if (outside_cleared && !keel_uuid_is_nil(*u) && !keel_find(dst, *u)) *u = (keel_uuid){ 0 };
         }
     }
 }
 
 /* The staged entities into dst under p, pre-order, each with a fresh UUID; their entries move. */
 static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *tops, size_t ntop, uint32_t **made,
-                    size_t *n)
+                    size_t *n, bool outside_cleared)
 {
     uint32_t *orig = NULL;
     size_t cap = 0;
@@ -99,14 +101,15 @@ static void publish(keel_world *dst, uint32_t p, keel_world *s, const uint32_t *
         for (uint32_t m = 0; m < s->ents[orig[k]].member_count; m++)
             keel__entry_move(dst, (*made)[k], s, &keel__members(s, &s->ents[orig[k]])[m]);
     }
-    for (size_t k = 0; k < *n; k++) remap(dst, (*made)[k], from, *made, *n);
+    for (size_t k = 0; k < *n; k++) remap(dst, (*made)[k], from, *made, *n, outside_cleared);
     free(from);
     free(to);
     free(orig);
 }
 
-keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel_instantiate_opts *opts,
-                             keel_entity *out, size_t cap, size_t *count, keel_diags *d)
+static keel_status instantiate(keel_world *dst, const keel_world *tmpl, const keel_instantiate_opts *opts,
+                               keel_entity *out, size_t cap, size_t *count, bool outside_cleared, keel_cmd *inverse,
+                               keel_diags *d)
 {
     keel_instantiate_opts defaults = { 0 };
     const keel_instantiate_opts *o = opts ? opts : &defaults;
@@ -134,8 +137,8 @@ keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel
         return st;
     }
     keel_cmd tmp;
-    keel_cmd *inv = keel__cmd_begin(dst, NULL, &tmp);
-    publish(dst, p, s, tops, ntop, &made, &n);
+    keel_cmd *inv = keel__cmd_begin(dst, inverse, &tmp);
+    publish(dst, p, s, tops, ntop, &made, &n, outside_cleared);
     keel__world_discard(s);
     keel_entity *handles = keel__xrealloc(NULL, (ntop ? ntop : 1) * sizeof *handles);
     for (size_t k = 0, t = 0; k < n && t < ntop; k++)
@@ -165,4 +168,17 @@ keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel
     free(tops);
     free(made);
     return keel__cmd_end(dst, KEEL_OK, inv, &tmp);
+}
+
+keel_status keel_instantiate(keel_world *dst, const keel_world *tmpl, const keel_instantiate_opts *opts,
+                             keel_entity *out, size_t cap, size_t *count, keel_diags *d)
+{
+    return instantiate(dst, tmpl, opts, out, cap, count, false, NULL, d);
+}
+
+keel_status keel__paste(keel_world *dst, const keel_world *tmpl, keel_entity parent, keel_entity *out, size_t cap,
+                        size_t *count, keel_cmd *inverse, keel_diags *d)
+{
+    keel_instantiate_opts o = { .parent = parent };
+    return instantiate(dst, tmpl, &o, out, cap, count, true, inverse, d);
 }

@@ -203,15 +203,19 @@ local function apply_step(w, step)
   return w:_apply(step)
 end
 
+-- An entry keeps the revision right after its call (at) and the one before it (back, read when
+-- the call began): undo puts that back when nothing else changed the world meanwhile, so undoing
+-- back to the saved checkpoint makes the world clean again (design/editing.md).
 function Channel:record(what, steps)
   local h = self.history
-  h.undos[#h.undos + 1] = { what = what, steps = steps }
+  h.undos[#h.undos + 1] = { what = what, steps = steps, at = self.world.revision, back = self.call_revision }
   h.redos = {}
 end
 
 local function replay(self, from, to)
   local entry = from[#from]
   if not entry then return false end
+  local was = self.world.revision
   local inverse = {}
   local ok, err = pcall(function()
     for i = #entry.steps, 1, -1 do inverse[#inverse + 1] = apply_step(self.world, entry.steps[i]) end
@@ -221,7 +225,13 @@ local function replay(self, from, to)
     error(err, 0)
   end
   from[#from] = nil
-  to[#to + 1] = { what = entry.what, steps = inverse }
+  local back
+  if entry.back and entry.at == was then
+    self.world:_set_revision(entry.back)
+    back = was
+  end
+  to[#to + 1] = { what = entry.what, steps = inverse, at = self.world.revision, back = back }
+  self.list_cache = nil -- a revision seen before may now stand for other contents
   return entry.what
 end
 
@@ -233,7 +243,8 @@ M.methods = methods
 methods["world.info"] = { params = {}, run = function(self)
   local w = self.world
   return { name = w.name, uuid = w.uuid, revision = w.revision, frame = self.frame, entities = w:count(),
-           paused = self.paused, errors = #w:errors(), frame_ms = self.frame_ms }
+           paused = self.paused, errors = #w:errors(), frame_ms = self.frame_ms,
+           dirty = w.dirty, saved_revision = w.saved_revision }
 end }
 
 -- The walk in run order, cached per revision and filter: paging 100k entities is one walk.
@@ -431,6 +442,19 @@ methods["object.rename"] = { params = { object = "ref", name = "string" }, run =
   return { uuid = e.uuid }
 end }
 
+methods["object.copy"] = { params = { object = "ref" }, run = function(self, p)
+  return { text = self:object(p.object):dump() }
+end }
+
+methods["object.paste"] = { params = { text = "string", ["parent?"] = "ref" }, run = function(self, p)
+  local parent = p.parent and self:object(p.parent) or nil
+  local roots, inverse = self.world:_paste(p.text, parent)
+  self:record("object.paste", { inverse })
+  local uuids = {}
+  for i, e in ipairs(roots) do uuids[i] = e.uuid end
+  return { uuids = array(uuids) }
+end }
+
 methods["history.undo"] = { params = {}, run = function(self)
   return replay(self, self.history.undos, self.history.redos)
 end }
@@ -534,7 +558,9 @@ methods["world.save"] = { params = { ["path?"] = "string" }, run = function(self
   if not lands_inside(dir, target) then
     keel_error("InvalidArgument", "world.save writes only inside the scene's folder (%s): '%s' leads outside it", dir, path)
   end
-  local ok, err = self.world:save(target)
+  -- the scene's own file moves the checkpoint (w.dirty); another path is a copy
+  local own = scene and (target == scene or target == inside_resolved(dir, scene))
+  local ok, err = self.world:save(target, own and { adopt = true } or nil)
   if not ok then error(err, 0) end
   return { path = target }
 end }
@@ -578,11 +604,18 @@ end
 -- Called by whoever notices a step starting (the server's step hook).
 function Channel:on_step() self.frame = self.frame + 1 end
 
+-- The revision as a call begins: an edit's history entry goes back to it (Channel:record).
+local function run_method(self, m, params)
+  local ok, rev = pcall(function() return self.world.revision end)
+  self.call_revision = ok and rev or nil
+  return m.run(self, check_params(params, m.params))
+end
+
 -- method, params -> result; raises a keel error object, or a ParamsError table.
 function Channel:call(method, params)
   local m = methods[method]
   if not m then keel_error("NotFound", "no method '%s'", tostring(method)) end
-  return m.run(self, check_params(params, m.params))
+  return run_method(self, m, params)
 end
 
 local function err_response(id, code, message, data)
@@ -612,7 +645,7 @@ function Channel:answer(req)
     if notify then return nil end
     return err_response(id, M.METHOD_NOT_FOUND, "Method not found: " .. req.method)
   end
-  local ok, res = pcall(function() return m.run(self, check_params(req.params, m.params)) end)
+  local ok, res = pcall(run_method, self, m, req.params)
   if notify then return nil end
   if ok then
     if res == nil then res = null end

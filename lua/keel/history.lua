@@ -29,68 +29,115 @@ end
 
 function M.new(w)
   check(w, "World", "history.new")
-  return setmetatable({ world = w, undos = {}, redos = {} }, History)
+  return setmetatable({ world = w, undos = {}, redos = {}, revs = setmetatable({}, { __mode = "k" }) }, History)
 end
 
-local function record(self, inverse)
+-- revs[inverse] = { at = the revision right after its command, back = the one before it }.
+local function record(self, inverse, before)
   self.undos[#self.undos + 1] = inverse
   self.redos = {}
+  if before then self.revs[inverse] = { at = self.world.revision, back = before } end
 end
 
 function History:spawn(spec)
   check_self(self, "history:spawn")
+  local before = self.world.revision
   local e, inverse = self.world:_spawn(spec)
-  record(self, inverse)
+  record(self, inverse, before)
   return e
 end
 
 function History:destroy(e)
   check_self(self, "history:destroy")
   check(e, "Entity", "history:destroy")
-  record(self, e:_destroy())
+  local before = self.world.revision
+  record(self, e:_destroy(), before)
 end
 
 function History:add(e, kind, body)
   check_self(self, "history:add")
   check(e, "Entity", "history:add")
+  local before = self.world.revision
   local c, inverse = e:_add(kind, body)
-  record(self, inverse)
+  record(self, inverse, before)
   return c
 end
 
 function History:remove(e, kind, slot)
   check_self(self, "history:remove")
   check(e, "Entity", "history:remove")
+  local before = self.world.revision
   local body, inverse = e:_remove(kind, slot)
-  record(self, inverse)
+  record(self, inverse, before)
   return body
 end
 
 function History:set(c, field, value)
   check_self(self, "history:set")
   check(c, "Component", "history:set")
-  record(self, c:_set(field, value))
+  local before = self.world.revision
+  record(self, c:_set(field, value), before)
 end
 
 function History:reparent(e, parent)
   check_self(self, "history:reparent")
   check(e, "Entity", "history:reparent")
-  record(self, e:_reparent(parent))
+  local before = self.world.revision
+  record(self, e:_reparent(parent), before)
 end
 
 function History:rename(e, name)
   check_self(self, "history:rename")
   check(e, "Entity", "history:rename")
-  record(self, e:_rename(name))
+  local before = self.world.revision
+  record(self, e:_rename(name), before)
+end
+
+-- The copy of e and its subtree (fresh UUIDs), under e's parent or `parent`.
+function History:duplicate(e, parent)
+  check_self(self, "history:duplicate")
+  check(e, "Entity", "history:duplicate")
+  local before = self.world.revision
+  local copy, inverse = e:_duplicate(parent)
+  record(self, inverse, before)
+  return copy
+end
+
+-- x an entity (its own enabled flag) or a component.
+function History:enable(x, on)
+  check_self(self, "history:enable")
+  local mt = getmetatable(x)
+  local name = type(mt) == "table" and rawget(mt, "__name")
+  if name ~= "keel.Entity" and name ~= "keel.Component" then
+    invalid(("history:enable: a keel.Entity or keel.Component expected, got %s"):format(type(x)))
+  end
+  if type(on) ~= "boolean" then invalid(("history:enable: on must be a boolean, got %s"):format(type(on))) end
+  local before = self.world.revision
+  record(self, x:_enable(on), before)
+end
+
+-- A fragment (e:dump) pasted with fresh UUIDs (w:paste): one entry; returns the new top entities.
+function History:paste(text, parent)
+  check_self(self, "history:paste")
+  local before = self.world.revision
+  local roots, inverse = self.world:_paste(text, parent)
+  record(self, inverse, before)
+  return roots
 end
 
 -- Applies the top of `from`, pushes its inverse on `to`; a failing command stays where it was.
 local function replay(self, from, to)
   local cmd = from[#from]
   if not cmd then return false end
-  local inverse = self.world:_apply(cmd)
+  local w = self.world
+  local rev, was = self.revs[cmd], w.revision
+  local inverse = w:_apply(cmd)
   from[#from] = nil
   to[#to + 1] = inverse
+  if rev and rev.at == was then -- nothing else changed it since: the revision it had comes back
+    w:_set_revision(rev.back)
+    self.revs[inverse] = { at = rev.back, back = was }
+  end
   return true
 end
 

@@ -21,7 +21,8 @@ M.PROTOCOL_VERSIONS = { "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05" }
 
 -- What each tool does, for the agent reading tools/list.
 local descriptions = {
-  ["world.info"] = "The world: name, uuid, revision, frame, entity count, paused, error count.",
+  ["world.info"] = "The world: name, uuid, revision, frame, entity count, paused, error count, dirty (unsaved "
+    .. "changes) and saved_revision.",
   ["object.list"] = "Entities in run order, a page at a time (limit <= 1000, default 100): uuid, name, parent, "
     .. "enabled, child count, kinds; total. Filter by parent, by kind held, or by name (substring).",
   ["object.get"] = "One entity with its components in membership order: kind, slot, loaded, enabled, version, body "
@@ -40,12 +41,16 @@ local descriptions = {
   ["object.destroy"] = "Destroys an entity and its children. One undoable edit.",
   ["object.reparent"] = "Moves an entity under another parent (none: the root). One undoable edit.",
   ["object.rename"] = "Renames an entity. One undoable edit.",
+  ["object.copy"] = "An entity and its subtree as a scene fragment (YAML text) for object.paste.",
+  ["object.paste"] = "Pastes a fragment (object.copy's text) under a parent (default: the top level) as copies "
+    .. "with fresh UUIDs; returns their uuids. One undoable edit; a fragment that does not load is refused whole.",
   ["history.undo"] = "Undoes the last edit made through the channel; false when there is none.",
   ["history.redo"] = "Redoes the last undone edit; false when there is none.",
   ["world.pause"] = "Pauses the world.",
   ["world.resume"] = "Lets the world run.",
   ["world.step"] = "Runs frames of a paused world (default 1), each of dt seconds (default 1/60).",
-  ["world.save"] = "Saves the world as a scene file: its own by default, or a path inside the scene's folder.",
+  ["world.save"] = "Saves the world as a scene file: its own by default (the world is then clean), or a copy at a "
+    .. "path inside the scene's folder.",
   ["world.errors"] = "Recorded callback failures ({entity, kind, slot, phase, message}), after the first `since`.",
 }
 
@@ -61,6 +66,7 @@ local param_docs = {
   path = "where to write (inside the scene's folder); default: the scene's own file",
   since = "how many entries to skip (the count already seen)",
   components = "kind keys, or { kind, body } objects",
+  text = "a scene fragment: object.copy's text",
 }
 
 local VEC = { vec2 = 2, vec3 = 3, vec4 = 4, quat = 4, color = 4 }
@@ -161,7 +167,7 @@ local function tool_name(method) return (method:gsub("%.", "_")) end
 
 -- Hints for the agent's client (MCP tool annotations): what only reads, what deletes.
 local read_only = { ["world.info"] = true, ["object.list"] = true, ["object.get"] = true,
-  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true }
+  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true, ["object.copy"] = true }
 local destructive = { ["object.destroy"] = true, ["component.remove"] = true, ["world.save"] = true }
 
 -- tools/list's entries, built once per server (the kinds are frozen before a world exists).

@@ -122,6 +122,9 @@
 ---@field root KeelEntity
 ---@field playing boolean           # between w:play() and w:stop()
 ---@field revision integer
+---@field path string?              # the scene file it was loaded from (keel.load) or adopted; nil otherwise
+---@field saved_revision integer   # the revision at that load or the last save to w.path (else at its making)
+---@field dirty boolean            # revision ~= saved_revision: changes not saved
 local World = {}
 
 ---@param name_or_spec string|KeelSpawnSpec
@@ -167,10 +170,22 @@ function World:errors() end
 ---@return KeelDiagnostic[]
 function World:warnings() end
 
----@param path string
+---Saves to `path`, or to `w.path` when none is given (InvalidArgument when nil; the world is
+---then clean). Another path is a copy (w.path and the checkpoint stay) unless `opts.adopt`.
+---@param path? string
+---@param opts? { adopt: boolean? }
 ---@return true|nil ok
 ---@return KeelError? err
-function World:save(path) end
+function World:save(path, opts) end
+
+---Copies a fragment (`e:dump()`) in with fresh UUIDs, as duplicate does (entity fields inside it
+---remapped, ones naming an entity outside it kept when this world holds it, cleared otherwise),
+---under `parent` (default: the top level); awake runs. A fragment that would not load is
+---refused whole (raises with the load's diagnostics). Returns the new top entities.
+---@param text string
+---@param parent? KeelEntity
+---@return KeelEntity[]
+function World:paste(text, parent) end
 
 ---@return string yaml canonical YAML text
 function World:dump() end
@@ -366,6 +381,11 @@ function Entity:components() end
 ---@param parent? KeelEntity
 ---@return KeelEntity
 function Entity:duplicate(parent) end
+
+---The entity and its subtree as a scene fragment (canonical YAML, the scene file's syntax) for
+---`w:paste`. ProtectedEntity for the root.
+---@return string yaml
+function Entity:dump() end
 
 function Entity:destroy() end
 
@@ -580,6 +600,17 @@ function History:reparent(e, parent) end
 ---@param e KeelEntity
 ---@param name string
 function History:rename(e, name) end
+---@param e KeelEntity
+---@param parent? KeelEntity
+---@return KeelEntity copy
+function History:duplicate(e, parent) end
+---@param x KeelEntity|KeelComponent
+---@param on boolean
+function History:enable(x, on) end
+---@param text string a fragment (e:dump())
+---@param parent? KeelEntity
+---@return KeelEntity[]
+function History:paste(text, parent) end
 ---@return boolean
 function History:undo() end
 ---@return boolean

@@ -307,7 +307,7 @@ local KEYWORDS = { "and", "break", "do", "else", "elseif", "end", "false", "for"
 
 -- Properties read through a handle's __index besides its methods.
 local PROPERTIES = {
-  ["keel.World"] = { "uuid", "name", "root", "revision" },
+  ["keel.World"] = { "uuid", "name", "root", "revision", "path", "saved_revision", "dirty" },
   ["keel.Entity"] = { "uuid", "name", "parent", "enabled", "world" },
   ["keel.Component"] = { "kind", "slot", "entity", "loaded", "version", "enabled" },
 }

@@ -56,6 +56,11 @@ function showInfo(info) {
   $('#resume').disabled = !info.paused;
   noteFrame(info.frame, info.frame_ms);
   if ((info.errors ?? 0) > state.errorsSeen) loadErrors();
+  // unsaved changes (the world's revision past its saved checkpoint): ● in the title, Save live
+  const dirty = !!info.dirty;
+  $('#dirty').hidden = !dirty;
+  document.title = `${dirty ? '● ' : ''}${info.name || '(untitled)'} — keel inspector`;
+  $('#save').disabled = info.dirty === false;
 }
 
 async function refreshInfo() {
@@ -111,11 +116,34 @@ function wireToolbar() {
   $('#step').onclick = () => act('world.step', { frames: 1 }, resync);
   $('#undo').onclick = () => act('history.undo', undefined, (r) => { if (r === false) say('nothing to undo'); return resync(); });
   $('#redo').onclick = () => act('history.redo', undefined, (r) => { if (r === false) say('nothing to redo'); return resync(); });
-  $('#save').onclick = () => act('world.save', undefined, (r) => say(`saved ${r?.path ?? r}`));
+  $('#save').onclick = () => act('world.save', undefined, (r) => { say(`saved ${r?.path ?? r}`); return refreshInfo(); });
   document.addEventListener('keydown', (e) => {
     if (!(e.ctrlKey || e.metaKey) || e.target.matches('input, select, textarea')) return;
     if (e.key === 'z' && !e.shiftKey) { e.preventDefault(); $('#undo').click(); }
     if (e.key === 'y' || (e.key === 'Z' && e.shiftKey)) { e.preventDefault(); $('#redo').click(); }
+    // Ctrl+C with text selected on the page copies that text, as usual
+    if (e.key === 'c' && state.selected && !String(window.getSelection() || '')) { e.preventDefault(); copySelection(); }
+    if (e.key === 'v' && state.clipboard) { e.preventDefault(); pasteClipboard(); }
+  });
+}
+
+// Ctrl+C / Ctrl+V: the selected entity and its subtree as a scene fragment (object.copy), pasted
+// beside the selection (under its parent) as copies with fresh UUIDs (object.paste, undoable).
+async function copySelection() {
+  const uuid = state.selected;
+  await act('object.copy', { object: uuid }, (r) => {
+    state.clipboard = r.text;
+    navigator.clipboard?.writeText(r.text).catch(() => {}); // the page's own copy is enough
+    say(`copied ${tree.names.get(uuid) || uuid}`);
+  });
+}
+
+async function pasteClipboard() {
+  const parent = state.entity && state.entity.uuid === state.selected ? state.entity.parent : undefined;
+  await act('object.paste', { text: state.clipboard, parent: parent || undefined }, async (r) => {
+    await resync();
+    const first = r && r.uuids && r.uuids[0];
+    if (first) await select(first);
   });
 }
 

@@ -1,0 +1,169 @@
+// copy_paste_test.mjs — the inspector's editing loop in headless Chromium against a real `keel serve`
+// of a copy of the demo scene: Ctrl+C / Ctrl+V on the hierarchy copies and pastes the selected
+// entity (a new one with a fresh UUID shows in the hierarchy), the title shows the unsaved marker
+// ● after that edit, Save is disabled while clean, and Save makes the marker go.
+//   node copy_paste_test.mjs KEEL SCENE
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
+
+const [keelBin, demo] = process.argv.slice(2);
+if (!keelBin || !demo) {
+  console.error('usage: node copy_paste_test.mjs KEEL SCENE');
+  process.exit(2);
+}
+const chromium = process.env.KEEL_CHROMIUM || '/usr/bin/chromium';
+let passed = 0;
+let failed = 0;
+
+function check(ok, what) {
+  if (ok) {
+    passed++;
+    console.log(`ok: ${what}`);
+  } else {
+    failed++;
+    console.log(`FAILED: ${what}`);
+  }
+  return ok;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Starts `keel serve SCENE --port N`; resolves with the URL it prints (token included).
+function startServer(port, file, extra = []) {
+  const child = spawn(keelBin, ['serve', file, '--port', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let seen = '';
+  const url = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
+    const look = (chunk) => {
+      seen += chunk;
+      const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited (${code}):\n${seen}`)); });
+  });
+  return { child, url };
+}
+
+async function rpc(url, method, params) {
+  const u = new URL(url);
+  const token = new URLSearchParams(u.hash.slice(1)).get('token');
+  const res = await fetch(new URL('/rpc', u), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const msg = await res.json();
+  if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+  return msg.result;
+}
+
+async function until(what, f, ms = 20000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    last = await f();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+const servers = [];
+const temps = [];
+let browser;
+try {
+  // a copy: the test saves over it
+  const dir = mkdtempSync(join(tmpdir(), 'keel-copy-paste-'));
+  temps.push(dir);
+  const scene = join(dir, 'demo.yaml');
+  copyFileSync(demo, scene);
+  const server = startServer(await freePort(), scene);
+  servers.push(server);
+  const url = await server.url;
+  console.log(`server: ${url}`);
+  browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await page.setViewport({ width: 1400, height: 820 });
+  await page.goto(url);
+  await page.waitForSelector('body.ready', { timeout: 30000 });
+
+  const title = () => page.title();
+  check(!(await title()).includes('●'), `a freshly loaded world: no unsaved marker ("${await title()}")`);
+  check(await page.$eval('#save', (e) => e.disabled), 'Save is disabled while the world is clean');
+
+  const topRows = (name) => page.evaluate((n) => [...document.querySelectorAll('#tree .items > li > .row .name')]
+    .filter((e) => e.textContent === n).length, name);
+  check((await topRows('Sun')) === 1, 'the hierarchy lists one Sun');
+
+  // select Sun in the hierarchy, then Ctrl+C, Ctrl+V
+  await page.evaluate(() => {
+    [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Sun').click();
+  });
+  await until('Sun selected', () => page.evaluate(() => window.keelInspector.state.entity?.name === 'Sun'));
+  const sunUuid = await page.evaluate(() => window.keelInspector.state.selected);
+  await page.keyboard.down('Control');
+  await page.keyboard.press('c');
+  await page.keyboard.up('Control');
+  await until('the copy', () => page.evaluate(() => !!window.keelInspector.state.clipboard));
+  check(true, 'Ctrl+C copied the selection (object.copy)');
+  await page.keyboard.down('Control');
+  await page.keyboard.press('v');
+  await page.keyboard.up('Control');
+  await until('the pasted Sun in the hierarchy', async () => (await topRows('Sun')) === 2);
+  check(true, 'Ctrl+V pasted a second Sun, shown in the hierarchy');
+  const pasted = await until('the paste selected', () => page.evaluate((u) => {
+    const s = window.keelInspector.state.selected;
+    return s && s !== u ? s : null;
+  }, sunUuid));
+  check(pasted !== sunUuid, `the paste is a new entity (${pasted}) with a fresh UUID`);
+  const info = await rpc(url, 'world.info');
+  check(info.dirty === true && info.entities >= 2, 'world.info says the world is dirty after the paste');
+
+  await until('the unsaved marker', async () => (await title()).includes('●'));
+  check(true, `the title shows ● after the edit ("${await title()}")`);
+  check(!(await page.$eval('#save', (e) => e.disabled)), 'Save is enabled while dirty');
+
+  await page.click('#save');
+  await until('the marker gone after Save', async () => !(await title()).includes('●'));
+  check(true, `Save took the marker away ("${await title()}")`);
+  check(await page.$eval('#save', (e) => e.disabled), 'Save is disabled again');
+  check((await rpc(url, 'world.info')).dirty === false, 'world.info says clean after the save');
+  const saved = readFileSync(scene, 'utf8');
+  check(saved.includes(pasted), 'the scene file holds the pasted entity');
+
+  // undo the paste: dirty again (the file has it), redo: clean again (back at the saved revision)
+  await page.click('#undo');
+  await until('the marker after undo', async () => (await title()).includes('●'));
+  check(true, 'undoing past the save shows the marker again');
+  await page.click('#redo');
+  await until('no marker after redo', async () => !(await title()).includes('●'));
+  check(true, 'redoing back to the saved revision makes it clean again');
+  check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
+} catch (e) {
+  check(false, e.stack || String(e));
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  for (const s of servers) s.child.kill('SIGTERM');
+  for (const d of temps) rmSync(d, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -200,3 +200,98 @@ describe("w:stop() with kept state", function()
     assert.are.equal(2, w:find("Crate"):get(TUNE).speed)
   end)
 end)
+
+describe("the channel's play mode", function()
+  local json = require "keel.json"
+
+  local function rpc(ch, method, params)
+    local res = json.decode(ch:handle(json.encode{ jsonrpc = "2.0", id = 1, method = method, params = params or {} }))
+    return res.result, res.error
+  end
+
+  it("world.play, play.keep and world.stop carry a kept component back, as one undoable edit", function()
+    local w = world()
+    local ch = channel.new(w)
+    local uuid = w:find("Crate").uuid
+    assert.is_true(rpc(ch, "world.play").playing)
+    assert.is_true(w.playing)
+    rpc(ch, "component.set", { object = uuid, kind = TUNE, fields = { speed = 6.5 } })
+    local kept = rpc(ch, "play.keep", { object = uuid, kind = TUNE })
+    assert.are.equal(uuid, kept.object)
+    assert.is_true(kept.keep)
+    local stopped = rpc(ch, "world.stop")
+    assert.is_false(stopped.playing)
+    assert.are.same({}, stopped.refused)
+    assert.are.equal(6.5, w:find(uuid):get(TUNE).speed)
+    assert.are.equal("keep play changes", rpc(ch, "history.undo"))
+    assert.are.equal(2, w:find(uuid):get(TUNE).speed)
+  end)
+
+  it("play.keep with keep = false takes the keep back", function()
+    local w = world()
+    local ch = channel.new(w)
+    local uuid = w:find("Crate").uuid
+    rpc(ch, "world.play")
+    w:find(uuid):get(TUNE).speed = 4
+    rpc(ch, "play.keep", { object = uuid, kind = TUNE })
+    assert.is_false(rpc(ch, "play.keep", { object = uuid, kind = TUNE, keep = false }).keep)
+    rpc(ch, "world.stop")
+    assert.are.equal(2, w:find(uuid):get(TUNE).speed)
+  end)
+
+  it("world.stop lists the refusals", function()
+    local w = world()
+    local ch = channel.new(w)
+    local wall = w:find("Wall").uuid
+    rpc(ch, "world.play")
+    w:find(wall):remove(SOLID)
+    w:find(wall):add(GHOST)
+    rpc(ch, "play.keep", { object = wall, kind = GHOST })
+    local refused = rpc(ch, "world.stop").refused
+    assert.are.equal(1, #refused)
+    assert.are.equal("InvalidOperation", refused[1].code)
+    assert.is_string(refused[1].message)
+  end)
+
+  it("play.keep outside play mode, and world.stop when not playing, are InvalidOperation", function()
+    local ch = channel.new(world())
+    local _, err = rpc(ch, "play.keep", { object = "Crate" })
+    assert.are.equal("InvalidOperation", err.data.code)
+    _, err = rpc(ch, "world.stop")
+    assert.are.equal("InvalidOperation", err.data.code)
+  end)
+
+  it("are MCP tools", function()
+    local srv = require("keel.mcp").new(channel.new(world()))
+    local names = {}
+    srv:handle(json.encode{ jsonrpc = "2.0", id = 0, method = "initialize",
+      params = { protocolVersion = "2025-06-18", capabilities = {}, clientInfo = { name = "t", version = "1" } } })
+    local list = json.decode(srv:handle(json.encode{ jsonrpc = "2.0", id = 1, method = "tools/list" }))
+    for _, t in ipairs(list.result.tools) do names[t.name] = t end
+    for _, n in ipairs{ "world_play", "world_stop", "play_keep" } do
+      assert.is_not_nil(names[n], n)
+      assert.are_not.equal(n:gsub("_", "."), names[n].description)
+    end
+  end)
+end)
+
+describe("the REPL's stop()", function()
+  it("says what keep() wrote back and shows each refusal", function()
+    local repl = require "keel.repl"
+    local w = world()
+    local saved = rawget(_G, "world")
+    _G.world = w
+    repl.play()
+    local wall = w:find("Wall")
+    local uuid = wall.uuid
+    wall:remove(SOLID)
+    wall:add(GHOST)
+    w:keep(wall, GHOST)
+    w:find("Crate"):get(TUNE).speed = 12
+    w:keep(w:find("Crate"), TUNE)
+    local text = repl.stop()
+    _G.world = saved
+    assert.truthy(text:find("written in", 1, true))
+    assert.truthy(text:find("not kept: " .. uuid .. "." .. GHOST, 1, true))
+  end)
+end)

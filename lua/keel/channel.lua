@@ -474,6 +474,14 @@ methods["world.play"] = { params = {}, run = function(self)
   return { playing = true }
 end }
 
+-- world.info also says whether the world is playing (the inspector's Play/Stop buttons).
+local info_run = methods["world.info"].run
+methods["world.info"].run = function(self, p)
+  local t = info_run(self, p)
+  t.playing = self.world.playing
+  return t
+end
+
 -- The kept state written back is one entry of the channel's history ("keep play changes").
 methods["world.stop"] = { params = {}, run = function(self)
   local refused, inverse = self.world:stop()

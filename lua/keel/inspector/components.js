@@ -153,7 +153,8 @@ export function componentForm(comp, kind, api) {
   });
   enabled.checked = comp.enabled !== false;
   const version = el('span', { class: 'version' });
-  const keep = el('input', { type: 'checkbox', onchange: () => api.keep && api.keep(keep.checked) });
+  // an unknown kind cannot change in play: nothing of it to keep
+  const keep = el('input', { type: 'checkbox', disabled: unknown, onchange: () => api.keep && api.keep(keep.checked) });
   keep.checked = !!api.kept;
   const head = el('header', {},
     enabled,

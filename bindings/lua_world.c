@@ -535,6 +535,10 @@ static int w_play(lua_State *L)
     return 0;
 }
 
+/* w:stop() -> the refusals of what w:keep marked (a list of error objects, empty when all of it
+ * was written back). What was written is one entry ("keep play changes") of every keel.history
+ * bound to w (keel.history._record, when that module is loaded), and the inverse is w:stop's
+ * second result for a caller keeping a history of its own (the channel). */
 static int w_stop(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
@@ -542,20 +546,65 @@ static int w_stop(lua_State *L)
         return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses while a callback transaction is open");
     if (keel__lua_in_finalizer(L)) /* the call it interrupts may hold the world's records, which stop replaces */
         return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "w:stop refuses inside a __gc finalizer");
-    keel_diags d;
+    keel_diags d, refused;
     keel_diags_init(&d);
+    keel_diags_init(&refused);
+    keel_cmd inverse = { 0 };
     KEEL_LUA_ENTER(L, lw->ctx); /* on_destroy and awake of what only one of the two worlds holds */
-    keel_status s = keel_world_stop(lw->w, &d);
+    keel_status s = keel__world_stop(lw->w, &inverse, &refused, KEEL_SEV_ERROR, &d);
     KEEL_LUA_LEAVE();
     lw->epoch = keel_world_epoch(lw->w);
-    keel__lua_check(L, s, &d, NULL);
+    if (s != KEEL_OK) keel_diags_free(&refused);
+    keel__lua_check(L, s, &d, &inverse);
+    keel__lua_push_diags(L, &refused);
+    keel_diags_free(&refused);
+    if (inverse.type == KEEL_CMD_NONE) {
+        lua_pushnil(L);
+        return 2;
+    }
+    keel__lua_push_cmd(L, &inverse);
+    int cmd = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    if (lua_getfield(L, -1, "keel.history") == LUA_TTABLE && lua_getfield(L, -1, "_record") == LUA_TFUNCTION) {
+        lua_pushvalue(L, 1);
+        lua_pushvalue(L, cmd);
+        lua_pushliteral(L, "keep play changes");
+        lua_call(L, 3, 0);
+    }
+    lua_settop(L, cmd);
+    return 2;
+}
+
+/* w:keep(e [, kind [, slot]]) while playing: e (or its component) carried back at stop;
+ * w:_unkeep(...) takes that back (the inspector's Keep toggle). */
+static int keep_or_not(lua_State *L, bool on, const char *what)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    if (!keel_world_playing(lw->w))
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "%s works only while the world is playing (w:play() first)", what);
+    keel_lua_entity *h = keel__lua_check_entity_of(L, 2, lw->w, "the entity");
+    const char *kind = lua_isnoneornil(L, 3) ? NULL : keel__lua_checkkey(L, 3);
+    uint32_t slot = KEEL_SLOT_AUTO;
+    if (!lua_isnoneornil(L, 4)) {
+        int isint = 0;
+        lua_Integer n = lua_tointegerx(L, 4, &isint);
+        if (lua_type(L, 4) != LUA_TNUMBER || !isint || n < 0 || n >= (lua_Integer)UINT32_MAX || !kind)
+            return keel__lua_argerror(L, 3, "a slot must be a non-negative integer after a kind");
+        slot = (uint32_t)n;
+    }
+    keel_diags d;
+    keel_diags_init(&d);
+    keel__lua_check(L, keel__world_keep(lw->w, h->e, kind, slot, on, &d), &d, NULL);
     return 0;
 }
+
+static int w_keep(lua_State *L) { return keep_or_not(L, true, "w:keep"); }
+static int w__unkeep(lua_State *L) { return keep_or_not(L, false, "w:_unkeep"); }
 
 static const luaL_Reg world_methods[] = {
     { "spawn", keel__lua_w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
-    { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "lift", keel__lua_w_lift }, { "broadcast", keel__lua_w_broadcast },
+    { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "keep", w_keep }, { "_unkeep", w__unkeep }, { "lift", keel__lua_w_lift }, { "broadcast", keel__lua_w_broadcast },
     { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { NULL, NULL }
 };
 

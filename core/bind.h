@@ -211,6 +211,17 @@ keel_status keel__paste(keel_world *dst, const keel_world *tmpl, keel_entity par
 /* Well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF): what YAML can hold. */
 bool keel__utf8_valid(const char *s);
 
+/* ---- play.c, keep.c: play mode's keep (editing.md) ---- */
+
+/* Marks e (kind NULL) or its component kind/slot (KEEL_SLOT_AUTO: the lowest, or slot 0 when e
+ * has none: kept away, removed at stop) to carry back at stop; `on` false unmarks it.
+ * InvalidOperation when w is not playing; NotFound for a dead e or an unknown kind. */
+keel_status keel__world_keep(keel_world *w, keel_entity e, const char *kind, uint32_t slot, bool on, keel_diags *d);
+/* keel_world_stop, and then the kept state written into the restored world: the inverse of all
+ * of it as one BATCH in *inverse (NONE when nothing applied), each refused entry an
+ * InvalidOperation of severity sev in refused. */
+keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refused, keel_severity sev, keel_diags *d);
+
 /* ---- Replication (core/net/): counters the Lua binding, tests and benches read ---- */
 struct keel_net_host;
 struct keel_net_client;

@@ -1,5 +1,6 @@
 /* play.c — play mode: keel_world_play remembers the world as it is (a deep copy), keel_world_stop
  * puts it back exactly, as a new epoch in which every handle taken before refuses. */
+#include "bind.h"
 #include "model/world.h"
 #include "model/entity.h"
 #include "model/hierarchy.h"
@@ -90,10 +91,19 @@ static void retire_or_wake(keel_world *w, const uint64_t *set, size_t n, keel_ph
 
 keel_status keel_world_stop(keel_world *w, keel_diags *d)
 {
+    /* a C caller gets what could not be kept as warnings */
+    return keel__world_stop(w, NULL, d, KEEL_SEV_WARNING, d);
+}
+
+keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refused, keel_severity sev, keel_diags *d)
+{
     if (!w) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_world_stop: NULL world");
     keel_status st = refuse_in_callback(w, "stop", d);
     if (st) return st;
     if (!w->played) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "the world is not playing (keel_world_play first)");
+    /* what is kept is read as play leaves it, before anything retires */
+    size_t n_kept;
+    keel__kept_state *kept = keel__keep_capture(w, &n_kept);
     /* what exists only in the play world retires now, while it is still the world */
     size_t n_was, n_play;
     uint64_t *was_set = serials_of(w->played, &n_was);
@@ -137,5 +147,8 @@ keel_status keel_world_stop(keel_world *w, keel_diags *d)
     /* what play destroyed comes back as it was remembered: awake again, as a new epoch's */
     retire_or_wake(w, play_set, n_play, KEEL_PHASE_AWAKE);
     free(play_set);
+    /* then what was kept is written into the world as it was, as commands of its own */
+    keel__keep_apply(w, kept, n_kept, inverse, refused, sev);
+    keel__keep_states_free(kept, n_kept);
     return KEEL_OK;
 }

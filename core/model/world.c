@@ -63,6 +63,7 @@ static void world_contents_free(keel_world *w)
     keel__runs_free(w);
     keel__faults_free(w);
     keel__txn_free(w);
+    keel__kept_free_all(w);
     free(w->pending);
     free(w->ents);
     free(w->kids);

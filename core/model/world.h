@@ -93,6 +93,8 @@ struct keel_world {
     size_t fault_count, fault_cap;
     keel_world *next_world, *prev_world;
     keel_world *played;               /* while playing: the world as it was at play (play.c) */
+    struct keel__kept *kept;          /* while playing: what to carry back at stop (keep.c) */
+    size_t kept_count, kept_cap;
     struct keel_lift *lifts;          /* open lifts, newest first (lift.c) */
     keel_diags *retiring;             /* keel_world_close under way: each on_destroy that fails (close.c) */
     /* membership serials */
@@ -116,6 +118,25 @@ struct keel_world {
 
 /* Every live world, for registry changes (linked through next_world). */
 keel_world *keel__world_list(void);
+
+/* ---- play mode's keep (game/keep.c) ---- */
+
+/* One thing keel__world_keep marked: an entity (kind NULL) or one of its components; the nil
+ * UUID names the scene root. */
+typedef struct keel__kept {
+    keel_uuid entity;
+    char *kind;
+    uint32_t slot;
+} keel__kept;
+typedef struct keel__kept_state keel__kept_state;
+void keel__kept_free_all(keel_world *w);
+/* The kept entries read out of the playing world w (its list emptied), in the order they apply. */
+keel__kept_state *keel__keep_capture(keel_world *w, size_t *n);
+/* Writes them into w; the inverses as one BATCH in *inverse (left NONE when nothing applied, or
+ * freed when inverse is NULL); each refused entry one InvalidOperation of severity sev in refused. */
+void keel__keep_apply(keel_world *w, keel__kept_state *ks, size_t n, keel_cmd *inverse, keel_diags *refused,
+                      keel_severity sev);
+void keel__keep_states_free(keel__kept_state *ks, size_t n);
 /* A deep copy of w outside the list of live worlds (play mode's remembered state): entities,
  * membership, records, settings and counters; no run lists, journal, faults or pending rows
  * (w has none of the last three when this is called). */

@@ -491,6 +491,40 @@ methods["world.step"] = { params = { ["frames?"] = "integer", ["dt?"] = "number"
   return { frame = self.frame }
 end }
 
+-- ---- play mode (editing.md, "Keeping changes made in play mode") ----
+
+methods["world.play"] = { params = {}, run = function(self)
+  self.world:play()
+  return { playing = true }
+end }
+
+-- world.info also says whether the world is playing (the inspector's Play/Stop buttons).
+local info_run = methods["world.info"].run
+methods["world.info"].run = function(self, p)
+  local t = info_run(self, p)
+  t.playing = self.world.playing
+  return t
+end
+
+-- The kept state written back is one entry of the channel's history ("keep play changes").
+methods["world.stop"] = { params = {}, run = function(self)
+  local refused, inverse = self.world:stop()
+  if inverse then self:record("keep play changes", { inverse }) end
+  self.list_cache = nil -- every handle changed
+  return { playing = false, refused = array(jsonable(refused)) }
+end }
+
+-- `keep` false takes a keep back (the inspector's toggle).
+methods["play.keep"] = { params = { object = "ref", ["kind?"] = "string", ["slot?"] = "integer", ["keep?"] = "boolean" },
+  run = function(self, p)
+  local w = self.world
+  if not w.playing then keel_error("InvalidOperation", "play.keep works only while the world is playing (world.play first)") end
+  local e = self:object(p.object)
+  local on = p.keep ~= false
+  if on then w:keep(e, p.kind, p.slot) else w:_unkeep(e, p.kind, p.slot) end
+  return { object = e.uuid, kind = p.kind or null, slot = p.slot or null, keep = on }
+end }
+
 -- p with "." and ".." resolved; nil when it climbs above where it starts.
 local function normalize(p)
   local parts = {}

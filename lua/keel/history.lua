@@ -27,9 +27,16 @@ local function check_self(h, where)
   end
 end
 
+-- The histories bound to each world (weak both ways): changes keel makes on its own, such as
+-- the file watcher's "reload from disk", reach them through M._record.
+local bound = setmetatable({}, { __mode = "k" })
+
 function M.new(w)
   check(w, "World", "history.new")
-  return setmetatable({ world = w, undos = {}, redos = {}, revs = setmetatable({}, { __mode = "k" }) }, History)
+  local h = setmetatable({ world = w, undos = {}, redos = {}, revs = setmetatable({}, { __mode = "k" }) }, History)
+  bound[w] = bound[w] or setmetatable({}, { __mode = "k" })
+  bound[w][h] = true
+  return h
 end
 
 -- revs[inverse] = { at = the revision right after its command, back = the one before it }.
@@ -37,6 +44,13 @@ local function record(self, inverse, before)
   self.undos[#self.undos + 1] = inverse
   self.redos = {}
   if before then self.revs[inverse] = { at = self.world.revision, back = before } end
+end
+
+-- One entry made by keel itself (`label` says what, e.g. "reload from disk", for the reader:
+-- entries carry no label yet) on every history bound to w.
+function M._record(w, inverse, label)
+  local _ = label
+  for h in pairs(bound[w] or {}) do record(h, inverse) end
 end
 
 function History:spawn(spec)

@@ -52,6 +52,11 @@ local descriptions = {
   ["world.save"] = "Saves the world as a scene file: its own by default (the world is then clean), or a copy at a "
     .. "path inside the scene's folder.",
   ["world.errors"] = "Recorded callback failures ({entity, kind, slot, phase, message}), after the first `since`.",
+  ["world.play"] = "Enters play mode: the world as it is now is remembered, world.stop puts it back.",
+  ["world.stop"] = "Leaves play mode: the world is put back as it was at world.play, then what play.keep marked "
+    .. "is written into it (one undoable edit); `refused` lists the kept entries that could not apply.",
+  ["play.keep"] = "While playing: keeps an entity (or one of its components, by kind and slot) so world.stop "
+    .. "carries its play-mode state back (authored fields, not runtime ones); keep = false takes that back.",
 }
 
 local param_docs = {
@@ -65,6 +70,7 @@ local param_docs = {
   enabled = "true to enable", frames = "how many frames (1..100000, default 1)", dt = "seconds per frame",
   path = "where to write (inside the scene's folder); default: the scene's own file",
   since = "how many entries to skip (the count already seen)",
+  keep = "false to take a keep back (default true)",
   components = "kind keys, or { kind, body } objects",
   text = "a scene fragment: object.copy's text",
 }

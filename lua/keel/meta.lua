@@ -218,8 +218,20 @@ function World:instantiate(p, opts) end
 function World:play() end
 
 ---Puts the world back exactly as it was at `w:play()`, as a new epoch: every handle taken
----before (the root's too) refuses afterwards; the World handle itself stays good.
+---before (the root's too) refuses afterwards; the World handle itself stays good. Then what
+---`w:keep` marked is written into it (authored fields only) as one history entry ("keep play
+---changes"); returns the entries refused there (InvalidOperation error objects; empty when all
+---applied) and that entry's inverse command (nil when nothing changed).
+---@return table[] refused
+---@return userdata? inverse
 function World:stop() end
+
+---While playing: carries `e` (or its component `kind` at `slot`) back into the world `w:stop()`
+---restores. InvalidOperation outside play mode.
+---@param e KeelEntity
+---@param kind? string
+---@param slot? integer
+function World:keep(e, kind, slot) end
 
 ---Sends `name` with a copy of `data` (plain data) to every component with on_message, in run
 ---order, at the end of the current phase (or the start of the next step).

@@ -405,6 +405,7 @@ h = require("keel.history").new(world)   undo/redo: h:spawn{...}, h:add(e, kind)
 require("keel.repl").format(v) the printout below as a string (an entity with its components), for scripts
 serve([port])                  serves world to the inspector (its URL printed; default port 27760, 0: any free)
 play(), stop()                 play mode: stop() puts the world back as it was at play() (handles go stale)
+world:keep(e [, kind])         while playing: stop() writes e (or that component) back in; it lists what it refused
 =expr or expr                  prints the value; Tab completes (kind keys inside quotes)
 ctrl-c drops the line or stops a Lua loop (a world:run after its frame; twice: at once); ctrl-d quits]]
 
@@ -489,11 +490,19 @@ end
 
 function repl.stop()
   local w = rawget(_G, "world")
-  w:stop()
+  local refused, kept = w:stop()
   local same = authored == nil or w:dump() == authored
   authored = nil
-  return same and "stopped: the world is back as it was at play() (earlier handles are stale: find them again)"
-    or "stopped, but the world differs from play()"
+  local out
+  if kept then
+    out = "stopped: the world is back as it was at play(), with what keep() marked written in (one undo entry)"
+  else
+    out = same and "stopped: the world is back as it was at play() (earlier handles are stale: find them again)"
+      or "stopped, but the world differs from play()"
+  end
+  -- what w:keep marked that the restored world refused, one line each
+  for _, r in ipairs(refused or {}) do out = out .. "\nnot kept: " .. r.path .. ": " .. r.message end
+  return out
 end
 
 -- serve([port]): the REPL's world on the live channel (keel.serve). The REPL answers requests

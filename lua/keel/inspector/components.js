@@ -141,7 +141,7 @@ function isFocused(node) {
   return a.tagName === 'SELECT' || (a.tagName === 'INPUT' && !['checkbox', 'color', 'button'].includes(a.type));
 }
 
-// The form of one component. `api` = { set(fields), enable(on), remove(), entities }.
+// The form of one component. `api` = { set(fields), enable(on), remove(), keep(on), kept, entities }.
 // Returns { node, update(body, version), error(text) }.
 export function componentForm(comp, kind, api) {
   const unknown = comp.loaded === false || !kind;
@@ -153,11 +153,15 @@ export function componentForm(comp, kind, api) {
   });
   enabled.checked = comp.enabled !== false;
   const version = el('span', { class: 'version' });
+  // an unknown kind cannot change in play: nothing of it to keep
+  const keep = el('input', { type: 'checkbox', disabled: unknown, onchange: () => api.keep && api.keep(keep.checked) });
+  keep.checked = !!api.kept;
   const head = el('header', {},
     enabled,
     el('span', { class: 'title' }, title),
     el('span', { class: 'key' }, unknown ? 'not declared here' : (comp.slot ? `${comp.kind} #${comp.slot}` : comp.kind)),
     version,
+    el('label', { class: 'keep', title: "keep this component's play-mode state when play stops" }, keep, 'Keep'),
     el('button', { type: 'button', class: 'remove', title: 'remove this component', onclick: () => api.remove() }, '×'));
   const section = el('section', {
     class: unknown ? 'comp unknown' : 'comp', 'data-kind': comp.kind, 'data-slot': String(comp.slot ?? 0),
@@ -202,6 +206,7 @@ export function componentForm(comp, kind, api) {
     node: section,
     update,
     setEnabled: (on) => { enabled.checked = on !== false; },
+    setKept: (on) => { keep.checked = !!on; },
     error: (text) => { status.textContent = text || ''; status.classList.toggle('shown', !!text); },
     refresh: () => update(body, undefined, false, true), // the last known values back after a refused edit
   };

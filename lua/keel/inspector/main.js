@@ -20,6 +20,8 @@ const state = {
   errorsSeen: 0,
   frames: [],          // recent frame times (ms), for the graph
   lastFrame: null,     // { frame, t } of the last frame seen, when events carry no frame time
+  playing: false,      // world.info's playing
+  kept: new Set(),     // what play.keep marked while playing: "uuid|kind|slot" ("uuid||" the entity)
 };
 
 // ---- the status line ----
@@ -54,6 +56,7 @@ function showInfo(info) {
   $('#pause').disabled = !!info.paused;
   $('#step').disabled = !info.paused;
   $('#resume').disabled = !info.paused;
+  showPlaying(!!info.playing);
   noteFrame(info.frame, info.frame_ms);
   if ((info.errors ?? 0) > state.errorsSeen) loadErrors();
   // unsaved changes (the world's revision past its saved checkpoint): ● in the title, Save live
@@ -110,7 +113,42 @@ async function resync() {
   tree.reload();
 }
 
+// ---- play mode: Play/Stop and the Keep toggles ----
+
+function keepKey(uuid, kind, slot) { return `${uuid}|${kind ?? ''}|${kind ? (slot ?? 0) : ''}`; }
+
+function showPlaying(on) {
+  if (state.playing && !on) state.kept.clear(); // stopped elsewhere: nothing is marked any more
+  state.playing = on;
+  document.body.classList.toggle('playing', on);
+  $('#play').disabled = on;
+  $('#stop').disabled = !on;
+  if (on) $('#run-state').textContent += ' · playing';
+}
+
+async function keep(uuid, kind, slot, on) {
+  const params = { object: uuid, keep: on };
+  if (kind) { params.kind = kind; params.slot = slot ?? 0; }
+  const r = await act('play.keep', params);
+  const k = keepKey(uuid, kind, slot);
+  if (r && on) state.kept.add(k); else state.kept.delete(k);
+  return r;
+}
+
+function wirePlay() {
+  $('#play').onclick = () => act('world.play', undefined, () => { state.kept.clear(); return resync(); });
+  $('#stop').onclick = () => act('world.stop', undefined, (r) => {
+    state.kept.clear();
+    const refused = (r && r.refused) || [];
+    if (refused.length) say(`not kept: ${refused.map((x) => `${x.path}: ${x.message}`).join('; ')}`, true);
+    else say('stopped');
+    return resync();
+  });
+  $('#keep-entity').onchange = (e) => { if (state.entity) keep(state.entity.uuid, null, null, e.target.checked); };
+}
+
 function wireToolbar() {
+  wirePlay();
   $('#pause').onclick = () => act('world.pause', undefined, refreshInfo);
   $('#resume').onclick = () => act('world.resume', undefined, refreshInfo);
   $('#step').onclick = () => act('world.step', { frames: 1 }, resync);
@@ -261,7 +299,9 @@ function drawEntity(ent, keepForms) {
       f.error(''); // an earlier refusal no longer applies once the world moved on
       f.update(c.body, c.version);
       f.setEnabled(c.enabled);
+      f.setKept(state.kept.has(keepKey(ent.uuid, c.kind, c.slot)));
     }
+    $('#keep-entity').checked = state.kept.has(keepKey(ent.uuid));
     state.entity = ent;
     $('#entity-name').value = ent.name || '';
   } else {
@@ -285,6 +325,7 @@ function showEntity(ent, why) {
   state.names.set(ent.uuid, ent.name || '');
   $('#entity-name').value = ent.name || '';
   $('#entity-uuid').textContent = ent.uuid;
+  $('#keep-entity').checked = state.kept.has(keepKey(ent.uuid));
   for (const c of ent.components) {
     const kind = c.loaded === false ? null : state.kinds.get(c.kind);
     const target = { object: ent.uuid, kind: c.kind, slot: c.slot ?? 0 };
@@ -296,6 +337,8 @@ function showEntity(ent, why) {
       set: (fields) => call('component.set', { ...target, fields }).then(after, fail),
       enable: (on) => call('component.enable', { ...target, enabled: on }).then(after, fail),
       remove: () => call('component.remove', target).then(() => loadEntity(ent.uuid), fail),
+      keep: (on) => keep(ent.uuid, c.kind, c.slot, on),
+      kept: state.kept.has(keepKey(ent.uuid, c.kind, c.slot)),
     });
     state.forms.set(formKey(c.kind, c.slot), form);
     list.append(form.node);

@@ -27,14 +27,28 @@ local function check_self(h, where)
   end
 end
 
+-- The histories bound to each world (weak both ways): changes keel makes on its own, such as
+-- the file watcher's "reload from disk", reach them through M._record.
+local bound = setmetatable({}, { __mode = "k" })
+
 function M.new(w)
   check(w, "World", "history.new")
-  return setmetatable({ world = w, undos = {}, redos = {} }, History)
+  local h = setmetatable({ world = w, undos = {}, redos = {} }, History)
+  bound[w] = bound[w] or setmetatable({}, { __mode = "k" })
+  bound[w][h] = true
+  return h
 end
 
 local function record(self, inverse)
   self.undos[#self.undos + 1] = inverse
   self.redos = {}
+end
+
+-- One entry made by keel itself (`label` says what, e.g. "reload from disk", for the reader:
+-- entries carry no label yet) on every history bound to w.
+function M._record(w, inverse, label)
+  local _ = label
+  for h in pairs(bound[w] or {}) do record(h, inverse) end
 end
 
 function History:spawn(spec)

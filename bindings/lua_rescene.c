@@ -2,6 +2,7 @@
  * the scene file"): w:watch, w:_rebase (a world brought from one scene text to another in
  * place), keel.core._merge / _merge_take (keel merge's own code, on texts) and _hash. */
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 
 #include "lua_internal.h"
@@ -162,12 +163,25 @@ static int k_loaded(lua_State *L)
     return 2;
 }
 
+/* keel.core._stat(path) -> "mtime.ns:size:inode:ctime.ns" (nil when it cannot be stat'ed): what
+ * the watcher compares each interval before reading anything. Nanoseconds, not lfs's whole
+ * seconds, so a same-size write in the same second is still seen. */
+static int k_stat(lua_State *L)
+{
+    struct stat st;
+    if (stat(luaL_checkstring(L, 1), &st) != 0) return 0;
+    lua_pushfstring(L, "%I.%I:%I:%I:%I.%I", (lua_Integer)st.st_mtim.tv_sec, (lua_Integer)st.st_mtim.tv_nsec,
+                    (lua_Integer)st.st_size, (lua_Integer)st.st_ino, (lua_Integer)st.st_ctim.tv_sec,
+                    (lua_Integer)st.st_ctim.tv_nsec);
+    return 1;
+}
+
 const luaL_Reg keel__lua_rescene_methods[] = { { "watch", w_watch }, { "_rebase", w_rebase }, { NULL, NULL } };
 
 void keel__lua_open_rescene(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
-        { "_merge", k_merge }, { "_merge_take", k_merge_take }, { "_hash", k_hash }, { "_loaded", k_loaded }, { NULL, NULL }
+        { "_merge", k_merge }, { "_merge_take", k_merge_take }, { "_hash", k_hash }, { "_loaded", k_loaded }, { "_stat", k_stat }, { NULL, NULL }
     };
     luaL_setfuncs(L, funcs, 0);
 }

@@ -188,3 +188,52 @@ describe("w:watch()", function()
     assert.has_error(function() watcher:resolve("ours") end) -- nothing pending
   end)
 end)
+
+describe("keel run SCENE --watch", function()
+  local keel_bin = H.find_keel()
+  local dir
+  -- A kind whose update rewrites the scene file at frame 3 (`from` -> `to`), and sets its own
+  -- field x to `live` at frame 1 when given (a live edit).
+  local function project(from, to, live)
+    dir = H.tmpdir()
+    os.execute("mkdir -p " .. H.shell_quote(dir .. "/kinds"))
+    H.spit(dir .. "/kinds/editor.lua", ([[
+local keel = require "keel"
+local n = 0
+keel.kind{ key = "ew:editor", fields = { { "x", "int" } },
+  update = function(self)
+    n = n + 1
+    if n == 1 and %s then self.x = %s end
+    if n == 3 then
+      local f = io.open("s.yaml"); local t = f:read("a"); f:close()
+      f = io.open("s.yaml", "w"); f:write((t:gsub(%q, %q))); f:close()
+    end
+  end }
+]]):format(tostring(live ~= nil), tostring(live), from, to))
+    H.spit(dir .. "/make.lua", [[
+local keel = require "keel"
+local w = keel.world("S")
+w:spawn{ name = "Ed", components = { "ew:editor" } }
+assert(w:save("s.yaml"))
+]])
+    local code = H.run_keel(keel_bin, "make.lua", nil, dir)
+    assert.are.equal(0, code)
+  end
+  after_each(function() H.rmrf(dir) end)
+
+  it("applies an edit of the scene file made while it runs", function()
+    project("x: 0", "x: 7")
+    local code, out, err = H.run_keel(keel_bin, "run s.yaml --watch --frames 10 --save out.yaml", nil, dir)
+    assert.are.equal(0, code, err)
+    assert.matches("s.yaml: reloaded from disk %(1 change%)", out)
+    assert.matches("x: 7", H.slurp(dir .. "/out.yaml"))
+  end)
+
+  it("prints one line per conflict and applies nothing", function()
+    project("x: 0", "x: 9", 1)
+    local code, out, err = H.run_keel(keel_bin, "run s.yaml --watch --frames 10 --save out.yaml", nil, dir)
+    assert.are.equal(0, code, err)
+    assert.matches("s.yaml: conflict: [%x%-]+/ew:editor%[0%]/x: base 0, ours 1, theirs 9\n", out)
+    assert.matches("x: 1", H.slurp(dir .. "/out.yaml"))
+  end)
+end)

@@ -1,7 +1,7 @@
 -- filewatch.lua — w:watch(): the scene file on disk and the live world never drift silently
 -- (design/editing.md "Watching the scene file"). poll() stats the file once per interval and
--- reads it only when the stat moved (or the file was written in the last two seconds, which a
--- stat's one-second time stamp cannot tell apart); the content hash decides. Then:
+-- reads it only when the stat moved (times to the nanosecond, size, inode); the content hash
+-- decides. Then:
 --   * the file holds what the world would write (keel's own save): the checkpoint moves, nothing else;
 --   * clean world: w:_rebase(base, new) applies the difference in place, one batch = one history entry;
 --   * dirty world: keel merge's own code (keel.core._merge) with base, ours = w:dump(), theirs = new;
@@ -44,17 +44,17 @@ local function dirty(self)
 end
 
 -- Applies the change from text `from` to text `to` as one history entry ("reload from disk").
+-- Other undo stacks (the channel's) add themselves to watcher.recorders: f(inverse, label).
 local function apply(self, from, to)
   local inverse, changes = self.world:_rebase(from, to, self.path)
-  if inverse then history._record(self.world, inverse, "reload from disk") end
+  if inverse then
+    history._record(self.world, inverse, "reload from disk")
+    for _, f in ipairs(self.recorders) do f(inverse, "reload from disk") end
+  end
   return changes
 end
 
-local function stat_sig(path)
-  local a = lfs.attributes(path)
-  if not a then return nil end
-  return ("%s:%s:%s"):format(a.modification, a.size, a.ino), a.modification
-end
+local stat_sig = core._stat -- mtime and ctime to the nanosecond, size, inode
 
 -- Kind files: a stat signature of every file kindfiles ran and every module they required.
 local function kinds_sig()
@@ -123,9 +123,8 @@ function Watcher:poll()
   if now < self.due then return nil end
   self.due = now + self.interval
   local kinds = poll_kinds(self)
-  local sig, mtime = stat_sig(self.path)
-  local recent = mtime and os.time() - mtime <= 1
-  if sig == self.sig and not recent then return kinds end
+  local sig = stat_sig(self.path)
+  if sig == self.sig then return kinds end
   self.sig = sig
   local text, err = read(self.path)
   if not text then
@@ -189,7 +188,7 @@ function M.watch(w, opts)
   local base, err = read(path)
   if not base then invalid("w:watch: " .. tostring(err)) end
   local self = setmetatable({
-    world = w, path = path, interval = opts.interval or 0.25, due = -math.huge,
+    world = w, path = path, recorders = {}, interval = opts.interval or 0.25, due = -math.huge,
     base = base, hash = core._hash(base), sig = stat_sig(path),
     checkpoint = w.saved_revision or (path == loaded and loaded_rev) or w.revision,
   }, Watcher)

@@ -189,6 +189,31 @@ describe("w:watch()", function()
   end)
 end)
 
+describe("the channel's world.resolve", function()
+  local channel = require "keel.channel"
+  it("resolves the watcher's conflicts, and is InvalidOperation with none", function()
+    local path = scene_file()
+    local w = assert(keel.load(path))
+    local ch = channel.new(w)
+    local watcher = w:watch{ interval = 0 }
+    assert.are.equal("InvalidOperation", H.code_of(ch.call, ch, "world.resolve", { take = "ours" }))
+    ch:watch_file(watcher)
+    assert.are.equal("InvalidOperation", H.code_of(ch.call, ch, "world.resolve", { take = "ours" }))
+    local a = w:find("A")
+    a:get("ew:hp").hp = 6
+    edit_in(path, "A", "hp: 5", "hp: 9")
+    assert.are.equal(1, #watcher:poll().conflicts)
+    assert.are.equal(1, #ch:call("world.info").conflicts)
+    local r = ch:call("world.resolve", { take = "theirs" })
+    assert.is_true(r.merged)
+    assert.are.equal(9, a:get("ew:hp").hp)
+    assert.is_nil(ch:call("world.info").conflicts)
+    ch:call("history.undo") -- the resolve is an entry of the channel's history too
+    assert.are.equal(6, a:get("ew:hp").hp)
+    w:close()
+  end)
+end)
+
 describe("keel run SCENE --watch", function()
   local keel_bin = H.find_keel()
   local dir

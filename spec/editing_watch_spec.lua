@@ -10,6 +10,9 @@ keel.kind{ key = "ew:hp", fields = {
   { "timer", "float", default = 0, runtime = true },
 } }
 
+AWAKES = 0
+keel.kind{ key = "ew:awake", fields = { { "n", "int" } }, awake = function() AWAKES = AWAKES + 1 end }
+
 local function scene_file()
   local dir = H.tmpdir()
   local path = dir .. "/s.yaml"
@@ -99,6 +102,26 @@ describe("w:watch()", function()
     assert.are.equal(H.slurp(path), w:dump())
   end)
 
+  it("spawns, adds and removes components, and reorders as another world saved the file", function()
+    local other = assert(keel.load(path))
+    local oa = other:find("A")
+    other:spawn{ name = "D", parent = oa, components = { { "ew:hp", hp = 1 } } }
+    other:find("C"):add("ew:awake")
+    oa:remove("ew:hp")
+    other:find("C").parent = oa -- A's children: B, D, C
+    assert(other:save(path))
+    other:close()
+    local awakes = AWAKES
+    local a, c = w:find("A"), w:find("C")
+    local ev = watcher:poll()
+    assert.is_true(ev.reloaded)
+    assert.are.equal(H.slurp(path), w:dump())
+    assert.is_true(a:alive() and c:alive())
+    assert.is_nil(a:get("ew:hp"))
+    assert.are.equal(awakes + 1, AWAKES) -- awake ran for the component the file added
+    assert.are.equal(1, w:find("D"):get("ew:hp").hp)
+  end)
+
   it("makes the reload from disk one history entry that one undo reverts", function()
     edit_in(path, "A", "hp: 5", "hp: 51")
     edit_in(path, "B", "hp: 7", "hp: 71")
@@ -186,6 +209,35 @@ describe("w:watch()", function()
   it("refuses a bad resolve", function()
     assert.has_error(function() watcher:resolve("mine") end)
     assert.has_error(function() watcher:resolve("ours") end) -- nothing pending
+  end)
+end)
+
+describe("w:watch() and kind files", function()
+  it("reloads a changed kind file as reload() does, and keeps the old declaration when it fails", function()
+    local kindfiles = require "keel.kindfiles"
+    local dir = H.tmpdir()
+    os.execute("mkdir -p " .. H.shell_quote(dir .. "/kinds"))
+    local file = dir .. "/kinds/thing.lua"
+    H.spit(file, 'require "keel".kind{ key = "ewk:thing", fields = { { "a", "int" } } }\n')
+    local quiet = kindfiles.stderr
+    kindfiles.stderr = { write = function() end }
+    kindfiles.load(dir .. "/kinds")
+    kindfiles.stderr = quiet
+    assert.are.equal("a", keel.kind_info("ewk:thing").fields[1].key)
+    local path = scene_file()
+    local w = assert(keel.load(path))
+    local watcher = w:watch{ interval = 0 }
+    H.spit(file, 'require "keel".kind{ key = "ewk:thing", fields = { { "b", "int" }, { "c", "int" } } }\n')
+    local ev = watcher:poll()
+    assert.are.same({ file }, ev.kinds.reloaded)
+    assert.are.equal("b", keel.kind_info("ewk:thing").fields[1].key)
+    H.spit(file, 'require "keel".kind{ key = "ewk:thing", fields = { { "b", "int" } } -- broken\n')
+    ev = watcher:poll()
+    assert.are.equal(1, #ev.kinds.errors)
+    assert.matches("thing.lua", ev.kinds.errors[1])
+    assert.are.equal(2, #keel.kind_info("ewk:thing").fields) -- the old declaration stays
+    w:close()
+    H.rmrf(dir)
   end)
 end)
 

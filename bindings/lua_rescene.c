@@ -22,13 +22,41 @@ static int w_watch(lua_State *L)
     return 1;
 }
 
-/* w:_rebase(from, to [, name]) -> the inverse command (nil when nothing differs), changes */
+/* The template world of the text a watcher last applied (keel__scene_rebase's cache). */
+#define CACHE_MT "keel.RebaseCache"
+typedef struct rcache { keel_world *w; } rcache;
+
+static int cache_gc(lua_State *L)
+{
+    rcache *c = luaL_checkudata(L, 1, CACHE_MT);
+    if (c->w) keel_world_free(c->w);
+    c->w = NULL;
+    return 0;
+}
+
+/* keel.core._rebase_cache() -> an empty cache for w:_rebase */
+static int k_rebase_cache(lua_State *L)
+{
+    rcache *c = lua_newuserdatauv(L, sizeof *c, 0);
+    c->w = NULL;
+    if (luaL_newmetatable(L, CACHE_MT)) {
+        lua_pushcfunction(L, cache_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_setmetatable(L, -2);
+    return 1;
+}
+
+/* w:_rebase(from, to [, name [, cache]]) -> the inverse command (nil when nothing differs), changes.
+ * With a cache, `from` is the text of the last `to` it was given (the caller sees to that), or the
+ * cache is empty. */
 static int w_rebase(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     size_t flen, tlen;
     const char *from = luaL_checklstring(L, 2, &flen), *to = luaL_checklstring(L, 3, &tlen);
     const char *name = luaL_optstring(L, 4, "scene");
+    rcache *cache = lua_isnoneornil(L, 5) ? NULL : luaL_checkudata(L, 5, CACHE_MT);
     keel__lua_refuse_in_callback(L, lw->w, "w:_rebase");
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
@@ -36,7 +64,7 @@ static int w_rebase(lua_State *L)
     keel_diags_init(&d);
     size_t changes = 0;
     KEEL_LUA_ENTER(L, lw->ctx);
-    keel_status s = keel__scene_rebase(lw->w, from, flen, to, tlen, name, &inv, &changes, &d);
+    keel_status s = keel__scene_rebase(lw->w, from, flen, to, tlen, name, cache ? &cache->w : NULL, &inv, &changes, &d);
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, &inv);
     if (changes) keel__lua_push_cmd(L, &inv);
@@ -181,7 +209,7 @@ const luaL_Reg keel__lua_rescene_methods[] = { { "watch", w_watch }, { "_rebase"
 void keel__lua_open_rescene(lua_State *L)
 {
     static const luaL_Reg funcs[] = {
-        { "_merge", k_merge }, { "_merge_take", k_merge_take }, { "_hash", k_hash }, { "_loaded", k_loaded }, { "_stat", k_stat }, { NULL, NULL }
+        { "_merge", k_merge }, { "_merge_take", k_merge_take }, { "_hash", k_hash }, { "_loaded", k_loaded }, { "_stat", k_stat }, { "_rebase_cache", k_rebase_cache }, { NULL, NULL }
     };
     luaL_setfuncs(L, funcs, 0);
 }

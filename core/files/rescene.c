@@ -124,6 +124,62 @@ static void diff_comps(cmds *out, keel_uuid u, const keel_world *to, keel_entity
     }
 }
 
+static bool value_equal(const keel_value *a, const keel_value *b)
+{
+    if (a->type != b->type || a->nil != b->nil) return false;
+    switch (a->type) {
+    case KEEL_T_BOOL: return a->as.b == b->as.b;
+    case KEEL_T_INT:
+    case KEEL_T_ENUM: return a->as.i == b->as.i;
+    case KEEL_T_STRING: return strcmp(a->as.s ? a->as.s : "", b->as.s ? b->as.s : "") == 0;
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY: return a->nil || keel_uuid_equal(a->as.u, b->as.u);
+    default: return memcmp(a->as.v, b->as.v, sizeof a->as.v) == 0; /* float and vectors (zero-filled) */
+    }
+}
+
+static const char *name_of(const keel_world *w, keel_entity e)
+{
+    const char *n = keel_entity_name(w, e);
+    return n ? n : "";
+}
+
+/* The quick answer for most entities of a change: same name, flag and components, every field
+ * equal, read without building either side's document (that is only done when they differ). */
+static bool entity_same(const keel_world *a, keel_entity ea, const keel_world *b, keel_entity eb)
+{
+    size_t n = keel_member_count(a, ea);
+    if (n != keel_member_count(b, eb) || keel_entity_enabled(a, ea) != keel_entity_enabled(b, eb) ||
+        strcmp(name_of(a, ea), name_of(b, eb)) != 0)
+        return false;
+    keel_diags d;
+    keel_diags_init(&d);
+    bool same = true;
+    for (size_t i = 0; i < n && same; i++) {
+        keel_member ma, mb;
+        if (!keel_member_at(a, ea, i, &ma) || !keel_member_at(b, eb, i, &mb)) return false;
+        same = ma.kind == mb.kind && ma.slot == mb.slot && ma.enabled == mb.enabled && ma.loaded == mb.loaded &&
+               ma.version == mb.version && strcmp(ma.key, mb.key) == 0;
+        if (same && !ma.loaded) same = keel_node_equal(ma.preserved, mb.preserved);
+        keel_comp ca, cb;
+        if (!same || !ma.loaded) continue;
+        if (!keel_get_comp(a, ea, ma.kind, ma.slot, &ca) || !keel_get_comp(b, eb, mb.kind, mb.slot, &cb)) {
+            same = false;
+            break;
+        }
+        size_t fields = keel_kind_describe(ma.kind)->field_count;
+        for (size_t f = 0; f < fields && same; f++) {
+            keel_value va, vb;
+            memset(&va, 0, sizeof va);
+            memset(&vb, 0, sizeof vb);
+            same = keel_get(a, ca, (int)f, &va, &d) == KEEL_OK && keel_get(b, cb, (int)f, &vb, &d) == KEEL_OK &&
+                   value_equal(&va, &vb);
+        }
+    }
+    keel_diags_free(&d);
+    return same;
+}
+
 static bool same_kids(const keel_world *a, keel_entity pa, const keel_world *b, keel_entity pb)
 {
     keel_entity x = keel_entity_first_child(a, pa), y = keel_entity_first_child(b, pb);
@@ -147,13 +203,16 @@ static void diff_worlds(cmds *out, const keel_world *from, const keel_world *to)
         out->items[i] = out->items[j - 1];
         out->items[j - 1] = t;
     }
-    keel_node *ra = keel__entity_tree(from, 0), *rb = keel__entity_tree(to, 0);
-    diff_comps(out, nil, to, keel_world_root(to), ra, rb);
-    keel_node_free(ra);
-    keel_node_free(rb);
+    if (!entity_same(from, keel_world_root(from), to, keel_world_root(to))) {
+        keel_node *ra = keel__entity_tree(from, 0), *rb = keel__entity_tree(to, 0);
+        diff_comps(out, nil, to, keel_world_root(to), ra, rb);
+        keel_node_free(ra);
+        keel_node_free(rb);
+    }
     for (keel_entity e = keel_next(to, 0); e; e = keel_next(to, e)) {
         keel_uuid u = keel_entity_uuid(to, e);
         keel_entity fe = keel_find(from, u);
+        if (fe && entity_same(from, fe, to, e)) continue;
         keel_node *tb = keel__entity_tree(to, (uint32_t)e);
         if (!fe) {
             keel_cmd *c = push(out, KEEL_CMD_SPAWN, u);
@@ -198,12 +257,14 @@ static keel_status read_world(const char *text, size_t len, const char *name, ke
 }
 
 keel_status keel__scene_rebase(keel_world *w, const char *from, size_t flen, const char *to, size_t tlen,
-                               const char *name, keel_cmd *inverse, size_t *changes, keel_diags *d)
+                               const char *name, keel_world **cache, keel_cmd *inverse, size_t *changes,
+                               keel_diags *d)
 {
-    keel_world *a = NULL, *b = NULL;
+    keel_world *a = cache ? *cache : NULL, *b = NULL;
+    if (cache) *cache = NULL;
     *changes = 0;
     keel_status st = read_world(to, tlen, name, &b, d);
-    if (st == KEEL_OK) st = read_world(from, flen, name, &a, d);
+    if (st == KEEL_OK && !a) st = read_world(from, flen, name, &a, d);
     if (st == KEEL_OK) {
         cmds c = { 0 };
         diff_worlds(&c, a, b);
@@ -217,7 +278,8 @@ keel_status keel__scene_rebase(keel_world *w, const char *from, size_t flen, con
         keel_cmd_free(&batch);
     }
     if (a) keel_world_free(a);
-    if (b) keel_world_free(b);
+    if (st == KEEL_OK && cache) *cache = b; /* `to` is the next change's `from`: one read a change */
+    else if (b) keel_world_free(b);
     return st;
 }
 

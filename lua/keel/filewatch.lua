@@ -45,8 +45,10 @@ end
 
 -- Applies the change from text `from` to text `to` as one history entry ("reload from disk").
 -- Other undo stacks (the channel's) add themselves to watcher.recorders: f(inverse, label).
-local function apply(self, from, to)
-  local inverse, changes = self.world:_rebase(from, to, self.path)
+-- `cached`: `from` is self.base, whose template world self.cache may hold (the last `to`).
+local function apply(self, from, to, cached)
+  local inverse, changes = self.world:_rebase(from, to, self.path, cached and self.cache or nil)
+  if not cached then self.cache = core._rebase_cache() end -- the base changes, not to `to`
   if inverse then
     history._record(self.world, inverse, "reload from disk")
     for _, f in ipairs(self.recorders) do f(inverse, "reload from disk") end
@@ -93,16 +95,19 @@ end
 local function changed(self, text)
   local w = self.world
   if text == self.base then return nil end
+  if not dirty(self) and not self.pending then
+    local ok, n = pcall(apply, self, self.base, text, true)
+    if not ok then return { errors = diags_of(n, self.path) } end
+    self.base, self.checkpoint = text, w.revision
+    -- nothing to apply: keel's own save (the file says what the world holds), or a change of form
+    if n == 0 then return nil end
+    return { reloaded = true, changes = n }
+  end
   local ours = w:dump()
   if text == ours then -- keel's own save (or the same edit made on both sides)
     self.base, self.checkpoint, self.pending = text, w.revision, nil
+    self.cache = core._rebase_cache()
     return nil
-  end
-  if not dirty(self) and not self.pending then
-    local ok, n = pcall(apply, self, self.base, text)
-    if not ok then return { errors = diags_of(n, self.path) } end
-    self.base, self.checkpoint = text, w.revision
-    return { reloaded = true, changes = n }
   end
   local ok, merged, conflicts = pcall(core._merge, self.base, ours, text)
   if not ok then return { errors = diags_of(merged, self.path) } end
@@ -188,7 +193,7 @@ function M.watch(w, opts)
   local base, err = read(path)
   if not base then invalid("w:watch: " .. tostring(err)) end
   local self = setmetatable({
-    world = w, path = path, recorders = {}, interval = opts.interval or 0.25, due = -math.huge,
+    world = w, path = path, recorders = {}, cache = core._rebase_cache(), interval = opts.interval or 0.25, due = -math.huge,
     base = base, hash = core._hash(base), sig = stat_sig(path),
     checkpoint = w.saved_revision or (path == loaded and loaded_rev) or w.revision,
   }, Watcher)

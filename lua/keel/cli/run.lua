@@ -26,6 +26,7 @@ function M.report(name, ev)
     for _, p in ipairs(ev.kinds.reloaded or {}) do print(string.format("%s: reloaded kind file %s", name, p)) end
     for _, m in ipairs(ev.kinds.errors or {}) do io.stderr:write(name, ": watch: ", m, "\n") end
   end
+  io.stdout:flush() -- a served world's log is often a file, read as it is written
 end
 
 -- Returns the number of callback errors, and the reason when --save could not write.

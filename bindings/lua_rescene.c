@@ -7,6 +7,13 @@
 
 #include "lua_internal.h"
 
+/* A string argument, or an InvalidArgument error object (misuse raises keel's errors). */
+static const char *text_arg(lua_State *L, int idx, size_t *len)
+{
+    if (lua_type(L, idx) != LUA_TSTRING) keel__lua_argerror(L, idx, "a string expected, got %s", luaL_typename(L, idx));
+    return lua_tolstring(L, idx, len);
+}
+
 /* w:watch([opts]) -> keel.filewatch's watcher */
 static int w_watch(lua_State *L)
 {
@@ -28,7 +35,8 @@ typedef struct rcache { keel_world *w; } rcache;
 
 static int cache_gc(lua_State *L)
 {
-    rcache *c = luaL_checkudata(L, 1, CACHE_MT);
+    rcache *c = luaL_testudata(L, 1, CACHE_MT);
+    if (!c) return 0;
     if (c->w) keel_world_free(c->w);
     c->w = NULL;
     return 0;
@@ -54,9 +62,10 @@ static int w_rebase(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     size_t flen, tlen;
-    const char *from = luaL_checklstring(L, 2, &flen), *to = luaL_checklstring(L, 3, &tlen);
-    const char *name = luaL_optstring(L, 4, "scene");
-    rcache *cache = lua_isnoneornil(L, 5) ? NULL : luaL_checkudata(L, 5, CACHE_MT);
+    const char *from = text_arg(L, 2, &flen), *to = text_arg(L, 3, &tlen);
+    const char *name = lua_isnoneornil(L, 4) ? "scene" : text_arg(L, 4, NULL);
+    rcache *cache = lua_isnoneornil(L, 5) ? NULL : luaL_testudata(L, 5, CACHE_MT);
+    if (!lua_isnoneornil(L, 5) && !cache) return keel__lua_argerror(L, 5, "a rebase cache expected");
     keel__lua_refuse_in_callback(L, lw->w, "w:_rebase");
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
@@ -84,7 +93,7 @@ static int k_merge(lua_State *L)
 {
     const char *texts[3];
     size_t lens[3];
-    for (int i = 0; i < 3; i++) texts[i] = luaL_checklstring(L, i + 1, &lens[i]);
+    for (int i = 0; i < 3; i++) texts[i] = text_arg(L, i + 1, &lens[i]);
     const char *const names[3] = { "base", "ours", "theirs" };
     keel_diags d;
     keel_diags_init(&d);
@@ -117,7 +126,7 @@ static int k_merge(lua_State *L)
 static int k_merge_take(lua_State *L)
 {
     size_t len;
-    const char *text = luaL_checklstring(L, 1, &len);
+    const char *text = text_arg(L, 1, &len);
     bool theirs = lua_toboolean(L, 2);
     size_t n = lua_istable(L, 3) ? lua_rawlen(L, 3) : 0;
     const char **paths = n ? lua_newuserdatauv(L, n * sizeof *paths, 0) : NULL;
@@ -141,7 +150,7 @@ static int k_merge_take(lua_State *L)
 static int k_hash(lua_State *L)
 {
     size_t len;
-    const char *text = luaL_checklstring(L, 1, &len);
+    const char *text = text_arg(L, 1, &len);
     lua_pushinteger(L, (lua_Integer)keel__text_hash(text, len));
     return 1;
 }
@@ -197,7 +206,7 @@ static int k_loaded(lua_State *L)
 static int k_stat(lua_State *L)
 {
     struct stat st;
-    if (stat(luaL_checkstring(L, 1), &st) != 0) return 0;
+    if (stat(text_arg(L, 1, NULL), &st) != 0) return 0;
     lua_pushfstring(L, "%I.%I:%I:%I:%I.%I", (lua_Integer)st.st_mtim.tv_sec, (lua_Integer)st.st_mtim.tv_nsec,
                     (lua_Integer)st.st_size, (lua_Integer)st.st_ino, (lua_Integer)st.st_ctim.tv_sec,
                     (lua_Integer)st.st_ctim.tv_nsec);

@@ -114,6 +114,7 @@ end
 -- `watch_error` events; a reload reaches them as the deltas of any other change.
 function Server:poll_file()
   local fw = self.channel.file_watcher
+  if self.channel.stepping then return nil end -- the step hook's poll: the world is mid-step
   local ev = fw and fw:poll()
   if not ev then return nil end
   local json = require "keel.json"

@@ -200,7 +200,9 @@ int keel__lua_k_load(lua_State *L)
         keel__lua_end_load(L, ctx, prev, s == KEEL_OK ? w : NULL);
     }
     keel_assets_free(assets);
-    return finish_load(L, ctx, s, w, &d, lua_tostring(L, 1));
+    int n = finish_load(L, ctx, s, w, &d, lua_tostring(L, 1));
+    if (s == KEEL_OK) keel__lua_rescene_loaded(L, -1, lua_tostring(L, 1)); /* the watcher's file */
+    return n;
 }
 
 int keel__lua_k_parse(lua_State *L)

@@ -241,6 +241,7 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_net(L, ctx);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");
+    keel__lua_open_rescene(L);
     keel_lua_open_persist(L);
     lua_setfield(L, -2, "persist");
     preload(L);

@@ -704,6 +704,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_newlib(L, world_methods);
     luaL_setfuncs(L, keel__lua_query_methods, 0);   /* entities, each, query, count */
     luaL_setfuncs(L, keel__lua_command_methods, 0); /* _apply */
+    luaL_setfuncs(L, keel__lua_rescene_methods, 0); /* watch, _rebase */
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
     luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */

@@ -237,4 +237,22 @@ typedef struct keel__net_stats {
 keel__net_stats keel__net_client_stats(const struct keel_net_client *c);
 keel__net_stats keel__net_host_stats(const struct keel_net_host *h);
 
+/* ---- files/rescene.c: the scene file watcher's core (editing.md) ---- */
+
+#include "keel_merge.h" /* keel_merge_scenes, keel_merge_take: the watcher merges as keel merge does */
+
+/* `w` brought from scene text `from` to `to` in place: their differences (entities by UUID,
+ * components by kind and slot, fields by name, hierarchy and order) applied as one BATCH, whose
+ * inverse is `*inverse` (untouched when nothing differs). *changes counts the commands. A text
+ * that does not load is its load's errors, and nothing is applied. `cache` (may be NULL): a
+ * world read from `from` already, used instead of reading it (and freed); on success it gets
+ * the world read from `to`, on failure NULL. */
+keel_status keel__scene_rebase(keel_world *w, const char *from, size_t flen, const char *to, size_t tlen,
+                               const char *name, keel_world **cache, keel_cmd *inverse, size_t *changes,
+                               keel_diags *d);
+/* A merged scene's `conflicts:` list (an empty SEQ when none), the caller's to free. */
+keel_status keel__scene_conflicts(const char *text, size_t len, keel_node **out, keel_diags *d);
+/* The content hash a watcher compares (crc32). */
+uint32_t keel__text_hash(const char *text, size_t len);
+
 #endif

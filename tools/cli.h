@@ -17,6 +17,7 @@ typedef struct keel_cli {
     size_t kinds_count;        /* 0: the defaults apply */
     const char *assets;        /* --assets FILE, or NULL */
     const char *scene;         /* the verb's scene, set before keel_cli_setup: its nearest kinds/ is looked at */
+    bool watch;                /* --watch (run, serve): the scene file and kind files are polled between frames */
 } keel_cli;
 
 /* ---- tools/embed.c ---- */

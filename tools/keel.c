@@ -64,14 +64,17 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  or N frames) and serves the live channel as `keel serve` does.\n"
       "  --host serves the world to keel.net clients over UDP (default port 27761)\n"
       "  on every address, or on ADDR only with --bind (the first line says which);\n"
-      "  --connect mirrors a host's world as client NAME and prints it once a second.\n" },
+      "  --connect mirrors a host's world as client NAME and prints it once a second.\n"
+      "  --watch (with or without --serve) polls SCENE between frames: an edit on disk\n"
+      "  is applied in place, merged with live edits, or printed as conflicts.\n" },
     { "serve",
-      "usage: keel serve SCENE [--port N] [--bind ADDR]\n"
+      "usage: keel serve SCENE [--port N] [--bind ADDR] [--watch]\n"
       "  Loads SCENE paused and serves the live channel on 127.0.0.1:N (default 27760;\n"
       "  0 picks a free port): the inspector page at the printed URL (its #token=\n"
       "  fragment is the access token), JSON-RPC at /rpc, events at /events.\n"
       "  Nothing steps until a client asks (world.step, world.resume). --bind ADDR\n"
-      "  listens on another address (said on stderr). ctrl-c stops.\n" },
+      "  listens on another address (said on stderr). ctrl-c stops. --watch applies\n"
+      "  edits of SCENE on disk (conflicts with live edits: SSE `conflict`, world.resolve).\n" },
     { "check",
       "usage: keel check FILE... [--strict]\n"
       "  Validates scenes and assets.yaml manifests; one line per diagnostic:\n"

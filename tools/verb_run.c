@@ -86,9 +86,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     argc = kept;
     const keel_cli_opt opts[] = {
         { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL },   { "--save", &save, NULL },
-        { "--play", NULL, &play },       { "--bind", &bind, NULL },
+        { "--play", NULL, &play },       { "--bind", &bind, NULL },   { "--watch", NULL, &cli->watch },
     };
-    int n = keel_cli_parse(cli, argc, argv, opts, 5);
+    int n = keel_cli_parse(cli, argc, argv, opts, 6);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 1) {
         keel_cli_usage_error(cli, "run: expected at most one SCENE");
@@ -116,6 +116,10 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     if (serve_port && !keel_cli_parse_port(cli, serve_port, &port)) return KEEL_EXIT_USAGE;
     if (!serve && bind) {
         keel_cli_usage_error(cli, "run: --bind goes with --serve");
+        return KEEL_EXIT_USAGE;
+    }
+    if (cli->watch && play) {
+        keel_cli_usage_error(cli, "run: --watch does not combine with --play");
         return KEEL_EXIT_USAGE;
     }
     if (serve && (save || play)) {
@@ -150,8 +154,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushcfunction(L, keel_cli_l_now);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
     lua_pushboolean(L, play);
+    lua_pushboolean(L, cli->watch);
     keel_cli_loop_signals(L, true, false);
-    int status = keel_cli_call(L, 9, 2, false);
+    int status = keel_cli_call(L, 10, 2, false);
     keel_cli_loop_signals(L, false, false);
     if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */

@@ -39,8 +39,9 @@ int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *sce
     lua_pushinteger(L, frames);
     lua_pushnumber(L, dt);
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
+    lua_pushboolean(L, cli->watch);
     keel_cli_loop_signals(L, true, true);
-    int status = keel_cli_call(L, 8, 2, false);
+    int status = keel_cli_call(L, 9, 2, false);
     keel_cli_loop_signals(L, false, true);
     if (status != LUA_OK) {
         keel_cli_report(cli, L);
@@ -53,12 +54,12 @@ int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *sce
     return KEEL_EXIT_OK;
 }
 
-/* ---- keel serve SCENE [--port N] [--bind ADDR] ---- */
+/* ---- keel serve SCENE [--port N] [--bind ADDR] [--watch] ---- */
 int keel_cli_serve(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     const char *port_s = NULL, *bind = NULL;
-    const keel_cli_opt opts[] = { { "--port", &port_s, NULL }, { "--bind", &bind, NULL } };
-    int n = keel_cli_parse(cli, argc, argv, opts, 2);
+    const keel_cli_opt opts[] = { { "--port", &port_s, NULL }, { "--bind", &bind, NULL }, { "--watch", NULL, &cli->watch } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 3);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n != 1) {
         keel_cli_usage_error(cli, "serve: expected one SCENE");

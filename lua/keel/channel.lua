@@ -244,7 +244,25 @@ methods["world.info"] = { params = {}, run = function(self)
   local w = self.world
   return { name = w.name, uuid = w.uuid, revision = w.revision, frame = self.frame, entities = w:count(),
            paused = self.paused, errors = #w:errors(), frame_ms = self.frame_ms,
-           dirty = w.dirty, saved_revision = w.saved_revision }
+           dirty = w.dirty, saved_revision = w.saved_revision,
+           conflicts = self.file_watcher and self.file_watcher:conflicts() or nil }
+end }
+
+-- The scene file watcher (w:watch(), keel serve --watch): its reloads are undo entries here too.
+function Channel:watch_file(watcher)
+  self.file_watcher = watcher
+  watcher.recorders[#watcher.recorders + 1] = function(inverse, what) self:record(what, { inverse }) end
+end
+
+methods["world.resolve"] = { params = { take = "string", ["paths?"] = "array" }, run = function(self, p)
+  if not self.file_watcher then keel_error("InvalidOperation", "world.resolve: the scene file is not watched") end
+  if p.take ~= "ours" and p.take ~= "theirs" then bad_params("take must be \"ours\" or \"theirs\"") end
+  if not self.file_watcher:conflicts() then keel_error("InvalidOperation", "world.resolve: no conflicts to resolve") end
+  for _, path in ipairs(p.paths or {}) do
+    if type(path) ~= "string" then bad_params("paths must be strings") end
+  end
+  local ev = self.file_watcher:resolve(p.take, p.paths)
+  return { merged = ev.merged or false, conflicts = ev.conflicts or {} }
 end }
 
 -- The walk in run order, cached per revision and filter: paging 100k entities is one walk.

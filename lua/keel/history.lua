@@ -53,6 +53,13 @@ function M._record(w, inverse, label)
   for h in pairs(bound[w] or {}) do record(h, inverse) end
 end
 
+-- One entry made by keel itself (`label` says what, e.g. "reload from disk", for the reader:
+-- entries carry no label yet) on every history bound to w.
+function M._record(w, inverse, label)
+  local _ = label
+  for h in pairs(bound[w] or {}) do record(h, inverse) end
+end
+
 function History:spawn(spec)
   check_self(self, "history:spawn")
   local before = self.world.revision

@@ -190,6 +190,18 @@ function World:paste(text, parent) end
 ---@return string yaml canonical YAML text
 function World:dump() end
 
+---@class keel.Watcher
+---@field poll fun(self: keel.Watcher): table|nil   # { reloaded | merged, changes } | { conflicts = { { path, base, ours, theirs } } } | { errors } | { kinds }
+---@field resolve fun(self: keel.Watcher, take: "ours"|"theirs", paths?: string[]): table
+---@field conflicts fun(self: keel.Watcher): table|nil
+---@field close fun(self: keel.Watcher)
+
+---Watches the world's scene file (and the kinds folders in use): poll() applies a change on disk in
+---place (one history entry), merges it with live edits, or reports conflicts (design/editing.md).
+---@param opts? { interval?: number, path?: string }
+---@return keel.Watcher
+function World:watch(opts) end
+
 ---Moves `e` and its subtree into `other` (under `parent`, an entity of `other`), as one:
 ---checked first (a refusal moves nothing), then UUIDs, names, bodies, slots, versions, flags
 ---and unknown components kept, no awake or on_destroy, then each component's on_transfer.

@@ -103,8 +103,25 @@ end
 function Server:poll(seconds)
   if not self.http then return false end
   local ok = self.http:poll(seconds or 0)
-  if ok then self.watch:publish() end
+  if ok then
+    self:poll_file()
+    self.watch:publish()
+  end
   return ok
+end
+
+-- The scene file (opts.watch): conflicts and errors go to every subscriber as `conflict` and
+-- `watch_error` events; a reload reaches them as the deltas of any other change.
+function Server:poll_file()
+  local fw = self.channel.file_watcher
+  if self.channel.stepping then return nil end -- the step hook's poll: the world is mid-step
+  local ev = fw and fw:poll()
+  if not ev then return nil end
+  local json = require "keel.json"
+  if ev.conflicts then self.watch:broadcast("conflict", json.encode({ conflicts = ev.conflicts })) end
+  if ev.errors then self.watch:broadcast("watch_error", json.encode({ errors = ev.errors })) end
+  if self.on_file_event then self.on_file_event(ev) end
+  return ev
 end
 
 function Server:close()
@@ -142,6 +159,7 @@ function M.serve(w, opts)
   local ch = opts.channel or channel.new(w, { scene = opts.scene, paused = opts.paused, dt = opts.dt })
   local srv = setmetatable({ world = w, channel = ch, token = token, bind = bind,
     static = opts.static or find_static() }, Server)
+  if opts.watch then ch:watch_file(type(opts.watch) == "table" and opts.watch or w:watch()) end
   srv.watch = watch.new(ch, function(id, data) return srv.http and srv.http:push(id, data) end,
     function(id) return srv.http and srv.http:pending(id) end, function(id) if srv.http then srv.http:drop(id) end end)
   local http, err = cchannel.http_open { port = opts.port or M.DEFAULT_PORT, bind = bind,

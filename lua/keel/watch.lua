@@ -59,6 +59,11 @@ function Watch:delta(sub)
   if text then send(self, sub, "delta", text) end
 end
 
+-- One event to every subscriber (the file watcher's `conflict` and `watch_error`).
+function Watch:broadcast(event, text)
+  for _, sub in pairs(self.subs) do send(self, sub, event, text) end
+end
+
 -- The world closed under its watchers: they are let go (their streams stay open, silent).
 local function closed(w)
   return not pcall(function() return w.revision end)

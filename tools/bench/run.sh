@@ -23,6 +23,7 @@ if [ -x "$BUILD/keel" ]; then
             echo "BENCH	bench_lua $r failed	-	-	-" >>"$out"
     done
     "$BUILD/keel" "$SRC/tools/bench/bench_channel.lua" >>"$out" || echo "BENCH	bench_channel failed	-	-	-" >>"$out"
+    "$BUILD/keel" "$SRC/tools/bench/bench_watch.lua" >>"$out" || echo "BENCH	bench_watch failed	-	-	-" >>"$out"
 fi
 printf '%-16s %14s %14s %8s  %s\n' "row" "keel" "baseline" "ratio" "unit"
 printf '%-16s %14s %14s %8s  %s\n' "----------------" "--------------" "--------------" "--------" "----"

@@ -2,11 +2,39 @@
 -- frames stepped headless, the summary line, the callback errors, --save and --play's check.
 local M = {}
 
+local function value_text(v)
+  if v == nil then return "(absent)" end
+  if type(v) == "table" then return require "keel.json".encode(v) end
+  return tostring(v)
+end
+
+-- One line per thing a scene file watcher (--watch) reported: a reload, a merge, each conflict
+-- (path and the three values), each error.
+function M.report(name, ev)
+  local function changes(n) return n == 1 and "1 change" or (n or 0) .. " changes" end
+  if ev.reloaded then print(string.format("%s: reloaded from disk (%s)", name, changes(ev.changes))) end
+  if ev.merged then print(string.format("%s: merged the file's changes with the live ones (%s)", name, changes(ev.changes))) end
+  for _, c in ipairs(ev.conflicts or {}) do
+    print(string.format("%s: conflict: %s: base %s, ours %s, theirs %s", name, c.path, value_text(c.base),
+      value_text(c.ours), value_text(c.theirs)))
+  end
+  for _, e in ipairs(ev.errors or {}) do
+    io.stderr:write(string.format("%s: watch: %s%s: error: %s: %s\n", name, e.file and (e.file .. ":") or "",
+      e.line and (e.line .. ":" .. (e.col or 0)) or "", tostring(e.code), tostring(e.message)))
+  end
+  if ev.kinds then
+    for _, p in ipairs(ev.kinds.reloaded or {}) do print(string.format("%s: reloaded kind file %s", name, p)) end
+    for _, m in ipairs(ev.kinds.errors or {}) do io.stderr:write(name, ": watch: ", m, "\n") end
+  end
+  io.stdout:flush() -- a served world's log is often a file, read as it is written
+end
+
 -- Returns the number of callback errors, and the reason when --save could not write.
 -- `now` and `interrupted` are the program's clock and ctrl-c flag; `tty`: stdout is a terminal
--- (the frame counter is shown).
-function M.run(w, name, frames, dt, save, tty, now, interrupted, play)
+-- (the frame counter is shown); `watch`: the scene file is polled between frames (M.report).
+function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch)
   local authored = play and w:dump()
+  local watcher = watch and w:watch{ interval = 0 } -- headless frames are not real time: a stat each
   if play then w:play() end
   local t0 = now()
   local every = math.max(1, frames // 100)
@@ -14,6 +42,8 @@ function M.run(w, name, frames, dt, save, tty, now, interrupted, play)
   for i = 1, frames do
     if interrupted() then ran = i - 1; break end
     w:step(dt)
+    local ev = watcher and watcher:poll()
+    if ev then M.report(name, ev) end
     if tty and (i % every == 0 or i == frames) then
       io.stdout:write(string.format('\rframe %d/%d', i, frames)); io.stdout:flush()
     end

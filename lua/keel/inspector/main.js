@@ -69,7 +69,43 @@ function showInfo(info) {
 async function refreshInfo() {
   const info = await call('world.info').catch((e) => { say(e.text || e.message, true); });
   if (info) showInfo(info);
+  if (info) showConflicts(info.conflicts || []);
   return info;
+}
+
+// ---- the scene file's conflicts (keel serve --watch): world.info's list and SSE `conflict` ----
+
+const show = (v) => (v === undefined || v === null ? '(absent)' : typeof v === 'object' ? JSON.stringify(v) : String(v));
+
+function showConflicts(list) {
+  if (!Array.isArray(list)) list = []; // an empty Lua list comes as {}
+  const banner = $('#conflicts'), ul = banner.querySelector('ul');
+  banner.hidden = list.length === 0;
+  ul.replaceChildren(...list.map((c) => {
+    const li = document.createElement('li');
+    li.dataset.path = c.path;
+    const path = document.createElement('code');
+    path.textContent = c.path;
+    const vals = document.createElement('span');
+    vals.className = 'dim';
+    vals.textContent = ` mine ${show(c.ours)} · disk ${show(c.theirs)} · was ${show(c.base)} `;
+    const mine = document.createElement('button');
+    mine.type = 'button'; mine.className = 'keep-mine'; mine.textContent = 'keep mine';
+    mine.onclick = () => resolve('ours', [c.path]);
+    const disk = document.createElement('button');
+    disk.type = 'button'; disk.className = 'take-disk'; disk.textContent = 'take disk';
+    disk.onclick = () => resolve('theirs', [c.path]);
+    li.append(path, vals, mine, disk);
+    return li;
+  }));
+}
+
+async function resolve(take, paths) {
+  const params = paths ? { take, paths } : { take };
+  const r = await act('world.resolve', params);
+  if (!r) return;
+  showConflicts(r.conflicts || []);
+  if (r.merged) { say('merged the file on disk'); await resync(); }
 }
 
 // A frame time: the server's (how long the step took), else the wall time between frames seen.
@@ -149,6 +185,8 @@ function wirePlay() {
 
 function wireToolbar() {
   wirePlay();
+  $('#keep-all-mine').onclick = () => resolve('ours');
+  $('#take-all-disk').onclick = () => resolve('theirs');
   $('#pause').onclick = () => act('world.pause', undefined, refreshInfo);
   $('#resume').onclick = () => act('world.resume', undefined, refreshInfo);
   $('#step').onclick = () => act('world.step', { frames: 1 }, resync);
@@ -420,6 +458,12 @@ function wireEntityPanel() {
 // ---- the scene view's transforms ----
 
 function onSceneEvent(type, data) {
+  if (type === 'conflict') { showConflicts(data.conflicts || []); return; }
+  if (type === 'watch_error') {
+    const e = (data.errors || [])[0];
+    say(`scene file: ${e ? `${e.code}: ${e.message}` : 'cannot be read'}`, true);
+    return;
+  }
   if (type === 'snapshot') view.clear();
   noteFrame(data.frame, data.frame_ms);
   if (typeof data.frame === 'number') $('#frame').textContent = `frame ${data.frame}`;

@@ -42,12 +42,12 @@ export async function call(method, params) {
 }
 
 // Watches what `query` names ({entities, kinds}, comma-separated): onEvent(type, data) for each
-// `snapshot` and `delta`. Returns the EventSource (close() it to stop watching).
+// `snapshot` and `delta`, and the scene file watcher's `conflict` and `watch_error`. Returns the EventSource (close() it to stop watching).
 export function watch(query, onEvent, onState) {
   const q = new URLSearchParams({ token });
   for (const [k, v] of Object.entries(query || {})) if (v) q.set(k, v);
   const es = new EventSource(`events?${q}`);
-  for (const type of ['snapshot', 'delta']) {
+  for (const type of ['snapshot', 'delta', 'conflict', 'watch_error']) {
     es.addEventListener(type, (e) => onEvent(type, JSON.parse(e.data)));
   }
   if (onState) {

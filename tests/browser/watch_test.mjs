@@ -1,0 +1,155 @@
+// watch_test.mjs — `keel serve SCENE --watch` with the inspector open in headless Chromium: the
+// scene file edited on disk reaches the page; a live edit and a disk edit of the same field make
+// a conflict, which the banner lists and "take disk" resolves.
+//   node watch_test.mjs KEEL
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
+
+const [keelBin] = process.argv.slice(2);
+if (!keelBin) {
+  console.error('usage: node watch_test.mjs KEEL');
+  process.exit(2);
+}
+const chromium = process.env.KEEL_CHROMIUM || '/usr/bin/chromium';
+let passed = 0;
+let failed = 0;
+
+function check(ok, what) {
+  if (ok) { passed++; console.log(`ok: ${what}`); } else { failed++; console.log(`FAILED: ${what}`); }
+  return ok;
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Starts `keel serve FILE --watch --port N`; resolves with the URL it prints (token included).
+function startServer(port, file) {
+  const child = spawn(keelBin, ['serve', file, '--watch', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let seen = '';
+  const url = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
+    const look = (chunk) => {
+      seen += chunk;
+      const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited (${code}):\n${seen}`)); });
+  });
+  return { child, url };
+}
+
+async function rpc(url, method, params) {
+  const u = new URL(url);
+  const token = new URLSearchParams(u.hash.slice(1)).get('token');
+  const res = await fetch(new URL('/rpc', u), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const msg = await res.json();
+  if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+  return msg.result;
+}
+
+async function until(what, f, ms = 20000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    last = await f();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}
+
+const UUID = '5dc7c982-acd0-474b-bb4b-95d120079e11';
+const sceneText = (x) => `keel: 1
+scene:
+  uuid: b6c5145d-07d9-419d-9626-ead6cc88ef91
+  name: Watch
+root: []
+entities:
+- uuid: ${UUID}
+  name: Lamp
+  components:
+  - kind: core:transform
+    version: 1
+    slot: 0
+    body:
+      position: [${x}, 2, 3]
+`;
+const lampX = async (url) => (await rpc(url, 'component.get', { object: 'Lamp', kind: 'core:transform' })).body.position[0];
+
+const dir = mkdtempSync(join(tmpdir(), 'keel-watch-'));
+const file = join(dir, 'watch.yaml');
+writeFileSync(file, sceneText(1));
+let server;
+let browser;
+try {
+  server = startServer(await freePort(), file);
+  const url = await server.url;
+  console.log(`server: ${url}`);
+  browser = await puppeteer.launch({ executablePath: chromium, headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  await page.setViewport({ width: 1400, height: 820 });
+  await page.goto(url);
+  await page.waitForSelector('body.ready', { timeout: 30000 });
+  check(await page.$eval('#conflicts', (e) => e.hidden), 'no conflicts banner at first');
+
+  await page.$eval('#tree input[type=search]', (e) => { e.value = 'Lamp'; e.dispatchEvent(new Event('input')); });
+  await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Lamp'));
+  await page.click('#tree .row');
+  const field = 'section.comp[data-kind="core:transform"] input[data-field="position"]';
+  await page.waitForSelector(field, { timeout: 20000 });
+  check((await page.$eval(field, (e) => e.value)) === '1', 'the form shows position x = 1');
+
+  // the file edited on disk: the world and the page follow
+  writeFileSync(file, sceneText(5));
+  await until('the disk edit to reach the world', async () => (await lampX(url)) === 5);
+  check(true, 'the file edited on disk reached the world (x = 5)');
+  await until('the page to show it', () => page.$eval(field, (e) => e.value === '5'));
+  check(true, 'the page shows the value from disk');
+
+  // a live edit, then the same field on disk: a conflict, nothing applied
+  await page.click(field, { clickCount: 3 });
+  await page.keyboard.type('7');
+  await page.keyboard.press('Tab');
+  await until('the live edit', async () => (await lampX(url)) === 7);
+  writeFileSync(file, sceneText(9));
+  await until('the banner', () => page.$eval('#conflicts', (e) => !e.hidden));
+  const paths = await page.$$eval('#conflicts li', (l) => l.map((li) => li.dataset.path));
+  check(paths.length === 1 && paths[0].startsWith(`${UUID}/core:transform[0]/position`),
+    `the banner lists the conflict (${paths.join(', ')})`);
+  check((await lampX(url)) === 7, 'nothing was applied while in conflict');
+
+  await page.click('#conflicts li .take-disk');
+  await until('take disk to reach the world', async () => (await lampX(url)) === 9);
+  check(true, '"take disk" applied the file\'s value');
+  await until('the banner to go', () => page.$eval('#conflicts', (e) => e.hidden));
+  check(true, 'the banner is gone once resolved');
+  check(readFileSync(file, 'utf8').includes('[9, 2, 3]'), 'the file is left as it was');
+  check(pageErrors.length === 0, `no page errors (${pageErrors.join('; ')})`);
+} catch (e) {
+  failed++;
+  console.log(`FAILED: ${e.stack || e}`);
+} finally {
+  if (browser) await browser.close();
+  if (server) server.child.kill('SIGINT');
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);

@@ -444,6 +444,15 @@ static int w_save(lua_State *L)
 
 /* w:_set_revision(n): keel.history's undo and redo put back the revision the world had
  * (design/editing.md: undoing back to the checkpoint makes it clean again). */
+/* w:_mark_saved(): the world matches its file now (the file watcher applied the file's content):
+ * the checkpoint moves to the current revision, as a save does. */
+static int w__mark_saved(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    lw->saved_revision = keel_world_revision(lw->w);
+    return 0;
+}
+
 static int w__set_revision(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
@@ -605,7 +614,7 @@ static const luaL_Reg world_methods[] = {
     { "spawn", keel__lua_w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
     { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "keep", w_keep }, { "_unkeep", w__unkeep }, { "lift", keel__lua_w_lift }, { "broadcast", keel__lua_w_broadcast },
-    { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { NULL, NULL }
+    { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { "_mark_saved", w__mark_saved }, { NULL, NULL }
 };
 
 /* w.key past the methods (the __index of the World's methods table, argument 1, whose metatable

@@ -71,6 +71,8 @@ describe("w:watch()", function()
     assert.are.equal(50, c.hp) -- and its component handle
     assert.are.equal(7, w:find("B"):get("ew:hp").hp)
     assert.is_true(w.revision > rev)
+    assert.is_false(w.dirty) -- the checkpoint moved to the reloaded revision
+    assert.are.equal(w.revision, w.saved_revision)
     assert.are.equal(H.slurp(path), w:dump())
     assert.is_nil(watcher:poll())
   end)

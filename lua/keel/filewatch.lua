@@ -37,10 +37,15 @@ local function diags_of(e, path)
   return { { code = "IoError", message = tostring(e), path = "", file = path, severity = "error" } }
 end
 
--- CHECKPOINT (internal until w.saved_revision lands: editing.md "The saved checkpoint"): the
--- revision the world had when it last matched its file. Swap for w.dirty / w.saved_revision.
+-- The world's saved checkpoint (editing.md): the revision it had when it last matched its file;
+-- applying the file's content moves it, as a save does (mark_saved).
 local function dirty(self)
-  return self.world.revision ~= self.checkpoint
+  return self.world.dirty
+end
+
+local function mark_saved(self)
+  self.world:_mark_saved()
+  self.checkpoint = self.world.revision
 end
 
 -- Applies the change from text `from` to text `to` as one history entry ("reload from disk").
@@ -95,17 +100,26 @@ end
 local function changed(self, text)
   local w = self.world
   if text == self.base then return nil end
+  -- saved by keel since the watcher last matched the file: the file says what the world holds
+  if not dirty(self) and self.checkpoint ~= w.saved_revision and not self.pending and text == w:dump() then
+    self.base = text
+    mark_saved(self)
+    self.cache = core._rebase_cache()
+    return nil
+  end
   if not dirty(self) and not self.pending then
     local ok, n = pcall(apply, self, self.base, text, true)
     if not ok then return { errors = diags_of(n, self.path) } end
-    self.base, self.checkpoint = text, w.revision
+    self.base = text
+    mark_saved(self)
     -- nothing to apply: keel's own save (the file says what the world holds), or a change of form
     if n == 0 then return nil end
     return { reloaded = true, changes = n }
   end
   local ours = w:dump()
   if text == ours then -- keel's own save (or the same edit made on both sides)
-    self.base, self.checkpoint, self.pending = text, w.revision, nil
+    self.base, self.pending = text, nil
+    mark_saved(self)
     self.cache = core._rebase_cache()
     return nil
   end
@@ -168,7 +182,7 @@ function Watcher:resolve(take, paths)
   end
   local n = apply(self, p.ours, text)
   self.base, self.pending = p.theirs, nil
-  if text == p.theirs then self.checkpoint = self.world.revision end
+  if text == p.theirs then mark_saved(self) end
   return { merged = true, changes = n }
 end
 

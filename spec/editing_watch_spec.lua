@@ -316,3 +316,31 @@ assert(w:save("s.yaml"))
     assert.matches("x: 1", H.slurp(dir .. "/out.yaml"))
   end)
 end)
+
+describe("the REPL's watch()", function()
+  it("applies an edit on disk between lines, prints each conflict, and resolve() settles it", function()
+    local dir = H.tmpdir()
+    local scene = dir .. "/demo.yaml"
+    H.spit(scene, H.slurp(H.ROOT .. "/scenes/demo.yaml"))
+    local input = table.concat({
+      "print(watch())",
+      "os.execute([[sed -i 's/name: Floor/name: Ground/' demo.yaml]])",
+      "x = 1",
+      "print('found', world:find('Ground') ~= nil, world.dirty)",
+      "world:find('Ground').name = 'Mine'",
+      "os.execute([[sed -i 's/name: Ground/name: Theirs/' demo.yaml]])",
+      "x = 2",
+      "print(resolve('theirs'))",
+      "print('after', world:find('Theirs') ~= nil)",
+    }, "\n") .. "\n"
+    local code, out, err = H.run_keel(H.find_keel(), "repl demo.yaml", input, dir)
+    assert.are.equal(0, code, err)
+    assert.matches("watching demo%.yaml", out)
+    assert.matches("demo%.yaml: reloaded from disk", out)
+    assert.matches("found\ttrue\tfalse", out)
+    assert.matches("demo%.yaml: conflict: [%x-]+/name: base Ground, ours Mine, theirs Theirs", out)
+    assert.matches("resolved", out)
+    assert.matches("after\ttrue", out)
+    H.rmrf(dir)
+  end)
+end)

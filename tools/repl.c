@@ -253,6 +253,10 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_setglobal(L, "stop");
     lua_getfield(L, -1, "serve");
     lua_setglobal(L, "serve");
+    lua_getfield(L, -1, "watch");
+    lua_setglobal(L, "watch");
+    lua_getfield(L, -1, "resolve");
+    lua_setglobal(L, "resolve");
     lua_getfield(L, -1, "poll");
     lua_setfield(L, LUA_REGISTRYINDEX, "keel.repl.poll");
     lua_getfield(L, -1, "print");
@@ -260,7 +264,7 @@ static void bind_repl_module(lua_State *L, const keel_cli *cli)
     lua_pop(L, 1);
 }
 
-/* keel.repl.poll(seconds) in protected mode: true while serve() has a server open. */
+/* keel.repl.poll(seconds) in protected mode: true while serve() has a server open or watch() watches. */
 static bool poll_server(lua_State *L, double seconds)
 {
     if (!lua_checkstack(L, 3)) return false;

@@ -403,6 +403,7 @@ reload()                       re-runs the kind files (and shared modules) whose
 h = require("keel.history").new(world)   undo/redo: h:spawn{...}, h:add(e, kind), h:set(c, field, v),
                                h:destroy(e), h:rename(e, name), h:reparent(e, p); h:undo(), h:redo()
 require("keel.repl").format(v) the printout below as a string (an entity with its components), for scripts
+watch(), resolve(take[, paths])   world follows its scene file: edits on disk applied (merged with live ones); conflicts printed
 serve([port])                  serves world to the inspector (its URL printed; default port 27760, 0: any free)
 play(), stop()                 play mode: stop() puts the world back as it was at play() (handles go stale)
 world:keep(e [, kind])         while playing: stop() writes e (or that component) back in; it lists what it refused
@@ -520,11 +521,37 @@ function repl.serve(port)
   return "serving world at " .. srv.url
 end
 
--- What the REPL calls while waiting for input: answers the server's requests.
+-- watch(): the REPL's world follows its scene file (w:watch()): between lines (and while it waits
+-- for one) a change on disk is applied, or merged with the live edits; what happened is printed
+-- one line per reload, conflict or error, as `keel run --watch` prints it. resolve(take [, paths])
+-- settles the conflicts (watcher:resolve). Called again, it watches the current world anew.
+function repl.watch(opts)
+  if repl.watcher then repl.watcher:close() end
+  repl.watcher = nil
+  local w = rawget(_G, "world")
+  if not w then require("keel.core.errors").invalid("watch: no world (load a scene first)") end
+  repl.watcher = w:watch(opts or { interval = 0 }) -- polled between lines and every 20 ms while waiting: a stat each
+  return "watching " .. tostring(repl.watcher.path)
+end
+
+function repl.resolve(take, paths)
+  if not repl.watcher then require("keel.core.errors").invalid("resolve: nothing is watched (watch() first)") end
+  local ev = repl.watcher:resolve(take, paths)
+  require("keel.cli.run").report(tostring(repl.watcher.path), ev or {})
+  return ev and ev.conflicts and #ev.conflicts > 0 and (#ev.conflicts .. " conflict(s) left") or "resolved"
+end
+
+-- What the REPL calls while waiting for input: answers the server's requests and polls the
+-- watched scene file. True while either needs polling.
 function repl.poll(seconds)
   local srv = repl.server
   if srv and srv.http then srv:poll(seconds or 0) end
-  return srv ~= nil and srv.http ~= nil
+  local watcher = repl.watcher
+  if watcher then
+    local ok, ev = pcall(watcher.poll, watcher)
+    if ok and ev then require("keel.cli.run").report(tostring(watcher.path), ev) end
+  end
+  return (srv ~= nil and srv.http ~= nil) or watcher ~= nil
 end
 
 return repl

@@ -3,82 +3,18 @@
 // entity (a new one with a fresh UUID shows in the hierarchy), the title shows the unsaved marker
 // ● after that edit, Save is disabled while clean, and Save makes the marker go.
 //   node copy_paste_test.mjs KEEL SCENE
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
+import { check, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
 
 const [keelBin, demo] = process.argv.slice(2);
 if (!keelBin || !demo) {
   console.error('usage: node copy_paste_test.mjs KEEL SCENE');
   process.exit(2);
 }
-const chromium = process.env.KEEL_CHROMIUM || '/usr/bin/chromium';
-let passed = 0;
-let failed = 0;
-
-function check(ok, what) {
-  if (ok) {
-    passed++;
-    console.log(`ok: ${what}`);
-  } else {
-    failed++;
-    console.log(`FAILED: ${what}`);
-  }
-  return ok;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-  });
-}
-
-// Starts `keel serve SCENE --port N`; resolves with the URL it prints (token included).
-function startServer(port, file, extra = []) {
-  const child = spawn(keelBin, ['serve', file, '--port', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let seen = '';
-  const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
-    const look = (chunk) => {
-      seen += chunk;
-      const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    };
-    child.stdout.on('data', look);
-    child.stderr.on('data', look);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited (${code}):\n${seen}`)); });
-  });
-  return { child, url };
-}
-
-async function rpc(url, method, params) {
-  const u = new URL(url);
-  const token = new URLSearchParams(u.hash.slice(1)).get('token');
-  const res = await fetch(new URL('/rpc', u), {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-  });
-  const msg = await res.json();
-  if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
-  return msg.result;
-}
-
-async function until(what, f, ms = 20000) {
-  const end = Date.now() + ms;
-  let last;
-  while (Date.now() < end) {
-    last = await f();
-    if (last) return last;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
-}
+const startServer = (port, file, extra = []) => serveKeel(keelBin, file, port, extra);
 
 const servers = [];
 const temps = [];
@@ -165,5 +101,5 @@ try {
   for (const s of servers) s.child.kill('SIGTERM');
   for (const d of temps) rmSync(d, { recursive: true, force: true });
 }
-console.log(`${passed} passed, ${failed} failed`);
-process.exit(failed ? 1 : 0);
+console.log(`${results.passed} passed, ${results.failed} failed`);
+process.exit(results.failed ? 1 : 0);

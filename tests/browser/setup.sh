@@ -15,7 +15,7 @@ if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$out"
-cp "$src/package.json" "$src/package-lock.json" "$src"/*_test.mjs "$out/"
+cp "$src/package.json" "$src/package-lock.json" "$src"/*.mjs "$out/"
 # npm ci again only when the lock file changed since the last install
 if [ -f "$out/node_modules/.keel-lock" ] && cmp -s "$out/package-lock.json" "$out/node_modules/.keel-lock"; then
     exit 0

@@ -1,0 +1,70 @@
+// lib.mjs — what every browser test shares: the checks' tally, a free port, `keel serve` started
+// and its URL awaited, a JSON-RPC call to it, and waiting for a condition.
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export const chromium = process.env.KEEL_CHROMIUM || '/usr/bin/chromium';
+
+// The tally a test exits by: results.failed > 0 fails it.
+export const results = { passed: 0, failed: 0 };
+
+export function check(ok, what) {
+  if (ok) {
+    results.passed++;
+    console.log(`ok: ${what}`);
+  } else {
+    results.failed++;
+    console.log(`FAILED: ${what}`);
+  }
+  return ok;
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+// Starts `keel serve FILE --port PORT EXTRA...`; `url` resolves with the URL it prints (token included).
+export function startServer(keelBin, file, port, extra = []) {
+  const child = spawn(keelBin, ['serve', file, '--port', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let seen = '';
+  const url = new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
+    const look = (chunk) => {
+      seen += chunk;
+      const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
+      if (m) { clearTimeout(timer); resolve(m[1]); }
+    };
+    child.stdout.on('data', look);
+    child.stderr.on('data', look);
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited (${code}):\n${seen}`)); });
+  });
+  return { child, url };
+}
+
+export async function rpc(url, method, params) {
+  const u = new URL(url);
+  const token = new URLSearchParams(u.hash.slice(1)).get('token');
+  const res = await fetch(new URL('/rpc', u), {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+  });
+  const msg = await res.json();
+  if (msg.error) throw new Error(`${method}: ${JSON.stringify(msg.error)}`);
+  return msg.result;
+}
+
+export async function until(what, f, ms = 20000) {
+  const end = Date.now() + ms;
+  let last;
+  while (Date.now() < end) {
+    last = await f();
+    if (last) return last;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
+}

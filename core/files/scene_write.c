@@ -620,6 +620,23 @@ static void emit_settings(writer *wr, const keel_world *w)
     map_end(wr);
 }
 
+/* `keel:` and `scene:` (its UUID and name): the head of a scene file and of a fragment. */
+static void emit_header(writer *wr, const keel_world *w)
+{
+    key(wr, "keel");
+    int_value(wr, KEEL_DOCUMENT_VERSION);
+    key(wr, "scene");
+    map_start(wr, false);
+    char u[37];
+    keel_uuid_format(keel_world_uuid(w), u);
+    key(wr, "uuid");
+    str(wr, u);
+    key(wr, "name");
+    const char *name = keel_world_name(w);
+    str(wr, name ? name : "");
+    map_end(wr);
+}
+
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d)
 {
     if (keel_world_in_callback(w)) /* a file never sees state that may still roll back */
@@ -627,18 +644,7 @@ keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_d
     writer wr;
     keel__yaml_out_open(&wr);
     map_start(&wr, false);
-    key(&wr, "keel");
-    int_value(&wr, KEEL_DOCUMENT_VERSION);
-    key(&wr, "scene");
-    map_start(&wr, false);
-    char u[37];
-    keel_uuid_format(keel_world_uuid(w), u);
-    key(&wr, "uuid");
-    str(&wr, u);
-    key(&wr, "name");
-    const char *name = keel_world_name(w);
-    str(&wr, name ? name : "");
-    map_end(&wr);
+    emit_header(&wr, w);
     emit_settings(&wr, w);
     key(&wr, "root");
     emit_components(&wr, w, keel_world_root(w));
@@ -671,18 +677,7 @@ keel_status keel__scene_dump_subtree(const keel_world *w, keel_entity e, char **
     writer wr;
     keel__yaml_out_open(&wr);
     map_start(&wr, false);
-    key(&wr, "keel");
-    int_value(&wr, KEEL_DOCUMENT_VERSION);
-    key(&wr, "scene"); /* where it came from; a scene file needs it to load */
-    map_start(&wr, false);
-    char u[37];
-    keel_uuid_format(keel_world_uuid(w), u);
-    key(&wr, "uuid");
-    str(&wr, u);
-    key(&wr, "name");
-    const char *name = keel_world_name(w);
-    str(&wr, name ? name : "");
-    map_end(&wr);
+    emit_header(&wr, w); /* a fragment says where it came from: a scene file needs it to load */
     key(&wr, "entities");
     seq_start(&wr, false);
     emit_subtree(&wr, w, e, e);

@@ -460,7 +460,19 @@ static int w__set_revision(lua_State *L)
     lua_Integer n = lua_tointegerx(L, 2, &isint);
     if (!isint || n < 0) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "_set_revision: a revision expected");
     keel__world_set_revision(lw->w, (uint64_t)n);
+    lw->revision_sets++;
     return 0;
+}
+
+/* w:_revision_mark() -> revision, sets: what an observer compares to know the world changed. The
+ * revision alone can come back to a value it had (undo restores it, for the saved checkpoint);
+ * the pair never does. */
+static int w__revision_mark(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w));
+    lua_pushinteger(L, (lua_Integer)lw->revision_sets);
+    return 2;
 }
 
 /* w:close() and __close: every component's on_destroy (keel__world_retire), then the world is
@@ -614,7 +626,7 @@ static const luaL_Reg world_methods[] = {
     { "spawn", keel__lua_w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
     { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
     { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "keep", w_keep }, { "_unkeep", w__unkeep }, { "lift", keel__lua_w_lift }, { "broadcast", keel__lua_w_broadcast },
-    { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { "_mark_saved", w__mark_saved }, { NULL, NULL }
+    { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { "_mark_saved", w__mark_saved }, { "_revision_mark", w__revision_mark }, { NULL, NULL }
 };
 
 /* w.key past the methods (the __index of the World's methods table, argument 1, whose metatable

@@ -557,6 +557,28 @@ describe("channel", function()
 end)
 
 describe("keel.channel without HTTP", function()
+  it("streams an edit made after an undo, even when the revision comes back to the one last sent", function()
+    local w = world()
+    local ch = channel.new(w)
+    ch:call("world.pause")
+    local pushed = {}
+    local wt = require("keel.watch").new(ch, function(_, text) pushed[#pushed + 1] = text; return true end,
+      function() return 0 end, function() end)
+    wt:subscribe({})
+    wt:publish()
+    ch:call("object.rename", { object = "A", name = "A1" })
+    wt:publish()
+    local sent = #pushed
+    -- between two publishes: undo (the revision goes back) and another edit (it comes forward again)
+    ch:call("history.undo")
+    ch:call("object.rename", { object = "A", name = "A2" })
+    assert.are.equal(2, sent)
+    wt:publish()
+    assert.are.equal(3, #pushed)
+    assert.matches('"A2"', pushed[3])
+    w:close()
+  end)
+
   it("answers a request text with a response text", function()
     local w = world()
     local ch = channel.new(w)

@@ -48,13 +48,15 @@ end
 
 function Watch:snapshot(sub)
   local ch = self.channel
-  sub.fresh, sub.revision, sub.frame = false, ch.world.revision, ch.frame
+  sub.fresh, sub.frame = false, ch.frame
+  sub.revision, sub.sets = ch.world:_revision_mark()
   send(self, sub, "snapshot", sub.watcher:snapshot(ch.frame))
 end
 
 function Watch:delta(sub)
   local ch = self.channel
-  sub.revision, sub.frame = ch.world.revision, ch.frame
+  sub.frame = ch.frame
+  sub.revision, sub.sets = ch.world:_revision_mark()
   local text = sub.watcher:delta(ch.frame, ch.frame_ms)
   if text then send(self, sub, "delta", text) end
 end
@@ -78,7 +80,10 @@ function Watch:publish()
     self.subs, self.count = {}, 0
     return
   end
-  local rev, frame = ch.world.revision, ch.frame
+  -- the revision and how often undo wound it back: an undo and a new edit between two publishes
+  -- can leave the revision where it was, the pair never
+  local rev, sets = ch.world:_revision_mark()
+  local frame = ch.frame
   for id, sub in pairs(self.subs) do
     local queued = self.pending(id)
     if queued == nil then
@@ -88,7 +93,7 @@ function Watch:publish()
     elseif queued > M.BEHIND then
       self.drop(id)
       self:snapshot(sub)
-    elseif sub.revision ~= rev and (sub.frame ~= frame or ch.paused) then
+    elseif (sub.revision ~= rev or sub.sets ~= sets) and (sub.frame ~= frame or ch.paused) then
       self:delta(sub)
     end
   end

@@ -181,11 +181,15 @@ try {
 
   // the page's object.get answered before another client's edit but delivered after the edit's
   // event: the form shows the edit, not the older answer
+  // every other request goes on while interception is on, the ones after the held one too (a
+  // request left unanswered there would stall the page's later calls)
+  let holding = true;
+  let onRequest;
   const held = new Promise((resolve) => {
-    const onRequest = async (req) => {
+    onRequest = async (req) => {
       const body = req.method() === 'POST' ? req.postData() || '' : '';
-      if (!/"object\.get"/.test(body)) { req.continue(); return; }
-      page.off('request', onRequest);
+      if (!holding || !/"object\.get"/.test(body)) { req.continue(); return; }
+      holding = false;
       const answer = await fetch(req.url(), {
         method: 'POST', body, headers: { 'Content-Type': 'application/json', Authorization: req.headers().authorization },
       }).then((r) => r.text());
@@ -208,6 +212,7 @@ try {
   await new Promise((r) => setTimeout(r, 300));
   check(await page.$eval(audioEnabled, (e) => !e.checked), 'an event that came while object.get was in flight is applied after its older answer');
   await page.setRequestInterception(false);
+  page.off('request', onRequest);
   await rpc(url, 'history.undo');
   await until('the component to show enabled', () => page.$eval(audioEnabled, (e) => e.checked));
   // another client's rename reaches the hierarchy live

@@ -209,7 +209,6 @@ typedef struct keel_lua_world {
     unsigned long query_clock;
     char *path;              /* w.path: the scene file it was loaded from or adopted (NULL: none) */
     uint64_t saved_revision; /* w.saved_revision: the revision at that load or save, else at its making */
-    uint64_t revision_sets;  /* how often w:_set_revision wound the revision back: (revision, this) never repeats */
 } keel_lua_world;
 
 keel_lua_world *keel__lua_checklw(lua_State *L, int idx);

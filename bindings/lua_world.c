@@ -460,7 +460,6 @@ static int w__set_revision(lua_State *L)
     lua_Integer n = lua_tointegerx(L, 2, &isint);
     if (!isint || n < 0) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "_set_revision: a revision expected");
     keel__world_set_revision(lw->w, (uint64_t)n);
-    lw->revision_sets++;
     return 0;
 }
 
@@ -471,7 +470,7 @@ static int w__revision_mark(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w));
-    lua_pushinteger(L, (lua_Integer)lw->revision_sets);
+    lua_pushinteger(L, (lua_Integer)keel__world_revision_sets(lw->w));
     return 2;
 }
 

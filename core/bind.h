@@ -193,6 +193,9 @@ keel_node *keel__value_node(keel_type t, const keel_value *v, const char *choice
 /* Sets w's revision: undo puts back the revision the world had before the undone command, so
  * undoing back to the saved checkpoint makes the world clean again (as keel_world_stop does). */
 void keel__world_set_revision(keel_world *w, uint64_t revision);
+/* How often keel__world_set_revision moved the revision: an observer compares (revision, this),
+ * which never repeats, where the revision alone can come back to a value it had. */
+uint64_t keel__world_revision_sets(const keel_world *w);
 /* e and its subtree as a scene fragment: `keel: 1`, the scene's uuid and name, and `entities:`
  * in pre-order with parents as UUIDs, e's own parent left out (canonical, as keel_scene_dump). */
 keel_status keel__scene_dump_subtree(const keel_world *w, keel_entity e, char **out, size_t *len, keel_diags *d);

@@ -143,6 +143,7 @@ keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refus
      * the played world under some value must never see that value again */
     w->structure = (now.structure > w->structure ? now.structure : w->structure) + 1;
     w->enabling = (now.enabling > w->enabling ? now.enabling : w->enabling) + 1;
+    w->revision_sets = now.revision_sets + 1; /* the revision went back to play's: a new pair all the same */
     keel__ext_stop(w); /* timers end, queued messages drop */
     /* what play destroyed comes back as it was remembered: awake again, as a new epoch's */
     retire_or_wake(w, play_set, n_play, KEEL_PHASE_AWAKE);

@@ -39,6 +39,12 @@ static bool mirrored(const keel_world *w, const keel_field_desc *f)
     return w->mirror && !w->mirror_applying && (f->flags & KEEL_FIELD_SYNC);
 }
 
+static keel_status refuse_mirrored(keel_diags *d, const keel_kind_desc *kd, const keel_field_desc *f)
+{
+    return KEEL_ERROR(d, KEEL_INVALID_OPERATION, f->key, "field %s of %s is synced: a client world only mirrors it",
+                      f->key, kd->key);
+}
+
 /* May field `field` of c (entry m) be written now? NotFound for a field out of range, Unsupported
  * for a readonly one unless `internal` or the component's own hook is running. */
 static keel_status writable(const keel_world *w, keel_comp c, const keel__entry *m, const keel_kind_desc *kd,
@@ -49,9 +55,7 @@ static keel_status writable(const keel_world *w, keel_comp c, const keel__entry 
     /* readonly means "not from outside": the component's own hooks may write it */
     bool own = w->txn_depth > 0 && w->hook_comp.entity == c.entity && w->hook_comp.kind == c.kind &&
                w->hook_comp.slot == keel__entry_slot(w, m);
-    if (mirrored(w, &kd->fields[field]))
-        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, kd->fields[field].key,
-                          "field %s of %s is synced: a client world only mirrors it", kd->fields[field].key, kd->key);
+    if (mirrored(w, &kd->fields[field])) return refuse_mirrored(d, kd, &kd->fields[field]);
     if (!internal && !own && (kd->fields[field].flags & KEEL_FIELD_READONLY))
         return KEEL_ERROR(d, KEEL_UNSUPPORTED, kd->fields[field].key, "field %s of %s is readonly",
                           kd->fields[field].key, kd->key);
@@ -231,9 +235,7 @@ static keel_status copy_checked(keel_world *w, keel_comp c, const keel_kind_desc
         if (fields[j] < 0 || (size_t)fields[j] >= kd->field_count)
             return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, fields[j]);
         const keel_field_desc *f = &kd->fields[fields[j]];
-        if (mirrored(w, f))
-            return KEEL_ERROR(d, KEEL_INVALID_OPERATION, f->key, "field %s of %s is synced: a client world only mirrors it",
-                              f->key, kd->key);
+        if (mirrored(w, f)) return refuse_mirrored(d, kd, f);
         if (!internal && (f->flags & KEEL_FIELD_READONLY))
             return KEEL_ERROR(d, KEEL_UNSUPPORTED, f->key, "field %s of %s is readonly", f->key, kd->key);
         /* a plain float needs only to be finite: the common case, checked here */

@@ -174,7 +174,12 @@ keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d
 }
 
 uint64_t keel_world_revision(const keel_world *w) { return w->revision; }
-void keel__world_set_revision(keel_world *w, uint64_t revision) { w->revision = revision; }
+void keel__world_set_revision(keel_world *w, uint64_t revision)
+{
+    w->revision = revision;
+    w->revision_sets++;
+}
+uint64_t keel__world_revision_sets(const keel_world *w) { return w->revision_sets; }
 uint64_t keel_world_epoch(const keel_world *w) { return w->epoch; }
 keel_entity keel_world_root(const keel_world *w) { return keel__handle(w, 0); }
 size_t keel_world_entity_count(const keel_world *w) { return w->live; }

@@ -16,6 +16,7 @@ struct keel_world {
     char *name;
     keel_grid grid;
     uint64_t revision, epoch, frame;
+    uint64_t revision_sets;           /* times keel__world_set_revision moved it: (revision, this) never repeats */
     uint16_t tag;                     /* in every generation of its entities (entity.h KEEL__GEN) */
     uint64_t structure;               /* bumps on every structural change; never goes back (play's stop) */
     uint64_t enabling;                /* bumps whenever an enabled flag of a live entity or component changes */

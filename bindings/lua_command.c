@@ -22,13 +22,13 @@ static int cmd_gc(lua_State *L)
 }
 
 static const char *const cmd_names[] = { "none", "spawn", "destroy", "add", "remove", "set", "reparent",
-                                         "rename", "enable", "enable_component", "batch" };
+                                         "rename", "enable", "enable_component", "batch", "settings" };
 
 static int cmd_tostring(lua_State *L)
 {
     lcmd *c = keel__lua_checkudata(L, 1, &keel__lua_mt_cmd);
     int t = (int)c->cmd.type;
-    lua_pushfstring(L, "keel.Command (%s)", t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
+    lua_pushfstring(L, "keel.Command (%s)", t >= 0 && t <= KEEL_CMD_SETTINGS ? cmd_names[t] : "?");
     return 1;
 }
 
@@ -38,7 +38,7 @@ static int cmd_index(lua_State *L)
     const char *k = lua_type(L, 2) == LUA_TSTRING ? lua_tostring(L, 2) : ""; /* other keys read nil */
     if (strcmp(k, "type") == 0) {
         int t = (int)c->cmd.type;
-        lua_pushstring(L, t >= 0 && t <= KEEL_CMD_BATCH ? cmd_names[t] : "?");
+        lua_pushstring(L, t >= 0 && t <= KEEL_CMD_SETTINGS ? cmd_names[t] : "?");
     } else if (strcmp(k, "entity") == 0) {
         char u[37];
         keel_uuid_format(c->cmd.entity, u);

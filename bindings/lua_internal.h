@@ -246,6 +246,9 @@ void keel__lua_queries_free(keel_lua_world *lw);    /* the queries w:query kept 
 void keel__lua_open_query(lua_State *L);            /* the keel.Query metatable */
 extern const luaL_Reg keel__lua_command_methods[]; /* _apply */
 void keel__lua_open_command(lua_State *L);          /* the keel.Command metatable */
+extern const luaL_Reg keel__lua_settings_methods[]; /* _settings, _set_setting (lua_settings.c) */
+void keel__lua_open_settings(lua_State *L);         /* the keel.Settings metatable */
+void keel__lua_push_settings(lua_State *L, int world); /* w.settings: a live view */
 extern const luaL_Reg keel__lua_rescene_methods[]; /* watch, _rebase (lua_rescene.c) */
 void keel__lua_open_rescene(lua_State *L);          /* keel.core._merge, _merge_take, _hash, _loaded */
 void keel__lua_rescene_loaded(lua_State *L, int world, const char *path); /* keel.load: its file */

@@ -650,6 +650,7 @@ static int world_props(lua_State *L)
         if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
         if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, wi, keel_world_root(lw->w)); return 1; }
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
+        if (strcmp(k, "settings") == 0) { keel__lua_push_settings(L, wi); return 1; }
         if (strcmp(k, "saved_revision") == 0) { lua_pushinteger(L, (lua_Integer)lw->saved_revision); return 1; }
         if (strcmp(k, "dirty") == 0) {
             lua_pushboolean(L, keel_world_revision(lw->w) != lw->saved_revision);
@@ -680,7 +681,8 @@ static int world_newindex(lua_State *L)
         return 0;
     }
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0 ||
-              strcmp(k, "saved_revision") == 0 || strcmp(k, "dirty") == 0 || strcmp(k, "path") == 0))
+              strcmp(k, "saved_revision") == 0 || strcmp(k, "dirty") == 0 || strcmp(k, "path") == 0 ||
+              strcmp(k, "settings") == 0))
         return keel__lua_raisef(L, KEEL_UNSUPPORTED, "w.%s is read-only", k);
     return keel__lua_raisef(L, KEEL_NOT_FOUND, "a world has no field '%s'", k ? k : luaL_typename(L, 2));
 }
@@ -724,6 +726,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_newlib(L, world_methods);
     luaL_setfuncs(L, keel__lua_query_methods, 0);   /* entities, each, query, count */
     luaL_setfuncs(L, keel__lua_command_methods, 0); /* _apply */
+    luaL_setfuncs(L, keel__lua_settings_methods, 0); /* _settings, _set_setting */
     luaL_setfuncs(L, keel__lua_rescene_methods, 0); /* watch, _rebase */
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
@@ -735,6 +738,7 @@ void keel__lua_open_world(lua_State *L)
     lua_pop(L, 1);
     keel__lua_open_query(L);
     keel__lua_open_command(L);
+    keel__lua_open_settings(L);
     keel__lua_open_timer(L);
     keel__lua_open_lift(L);
 }

@@ -471,13 +471,24 @@ keel_status keel_field_check(keel_kind_id k, int field, keel_value *v, keel_diag
  *     return st != KEEL_OK;
  * ====================================================================== */
 
+/* How the editor grid is drawn (settings.grid.display). */
+typedef enum keel_grid_display { KEEL_GRID_LINES = 0, KEEL_GRID_DOTS, KEEL_GRID_NONE } keel_grid_display;
+
 typedef struct keel_grid {
     bool enabled;
     double origin[3];
     double orientation[4]; /* normalized quaternion */
     double base_spacing;   /* > 0 */
     int64_t major_line_every; /* >= 1 */
+    /* How it looks (registry.md, "Grid and scene settings"): r, g, b, a each in [0, 1]. */
+    double minor_color[4], major_color[4];
+    double u_color[4], v_color[4]; /* the grid plane's two axis lines */
+    double fade;                   /* >= 0: distance at which lines fade out; 0 = never */
+    keel_grid_display display;
 } keel_grid;
+
+/* The grid a new world has (README, "Grid and scene settings", lists the values). */
+keel_grid keel_grid_default(void);
 
 /* A fresh v4 scene UUID; NULL on OOM. A NULL name, or one that is not valid UTF-8 or is
  * longer than 64 KiB, is "" (keel_world_set_name refuses it instead). */
@@ -504,6 +515,12 @@ const keel_grid *keel_world_grid(const keel_world *w);
  * a non-finite origin or orientation, a zero quaternion, base_spacing not > 0,
  * major_line_every < 1. */
 keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d);
+typedef struct keel_cmd keel_cmd; /* "Inverse commands" below */
+/* The scene's name and grid as one undoable command: `name` NULL keeps the name, `grid` NULL
+ * keeps the grid; both are checked (as keel_world_set_name and keel_world_set_grid) before
+ * either changes. `inverse` (may be NULL) gets a KEEL_CMD_SETTINGS that puts back both. */
+keel_status keel_world_set_settings(keel_world *w, const char *name, const keel_grid *grid, keel_cmd *inverse,
+                                    keel_diags *d);
 uint64_t keel_world_revision(const keel_world *w);   /* bumps on every change */
 uint64_t keel_world_epoch(const keel_world *w);      /* process-unique id of this world's incarnation */
 /* The scene root: a protected object that is never listed among entities. */
@@ -554,7 +571,8 @@ typedef enum keel_cmd_type {
     KEEL_CMD_RENAME,       /* entity, name */
     KEEL_CMD_ENABLE,       /* entity, enabled */
     KEEL_CMD_ENABLE_COMPONENT, /* entity, kind_key, slot, enabled */
-    KEEL_CMD_BATCH         /* items, applied in order */
+    KEEL_CMD_BATCH,        /* items, applied in order */
+    KEEL_CMD_SETTINGS      /* name (NULL = keep), grid (NULL = keep): keel_world_set_settings */
 } keel_cmd_type;
 
 /* A command names its entity by UUID; the nil UUID names the scene root (its components). */
@@ -574,6 +592,7 @@ struct keel_cmd {
     keel_node *tree;
     keel_cmd *items;
     size_t item_count;
+    keel_grid *grid;       /* SETTINGS only; owned by the command */
 };
 
 /* Applies `cmd` (read only; the caller keeps it) by calling the matching command above,

@@ -135,6 +135,56 @@ describe("w:watch()", function()
     assert.is_false(h:undo())
   end)
 
+  it("brings the scene's name and grid settings to the file in place, undone as one entry", function()
+    local a = w:find("A")
+    edit(path, "name: S\n", "name: Renamed\n")
+    edit(path, "base_spacing: 1\n", "base_spacing: 0.5\n")
+    edit(path, "major_line_every: 10\n", "major_line_every: 10\n    major_color: [1, 0, 0, 1]\n    display: dots\n")
+    edit_in(path, "A", "hp: 5", "hp: 52")
+    local ev = watcher:poll()
+    assert.is_true(ev.reloaded)
+    assert.are.equal("Renamed", w.name)
+    assert.are.equal(0.5, w.settings.grid.base_spacing)
+    assert.are.same({ 1, 0, 0, 1 }, w.settings.grid.major_color)
+    assert.are.equal("dots", w.settings.grid.display)
+    assert.is_true(a:alive())
+    assert.are.equal(H.slurp(path), w:dump())
+    assert.is_false(w.dirty)
+    assert.is_true(h:undo())
+    assert.are.equal("S", w.name)
+    assert.are.equal(1, w.settings.grid.base_spacing)
+    assert.are.equal("lines", w.settings.grid.display)
+    assert.are.equal(5, a:get("ew:hp").hp)
+  end)
+
+  it("merges a grid edit on disk with a live component edit", function()
+    w:find("B"):get("ew:hp").hp = 70 -- ours
+    edit(path, "major_line_every: 10", "major_line_every: 4") -- theirs
+    assert.is_true(watcher:poll().merged)
+    assert.are.equal(4, w.settings.grid.major_line_every)
+    assert.are.equal(70, w:find("B"):get("ew:hp").hp)
+  end)
+
+  it("reports a grid setting changed on both sides as a conflict and applies nothing", function()
+    w.settings.grid.base_spacing = 2 -- ours
+    edit(path, "base_spacing: 1", "base_spacing: 3") -- theirs
+    local ev = watcher:poll()
+    assert.are.equal(1, #ev.conflicts)
+    assert.matches("base_spacing", ev.conflicts[1].path)
+    assert.are.equal(2, w.settings.grid.base_spacing)
+    assert.is_true(watcher:resolve("theirs").merged)
+    assert.are.equal(3, w.settings.grid.base_spacing)
+  end)
+
+  it("refuses a bad grid value in the file whole, with its place", function()
+    edit(path, "major_line_every: 10", "major_line_every: 10\n    u_color: [2, 0, 0, 1]")
+    local ev = watcher:poll()
+    assert.is_table(ev.errors)
+    assert.are.equal("settings.grid.u_color", ev.errors[1].path)
+    assert.is_number(ev.errors[1].line)
+    assert.are.same({ 0.9, 0.3, 0.3, 0.9 }, w.settings.grid.u_color)
+  end)
+
   it("merges a file change with live edits when they do not meet (the world stays dirty)", function()
     w:find("B"):get("ew:hp").hp = 70 -- ours
     edit_in(path, "A", "hp: 5", "hp: 55") -- theirs

@@ -317,6 +317,64 @@ static void world_grid_and_name(void **state)
     assert_string_equal(keel_world_name(f->w), "Arena");
 }
 
+/* The scene's name and grid as one undoable command (registry.md's settings, editing.md's reload):
+ * checked whole before anything changes, its inverse puts both back, and it applies as a command
+ * inside a batch that rolls back as one. */
+static void world_settings_command(void **state)
+{
+    fx *f = *state;
+    keel_grid def = keel_grid_default(), g = def;
+    assert_true(def.display == KEEL_GRID_LINES && def.fade == 0 && def.major_color[3] > 0);
+    g.major_color[0] = 1.5; /* out of [0, 1]: nothing changes, the name neither */
+    keel_cmd inv = { 0 };
+    assert_diag(keel_world_set_settings(f->w, "Renamed", &g, &inv, &f->d), &f->d, KEEL_INVALID_ARGUMENT,
+                "must each be in [0, 1]");
+    assert_int_equal(inv.type, KEEL_CMD_NONE);
+    assert_string_equal(keel_world_name(f->w), "Test");
+    g = def;
+    g.display = (keel_grid_display)7;
+    assert_diag(keel_world_set_grid(f->w, &g, &f->d), &f->d, KEEL_INVALID_ARGUMENT, "lines, dots or none");
+    g = def;
+    g.fade = -1;
+    assert_diag(keel_world_set_grid(f->w, &g, &f->d), &f->d, KEEL_INVALID_ARGUMENT, "fade");
+
+    g = def;
+    g.display = KEEL_GRID_DOTS;
+    g.fade = 25;
+    g.u_color[1] = 1;
+    uint64_t rev = keel_world_revision(f->w);
+    assert_int_equal(keel_world_set_settings(f->w, "Renamed", &g, &inv, &f->d), KEEL_OK);
+    assert_true(keel_world_revision(f->w) > rev);
+    assert_string_equal(keel_world_name(f->w), "Renamed");
+    assert_true(keel_world_grid(f->w)->display == KEEL_GRID_DOTS && keel_world_grid(f->w)->u_color[1] == 1);
+    assert_int_equal(inv.type, KEEL_CMD_SETTINGS);
+
+    keel_cmd redo = { 0 };
+    assert_int_equal(keel_cmd_apply(f->w, &inv, &redo, &f->d), KEEL_OK);
+    assert_string_equal(keel_world_name(f->w), "Test");
+    assert_true(keel_world_grid(f->w)->display == KEEL_GRID_LINES && keel_world_grid(f->w)->fade == 0);
+
+    /* in a batch whose second item fails, the settings roll back too */
+    keel_cmd items[2];
+    memset(items, 0, sizeof items);
+    char renamed[] = "Renamed";
+    items[0].type = KEEL_CMD_SETTINGS;
+    items[0].name = renamed;
+    items[0].grid = &g;
+    items[1].type = KEEL_CMD_DESTROY; /* a UUID not in the world: NotFound */
+    items[1].entity = keel_uuid_v4();
+    keel_cmd batch = { .type = KEEL_CMD_BATCH, .items = items, .item_count = 2 };
+    keel_cmd none = { 0 };
+    assert_int_equal(keel_cmd_apply(f->w, &batch, &none, &f->d), KEEL_NOT_FOUND);
+    keel_diags_free(&f->d);
+    keel_diags_init(&f->d);
+    assert_string_equal(keel_world_name(f->w), "Test");
+    assert_true(keel_world_grid(f->w)->display == KEEL_GRID_LINES);
+    keel_cmd_free(&redo);
+    keel_cmd_free(&inv);
+    keel_cmd_free(&inv); /* twice is safe */
+}
+
 static void world_names_are_shared_and_recycled(void **state)
 {
     fx *f = *state;
@@ -608,6 +666,7 @@ int main(void)
         T(world_duplicate_under_own_child),
         T(world_matrix_composes_parent_and_local),
         T(world_grid_and_name),
+        T(world_settings_command),
         T(world_names_are_shared_and_recycled),
         T(world_random_hierarchy_matches_a_model),
     };

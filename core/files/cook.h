@@ -9,6 +9,9 @@
 #define COOK_NONE 0xFFFFFFFFu
 #define COOK_ENTITY_SIZE 25u /* uuid 16, name u32, parent u32, enabled u8 */
 #define COOK_SCENE_SIZE 93u  /* uuid 16, name u32, grid: u8 + 3 f64 + 4 f64 + f64 + i64 */
+/* ... then how the grid looks: 4 colours of 4 f64, fade f64, display u8 (files before these
+ * keys end at COOK_SCENE_SIZE and read as the default look) */
+#define COOK_SCENE_SIZE_LOOK (COOK_SCENE_SIZE + 137u)
 
 enum { SEC_STRINGS = 1, SEC_SCENE, SEC_ENTITIES, SEC_COMPONENTS, SEC_COUNT_ = 4 };
 

@@ -196,9 +196,9 @@ static bool str_ok(const cooked *ck, uint32_t i) { return i < ck->nstrings; }
 static keel_status check_sections(const uint8_t *p, const keel_limits *lim, cooked *ck, keel_diags *d)
 {
     const section *sc = &ck->sec[SEC_SCENE];
-    if (sc->count != 1 || sc->length != COOK_SCENE_SIZE)
-        return bad(d, "scene", "scene section has count %u and length %u (expected 1 and %u)", sc->count,
-                   sc->length, COOK_SCENE_SIZE);
+    if (sc->count != 1 || (sc->length != COOK_SCENE_SIZE && sc->length != COOK_SCENE_SIZE_LOOK))
+        return bad(d, "scene", "scene section has count %u and length %u (expected 1 and %u or %u)", sc->count,
+                   sc->length, COOK_SCENE_SIZE, COOK_SCENE_SIZE_LOOK);
     rd r = { p + sc->offset, sc->length, 0 };
     if (keel_uuid_is_nil(rd_uuid(&r))) return bad(d, "scene.uuid", "scene UUID is nil");
     if (!str_ok(ck, rd_u32(&r))) return bad(d, "scene.name", "string index out of range");
@@ -444,12 +444,19 @@ static keel_world *build_scene(const uint8_t *p, const cooked *ck, keel_diags *d
     keel_world *w = keel_world_new(ck->strings[rd_u32(&r)]);
     if (!w) abort();
     keel_world_set_uuid(w, su, NULL); /* not nil: check_sections saw to it */
-    keel_grid g;
+    keel_grid g = keel_grid_default();
     g.enabled = rd_u8(&r) != 0;
     for (int i = 0; i < 3; i++) g.origin[i] = rd_f64(&r);
     for (int i = 0; i < 4; i++) g.orientation[i] = rd_f64(&r);
     g.base_spacing = rd_f64(&r);
     g.major_line_every = (int64_t)rd_u64(&r);
+    if (ck->sec[SEC_SCENE].length == COOK_SCENE_SIZE_LOOK) {
+        double *look[] = { g.minor_color, g.major_color, g.u_color, g.v_color };
+        for (int c = 0; c < 4; c++)
+            for (int i = 0; i < 4; i++) look[c][i] = rd_f64(&r);
+        g.fade = rd_f64(&r);
+        g.display = (keel_grid_display)rd_u8(&r);
+    }
     keel_world_set_grid(w, &g, d);
     return w;
 }

@@ -196,6 +196,11 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
     for (int i = 0; i < 4; i++) keel__buf_f64(&scene, g->orientation[i]);
     keel__buf_f64(&scene, g->base_spacing);
     keel__buf_u64(&scene, (uint64_t)g->major_line_every);
+    const double *look[] = { g->minor_color, g->major_color, g->u_color, g->v_color };
+    for (int c = 0; c < 4; c++)
+        for (int i = 0; i < 4; i++) keel__buf_f64(&scene, look[c][i]);
+    keel__buf_f64(&scene, g->fade);
+    keel__buf_u8(&scene, (uint8_t)g->display);
 
     /* entities (hierarchy pre-order, so a parent always precedes its children) */
     uint32_t count = 0, ncomp = 0;

@@ -4,7 +4,7 @@
  * differences become one BATCH command applied to the live world, so the change is one
  * transaction and its inverse one undo entry. Only what differs is written: handles of
  * surviving entities stay valid, and runtime fields and unchanged fields keep their live
- * values. The scene's own `scene:`/`settings:` maps are left as they are. */
+ * values. The scene's name and `settings:` come along as one SETTINGS command. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -188,12 +188,33 @@ static bool same_kids(const keel_world *a, keel_entity pa, const keel_world *b, 
     return !x && !y;
 }
 
-/* Every command that takes `from` to `to`, in an order that applies: destroys, then spawns and
- * edits in `to`'s pre-order, then children lists that differ, placed child by child. */
+static bool grid_same(const keel_grid *a, const keel_grid *b)
+{
+    const double *da[] = { a->origin, a->orientation, a->minor_color, a->major_color, a->u_color, a->v_color };
+    const double *db[] = { b->origin, b->orientation, b->minor_color, b->major_color, b->u_color, b->v_color };
+    for (int i = 0; i < 6; i++)
+        if (memcmp(da[i], db[i], (i == 0 ? 3 : 4) * sizeof(double)) != 0) return false;
+    return a->enabled == b->enabled && a->base_spacing == b->base_spacing &&
+           a->major_line_every == b->major_line_every && a->fade == b->fade && a->display == b->display;
+}
+
+/* Every command that takes `from` to `to`, in an order that applies: the scene's name and grid,
+ * destroys, then spawns and edits in `to`'s pre-order, then children lists that differ, placed
+ * child by child. */
 static void diff_worlds(cmds *out, const keel_world *from, const keel_world *to)
 {
     keel_uuid nil;
     memset(&nil, 0, sizeof nil);
+    bool same_name = strcmp(keel_world_name(from), keel_world_name(to)) == 0;
+    bool same_grid = grid_same(keel_world_grid(from), keel_world_grid(to));
+    if (!same_name || !same_grid) {
+        keel_cmd *c = push(out, KEEL_CMD_SETTINGS, nil);
+        if (!same_name) c->name = keel__strdup(keel_world_name(to));
+        if (!same_grid) {
+            c->grid = keel__xcalloc(1, sizeof *c->grid);
+            *c->grid = *keel_world_grid(to);
+        }
+    }
     size_t first_destroy = out->n;
     for (keel_entity e = keel_next(from, 0); e; e = keel_next(from, e))
         if (!keel_find(to, keel_entity_uuid(from, e))) push(out, KEEL_CMD_DESTROY, keel_entity_uuid(from, e));

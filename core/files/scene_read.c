@@ -419,7 +419,9 @@ static size_t body_size(const keel_node *n) { return keel__body_size(n); }
 
 static void load_grid(loader *ld, const keel_node *n)
 {
-    static const char *const keys[] = { "enabled", "origin", "orientation", "base_spacing", "major_line_every", NULL };
+    static const char *const keys[] = { "enabled",     "origin",      "orientation", "base_spacing",
+                                        "major_line_every", "minor_color", "major_color", "u_color",
+                                        "v_color",     "fade",        "display",     NULL };
     if (!want_map(ld, n, "settings.grid", "settings.grid", keys)) return;
     keel_grid g = *keel_world_grid(ld->w);
     bool ok = true;
@@ -456,6 +458,43 @@ static void load_grid(loader *ld, const keel_node *n)
                 ok = false;
             }
         } else {
+            ok = false;
+        }
+    }
+    static const char *const colors[] = { "minor_color", "major_color", "u_color", "v_color" };
+    double *slots[] = { g.minor_color, g.major_color, g.u_color, g.v_color };
+    for (int c = 0; c < 4; c++) {
+        char path[40];
+        snprintf(path, sizeof path, "settings.grid.%s", colors[c]);
+        if (!(v = keel_node_get(n, colors[c]))) continue;
+        if (!want_vec(ld, v, path, 4, slots[c])) {
+            ok = false;
+            continue;
+        }
+        for (int i = 0; i < 4; i++)
+            if (!(slots[c][i] >= 0 && slots[c][i] <= 1)) {
+                error(ld, KEEL_INVALID_ARGUMENT, path, v, "%s's r, g, b, a must each be in [0, 1]", colors[c]);
+                ok = false;
+                break;
+            }
+    }
+    if ((v = keel_node_get(n, "fade"))) {
+        if (want_float(ld, v, "settings.grid.fade", &g.fade)) {
+            if (!(g.fade >= 0)) {
+                error(ld, KEEL_INVALID_ARGUMENT, "settings.grid.fade", v, "fade must be >= 0 (0: never)");
+                ok = false;
+            }
+        } else {
+            ok = false;
+        }
+    }
+    if ((v = keel_node_get(n, "display"))) {
+        const char *t = v->kind == KEEL_NODE_SCALAR && v->text ? v->text : "";
+        if (strcmp(t, "lines") == 0) g.display = KEEL_GRID_LINES;
+        else if (strcmp(t, "dots") == 0) g.display = KEEL_GRID_DOTS;
+        else if (strcmp(t, "none") == 0) g.display = KEEL_GRID_NONE;
+        else {
+            error(ld, KEEL_INVALID_ARGUMENT, "settings.grid.display", v, "display must be lines, dots or none");
             ok = false;
         }
     }

@@ -616,6 +616,25 @@ static void emit_settings(writer *wr, const keel_world *w)
     float_value(wr, g->base_spacing);
     key(wr, "major_line_every");
     int_value(wr, g->major_line_every);
+    /* How the grid looks: written only when not the default, so files from before these keys
+     * keep their bytes. */
+    keel_grid def = keel_grid_default();
+    static const char *const colors[] = { "minor_color", "major_color", "u_color", "v_color" };
+    const double *have[] = { g->minor_color, g->major_color, g->u_color, g->v_color };
+    const double *want[] = { def.minor_color, def.major_color, def.u_color, def.v_color };
+    for (int c = 0; c < 4; c++)
+        if (memcmp(have[c], want[c], 4 * sizeof(double)) != 0) {
+            key(wr, colors[c]);
+            vec_value(wr, have[c], 4);
+        }
+    if (g->fade != def.fade) {
+        key(wr, "fade");
+        float_value(wr, g->fade);
+    }
+    if (g->display != def.display) {
+        key(wr, "display");
+        plain(wr, g->display == KEEL_GRID_DOTS ? "dots" : "none");
+    }
     map_end(wr);
     map_end(wr);
 }

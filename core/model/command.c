@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- bracketing and the log */
-
-
 /* ---------------------------------------------------------------- copy and free */
 
 void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src)
@@ -23,6 +20,11 @@ void keel__cmd_copy(keel_cmd *dst, const keel_cmd *src)
     dst->name = src->name ? keel__strdup(src->name) : NULL;
     if (src->value.type == KEEL_T_STRING && src->value.as.s) dst->value.as.s = keel__strdup(src->value.as.s);
     dst->tree = src->tree ? keel_node_copy(src->tree) : NULL;
+    dst->grid = NULL;
+    if (src->grid) {
+        dst->grid = keel__xcalloc(1, sizeof *dst->grid);
+        *dst->grid = *src->grid;
+    }
     dst->items = NULL;
     if (src->item_count) {
         dst->items = keel__xcalloc(src->item_count, sizeof *dst->items);
@@ -38,6 +40,7 @@ void keel_cmd_free(keel_cmd *cmd)
     free(cmd->name);
     if (cmd->value.type == KEEL_T_STRING) free((char *)cmd->value.as.s);
     keel_node_free(cmd->tree);
+    free(cmd->grid);
     for (size_t i = 0; i < cmd->item_count; i++) keel_cmd_free(&cmd->items[i]);
     free(cmd->items);
     memset(cmd, 0, sizeof *cmd);
@@ -317,6 +320,8 @@ keel_status keel__cmd_apply(keel_world *w, const keel_cmd *cmd, keel_cmd *invers
         if (!cmd->items && cmd->item_count)
             return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a batch of %zu commands has no items", cmd->item_count);
         return apply_batch(w, cmd, inverse, internal, d);
+    case KEEL_CMD_SETTINGS:
+        return keel_world_set_settings(w, cmd->name, cmd->grid, inverse, d);
     }
     return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "unknown command type %d", (int)cmd->type);
 }

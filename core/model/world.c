@@ -28,7 +28,7 @@ keel_world *keel_world_new(const char *name)
     if (!w) return NULL;
     w->uuid = keel_uuid_v4();
     w->name = keel__strdup(name && keel__name_check(name, "a scene", NULL) == KEEL_OK ? name : ""); /* what a scene file can hold */
-    w->grid = (keel_grid){ true, { 0, 0, 0 }, { 0, 0, 0, 1 }, 1.0, 10 };
+    w->grid = keel_grid_default();
     w->epoch = ++g_epoch;
     w->tag = keel__tag_next();
     w->fixed_dt = 1.0 / 60.0;
@@ -143,20 +143,43 @@ keel_status keel_world_set_name(keel_world *w, const char *name, keel_diags *d)
 
 const keel_grid *keel_world_grid(const keel_world *w) { return &w->grid; }
 
-keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d)
+keel_grid keel_grid_default(void)
+{
+    return (keel_grid){ .enabled = true,
+                        .orientation = { 0, 0, 0, 1 },
+                        .base_spacing = 1.0,
+                        .major_line_every = 10,
+                        .minor_color = { 0.5, 0.5, 0.5, 0.25 },
+                        .major_color = { 0.5, 0.5, 0.5, 0.6 },
+                        .u_color = { 0.9, 0.3, 0.3, 0.9 },
+                        .v_color = { 0.3, 0.5, 0.9, 0.9 },
+                        .fade = 0,
+                        .display = KEEL_GRID_LINES };
+}
+
+static keel_status check_color(const double c[4], const char *path, keel_diags *d)
+{
+    for (int k = 0; k < 4; k++)
+        if (!(c[k] >= 0 && c[k] <= 1)) /* NaN fails too */
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "a grid colour's r, g, b, a must each be in [0, 1]");
+    return KEEL_OK;
+}
+
+/* Everything keel_world_set_grid refuses; nothing changes here. */
+static keel_status check_grid(const keel_grid *g, double *len, keel_diags *d)
 {
     if (!g) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid", "no grid given");
     for (int k = 0; k < 3; k++)
         if (!isfinite(g->origin[k]))
             return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.origin", "grid origin is not finite");
-    double len = 0;
+    *len = 0;
     for (int k = 0; k < 4; k++) {
         if (!isfinite(g->orientation[k]))
             return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
                               "grid orientation is not finite");
-        len += g->orientation[k] * g->orientation[k];
+        *len += g->orientation[k] * g->orientation[k];
     }
-    if (len <= 0)
+    if (*len <= 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.orientation",
                           "grid orientation must be a non-zero quaternion");
     if (!isfinite(g->base_spacing) || g->base_spacing <= 0)
@@ -165,11 +188,52 @@ keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d
     if (g->major_line_every < 1)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.major_line_every",
                           "grid major_line_every must be >= 1");
+    keel_status st;
+    if ((st = check_color(g->minor_color, "settings.grid.minor_color", d)) ||
+        (st = check_color(g->major_color, "settings.grid.major_color", d)) ||
+        (st = check_color(g->u_color, "settings.grid.u_color", d)) ||
+        (st = check_color(g->v_color, "settings.grid.v_color", d)))
+        return st;
+    if (!isfinite(g->fade) || g->fade < 0)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.fade", "grid fade must be a finite number >= 0");
+    if (g->display != KEEL_GRID_LINES && g->display != KEEL_GRID_DOTS && g->display != KEEL_GRID_NONE)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "settings.grid.display",
+                          "grid display must be lines, dots or none");
+    return KEEL_OK;
+}
+
+keel_status keel_world_set_grid(keel_world *w, const keel_grid *g, keel_diags *d)
+{
+    double len;
+    keel_status st = check_grid(g, &len, d);
+    if (st) return st;
     w->grid = *g;
     len = sqrt(len);
     if (fabs(len - 1.0) > 4 * DBL_EPSILON) /* near-unit stays put: see keel_field_check */
         for (int k = 0; k < 4; k++) w->grid.orientation[k] /= len;
     w->revision++;
+    return KEEL_OK;
+}
+
+keel_status keel_world_set_settings(keel_world *w, const char *name, const keel_grid *grid, keel_cmd *inverse,
+                                    keel_diags *d)
+{
+    if (inverse) memset(inverse, 0, sizeof *inverse);
+    double len;
+    keel_status st = name ? keel__name_check(name, "a scene", d) : KEEL_OK;
+    if (st == KEEL_OK && grid) st = check_grid(grid, &len, d);
+    if (st) return st;
+    if (inverse) {
+        inverse->type = KEEL_CMD_SETTINGS;
+        inverse->index = SIZE_MAX;
+        if (name) inverse->name = keel__strdup(w->name);
+        if (grid) {
+            inverse->grid = keel__xcalloc(1, sizeof *inverse->grid);
+            *inverse->grid = w->grid;
+        }
+    }
+    if (name) keel_world_set_name(w, name, NULL);
+    if (grid) keel_world_set_grid(w, grid, NULL);
     return KEEL_OK;
 }
 

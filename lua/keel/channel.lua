@@ -460,6 +460,24 @@ methods["object.rename"] = { params = { object = "ref", name = "string" }, run =
   return { uuid = e.uuid }
 end }
 
+-- The scene settings (registry.md): the tree, its arrays sent as JSON arrays.
+local function settings_tree(w)
+  local t = w:_settings()
+  for _, v in pairs(t.grid) do if type(v) == "table" then array(v) end end
+  return t
+end
+
+methods["settings.get"] = { params = {}, run = function(self)
+  return settings_tree(self.world)
+end }
+
+methods["settings.set"] = { params = { path = "string", value = "any" }, run = function(self, p)
+  local v = p.value
+  if math.type(v) == "float" and v == math.floor(v) and p.path:match("major_line_every$") then v = math.tointeger(v) end
+  self:record("settings.set", { self.world:_set_setting(p.path, v) })
+  return settings_tree(self.world)
+end }
+
 methods["object.copy"] = { params = { object = "ref" }, run = function(self, p)
   return { text = self:object(p.object):dump() }
 end }

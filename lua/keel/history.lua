@@ -53,13 +53,6 @@ function M._record(w, inverse, label)
   for h in pairs(bound[w] or {}) do record(h, inverse) end
 end
 
--- One entry made by keel itself (`label` says what, e.g. "reload from disk", for the reader:
--- entries carry no label yet) on every history bound to w.
-function M._record(w, inverse, label)
-  local _ = label
-  for h in pairs(bound[w] or {}) do record(h, inverse) end
-end
-
 function History:spawn(spec)
   check_self(self, "history:spawn")
   local before = self.world.revision
@@ -144,6 +137,15 @@ function History:paste(text, parent)
   local roots, inverse = self.world:_paste(text, parent)
   record(self, inverse, before)
   return roots
+end
+
+-- A scene setting (registry.md): `path` is "grid.KEY" (or "grid" with a table of keys), checked
+-- as w.settings.grid.KEY = value is.
+function History:set_setting(path, value)
+  check_self(self, "history:set_setting")
+  if type(path) ~= "string" then invalid(("history:set_setting: a path expected, got %s"):format(type(path))) end
+  local before = self.world.revision
+  record(self, self.world:_set_setting(path, value), before)
 end
 
 -- Applies the top of `from`, pushes its inverse on `to`; a failing command stays where it was.

@@ -44,6 +44,10 @@ local descriptions = {
   ["object.copy"] = "An entity and its subtree as a scene fragment (YAML text) for object.paste.",
   ["object.paste"] = "Pastes a fragment (object.copy's text) under a parent (default: the top level) as copies "
     .. "with fresh UUIDs; returns their uuids. One undoable edit; a fragment that does not load is refused whole.",
+  ["settings.get"] = "The scene settings: grid (enabled, origin, orientation, base_spacing, major_line_every, "
+    .. "minor_color, major_color, u_color, v_color, fade, display).",
+  ["settings.set"] = "Sets one scene setting by path (\"grid.base_spacing\", \"grid.major_color\"...), checked as a "
+    .. "scene file's; one undoable edit. Returns the settings.",
   ["history.undo"] = "Undoes the last edit made through the channel; false when there is none.",
   ["history.redo"] = "Redoes the last undone edit; false when there is none.",
   ["world.pause"] = "Pauses the world.",
@@ -139,6 +143,10 @@ local function params_schema(method, spec)
     local s = { type = base_types[ty] }
     if ty == "any" then s.type = nil end
     s.description = param_docs[key]
+    if method == "settings.set" then
+      s.description = key == "path" and "a setting's path, e.g. \"grid.base_spacing\""
+        or "the new value: a number, a boolean, [r, g, b, a] for a colour, lines/dots/none for grid.display"
+    end
     if key == "slot" or key == "offset" or key == "since" then s.minimum = 0 end
     if key == "limit" then s.minimum, s.maximum = 1, channel.LIST_MAX or 1000 end
     if key == "frames" then s.minimum, s.maximum = 1, 100000 end
@@ -173,7 +181,8 @@ local function tool_name(method) return (method:gsub("%.", "_")) end
 
 -- Hints for the agent's client (MCP tool annotations): what only reads, what deletes.
 local read_only = { ["world.info"] = true, ["object.list"] = true, ["object.get"] = true,
-  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true, ["object.copy"] = true }
+  ["component.kinds"] = true, ["component.get"] = true, ["world.errors"] = true, ["object.copy"] = true,
+  ["settings.get"] = true }
 local destructive = { ["object.destroy"] = true, ["component.remove"] = true, ["world.save"] = true }
 
 -- tools/list's entries, built once per server (the kinds are frozen before a world exists).

@@ -43,7 +43,7 @@ function fromHex(hex) {
 
 // One field's widget. `ctx.edit(value)` commits; `ctx.entities` resolves entity fields.
 // Returns { node, set(value) } where set shows a live value.
-function fieldWidget(f, ctx) {
+export function fieldWidget(f, ctx) {
   const ro = f.readonly || ctx.readonly;
   const common = { 'data-field': f.key, disabled: ro, title: rangeTitle(f) };
   const width = VEC_WIDTH[f.type];

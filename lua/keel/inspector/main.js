@@ -5,6 +5,7 @@ import { call, watch, token } from './rpc.js';
 import { Tree } from './tree.js';
 import { SceneView } from './scene.js';
 import { componentForm } from './components.js';
+import { settingsPanel } from './settings.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -66,9 +67,25 @@ function showInfo(info) {
   $('#save').disabled = info.dirty === false;
 }
 
+// The scene settings (settings.get): the scene view's grid and, with the root selected, its panel.
+function applySettings(settings) {
+  state.settings = settings;
+  view.setGrid(settings.grid);
+  if (state.settingsPanel) state.settingsPanel.update(settings.grid);
+}
+
+async function refreshSettings(revision) {
+  if (revision !== undefined && revision === state.settingsRevision) return;
+  const settings = await call('settings.get').catch(() => null);
+  if (!settings) return;
+  state.settingsRevision = revision;
+  applySettings(settings);
+}
+
 async function refreshInfo() {
   const info = await call('world.info').catch((e) => { say(e.text || e.message, true); });
   if (info) showInfo(info);
+  if (info) refreshSettings(info.revision);
   if (info) showConflicts(info.conflicts || []);
   return info;
 }
@@ -380,6 +397,12 @@ function showEntity(ent, why) {
     });
     state.forms.set(formKey(c.kind, c.slot), form);
     list.append(form.node);
+  }
+  state.settingsPanel = null;
+  if (state.selected === 'root' && state.settings) { // the root's panel: the scene settings too
+    const set = (path, value) => call('settings.set', { path, value }).then((s) => { applySettings(s); return s; });
+    state.settingsPanel = settingsPanel(state.settings.grid, set);
+    list.append(state.settingsPanel.node);
   }
   // the kinds that may be added here (root-only ones are not)
   const add = $('#add-kind');

@@ -119,7 +119,7 @@ typedef struct each_run {
 /* The live entities in run order (the root is not visited): the list is made before the first
  * call, as a phase's run list is. In ctx's reused buffer, or (a pass inside a pass) a userdata
  * pushed for it; *owned says which. */
-static keel_entity *visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, size_t *count, bool *owned)
+keel_entity *keel__lua_visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, size_t *count, bool *owned)
 {
     size_t cap = keel_world_entity_count(w), n = 0;
     keel_entity *list;
@@ -210,7 +210,7 @@ static int each_loop(lua_State *L)
     keel__lua_self sel[KEEL_LUA_MAX_DEPTH];
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
-    const keel_entity *list = visit_list(L, ctx, w, &count, &r->owns_list);
+    const keel_entity *list = keel__lua_visit_list(L, ctx, w, &count, &r->owns_list);
     /* what the copy-backs leave on the stack (write_floats: every self's values, kept up to
      * KEEP_MAX), a call's arguments and a fill's pair on top */
     luaL_checkstack(L, EACH_KEEP_MAX + 2 * (int)n * KEEL_LUA_MEMO_KEYS + (int)n + 16, NULL);

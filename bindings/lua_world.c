@@ -731,6 +731,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_timer_world_methods, 0); /* after, every */
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
     luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */
+    luaL_setfuncs(L, keel__lua_columns_world_methods, 0); /* _columns */
     luaL_setfuncs(L, keel__lua_transform_world_methods, 0); /* snapshot */
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &world_methods_key); /* copied into each World's own (world_mt) */

@@ -125,7 +125,24 @@
 ---@field path string?              # the scene file it was loaded from (keel.load) or adopted; nil otherwise
 ---@field saved_revision integer   # the revision at that load or the last save to w.path (else at its making)
 ---@field dirty boolean            # revision ~= saved_revision: changes not saved
+---@field settings KeelSettings     # the scene settings, live: w.settings.grid.base_spacing = 2
 local World = {}
+
+---@class KeelGridSettings
+---@field enabled boolean
+---@field origin number[]
+---@field orientation number[]       # a normalized quaternion
+---@field base_spacing number        # > 0
+---@field major_line_every integer   # >= 1
+---@field minor_color number[]       # r, g, b, a in [0, 1]
+---@field major_color number[]
+---@field u_color number[]
+---@field v_color number[]
+---@field fade number                # >= 0; 0: never
+---@field display "lines"|"dots"|"none"
+
+---@class KeelSettings
+---@field grid KeelGridSettings
 
 ---@param name_or_spec string|KeelSpawnSpec
 ---@return KeelEntity
@@ -495,6 +512,9 @@ local keel = {}
 ---@field after? string[]             # systems of the phase that run first
 ---@field each? fun(e: KeelEntity, ...: KeelComponent|number)  # components in query order, then dt
 ---@field run? fun(w: KeelWorld, dt: number)
+---@field columns? fun(n: integer, ...: table|number)  # a batch: each kind's field arrays (a.x[i]), then dt
+---@field writes? string[]            # columns: the kinds read back after the call (none when absent)
+---@field entities? boolean           # columns: a.entity[i] holds the entity handles
 
 ---@class KeelSystemInfo
 ---@field name string
@@ -635,6 +655,10 @@ function History:enable(x, on) end
 ---@param parent? KeelEntity
 ---@return KeelEntity[]
 function History:paste(text, parent) end
+---A scene setting ("grid.KEY", or "grid" with a table of keys) as one entry.
+---@param path string
+---@param value any
+function History:set_setting(path, value) end
 ---@return boolean
 function History:undo() end
 ---@return boolean

@@ -11,7 +11,8 @@ local runners = require "keel.core.systems"
 local M = {}
 
 local PHASES = { start = 1, fixed_update = 2, update = 3, late_update = 4 }
-local KEYS = { name = true, phase = true, query = true, after = true, each = true, run = true }
+local KEYS = { name = true, phase = true, query = true, after = true, each = true, run = true, columns = true,
+               writes = true, entities = true }
 
 local systems = {}   -- declaration order
 local by_name = {}
@@ -79,6 +80,10 @@ local function runner(w, phase, dt)
       if s.run then
         local ok, err = w:_atomic(s.run, w, dt)
         if not ok then fail(w, s, phase, err) end
+      elseif s.columns then
+        -- lua_columns.c: a batch of entities per call, its `writes` kinds read back, one transaction
+        local ok, err = w:_columns(s.query, s.writes, s.columns, dt, s.entities, s.cache)
+        if not ok then fail(w, s, phase, err) end
       else
         -- lua_system.c: the hooks' self tables, one transaction per call, stopping at a failure
         local ok, err = w:_each(s.query, s.each, dt)
@@ -100,20 +105,35 @@ function M.system(spec)
   if not PHASES[spec.phase] then
     invalid("system %s: phase must be start, fixed_update, update or late_update, not %s", name, tostring(spec.phase))
   end
-  local each, run = spec.each, spec.run
-  if (each == nil) == (run == nil) then invalid("system %s: give exactly one of each and run", name) end
-  if (each ~= nil and type(each) ~= "function") or (run ~= nil and type(run) ~= "function") then
-    invalid("system %s: each/run must be a function", name)
+  local each, run, columns = spec.each, spec.run, spec.columns
+  if (each ~= nil and 1 or 0) + (run ~= nil and 1 or 0) + (columns ~= nil and 1 or 0) ~= 1 then
+    invalid("system %s: give exactly one of each, columns and run", name)
+  end
+  for what, f in pairs({ each = each, run = run, columns = columns }) do
+    if type(f) ~= "function" then invalid("system %s: %s must be a function", name, what) end
   end
   local query = strings(spec.query, "query", name)
-  if each and #query == 0 then invalid("system %s: each needs a query of at least one kind", name) end
+  if (each or columns) and #query == 0 then
+    invalid("system %s: %s needs a query of at least one kind", name, each and "each" or "columns")
+  end
   local seen = {}
   for _, k in ipairs(query) do
     if seen[k] then invalid("system %s: query names %s twice", name, k) end
     seen[k] = true
   end
+  if not columns and (spec.writes ~= nil or spec.entities ~= nil) then
+    invalid("system %s: writes and entities go with columns", name)
+  end
+  local writes = strings(spec.writes, "writes", name)
+  for _, k in ipairs(writes) do
+    if not seen[k] then invalid("system %s: writes names %s, which is not in its query", name, k) end
+  end
+  if spec.entities ~= nil and type(spec.entities) ~= "boolean" then
+    invalid("system %s: entities must be a boolean", name)
+  end
   local s = { name = name, phase = spec.phase, query = query, after = strings(spec.after, "after", name),
-              each = each, run = run, faulted = false }
+              each = each, run = run, columns = columns, writes = writes, entities = spec.entities == true,
+              cache = columns and {} or nil, faulted = false }
   local list = {}
   for i, old in ipairs(systems) do list[i] = old end
   local at = by_name[name]

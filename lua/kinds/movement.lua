@@ -5,20 +5,19 @@ local keel = require "keel"
 keel.system{
   name = "game:movement", phase = "update",
   query = { "game:mover", "core:transform" },
-  -- one call per matching entity, in run order; the components in query order, then dt
-  each = function(entity, mover, transform, dt)
-    local p, v = transform.position, mover.velocity
-    local b = mover.bounds
-    local bounced = false
-    for i = 1, 3 do
-      p[i] = p[i] + v[i] * dt
-      if b > 0 and (p[i] > b or p[i] < -b) then
-        p[i] = math.max(-b, math.min(b, p[i]))
-        v[i] = -v[i]
-        bounced = true
+  writes = { "game:mover", "core:transform" }, -- what is read back after each batch
+  -- one call per batch of entities: each kind's fields as arrays (mover.velocity[i]), then dt
+  columns = function(n, mover, transform, dt)
+    local position, velocity, bounds = transform.position, mover.velocity, mover.bounds
+    for i = 1, n do
+      local p, v, b = position[i], velocity[i], bounds[i]
+      for k = 1, 3 do
+        p[k] = p[k] + v[k] * dt
+        if b > 0 and (p[k] > b or p[k] < -b) then
+          p[k] = math.max(-b, math.min(b, p[k]))
+          v[k] = -v[k]
+        end
       end
     end
-    transform.position = p
-    if bounced then mover.velocity = v end
   end,
 }

@@ -1,8 +1,8 @@
--- bench_lua.lua — the Lua rows (update, access, spawn, system, message, timer): keel vs a
+-- bench_lua.lua — the Lua rows (update, access, spawn, system, columns, message, timer): keel vs a
 -- baseline, same process run.
 -- Run with the keel program (release build): build/keel tools/bench/bench_lua.lua [N]
--- KEEL_BENCH_ROWS="update,system" runs only those rows (update, access, spawn, system, message,
--- timer); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set the frames per run and the runs per row, and
+-- KEEL_BENCH_ROWS="update,system" runs only those rows (update, access, spawn, system, columns,
+-- message, timer); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set the frames per run and the runs per row, and
 -- KEEL_BENCH_SIDE=keel or =base runs one side only: instruction counts under callgrind at a small N
 -- (the difference between two STEPS, over N times that difference, is one side's cost a frame).
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit> (ns per component-update / per entity).
@@ -149,6 +149,37 @@ ws:close()
 ws, pa, pb = nil, nil, nil
 end
 
+-- lua columns: the lua system row's workload through a `columns` system (one call per batch of
+-- field arrays, pos written back), against the same plain-Lua loop as that row's baseline
+local columns_keel, columns_base = 0, 0
+if want("columns") then
+local function move(e, a, b, dt_) a.x = a.x + b.vx * dt_ end
+local ca, cb = {}, {}
+for i = 1, N do ca[i] = { x = 0 }; cb[i] = { vx = i % 7 } end
+keel.kind{ key = "bench:cpos", fields = { { "x", "float", default = 0 } } }
+keel.kind{ key = "bench:cvel", fields = { { "vx", "float", default = 1 } } }
+keel.system{ name = "bench:cmove", phase = "update", query = { "bench:cpos", "bench:cvel" }, writes = { "bench:cpos" },
+  columns = function(n, a, b, dt_)
+    local x, vx = a.x, b.vx
+    for i = 1, n do x[i] = x[i] + vx[i] * dt_ end
+  end }
+local wc = keel.world("bench-columns")
+for i = 1, N do
+  local e = wc:spawn("e")
+  e:add("bench:cpos")
+  e:add("bench:cvel", { vx = i % 7 })
+end
+wc:step(dt)
+columns_keel, columns_base = pair(RUNS, function()
+  for _ = 1, STEPS do wc:step(dt) end
+end, function()
+  for _ = 1, STEPS do
+    for i = 1, N do move(nil, ca[i], cb[i], dt) end
+  end
+end)
+wc:close()
+end
+
 -- message: MSGS sends to one component and their delivery at the next step, per message, against
 -- queueing copies of the same tables in plain Lua and calling the handler on each
 local message_keel, message_base = 0, 0
@@ -197,5 +228,6 @@ row("lua update", update_keel, update_base, N * STEPS)
 row("lua access", access_keel, access_base, N * STEPS)
 row("lua spawn", spawn_keel, spawn_base, N)
 row("lua system", system_keel, system_base, N * STEPS)
+row("lua columns", columns_keel, columns_base, N * STEPS)
 row("message", message_keel, message_base, MSGS)
 row("timer", timer_keel, timer_base, TIMERS)

@@ -73,34 +73,56 @@ static void refetch(const keel_world *w, const cols_run *r, cols_buf *buf, size_
         }
 }
 
+/* Stores checked plain floats: straight into the record, or (a nested transaction wants a journal
+ * entry) one keel__field_set each, which cannot refuse them either. */
+static void store_floats(keel_world *w, keel_comp c, char *rec, uint32_t row, size_t n, const int *fields,
+                         const double *vals)
+{
+    if (keel__field_copy_floats(w, c, rec, row, n, fields, vals)) return;
+    for (size_t j = 0; j < n; j++) {
+        keel_value v = { .type = KEEL_T_FLOAT, .as.f = vals[j] };
+        keel__field_set(w, c, fields[j], &v, false, NULL, NULL);
+    }
+}
+
 /* Reads the `writes` kinds' arrays back into the batch's components; raises on a refusal (the
- * caller's transaction then rolls the batch back). */
+ * caller's transaction then rolls the batch back). `vals` has room for nb values of every plain
+ * field: round one reads each plain array once into it (all of a batch's values pushed, then
+ * read, then dropped in one settop), round two stores from it. */
 static void write_back(lua_State *L, const cols_run *r, cols_buf *buf, size_t nb, const col_field *cf, size_t ncf,
-                       bool moved)
+                       bool moved, double *vals)
 {
     keel_world *w = r->lw->w;
     size_t nk = r->nk;
     keel_diags d = { 0 };
     if (moved) refetch(w, r, buf, nb);
     bool any_plain = false;
-    /* round one: the general path; plain floats only checked */
+    int top = lua_gettop(L);
+    /* round one: the general path; plain floats read into vals and checked */
     for (size_t k = 0; k < ncf; k++) {
         const col_field *f = &cf[k];
         if (!r->writes[f->kind]) continue;
-        any_plain = any_plain || f->plain;
+        if (f->plain) {
+            any_plain = true;
+            double *v = vals + k * COLS_BATCH;
+            for (size_t b = 0; b < nb; b++) lua_rawgeti(L, f->arr, (lua_Integer)b + 1);
+            bool odd = false; /* a value that is not a finite number: the general path decides */
+            for (size_t b = 0; b < nb; b++) {
+                int isnum;
+                v[b] = (double)lua_tonumberx(L, top + 1 + (int)b, &isnum);
+                if (!isnum || !isfinite(v[b])) odd = true;
+            }
+            lua_settop(L, top);
+            if (!odd) continue;
+        }
         for (size_t b = 0; b < nb; b++) {
             size_t at = b * nk + f->kind;
             const char *rec = buf->rec[at];
             if (!rec) continue;
+            if (f->plain && isfinite(vals[k * COLS_BATCH + b])) continue; /* round two's */
             lua_rawgeti(L, f->arr, (lua_Integer)b + 1);
             const void *p = rec + f->off;
-            if (f->plain && lua_type(L, -1) == LUA_TNUMBER) {
-                double x = (double)lua_tonumber(L, -1);
-                if (x == *(const double *)p || isfinite(x)) { /* unchanged, or stored in round two */
-                    lua_pop(L, 1);
-                    continue;
-                }
-            } else if (keel__lua_same(L, -1, f->fd, p, w)) {
+            if (keel__lua_same(L, -1, f->fd, p, w)) {
                 lua_pop(L, 1);
                 continue;
             }
@@ -114,6 +136,7 @@ static void write_back(lua_State *L, const cols_run *r, cols_buf *buf, size_t nb
                 st = keel__field_set(w, buf->c[at], f->field, &v, false, NULL, &d);
             lua_pop(L, 1);
             if (st != KEEL_OK) keel__lua_raise(L, st, &d);
+            if (f->plain) vals[k * COLS_BATCH + b] = NAN; /* written here: nothing for round two */
             if (entries != keel__lua_entries) refetch(w, r, buf, nb); /* a validate hook entered the core */
         }
     }
@@ -121,7 +144,7 @@ static void write_back(lua_State *L, const cols_run *r, cols_buf *buf, size_t nb
     if (!any_plain) return;
     /* round two: the plain floats, which nothing can refuse any more */
     int fields[64];
-    double vals[64];
+    double out[64];
     for (size_t b = 0; b < nb; b++)
         for (size_t i = 0; i < nk; i++) {
             size_t at = b * nk + i;
@@ -131,26 +154,16 @@ static void write_back(lua_State *L, const cols_run *r, cols_buf *buf, size_t nb
             for (size_t k = 0; k < ncf; k++) {
                 const col_field *f = &cf[k];
                 if (f->kind != i || !f->plain) continue;
-                lua_rawgeti(L, f->arr, (lua_Integer)b + 1);
-                double x = lua_type(L, -1) == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : NAN;
-                lua_pop(L, 1);
+                double x = vals[k * COLS_BATCH + b];
                 if (x == *(const double *)(rec + f->off) || !isfinite(x)) continue;
                 if (n == 64) { /* a kind of many float fields: flush */
-                    if (!keel__field_copy_floats(w, buf->c[at], rec, buf->row[at], n, fields, vals))
-                        for (size_t j = 0; j < n; j++) {
-                            keel_value v = { .type = KEEL_T_FLOAT, .as.f = vals[j] };
-                            keel__field_set(w, buf->c[at], fields[j], &v, false, NULL, NULL);
-                        }
+                    store_floats(w, buf->c[at], rec, buf->row[at], n, fields, out);
                     n = 0;
                 }
                 fields[n] = f->field;
-                vals[n++] = x;
+                out[n++] = x;
             }
-            if (n && !keel__field_copy_floats(w, buf->c[at], rec, buf->row[at], n, fields, vals))
-                for (size_t j = 0; j < n; j++) { /* a nested transaction wants a journal entry */
-                    keel_value v = { .type = KEEL_T_FLOAT, .as.f = vals[j] };
-                    keel__field_set(w, buf->c[at], fields[j], &v, false, NULL, NULL);
-                }
+            if (n) store_floats(w, buf->c[at], rec, buf->row[at], n, fields, out);
         }
 }
 
@@ -181,7 +194,7 @@ static int columns_loop(lua_State *L)
     }
     size_t total = 0;
     for (size_t i = 0; i < nk; i++) total += keel_kind_describe(r->kinds[i])->field_count;
-    luaL_checkstack(L, (int)(total + nk) + 24, "a columns system's arrays");
+    luaL_checkstack(L, (int)(total + nk) + COLS_BATCH + 24, "a columns system's arrays");
     int kt = lua_gettop(L) + 1; /* the kind tables, kt .. kt + nk - 1 */
     for (size_t i = 0; i < nk; i++) lua_rawgeti(L, 5, (lua_Integer)i + 1);
     int ent = 0;
@@ -226,6 +239,7 @@ static int columns_loop(lua_State *L)
     buf.c = (keel_comp *)block;
     buf.rec = (void **)(block + COLS_BATCH * nk * sizeof *buf.c);
     buf.row = (uint32_t *)(block + COLS_BATCH * nk * (sizeof *buf.c + sizeof *buf.rec));
+    double *vals = cached_block(L, 5, "vals", (total ? total : 1) * COLS_BATCH * sizeof *vals);
     lua_getfield(L, 5, "n");
     size_t prev = (size_t)lua_tointeger(L, -1);
     lua_pop(L, 1);
@@ -279,7 +293,7 @@ static int columns_loop(lua_State *L)
         for (size_t i = 0; i < nk; i++) lua_pushvalue(L, kt + (int)i);
         lua_pushnumber(L, dt);
         lua_call(L, (int)nk + 2, 0);
-        write_back(L, r, &buf, nb, cf, ncf, entries != keel__lua_entries);
+        write_back(L, r, &buf, nb, cf, ncf, entries != keel__lua_entries, vals);
         lua_settop(L, top);
         r->in_call = false;
         keel__callback_close(w, &r->txn, KEEL_OK);

@@ -147,6 +147,19 @@ describe("a columns system", function()
     w:close()
   end)
 
+  it("refuses a float array holding NaN and writes none of the batch's floats", function()
+    local w = world(10)
+    local x1 = w:find("E1"):get(POS).x
+    system{ phase = "update", query = { POS, VEL }, writes = { POS }, columns = function(count, p)
+      for i = 1, count do p.x[i] = p.x[i] + 100 end
+      p.y[count] = 0 / 0
+    end }
+    w:step(1 / 60)
+    assert.are.equal(x1, w:find("E1"):get(POS).x)
+    assert.are.equal(1, #w:errors())
+    w:close()
+  end)
+
   it("writes other field types through the general path with their checks", function()
     local w = keel.world("G")
     for i = 1, 4 do w:spawn{ name = "T" .. i, components = { { TAG, n = i, label = "a" } } } end

@@ -1,8 +1,8 @@
--- bench_lua.lua — the Lua rows (update, access, spawn, system, columns, message, timer): keel vs a
+-- bench_lua.lua — the Lua rows (update, access, spawn, system, columns, churn, message, timer): keel vs a
 -- baseline, same process run.
 -- Run with the keel program (release build): build/keel tools/bench/bench_lua.lua [N]
 -- KEEL_BENCH_ROWS="update,system" runs only those rows (update, access, spawn, system, columns,
--- message, timer); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set the frames per run and the runs per row, and
+-- churn, message, timer); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set the frames per run and the runs per row, and
 -- KEEL_BENCH_SIDE=keel or =base runs one side only: instruction counts under callgrind at a small N
 -- (the difference between two STEPS, over N times that difference, is one side's cost a frame).
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit> (ns per component-update / per entity).
@@ -180,6 +180,32 @@ end)
 wc:close()
 end
 
+-- lua churn: a component added to and removed from each of N entities from Lua, per entity,
+-- against setting and clearing a field (a fresh small table) of N plain tables
+local churn_keel, churn_base = 0, 0
+if want("churn") then
+local plain = {}
+for i = 1, N do plain[i] = { name = "e" } end
+keel.kind{ key = "bench:tag", fields = { { "n", "float", default = 0 } } }
+local wh = keel.world("bench-churn")
+local ents = {}
+for i = 1, N do ents[i] = wh:spawn("e") end
+churn_keel, churn_base = pair(RUNS, function()
+  for i = 1, N do
+    local e = ents[i]
+    e:add("bench:tag")
+    e:remove("bench:tag")
+  end
+end, function()
+  for i = 1, N do
+    local t = plain[i]
+    t.tag = { n = 0 }
+    t.tag = nil
+  end
+end)
+wh:close()
+end
+
 -- message: MSGS sends to one component and their delivery at the next step, per message, against
 -- queueing copies of the same tables in plain Lua and calling the handler on each
 local message_keel, message_base = 0, 0
@@ -229,5 +255,6 @@ row("lua access", access_keel, access_base, N * STEPS)
 row("lua spawn", spawn_keel, spawn_base, N)
 row("lua system", system_keel, system_base, N * STEPS)
 row("lua columns", columns_keel, columns_base, N * STEPS)
+row("lua churn", churn_keel, churn_base, N)
 row("message", message_keel, message_base, MSGS)
 row("timer", timer_keel, timer_base, TIMERS)

@@ -46,8 +46,14 @@ try {
     return s.grid.major_color[0] === 1 && s.grid.major_color[1] === 0 ? s : null;
   });
   check(got.grid.major_color[2] === 0, `settings.get reads the new major_color ${JSON.stringify(got.grid.major_color)}`);
-  const drawn = await page.evaluate(() => window.keelInspector.view.grid.major_color);
-  check(drawn[0] === 1 && drawn[1] === 0, 'the scene view draws with the new colour');
+  // the scene view's major lines in that colour: a pixel of pure red across the middle row
+  const red = await until('a red grid line drawn', () => page.evaluate(() => {
+    const c = document.querySelector('#view');
+    const d = c.getContext('2d').getImageData(0, Math.floor(c.height / 2) + 3, c.width, 1).data;
+    for (let x = 0; x < c.width; x++) if (d[4 * x] === 255 && d[4 * x + 1] === 0 && d[4 * x + 2] === 0 && d[4 * x + 3] > 0) return x + 1;
+    return null;
+  }));
+  check(red > 0, `the scene view draws the major lines in the new colour (at x = ${red - 1})`);
 
   await page.$eval('section.settings select[data-field="display"]', (e) => {
     e.value = 'dots';

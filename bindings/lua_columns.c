@@ -353,13 +353,7 @@ static int w_columns(lua_State *L)
     if (r->owns_list) ctx->each_busy = false;
     if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
     KEEL_LUA_LEAVE();
-    if (st == LUA_OK) {
-        lua_pushboolean(L, 1);
-        return 1;
-    }
-    lua_pushboolean(L, 0);
-    lua_insert(L, -2);
-    return 2;
+    return keel__lua_pcall_result(L, st);
 }
 
 const luaL_Reg keel__lua_columns_world_methods[] = { { "_columns", w_columns }, { NULL, NULL } };

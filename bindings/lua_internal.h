@@ -248,6 +248,8 @@ extern const luaL_Reg keel__lua_command_methods[]; /* _apply */
 void keel__lua_open_command(lua_State *L);          /* the keel.Command metatable */
 /* A system pass's live entities in run order (lua_system.c), in ctx's reused buffer unless a pass
  * already holds it (then a userdata pushed for it): *owned says which (release: ctx->each_busy). */
+/* What a system's protected run returns: true, or false and the error lua_pcall left on top. */
+int keel__lua_pcall_result(lua_State *L, int st);
 keel_entity *keel__lua_visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w, size_t *count, bool *owned);
 extern const luaL_Reg keel__lua_columns_world_methods[]; /* _columns (lua_columns.c) */
 extern const luaL_Reg keel__lua_settings_methods[]; /* _settings, _set_setting (lua_settings.c) */

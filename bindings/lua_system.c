@@ -76,8 +76,7 @@ static int m_systems_runner(lua_State *L)
     return 0;
 }
 
-/* What a protected run returns: true, or false and the error lua_pcall left on top. */
-static int pcall_result(lua_State *L, int st)
+int keel__lua_pcall_result(lua_State *L, int st)
 {
     if (st == LUA_OK) {
         lua_pushboolean(L, 1);
@@ -100,7 +99,7 @@ static int w_atomic(lua_State *L)
     int st = lua_pcall(L, nargs, 0, 0);
     keel_world *w = lw->w; /* still open: close refuses during a step */
     if (w) keel__callback_close(w, &t, st == LUA_OK ? KEEL_OK : KEEL_INVALID_OPERATION);
-    return pcall_result(L, st);
+    return keel__lua_pcall_result(L, st);
 }
 
 /* ---- w:_each(kinds, fn, dt): a system's `each` over w ---- */
@@ -345,7 +344,7 @@ static int w_each(lua_State *L)
     if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
     KEEL_LUA_LEAVE();
     for (size_t i = 0; i < held; i++) keel__lua_self_kind_done(L, r->lk[i]);
-    return pcall_result(L, st);
+    return keel__lua_pcall_result(L, st);
 }
 
 /* w:_fault_system(name, phase, message [, err]): a system's failure, once, in w:errors() (with the

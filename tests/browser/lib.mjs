@@ -68,3 +68,21 @@ export async function until(what, f, ms = 20000) {
   }
   throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
 }
+
+// Headless Chromium on the inspector at `url`, ready (body.ready): { browser, page, pageErrors },
+// pageErrors collecting the page's uncaught errors and console errors for the final check.
+export async function openInspector(puppeteer, url) {
+  const browser = await puppeteer.launch({
+    executablePath: chromium,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+  const page = await browser.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (e) => pageErrors.push(e.message));
+  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
+  await page.setViewport({ width: 1400, height: 820 });
+  await page.goto(url);
+  await page.waitForSelector('body.ready', { timeout: 30000 });
+  return { browser, page, pageErrors };
+}

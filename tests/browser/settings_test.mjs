@@ -3,7 +3,7 @@
 // world (read back through /rpc settings.get) and the scene view's grid; Undo takes it back.
 //   node settings_test.mjs KEEL SCENE
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
+import { check, freePort, openInspector, results, rpc, startServer, until } from './lib.mjs';
 
 const [keelBin, demo] = process.argv.slice(2);
 if (!keelBin || !demo) {
@@ -16,18 +16,8 @@ let browser;
 try {
   server = startServer(keelBin, demo, await freePort());
   const url = await server.url;
-  browser = await puppeteer.launch({
-    executablePath: chromium,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
-  const page = await browser.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
-  await page.setViewport({ width: 1400, height: 820 });
-  await page.goto(url);
-  await page.waitForSelector('body.ready', { timeout: 30000 });
+  let page, pageErrors;
+  ({ browser, page, pageErrors } = await openInspector(puppeteer, url));
   await until('the settings loaded', () => page.evaluate(() => !!window.keelInspector.state.settings));
 
   await page.click('#tree li.root > .row');

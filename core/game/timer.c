@@ -174,6 +174,7 @@ double keel_world_time(const keel_world *w)
 typedef struct due_item {
     double due;
     keel_timer_id id;
+    size_t at; /* its index when the list was made: the array only grows while firing */
 } due_item;
 
 static int due_cmp(const void *a, const void *b)
@@ -203,6 +204,13 @@ static bool timer_call(keel_world *w, keel__timer *t)
     return st == KEEL_OK;
 }
 
+/* The live timer with this id at index `at` (no compaction runs while firing: indexes hold). */
+static keel__timer *timer_at(keel__timers *ts, size_t at, keel_timer_id id)
+{
+    keel__timer *t = at < ts->count ? &ts->items[at] : NULL;
+    return t && t->id == id && t->fn ? t : NULL;
+}
+
 /* As update begins (keel_step moved the world time already). */
 static void timers_fire(keel_world *w, void *state, keel_phase phase, double dt)
 {
@@ -216,17 +224,21 @@ static void timers_fire(keel_world *w, void *state, keel_phase phase, double dt)
         int os = owner_state(w, t->owner);
         if (os == 0) timer_end(w, t);
         else if (os == 1 && t->due <= w->time) {
-            due[n++] = (due_item){ t->due, t->id };
+            due[n++] = (due_item){ t->due, t->id, i };
         }
     }
-    qsort(due, n, sizeof *due, due_cmp);
+    /* made in id order: already in firing order when the dues do not go down (timers made in one
+     * frame with one delay, the common case), so the sort is only paid for when needed */
+    bool sorted = true;
+    for (size_t k = 1; k < n && sorted; k++) sorted = due[k - 1].due <= due[k].due;
+    if (!sorted) qsort(due, n, sizeof *due, due_cmp);
     ts->firing = true;
     for (size_t k = 0; k < n; k++) {
-        keel__timer *t = timer_find(w, due[k].id);
+        keel__timer *t = timer_at(ts, due[k].at, due[k].id);
         if (!t || owner_state(w, t->owner) != 1) continue; /* cancelled, or its owner went, meanwhile */
         t->firing = true;
         bool ok = timer_call(w, t);
-        t = timer_find(w, due[k].id);
+        t = timer_at(ts, due[k].at, due[k].id);
         if (!t) continue;
         t->firing = false;
         t->failed = !ok;

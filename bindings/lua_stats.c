@@ -58,12 +58,26 @@ static void push_series(lua_State *L, const double *v, size_t n)
     }
 }
 
-/* w:stats() -> { frame, frame_ms, phases, systems, kinds, messages, timers, spawned, destroyed,
+/* w:stats([{ history = false }]) -> { frame, frame_ms, phases, systems, kinds, messages, timers, spawned, destroyed,
  * faults, lua_kb, history, phase_history, profiling }: the last step measured (zeros and empty
  * lists when none was). */
 static int w_stats(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
+    bool history = true; /* w:stats{ history = false }: without the two ring copies (a per-frame reader) */
+    if (!lua_isnoneornil(L, 2)) {
+        if (lua_type(L, 2) != LUA_TTABLE)
+            return keel__lua_argerror(L, 2, "an options table expected, got %s", luaL_typename(L, 2));
+        lua_pushnil(L);
+        while (lua_next(L, 2)) {
+            const char *k = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : NULL;
+            if (!k || strcmp(k, "history") != 0)
+                return keel__lua_argerror(L, 2, "unknown option '%s'", k ? k : luaL_typename(L, -2));
+            if (lua_type(L, -1) != LUA_TBOOLEAN) return keel__lua_argerror(L, 2, "history must be true or false");
+            history = lua_toboolean(L, -1);
+            lua_pop(L, 1);
+        }
+    }
     keel_stats s;
     keel_world_stats(lw->w, &s); /* zeroed when none */
     luaL_checkstack(L, 8, NULL);
@@ -111,14 +125,16 @@ static int w_stats(lua_State *L)
     set_int(L, "destroyed", s.destroyed);
     set_int(L, "faults", s.faults);
     set_num(L, "lua_kb", (double)lua_gc(L, LUA_GCCOUNT) + (double)lua_gc(L, LUA_GCCOUNTB) / 1024.0);
-    push_series(L, s.history, s.history_count);
-    lua_setfield(L, -2, "history");
-    lua_createtable(L, 0, 4);
-    for (int i = 0; i < 4; i++) {
-        push_series(L, s.phase_history[step_phases[i]], s.history_count);
-        lua_setfield(L, -2, keel_phase_name(step_phases[i]));
+    if (history) {
+        push_series(L, s.history, s.history_count);
+        lua_setfield(L, -2, "history");
+        lua_createtable(L, 0, 4);
+        for (int i = 0; i < 4; i++) {
+            push_series(L, s.phase_history[step_phases[i]], s.history_count);
+            lua_setfield(L, -2, keel_phase_name(step_phases[i]));
+        }
+        lua_setfield(L, -2, "phase_history");
     }
-    lua_setfield(L, -2, "phase_history");
     lua_pushboolean(L, keel_world_stats_enabled(lw->w));
     lua_setfield(L, -2, "profiling");
     return 1;

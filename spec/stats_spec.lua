@@ -215,3 +215,96 @@ describe("w:stats()", function()
     assert.has_error(function() w:stats() end)
   end)
 end)
+
+describe("world.stats over the channel", function()
+  local channel = require "keel.channel"
+  local json = require "keel.json"
+
+  it("turns profiling on and answers the table, its empty lists as JSON arrays", function()
+    local w = keel.world("Served")
+    local ch = channel.new(w, {})
+    local r = json.decode(ch:handle('{"jsonrpc":"2.0","id":1,"method":"world.stats","params":{"profiling":true}}'))
+    assert.is_true(r.result.profiling)
+    assert.is_true(w.profiling)
+    local text = ch:handle('{"jsonrpc":"2.0","id":2,"method":"world.stats"}')
+    assert.truthy(text:find('"systems":[]', 1, true))
+    assert.truthy(text:find('"history":[]', 1, true))
+    w:step(1 / 60)
+    r = ch:call("world.stats")
+    assert.equal(1, r.frame)
+    assert.equal(1, #r.history)
+    ch:call("world.stats", { profiling = false })
+    assert.is_false(w.profiling)
+    w:close()
+  end)
+
+  it("refuses a profiling that is not a boolean (-32602), changing nothing", function()
+    local w = keel.world("Served")
+    local ch = channel.new(w, {})
+    local r = json.decode(ch:handle('{"jsonrpc":"2.0","id":1,"method":"world.stats","params":{"profiling":"yes"}}'))
+    assert.equal(-32602, r.error.code)
+    assert.is_false(w.profiling)
+    w:close()
+  end)
+end)
+
+describe("keel run --profile", function()
+  local H = require "helper"
+  local keel_bin = H.find_keel()
+  local SCENE = H.HEAD .. "entities:\n" ..
+    H.ent("3f1c1b6e-2f0a-4c4e-9a51-7d0f8e6b2a11", "B1", nil, H.comp("runprof:busy", "{n: 0}")) ..
+    H.ent("3f1c1b6e-2f0a-4c4e-9a51-7d0f8e6b2a12", "B2", nil, H.comp("runprof:busy", "{n: 0}"))
+  local KINDS = [[
+local keel = require "keel"
+keel.kind{ key = "runprof:busy", fields = { { "n", "int" } }, update = function(self) self.n = self.n + 1 end }
+keel.system{ name = "runprof:slow", phase = "update", query = { "runprof:busy" }, each = function()
+  local t = os.clock()
+  while os.clock() - t < 0.001 do end
+end }
+]]
+
+  it("prints the frame time's mean, p50, p95 and max, and the costliest first", function()
+    local dir = H.tmpdir()
+    os.execute("mkdir -p " .. H.shell_quote(dir .. "/kinds"))
+    H.spit(dir .. "/kinds/runprof.lua", KINDS)
+    H.spit(dir .. "/s.yaml", SCENE)
+    local code, out, err = H.run_keel(keel_bin, "run s.yaml --frames 20 --profile --kinds kinds", nil, dir)
+    H.rmrf(dir)
+    assert.equal(0, code, err)
+    local mean, p50, p95, max, frames =
+      out:match("profile: frame time mean ([%d.]+) ms, p50 ([%d.]+) ms, p95 ([%d.]+) ms, max ([%d.]+) ms %((%d+) frames%)")
+    assert.truthy(mean, out)
+    assert.equal("20", frames)
+    assert.is_true(tonumber(p50) <= tonumber(p95) and tonumber(p95) <= tonumber(max))
+    assert.is_true(tonumber(mean) >= 2) -- two entities of 1 ms each
+    -- the first row after the header is the slow system, its calls one a frame
+    local first = out:match("mean%s+max%s+calls%s+what\n([^\n]+)")
+    assert.truthy(first, out)
+    local calls, what = first:match("^%s*[%d.]+%s+[%d.]+%s+(%d+)%s+(.-)%s*$")
+    assert.equal("system runprof:slow", what)
+    assert.equal("20", calls)
+    assert.truthy(out:find("runprof:busy update", 1, true))
+  end)
+
+  it("refuses --profile with --serve (usage, exit 2)", function()
+    local code, _, err = H.run_keel(keel_bin, "run --serve 0 --profile")
+    assert.equal(2, code)
+    assert.truthy(err:find("--profile does not combine with --serve", 1, true))
+  end)
+end)
+
+describe("w:stats options", function()
+  it("{ history = false } leaves the rings out; anything else is refused", function()
+    local w = keel.world("Opts")
+    w.profiling = true
+    w:step(1 / 60)
+    local s = w:stats{ history = false }
+    assert.is_nil(s.history)
+    assert.is_nil(s.phase_history)
+    assert.equal(1, s.frame)
+    assert.has_error(function() w:stats{ histroy = false } end)
+    assert.has_error(function() w:stats{ history = 1 } end)
+    assert.has_error(function() w:stats(5) end)
+    w:close()
+  end)
+end)

@@ -17,14 +17,15 @@
 
 typedef struct sys_acc {
     char *name;
-    uint64_t ns, entities;
+    double ns;
+    uint64_t entities;
     uint32_t calls;
 } sys_acc;
 
 typedef struct stats_state {
     keel__prof prof; /* first: w->prof is the state */
     bool on, begun;
-    uint64_t frame_t0, phase_t0;
+    uint64_t frame_t0, phase_t0; /* ticks (model/prof.h) */
     uint64_t phase_ns[KEEL_PHASE_COUNT_];
     sys_acc *sys; /* every system seen since collecting began; names kept (the published point at them) */
     size_t sys_count, sys_cap, sys_hint;
@@ -55,7 +56,7 @@ static const keel__ext_type last_ext = {
     .name = "stats_end", .order = INT_MAX, .phase_end = stats_phase_end, .step_end = stats_step_end
 };
 
-static double ms(uint64_t ns) { return (double)ns / 1e6; }
+static double ms(uint64_t ticks) { return keel__prof_ns(ticks) / 1e6; }
 
 static void stats_step_begin(keel_world *w, void *state, double dt)
 {
@@ -68,7 +69,8 @@ static void stats_step_begin(keel_world *w, void *state, double dt)
     p->touched_count = 0;
     p->messages = p->timers = p->spawned = p->destroyed = p->faults = 0;
     for (size_t i = 0; i < st->sys_count; i++) {
-        st->sys[i].ns = st->sys[i].entities = 0;
+        st->sys[i].ns = 0;
+        st->sys[i].entities = 0;
         st->sys[i].calls = 0;
     }
     memset(st->phase_ns, 0, sizeof st->phase_ns);
@@ -125,7 +127,7 @@ static void publish(keel_world *w, stats_state *st, uint64_t frame_ns)
     n = 0;
     for (size_t i = 0; i < st->sys_count; i++) {
         const sys_acc *a = &st->sys[i];
-        if (a->calls) st->out_sys[n++] = (keel_stats_system){ a->name, ms(a->ns), a->calls, a->entities };
+        if (a->calls) st->out_sys[n++] = (keel_stats_system){ a->name, a->ns / 1e6, a->calls, a->entities };
     }
     if (n) qsort(st->out_sys, n, sizeof *st->out_sys, by_sys_ms);
     s->systems = st->out_sys;
@@ -185,6 +187,7 @@ void keel_world_stats_enable(keel_world *w, bool on)
         if (st) st->on = st->begun = false;
         return;
     }
+    keel__prof_calibrate();
     if (!st) {
         st = keel__xcalloc(1, sizeof *st);
         keel__ext_add(w, &first_ext, st);
@@ -219,7 +222,7 @@ bool keel_world_stats(const keel_world *w, keel_stats *out)
     return true;
 }
 
-void keel__stats_system(keel_world *w, const char *name, uint64_t ns, uint64_t entities)
+void keel__stats_system(keel_world *w, const char *name, double ns, uint64_t entities)
 {
     stats_state *st = (stats_state *)w->prof;
     if (!st || !st->begun || !name) return;
@@ -240,5 +243,5 @@ void keel__stats_system(keel_world *w, const char *name, uint64_t ns, uint64_t e
 void keel_world_stats_system(keel_world *w, const char *name, double ms_, uint64_t entities)
 {
     if (!w || !(ms_ >= 0)) return;
-    keel__stats_system(w, name, (uint64_t)(ms_ * 1e6), entities);
+    keel__stats_system(w, name, ms_ * 1e6, entities);
 }

@@ -4,7 +4,7 @@
 
 #include "keel_stats.h"
 
-/* One run of system `name` (C or a binding's): its time and the entities it visited. */
-void keel__stats_system(keel_world *w, const char *name, uint64_t ns, uint64_t entities);
+/* One run of system `name` (C or a binding's): its time in nanoseconds and the entities it visited. */
+void keel__stats_system(keel_world *w, const char *name, double ns, uint64_t entities);
 
 #endif

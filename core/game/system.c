@@ -342,6 +342,6 @@ static void systems_run(keel_world *w, void *state, keel_phase phase, double dt)
         } else {
             visited = run_each(w, s, phase, dt);
         }
-        if (t0 && w->prof) keel__stats_system(w, s->name, keel__prof_now() - t0, visited);
+        if (t0 && w->prof) keel__stats_system(w, s->name, keel__prof_ns(keel__prof_now() - t0), visited);
     }
 }

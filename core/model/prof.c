@@ -8,12 +8,41 @@
 #include <string.h>
 #include <time.h>
 
-uint64_t keel__prof_now(void)
+uint64_t keel__prof_mono(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+bool keel__prof_tsc;
+#endif
+static double ns_per_tick = 1.0;
+static bool calibrated;
+
+void keel__prof_calibrate(void)
+{
+    if (calibrated) return;
+    calibrated = true;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    /* the invariant TSC (CPUID 0x80000007 EDX bit 8): one rate on every core, in every power state */
+    if (!__get_cpuid(0x80000007, &a, &b, &c, &d) || !(d & (1u << 8))) return;
+    /* its rate against the monotonic clock over 2 ms, once per process */
+    uint64_t m0 = keel__prof_mono(), t0 = __rdtsc(), m1, t1;
+    do {
+        m1 = keel__prof_mono();
+        t1 = __rdtsc();
+    } while (m1 - m0 < 2000000);
+    if (t1 <= t0) return;
+    ns_per_tick = (double)(m1 - m0) / (double)(t1 - t0);
+    keel__prof_tsc = true;
+#endif
+}
+
+double keel__prof_ns(uint64_t ticks) { return (double)ticks * ns_per_tick; }
 
 void keel__prof_kind_add(keel__prof *p, keel_kind_id k, keel_phase phase, uint64_t ns, uint32_t calls)
 {

@@ -8,7 +8,7 @@
 #include "keel.h"
 
 typedef struct keel__prof {
-    uint64_t *kind_ns;    /* [kind * KEEL_PHASE_COUNT_ + phase]: this frame's time in the hooks */
+    uint64_t *kind_ns;    /* [kind * KEEL_PHASE_COUNT_ + phase]: this frame's ticks in the hooks */
     uint32_t *kind_calls; /* and their calls */
     uint32_t *touched;    /* the indices above made non-zero this frame (cleared by publishing) */
     size_t touched_count, touched_cap;
@@ -24,7 +24,21 @@ typedef struct keel__stretch {
     uint64_t t;
 } keel__stretch;
 
-uint64_t keel__prof_now(void); /* monotonic nanoseconds */
+/* The profiler's clock, in ticks: the CPU's time-stamp counter where it is invariant (x86: a
+ * third of clock_gettime's cost under a hypervisor's clock source, and a stretch may be one hook
+ * call long), else CLOCK_MONOTONIC's nanoseconds. keel__prof_calibrate (at the first
+ * keel_world_stats_enable) measures the ticks' length; keel__prof_ns converts. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+extern bool keel__prof_tsc;
+uint64_t keel__prof_mono(void);
+static inline uint64_t keel__prof_now(void) { return keel__prof_tsc ? __rdtsc() : keel__prof_mono(); }
+#else
+uint64_t keel__prof_mono(void);
+static inline uint64_t keel__prof_now(void) { return keel__prof_mono(); }
+#endif
+void keel__prof_calibrate(void);
+double keel__prof_ns(uint64_t ticks);
 void keel__prof_kind_add(keel__prof *p, keel_kind_id k, keel_phase phase, uint64_t ns, uint32_t calls);
 void keel__prof_fini(keel__prof *p);
 
@@ -33,7 +47,16 @@ static inline void keel__stretch_to(keel__prof *p, keel__stretch *s, keel_kind_i
 {
     if (s->kind == k) return;
     uint64_t now = keel__prof_now();
-    if (s->kind) keel__prof_kind_add(p, s->kind, phase, now - s->t, p->calls - s->calls);
+    if (s->kind) {
+        size_t i = (size_t)s->kind * KEEL_PHASE_COUNT_ + (size_t)phase;
+        uint64_t ticks = now - s->t;
+        if (s->kind < p->kind_cap && p->kind_ns[i]) { /* touched already this frame: no call */
+            p->kind_ns[i] += ticks;
+            p->kind_calls[i] += p->calls - s->calls;
+        } else {
+            keel__prof_kind_add(p, s->kind, phase, ticks, p->calls - s->calls);
+        }
+    }
     s->kind = k;
     s->t = now;
     s->calls = p->calls;

@@ -149,4 +149,6 @@ int keel__lua_stats_newindex(lua_State *L, keel_lua_world *lw)
     return 0;
 }
 
-const luaL_Reg keel__lua_stats_world_methods[] = { { "stats", w_stats }, { "_stats_system", w_stats_system }, { NULL, NULL } };
+const luaL_Reg keel__lua_stats_world_methods[] = { { "stats", w_stats },
+                                                   { "_stats_system", w_stats_system },
+                                                   { NULL, NULL } };

@@ -27,7 +27,7 @@ void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_
     lua_pushstring(L, keel_phase_name(phase));
     lua_pushnumber(L, dt);
     lua_pushboolean(L, keel_world_stats_enabled(w)); /* profiling: the runner times each system */
-    (void)lua_pcall(L, 4, 0, 0); /* each system's failure is caught and recorded inside */
+    (void)lua_pcall(L, 4, 0, 0);                     /* each system's failure is caught and recorded inside */
     lua_settop(L, top);
 }
 

@@ -72,20 +72,20 @@ typedef struct keel_stats_kind {
     keel_kind_id kind;
     keel_phase phase; /* start, fixed_update, update, late_update or on_message */
     double ms;
-    uint32_t calls;   /* hook calls */
+    uint32_t calls; /* hook calls */
 } keel_stats_kind;
 
 typedef struct keel_stats {
-    uint64_t frame;                       /* keel_world_frame after the step measured */
-    double frame_ms;                      /* the whole keel_step */
-    double phase_ms[KEEL_PHASE_COUNT_];   /* start, fixed_update (its runs summed), update, late_update */
-    const keel_stats_system *systems;     /* those that ran, costliest first */
+    uint64_t frame;                     /* keel_world_frame after the step measured */
+    double frame_ms;                    /* the whole keel_step */
+    double phase_ms[KEEL_PHASE_COUNT_]; /* start, fixed_update (its runs summed), update, late_update */
+    const keel_stats_system *systems;   /* those that ran, costliest first */
     size_t system_count;
-    const keel_stats_kind *kinds;         /* (kind, phase) pairs whose hooks ran, costliest first */
+    const keel_stats_kind *kinds; /* (kind, phase) pairs whose hooks ran, costliest first */
     size_t kind_count;
     uint32_t messages, timers, spawned, destroyed, faults;
-    const double *history;                /* frame_ms of the last history_count steps, oldest first */
-    size_t history_count;                 /* <= KEEL_STATS_HISTORY */
+    const double *history;                          /* frame_ms of the last history_count steps, oldest first */
+    size_t history_count;                           /* <= KEEL_STATS_HISTORY */
     const double *phase_history[KEEL_PHASE_COUNT_]; /* the same per phase (start..late_update; else NULL) */
 } keel_stats;
 

@@ -37,7 +37,8 @@ static int stats_group_setup(void **state)
     b.hooks[KEEL_PHASE_UPDATE] = hook_fail;
     keel_kind_desc ear = { .key = "stats:ear", .version = 1 };
     ear.hooks[KEEL_PHASE_ON_MESSAGE] = hook_hear;
-    if (keel_kind_declare(&a, NULL, NULL) || keel_kind_declare(&b, NULL, NULL) || keel_kind_declare(&ear, NULL, NULL))
+    if (keel_kind_declare(&a, NULL, NULL) || keel_kind_declare(&b, NULL, NULL) ||
+        keel_kind_declare(&ear, NULL, NULL))
         return -1;
     g_a = keel_kind_find("stats:a");
     g_b = keel_kind_find("stats:b");
@@ -159,8 +160,9 @@ static void stats_scripted_frame_counts_exactly(void **state)
     keel_system_desc sd = { .name = "script", .phase = KEEL_PHASE_UPDATE, .run = script };
     assert_int_equal(keel_system_add(f->w, &sd, &f->d), KEEL_OK);
     keel_kind_id q[] = { g_a };
-    keel_system_desc each = { .name = "each_a", .phase = KEEL_PHASE_LATE_UPDATE, .query = q, .query_count = 1,
-                              .each = each_nothing };
+    keel_system_desc each = {
+        .name = "each_a", .phase = KEEL_PHASE_LATE_UPDATE, .query = q, .query_count = 1, .each = each_nothing
+    };
     assert_int_equal(keel_system_add(f->w, &each, &f->d), KEEL_OK);
     keel_timer_id t1, t2;
     assert_int_equal(keel_timer_after(f->w, 0.01, KEEL_NO_ENTITY, timer_fn, NULL, &t1, &f->d), KEEL_OK);
@@ -176,7 +178,7 @@ static void stats_scripted_frame_counts_exactly(void **state)
     assert_int_equal(s.spawned, 3);
     assert_int_equal(s.destroyed, 2);
     assert_int_equal(s.faults, 3); /* stats:b's update failed on its 3 holders */
-    assert_int_equal(g_heard, 4);   /* 2 sends to Ear, the broadcast to both ears */
+    assert_int_equal(g_heard, 4);  /* 2 sends to Ear, the broadcast to both ears */
     const keel_stats_kind *ka = kind_row(&s, g_a, KEEL_PHASE_UPDATE), *kb = kind_row(&s, g_b, KEEL_PHASE_UPDATE);
     const keel_stats_kind *ke = kind_row(&s, g_ear, KEEL_PHASE_ON_MESSAGE);
     assert_non_null(ka);
@@ -221,8 +223,9 @@ static void stats_fixed_update_runs_are_summed(void **state)
     fx *f = *state;
     spawn_with(f, "A", g_a, 0);
     keel_kind_id q[] = { g_a };
-    keel_system_desc sd = { .name = "fixed", .phase = KEEL_PHASE_FIXED_UPDATE, .query = q, .query_count = 1,
-                            .each = each_nothing };
+    keel_system_desc sd = {
+        .name = "fixed", .phase = KEEL_PHASE_FIXED_UPDATE, .query = q, .query_count = 1, .each = each_nothing
+    };
     assert_int_equal(keel_system_add(f->w, &sd, &f->d), KEEL_OK);
     keel_world_set_fixed_dt(f->w, 0.25);
     keel_world_stats_enable(f->w, true);
@@ -239,10 +242,12 @@ static void stats_slow_system_ranks_first(void **state)
     fx *f = *state;
     for (int i = 0; i < 4; i++) spawn_with(f, "A", g_a, 0);
     keel_kind_id q[] = { g_a };
-    keel_system_desc quick = { .name = "quick", .phase = KEEL_PHASE_UPDATE, .query = q, .query_count = 1,
-                               .each = each_nothing };
-    keel_system_desc slow = { .name = "slow", .phase = KEEL_PHASE_LATE_UPDATE, .query = q, .query_count = 1,
-                              .each = each_slow };
+    keel_system_desc quick = {
+        .name = "quick", .phase = KEEL_PHASE_UPDATE, .query = q, .query_count = 1, .each = each_nothing
+    };
+    keel_system_desc slow = {
+        .name = "slow", .phase = KEEL_PHASE_LATE_UPDATE, .query = q, .query_count = 1, .each = each_slow
+    };
     assert_int_equal(keel_system_add(f->w, &quick, &f->d), KEEL_OK);
     assert_int_equal(keel_system_add(f->w, &slow, &f->d), KEEL_OK);
     keel_world_stats_enable(f->w, true);
@@ -319,9 +324,9 @@ static void stats_ring_keeps_the_last_300(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        TS(stats_off_collects_nothing),       TS(stats_scripted_frame_counts_exactly),
+        TS(stats_off_collects_nothing),         TS(stats_scripted_frame_counts_exactly),
         TS(stats_fixed_update_runs_are_summed), TS(stats_slow_system_ranks_first),
-        TS(stats_on_and_off_inside_a_step),   TS(stats_ring_keeps_the_last_300),
+        TS(stats_on_and_off_inside_a_step),     TS(stats_ring_keeps_the_last_300),
     };
     return KEEL_TEST_RUN(tests, stats_group_setup, group_teardown);
 }

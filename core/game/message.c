@@ -136,7 +136,7 @@ static void messages_deliver(keel_world *w, struct keel__msgq *q)
             break;
         }
         keel__msg m = q->items[q->head++]; /* a copy: handlers may grow the array */
-        keel__prof *p = w->prof; /* lives as long as the world (prof.h) */
+        keel__prof *p = w->prof;           /* lives as long as the world (prof.h) */
         if (p) p->messages++;
         size_t count = 0;
         if (m.target) { /* to one entity: dropped when it is gone */

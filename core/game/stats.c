@@ -49,14 +49,19 @@ static void stats_phase_end(keel_world *w, void *state, keel_phase phase, double
 static void stats_step_end(keel_world *w, void *state, double dt);
 static void stats_free(keel_world *w, void *state);
 /* the first at a step's and a phase's start, the last at their ends: what the others do is inside */
-static const keel__ext_type first_ext = {
-    .name = "stats", .order = INT_MIN, .step_begin = stats_step_begin, .phase_begin = stats_phase_begin, .free = stats_free
-};
+static const keel__ext_type first_ext = { .name = "stats",
+                                          .order = INT_MIN,
+                                          .step_begin = stats_step_begin,
+                                          .phase_begin = stats_phase_begin,
+                                          .free = stats_free };
 static const keel__ext_type last_ext = {
     .name = "stats_end", .order = INT_MAX, .phase_end = stats_phase_end, .step_end = stats_step_end
 };
 
-static double ms(uint64_t ticks) { return keel__prof_ns(ticks) / 1e6; }
+static double ms(uint64_t ticks)
+{
+    return keel__prof_ns(ticks) / 1e6;
+}
 
 static void stats_step_begin(keel_world *w, void *state, double dt)
 {
@@ -94,7 +99,7 @@ static void stats_phase_end(keel_world *w, void *state, keel_phase phase, double
     (void)w;
     (void)dt;
     stats_state *st = state;
-    if ( !st->begun || !st->phase_t0 || (unsigned)phase >= KEEL_PHASE_COUNT_) return;
+    if (!st->begun || !st->phase_t0 || (unsigned)phase >= KEEL_PHASE_COUNT_) return;
     st->phase_ns[phase] += keel__prof_now() - st->phase_t0;
     st->phase_t0 = 0;
 }
@@ -102,7 +107,9 @@ static void stats_phase_end(keel_world *w, void *state, keel_phase phase, double
 static int by_sys_ms(const void *a, const void *b)
 {
     double x = ((const keel_stats_system *)a)->ms, y = ((const keel_stats_system *)b)->ms;
-    return x < y ? 1 : x > y ? -1 : strcmp(((const keel_stats_system *)a)->name, ((const keel_stats_system *)b)->name);
+    return x < y ? 1
+        : x > y  ? -1
+                 : strcmp(((const keel_stats_system *)a)->name, ((const keel_stats_system *)b)->name);
 }
 
 static int by_kind_ms(const void *a, const void *b)

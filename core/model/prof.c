@@ -42,7 +42,10 @@ void keel__prof_calibrate(void)
 #endif
 }
 
-double keel__prof_ns(uint64_t ticks) { return (double)ticks * ns_per_tick; }
+double keel__prof_ns(uint64_t ticks)
+{
+    return (double)ticks * ns_per_tick;
+}
 
 void keel__prof_kind_add(keel__prof *p, keel_kind_id k, keel_phase phase, uint64_t ns, uint32_t calls)
 {

@@ -12,8 +12,8 @@ typedef struct keel__prof {
     uint32_t *kind_calls; /* and their calls */
     uint32_t *touched;    /* the indices above made non-zero this frame (cleared by publishing) */
     size_t touched_count, touched_cap;
-    uint32_t kind_cap;    /* kinds the arrays hold */
-    uint32_t calls;       /* hook calls so far: a stretch's are the difference */
+    uint32_t kind_cap; /* kinds the arrays hold */
+    uint32_t calls;    /* hook calls so far: a stretch's are the difference */
     uint32_t messages, timers, spawned, destroyed, faults;
 } keel__prof;
 
@@ -32,10 +32,16 @@ typedef struct keel__stretch {
 #include <x86intrin.h>
 extern bool keel__prof_tsc;
 uint64_t keel__prof_mono(void);
-static inline uint64_t keel__prof_now(void) { return keel__prof_tsc ? __rdtsc() : keel__prof_mono(); }
+static inline uint64_t keel__prof_now(void)
+{
+    return keel__prof_tsc ? __rdtsc() : keel__prof_mono();
+}
 #else
 uint64_t keel__prof_mono(void);
-static inline uint64_t keel__prof_now(void) { return keel__prof_mono(); }
+static inline uint64_t keel__prof_now(void)
+{
+    return keel__prof_mono();
+}
 #endif
 void keel__prof_calibrate(void);
 double keel__prof_ns(uint64_t ticks);

@@ -308,3 +308,25 @@ describe("w:stats options", function()
     w:close()
   end)
 end)
+
+describe("profiling and play mode", function()
+  it("stays as it was switched while playing, through stop", function()
+    local w = keel.world("Play")
+    w:play()
+    w.profiling = true
+    w:step(1 / 60)
+    w:stop()
+    assert.is_true(w.profiling)
+    local before = #w:stats().history
+    w:step(1 / 60)
+    assert.equal(before + 1, #w:stats().history)
+    w:play()
+    w.profiling = false
+    w:stop()
+    assert.is_false(w.profiling)
+    w.profiling = true -- on again: measured again
+    w:step(1 / 60)
+    assert.equal(1, #w:stats().history)
+    w:close()
+  end)
+end)

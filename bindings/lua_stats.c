@@ -26,9 +26,14 @@ int keel__lua_stats_clock(lua_State *L)
 static int w_stats_system(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    const char *name = luaL_checkstring(L, 2);
-    lua_Integer t0 = luaL_checkinteger(L, 3);
-    lua_Integer n = luaL_optinteger(L, 4, 0);
+    if (lua_type(L, 2) != LUA_TSTRING)
+        return keel__lua_argerror(L, 2, "a system name expected, got %s", luaL_typename(L, 2));
+    if (!lua_isinteger(L, 3))
+        return keel__lua_argerror(L, 3, "a clock() reading expected, got %s", luaL_typename(L, 3));
+    if (!lua_isnoneornil(L, 4) && !lua_isinteger(L, 4))
+        return keel__lua_argerror(L, 4, "an entity count expected, got %s", luaL_typename(L, 4));
+    const char *name = lua_tostring(L, 2);
+    lua_Integer t0 = lua_tointeger(L, 3), n = lua_isinteger(L, 4) ? lua_tointeger(L, 4) : 0;
     lua_Integer dt = now_ns() - t0;
     keel_world_stats_system(lw->w, name, dt > 0 ? (double)dt / 1e6 : 0, n > 0 ? (uint64_t)n : 0);
     return 0;

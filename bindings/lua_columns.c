@@ -35,6 +35,7 @@ typedef struct cols_run {
     bool entities;
     bool in_call;   /* a batch's transaction is open: a raise is its failure */
     bool owns_list; /* the pass took ctx->each_list */
+    lua_Integer visited; /* entities handed to the function (the profiler's count) */
     keel__hook_txn txn;
 } cols_run;
 
@@ -283,6 +284,7 @@ static int columns_loop(lua_State *L)
             }
         }
         prev = nb;
+        r->visited += (lua_Integer)nb;
         lua_pushinteger(L, (lua_Integer)nb);
         lua_setfield(L, 5, "n");
         keel__callback_open(w, &r->txn);
@@ -301,7 +303,7 @@ static int columns_loop(lua_State *L)
     return 0;
 }
 
-/* w:_columns(kinds, writes, fn, dt, entities, cache) -> true | false, err */
+/* w:_columns(kinds, writes, fn, dt, entities, cache) -> true, entities visited | false, err */
 static int w_columns(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
@@ -353,6 +355,11 @@ static int w_columns(lua_State *L)
     if (r->owns_list) ctx->each_busy = false;
     if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
     KEEL_LUA_LEAVE();
+    if (st == LUA_OK) { /* true, and the entities visited (the profiler's count) */
+        lua_pushboolean(L, 1);
+        lua_pushinteger(L, r->visited);
+        return 2;
+    }
     return keel__lua_pcall_result(L, st);
 }
 

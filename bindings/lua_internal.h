@@ -238,6 +238,10 @@ void keel__lua_open_net(lua_State *L, keel_lua_ctx *ctx); /* lua_net.c: keel.net
 /* lua_net.c: keel.kind{}'s client_update (spec at index 1, checked by lua_kind.c), remembered after a declaration */
 void keel__lua_net_note_kind(lua_State *L, const char *key);
 extern const luaL_Reg keel__lua_system_world_methods[]; /* w:_atomic, w:_each, w:_fault_system */
+/* lua_stats.c: w:stats, w:_stats_system; keel.core.systems.clock; `w.profiling = on` */
+extern const luaL_Reg keel__lua_stats_world_methods[];
+int keel__lua_stats_clock(lua_State *L);
+int keel__lua_stats_newindex(lua_State *L, keel_lua_world *lw);
 
 /* ---- Queries (lua_query.c) and commands (lua_command.c): World methods of their own ---- */
 

@@ -9,6 +9,7 @@
 #include "lua_internal.h"
 #include "bind.h"
 #include "channel/lua_http.h"
+#include "keel_stats.h"
 
 static keel_phase phase_of(const char *name)
 {
@@ -25,7 +26,8 @@ void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_
     keel__lua_push_world_of(L, ctx, w);
     lua_pushstring(L, keel_phase_name(phase));
     lua_pushnumber(L, dt);
-    (void)lua_pcall(L, 3, 0, 0); /* each system's failure is caught and recorded inside */
+    lua_pushboolean(L, keel_world_stats_enabled(w)); /* profiling: the runner times each system */
+    (void)lua_pcall(L, 4, 0, 0);                     /* each system's failure is caught and recorded inside */
     lua_settop(L, top);
 }
 
@@ -112,6 +114,7 @@ typedef struct each_run {
     int base;                              /* ctx->depth when the system began */
     bool in_call;                          /* a call's transaction is open: a raise is its failure */
     bool owns_list;                        /* the pass took ctx->each_list */
+    lua_Integer visited;                   /* calls made (w:_each's second result) */
     keel__hook_txn txn;
 } each_run;
 
@@ -233,6 +236,7 @@ static int each_loop(lua_State *L)
     for (size_t v = 0; v < count; v++) {
         /* gone, not holding them all, or not taking part in this step */
         if (!keel__each_visit(w, list[v], n, r->kinds, c, rec, row)) continue;
+        r->visited++;
         /* redeclared meanwhile (asked again only after a declaration: nothing else changes the answer) */
         uint64_t now = keel__kind_declarations();
         if (!checked || now != decls) {
@@ -344,6 +348,11 @@ static int w_each(lua_State *L)
     if (r->in_call && lw->w) keel__callback_close(lw->w, &r->txn, KEEL_INVALID_OPERATION);
     KEEL_LUA_LEAVE();
     for (size_t i = 0; i < held; i++) keel__lua_self_kind_done(L, r->lk[i]);
+    if (st == LUA_OK) { /* true, and the entities visited (the profiler's count) */
+        lua_pushboolean(L, 1);
+        lua_pushinteger(L, r->visited);
+        return 2;
+    }
     return keel__lua_pcall_result(L, st);
 }
 
@@ -372,4 +381,6 @@ void keel__lua_open_system(lua_State *L, keel_lua_ctx *ctx)
     lua_pushlightuserdata(L, ctx);
     lua_pushcclosure(L, m_systems_runner, 1);
     lua_setfield(L, -2, "set_runner");
+    lua_pushcfunction(L, keel__lua_stats_clock);
+    lua_setfield(L, -2, "clock");
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "keel_stats.h"
 #include "bind.h" /* keel__utf8_valid */
 
 /* ---- World userdata ---- */
@@ -651,6 +652,7 @@ static int world_props(lua_State *L)
         if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, wi, keel_world_root(lw->w)); return 1; }
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
         if (strcmp(k, "settings") == 0) { keel__lua_push_settings(L, wi); return 1; }
+        if (strcmp(k, "profiling") == 0) { lua_pushboolean(L, keel_world_stats_enabled(lw->w)); return 1; }
         if (strcmp(k, "saved_revision") == 0) { lua_pushinteger(L, (lua_Integer)lw->saved_revision); return 1; }
         if (strcmp(k, "dirty") == 0) {
             lua_pushboolean(L, keel_world_revision(lw->w) != lw->saved_revision);
@@ -680,6 +682,7 @@ static int world_newindex(lua_State *L)
         keel__lua_check(L, s, &d, NULL);
         return 0;
     }
+    if (k && strcmp(k, "profiling") == 0) return keel__lua_stats_newindex(L, lw);
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0 ||
               strcmp(k, "saved_revision") == 0 || strcmp(k, "dirty") == 0 || strcmp(k, "path") == 0 ||
               strcmp(k, "settings") == 0))
@@ -733,6 +736,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */
     luaL_setfuncs(L, keel__lua_columns_world_methods, 0); /* _columns */
     luaL_setfuncs(L, keel__lua_transform_world_methods, 0); /* snapshot */
+    luaL_setfuncs(L, keel__lua_stats_world_methods, 0); /* stats, _stats_system */
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &world_methods_key); /* copied into each World's own (world_mt) */
     lua_setfield(L, -2, "__index");

@@ -15,7 +15,7 @@ static const char *const usage_text =
     "usage: keel                                  a REPL with an empty world bound to `world`\n"
     "       keel SCRIPT.lua [ARGS...]             run a Lua script (`arg` set, `require \"keel\"` available)\n"
     "       keel repl [SCENE]                     REPL with SCENE loaded as `world`\n"
-    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
+    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play] [--profile]\n"
     "                                             run gameplay headless (default: the bundled demo)\n"
     "       keel run SCENE --serve [PORT] [--bind ADDR]   run it and serve the live channel (default port 27760)\n"
     "       keel run [SCENE] --host [PORT] [--bind ADDR]  host its world to keel.net clients (default port 27761)\n"
@@ -51,7 +51,7 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  changed. ctrl-c drops the line or stops a Lua loop, ctrl-d quits. Piped input\n"
       "  runs without prompts; keel exits 1 at its end if a line failed.\n" },
     { "run",
-      "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play]\n"
+      "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play] [--profile]\n"
       "       keel run [SCENE] --serve [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
       "       keel run [SCENE] --host [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
       "       keel run --connect ADDR:PORT [--name NAME] [--frames N] [--dt S]\n"
@@ -60,6 +60,8 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  ms per frame and callback errors; --save writes the world to OUT after.\n"
       "  --play runs in play mode and says whether stop put the world back\n"
       "  identical to the scene as loaded.\n"
+      "  --profile prints, at the end, the ten costliest systems and kind hooks (mean\n"
+      "  and max ms per frame, calls) and the frame time's mean, p50, p95 and max.\n"
       "  Exits 1 when a callback failed. --serve runs in real time (until ctrl-c,\n"
       "  or N frames) and serves the live channel as `keel serve` does.\n"
       "  --host serves the world to keel.net clients over UDP (default port 27761)\n"

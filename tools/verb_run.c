@@ -71,7 +71,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     int net = keel_cli_run_net(L, cli, argc, argv); /* --host / --connect: verb_net.c */
     if (net >= 0) return net;
     const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL;
-    bool play = false, serve = false;
+    bool play = false, serve = false, profile = false;
     /* --serve takes an optional PORT: only a following all-digit argument is one */
     int kept = 0;
     for (int i = 0; i < argc; i++) {
@@ -87,8 +87,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     const keel_cli_opt opts[] = {
         { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL },   { "--save", &save, NULL },
         { "--play", NULL, &play },       { "--bind", &bind, NULL },   { "--watch", NULL, &cli->watch },
+        { "--profile", NULL, &profile },
     };
-    int n = keel_cli_parse(cli, argc, argv, opts, 6);
+    int n = keel_cli_parse(cli, argc, argv, opts, 7);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 1) {
         keel_cli_usage_error(cli, "run: expected at most one SCENE");
@@ -126,6 +127,10 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "run: --serve does not combine with --save or --play");
         return KEEL_EXIT_USAGE;
     }
+    if (serve && profile) { /* a served world's figures are the inspector's Profiler tab's */
+        keel_cli_usage_error(cli, "run: --profile does not combine with --serve (the inspector has a Profiler tab)");
+        return KEEL_EXIT_USAGE;
+    }
     const char *scene = n == 1 ? argv[0] : NULL;
     if (!scene) {
         scene = keel_cli_push_demo(L, cli);
@@ -155,8 +160,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
     lua_pushboolean(L, play);
     lua_pushboolean(L, cli->watch);
+    lua_pushboolean(L, profile);
     keel_cli_loop_signals(L, true, false);
-    int status = keel_cli_call(L, 10, 2, false);
+    int status = keel_cli_call(L, 11, 2, false);
     keel_cli_loop_signals(L, false, false);
     if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */

@@ -5,6 +5,7 @@
 #include "model/world.h"
 #include "base/vec.h"
 #include "bind.h"
+#include "model/prof.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,6 +136,8 @@ static void messages_deliver(keel_world *w, struct keel__msgq *q)
             break;
         }
         keel__msg m = q->items[q->head++]; /* a copy: handlers may grow the array */
+        keel__prof *p = w->prof;           /* lives as long as the world (prof.h) */
+        if (p) p->messages++;
         size_t count = 0;
         if (m.target) { /* to one entity: dropped when it is gone */
             if (keel_alive(w, m.target)) receivers(w, m.target, &list, &count, &cap);
@@ -142,7 +145,12 @@ static void messages_deliver(keel_world *w, struct keel__msgq *q)
             receivers(w, keel_world_root(w), &list, &count, &cap);
             for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e)) receivers(w, e, &list, &count, &cap);
         }
-        for (size_t i = 0; i < count; i++) keel__deliver_message(w, list[i], &m.m);
+        keel__stretch s = { 0 }; /* profiling: the clock is read where the receiving kind changes */
+        for (size_t i = 0; i < count; i++) {
+            if (p) keel__stretch_to(p, &s, list[i].kind, KEEL_PHASE_ON_MESSAGE);
+            keel__deliver_message(w, list[i], &m.m);
+        }
+        if (p) keel__stretch_to(p, &s, 0, KEEL_PHASE_ON_MESSAGE);
         msg_free(&m);
     }
     free(list);

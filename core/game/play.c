@@ -125,6 +125,7 @@ keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refus
     w->ext_count = now.ext_count;
     w->ext_cap = now.ext_cap;
     w->mirror = now.mirror;
+    w->prof = now.prof; /* profiling's counters belong to its extension: on or off as now */
     w->played = NULL;
     *was = now;
     was->exts = NULL;

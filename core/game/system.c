@@ -3,6 +3,8 @@
  * failure faults the system until it is reset or added again. */
 #include "model/world.h"
 #include "base/vec.h"
+#include "game/stats.h"
+#include "model/prof.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -299,7 +301,8 @@ static bool visit_ready(keel_world *w, const keel__system *s, keel_entity e, kee
     return true;
 }
 
-static void run_each(keel_world *w, keel__system *s, keel_phase phase, double dt)
+/* The calls made (entities visited). */
+static size_t run_each(keel_world *w, keel__system *s, keel_phase phase, double dt)
 {
     keel_comp *comps = keel__xrealloc(NULL, s->query_count * sizeof *comps);
     void **records = keel__xrealloc(NULL, s->query_count * sizeof *records);
@@ -311,14 +314,17 @@ static void run_each(keel_world *w, keel__system *s, keel_phase phase, double dt
         KEEL__VEC_RESERVE(visits, n, cap, 1, 64);
         visits[n++] = e;
     }
+    size_t calls = 0;
     for (size_t i = 0; i < n && !s->faulted; i++) {
         if (!visit_ready(w, s, visits[i], comps, records)) continue; /* an earlier call changed it */
         keel_system_call call = { w, phase, dt, visits[i], comps, records, s->query_count, s->user, NULL };
+        calls++;
         if (!system_call(w, s, &call, s->each)) break;
     }
     free(visits);
     free(records);
     free(comps);
+    return calls;
 }
 
 static void systems_run(keel_world *w, void *state, keel_phase phase, double dt)
@@ -328,11 +334,14 @@ static void systems_run(keel_world *w, void *state, keel_phase phase, double dt)
     for (size_t k = 0; k < ss->count; k++) {
         keel__system *s = &ss->items[ss->order[k]];
         if (s->phase != phase || s->faulted) continue;
+        uint64_t t0 = w->prof ? keel__prof_now() : 0; /* one clock read per system run */
+        size_t visited = 0;
         if (s->run) {
             keel_system_call call = { w, phase, dt, KEEL_NO_ENTITY, NULL, NULL, 0, s->user, NULL };
             system_call(w, s, &call, s->run);
         } else {
-            run_each(w, s, phase, dt);
+            visited = run_each(w, s, phase, dt);
         }
+        if (t0 && w->prof) keel__stats_system(w, s->name, keel__prof_ns(keel__prof_now() - t0), visited);
     }
 }

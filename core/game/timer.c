@@ -3,6 +3,7 @@
  * sorts the due ones, so a step costs O(n) plus O(k log k) for k due timers. */
 #include "model/world.h"
 #include "base/vec.h"
+#include "model/prof.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -190,6 +191,7 @@ static bool timer_call(keel_world *w, keel__timer *t)
 {
     keel_timer_call call = { w, t->owner, t->id, t->user, NULL };
     keel_timer_fn fn = t->fn;
+    if (w->prof) w->prof->timers++;
     keel__hook_txn txn;
     keel__callback_open(w, &txn);
     call.diags = &txn.diags;

@@ -1,5 +1,6 @@
 /* entity.c — the entity table: generations, the UUID index, interned names, spawn, destroy, rename, enable, duplicate. */
 #include "model/world.h"
+#include "model/prof.h"
 #include "model/command.h"
 #include "model/hierarchy.h"
 #include "model/txn.h"
@@ -392,6 +393,7 @@ static void place(keel_world *w, uint32_t i, const char *name, uint32_t parent, 
         w->hash_used++;
     }
     w->live++;
+    if (w->prof && !w->rolling_back) w->prof->spawned++;
     keel__touch(w);
 }
 
@@ -508,6 +510,7 @@ static keel_status destroy_index(keel_world *w, uint32_t i, bool quiet)
         keel__marks_drop(w, i);
     }
     w->live--;
+    if (w->prof && !w->rolling_back) w->prof->destroyed++;
     keel__touch(w);
     return KEEL_OK;
 }

@@ -2,6 +2,7 @@
 #include "model/world.h"
 #include "base/vec.h"
 #include "model/kind.h"
+#include "model/prof.h"
 #include "model/txn.h"
 
 #include <math.h>
@@ -20,6 +21,7 @@ static bool same_text(const char *a, const char *b)
 static void fault_record(keel_world *w, keel_uuid entity, const char *kind, uint32_t slot, keel_phase phase,
                          const char *message, const char *where, const char *system, keel_timer_id timer)
 {
+    if (w->prof) w->prof->faults++;
     for (size_t i = w->fault_count, seen = 0; i-- > 0 && seen < 64; seen++) {
         keel_fault *f = &w->faults[i];
         if (f->frame != w->frame) break;
@@ -254,6 +256,7 @@ void keel__deliver_message(keel_world *w, keel_comp c, const keel_message *msg)
     hook_begin(w, (uint32_t)c.entity, m, kd, KEEL_PHASE_ON_MESSAGE, 0, &t);
     const keel_message *outer = w->msg_now;
     w->msg_now = msg;
+    if (w->prof) w->prof->calls++;
     keel_status st = kd->hooks[KEEL_PHASE_ON_MESSAGE](&t.call);
     w->msg_now = outer;
     hook_end(w, &t, st);
@@ -368,6 +371,7 @@ bool keel__batch_next(keel__batch *b)
         b->next++;
         keel__entry *m = run_due(w, it, b->phase);
         if (!m) continue;
+        if (w->prof) w->prof->calls++;
         keel__hook_txn *t = &b->txn;
         if (t->kd != kd) {
             hook_begin(w, it.index, m, kd, b->phase, b->dt, t);
@@ -403,6 +407,10 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
     if (w->mirror && (phase == KEEL_PHASE_FIXED_UPDATE || phase == KEEL_PHASE_UPDATE)) return;
     if (!w->runs_valid || w->runs_structure != w->structure) runs_rebuild(w);
     keel__run *r = &w->runs[phase];
+    /* profiling: the clock is read where the kind changes, not per item (prof.h); the counters
+     * live as long as the world, so turning profiling off meanwhile leaves p valid */
+    keel__prof *p = w->prof;
+    keel__stretch s = { 0 };
     for (size_t n = 0; n < r->count; n++) {
         keel__run_item it = r->items[n];
         const keel_kind_desc *kd = keel_kind_describe(it.kind);
@@ -412,14 +420,22 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
             while (end < r->count && r->items[end].kind == it.kind) end++;
             if (end - n >= KEEL__BATCH_MIN) {
                 keel__batch b = { .w = w, .phase = phase, .dt = dt, .user = kd->user, .run = batch, .next = n, .end = end };
+                if (p) keel__stretch_to(p, &s, it.kind, phase);
                 batch(&b);
                 n = b.next - 1; /* a batch that stopped early leaves the rest to the loop */
                 continue;
             }
         }
         keel__entry *m = run_due(w, it, phase);
-        if (m && kd && kd->hooks[phase]) call_entry(w, it.index, m, kd, phase, dt, NULL);
+        if (m && kd && kd->hooks[phase]) {
+            if (p) {
+                keel__stretch_to(p, &s, it.kind, phase);
+                p->calls++;
+            }
+            call_entry(w, it.index, m, kd, phase, dt, NULL);
+        }
     }
+    if (p) keel__stretch_to(p, &s, 0, phase);
     keel__ext_run(w, KEEL__EXT_PHASE_END, phase, dt); /* systems, a binding's, then messages */
     /* the phase boundary: records of the dead are freed (not under a hook that called keel_step) */
     if (w->txn_depth == 0 && !w->draining) keel__store_flush_pending(w);

@@ -111,6 +111,7 @@ struct keel_world {
     size_t tomb_count, tomb_cap;
     double time;                      /* world time: the sum of every dt given to keel_step */
     const keel_message *msg_now;      /* the message an on_message call delivers (keel_call_message) */
+    struct keel__prof *prof;          /* profiling on: the step's counters (model/prof.h, game/stats.c); else NULL */
     /* what attaches to the world (ext.h): systems, timers, messages, a binding, a replication host */
     keel__ext *exts;
     size_t ext_count, ext_cap, ext_pos; /* ext_pos: the entry a walk is calling */

@@ -642,6 +642,22 @@ methods["world.errors"] = { params = { ["since?"] = "integer" }, run = function(
   return array(out)
 end }
 
+-- ---- frame statistics (design/profiler.md) ----
+
+-- w:stats() for JSON: its lists stay arrays when empty.
+function M.stats_json(w)
+  local s = w:stats()
+  for _, k in ipairs({ "phases", "systems", "kinds", "history" }) do array(s[k]) end
+  for _, v in pairs(s.phase_history) do array(v) end
+  return s
+end
+
+-- `profiling` turns collecting on or off first (the inspector's Profiler tab).
+methods["world.stats"] = { params = { ["profiling?"] = "boolean" }, run = function(self, p)
+  if p.profiling ~= nil then self.world.profiling = p.profiling end
+  return M.stats_json(self.world)
+end }
+
 -- ---- the channel ----
 
 -- The scene's path made absolute once, at the start: world.save resolves its paths against the

@@ -62,6 +62,8 @@ local descriptions = {
   ["play.keep"] = "While playing: keeps an entity (or one of its components, by kind and slot) so world.stop "
     .. "carries its play-mode state back (authored fields, not runtime ones); keep = false takes that back.",
 }
+descriptions["world.stats"] = "Frame statistics of the last step (profiling = true turns collecting on): frame_ms, "
+  .. "per phase, per system and per kind hook ms, calls and entities, counts, and the last 300 frame times."
 
 local param_docs = {
   object = "the entity: its UUID, its name (first match), or \"root\"",

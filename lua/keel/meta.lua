@@ -126,6 +126,7 @@
 ---@field saved_revision integer   # the revision at that load or the last save to w.path (else at its making)
 ---@field dirty boolean            # revision ~= saved_revision: changes not saved
 ---@field settings KeelSettings     # the scene settings, live: w.settings.grid.base_spacing = 2
+---@field profiling boolean        # frame statistics collected (w:stats()); off by default
 local World = {}
 
 ---@class KeelGridSettings
@@ -273,6 +274,13 @@ function World:broadcast(name, data) end
 ---`world` matrix (16 numbers, column-major), `camera` (nil when none) and `ambient`.
 ---@return KeelSnapshot
 function World:snapshot() end
+
+---The last step measured while `w.profiling` was on (zeros and empty lists when none was): per
+---phase, per system and per (kind, phase) of hooks in ms, counts, and the last 300 frame times.
+---`{ history = false }` leaves `history` and `phase_history` out.
+---@param opts? { history: boolean? }
+---@return { frame: integer, frame_ms: number, phases: { name: string, ms: number }[], systems: { name: string, ms: number, calls: integer, entities: integer }[], kinds: { kind: string, phase: string, ms: number, calls: integer }[], messages: integer, timers: integer, spawned: integer, destroyed: integer, faults: integer, lua_kb: number, history: number[]?, phase_history: table<string, number[]>?, profiling: boolean }
+function World:stats(opts) end
 
 ---Takes `e`'s subtree out of play without destroying it (not alive to lookups, queries,
 ---steps, dumps or saves; no hook runs). InvalidOperation inside a callback.

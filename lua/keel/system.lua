@@ -74,19 +74,26 @@ local function fail(w, s, phase, err)
   w:_fault_system(s.name, phase, "system " .. s.name .. ": " .. tostring(err), err)
 end
 
-local function runner(w, phase, dt)
+local clock = runners.clock
+
+-- profiling (w.profiling): each system run timed, one clock read before and one after
+local function runner(w, phase, dt, profiling)
   for _, s in ipairs(order[phase] or NONE) do
     if not s.faulted then
+      local t0 = profiling and clock()
       if s.run then
         local ok, err = w:_atomic(s.run, w, dt)
+        if t0 then w:_stats_system(s.name, t0) end
         if not ok then fail(w, s, phase, err) end
       elseif s.columns then
         -- lua_columns.c: a batch of entities per call, its `writes` kinds read back, one transaction
         local ok, err = w:_columns(s.query, s.writes, s.columns, dt, s.entities, s.cache)
+        if t0 then w:_stats_system(s.name, t0, ok and err or nil) end
         if not ok then fail(w, s, phase, err) end
       else
         -- lua_system.c: the hooks' self tables, one transaction per call, stopping at a failure
-        local ok, err = w:_each(s.query, s.each, dt)
+        local ok, err = w:_each(s.query, s.each, dt) -- true and the entities visited, or false and the error
+        if t0 then w:_stats_system(s.name, t0, ok and err or nil) end
         if not ok then fail(w, s, phase, err) end
       end
     end

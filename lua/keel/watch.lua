@@ -5,6 +5,8 @@
 -- events behind (queued, unsent) gets a fresh snapshot instead. No subscribers: publish returns.
 require "keel.core" -- which registers the keel.core.* modules below
 local new_watcher = require "keel.core.channel".watcher
+local clock = require "keel.core.channel".clock
+local json = require "keel.json"
 
 local M = {}
 M.BEHIND = 256
@@ -95,6 +97,14 @@ function Watch:publish()
       self:snapshot(sub)
     elseif (sub.revision ~= rev or sub.sets ~= sets) and (sub.frame ~= frame or ch.paused) then
       self:delta(sub)
+    end
+  end
+  -- while profiling is on: one `stats` event a second (world.stats's table; design/profiler.md)
+  if ch.world.profiling and self.count > 0 then
+    local t = clock()
+    if not self.stats_at or t - self.stats_at >= 1 then
+      self.stats_at = t
+      self:broadcast("stats", json.encode(require "keel.channel".stats_json(ch.world)))
     end
   end
 end

@@ -1,8 +1,9 @@
--- bench_lua.lua — the Lua rows (update, access, spawn, system, columns, churn, message, timer): keel vs a
--- baseline, same process run.
+-- bench_lua.lua — the Lua rows (update, access, spawn, system, columns, churn, message, timer, stats):
+-- keel vs a baseline, same process run.
 -- Run with the keel program (release build): build/keel tools/bench/bench_lua.lua [N]
 -- KEEL_BENCH_ROWS="update,system" runs only those rows (update, access, spawn, system, columns,
--- churn, message, timer); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set the frames per run and the runs per row, and
+-- churn, message, timer; stats: profiling on against off); KEEL_BENCH_STEPS and KEEL_BENCH_RUNS set
+-- the frames per run and the runs per row, and
 -- KEEL_BENCH_SIDE=keel or =base runs one side only: instruction counts under callgrind at a small N
 -- (the difference between two STEPS, over N times that difference, is one side's cost a frame).
 -- Prints BENCH\t<row>\t<keel>\t<baseline>\t<unit> (ns per component-update / per entity).
@@ -244,6 +245,34 @@ end)
 wt:close()
 end
 
+-- stats: 1,000 steps of the lua system world (STATS_N entities) with w.profiling on, against the
+-- same world with it off (design/profiler.md: collecting costs at most 5% of a step)
+local STATS_N, STATS_STEPS = 10000, 1000
+local stats_keel, stats_base = 0, 0
+if want("stats") then
+local function move(e, a, b, dt_) a.x = a.x + b.vx * dt_ end
+keel.kind{ key = "bench:spos", fields = { { "x", "float", default = 0 } } }
+keel.kind{ key = "bench:svel", fields = { { "vx", "float", default = 1 } } }
+keel.system{ name = "bench:smove", phase = "update", query = { "bench:spos", "bench:svel" }, each = move }
+local wst = keel.world("bench-stats")
+for i = 1, STATS_N do
+  local e = wst:spawn("e")
+  e:add("bench:spos")
+  e:add("bench:svel", { vx = i % 7 })
+end
+wst:step(dt)
+local function steps(on)
+  return function()
+    wst.profiling = on
+    for _ = 1, STATS_STEPS do wst:step(dt) end
+    wst.profiling = false
+  end
+end
+stats_keel, stats_base = pair(RUNS + 2, steps(true), steps(false))
+assert(wst:stats().frame > 0 and wst:stats().systems[1].name == "bench:smove", "stats row: nothing measured")
+wst:close()
+end
+
 local function row(name, k, b, n)
   if k == 0 and b == 0 then return end
   print(string.format("BENCH\t%s\t%.1f\t%.1f\tns", name, k / n * 1e9, b / n * 1e9))
@@ -258,3 +287,4 @@ row("lua columns", columns_keel, columns_base, N * STEPS)
 row("lua churn", churn_keel, churn_base, N)
 row("message", message_keel, message_base, MSGS)
 row("timer", timer_keel, timer_base, TIMERS)
+row("stats", stats_keel, stats_base, STATS_N * STATS_STEPS)

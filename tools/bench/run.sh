@@ -18,7 +18,7 @@ done
 grep "^MEM" "$out" | cut -f2- || true
 if [ -x "$BUILD/keel" ]; then
     # one process per Lua row: a row's collector then never walks or frees what another row left
-    for r in update access spawn system columns churn message timer; do
+    for r in update access spawn system columns churn message timer stats; do
         KEEL_BENCH_ROWS=$r "$BUILD/keel" "$SRC/tools/bench/bench_lua.lua" >>"$out" ||
             echo "BENCH	bench_lua $r failed	-	-	-" >>"$out"
     done

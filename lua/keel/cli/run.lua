@@ -29,19 +29,69 @@ function M.report(name, ev)
   io.stdout:flush() -- a served world's log is often a file, read as it is written
 end
 
+-- --profile: the figures of every frame (w:stats()) summed per system and kind hook.
+local Profile = {}
+Profile.__index = Profile
+
+local function new_profile(w)
+  w.profiling = true
+  return setmetatable({ w = w, rows = {}, times = {} }, Profile)
+end
+
+function Profile:frame()
+  local s = self.w:stats{ history = false }
+  if s.frame == 0 then return end
+  self.times[#self.times + 1] = s.frame_ms
+  local function add(key, what, ms, calls)
+    local r = self.rows[key]
+    if not r then r = { what = what, total = 0, max = 0, calls = 0 }; self.rows[key] = r end
+    r.total, r.calls = r.total + ms, r.calls + calls
+    if ms > r.max then r.max = ms end
+  end
+  for _, r in ipairs(s.systems) do add("s " .. r.name, "system " .. r.name, r.ms, r.calls) end
+  for _, r in ipairs(s.kinds) do add("k " .. r.kind .. " " .. r.phase, r.kind .. " " .. r.phase, r.ms, r.calls) end
+end
+
+-- nearest rank: the smallest value with at least p of them at or below it
+local function percentile(sorted, p)
+  return sorted[math.max(1, math.ceil(p * #sorted))]
+end
+
+function Profile:print(name)
+  local n = #self.times
+  if n == 0 then print(name .. ": profile: no frame measured"); return end
+  local sorted, sum = {}, 0
+  for i, v in ipairs(self.times) do sorted[i] = v; sum = sum + v end
+  table.sort(sorted)
+  print(string.format("%s: profile: frame time mean %.3f ms, p50 %.3f ms, p95 %.3f ms, max %.3f ms (%d frames)",
+    name, sum / n, percentile(sorted, 0.5), percentile(sorted, 0.95), sorted[n], n))
+  local rows = {}
+  for _, r in pairs(self.rows) do rows[#rows + 1] = r end
+  table.sort(rows, function(a, b) if a.total ~= b.total then return a.total > b.total end return a.what < b.what end)
+  print(string.format("%s: profile: the costliest systems and kind hooks (ms per frame):", name))
+  print(string.format("  %9s %9s %9s  %s", "mean", "max", "calls", "what"))
+  for i = 1, math.min(10, #rows) do
+    local r = rows[i]
+    print(string.format("  %9.4f %9.4f %9d  %s", r.total / n, r.max, r.calls, r.what))
+  end
+end
+
 -- Returns the number of callback errors, and the reason when --save could not write.
 -- `now` and `interrupted` are the program's clock and ctrl-c flag; `tty`: stdout is a terminal
--- (the frame counter is shown); `watch`: the scene file is polled between frames (M.report).
-function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch)
+-- (the frame counter is shown); `watch`: the scene file is polled between frames (M.report);
+-- `profile`: w.profiling on, and the costliest systems and hooks printed after the summary.
+function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, profile)
   local authored = play and w:dump()
   local watcher = watch and w:watch{ interval = 0 } -- headless frames are not real time: a stat each
   if play then w:play() end
+  local prof = profile and new_profile(w)
   local t0 = now()
   local every = math.max(1, frames // 100)
   local ran = frames
   for i = 1, frames do
     if interrupted() then ran = i - 1; break end
     w:step(dt)
+    if prof then prof:frame() end
     local ev = watcher and watcher:poll()
     if ev then M.report(name, ev) end
     if tty and (i % every == 0 or i == frames) then
@@ -56,6 +106,7 @@ function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch)
     string.format('interrupted after %d of %s', ran, n(frames, 'frame', 'frames'))
   print(string.format('%s: %s, %s, %.4f ms per frame, %s', name, done,
     n(w:count(), 'entity', 'entities'), ran > 0 and elapsed * 1000 / ran or 0, n(#errs, 'error', 'errors')))
+  if prof then prof:print(name) end
   for i, e in ipairs(errs) do
     if i > 10 then io.stderr:write(string.format('%s: ... and %d more entries\n', name, #errs - 10)); break end
     local msg, phase = tostring(e.message), tostring(e.phase)

@@ -6,6 +6,7 @@ import { Tree } from './tree.js';
 import { SceneView } from './scene.js';
 import { componentForm } from './components.js';
 import { settingsPanel } from './settings.js';
+import { Profiler } from './profiler.js';
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -522,7 +523,14 @@ function onSceneEvent(type, data) {
 const tree = new Tree($('#tree'), { onSelect: select, onError: (t) => say(t, true) });
 const view = new SceneView($('#view'), { onSelect: select });
 state.names = tree.names;
-window.keelInspector = { state, tree, view }; // for the browser test and the console
+const profiler = new Profiler($('#profiler'), { call, select, say });
+for (const b of document.querySelectorAll('#tabs button')) { // Scene | Profiler
+  b.onclick = () => {
+    for (const o of document.querySelectorAll('#tabs button')) o.classList.toggle('on', o === b);
+    profiler.show(b.dataset.tab === 'profiler');
+  };
+}
+window.keelInspector = { state, tree, view, profiler }; // for the browser test and the console
 
 async function start() {
   window.addEventListener('hashchange', () => location.reload()); // a token pasted in: start over with it
@@ -543,7 +551,7 @@ async function start() {
   await refreshInfo();
   await tree.reload();
   updateNameList();
-  watch({ kinds: 'core:transform' }, onSceneEvent, (up) => document.body.classList.toggle('offline', !up));
+  profiler.listen(watch({ kinds: 'core:transform' }, onSceneEvent, (up) => document.body.classList.toggle('offline', !up)));
   await loadErrors();
   setInterval(refreshInfo, 1000);
   document.body.classList.add('ready');

@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "keel.h"
 #include "keel_test.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -63,10 +64,10 @@ static int setup(void **state)
                          .tooltip = "A spot light" };
     keel_diags d;
     keel_diags_init(&d);
-    keel_status st = keel_kind_declare(&k, &spot, &d);
-    keel_diags_free(&d);
     gets = sets = 0;
     refuse_set = false;
+    keel_status st = keel_kind_declare(&k, &spot, &d);
+    keel_diags_free(&d);
     return st == KEEL_OK ? 0 : -1;
 }
 

@@ -21,7 +21,7 @@ try {
   console.log(`server: ${url}`);
   await rpc(url, 'world.pause');
   // the bundled game:spot (a derived cone) on a new entity
-  await rpc(url, 'object.spawn', { name: 'Lamp', components: ['core:transform', { kind: 'game:spot', body: { cone: 60 } }] });
+  await rpc(url, 'object.spawn', { name: 'Beacon', components: ['core:transform', { kind: 'game:spot', body: { cone: 60 } }] });
   const kinds = await rpc(url, 'component.kinds');
   const spot = kinds.find((k) => k.key === 'game:spot');
   const tip = spot.fields.find((f) => f.key === 'cone').tooltip;
@@ -38,8 +38,8 @@ try {
   await page.goto(url);
   await page.waitForSelector('body.ready', { timeout: 30000 });
 
-  await page.$eval('#tree input[type=search]', (e) => { e.value = 'Lamp'; e.dispatchEvent(new Event('input')); });
-  await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Lamp'));
+  await page.$eval('#tree input[type=search]', (e) => { e.value = 'Beacon'; e.dispatchEvent(new Event('input')); });
+  await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Beacon'));
   await page.click('#tree .row');
   const spotForm = 'section.comp[data-kind="game:spot"]';
   await page.waitForSelector(`${spotForm} input[data-field="cone"]`, { timeout: 20000 });
@@ -48,13 +48,17 @@ try {
   const label = await page.evaluateHandle((sel) => [...document.querySelectorAll(`${sel} label.row .name`)]
     .find((n) => n.textContent === 'cone'), spotForm);
   await label.hover();
-  const hovered = await page.evaluate(() => {
-    const all = document.querySelectorAll(':hover');
-    const last = all[all.length - 1];
-    const withTitle = last && last.closest('[title]');
-    return { text: last ? last.textContent : null, title: withTitle ? withTitle.getAttribute('title') : null };
-  });
-  check(hovered.text === 'cone', `the pointer is on the cone label (${hovered.text})`);
+  const hovered = await page.evaluate((n) => {
+    const r = n.getBoundingClientRect();
+    const at = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    const withTitle = at && at.closest('[title]');
+    return {
+      text: at ? at.textContent : null, tag: at ? at.tagName : null, hovered: n.matches(':hover'),
+      title: withTitle ? withTitle.getAttribute('title') : null,
+    };
+  }, label);
+  check(hovered.hovered, 'the cone label is under the pointer (:hover)');
+  check(hovered.text === 'cone', `the element at the label is its text (${hovered.tag}: ${hovered.text})`);
   check(hovered.title && hovered.title.includes(tip), `its hover text is the tooltip (${hovered.title})`);
   check(await page.$eval(`${spotForm} input[data-field="cone"]`, (e) => Math.abs(parseFloat(e.value) - 60) < 1e-6),
     'the derived cone shows in degrees (60)');
@@ -68,7 +72,7 @@ try {
   await page.keyboard.type('90');
   await page.keyboard.press('Tab');
   const q = await until('the rotation to reach the world', async () => {
-    const r = (await rpc(url, 'component.get', { object: 'Lamp', kind: 'core:transform' })).body.rotation;
+    const r = (await rpc(url, 'component.get', { object: 'Beacon', kind: 'core:transform' })).body.rotation;
     return near(r[1], Math.SQRT1_2) ? r : null;
   });
   check(near(q[0], 0) && near(q[1], Math.SQRT1_2) && near(q[2], 0) && near(q[3], Math.SQRT1_2),
@@ -77,7 +81,7 @@ try {
   await page.keyboard.type('30');
   await page.keyboard.press('Tab');
   const q2 = await until('the second edit', async () => {
-    const r = (await rpc(url, 'component.get', { object: 'Lamp', kind: 'core:transform' })).body.rotation;
+    const r = (await rpc(url, 'component.get', { object: 'Beacon', kind: 'core:transform' })).body.rotation;
     return near(r[0], 0.1830127) ? r : null;
   });
   // Unity's Quaternion.Euler(30, 90, 0): (0.1830, 0.6830, -0.1830, 0.6830)
@@ -90,7 +94,7 @@ try {
   await page.click(`${spotForm} input[data-field="cone"]`, { clickCount: 3 });
   await page.keyboard.type('90');
   await page.keyboard.press('Tab');
-  await until('the cone edit', async () => near((await rpc(url, 'component.get', { object: 'Lamp', kind: 'game:spot' })).body.cone, 90));
+  await until('the cone edit', async () => near((await rpc(url, 'component.get', { object: 'Beacon', kind: 'game:spot' })).body.cone, 90));
   check(true, 'editing the derived cone wrote it through set');
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);
 } catch (e) {

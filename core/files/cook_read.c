@@ -32,6 +32,7 @@
 #include "files/cook.h"
 #include "files/features.h"
 #include "model/body.h"
+#include "model/record.h"
 #include "model/field.h"
 #include "model/member.h"
 #include "model/value.h"
@@ -375,6 +376,17 @@ static void put_fields(keel_world *w, keel_comp c, rd *r, const cooked *ck, cons
             v.as.i = (int64_t)ci;
         }
         if (keel_field_check(c.kind, fi, &v, d) != KEEL_OK) continue;
+        if (fd->get) { /* derived: loading runs its set, a refusal said at the field */
+            keel_diags tmp;
+            keel_diags_init(&tmp);
+            void *rec = keel_record(w, c);
+            if (rec && keel__record_derived_set(c.kind, w, c, rec, fi, &v, &tmp))
+                keel_diag_add(d, KEEL_SEV_ERROR, tmp.count ? tmp.items[0].code : KEEL_INVALID_ARGUMENT, fpath, NULL, 0,
+                              0, "%s", tmp.count ? tmp.items[0].message : "set failed");
+            if (rec) keel__record_derive(c.kind, rec);
+            keel_diags_free(&tmp);
+            continue;
+        }
         keel__field_store(w, c, 1, &fi, &v, false);
     }
 }

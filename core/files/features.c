@@ -22,7 +22,8 @@ void keel__world_set_features(keel_world *w, uint32_t bits) { if (w) w->features
 static bool is_skip(const keel_diag *g)
 {
     return g->severity == KEEL_SEV_WARNING && !g->more &&
-           (strstr(g->message, "' is no longer declared; skipped") || strstr(g->message, ": read, but never "));
+           (strstr(g->message, "' is no longer declared; skipped") || strstr(g->message, ": read, but never ") ||
+            (strstr(g->message, " has no field ") && strstr(g->message, ": skipped"))); /* the cooked reader's */
 }
 
 void keel__diags_collapse_skipped(keel_diags *d)

@@ -18,7 +18,8 @@ typedef struct record_view {
 static record_view *view_check(lua_State *L)
 {
     record_view *v = luaL_checkudata(L, 1, VIEW_MT);
-    if (!v->rec) keel__lua_raisef(L, KEEL_INVALID_OPERATION, "a derived field's self is valid during its call only");
+    if (!v->rec)
+        keel__lua_raisef(L, KEEL_INVALID_OPERATION, "a derived field's self is valid during its call only");
     return v;
 }
 
@@ -51,13 +52,17 @@ static int view_newindex(lua_State *L)
     const keel_kind_desc *kd;
     int f = view_field(L, v, &kd);
     if (!v->writable) return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "a derived field's get cannot write");
-    if (f < 0) return keel__lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", kd ? kd->key : "?", luaL_tolstring(L, 2, NULL));
+    if (f < 0)
+        return keel__lua_raisef(L, KEEL_NOT_FOUND, "%s has no field '%s'", kd ? kd->key : "?",
+                                luaL_tolstring(L, 2, NULL));
     const keel_field_desc *fd = &kd->fields[f];
     if (fd->type == KEEL_T_ENTITY || fd->type == KEEL_T_ASSET || fd->type == KEEL_T_STRING || fd->get)
-        return keel__lua_raisef(L, KEEL_INVALID_OPERATION, "a derived field's set writes plain stored fields only, not %s", fd->key);
+        return keel__lua_raisef(L, KEEL_INVALID_OPERATION,
+                                "a derived field's set writes plain stored fields only, not %s", fd->key);
     keel_value val;
     char err[256];
-    if (!keel__lua_to_value(L, 3, fd, NULL, &val, err, sizeof err)) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
+    if (!keel__lua_to_value(L, 3, fd, NULL, &val, err, sizeof err))
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
     keel_diags d;
     keel_diags_init(&d);
     keel_status st = keel__value_check(fd, &val, &d);
@@ -113,7 +118,8 @@ keel_status keel__lua_derived_get(const keel_call *call, int field, keel_value *
     } else {
         char err[256];
         if (!keel__lua_to_value(L, -1, &kd->fields[field], NULL, out, err, sizeof err))
-            st = KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "get of %s: %s", kd->fields[field].key, err);
+            st = KEEL_ERROR(call->diags, KEEL_INVALID_ARGUMENT, kd->fields[field].key, "get of %s: %s",
+                            kd->fields[field].key, err);
     }
     view->rec = NULL;
     lua_settop(L, top);
@@ -152,7 +158,9 @@ void keel__lua_read_derived(lua_State *L, int f, int funcs, size_t i, keel_field
     bool g = !lua_isnil(L, -2), s = !lua_isnil(L, -1);
     if ((g && !lua_isfunction(L, -2)) || (s && !lua_isfunction(L, -1)))
         keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': get and set must be functions", fd->key);
-    if (g != s) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': a derived field needs both get and set", fd->key);
+    if (g != s)
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: field '%s': a derived field needs both get and set",
+                         fd->key);
     if (g) {
         lua_rawseti(L, funcs, (lua_Integer)i * 2 + 2);
         lua_rawseti(L, funcs, (lua_Integer)i * 2 + 1);

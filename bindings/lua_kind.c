@@ -113,7 +113,8 @@ static const char *tooltip_str(lua_State *L, int t, const char *field)
         size_t n;
         s = lua_tolstring(L, -1, &n);
         if (strlen(s) != n || n > KEEL_TOOLTIP_MAX)
-            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s%s%stooltip must be text of at most %d bytes without NUL",
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                             "kind: %s%s%stooltip must be text of at most %d bytes without NUL",
                              field ? "field '" : "", field ? field : "", field ? "': " : "", KEEL_TOOLTIP_MAX);
     } else if (!lua_isnil(L, -1)) {
         keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s%s%stooltip must be a string", field ? "field '" : "",
@@ -194,7 +195,8 @@ static uint32_t read_sync(lua_State *L, double *radius)
         if (!lua_isnil(L, -1)) {
             double r = lua_type(L, -1) == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : -1;
             if (!(r > 0 && r <= KEEL_SYNC_RADIUS_MAX)) /* NaN and inf fail too */
-                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync.radius must be a finite number > 0 and at most %g, got %s",
+                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                                 "kind: sync.radius must be a finite number > 0 and at most %g, got %s",
                                  (double)KEEL_SYNC_RADIUS_MAX, luaL_tolstring(L, -1, NULL));
             *radius = r;
         }
@@ -310,19 +312,27 @@ static void check_renames(lua_State *L, int version)
 {
     lua_getfield(L, 1, "renames");
     int t = lua_gettop(L);
-    if (lua_isnil(L, t)) { lua_pop(L, 1); return; }
-    if (!lua_istable(L, t)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames must be a table { [version] = { old = \"new\" } }");
+    if (lua_isnil(L, t)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (!lua_istable(L, t))
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                         "kind: renames must be a table { [version] = { old = \"new\" } }");
     lua_pushnil(L);
     while (lua_next(L, t)) {
         if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 2 || lua_tointeger(L, -2) > version)
             keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames: a key must be a version in 2..%d", version);
         if (!lua_istable(L, -1))
-            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames[%d] must be a table { old = \"new\" }", (int)lua_tointeger(L, -2));
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames[%d] must be a table { old = \"new\" }",
+                             (int)lua_tointeger(L, -2));
         int r = lua_gettop(L);
         lua_pushnil(L);
         while (lua_next(L, r)) {
-            if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING || keel__lua_has_nul(L, -1) || keel__lua_has_nul(L, -2))
-                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames[%d]: names must be strings", (int)lua_tointeger(L, r - 1));
+            if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING || keel__lua_has_nul(L, -1) ||
+                keel__lua_has_nul(L, -2))
+                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames[%d]: names must be strings",
+                                 (int)lua_tointeger(L, r - 1));
             lua_pop(L, 1);
         }
         lua_pop(L, 1);

@@ -147,7 +147,8 @@ static int n_host(lua_State *L)
         lua_getfield(L, 2, "max_radius");
         bool given = !lua_isnil(L, -1);
         lua_pop(L, 1);
-        if (given && !(o.max_radius > 0)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "max_radius must be a finite number > 0");
+        if (given && !(o.max_radius > 0))
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "max_radius must be a finite number > 0");
     }
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_getfield(L, 2, "interest");

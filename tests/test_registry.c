@@ -49,9 +49,17 @@ static keel_status cone_set(const keel_call *call, int field, const keel_value *
 
 static const keel_field_desc spot_fields[] = {
     { .key = "cos_cone", .type = KEEL_T_FLOAT, .flags = KEEL_FIELD_RUNTIME | KEEL_FIELD_HIDDEN },
-    { .key = "cone", .type = KEEL_T_FLOAT, .has_min = true, .min = 1, .has_max = true, .max = 179,
-      .has_default = true, .def = { .type = KEEL_T_FLOAT, .as.f = 45 }, .tooltip = "Cone angle in degrees",
-      .get = cone_get, .set = cone_set },
+    { .key = "cone",
+      .type = KEEL_T_FLOAT,
+      .has_min = true,
+      .min = 1,
+      .has_max = true,
+      .max = 179,
+      .has_default = true,
+      .def = { .type = KEEL_T_FLOAT, .as.f = 45 },
+      .tooltip = "Cone angle in degrees",
+      .get = cone_get,
+      .set = cone_set },
 };
 
 static keel_kind_id spot;
@@ -60,7 +68,10 @@ static int setup(void **state)
 {
     (void)state;
     if (keel_init() != KEEL_OK) return -1;
-    keel_kind_desc k = { .key = "game:spot", .version = 1, .fields = spot_fields, .field_count = N(spot_fields),
+    keel_kind_desc k = { .key = "game:spot",
+                         .version = 1,
+                         .fields = spot_fields,
+                         .field_count = N(spot_fields),
                          .tooltip = "A spot light" };
     keel_diags d;
     keel_diags_init(&d);
@@ -279,10 +290,11 @@ static void registry_quaternions_are_canonical(void **state)
 {
     (void)state;
     char text[1024];
-    snprintf(text, sizeof text,
-             "%sentities:\n- uuid: 00000000-0000-4000-8000-000000000001\n  name: A\n  components:\n"
-             "  - kind: core:transform\n    version: 1\n    slot: 0\n    body:\n      rotation: [0, -0.6, 0, -0.8]\n",
-             HEAD);
+    snprintf(
+        text, sizeof text,
+        "%sentities:\n- uuid: 00000000-0000-4000-8000-000000000001\n  name: A\n  components:\n"
+        "  - kind: core:transform\n    version: 1\n    slot: 0\n    body:\n      rotation: [0, -0.6, 0, -0.8]\n",
+        HEAD);
     keel_world *w = reparse(text, strlen(text));
     double pos[3], rot[4], scale[3];
     keel_entity e = keel_next(w, 0);
@@ -394,7 +406,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(registry_tooltips_are_kept_and_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(registry_derived_needs_both_and_a_plain_type, setup, teardown),
-        cmocka_unit_test_setup_teardown(registry_derived_field_has_no_storage_and_defaults_through_set, setup, teardown),
+        cmocka_unit_test_setup_teardown(registry_derived_field_has_no_storage_and_defaults_through_set, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(registry_derived_write_checks_then_sets, setup, teardown),
         cmocka_unit_test_setup_teardown(registry_derived_round_trips_yaml_cooked_and_save_games, setup, teardown),
         cmocka_unit_test_setup_teardown(registry_quaternions_are_canonical, setup, teardown),

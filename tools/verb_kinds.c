@@ -272,7 +272,9 @@ static const char *lua_type_of(keel_type t)
     case KEEL_T_BOOL: return "boolean";
     case KEEL_T_INT: return "integer";
     case KEEL_T_FLOAT: return "number";
-    case KEEL_T_ENUM: case KEEL_T_STRING: case KEEL_T_ASSET: return "string";
+    case KEEL_T_ENUM:
+    case KEEL_T_STRING:
+    case KEEL_T_ASSET: return "string";
     case KEEL_T_ENTITY: return "KeelEntity?";
     default: return "number[]";
     }

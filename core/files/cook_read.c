@@ -84,7 +84,7 @@ typedef struct cooked {
     char **strings;              /* NUL-terminated copies */
     char *string_pool;
     uint32_t nstrings;
-    uint32_t features;           /* the header's feature bits (all known) */
+    uint32_t features; /* the header's feature bits (all known) */
 } cooked;
 
 static keel_status bad(keel_diags *d, const char *path, const char *msg, ...)
@@ -137,8 +137,8 @@ static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *
     if (feats & ~KEEL__FEATURES_KNOWN) { /* a newer keel's file: refused whole */
         uint32_t bit = 0;
         while (!((feats & ~KEEL__FEATURES_KNOWN) & (1u << bit))) bit++;
-        return KEEL_ERROR(d, KEEL_UNSUPPORTED, "features", "feature bit %u of the cooked header is not known to this keel",
-                          (unsigned)bit);
+        return KEEL_ERROR(d, KEEL_UNSUPPORTED, "features",
+                          "feature bit %u of the cooked header is not known to this keel", (unsigned)bit);
     }
     ck->features = feats;
     uint64_t table_end = COOK_HEADER + (uint64_t)nsec * COOK_SECTION_ENTRY;
@@ -381,8 +381,8 @@ static void put_fields(keel_world *w, keel_comp c, rd *r, const cooked *ck, cons
             keel_diags_init(&tmp);
             void *rec = keel_record(w, c);
             if (rec && keel__record_derived_set(c.kind, w, c, rec, fi, &v, &tmp))
-                keel_diag_add(d, KEEL_SEV_ERROR, tmp.count ? tmp.items[0].code : KEEL_INVALID_ARGUMENT, fpath, NULL, 0,
-                              0, "%s", tmp.count ? tmp.items[0].message : "set failed");
+                keel_diag_add(d, KEEL_SEV_ERROR, tmp.count ? tmp.items[0].code : KEEL_INVALID_ARGUMENT, fpath,
+                              NULL, 0, 0, "%s", tmp.count ? tmp.items[0].message : "set failed");
             if (rec) keel__record_derive(c.kind, rec);
             keel_diags_free(&tmp);
             continue;

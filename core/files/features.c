@@ -16,14 +16,20 @@ uint32_t keel__feature_bit(const char *name)
     return 0;
 }
 
-uint32_t keel__world_features(const keel_world *w) { return w ? w->features : 0; }
-void keel__world_set_features(keel_world *w, uint32_t bits) { if (w) w->features = bits; }
+uint32_t keel__world_features(const keel_world *w)
+{
+    return w ? w->features : 0;
+}
+void keel__world_set_features(keel_world *w, uint32_t bits)
+{
+    if (w) w->features = bits;
+}
 
 static bool is_skip(const keel_diag *g)
 {
     return g->severity == KEEL_SEV_WARNING && !g->more &&
-           (strstr(g->message, "' is no longer declared; skipped") || strstr(g->message, ": read, but never ") ||
-            (strstr(g->message, " has no field ") && strstr(g->message, ": skipped"))); /* the cooked reader's */
+        (strstr(g->message, "' is no longer declared; skipped") || strstr(g->message, ": read, but never ") ||
+         (strstr(g->message, " has no field ") && strstr(g->message, ": skipped"))); /* the cooked reader's */
 }
 
 void keel__diags_collapse_skipped(keel_diags *d)

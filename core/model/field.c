@@ -349,7 +349,8 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
 {
     const keel__layout *L = keel__kind_layout(c.kind);
     /* a mirror's synced fields are refused by the general path */
-    if (!L || !L->body_bounded || L->has_derived || w->mirror || (w->txn_depth > 1 && keel__txn_wants(w))) return false;
+    if (!L || !L->body_bounded || L->has_derived || w->mirror || (w->txn_depth > 1 && keel__txn_wants(w)))
+        return false;
     unsigned char *rec = record;
     for (size_t j = 0; j < n; j++) memcpy(rec + L->offsets[fields[j]], &vals[j], sizeof vals[j]);
     keel__row_count(&w->stores[c.kind], row, n);

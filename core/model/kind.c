@@ -371,8 +371,8 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     if (!src->get != !src->set)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a derived field needs both get and set", what);
     if (src->get && (src->type == KEEL_T_STRING || src->type == KEEL_T_ASSET || src->type == KEEL_T_ENTITY))
-        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a derived field must be a plain value, not %s", what,
-                          keel_type_name(src->type));
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a derived field must be a plain value, not %s",
+                          what, keel_type_name(src->type));
     keel_value def = src->has_default ? src->def : implicit_default(src);
     keel_diags tmp;
     keel_diags_init(&tmp);
@@ -467,8 +467,8 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
     if (src->sync_interval > KEEL_SYNC_INTERVAL_MAX)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "sync", "%s: sync interval %u is outside 1..%d", key,
                           (unsigned)src->sync_interval, KEEL_SYNC_INTERVAL_MAX);
-    if (src->sync_radius != 0 && !(isfinite(src->sync_radius) && src->sync_radius > 0 &&
-                                   src->sync_radius <= KEEL_SYNC_RADIUS_MAX))
+    if (src->sync_radius != 0 &&
+        !(isfinite(src->sync_radius) && src->sync_radius > 0 && src->sync_radius <= KEEL_SYNC_RADIUS_MAX))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "sync", "%s: sync radius %g must be finite, > 0 and at most %g",
                           key, src->sync_radius, (double)KEEL_SYNC_RADIUS_MAX);
     if (keel__tooltip_check(src->tooltip, "tooltip", key, d)) return KEEL_INVALID_ARGUMENT;

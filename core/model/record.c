@@ -14,7 +14,8 @@ size_t keel__layout_offset(const keel_kind_desc *d, int field)
     size_t off = 0;
     bool derived = field >= 0 && (size_t)field < d->field_count && d->fields[field].get;
     for (size_t i = 0; i < d->field_count; i++)
-        if (!d->fields[i].get && (derived || (int)i < field)) off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
+        if (!d->fields[i].get && (derived || (int)i < field))
+            off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
     for (int i = 0; derived && i < field; i++)
         if (d->fields[i].get) off += (keel_type_size(d->fields[i].type) + 7u) & ~(size_t)7u;
     return off;
@@ -155,8 +156,9 @@ void keel__layout_derive(keel_kind_id k, keel_diags *d)
         keel_diags tmp;
         keel_diags_init(&tmp);
         if (keel__record_derived_set(k, NULL, (keel_comp){ 0, k, 0 }, L->defaults, (int)i, &D->fields[i].def, &tmp))
-            keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, D->fields[i].key, NULL, 0, 0, "%s: the default of %s could not be set: %s", D->key,
-                      D->fields[i].key, tmp.count ? tmp.items[0].message : "");
+            keel_diag_add(d, KEEL_SEV_WARNING, KEEL_INVALID_ARGUMENT, D->fields[i].key, NULL, 0, 0,
+                          "%s: the default of %s could not be set: %s", D->key, D->fields[i].key,
+                          tmp.count ? tmp.items[0].message : "");
         keel_diags_free(&tmp);
     }
     keel__record_derive(k, L->defaults);

@@ -50,6 +50,9 @@ keel_status keel__record_derived_set(keel_kind_id k, keel_world *w, keel_comp c,
 void keel__layout_derive(keel_kind_id k, keel_diags *d);
 /* The validate hook a kind with derived fields gets when it has none (see kind.c). */
 keel_status keel__derived_validate(const keel_call *call, int field);
-static inline bool keel__field_derived(const keel_field_desc *f) { return f->get != NULL; }
+static inline bool keel__field_derived(const keel_field_desc *f)
+{
+    return f->get != NULL;
+}
 
 #endif

@@ -270,6 +270,31 @@ describe("per-kind policies", function()
     assert.are.same({ interval = 2, radius = 25 }, keel.kind_info("reg:r").sync)
   end)
 
+  it("a kind's radius narrows how far a client follows an entity holding it", function()
+    local w0 = keel.world("probe")
+    local ok, err = pcall(keel.net.host, w0, { port = 0 })
+    if not ok and err.code == "Unsupported" then return end -- a build without replication
+    err:close()
+    w0:close()
+    keel.kind{ key = "reg:near", sync = { radius = 10 }, fields = { { "x", "int", sync = true } } }
+    local w = keel.world("N")
+    local focus = w:spawn{ name = "F", components = { "core:transform" } }
+    local far_near = w:spawn{ name = "A", components = { { "core:transform", position = { 50, 0, 0 } }, "reg:near" } }
+    local far_plain = w:spawn{ name = "B", components = { { "core:transform", position = { 50, 0, 0 } } } }
+    local close_near = w:spawn{ name = "C", components = { { "core:transform", position = { 5, 0, 0 } }, "reg:near" } }
+    local host = keel.net.host(w, { port = 0, interest = { radius = 100 } })
+    local cl = keel.net.connect("127.0.0.1", host:port(), { name = "p1" })
+    for _ = 1, 100 do host:service(); cl:service(); if #host:clients() > 0 then break end end
+    host:focus(host:clients()[1], focus)
+    for _ = 1, 200 do host:service(); cl:service() end
+    assert.is_not_nil(cl.world:find(far_plain.uuid)) -- 50 away, the host's 100
+    assert.is_not_nil(cl.world:find(close_near.uuid)) -- 5 away, its kind's 10
+    assert.is_nil(cl.world:find(far_near.uuid)) -- 50 away, its kind's 10
+    cl:close()
+    host:close()
+    w:close()
+  end)
+
   it("a host refuses a max_radius below a kind's radius, and its own radius above it", function()
     keel.kind{ key = "reg:r2", sync = { radius = 500 }, fields = { { "x", "int", sync = true } } }
     local w = keel.world("N")

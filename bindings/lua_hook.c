@@ -22,6 +22,8 @@ static void lk_unref(lua_State *L, keel_lua_kind *lk)
     luaL_unref(L, LUA_REGISTRYINDEX, lk->validate);
     luaL_unref(L, LUA_REGISTRYINDEX, lk->migrate);
     luaL_unref(L, LUA_REGISTRYINDEX, lk->keys);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->derived);
+    luaL_unref(L, LUA_REGISTRYINDEX, lk->renames);
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) {
         luaL_unref(L, LUA_REGISTRYINDEX, lk->self_tab[i]);
         luaL_unref(L, LUA_REGISTRYINDEX, lk->filled[i]);
@@ -446,7 +448,7 @@ static keel_lua_kind *lk_alloc(lua_State *L, keel_lua_ctx *ctx, size_t nfields)
     lk->offsets = offsets;
     lk->nfields = nfields;
     for (int p = 0; p < KEEL_PHASE_COUNT_; p++) lk->hook[p] = LUA_NOREF;
-    lk->validate = lk->migrate = LUA_NOREF;
+    lk->validate = lk->migrate = lk->derived = lk->renames = LUA_NOREF;
     for (int i = 0; i < KEEL_LUA_MAX_DEPTH; i++) lk->self_tab[i] = lk->filled[i] = LUA_NOREF;
     return lk;
 }
@@ -576,10 +578,39 @@ static keel_status validate_tramp(const keel_call *call, int field)
     return s;
 }
 
+/* The declarative renames of version to_version (renames = { [v] = { old = "new" } }): before that
+ * version's migrate step. A name already in the body is left as it is. */
+static void apply_renames(lua_State *L, keel_lua_kind *lk, keel_node *body, int to_version)
+{
+    if (lk->renames == LUA_NOREF || !body || body->kind != KEEL_NODE_MAP) return;
+    int top = lua_gettop(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lk->renames);
+    if (lua_rawgeti(L, -1, to_version) == LUA_TTABLE) {
+        for (size_t i = 0; i < body->count; i++) {
+            keel_node *key = &body->items[2 * i];
+            if (key->kind != KEEL_NODE_SCALAR || !key->text) continue;
+            lua_getfield(L, -1, key->text);
+            const char *to = lua_tostring(L, -1);
+            if (to && !keel_node_get(body, to)) {
+                keel_node *n = keel_node_new_scalar(to, key->style);
+                int line = key->line, col = key->col;
+                keel_node_clear(key);
+                *key = *n;
+                key->line = line;
+                key->col = col;
+                free(n);
+            }
+            lua_pop(L, 1);
+        }
+    }
+    lua_settop(L, top);
+}
+
 static keel_status migrate_tramp(keel_node *body, int to_version, void *user, keel_diags *d)
 {
     keel_lua_kind *lk = user;
     lua_State *L = lk_state(lk);
+    if (L && !lk->dead && lua_checkstack(L, 8)) apply_renames(L, lk, body, to_version);
     if (lk->migrate == LUA_NOREF) return KEEL_OK;
     if (!L || lk->dead)
         return KEEL_ERROR(d, KEEL_UNSUPPORTED, "", "a Lua migration cannot run outside its Lua state");
@@ -643,6 +674,13 @@ keel_lua_kind *keel__lua_hooks_new(lua_State *L, keel_lua_ctx *ctx, keel_kind_de
         if ((lk->hook[p] = spec_ref(L, phase_keys[p], LUA_TFUNCTION)) != LUA_NOREF) desc->hooks[p] = hook_tramp;
     if ((lk->validate = spec_ref(L, "validate", LUA_TFUNCTION)) != LUA_NOREF) desc->validate = validate_tramp;
     if ((lk->migrate = spec_ref(L, "migrate", LUA_TTABLE)) != LUA_NOREF) desc->migrate = migrate_tramp;
+    if ((lk->renames = spec_ref(L, "renames", LUA_TTABLE)) != LUA_NOREF) desc->migrate = migrate_tramp;
+    lua_pushnil(L);
+    if (lua_next(L, keys + 2)) { /* some field is derived (read_fields' table of get and set) */
+        lua_pop(L, 2);
+        lua_pushvalue(L, keys + 2);
+        lk->derived = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
     lua_pushvalue(L, keys);
     lk->keys = luaL_ref(L, LUA_REGISTRYINDEX);
     desc->user = lk;

@@ -146,6 +146,8 @@ struct keel_lua_kind {
     keel_lua_ctx *ctx;
     int hook[KEEL_PHASE_COUNT_]; /* registry refs, LUA_NOREF when absent */
     int validate, migrate, keys;
+    int derived;                 /* registry ref: { [2f+1] = get, [2f+2] = set } of derived fields, or LUA_NOREF */
+    int renames;                 /* registry ref: the spec's renames table, or LUA_NOREF */
     int self_tab[KEEL_LUA_MAX_DEPTH];
     int filled[KEEL_LUA_MAX_DEPTH]; /* kinds with entity fields: what each one's self got (see fill_self) */
     size_t nfields;
@@ -496,6 +498,13 @@ void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metata
 
 extern const luaL_Reg keel__lua_transform_world_methods[];  /* snapshot */
 extern const luaL_Reg keel__lua_transform_entity_methods[]; /* world_transform */
+
+/* ---- Derived fields of Lua kinds (lua_derived.c) ---- */
+
+keel_status keel__lua_derived_get(const keel_call *call, int field, keel_value *out);
+keel_status keel__lua_derived_set(const keel_call *call, int field, const keel_value *v);
+void keel__lua_read_derived(lua_State *L, int f, int funcs, size_t i, keel_field_desc *fd);
+void keel__lua_open_derived(lua_State *L); /* the record view's metatable */
 
 /* ---- Values (lua_value.c) ---- */
 

@@ -68,10 +68,12 @@ static double num_field(lua_State *L, int idx, const char *what, const char *nam
 static const char *const kind_keys[] = {
     "key", "display", "category", "version", "multiplicity", "max", "requires", "rejects",
     "nosave", "editor_only", "root_only", "not_on_root", "fields", "awake", "start", "fixed_update", "update", "late_update",
-    "on_destroy", "on_transfer", "on_message", "validate", "migrate", "sync", "client_update", NULL
+    "on_destroy", "on_transfer", "on_message", "validate", "migrate", "sync", "client_update",
+    "tooltip", "summon", "renames", NULL
 };
 static const char *const field_keys[] = {
-    "default", "min", "max", "choices", "transient", "readonly", "hidden", "runtime", "sync", NULL
+    "default", "min", "max", "choices", "transient", "readonly", "hidden", "runtime", "sync",
+    "tooltip", "get", "set", NULL
 };
 
 /* Raises InvalidArgument naming the first key of table t not in `allowed` (integer keys
@@ -103,6 +105,25 @@ static void check_keys(lua_State *L, int t, const char *const *allowed, lua_Inte
 
 /* fields[i] = { "name", "type", default=, min=, max=, choices=, transient=, readonly=, hidden= }
  * Leaves above f what fd's strings are borrowed from (the choices and their scratch array). */
+static const char *tooltip_str(lua_State *L, int t, const char *field)
+{
+    lua_getfield(L, t, "tooltip");
+    const char *s = NULL;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        size_t n;
+        s = lua_tolstring(L, -1, &n);
+        if (strlen(s) != n || n > KEEL_TOOLTIP_MAX)
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                             "kind: %s%s%stooltip must be text of at most %d bytes without NUL",
+                             field ? "field '" : "", field ? field : "", field ? "': " : "", KEEL_TOOLTIP_MAX);
+    } else if (!lua_isnil(L, -1)) {
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: %s%s%stooltip must be a string", field ? "field '" : "",
+                         field ? field : "", field ? "': " : "");
+    }
+    lua_pop(L, 1); /* the string stays in the spec table */
+    return s;
+}
+
 static void read_field(lua_State *L, int f, keel_field_desc *fd)
 {
     lua_rawgeti(L, f, 1);
@@ -153,10 +174,11 @@ static void read_field(lua_State *L, int f, keel_field_desc *fd)
                 (opt_bool(L, f, "hidden") ? KEEL_FIELD_HIDDEN : 0) |
                 (opt_bool(L, f, "runtime") ? KEEL_FIELD_RUNTIME : 0) |
                 (opt_bool(L, f, "sync") ? KEEL_FIELD_SYNC : 0);
+    fd->tooltip = tooltip_str(L, f, fd->key);
 }
 
 /* sync = { interval = N } (or true: every tick): N an integer in 1..KEEL_SYNC_INTERVAL_MAX. */
-static uint32_t read_sync(lua_State *L)
+static uint32_t read_sync(lua_State *L, double *radius)
 {
     lua_getfield(L, 1, "sync");
     uint32_t n = 0;
@@ -168,6 +190,16 @@ static uint32_t read_sync(lua_State *L)
             keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync.interval must be an integer in 1..%d, got %s",
                             KEEL_SYNC_INTERVAL_MAX, luaL_tolstring(L, -1, NULL));
         else n = (uint32_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, -1, "radius");
+        if (!lua_isnil(L, -1)) {
+            double r = lua_type(L, -1) == LUA_TNUMBER ? (double)lua_tonumber(L, -1) : -1;
+            if (!(r > 0 && r <= KEEL_SYNC_RADIUS_MAX)) /* NaN and inf fail too */
+                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                                 "kind: sync.radius must be a finite number > 0 and at most %g, got %s",
+                                 (double)KEEL_SYNC_RADIUS_MAX, luaL_tolstring(L, -1, NULL));
+            *radius = r;
+        }
         lua_pop(L, 1);
     } else if (!lua_isnil(L, -1))
         keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: sync must be a table { interval = N }, got %s",
@@ -203,7 +235,13 @@ static void read_options(lua_State *L, keel_kind_desc *desc)
     desc->flags = (opt_bool(L, 1, "nosave") ? KEEL_KIND_NOSAVE : 0) | (opt_bool(L, 1, "editor_only") ? KEEL_KIND_EDITOR_ONLY : 0) |
                   (opt_bool(L, 1, "root_only") ? KEEL_KIND_ROOT_ONLY : 0) |
                   (opt_bool(L, 1, "not_on_root") ? KEEL_KIND_NOT_ON_ROOT : 0);
-    desc->sync_interval = read_sync(L);
+    desc->sync_interval = read_sync(L, &desc->sync_radius);
+    desc->tooltip = tooltip_str(L, 1, NULL);
+    lua_getfield(L, 1, "summon");
+    if (!lua_isnil(L, -1) && !lua_isboolean(L, -1))
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: summon must be a boolean, got %s", luaL_typename(L, -1));
+    desc->no_summon = lua_isboolean(L, -1) && !lua_toboolean(L, -1);
+    lua_pop(L, 1);
 }
 
 /* The spec's fields array into desc->fields (scratch). Pushes the scratch, then the keys table
@@ -224,6 +262,8 @@ static int read_fields(lua_State *L, keel_kind_desc *desc, bool *has_entity)
     int keys = lua_gettop(L);
     lua_newtable(L); /* anchors: what each field's strings are borrowed from */
     int anchors = lua_gettop(L);
+    lua_newtable(L); /* derived fields' get and set (keys + 2) */
+    int funcs = lua_gettop(L);
     lua_Integer nanchors = 0;
     *has_entity = false;
     for (size_t i = 0; i < nf; i++) {
@@ -233,6 +273,7 @@ static int read_fields(lua_State *L, keel_kind_desc *desc, bool *has_entity)
         lua_rawgeti(L, ft, (lua_Integer)i + 1);
         if (lua_type(L, -1) != LUA_TTABLE) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: fields[%d] must be a table", (int)i + 1);
         read_field(L, lua_gettop(L), &fields[i]);
+        keel__lua_read_derived(L, base + 1, funcs, i, &fields[i]);
         *has_entity |= fields[i].type == KEEL_T_ENTITY;
         lua_pushstring(L, fields[i].key);
         lua_rawseti(L, keys, (lua_Integer)i + 1);
@@ -263,6 +304,39 @@ static void check_hooks(lua_State *L)
     if (!lua_isnil(L, -1) && !lua_isfunction(L, -1))
         keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: client_update must be a function, got %s",
                          luaL_typename(L, -1));
+    lua_pop(L, 1);
+}
+
+/* renames = { [v] = { old = "new", ... } }: v an integer in 2..version, names strings. */
+static void check_renames(lua_State *L, int version)
+{
+    lua_getfield(L, 1, "renames");
+    int t = lua_gettop(L);
+    if (lua_isnil(L, t)) {
+        lua_pop(L, 1);
+        return;
+    }
+    if (!lua_istable(L, t))
+        keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
+                         "kind: renames must be a table { [version] = { old = \"new\" } }");
+    lua_pushnil(L);
+    while (lua_next(L, t)) {
+        if (!lua_isinteger(L, -2) || lua_tointeger(L, -2) < 2 || lua_tointeger(L, -2) > version)
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames: a key must be a version in 2..%d", version);
+        if (!lua_istable(L, -1))
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames[%d] must be a table { old = \"new\" }",
+                             (int)lua_tointeger(L, -2));
+        int r = lua_gettop(L);
+        lua_pushnil(L);
+        while (lua_next(L, r)) {
+            if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING || keel__lua_has_nul(L, -1) ||
+                keel__lua_has_nul(L, -2))
+                keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "kind: renames[%d]: names must be strings",
+                                 (int)lua_tointeger(L, r - 1));
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
     lua_pop(L, 1);
 }
 
@@ -301,6 +375,7 @@ static int k_kind(lua_State *L)
     bool has_entity;
     int keys = read_fields(L, &desc, &has_entity);
     check_hooks(L);
+    check_renames(L, desc.version);
 
     /* Everything that can raise on bad input is above; now the owned parts. */
     keel_lua_kind *lk = keel__lua_hooks_new(L, ctx, &desc, keys, has_entity);
@@ -366,11 +441,23 @@ static void push_info(lua_State *L, keel_kind_id k)
     lua_setfield(L, -2, "not_on_root");
     bool synced = kd->sync_interval > 0;
     for (size_t i = 0; i < kd->field_count; i++) synced |= (kd->fields[i].flags & KEEL_FIELD_SYNC) != 0;
-    if (synced) { /* only when synced: older readers see the keys they know */
-        lua_createtable(L, 0, 1);
+    if (synced || kd->sync_radius > 0) { /* only when synced: older readers see the keys they know */
+        lua_createtable(L, 0, 2);
         lua_pushinteger(L, kd->sync_interval ? kd->sync_interval : 1);
         lua_setfield(L, -2, "interval");
+        if (kd->sync_radius > 0) {
+            lua_pushnumber(L, kd->sync_radius);
+            lua_setfield(L, -2, "radius");
+        }
         lua_setfield(L, -2, "sync");
+    }
+    if (kd->tooltip) {
+        lua_pushstring(L, kd->tooltip);
+        lua_setfield(L, -2, "tooltip");
+    }
+    if (kd->no_summon) {
+        lua_pushboolean(L, 0);
+        lua_setfield(L, -2, "summon");
     }
     lua_createtable(L, (int)kd->field_count, 0);
     for (size_t i = 0; i < kd->field_count; i++) {
@@ -406,6 +493,14 @@ static void push_info(lua_State *L, keel_kind_id k)
         if (fd->flags & KEEL_FIELD_SYNC) {
             lua_pushboolean(L, 1);
             lua_setfield(L, -2, "sync");
+        }
+        if (fd->tooltip) {
+            lua_pushstring(L, fd->tooltip);
+            lua_setfield(L, -2, "tooltip");
+        }
+        if (fd->get) { /* shown and saved through get/set: no storage of its own */
+            lua_pushboolean(L, 1);
+            lua_setfield(L, -2, "derived");
         }
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }

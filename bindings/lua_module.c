@@ -238,6 +238,7 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_prefab(L); /* prefab; pops the ctx */
     lua_pushlightuserdata(L, ctx);
     keel__lua_open_kind(L);
+    keel__lua_open_derived(L);
     keel__lua_open_net(L, ctx);
     lua_pushstring(L, KEEL_VERSION_STRING);
     lua_setfield(L, -2, "version");

@@ -124,7 +124,7 @@ static const char *opt_string(lua_State *L, int t, const char *k)
     return s;
 }
 
-/* keel.net.host(w, { port, bind, max_clients, interest = { radius }, budget, tick }) */
+/* keel.net.host(w, { port, bind, max_clients, interest = { radius }, max_radius, budget, tick }) */
 static int n_host(lua_State *L)
 {
     keel_world *w = keel_lua_checkworld(L, 1);
@@ -142,6 +142,14 @@ static int n_host(lua_State *L)
     if (!(budget >= 0 && budget <= 1e12)) keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "budget must be a byte count");
     o.budget = (size_t)budget;
     o.tick = opt_num(L, 2, "tick", o.tick); /* keel_net_host_new refuses one that is not > 0 */
+    o.max_radius = opt_num(L, 2, "max_radius", 0); /* 0: the default cap; keel_net_host_new checks */
+    if (lua_type(L, 2) == LUA_TTABLE) {
+        lua_getfield(L, 2, "max_radius");
+        bool given = !lua_isnil(L, -1);
+        lua_pop(L, 1);
+        if (given && !(o.max_radius > 0))
+            keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "max_radius must be a finite number > 0");
+    }
     if (lua_type(L, 2) == LUA_TTABLE) {
         lua_getfield(L, 2, "interest");
         if (lua_type(L, -1) == LUA_TTABLE) o.interest_radius = opt_num(L, lua_gettop(L), "radius", 0);

@@ -158,8 +158,21 @@ keel_status keel__lua_write_back(lua_State *L, keel_lua_kind *lk, const keel_kin
     int top = lua_gettop(L);
     int filled = lk->has_entity ? push_filled(L, lk, depth) : 0;
     keel_status s = KEEL_OK;
+    /* derived fields: what changed is judged against the record as the call left it, before any
+     * write back (a stored field written shows through a derived one, and back) */
+    bool *changed = NULL;
+    for (size_t i = 0; i < lk->nfields && !changed; i++)
+        if (kd->fields[i].get) changed = lua_newuserdatauv(L, lk->nfields, 0);
+    for (size_t i = 0; changed && i < lk->nfields; i++) {
+        const char *r0 = rec ? rec : keel_record(w, c);
+        lua_rawgeti(L, keys, (lua_Integer)i + 1);
+        lua_rawget(L, self);
+        changed[i] = r0 && !keel__lua_same(L, -1, &kd->fields[i], r0 + lk->offsets[i], w);
+        lua_pop(L, 1);
+    }
     for (size_t i = 0; i < lk->nfields && s == KEEL_OK; i++) {
         if (!rec && !(rec = keel_record(w, c))) break; /* removed during the call */
+        if (changed && !changed[i]) continue;
         const keel_field_desc *fd = &kd->fields[i];
         const char *p = rec + lk->offsets[i];
         lua_rawgeti(L, keys, (lua_Integer)i + 1);

@@ -289,6 +289,7 @@ enum keel_field_flags {
                                      * world only the network writes it (InvalidOperation) */
 };
 #define KEEL_SYNC_INTERVAL_MAX 1200 /* keel_kind_desc.sync_interval: ticks between deltas */
+#define KEEL_SYNC_RADIUS_MAX 10000.0 /* keel_kind_desc.sync_radius: a host's default max_radius */
 
 enum keel_kind_flags {
     KEEL_KIND_NOSAVE = 1u << 0,      /* runtime only: never written to any file */
@@ -296,6 +297,15 @@ enum keel_kind_flags {
     KEEL_KIND_ROOT_ONLY = 1u << 2,   /* only on the scene root (core:world_settings) */
     KEEL_KIND_NOT_ON_ROOT = 1u << 3  /* never on the scene root (core:transform: the scene has no place) */
 };
+
+struct keel_call;
+/* A derived field (see keel_field_desc.get/set): `call->record` is the component's record (on a
+ * file load or for the defaults not yet in a world: call->world NULL), `call->user` the kind's
+ * desc.user. get reads the stored fields into *out (of the field's type); set writes them from a
+ * checked value; a non-OK status refuses (a set's changes are undone). */
+typedef keel_status (*keel_field_get_fn)(const struct keel_call *call, int field, keel_value *out);
+typedef keel_status (*keel_field_set_fn)(const struct keel_call *call, int field, const keel_value *v);
+#define KEEL_TOOLTIP_MAX 1024 /* bytes of a kind's or field's tooltip */
 
 typedef struct keel_field_desc {
     const char *key;
@@ -308,6 +318,12 @@ typedef struct keel_field_desc {
     const char *const *choices;   /* enum */
     size_t choice_count;
     unsigned flags;               /* keel_field_flags */
+    const char *tooltip;          /* NULL: none; UTF-8, at most KEEL_TOOLTIP_MAX bytes */
+    /* Derived: both or neither; the field holds no storage of its own (a read is get's value, a
+     * write runs the range check then set, in the writer's transaction). Bool, int, float,
+     * vectors, quat, color and enum fields only. */
+    keel_field_get_fn get;
+    keel_field_set_fn set;
 } keel_field_desc;
 
 typedef enum keel_phase {
@@ -378,6 +394,9 @@ typedef struct keel_kind_desc {
     bool builtin;
     uint32_t sync_interval;   /* 0: default (1 when a field syncs); else its deltas go every Nth
                                * network tick, 1..KEEL_SYNC_INTERVAL_MAX (more: InvalidArgument) */
+    const char *tooltip;      /* NULL: none; UTF-8, at most KEEL_TOOLTIP_MAX bytes */
+    double sync_radius;       /* 0: the host's radius; else finite, > 0, at most the host's max_radius */
+    bool no_summon;           /* summon = false: channel/MCP component.add and object.spawn refuse it */
 } keel_kind_desc;
 
 /* Registers the built-in kinds. Call once before anything else; safe to call twice.

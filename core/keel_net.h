@@ -58,9 +58,11 @@ typedef struct keel_net_host_opts {
     double interest_radius;  /* 0: everything; else around each client's focus entity */
     size_t budget;           /* payload bytes per client per tick (reliable and unreliable) */
     double tick;             /* > 0: world seconds (dt given to keel_step) between network ticks */
+    double max_radius;       /* 0: KEEL_SYNC_RADIUS_MAX; caps interest_radius and every kind's
+                              * sync_radius (over it: InvalidArgument) */
 } keel_net_host_opts;
 #define KEEL_NET_DEFAULT_PORT 27761
-#define KEEL_NET_HOST_OPTS_INIT { KEEL_NET_DEFAULT_PORT, NULL, 32, 0, 64 * 1024, 1.0 / 30 }
+#define KEEL_NET_HOST_OPTS_INIT { KEEL_NET_DEFAULT_PORT, NULL, 32, 0, 64 * 1024, 1.0 / 30, 0 }
 /* IOError: ENet could not start or bind (the port in use). InvalidArgument: tick not a positive number.
  * keel_step of the hosted world sends a network tick once `tick` seconds of dt have added up;
  * keel_net_host_service always sends one (the caller is the clock). */

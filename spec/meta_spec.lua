@@ -57,6 +57,15 @@ describe("lua/keel/meta.lua", function()
     end
   end)
 
+  it("annotates every function of keel.quat", function()
+    for name in pairs(public_functions(keel.quat)) do
+      assert.is_truthy(names.quat and names.quat[name], "keel.quat." .. name .. " has no annotation")
+    end
+    for name in pairs(names.quat) do
+      assert.are.equal("function", type(keel.quat[name]), "keel.quat." .. name .. " is missing")
+    end
+  end)
+
   it("annotates every function of keel.history", function()
     local mod = require "keel.history"
     for name in pairs(public_functions(mod)) do

@@ -25,7 +25,7 @@ static const char *const usage_text =
     "       keel fmt FILE... [--check]            rewrite in canonical form; --check only reports\n"
     "       keel cook SCENE -o OUT.keelc          build the cooked binary\n"
     "       keel dump FILE.keelc [-o OUT]         print it back as canonical YAML\n"
-    "       keel kinds [--json]                   list registered kinds and their fields\n"
+    "       keel kinds [--json|--meta]            list registered kinds and their fields\n"
     "       keel merge BASE OURS THEIRS [-o OUT]  3-way merge of scenes as data (a git merge driver)\n"
     "       keel merge --install [PATTERN...]     set this git repository up to use it\n"
     "       keel merge --take ours|theirs FILE [PATH...]   resolve a merged scene's conflicts\n"
@@ -97,9 +97,10 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "usage: keel dump FILE.keelc [-o OUT]\n"
       "  Prints a cooked scene back as canonical YAML (to OUT with -o).\n" },
     { "kinds",
-      "usage: keel kinds [--json]\n"
+      "usage: keel kinds [--json|--meta]\n"
       "  Lists the registered kinds (built-in, the kinds directories') with their\n"
-      "  fields, defaults and bounds; --json prints them for tools.\n" },
+      "  fields, defaults and bounds; --json prints them for tools, --meta as LuaLS\n"
+      "  stubs (a class per kind, tooltips as comments).\n" },
     { "merge",
       "usage: keel merge BASE OURS THEIRS [-o OUT]\n"
       "       keel merge --install [PATTERN...]\n"

@@ -162,7 +162,18 @@ static void json_kind(listing *b, const keel_kind_desc *k)
     uint32_t sync = k->sync_interval;
     for (size_t i = 0; i < k->field_count && !sync; i++)
         if (k->fields[i].flags & KEEL_FIELD_SYNC) sync = 1;
-    if (sync) putf(b, ", \"sync\": {\"interval\": %u}", (unsigned)sync); /* only when synced */
+    if (sync || k->sync_radius > 0) { /* only when synced */
+        putf(b, ", \"sync\": {\"interval\": %u", (unsigned)(sync ? sync : 1));
+        if (k->sync_radius > 0) {
+            puts_(b, ", \"radius\": ");
+            put_number(b, k->sync_radius);
+        }
+        puts_(b, "}");
+    }
+    puts_(b, ", \"tooltip\": ");
+    if (k->tooltip) put_json_string(b, k->tooltip);
+    else puts_(b, "null");
+    if (k->no_summon) puts_(b, ", \"summon\": false");
     puts_(b, ",\n   \"fields\": [");
     for (size_t i = 0; i < k->field_count; i++) {
         const keel_field_desc *f = &k->fields[i];
@@ -184,6 +195,10 @@ static void json_kind(listing *b, const keel_kind_desc *k)
         puts_(b, ", \"choices\": ");
         if (f->type == KEEL_T_ENUM) put_key_list(b, f->choices, f->choice_count, true);
         else puts_(b, "null");
+        puts_(b, ", \"tooltip\": ");
+        if (f->tooltip) put_json_string(b, f->tooltip);
+        else puts_(b, "null");
+        if (f->get) puts_(b, ", \"derived\": true");
         putf(b, ", \"transient\": %s, \"readonly\": %s, \"hidden\": %s%s%s}",
              f->flags & KEEL_FIELD_TRANSIENT ? "true" : "false",
              f->flags & KEEL_FIELD_READONLY ? "true" : "false",
@@ -203,6 +218,7 @@ static void text_kind(listing *b, const keel_kind_desc *k)
     for (size_t i = 0; i < sizeof kind_flag_names / sizeof kind_flag_names[0]; i++)
         if (k->flags & (1u << i)) putf(b, "  %s", kind_flag_names[i]);
     puts_(b, "\n");
+    if (k->tooltip) putf(b, "  -- %s\n", k->tooltip);
     if (k->requires_count) {
         puts_(b, "  requires: ");
         put_key_list(b, k->requires, k->requires_count, false);
@@ -235,15 +251,73 @@ static void text_kind(listing *b, const keel_kind_desc *k)
         if (f->flags & KEEL_FIELD_HIDDEN) puts_(b, "  hidden");
         if (f->flags & KEEL_FIELD_RUNTIME) puts_(b, "  runtime");
         if (f->flags & KEEL_FIELD_SYNC) puts_(b, "  sync");
+        if (f->get) puts_(b, "  derived");
+        if (f->tooltip) putf(b, "  -- %s", f->tooltip);
+        puts_(b, "\n");
+    }
+}
+
+/* A tooltip as LuaLS comment text: one line (newlines would end the comment). */
+static void put_comment(listing *b, const char *s)
+{
+    for (; s && *s; s++) {
+        char c = *s == '\n' || *s == '\r' ? ' ' : *s;
+        grow(b, 1)[0] = c;
+    }
+}
+
+static const char *lua_type_of(keel_type t)
+{
+    switch (t) {
+    case KEEL_T_BOOL: return "boolean";
+    case KEEL_T_INT: return "integer";
+    case KEEL_T_FLOAT: return "number";
+    case KEEL_T_ENUM:
+    case KEEL_T_STRING:
+    case KEEL_T_ASSET: return "string";
+    case KEEL_T_ENTITY: return "KeelEntity?";
+    default: return "number[]";
+    }
+}
+
+/* LuaLS stubs: a class per kind (the key with ':' as '.'), a field per field, tooltips as comments. */
+static void meta_kind(listing *b, const keel_kind_desc *k)
+{
+    puts_(b, "\n");
+    if (k->tooltip) {
+        puts_(b, "---");
+        put_comment(b, k->tooltip);
+        puts_(b, "\n");
+    }
+    puts_(b, "---@class ");
+    for (const char *p = k->key; *p; p++) grow(b, 1)[0] = *p == ':' ? '.' : *p;
+    puts_(b, " : KeelComponent\n");
+    for (size_t i = 0; i < k->field_count; i++) {
+        const keel_field_desc *f = &k->fields[i];
+        putf(b, "---@field %s ", f->key);
+        if (f->type == KEEL_T_ENUM) {
+            for (size_t c = 0; c < f->choice_count; c++) {
+                if (c) puts_(b, "|");
+                put_json_string(b, f->choices[c]);
+            }
+        } else {
+            puts_(b, lua_type_of(f->type));
+        }
+        puts_(b, " # ");
+        puts_(b, keel_type_name(f->type));
+        if (f->tooltip) {
+            puts_(b, ": ");
+            put_comment(b, f->tooltip);
+        }
         puts_(b, "\n");
     }
 }
 
 int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
-    bool json = false;
-    const keel_cli_opt opts[] = { { "--json", NULL, &json } };
-    int n = keel_cli_parse(cli, argc, argv, opts, 1);
+    bool json = false, meta = false;
+    const keel_cli_opt opts[] = { { "--json", NULL, &json }, { "--meta", NULL, &meta } };
+    int n = keel_cli_parse(cli, argc, argv, opts, 2);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 0) {
         keel_cli_usage_error(cli, "kinds: unexpected argument %s", argv[0]);
@@ -254,11 +328,18 @@ int keel_cli_kinds(lua_State *L, keel_cli *cli, int argc, char **argv)
 
     listing b = { 0 };
     size_t count = keel_kind_count();
+    if (json && meta) {
+        keel_cli_usage_error(cli, "kinds: --json and --meta are two outputs: give one");
+        return KEEL_EXIT_USAGE;
+    }
+    if (meta) puts_(&b, "---@meta keel_kinds\n-- LuaLS stubs of the registered kinds (keel kinds --meta).\n");
     if (json) puts_(&b, "[\n");
     for (size_t i = 0; i < count; i++) {
         const keel_kind_desc *k = keel_kind_describe(keel_kind_at(i));
         if (!k) continue;
-        if (json) {
+        if (meta) {
+            meta_kind(&b, k);
+        } else if (json) {
             json_kind(&b, k);
             puts_(&b, i + 1 < count ? ",\n" : "\n");
         } else {

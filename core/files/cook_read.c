@@ -30,7 +30,9 @@
 #include <string.h>
 #include <zlib.h>
 #include "files/cook.h"
+#include "files/features.h"
 #include "model/body.h"
+#include "model/record.h"
 #include "model/field.h"
 #include "model/member.h"
 #include "model/value.h"
@@ -82,6 +84,7 @@ typedef struct cooked {
     char **strings;              /* NUL-terminated copies */
     char *string_pool;
     uint32_t nstrings;
+    uint32_t features; /* the header's feature bits (all known) */
 } cooked;
 
 static keel_status bad(keel_diags *d, const char *path, const char *msg, ...)
@@ -130,7 +133,14 @@ static keel_status check_frame(const uint8_t *p, size_t len, const keel_limits *
         return bad(d, "", "CRC mismatch (stored 0x%08x, computed 0x%08x): file is damaged or truncated", stored, crc);
     uint32_t nsec = keel__get_u32(p + 16);
     if (nsec != SEC_COUNT_) return bad(d, "", "section count is %u, expected %u", nsec, (unsigned)SEC_COUNT_);
-    if (keel__get_u32(p + 20) != 0) return bad(d, "", "reserved header word is not zero");
+    uint32_t feats = keel__get_u32(p + 20);
+    if (feats & ~KEEL__FEATURES_KNOWN) { /* a newer keel's file: refused whole */
+        uint32_t bit = 0;
+        while (!((feats & ~KEEL__FEATURES_KNOWN) & (1u << bit))) bit++;
+        return KEEL_ERROR(d, KEEL_UNSUPPORTED, "features",
+                          "feature bit %u of the cooked header is not known to this keel", (unsigned)bit);
+    }
+    ck->features = feats;
     uint64_t table_end = COOK_HEADER + (uint64_t)nsec * COOK_SECTION_ENTRY;
     uint64_t body_end = len - 4;
     if (table_end > body_end) return bad(d, "", "section table runs past the end of the file");
@@ -366,6 +376,17 @@ static void put_fields(keel_world *w, keel_comp c, rd *r, const cooked *ck, cons
             v.as.i = (int64_t)ci;
         }
         if (keel_field_check(c.kind, fi, &v, d) != KEEL_OK) continue;
+        if (fd->get) { /* derived: loading runs its set, a refusal said at the field */
+            keel_diags tmp;
+            keel_diags_init(&tmp);
+            void *rec = keel_record(w, c);
+            if (rec && keel__record_derived_set(c.kind, w, c, rec, fi, &v, &tmp))
+                keel_diag_add(d, KEEL_SEV_ERROR, tmp.count ? tmp.items[0].code : KEEL_INVALID_ARGUMENT, fpath,
+                              NULL, 0, 0, "%s", tmp.count ? tmp.items[0].message : "set failed");
+            if (rec) keel__record_derive(c.kind, rec);
+            keel_diags_free(&tmp);
+            continue;
+        }
         keel__field_store(w, c, 1, &fi, &v, false);
     }
 }
@@ -442,6 +463,7 @@ static keel_world *build_scene(const uint8_t *p, const cooked *ck, keel_diags *d
     rd r = { p + ck->sec[SEC_SCENE].offset, ck->sec[SEC_SCENE].length, 0 };
     keel_uuid su = rd_uuid(&r);
     keel_world *w = keel_world_new(ck->strings[rd_u32(&r)]);
+    keel__world_set_features(w, ck->features);
     if (!w) abort();
     keel_world_set_uuid(w, su, NULL); /* not nil: check_sections saw to it */
     keel_grid g = keel_grid_default();
@@ -577,6 +599,7 @@ keel_status keel_cook_read(const void *data, size_t len, const keel_load_opts *o
     if (s == KEEL_OK) s = read_strings(p, &o->limits, &ck, &local);
     if (s == KEEL_OK) s = check_sections(p, &o->limits, &ck, &local);
     if (s == KEEL_OK) s = build(p, &ck, o, out, &local);
+    keel__diags_collapse_skipped(&local);
     if (o->file)
         for (size_t i = 0; i < local.count; i++)
             if (!local.items[i].file) local.items[i].file = keel__strdup(o->file);

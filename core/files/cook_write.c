@@ -1,5 +1,6 @@
 /* cook_write.c — keel_cook: a world written as a cooked binary scene (see COOKED.md). */
 #include "base/util.h"
+#include "files/features.h"
 #include "base/bytes.h"
 #include "base/map.h"
 #include "base/vec.h"
@@ -231,7 +232,7 @@ keel_status keel_cook(const keel_world *w, const keel_assets *assets, void **out
         keel__buf_u32(&f, COOK_VERSION);
         keel__buf_u32(&f, COOK_ENDIAN);
         keel__buf_u32(&f, SEC_COUNT_);
-        keel__buf_u32(&f, 0);
+        keel__buf_u32(&f, keel__world_features(w)); /* the scene's features (features.h bits) */
         const keel__buf *secs[SEC_COUNT_] = { &strs, &scene, &ents, &comps };
         const uint32_t counts[SEC_COUNT_] = { (uint32_t)st.count, 1, count, ncomp };
         uint64_t off = COOK_HEADER + SEC_COUNT_ * COOK_SECTION_ENTRY;

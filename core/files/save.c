@@ -34,6 +34,7 @@
 #include "model/field.h"
 #include "model/value.h"
 #include "files/slotfile.h"
+#include "files/features.h"
 #include "base/bytes.h"
 #include "model/kind.h"
 #include "model/record.h"
@@ -998,6 +999,7 @@ keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
         journal_free(&j);
     }
     state_free(&st);
+    keel__diags_collapse_skipped(&local); /* one warning per (kind, field) skipped */
     keel_diags_append(d, &local, "");
     keel_diags_free(&local);
     return s;

@@ -38,6 +38,7 @@
 #include "files/yaml_read.h"
 #include "bind.h" /* keel__scene_parse_fragment */
 #include "files/scene_read.h"
+#include "files/features.h"
 #include "base/vec.h"
 
 typedef struct unknown_count {
@@ -1122,7 +1123,7 @@ static void check_conflicts(loader *ld, const keel_node *list)
 
 static void build(loader *ld, const keel_node *doc)
 {
-    static const char *const top[] = { "keel", "scene", "settings", "root", "entities", "conflicts", NULL };
+    static const char *const top[] = { "keel", "scene", "features", "settings", "root", "entities", "conflicts", NULL };
     ld->diags = &ld->lists[B_TOP];
     if (doc->kind != KEEL_NODE_MAP) {
         error(ld, KEEL_PARSE_ERROR, "", doc, "a scene document must be a map (keel, scene, settings, root, entities)");
@@ -1136,6 +1137,21 @@ static void build(loader *ld, const keel_node *doc)
         error(ld, KEEL_PARSE_ERROR, "keel", doc, "missing key 'keel' (the document version)");
     } else if (v->kind != KEEL_NODE_SCALAR || !keel_node_as_int(v, &version) || version != KEEL_DOCUMENT_VERSION) {
         error(ld, KEEL_PARSE_ERROR, "keel", v, "unsupported document version '%.32s'", show(v));
+    }
+    const keel_node *feats = keel_node_get(doc, "features");
+    if (feats && !is_null(feats) && feats->kind != KEEL_NODE_SEQ) {
+        error(ld, KEEL_PARSE_ERROR, "features", feats, "features must be a list of names");
+    } else if (feats && feats->kind == KEEL_NODE_SEQ) {
+        for (size_t i = 0; i < feats->count; i++) {
+            const keel_node *f = &feats->items[i];
+            char *p = pathf("features[%zu]", i);
+            uint32_t bit = f->kind == KEEL_NODE_SCALAR && !keel__node_has_nul(f) ? keel__feature_bit(f->text) : 0;
+            if (f->kind != KEEL_NODE_SCALAR) error(ld, KEEL_PARSE_ERROR, p, f, "a feature must be a name");
+            else if (!bit) /* a newer keel's file: refused whole, never half-read */
+                error(ld, KEEL_UNSUPPORTED, p, f, "feature '%.64s' is not known to this keel", show(f));
+            else keel__world_set_features(ld->w, keel__world_features(ld->w) | bit);
+            free(p);
+        }
     }
     const keel_node *scene = keel_node_get(doc, "scene");
     if (!scene) {
@@ -1337,6 +1353,7 @@ static keel_status scene_load(const char *text, size_t len, const keel_node *giv
     for (int b = 0; b < B_COUNT; b++) keel_diags_free(&ld.lists[b]);
     keel_diags_free(&yaml);
     by_stage(&all);
+    keel__diags_collapse_skipped(&all);
     keel_status st = keel_diags_status(&all);
     if (st != KEEL_OK) {
         keel_world_free(ld.w);

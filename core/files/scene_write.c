@@ -12,6 +12,7 @@
 #include "model/record.h"
 #include "bind.h" /* keel__scene_dump_subtree */
 #include "files/scene_write.h"
+#include "files/features.h"
 #include "model/value.h"
 
 typedef keel__yaml_out writer;
@@ -654,6 +655,14 @@ static void emit_header(writer *wr, const keel_world *w)
     const char *name = keel_world_name(w);
     str(wr, name ? name : "");
     map_end(wr);
+    uint32_t feats = keel__world_features(w); /* what the loaded file needed, kept */
+    if (feats) {
+        key(wr, "features");
+        seq_start(wr, true);
+        for (uint32_t i = 0; keel__feature_names[i]; i++)
+            if (feats & (1u << i)) str(wr, keel__feature_names[i]);
+        seq_end(wr);
+    }
 }
 
 keel_status keel_scene_dump(const keel_world *w, char **out, size_t *len, keel_diags *d)

@@ -147,9 +147,19 @@ keel_status keel__body_decode(keel_kind_id k, const keel_node *body, int version
                               tmp.items[j].message);
                 free(p);
             }
-            keel_diags_free(&tmp);
-            if (!st)
+            if (!st && fd->get) { /* loading runs set with the file's value, after the range check */
+                st = keel__record_derived_set(k, NULL, (keel_comp){ 0, k, 0 }, record, f, &v, &tmp);
+                keel__record_derive(k, record);
+                for (size_t j = 0; st && j < tmp.count; j++) {
+                    char *p = field_path(&c, fd->key);
+                    keel_diag_add(d, tmp.items[j].severity, tmp.items[j].code, p, file, val->line, val->col, "%s",
+                                  tmp.items[j].message);
+                    free(p);
+                }
+            } else if (!st) {
                 keel__record_put(k, record, f, &v);
+            }
+            keel_diags_free(&tmp);
         }
         if (st && !first)
             first = st;

@@ -128,6 +128,65 @@ static void count_writes(keel_world *w, keel_kind_id k, const keel__entry *m, si
     w->revision += n;
 }
 
+/* A derived field's write (value checked): its set runs on the record, in this write's
+ * transaction; on a refusal (set or validate) the record is put back as it was. What set changed
+ * in the stored fields is journaled field by field, so a rollback is exact. */
+static keel_status set_derived(keel_world *w, keel_comp c, keel__entry *m, const keel_kind_desc *kd, int field,
+                               const keel_value *nv, keel_cmd *inverse, keel_diags *d)
+{
+    bool journal = keel__txn_wants(w);
+    size_t size = keel_kind_record_size(c.kind);
+    void *rec = keel__store_rec(&w->stores[c.kind], m->row);
+    void *before = keel__xrealloc(NULL, size);
+    keel__record_copy(c.kind, before, rec);
+    keel_value old;
+    keel__record_get(c.kind, rec, field, &old); /* a plain value: nothing borrowed */
+    uint32_t slot = keel__entry_slot(w, m);
+    keel_comp at = { c.entity, c.kind, slot };
+    w->cmd_depth++; /* what set and validate do is this write's, not journaled apart */
+    keel_status st = keel__record_derived_set(c.kind, w, at, rec, field, nv, d);
+    if (st == KEEL_OK) keel__record_derive(c.kind, rec);
+    if (st == KEEL_OK) st = keel__record_body_check(c.kind, rec, d);
+    if (st == KEEL_OK && kd->validate && !w->rolling_back) {
+        size_t errs = d ? d->errors : 0;
+        keel_call call = { w, at, rec, KEEL_PHASE_COUNT_, 0, kd->user, d, NULL };
+        keel__callback_enter();
+        st = kd->validate(&call, field);
+        keel__callback_leave();
+        if (st && (!d || d->errors == errs))
+            KEEL_ERROR(d, st, kd->fields[field].key, "%s rejected the value of %s", kd->key, kd->fields[field].key);
+    }
+    w->cmd_depth--;
+    if (st) {
+        keel__record_fini(c.kind, rec);
+        memcpy(rec, before, size); /* `before` owned its strings: now the record does */
+        free(before);
+        return st;
+    }
+    count_writes(w, c.kind, m, 1);
+    keel_uuid uuid = w->ents[(uint32_t)c.entity].uuid;
+    for (size_t i = 0; journal && i < kd->field_count; i++) {
+        if (kd->fields[i].get) continue;
+        keel_value was, now;
+        keel__record_get(c.kind, before, (int)i, &was);
+        keel__record_get(c.kind, rec, (int)i, &now);
+        if (keel__value_equal(&was, &now)) continue;
+        value_own(&was);
+        keel__txn_log_field(w, uuid, c.kind, slot, (int)i, &was);
+    }
+    if (inverse) {
+        inverse->type = KEEL_CMD_SET;
+        inverse->entity = uuid;
+        inverse->slot = slot;
+        inverse->value = old;
+        inverse->kind_key = keel__strdup(kd->key);
+        inverse->field = keel__strdup(kd->fields[field].key);
+    }
+    keel__record_fini(c.kind, before);
+    free(before);
+    return KEEL_OK;
+}
+
 /* The write path of one field: check, put, validate, count, journal, and the caller's inverse. */
 static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
                            keel_cmd *inverse, keel_diags *d)
@@ -145,6 +204,7 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
         st = keel_field_check(c.kind, field, &nv, d);
     }
     if (st) return st;
+    if (kd->fields[field].get) return set_derived(w, c, m, kd, field, &nv, inverse, d);
 
     void *rec = keel__store_rec(&w->stores[c.kind], m->row);
     keel_value old;
@@ -289,7 +349,8 @@ bool keel__field_copy_floats(keel_world *w, keel_comp c, void *record, uint32_t 
 {
     const keel__layout *L = keel__kind_layout(c.kind);
     /* a mirror's synced fields are refused by the general path */
-    if (!L || !L->body_bounded || w->mirror || (w->txn_depth > 1 && keel__txn_wants(w))) return false;
+    if (!L || !L->body_bounded || L->has_derived || w->mirror || (w->txn_depth > 1 && keel__txn_wants(w)))
+        return false;
     unsigned char *rec = record;
     for (size_t j = 0; j < n; j++) memcpy(rec + L->offsets[fields[j]], &vals[j], sizeof vals[j]);
     keel__row_count(&w->stores[c.kind], row, n);
@@ -348,7 +409,7 @@ void keel__field_store(keel_world *w, keel_comp c, size_t n, const int *fields, 
     keel__entry *m = keel__comp_entry(w, c);
     if (!m) return;
     void *rec = keel__store_rec(&w->stores[c.kind], m->row);
-    for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]);
+    for (size_t j = 0; j < n; j++) keel__record_put(c.kind, rec, fields[j], &vals[j]); /* derives too */
     if (counted) count_writes(w, c.kind, m, n);
 }
 

@@ -273,6 +273,7 @@ static void free_desc(keel_kind_desc *d)
     free((char *)d->key);
     free((char *)d->display);
     free((char *)d->category);
+    free((char *)d->tooltip);
     for (size_t i = 0; i < d->requires_count; i++)
         free((char *)d->requires[i]);
     free((void *)d->requires);
@@ -282,6 +283,7 @@ static void free_desc(keel_kind_desc *d)
     for (size_t i = 0; i < d->field_count; i++) {
         keel_field_desc *f = (keel_field_desc *)&d->fields[i];
         free((char *)f->key);
+        free((char *)f->tooltip);
         for (size_t c = 0; c < f->choice_count; c++)
             free((char *)f->choices[c]);
         free((void *)f->choices);
@@ -300,6 +302,18 @@ static const char **copy_strings(const char *const *src, size_t n)
     for (size_t i = 0; i < n; i++)
         dst[i] = keel__strdup(src[i]);
     return dst;
+}
+
+/* A tooltip is shown in every tool that reads the registry: text of bounded size. */
+keel_status keel__tooltip_check(const char *tip, const char *path, const char *what, keel_diags *d)
+{
+    if (!tip) return KEEL_OK;
+    if (strlen(tip) > KEEL_TOOLTIP_MAX)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a tooltip is at most %d bytes, got %zu", what,
+                          KEEL_TOOLTIP_MAX, strlen(tip));
+    if (!keel__utf8_valid(tip))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a tooltip must be valid UTF-8", what);
+    return KEEL_OK;
 }
 
 /* Validates one field declaration; on success `*out` is its owned copy. */
@@ -351,6 +365,14 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: field '%s': only enums have choices", kkey,
                           src->key);
     }
+    char what[300];
+    snprintf(what, sizeof what, "%s: field '%s'", kkey, src->key);
+    if (keel__tooltip_check(src->tooltip, path, what, d)) return KEEL_INVALID_ARGUMENT;
+    if (!src->get != !src->set)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a derived field needs both get and set", what);
+    if (src->get && (src->type == KEEL_T_STRING || src->type == KEEL_T_ASSET || src->type == KEEL_T_ENTITY))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, path, "%s: a derived field must be a plain value, not %s",
+                          what, keel_type_name(src->type));
     keel_value def = src->has_default ? src->def : implicit_default(src);
     keel_diags tmp;
     keel_diags_init(&tmp);
@@ -364,6 +386,7 @@ static keel_status field_copy(const char *kkey, const keel_field_desc *src, size
     keel_diags_free(&tmp);
     *out = *src;
     out->key = keel__strdup(src->key);
+    out->tooltip = src->tooltip ? keel__strdup(src->tooltip) : NULL;
     out->choices = copy_strings(src->choices, src->choice_count);
     out->has_default = true;
     out->def = def;
@@ -392,6 +415,7 @@ static bool same_layout(const keel_kind_desc *a, const keel_kind_desc *b)
         return false;
     for (size_t i = 0; i < a->field_count; i++)
         if (a->fields[i].type != b->fields[i].type || strcmp(a->fields[i].key, b->fields[i].key) ||
+            !a->fields[i].get != !b->fields[i].get || /* a derived field's slot is after the stored ones */
             !same_choices(&a->fields[i], &b->fields[i]))
             return false;
     return true;
@@ -443,6 +467,11 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
     if (src->sync_interval > KEEL_SYNC_INTERVAL_MAX)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "sync", "%s: sync interval %u is outside 1..%d", key,
                           (unsigned)src->sync_interval, KEEL_SYNC_INTERVAL_MAX);
+    if (src->sync_radius != 0 &&
+        !(isfinite(src->sync_radius) && src->sync_radius > 0 && src->sync_radius <= KEEL_SYNC_RADIUS_MAX))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "sync", "%s: sync radius %g must be finite, > 0 and at most %g",
+                          key, src->sync_radius, (double)KEEL_SYNC_RADIUS_MAX);
+    if (keel__tooltip_check(src->tooltip, "tooltip", key, d)) return KEEL_INVALID_ARGUMENT;
     if ((src->flags & KEEL_KIND_ROOT_ONLY) && (src->flags & KEEL_KIND_NOT_ON_ROOT))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "flags", "%s: root_only and not_on_root together leave it no place",
                           key);
@@ -474,6 +503,11 @@ static keel_status desc_copy(const keel_kind_desc *src, keel_kind_desc *out, kee
     out->key = keel__strdup(src->key);
     out->display = src->display && *src->display ? keel__strdup(src->display) : display_from_key(src->key);
     out->category = keel__strdup(src->category && *src->category ? src->category : "General");
+    out->tooltip = src->tooltip ? keel__strdup(src->tooltip) : NULL;
+    /* a kind with derived fields takes the checked write path everywhere (as a kind with a
+     * validate hook does): every write then refreshes what the derived fields show */
+    for (size_t i = 0; i < out->field_count && !out->validate; i++)
+        if (fields[i].get) out->validate = keel__derived_validate;
     out->version = src->version ? src->version : 1;
     out->requires = (const char *const *)copy_strings(src->requires, src->requires_count);
     out->rejects = (const char *const *)copy_strings(src->rejects, src->rejects_count);
@@ -559,6 +593,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         K->desc = copy;
         K->batch = NULL; /* the declaring layer sets it again for its own hooks */
         layout(K);
+        keel__layout_derive(id, d); /* the defaults through set, before records are laid out anew */
         if (relayout)
             keel__worlds_relayout(id, &old, d);
         keel__worlds_refit(id, d);
@@ -584,6 +619,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         memmove(reg.sorted + pos + 1, reg.sorted + pos, (reg.count - pos) * sizeof *reg.sorted);
         reg.sorted[pos] = id;
         reg.count++;
+        keel__layout_derive(id, d);
     }
     mark_rejected();
     declarations++;

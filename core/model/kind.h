@@ -20,6 +20,8 @@ static inline void (*keel__kind_batch(const keel_kind_desc *kd))(struct keel__ba
 }
 
 bool keel__kind_key_valid(const char *key);  /* ns:name, [a-z0-9_]+ both sides */
+/* NULL, or UTF-8 of at most KEEL_TOOLTIP_MAX bytes (InvalidArgument at `path`, `what` naming it). */
+keel_status keel__tooltip_check(const char *tip, const char *path, const char *what, keel_diags *d);
 bool keel__kind_rejected(keel_kind_id k);   /* some declared kind names k in rejects */
 /* Around every call of a validate or migrate callback: keel_kind_declare refuses meanwhile. */
 void keel__callback_enter(void);

@@ -63,9 +63,11 @@ static void world_relayout(keel_world *w, keel_kind_id k, const keel_kind_desc *
                 memcpy(dst, &to, sizeof to);
                 continue;
             }
+            if (nd->fields[f].get) continue; /* derived: shown from what was carried over, below */
             if (nd->fields[f].type == KEEL_T_STRING) free(*(char **)dst);
             memcpy(dst, src, keel_type_size(nd->fields[f].type));
         }
+        keel__record_derive(k, nrec);
         for (size_t o = 0; o < old_desc->field_count; o++)
             if (!moved[o] && old_desc->fields[o].type == KEEL_T_STRING) free(*(char **)(orec + old_off[o]));
     }

@@ -142,6 +142,9 @@ static keel_status check_vector(const keel_field_desc *f, keel_value *v, keel_di
         if (fabs(len - 1.0) > 4 * DBL_EPSILON)
             for (int i = 0; i < 4; i++)
                 v->as.v[i] /= len;
+        /* q and -q are one rotation: w >= 0 is the one kept, so what is written is canonical */
+        if (v->as.v[3] < 0 || (v->as.v[3] == 0 && signbit(v->as.v[3])))
+            for (int i = 0; i < 4; i++) v->as.v[i] = v->as.v[i] == 0 ? 0.0 : -v->as.v[i];
     }
     return KEEL_OK;
 }

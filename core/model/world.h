@@ -116,6 +116,7 @@ struct keel_world {
     keel__ext *exts;
     size_t ext_count, ext_cap, ext_pos; /* ext_pos: the entry a walk is calling */
     bool ext_walking;
+    uint32_t features;                /* the scene header's features (features.h bits): written back */
 };
 
 /* Every live world, for registry changes (linked through next_world). */

@@ -245,6 +245,20 @@ keel_status keel_net_host_new(keel_world *w, const keel_net_host_opts *o, keel_n
                           (unsigned)opts.max_clients);
     if (!isfinite(opts.interest_radius) || opts.interest_radius < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "interest", "interest radius must be a finite number >= 0");
+    if (opts.max_radius == 0) opts.max_radius = KEEL_SYNC_RADIUS_MAX;
+    if (!isfinite(opts.max_radius) || !(opts.max_radius > 0))
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max_radius", "max_radius must be a finite number > 0");
+    if (opts.interest_radius > opts.max_radius)
+        return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "interest",
+                          "interest radius %g is over the host's max_radius %g", opts.interest_radius,
+                          opts.max_radius);
+    for (size_t i = 0; i < keel_kind_count(); i++) {
+        const keel_kind_desc *kd = keel_kind_describe(keel_kind_at(i));
+        if (kd && kd->sync_radius > opts.max_radius)
+            return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "max_radius",
+                              "%s: sync radius %g is over the host's max_radius %g", kd->key, kd->sync_radius,
+                              opts.max_radius);
+    }
     if (!isfinite(opts.tick) || !(opts.tick > 0))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "tick", "tick must be a positive number of seconds");
     if (opts.budget < KEEL__WIRE_MTU)

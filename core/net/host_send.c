@@ -129,7 +129,15 @@ static bool in_interest(keel_net_host *h, hclient *c, const tent *t)
     if (!c->focus || !keel__map_get(&h->by_entity, c->focus, &fi) || !h->ents[fi].pos_comp) return false;
     const double *a = t->wpos, *b = h->ents[fi].wpos; /* world positions (host_track.c) */
     double dx = a[0] - b[0], dy = a[1] - b[1], dz = a[2] - b[2];
-    return dx * dx + dy * dy + dz * dz <= h->o.interest_radius * h->o.interest_radius;
+    /* a kind's own sync.radius: the entity is followed as far as its widest kind asks (candidates
+     * come from the cells around the focus, so at most the host's radius) */
+    double r = 0;
+    for (uint32_t j = 0; j < t->ncomp; j++) {
+        const keel_kind_desc *kd = keel_kind_describe(h->kinds[h->comps[t->comps[j]].kind].id);
+        if (kd && kd->sync_radius > r) r = kd->sync_radius;
+    }
+    if (r <= 0 || r > h->o.interest_radius) r = h->o.interest_radius;
+    return dx * dx + dy * dy + dz * dz <= r * r;
 }
 
 /* mask + values of a component: every synced field when `all`, else those changed after

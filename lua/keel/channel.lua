@@ -324,11 +324,13 @@ local function kind_json(k)
     fields[#fields + 1] = { key = f.key, type = f.type, default = f.default == nil and null or jsonable(f.default),
       min = f.min or null, max = f.max or null, choices = f.choices and array(f.choices) or null,
       transient = f.transient or false, readonly = f.readonly or false, hidden = f.hidden or false,
-      runtime = f.runtime or nil, tooltip = f.tooltip or null }
+      runtime = f.runtime or nil, tooltip = f.tooltip or null, derived = f.derived or nil }
   end
   return { key = k.key, display = k.display, category = k.category, version = k.version,
     multiplicity = k.multiplicity, max = k.max or null, requires = array(k.requires or {}),
-    rejects = array(k.rejects or {}), builtin = k.builtin, flags = array(flags), fields = array(fields) }
+    rejects = array(k.rejects or {}), builtin = k.builtin, flags = array(flags), fields = array(fields),
+    tooltip = k.tooltip or null, summon = k.summon == false and false or nil,
+    sync = k.sync and { interval = k.sync.interval, radius = k.sync.radius } or nil }
 end
 M.kind_json = kind_json
 
@@ -370,8 +372,15 @@ methods["component.set"] = { params = { object = "ref", kind = "string", ["slot?
   return { version = c.version }
 end }
 
+-- summon = false: such a kind is added and spawned by the game only, never from outside
+local function refuse_unsummonable(key)
+  local info = type(key) == "string" and core.kind_info(key)
+  if info and info.summon == false then keel_error("InvalidOperation", "kind %s cannot be summoned", key) end
+end
+
 methods["component.add"] = { params = { object = "ref", kind = "string", ["slot?"] = "integer", ["body?"] = "object" },
   run = function(self, p)
+  refuse_unsummonable(p.kind)
   local e = self:object(p.object)
   local c, inverse = e:_add(p.kind, from_json(p.body), p.slot)
   self:record("component.add", { inverse })
@@ -412,11 +421,14 @@ local function spawn_spec(self, p)
   if p.components then
     local comps = {}
     for i, item in ipairs(p.components) do
-      if type(item) == "string" then comps[#comps + 1] = item
+      if type(item) == "string" then
+        refuse_unsummonable(item)
+        comps[#comps + 1] = item
       elseif type(item) == "table" and type(item.kind) == "string" then
         for k in pairs(item) do -- a misspelt "body" must not spawn the kind's defaults silently
           if k ~= "kind" and k ~= "body" then bad_params("components[%d]: unknown key '%s' (kind, body)", i, tostring(k)) end
         end
+        refuse_unsummonable(item.kind)
         local one = { item.kind }
         local body = item.body
         if body ~= nil and (type(body) ~= "table" or is_json_array(body)) then

@@ -27,4 +27,6 @@ if not core.system then -- keel.system{}, keel.systems(), keel.system_reset(): l
 end
 -- keel.serve(w, opts): the live channel over HTTP (lua/keel/serve.lua)
 if not core.serve then core.serve = function(...) return require "keel.serve".serve(...) end end
+-- keel.quat.from_euler / to_euler: rotations in degrees (lua/keel/quat.lua)
+if not core.quat then core.quat = require "keel.quat" end
 return core

@@ -97,7 +97,7 @@ local function field_schema(f)
   elseif VEC[f.type] then
     local n = VEC[f.type]
     s = { type = "array", items = bound { type = "number" }, minItems = n, maxItems = n }
-    if f.type == "quat" then s.description = "x, y, z, w (normalised when stored)"
+    if f.type == "quat" then s.description = "x, y, z, w (normalised, w >= 0, when stored)"
     elseif f.type == "color" then s.description = "r, g, b, a" end
   elseif f.type == "enum" then s = { type = "string", enum = array(f.choices or {}) }
   elseif f.type == "string" then s = { type = "string" }
@@ -116,7 +116,9 @@ local function kind_fields_schema(k)
   for _, f in ipairs(k.fields or {}) do
     if not f.readonly then props[f.key] = field_schema(f) end
   end
-  return { title = k.key, description = ("the fields of %s (%s)"):format(k.key, k.display or k.key),
+  local about = ("the fields of %s (%s)"):format(k.key, k.display or k.key)
+  if k.tooltip then about = about .. ": " .. k.tooltip end
+  return { title = k.key, description = about,
            type = "object", properties = props, additionalProperties = false }
 end
 M.kind_fields_schema = kind_fields_schema
@@ -160,7 +162,9 @@ local function params_schema(method, spec)
   if method == "component.set" or method == "component.add" then
     local ks = kinds_list(function(k) return #(k.fields or {}) > 0 end)
     local keys, variants = {}, {}
-    for _, k in ipairs(kinds_list()) do keys[#keys + 1] = k.key end
+    for _, k in ipairs(kinds_list()) do -- summon = false: not offered where it would be refused
+      if method ~= "component.add" or k.summon ~= false then keys[#keys + 1] = k.key end
+    end
     for _, k in ipairs(ks) do variants[#variants + 1] = kind_fields_schema(k) end
     props.kind.enum = array(keys)
     local target = method == "component.set" and "fields" or "body"

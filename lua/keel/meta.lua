@@ -34,6 +34,8 @@
 ---@field hidden boolean
 ---@field runtime? true               # saved in save games, never in scene files (absent when not)
 ---@field sync? true                  # replicated to client worlds (absent when not)
+---@field tooltip? string             # help text (absent when none)
+---@field derived? true               # shown and saved through get/set (absent when not)
 
 ---@class KeelKindInfo
 ---@field key string
@@ -49,7 +51,9 @@
 ---@field editor_only boolean            # kept in YAML, dropped by cooking
 ---@field root_only boolean              # only on the scene root
 ---@field not_on_root boolean            # never on the scene root
----@field sync? { interval: integer }    # replicated (absent when not)
+---@field sync? { interval: integer, radius?: number } # replicated (absent when not)
+---@field tooltip? string                # help text (absent when none)
+---@field summon? false                  # present when the channel may not add or spawn it
 ---@field fields KeelFieldInfo[]
 
 ---A field declaration: `{ "name", "type", default = ..., min = ..., max = ..., choices = {...},
@@ -66,6 +70,9 @@
 ---@field hidden? boolean
 ---@field runtime? boolean              # saved in save games, never in scene files
 ---@field sync? boolean                 # replicated to client worlds (keel.net)
+---@field tooltip? string               # UTF-8, at most 1 KiB
+---@field get? fun(self: table): any    # derived field: both get and set, no storage of its own
+---@field set? fun(self: table, value: any)
 
 ---@class KeelKindDecl
 ---@field key string                     # "ns:name"
@@ -80,7 +87,10 @@
 ---@field editor_only? boolean
 ---@field root_only? boolean          # only on the scene root
 ---@field not_on_root? boolean               # never on the scene root (as core:transform)
----@field sync? { interval?: integer }  # deltas every Nth network tick, 1..1200 (default 1)
+---@field sync? { interval?: integer, radius?: number }  # deltas every Nth tick, 1..1200; radius (0, 10000]
+---@field tooltip? string                # UTF-8, at most 1 KiB
+---@field summon? boolean                # false: the channel and MCP cannot add or spawn it
+---@field renames? table<integer, table<string, string>> # [version] = { old = "new" }, before migrate[version]
 ---@field client_update? fun(self: KeelComponent, entity: KeelEntity, dt: number) # only on clients, in cl:service()
 ---@field fields? KeelFieldDecl[]
 ---@field awake? fun(self: KeelComponent, entity: KeelEntity)
@@ -509,8 +519,29 @@ function persist.load(w, path) end
 ---@return KeelError? err
 function persist.info(path) end
 
+---Rotations in degrees: Z, then X, then Y about fixed axes (Unity's order), q = qY·qX·qZ.
+---@class KeelQuat
+local quat = {}
+
+---@param x number|number[]  # degrees, or one table { x, y, z }
+---@param y? number
+---@param z? number
+---@return number[] q        # { x, y, z, w }, unit length, w >= 0
+function quat.from_euler(x, y, z) end
+
+---@param q number[]
+---@return number x
+---@return number y
+---@return number z
+function quat.to_euler(q) end
+
+---@param q number[]
+---@return number[] q        # unit length, w >= 0
+function quat.canonical(q) end
+
 ---@class keel
 ---@field persist KeelPersist
+---@field quat KeelQuat
 local keel = {}
 
 ---@class KeelSystemSpec

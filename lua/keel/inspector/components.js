@@ -41,6 +41,39 @@ function fromHex(hex) {
   return [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16) / 255);
 }
 
+// Rotations in degrees, as keel.quat does (lua/keel/quat.lua): Z, then X, then Y about fixed
+// axes (Unity's order), q = qY·qX·qZ; quaternions { x, y, z, w } with w >= 0.
+function quatMul(a, b) {
+  return [
+    a[3] * b[0] + a[0] * b[3] + a[1] * b[2] - a[2] * b[1],
+    a[3] * b[1] - a[0] * b[2] + a[1] * b[3] + a[2] * b[0],
+    a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3],
+    a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2],
+  ];
+}
+
+export function quatFromEuler(ex, ey, ez) {
+  const h = (d) => (d * Math.PI) / 360;
+  const qx = [Math.sin(h(ex)), 0, 0, Math.cos(h(ex))];
+  const qy = [0, Math.sin(h(ey)), 0, Math.cos(h(ey))];
+  const qz = [0, 0, Math.sin(h(ez)), Math.cos(h(ez))];
+  const q = quatMul(quatMul(qy, qx), qz);
+  const len = Math.hypot(...q) * (q[3] < 0 ? -1 : 1);
+  return q.map((c) => c / len);
+}
+
+export function eulerFromQuat(q) {
+  const len = Math.hypot(...q) || 1;
+  const [x, y, z, w] = q.map((c) => c / len);
+  const s = Math.max(-1, Math.min(1, -2 * (y * z - x * w)));
+  const deg = (r) => { const d = (r * 180) / Math.PI; return d <= -180 ? d + 360 : d; };
+  if (Math.abs(s) > 1 - 1e-9) {
+    return [deg(Math.asin(s)), deg(Math.atan2(-2 * (x * z - y * w), 1 - 2 * (y * y + z * z))), 0];
+  }
+  return [deg(Math.asin(s)), deg(Math.atan2(2 * (x * z + y * w), 1 - 2 * (x * x + y * y))),
+    deg(Math.atan2(2 * (x * y + z * w), 1 - 2 * (x * x + z * z)))];
+}
+
 // One field's widget. `ctx.edit(value)` commits; `ctx.entities` resolves entity fields.
 // Returns { node, set(value) } where set shows a live value.
 export function fieldWidget(f, ctx) {
@@ -82,6 +115,34 @@ export function fieldWidget(f, ctx) {
     return {
       node: el('span', { class: 'color' }, picker, alpha),
       set: (v) => { current = v || current; picker.value = toHex(current); alpha.value = fmtNum(current[3] ?? 1); },
+    };
+  }
+  if (f.type === 'quat') {
+    // three angles in degrees; what is sent is the quaternion they make
+    let angles = [0, 0, 0];
+    const inputs = [];
+    for (let i = 0; i < 3; i++) {
+      const input = el('input', {
+        type: 'number', step: 'any', 'data-field': f.key, 'data-index': String(i), class: 'degrees',
+        disabled: ro, title: `${AXES[i]} (degrees)`, placeholder: `${AXES[i]}°`,
+        onchange: () => {
+          const v = parseFloat(input.value);
+          if (!Number.isFinite(v)) return;
+          const next = angles.slice();
+          next[i] = v;
+          angles = next;
+          ctx.edit(quatFromEuler(next[0], next[1], next[2]));
+        },
+      });
+      inputs.push(input);
+    }
+    return {
+      node: el('span', { class: 'vec vec3 rotation', title: rangeTitle(f) }, ...inputs),
+      set: (v) => {
+        if (!Array.isArray(v) || v.length !== 4) return;
+        angles = eulerFromQuat(v);
+        inputs.forEach((inp, i) => { inp.value = fmtNum(Math.round(angles[i] * 1e4) / 1e4); });
+      },
     };
   }
   if (width) {
@@ -185,7 +246,7 @@ export function componentForm(comp, kind, api) {
       });
       widgets.set(f.key, w);
       rows.append(el('label', { class: f.readonly ? 'row readonly' : 'row', title: rangeTitle(f) },
-        el('span', { class: 'name' }, f.key), w.node));
+        el('span', { class: 'name', title: rangeTitle(f) }, f.key), w.node));
     }
     section.append(rows);
   }

@@ -34,6 +34,8 @@
 #include "model/field.h"
 #include "model/value.h"
 #include "files/slotfile.h"
+#include "files/save.h"
+#include "files/save_async.h"
 #include "base/bytes.h"
 #include "model/kind.h"
 #include "model/record.h"
@@ -80,6 +82,7 @@ typedef struct base_ent {
 } base_ent;
 
 struct keel_baseline {
+    _Atomic unsigned refs; /* the owner's, and each save job's still reading it */
     keel_uuid scene;
     base_kind *kinds;
     size_t nkinds;
@@ -176,6 +179,7 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
 {
     if (!w || keel_world_in_callback(w)) return NULL; /* the state may still roll back */
     keel_baseline *b = keel__xcalloc(1, sizeof *b);
+    b->refs = 1;
     b->scene = keel_world_uuid(w);
     size_t n = keel_world_entity_count(w) + 1;
     b->ents = keel__xcalloc(n, sizeof *b->ents);
@@ -206,9 +210,18 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
     return b;
 }
 
+keel_baseline *keel__baseline_retain(const keel_baseline *b)
+{
+    keel_baseline *m = (keel_baseline *)b; /* only the count changes; the rest stays immutable */
+    m->refs++;
+    return m;
+}
+
+keel_uuid keel__baseline_scene(const keel_baseline *b) { return b->scene; }
+
 void keel_baseline_free(keel_baseline *b)
 {
-    if (!b) return;
+    if (!b || --b->refs > 0) return; /* a save job still reads it: the last one frees it */
     for (size_t i = 0; i < b->count; i++) {
         base_ent *be = &b->ents[i];
         for (size_t c = 0; c < be->ncomps; c++) {
@@ -479,7 +492,7 @@ static void tree_free(tree *t)
 
 /* The state a slot file holds: scene UUID, entity records, destroyed UUIDs, order records, each
  * list counted first (built in buffers of their own, since the counts are known only after). */
-static void encode_state(const keel_world *w, const keel_baseline *base, keel__buf *b)
+void keel__persist_encode(const keel_world *w, const keel_baseline *base, keel__buf *b)
 {
     keel__buf_uuid(b, keel_world_uuid(w));
     keel__buf recs = { 0 }, dead = { 0 }, orders = { 0 };
@@ -525,8 +538,10 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
         keel_uuid_format(keel_world_uuid(w), b);
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
     }
+    if (keel__job_path_pending(path))
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s has a save job still pending", path);
     keel__buf state = { 0 };
-    encode_state(w, base, &state);
+    keel__persist_encode(w, base, &state);
     keel_status s = keel__slot_write(path, info, &state, d);
     free(state.p);
     return s;

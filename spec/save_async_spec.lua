@@ -311,3 +311,41 @@ describe("keel.persist.save_async", function()
     assert.are.equal(want, slurp(dir .. "/decl.yaml"))
   end)
 end)
+
+describe("keel run --autosave SECONDS PATH", function()
+  local dir, bin
+  before_each(function() dir = tmpdir(); bin = H.find_keel() end)
+  after_each(function() rmrf(dir) end)
+  local q = H.shell_quote
+
+  it("writes a slot with keel.persist.save_async every SECONDS of world time", function()
+    local scene = dir .. "/s.yaml"
+    H.spit(scene, SCENE)
+    local slot = dir .. "/auto.save"
+    local code, out, err = H.run_keel(bin, "run " .. q(scene) .. " --frames 240 --autosave 1 " .. q(slot))
+    assert.are.equal(0, code, err)
+    local n = tonumber(out:match("autosave: (%d+) saves? to"))
+    assert.truthy(n and n >= 1 and n <= 4, out)
+    local info = keel.persist.info(slot)
+    assert.are.equal(scene, info.title)
+    assert.truthy(info.play_seconds >= 1 and info.play_seconds <= 4)
+    assert.is_true(keel.persist.load(fresh(), slot)) -- a whole slot of this scene
+  end)
+
+  it("prints the last job's failure and the run goes on", function()
+    local scene = dir .. "/s.yaml"
+    H.spit(scene, SCENE)
+    local code, out, err = H.run_keel(bin, "run " .. q(scene) .. " --frames 120 --autosave 0.5 " .. q(dir .. "/no/x.save"))
+    assert.are.equal(0, code)
+    assert.truthy(err:find("autosave " .. dir .. "/no/x.save failed: IOError", 1, true), err)
+    assert.truthy(out:find("120 frames", 1, true), out) -- the run went on to its end
+  end)
+
+  it("refuses a bad SECONDS, a missing PATH and --serve", function()
+    for _, args in ipairs{ "--autosave 0 x.save", "--autosave abc x.save", "--autosave 1", "--serve --autosave 1 x.save" } do
+      local code, _, err = H.run_keel(bin, "run " .. args)
+      assert.are.equal(2, code, args)
+      assert.truthy(err:find("autosave", 1, true), err)
+    end
+  end)
+end)

@@ -3,6 +3,7 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lua_internal.h"
@@ -192,6 +193,47 @@ static int persist_save_async(lua_State *L)
     return 1;
 }
 
+/* keel.persist.dump(w, base [, info]) -> the text persist.save would write | nil, err */
+static int persist_dump(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    lbase *lb = checkbase(L, 2);
+    check_info(L, 3);
+    keel__lua_refuse_in_callback(L, w, "keel.persist.dump");
+    keel_slot_info info;
+    keel_node *fields = read_info(L, 3, &info);
+    keel_diags d;
+    keel_diags_init(&d);
+    char *text = NULL;
+    size_t len = 0;
+    keel_status s = keel_persist_dump(w, lb->b, &info, &text, &len, &d);
+    keel_node_free(fields);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushlstring(L, text, len); /* a memory error here would leak text: its size is a save's */
+    free(text);
+    return 1;
+}
+
+/* keel.persist.load_text(w, text [, name]) -> true | nil, err (as load; all or nothing) */
+static int persist_load_text(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    size_t len = 0;
+    if (lua_type(L, 2) != LUA_TSTRING) keel__lua_argerror(L, 2, "a save game's text expected, got %s", luaL_typename(L, 2));
+    const char *text = lua_tolstring(L, 2, &len);
+    const char *name = luaL_optstring(L, 3, NULL);
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel_persist_load_text(lw->w, text, len, name, &d);
+    KEEL_LUA_LEAVE();
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
 /* keel.persist.load(w, path) -> true | nil, err (all or nothing) */
 static int persist_load(lua_State *L)
 {
@@ -248,6 +290,8 @@ int keel_lua_open_persist(lua_State *L)
         { "baseline", persist_baseline },
         { "save", persist_save },
         { "save_async", persist_save_async },
+        { "dump", persist_dump },
+        { "load_text", persist_load_text },
         { "load", persist_load },
         { "info", persist_info },
         { NULL, NULL },

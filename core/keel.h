@@ -1584,6 +1584,23 @@ void keel_job_free(keel_job *j);
  * calls it. */
 void keel_jobs_wait(const keel_world *w);
 
+/* Save games as text (design/saving.md): `keel_save: 1`, details (title, saved_at, play_seconds,
+ * the scene UUID, fields), spawned entities whole, destroyed UUIDs, changed entities (only what
+ * differs: name, enabled, parent, removed kind[slot]s, per kind[slot] the fields that differ or a
+ * component added whole) and recorded child orders. A slot dumped and cooked back is the same
+ * bytes. keel_persist_dump: what keel_persist_save would write, as text (saved_at 0: now);
+ * keel_persist_dump_slot: a slot file's text; keel_persist_load_text: as keel_persist_load, from
+ * text (ParseError with file:line:col for malformed text, then the same checks, all or nothing);
+ * keel_persist_cook_text: text to a slot file, written atomically; keel_persist_format_text: the
+ * canonical text of a text (keel fmt). `*out` is malloc'd and NUL-terminated. */
+keel_status keel_persist_dump(const keel_world *w, const keel_baseline *base, const keel_slot_info *info, char **out,
+                              size_t *len, keel_diags *d);
+keel_status keel_persist_dump_slot(const char *path, char **out, size_t *len, keel_diags *d);
+keel_status keel_persist_load_text(keel_world *w, const char *text, size_t len, const char *file, keel_diags *d);
+keel_status keel_persist_cook_text(const char *text, size_t len, const char *file, const char *path, keel_diags *d);
+keel_status keel_persist_format_text(const char *text, size_t len, const char *file, char **out, size_t *out_len,
+                                     keel_diags *d);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -29,10 +29,10 @@ static char dir[64];
 
 static char *at(const char *name)
 {
-    static char buf[4][192];
+    static char buf[4][320];
     static int next;
     char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%s/%s", dir, name);
+    snprintf(b, sizeof buf[0], "%.63s/%.200s", dir, name);
     return b;
 }
 

@@ -102,7 +102,6 @@ static void *work(void *arg)
     keel_baseline_free(j->base);
     j->copy = NULL;
     j->base = NULL;
-    keel__kinds_unpin(); /* after the discard: freeing records reads their layouts */
     pthread_mutex_lock(&mu);
     j->status = s;
     j->diags = d;
@@ -115,6 +114,9 @@ static void *work(void *arg)
     pthread_cond_broadcast(&cv);
     keel_job *dead = release_locked(j);
     pthread_mutex_unlock(&mu);
+    /* last: a declaration that waited for this job finds it done (and the discard above read
+     * the layouts it may change) */
+    keel__kinds_unpin();
     if (dead) job_destroy(dead);
     return NULL;
 }

@@ -306,7 +306,7 @@ describe("keel.persist.save_async", function()
     local w = big()
     local want = w:dump()
     local job = w:save_async(dir .. "/decl.yaml")
-    keel.kind{ key = key("late"), fields = { hp = { type = "int", default = 1 } } }
+    keel.kind{ key = key("late"), fields = { { "hp", "int", default = 1 } } }
     assert.is_true(job:done()) -- the declaration waited for the worker
     assert.are.equal(want, slurp(dir .. "/decl.yaml"))
   end)

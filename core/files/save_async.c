@@ -37,6 +37,7 @@ struct keel_job {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static keel_job *pending; /* unfinished jobs, newest first */
+static unsigned running;  /* worker threads not yet returned (the exit waits for them too) */
 
 /* The folder resolved (symlinks, "..") and the name kept: two spellings of one file are one key.
  * A folder that does not resolve keeps the path as given (the save fails there anyway). */
@@ -118,6 +119,10 @@ static void *work(void *arg)
      * the layouts it may change) */
     keel__kinds_unpin();
     if (dead) job_destroy(dead);
+    pthread_mutex_lock(&mu);
+    running--;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
     return NULL;
 }
 
@@ -126,7 +131,7 @@ static void *work(void *arg)
 static void wait_all(void)
 {
     pthread_mutex_lock(&mu);
-    while (pending) pthread_cond_wait(&cv, &mu);
+    while (pending || running) pthread_cond_wait(&cv, &mu);
     pthread_mutex_unlock(&mu);
 }
 static void register_exit(void) { atexit(wait_all); }
@@ -171,6 +176,7 @@ static keel_status start(const keel_world *w, const char *path, keel_baseline *b
     }
     j->next_pending = pending;
     pending = j;
+    running++;
     pthread_mutex_unlock(&mu);
     keel__kinds_pin();
     j->copy = keel__world_copy(w);
@@ -199,6 +205,7 @@ static keel_status start(const keel_world *w, const char *path, keel_baseline *b
                 break;
             }
         j->refs--;
+        running--;
         pthread_cond_broadcast(&cv);
         pthread_mutex_unlock(&mu);
     }

@@ -112,6 +112,34 @@ describe("save games as text", function()
     assert.are.equal(0, code, err) -- canonical like a scene
   end)
 
+  it("an unknown component keeps its body as written through the text and back", function()
+    local text = SCENE .. [[
+  - uuid: 00000000-0000-4000-8000-0000000000c8
+    name: Mod
+    components:
+      - kind: mod:winch
+        version: 3
+        slot: 0
+        body:
+          rope: {length: 12, 'knots': [1, 2]}
+]]
+    local w = assert(keel.parse(text))
+    local base = keel.persist.baseline(w)
+    w:find("Mod"):duplicate()
+    local slot, txt, back = dir .. "/m.save", dir .. "/m.yaml", dir .. "/m2.save"
+    assert.is_true(keel.persist.save(w, base, slot, INFO))
+    local code, out, err = H.run_keel(bin, "dump " .. q(slot))
+    assert.are.equal(0, code, err)
+    assert.truthy(out:find("unknown: true\n    body:\n      rope: {length: 12, 'knots': [1, 2]}\n", 1, true), out)
+    spit(txt, out)
+    code, _, err = H.run_keel(bin, "cook " .. q(txt) .. " -o " .. q(back))
+    assert.are.equal(0, code, err)
+    assert.are.equal(slurp(slot), slurp(back))
+    local w2 = assert(keel.parse(text))
+    assert.is_true(keel.persist.load_text(w2, out))
+    assert.are.equal(w:dump(), w2:dump())
+  end)
+
   it("keel.persist.load_text applies as keel.persist.load does", function()
     local w = fresh()
     local base = keel.persist.baseline(w)

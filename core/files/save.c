@@ -281,10 +281,7 @@ static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const ke
         keel__buf_node(b, body);
         keel_node_free(body);
     } else if (m->preserved) {
-        keel_node *body = keel_node_copy(m->preserved);
-        keel__save_canon(body);
-        keel__buf_node(b, body);
-        keel_node_free(body);
+        keel__buf_node(b, m->preserved); /* an unknown body keeps every style as written */
     } else {
         keel_node *empty = keel_node_new_map();
         keel__buf_node(b, empty);

@@ -90,8 +90,40 @@ static void emit_canon(writer *wr, const keel_node *n)
     collection(wr, n->kind == KEEL_NODE_MAP, false, flow);
 }
 
-static void emit_body(writer *wr, const keel_node *body)
+/* An unknown component's body, each node in the style it was written in (as a scene keeps it). */
+static void emit_styled(writer *wr, const keel_node *n)
 {
+    if (n->kind == KEEL_NODE_SCALAR) {
+        yaml_scalar_style_t st;
+        switch (n->style) {
+        case KEEL_STYLE_PLAIN: st = YAML_PLAIN_SCALAR_STYLE; break;
+        case KEEL_STYLE_SINGLE: st = YAML_SINGLE_QUOTED_SCALAR_STYLE; break;
+        case KEEL_STYLE_DOUBLE: st = YAML_DOUBLE_QUOTED_SCALAR_STYLE; break;
+        case KEEL_STYLE_LITERAL: st = YAML_LITERAL_SCALAR_STYLE; break;
+        case KEEL_STYLE_FOLDED: st = YAML_FOLDED_SCALAR_STYLE; break;
+        default: str(wr, n->text ? n->text : ""); return;
+        }
+        if (st == YAML_PLAIN_SCALAR_STYLE && n->len == 0) {
+            plain(wr, "null");
+            return;
+        }
+        keel__yaml_out_scalar(wr, n->text ? n->text : "", n->len, st);
+        return;
+    }
+    bool flow = n->style == KEEL_STYLE_FLOW;
+    collection(wr, n->kind == KEEL_NODE_MAP, true, flow);
+    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < items; i++) emit_styled(wr, &n->items[i]);
+    collection(wr, n->kind == KEEL_NODE_MAP, false, flow);
+}
+
+/* A known body in the canonical styles the slot writer gives it; an unknown one as written. */
+static void emit_body(writer *wr, const keel_node *body, bool known)
+{
+    if (!known) {
+        emit_styled(wr, body);
+        return;
+    }
     keel_node *c = keel_node_copy(body);
     keel__save_canon(c);
     emit_canon(wr, c);
@@ -164,7 +196,7 @@ static void emit_spawned(writer *wr, const keel__save_ent *e)
             plain(wr, "true");
         }
         plain(wr, "body");
-        emit_body(wr, c->body);
+        emit_body(wr, c->body, c->loaded);
         MAP_END(wr);
     }
     SEQ_END(wr);
@@ -222,7 +254,7 @@ static void emit_changed(writer *wr, const keel__save_ent *e)
                 plain(wr, "true");
             }
             plain(wr, c->op == OP_ADD ? "body" : "fields");
-            emit_body(wr, c->body);
+            emit_body(wr, c->body, c->op != OP_ADD || c->loaded);
             MAP_END(wr);
         }
         MAP_END(wr);
@@ -375,7 +407,7 @@ static char *read_kind_slot(reader *r, const keel_node *n, const char *path, uin
     return key;
 }
 
-static keel_node *read_body(reader *r, const keel_node *n, const char *path)
+static keel_node *read_body(reader *r, const keel_node *n, const char *path, bool known)
 {
     if (!n || n->kind != KEEL_NODE_MAP) {
         bad(r, n, path, "a map expected%s", "");
@@ -384,7 +416,7 @@ static keel_node *read_body(reader *r, const keel_node *n, const char *path)
     const char *why = keel__body_over_limits(n);
     if (why) bad(r, n, path, "%s", why);
     keel_node *b = keel_node_copy(n);
-    keel__save_canon(b);
+    if (known) keel__save_canon(b); /* an unknown body keeps its styles, as the slot does */
     return b;
 }
 
@@ -441,7 +473,7 @@ static void read_spawned(reader *r, const keel_node *n, const char *path, keel__
         snprintf(p, sizeof p, "%.300s.unknown", cp);
         sc->loaded = !read_bool(r, get(c, "unknown"), p, false);
         snprintf(p, sizeof p, "%.300s.body", cp);
-        sc->body = read_body(r, get(c, "body"), p);
+        sc->body = read_body(r, get(c, "body"), p, sc->loaded);
     }
 }
 
@@ -522,7 +554,7 @@ static void read_changed(reader *r, const keel_node *k, const keel_node *n, cons
                 bad(r, get(c, added ? "fields" : "body"), cp, added ? "an added component has a body, not fields%s"
                                                                   : "a changed component has fields, not a body%s", "");
             snprintf(p, sizeof p, "%.300s.%.10s", cp, bk);
-            sc->body = read_body(r, get(c, bk), p);
+            sc->body = read_body(r, get(c, bk), p, !added || sc->loaded);
         }
     }
 }

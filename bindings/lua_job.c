@@ -101,8 +101,9 @@ static int job_tostring(lua_State *L)
     ljob *lj = keel__lua_checkudata(L, 1, &mt_job);
     keel_status s;
     if (!lj->j) lua_pushliteral(L, "keel.Job (collected)");
-    else lua_pushfstring(L, "keel.Job (%s, %s)", keel_job_path(lj->j),
-                         keel_job_done(lj->j, &s, NULL) ? "done" : "writing");
+    else
+        lua_pushfstring(L, "keel.Job (%s, %s)", keel_job_path(lj->j),
+                        keel_job_done(lj->j, &s, NULL) ? "done" : "writing");
     return 1;
 }
 
@@ -113,8 +114,9 @@ static void job_mt(lua_State *L)
         return;
     }
     lua_pop(L, 1);
-    static const luaL_Reg meta[] = { { "__gc", job_gc }, { "__index", job_index }, { "__tostring", job_tostring },
-                                     { NULL, NULL } };
+    static const luaL_Reg meta[] = {
+        { "__gc", job_gc }, { "__index", job_index }, { "__tostring", job_tostring }, { NULL, NULL }
+    };
     static const luaL_Reg methods[] = { { "done", job_done }, { "wait", job_wait }, { NULL, NULL } };
     keel__lua_newmt(L, &mt_job);
     luaL_setfuncs(L, meta, 0);
@@ -136,7 +138,10 @@ static ljob *push_job(lua_State *L, int world_idx)
     return lj;
 }
 
-keel_job **keel__lua_new_job(lua_State *L, int world_idx) { return &push_job(L, world_idx)->j; }
+keel_job **keel__lua_new_job(lua_State *L, int world_idx)
+{
+    return &push_job(L, world_idx)->j;
+}
 
 static const char *const save_keys[] = { "adopt", NULL };
 
@@ -145,26 +150,28 @@ int keel__lua_w_save_async(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
     if (!lua_isnoneornil(L, 2) && lua_type(L, 2) != LUA_TSTRING)
-        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save_async: a path expected, got %s", luaL_typename(L, 2));
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save_async: a path expected, got %s",
+                                luaL_typename(L, 2));
     if (!lua_isnoneornil(L, 2) && keel__lua_has_nul(L, 2))
         return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save_async: the path holds a NUL byte");
     bool adopt = false;
     if (!lua_isnoneornil(L, 3)) {
         if (lua_type(L, 3) != LUA_TTABLE)
             return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save_async: an options table expected, got %s",
-                                   luaL_typename(L, 3));
+                                    luaL_typename(L, 3));
         keel__lua_check_keys(L, 3, "save_async", save_keys);
         lua_getfield(L, 3, "adopt");
         if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TBOOLEAN)
             return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "save_async: adopt must be a boolean, got %s",
-                                   luaL_typename(L, -1));
+                                    luaL_typename(L, -1));
         adopt = lua_toboolean(L, -1);
         lua_pop(L, 1);
     }
     const char *path = lua_isnoneornil(L, 2) ? lw->path : lua_tostring(L, 2);
     if (!path)
-        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT,
-                               "save_async: this world has no path (w.path is nil): give one, or { adopt = true } to keep it");
+        return keel__lua_raisef(
+            L, KEEL_INVALID_ARGUMENT,
+            "save_async: this world has no path (w.path is nil): give one, or { adopt = true } to keep it");
     keel__lua_refuse_in_callback(L, lw->w, "w:save_async");
     ljob *lj = push_job(L, 1); /* before the job exists: a memory error here leaks nothing */
     bool own = lw->path && strcmp(path, lw->path) == 0;

@@ -43,7 +43,10 @@ bool keel_cli_file_is_save_text(const char *path)
     return is;
 }
 
-static int exit_of(keel_status s) { return s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT; }
+static int exit_of(keel_status s)
+{
+    return s == KEEL_IO_ERROR ? KEEL_EXIT_USAGE : KEEL_EXIT_INPUT;
+}
 
 int keel_cli_dump_slot(keel_cli *cli, const char *path, const char *out)
 {

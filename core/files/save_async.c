@@ -21,10 +21,10 @@
 #include <time.h>
 
 struct keel_job {
-    char *path;      /* as given */
-    char *key;       /* the path the pending list compares (its folder resolved) */
-    const void *owner; /* the world it was taken from: compared, never followed */
-    keel_world *copy;  /* the capture; the worker frees it */
+    char *path;          /* as given */
+    char *key;           /* the path the pending list compares (its folder resolved) */
+    const void *owner;   /* the world it was taken from: compared, never followed */
+    keel_world *copy;    /* the capture; the worker frees it */
     keel_baseline *base; /* persist jobs: retained */
     keel_slot_info info;
     bool finished;
@@ -79,7 +79,10 @@ static void job_destroy(keel_job *j)
 }
 
 /* Drops one reference; mu held. Returns the job to destroy (outside the lock) or NULL. */
-static keel_job *release_locked(keel_job *j) { return --j->refs == 0 ? j : NULL; }
+static keel_job *release_locked(keel_job *j)
+{
+    return --j->refs == 0 ? j : NULL;
+}
 
 static void *work(void *arg)
 {
@@ -134,7 +137,10 @@ static void wait_all(void)
     while (pending || running) pthread_cond_wait(&cv, &mu);
     pthread_mutex_unlock(&mu);
 }
-static void register_exit(void) { atexit(wait_all); }
+static void register_exit(void)
+{
+    atexit(wait_all);
+}
 
 static keel_status refuse(const keel_world *w, const char *what, const char *path, keel_diags *d)
 {
@@ -142,8 +148,8 @@ static keel_status refuse(const keel_world *w, const char *what, const char *pat
     if (keel_world_in_callback(w)) /* the state may still roll back */
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s refuses while a callback transaction is open", what);
     if (keel_world_lift_count(w))
-        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s refuses while entities are lifted (restore or discard them)",
-                          what);
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "%s refuses while entities are lifted (restore or discard them)", what);
     return KEEL_OK;
 }
 
@@ -165,7 +171,8 @@ static keel_status start(const keel_world *w, const char *path, keel_baseline *b
         j->info.play_seconds = info->play_seconds;
         j->info.fields = info->fields ? keel_node_copy(info->fields) : NULL;
     }
-    if (base && !j->info.saved_at) j->info.saved_at = (int64_t)time(NULL); /* the time of the call, not of the write */
+    if (base && !j->info.saved_at)
+        j->info.saved_at = (int64_t)time(NULL); /* the time of the call, not of the write */
     pthread_mutex_lock(&mu);
     if (pending_locked(j->key)) {
         pthread_mutex_unlock(&mu);
@@ -278,7 +285,10 @@ keel_status keel_job_wait(keel_job *j, keel_diags *d)
     return s;
 }
 
-const char *keel_job_path(const keel_job *j) { return j ? j->path : NULL; }
+const char *keel_job_path(const keel_job *j)
+{
+    return j ? j->path : NULL;
+}
 
 void keel_job_free(keel_job *j)
 {

@@ -34,12 +34,19 @@ typedef keel__yaml_out writer;
 
 /* ================================================================ writing */
 
-static void scalar(writer *wr, const char *s, yaml_scalar_style_t st) { keel__yaml_out_scalar(wr, s, strlen(s), st); }
-static void plain(writer *wr, const char *s) { scalar(wr, s, YAML_PLAIN_SCALAR_STYLE); }
+static void scalar(writer *wr, const char *s, yaml_scalar_style_t st)
+{
+    keel__yaml_out_scalar(wr, s, strlen(s), st);
+}
+static void plain(writer *wr, const char *s)
+{
+    scalar(wr, s, YAML_PLAIN_SCALAR_STYLE);
+}
 static void str(writer *wr, const char *s)
 {
     keel__yaml_out_scalar(wr, s, strlen(s),
-                          keel__scene_plain_safe(s, strlen(s)) ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+                          keel__scene_plain_safe(s, strlen(s)) ? YAML_PLAIN_SCALAR_STYLE
+                                                               : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 static void integer(writer *wr, long long v)
 {
@@ -63,9 +70,11 @@ static void collection(writer *wr, bool map, bool start, bool flow)
 {
     yaml_event_t e;
     if (map && start)
-        yaml_mapping_start_event_initialize(&e, NULL, NULL, 1, flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
+        yaml_mapping_start_event_initialize(&e, NULL, NULL, 1,
+                                            flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE);
     else if (start)
-        yaml_sequence_start_event_initialize(&e, NULL, NULL, 1, flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
+        yaml_sequence_start_event_initialize(&e, NULL, NULL, 1,
+                                             flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE);
     else if (map) yaml_mapping_end_event_initialize(&e);
     else yaml_sequence_end_event_initialize(&e);
     keel__yaml_out_emit(wr, &e);
@@ -80,7 +89,8 @@ static void emit_canon(writer *wr, const keel_node *n)
 {
     if (n->kind == KEEL_NODE_SCALAR) {
         keel__yaml_out_scalar(wr, n->text ? n->text : "", n->len,
-                              n->style == KEEL_STYLE_PLAIN ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+                              n->style == KEEL_STYLE_PLAIN ? YAML_PLAIN_SCALAR_STYLE
+                                                           : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
         return;
     }
     bool flow = n->style == KEEL_STYLE_FLOW;
@@ -130,7 +140,10 @@ static void emit_body(writer *wr, const keel_node *body, bool known)
     keel_node_free(c);
 }
 
-static char *kind_slot(const char *key, uint32_t slot) { return keel__strfmt("%s[%u]", key, slot); }
+static char *kind_slot(const char *key, uint32_t slot)
+{
+    return keel__strfmt("%s[%u]", key, slot);
+}
 
 static void emit_details(writer *wr, const keel_slot_info *info, keel_uuid scene)
 {
@@ -154,7 +167,8 @@ static void emit_details(writer *wr, const keel_slot_info *info, keel_uuid scene
             plain(wr, f->items[2 * i].text);
             const keel_node *v = &f->items[2 * i + 1];
             keel__yaml_out_scalar(wr, v->text, v->len,
-                                  v->style == KEEL_STYLE_PLAIN ? YAML_PLAIN_SCALAR_STYLE : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
+                                  v->style == KEEL_STYLE_PLAIN ? YAML_PLAIN_SCALAR_STYLE
+                                                               : YAML_DOUBLE_QUOTED_SCALAR_STYLE);
         }
         MAP_END(wr);
     }
@@ -334,7 +348,8 @@ static void bad(reader *r, const keel_node *n, const char *path, const char *fmt
 {
     char msg[512];
     snprintf(msg, sizeof msg, fmt, what ? what : "");
-    keel_diag_add(r->d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, path, r->file, n ? n->line : 0, n ? n->col : 0, "%s", msg);
+    keel_diag_add(r->d, KEEL_SEV_ERROR, KEEL_PARSE_ERROR, path, r->file, n ? n->line : 0, n ? n->col : 0, "%s",
+                  msg);
     r->failed = true;
 }
 
@@ -354,7 +369,10 @@ static void only_keys(reader *r, const keel_node *map, const char *path, const c
     }
 }
 
-static bool is_plain(const keel_node *n) { return n && n->kind == KEEL_NODE_SCALAR && n->style == KEEL_STYLE_PLAIN; }
+static bool is_plain(const keel_node *n)
+{
+    return n && n->kind == KEEL_NODE_SCALAR && n->style == KEEL_STYLE_PLAIN;
+}
 
 static keel_uuid read_uuid(reader *r, const keel_node *n, const char *path, bool root_ok)
 {
@@ -385,7 +403,8 @@ static bool read_bool(reader *r, const keel_node *n, const char *path, bool dflt
 static int64_t read_int(reader *r, const keel_node *n, const char *path, int64_t lo, int64_t hi)
 {
     int64_t v = 0;
-    if (!is_plain(n) || !keel_node_as_int(n, &v) || v < lo || v > hi) bad(r, n, path, "a whole number in range expected%s", "");
+    if (!is_plain(n) || !keel_node_as_int(n, &v) || v < lo || v > hi)
+        bad(r, n, path, "a whole number in range expected%s", "");
     return v;
 }
 
@@ -548,11 +567,14 @@ static void read_changed(reader *r, const keel_node *k, const keel_node *n, cons
             sc->enabled = read_bool(r, get(c, "enabled"), p, true);
             snprintf(p, sizeof p, "%.300s.unknown", cp);
             sc->loaded = !read_bool(r, get(c, "unknown"), p, false);
-            if (!added && get(c, "unknown")) bad(r, get(c, "unknown"), p, "only an added component can be unknown%s", "");
+            if (!added && get(c, "unknown"))
+                bad(r, get(c, "unknown"), p, "only an added component can be unknown%s", "");
             const char *bk = added ? "body" : "fields";
             if (get(c, added ? "fields" : "body"))
-                bad(r, get(c, added ? "fields" : "body"), cp, added ? "an added component has a body, not fields%s"
-                                                                  : "a changed component has fields, not a body%s", "");
+                bad(r, get(c, added ? "fields" : "body"), cp,
+                    added ? "an added component has a body, not fields%s"
+                          : "a changed component has fields, not a body%s",
+                    "");
             snprintf(p, sizeof p, "%.300s.%.10s", cp, bk);
             sc->body = read_body(r, get(c, bk), p, !added || sc->loaded);
         }
@@ -577,9 +599,11 @@ keel_status keel__save_text_read(const char *text, size_t len, const char *file,
     }
     only_keys(r, doc, "", top);
     if (read_int(r, get(doc, "keel_save"), "keel_save", 1, 1000) != TEXT_VERSION && !r->failed)
-        bad(r, get(doc, "keel_save"), "keel_save", "save text version %s is not supported", get(doc, "keel_save")->text);
+        bad(r, get(doc, "keel_save"), "keel_save", "save text version %s is not supported",
+            get(doc, "keel_save")->text);
     const keel_node *det = get(doc, "details");
-    if (!det || det->kind != KEEL_NODE_MAP) bad(r, det ? det : doc, "details", "the details (a map) are missing%s", "");
+    if (!det || det->kind != KEEL_NODE_MAP)
+        bad(r, det ? det : doc, "details", "the details (a map) are missing%s", "");
     only_keys(r, det, "details", dkeys);
     info->title = read_string(r, get(det, "title"), "details.title");
     info->saved_at = read_int(r, get(det, "saved_at"), "details.saved_at", INT64_MIN, INT64_MAX);
@@ -600,7 +624,8 @@ keel_status keel__save_text_read(const char *text, size_t len, const char *file,
                     continue;
                 }
                 keel_node_put(info->fields, f->items[2 * i].text,
-                              keel_node_new_scalar(v->text, v->style == KEEL_STYLE_PLAIN ? KEEL_STYLE_PLAIN : KEEL_STYLE_DOUBLE));
+                              keel_node_new_scalar(
+                                  v->text, v->style == KEEL_STYLE_PLAIN ? KEEL_STYLE_PLAIN : KEEL_STYLE_DOUBLE));
             }
         }
     }
@@ -609,8 +634,10 @@ keel_status keel__save_text_read(const char *text, size_t len, const char *file,
                     *od = get(doc, "order");
     if (sp && sp->kind != KEEL_NODE_SEQ) bad(r, sp, "spawned", "a list of entities expected%s", ""), sp = NULL;
     if (de && de->kind != KEEL_NODE_SEQ) bad(r, de, "destroyed", "a list of UUIDs expected%s", ""), de = NULL;
-    if (ch && ch->kind != KEEL_NODE_MAP) bad(r, ch, "changed", "a map of entities to changes expected%s", ""), ch = NULL;
-    if (od && od->kind != KEEL_NODE_MAP) bad(r, od, "order", "a map of parents to children expected%s", ""), od = NULL;
+    if (ch && ch->kind != KEEL_NODE_MAP)
+        bad(r, ch, "changed", "a map of entities to changes expected%s", ""), ch = NULL;
+    if (od && od->kind != KEEL_NODE_MAP)
+        bad(r, od, "order", "a map of parents to children expected%s", ""), od = NULL;
     size_t nsp = sp ? sp->count : 0, nch = ch ? ch->count : 0;
     st->ents = keel__xcalloc(nsp + nch ? nsp + nch : 1, sizeof *st->ents);
     /* the slot's order: the root's record first, then the spawned, then the changed */
@@ -669,14 +696,16 @@ done:
 
 /* ================================================================ the public face */
 
-keel_status keel_persist_dump(const keel_world *w, const keel_baseline *base, const keel_slot_info *info, char **out,
-                              size_t *len, keel_diags *d)
+keel_status keel_persist_dump(const keel_world *w, const keel_baseline *base, const keel_slot_info *info,
+                              char **out, size_t *len, keel_diags *d)
 {
     if (!w || !base || !out) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_dump: NULL argument");
     if (keel_world_in_callback(w))
-        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_persist_dump refuses while a callback transaction is open");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "keel_persist_dump refuses while a callback transaction is open");
     if (keel_world_lift_count(w))
-        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_persist_dump refuses while entities are lifted (restore or discard them)");
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "keel_persist_dump refuses while entities are lifted (restore or discard them)");
     if (!keel_uuid_equal(keel_world_uuid(w), keel__baseline_scene(base)))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of another scene than the world");
     keel_status s = keel__slot_info_check(info, d);

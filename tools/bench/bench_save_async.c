@@ -33,7 +33,10 @@ static keel_world *make_scene(void)
     return w;
 }
 
-static double min2(double a, double b) { return a < b ? a : b; }
+static double min2(double a, double b)
+{
+    return a < b ? a : b;
+}
 
 int main(void)
 {
@@ -69,7 +72,8 @@ int main(void)
     int i = 0;
     for (keel_entity e = keel_next(w, 0); e; e = keel_next(w, e), i++) {
         keel_comp c;
-        if (i % 5 == 0 && keel_get_comp(w, e, tr, 0, &c)) set(w, c, "position", (keel_value){ .as.v = { i, 2, 3 } });
+        if (i % 5 == 0 && keel_get_comp(w, e, tr, 0, &c))
+            set(w, c, "position", (keel_value){ .as.v = { i, 2, 3 } });
     }
     char slot_sync[64], slot_async[64];
     snprintf(slot_sync, sizeof slot_sync, "/tmp/keel_bench_sync_%d.sav", (int)getpid());
@@ -82,7 +86,8 @@ int main(void)
         p_sync = min2(p_sync, now() - t0);
         keel_job *job = NULL;
         t0 = now();
-        if ((s = keel_persist_save_async(w, base, slot_async, &info, &job, &d))) die("keel_persist_save_async", s, &d);
+        if ((s = keel_persist_save_async(w, base, slot_async, &info, &job, &d)))
+            die("keel_persist_save_async", s, &d);
         p_stall = min2(p_stall, now() - t0);
         if ((s = keel_job_wait(job, &d))) die("keel_job_wait", s, &d);
         keel_job_free(job);

@@ -3,9 +3,11 @@
 #include <lauxlib.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_job.h"
 
 static const keel_lua_type mt_baseline = { "keel.Baseline" };
 
@@ -115,33 +117,25 @@ static void check_info(lua_State *L, int idx)
     }
 }
 
-/* keel.persist.save(w, base, path, info) -> true | nil, err */
-static int persist_save(lua_State *L)
+/* The info table at idx as slot details: title and fields point into Lua's strings (kept alive by
+ * the table) and a heap MAP the caller frees. Nothing here raises (check_info ran first). */
+static keel_node *read_info(lua_State *L, int idx, keel_slot_info *info)
 {
-    keel_world *w = keel_lua_checkworld(L, 1);
-    lbase *lb = checkbase(L, 2);
-    const char *path = checkpath(L, 3);
-    check_info(L, 4);
-    keel__lua_refuse_in_callback(L, w, "keel.persist.save");
-    keel_slot_info info = { 0 };
+    memset(info, 0, sizeof *info);
     const char *title = NULL;
-    if (lua_istable(L, 4)) {
-        lua_getfield(L, 4, "title");
-        title = lua_tostring(L, -1); /* kept alive by the table */
-        lua_pop(L, 1);
-        lua_getfield(L, 4, "play_seconds");
-        info.play_seconds = lua_tonumber(L, -1);
-        lua_pop(L, 1);
-        lua_getfield(L, 4, "saved_at");
-        info.saved_at = (int64_t)lua_tointeger(L, -1);
-        lua_pop(L, 1);
-    }
-    info.title = (char *)(title ? title : "");
-    /* nothing below raises: the fields map and diags are freed before returning */
     keel_node *fields = NULL;
-    if (lua_istable(L, 4)) {
+    if (lua_istable(L, idx)) {
+        lua_getfield(L, idx, "title");
+        title = lua_tostring(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, idx, "play_seconds");
+        info->play_seconds = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+        lua_getfield(L, idx, "saved_at");
+        info->saved_at = (int64_t)lua_tointeger(L, -1);
+        lua_pop(L, 1);
         lua_pushnil(L);
-        while (lua_next(L, 4)) {
+        while (lua_next(L, idx)) {
             const char *k = lua_tostring(L, -2);
             if (strcmp(k, "title") != 0 && strcmp(k, "play_seconds") != 0 && strcmp(k, "saved_at") != 0) {
                 keel_node *v = field_scalar(L, -1);
@@ -153,11 +147,87 @@ static int persist_save(lua_State *L)
             lua_pop(L, 1);
         }
     }
-    info.fields = fields;
+    info->title = (char *)(title ? title : "");
+    info->fields = fields;
+    return fields;
+}
+
+/* keel.persist.save(w, base, path, info) -> true | nil, err */
+static int persist_save(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    lbase *lb = checkbase(L, 2);
+    const char *path = checkpath(L, 3);
+    check_info(L, 4);
+    keel__lua_refuse_in_callback(L, w, "keel.persist.save");
+    keel_slot_info info;
+    keel_node *fields = read_info(L, 4, &info);
     keel_diags d;
     keel_diags_init(&d);
     keel_status s = keel_persist_save(w, lb->b, path, &info, &d);
     keel_node_free(fields);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushboolean(L, 1);
+    return 1;
+}
+
+/* keel.persist.save_async(w, base, path, info) -> keel.Job | nil, err: the capture now, the
+ * writing on a worker; the job holds its own reference to the baseline. */
+static int persist_save_async(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    lbase *lb = checkbase(L, 2);
+    const char *path = checkpath(L, 3);
+    check_info(L, 4);
+    keel__lua_refuse_in_callback(L, w, "keel.persist.save_async");
+    keel_job **slot = keel__lua_new_job(L, 1); /* before anything is owned */
+    keel_slot_info info;
+    keel_node *fields = read_info(L, 4, &info);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status s = keel_persist_save_async(w, lb->b, path, &info, slot, &d);
+    keel_node_free(fields);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
+    keel_diags_free(&d);
+    return 1;
+}
+
+/* keel.persist.dump(w, base [, info]) -> the text persist.save would write | nil, err */
+static int persist_dump(lua_State *L)
+{
+    keel_world *w = keel_lua_checkworld(L, 1);
+    lbase *lb = checkbase(L, 2);
+    check_info(L, 3);
+    keel__lua_refuse_in_callback(L, w, "keel.persist.dump");
+    keel_slot_info info;
+    keel_node *fields = read_info(L, 3, &info);
+    keel_diags d;
+    keel_diags_init(&d);
+    char *text = NULL;
+    size_t len = 0;
+    keel_status s = keel_persist_dump(w, lb->b, &info, &text, &len, &d);
+    keel_node_free(fields);
+    if (s != KEEL_OK) return keel__lua_fail(L, &d);
+    keel_diags_free(&d);
+    lua_pushlstring(L, text, len); /* a memory error here would leak text: its size is a save's */
+    free(text);
+    return 1;
+}
+
+/* keel.persist.load_text(w, text [, name]) -> true | nil, err (as load; all or nothing) */
+static int persist_load_text(lua_State *L)
+{
+    keel_lua_world *lw = keel__lua_checklw(L, 1);
+    size_t len = 0;
+    if (lua_type(L, 2) != LUA_TSTRING) keel__lua_argerror(L, 2, "a save game's text expected, got %s", luaL_typename(L, 2));
+    const char *text = lua_tolstring(L, 2, &len);
+    const char *name = luaL_optstring(L, 3, NULL);
+    keel_diags d;
+    keel_diags_init(&d);
+    KEEL_LUA_ENTER(L, lw->ctx);
+    keel_status s = keel_persist_load_text(lw->w, text, len, name, &d);
+    KEEL_LUA_LEAVE();
     if (s != KEEL_OK) return keel__lua_fail(L, &d);
     keel_diags_free(&d);
     lua_pushboolean(L, 1);
@@ -219,6 +289,9 @@ int keel_lua_open_persist(lua_State *L)
     static const luaL_Reg funcs[] = {
         { "baseline", persist_baseline },
         { "save", persist_save },
+        { "save_async", persist_save_async },
+        { "dump", persist_dump },
+        { "load_text", persist_load_text },
         { "load", persist_load },
         { "info", persist_info },
         { NULL, NULL },

@@ -8,6 +8,7 @@
 
 #include "lua_internal.h"
 #include "keel_stats.h"
+#include "lua_job.h"
 #include "bind.h" /* keel__utf8_valid */
 
 /* ---- World userdata ---- */
@@ -501,6 +502,7 @@ static int w_close(lua_State *L)
     }
     keel_diags d;
     keel_diags_init(&d);
+    keel_jobs_wait(lw->w); /* its pending saves are written first */
     KEEL_LUA_ENTER(L, lw->ctx);
     keel_status s = keel__world_retire(lw->w, &d);
     KEEL_LUA_LEAVE();
@@ -624,7 +626,7 @@ static int w__unkeep(lua_State *L) { return keep_or_not(L, false, "w:_unkeep"); 
 
 static const luaL_Reg world_methods[] = {
     { "spawn", keel__lua_w_spawn }, { "find", w_find }, { "step", w_step }, { "run", w_run },
-    { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save },
+    { "errors", w_errors }, { "warnings", w_warnings }, { "dump", w_dump }, { "save", w_save }, { "save_async", keel__lua_w_save_async },
     { "close", w_close }, { "transfer", w_transfer }, { "play", w_play }, { "stop", w_stop }, { "keep", w_keep }, { "_unkeep", w__unkeep }, { "lift", keel__lua_w_lift }, { "broadcast", keel__lua_w_broadcast },
     { "_spawn", keel__lua_w__spawn }, { "_set_revision", w__set_revision }, { "_mark_saved", w__mark_saved }, { "_revision_mark", w__revision_mark }, { NULL, NULL }
 };

@@ -1579,6 +1579,66 @@ keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d);
 /* Reads only the slot's info; `*out` is zeroed first and left empty on failure. */
 keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags *d);
 
+/* Saves off the caller's thread (design/saving.md). The call captures the committed world at once
+ * (a copy of its records: no encoding, no I/O) and a worker thread encodes the copy and writes it
+ * atomically, as keel_scene_save / keel_persist_save would have at the call; the world may change
+ * freely meanwhile. Refused at the call (no job, `*out` NULL) as the synchronous saves are:
+ * InvalidArgument (NULL argument, a baseline of another scene, bad details), InvalidOperation (a
+ * callback transaction is open, entities are lifted, or a job to the same file is still pending:
+ * a synchronous save there is refused too). The save's own errors (IOError, ...) come only from
+ * keel_job_done / keel_job_wait. Jobs on different files run at once. A persist job holds its
+ * own reference to `base` (keel_baseline_free may come first). Kind declarations wait for
+ * running jobs; jobs still running when the program exits are finished first.
+ * Example:
+ *     keel_diags d;
+ *     keel_diags_init(&d);
+ *     keel_world *w = NULL;
+ *     keel_job *job = NULL;
+ *     keel_status st = keel_scene_load("scenes/demo.yaml", NULL, &w, &d);
+ *     if (st == KEEL_OK) st = keel_save_async(w, "demo_async.yaml", &job, &d);
+ *     if (st == KEEL_OK) st = keel_destroy(w, keel_find_name(w, "Floor"), NULL, &d); // not in the file
+ *     keel_status done = KEEL_OK;
+ *     while (st == KEEL_OK && !keel_job_done(job, &done, &d)) { } // a frame's work goes here
+ *     if (st == KEEL_OK) st = done;
+ *     if (st != KEEL_OK) report("demo_async.yaml", st, &d);
+ *     keel_job_free(job);
+ *     keel_world_free(w);
+ *     keel_diags_free(&d);
+ *     return st != KEEL_OK;
+ */
+typedef struct keel_job keel_job;
+keel_status keel_save_async(const keel_world *w, const char *path, keel_job **out, keel_diags *d);
+keel_status keel_persist_save_async(const keel_world *w, const keel_baseline *base, const char *path,
+                                    const keel_slot_info *info, keel_job **out, keel_diags *d);
+/* false while the job writes; then true, with the save's status in `*status` (may be NULL) and
+ * a copy of its diagnostics appended to d (every call). A NULL job is done with InvalidArgument. */
+bool keel_job_done(keel_job *j, keel_status *status, keel_diags *d);
+/* Blocks until the job is done; returns its status (diagnostics as keel_job_done). */
+keel_status keel_job_wait(keel_job *j, keel_diags *d);
+const char *keel_job_path(const keel_job *j); /* as given to the call */
+/* Lets go of the handle; a job still writing finishes on its own. NULL is a no-op. */
+void keel_job_free(keel_job *j);
+/* Blocks until every pending job taken from w (NULL: from any world) is done. keel_world_close
+ * calls it. */
+void keel_jobs_wait(const keel_world *w);
+
+/* Save games as text (design/saving.md): `keel_save: 1`, details (title, saved_at, play_seconds,
+ * the scene UUID, fields), spawned entities whole, destroyed UUIDs, changed entities (only what
+ * differs: name, enabled, parent, removed kind[slot]s, per kind[slot] the fields that differ or a
+ * component added whole) and recorded child orders. A slot dumped and cooked back is the same
+ * bytes. keel_persist_dump: what keel_persist_save would write, as text (saved_at 0: now);
+ * keel_persist_dump_slot: a slot file's text; keel_persist_load_text: as keel_persist_load, from
+ * text (ParseError with file:line:col for malformed text, then the same checks, all or nothing);
+ * keel_persist_cook_text: text to a slot file, written atomically; keel_persist_format_text: the
+ * canonical text of a text (keel fmt). `*out` is malloc'd and NUL-terminated. */
+keel_status keel_persist_dump(const keel_world *w, const keel_baseline *base, const keel_slot_info *info, char **out,
+                              size_t *len, keel_diags *d);
+keel_status keel_persist_dump_slot(const char *path, char **out, size_t *len, keel_diags *d);
+keel_status keel_persist_load_text(keel_world *w, const char *text, size_t len, const char *file, keel_diags *d);
+keel_status keel_persist_cook_text(const char *text, size_t len, const char *file, const char *path, keel_diags *d);
+keel_status keel_persist_format_text(const char *text, size_t len, const char *file, char **out, size_t *out_len,
+                                     keel_diags *d);
+
 #if defined(__GNUC__)
 #pragma GCC visibility pop
 #endif

@@ -152,4 +152,12 @@ void keel_cli_usage_error(const keel_cli *cli, const char *fmt, ...)
  * used when a diagnostic has none. Returns the number of errors. */
 size_t keel_cli_print_diags(const keel_diags *d, const char *file);
 
+/* ---- verb_savetext.c: save games as text in dump, cook and fmt ---- */
+bool keel_cli_is_save_text(const char *text, size_t len);
+bool keel_cli_file_is_slot(const char *path);
+bool keel_cli_file_is_save_text(const char *path);
+int keel_cli_dump_slot(keel_cli *cli, const char *path, const char *out);
+int keel_cli_cook_save_text(keel_cli *cli, const char *path, const char *out);
+int keel_cli_fmt_save_text(const char *path, const char *old, size_t oldlen, bool check, keel_diags *d);
+
 #endif

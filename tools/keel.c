@@ -62,6 +62,9 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  identical to the scene as loaded.\n"
       "  --profile prints, at the end, the ten costliest systems and kind hooks (mean\n"
       "  and max ms per frame, calls) and the frame time's mean, p50, p95 and max.\n"
+      "  --autosave SECONDS PATH writes a save-game slot to PATH every SECONDS of world\n"
+      "  time (keel.persist.save_async against the scene as loaded); a failed one is\n"
+      "  printed and the run goes on.\n"
       "  Exits 1 when a callback failed. --serve runs in real time (until ctrl-c,\n"
       "  or N frames) and serves the live channel as `keel serve` does.\n"
       "  --host serves the world to keel.net clients over UDP (default port 27761)\n"
@@ -87,15 +90,19 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  Rewrites each scene in canonical form (atomically, only when the bytes\n"
       "  differ); manifests are checked, not rewritten. --check writes nothing,\n"
       "  prints a unified diff of what fmt would change (`diff -u`, diffutils) and\n"
-      "  exits 1 when a file is not canonical.\n" },
+      "  exits 1 when a file is not canonical. A save game's text (keel_save:) is\n"
+      "  kept canonical the same way.\n" },
     { "cook",
       "usage: keel cook SCENE -o OUT.keelc\n"
       "  Builds the cooked binary scene and prints `wrote OUT: N entities, B bytes`.\n"
       "  Refuses unknown kinds, unresolved entity references and assets missing\n"
-      "  from the manifest.\n" },
+      "  from the manifest. A save game's text (keel_save:, from `keel dump SLOT`)\n"
+      "  cooks back to its slot file, byte for byte: keel cook SLOT.yaml -o SLOT.save\n" },
     { "dump",
       "usage: keel dump FILE.keelc [-o OUT]\n"
-      "  Prints a cooked scene back as canonical YAML (to OUT with -o).\n" },
+      "  Prints a cooked scene back as canonical YAML (to OUT with -o). A save-game\n"
+      "  slot (keel.persist.save's file) prints as its text: details, spawned,\n"
+      "  destroyed and changed entities.\n" },
     { "kinds",
       "usage: keel kinds [--json|--meta]\n"
       "  Lists the registered kinds (built-in, the kinds directories') with their\n"

@@ -194,7 +194,9 @@ int keel_cli_fmt(lua_State *L, keel_cli *cli, int argc, char **argv)
         char *old = NULL, *text = NULL;
         size_t oldlen = 0, len = 0;
         keel_status s = keel_read_file(argv[i], o.limits.document_size, &old, &oldlen, &d);
-        if (s == KEEL_OK && oldlen >= 8 && memcmp(old, "KEELCOOK", 8) == 0) {
+        if (s == KEEL_OK && keel_cli_is_save_text(old, oldlen)) { /* a save game's text (verb_savetext.c) */
+            code = worse(code, keel_cli_fmt_save_text(argv[i], old, oldlen, check, &d));
+        } else if (s == KEEL_OK && oldlen >= 8 && memcmp(old, "KEELCOOK", 8) == 0) {
             /* fmt must not turn a cooked scene into YAML in place */
             fprintf(stderr, "%s: error: InvalidArgument: a cooked scene is not formatted in place "
                     "(keel dump %s -o OUT.yaml writes its YAML)\n", argv[i], argv[i]);
@@ -237,6 +239,7 @@ int keel_cli_cook(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "cook: expected SCENE -o OUT.keelc");
         return KEEL_EXIT_USAGE;
     }
+    if (keel_cli_file_is_save_text(argv[0])) return keel_cli_cook_save_text(cli, argv[0], out);
     cli->scene = argv[0];
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
@@ -282,6 +285,7 @@ int keel_cli_dump(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "dump: expected one FILE.keelc");
         return KEEL_EXIT_USAGE;
     }
+    if (keel_cli_file_is_slot(argv[0])) return keel_cli_dump_slot(cli, argv[0], out);
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
 

@@ -71,6 +71,7 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     int net = keel_cli_run_net(L, cli, argc, argv); /* --host / --connect: verb_net.c */
     if (net >= 0) return net;
     const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL;
+    const char *autosave_s = NULL, *autosave_path = NULL;
     bool play = false, serve = false, profile = false;
     /* --serve takes an optional PORT: only a following all-digit argument is one */
     int kept = 0;
@@ -79,6 +80,15 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
             serve = true;
             if (i + 1 < argc && argv[i + 1][0] && strspn(argv[i + 1], "0123456789") == strlen(argv[i + 1]))
                 serve_port = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--autosave") == 0) { /* two arguments: SECONDS PATH */
+            if (i + 2 >= argc) {
+                keel_cli_usage_error(cli, "run: --autosave needs SECONDS and PATH");
+                return KEEL_EXIT_USAGE;
+            }
+            autosave_s = argv[++i];
+            autosave_path = argv[++i];
             continue;
         }
         argv[kept++] = argv[i];
@@ -113,6 +123,14 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
             return KEEL_EXIT_USAGE;
         }
     }
+    double autosave = 0;
+    if (autosave_s) {
+        autosave = strtod(autosave_s, &end);
+        if (*autosave_s == '\0' || *end != '\0' || !(autosave > 0 && autosave < 1e9)) {
+            keel_cli_usage_error(cli, "run: --autosave needs a number of seconds > 0, not '%s'", autosave_s);
+            return KEEL_EXIT_USAGE;
+        }
+    }
     lua_Integer port = 27760;
     if (serve_port && !keel_cli_parse_port(cli, serve_port, &port)) return KEEL_EXIT_USAGE;
     if (!serve && bind) {
@@ -123,8 +141,8 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
         keel_cli_usage_error(cli, "run: --watch does not combine with --play");
         return KEEL_EXIT_USAGE;
     }
-    if (serve && (save || play)) {
-        keel_cli_usage_error(cli, "run: --serve does not combine with --save or --play");
+    if (serve && (save || play || autosave_s)) {
+        keel_cli_usage_error(cli, "run: --serve does not combine with --save, --play or --autosave");
         return KEEL_EXIT_USAGE;
     }
     if (serve && profile) { /* a served world's figures are the inspector's Profiler tab's */
@@ -161,8 +179,12 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushboolean(L, play);
     lua_pushboolean(L, cli->watch);
     lua_pushboolean(L, profile);
+    if (autosave_s) lua_pushnumber(L, autosave);
+    else lua_pushnil(L);
+    if (autosave_path) lua_pushstring(L, autosave_path);
+    else lua_pushnil(L);
     keel_cli_loop_signals(L, true, false);
-    int status = keel_cli_call(L, 11, 2, false);
+    int status = keel_cli_call(L, 13, 2, false);
     keel_cli_loop_signals(L, false, false);
     if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */

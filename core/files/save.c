@@ -34,7 +34,9 @@
 #include "model/field.h"
 #include "model/value.h"
 #include "files/slotfile.h"
-#include "files/features.h"
+#include "files/save.h"
+#include "files/save_async.h"
+#include "files/scene_write.h"
 #include "base/bytes.h"
 #include "model/kind.h"
 #include "model/record.h"
@@ -45,8 +47,6 @@
 
 #define SAVE_NODE_DEPTH 64
 
-enum { REC_SPAWNED = 1, REC_NAME = 2, REC_ENABLED = 4, REC_PARENT = 8 };
-enum { OP_ADD = 1, OP_CHANGE = 2 };
 
 /* ================================================================ the baseline */
 
@@ -81,6 +81,7 @@ typedef struct base_ent {
 } base_ent;
 
 struct keel_baseline {
+    _Atomic unsigned refs; /* the owner's, and each save job's still reading it */
     keel_uuid scene;
     base_kind *kinds;
     size_t nkinds;
@@ -177,6 +178,7 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
 {
     if (!w || keel_world_in_callback(w)) return NULL; /* the state may still roll back */
     keel_baseline *b = keel__xcalloc(1, sizeof *b);
+    b->refs = 1;
     b->scene = keel_world_uuid(w);
     size_t n = keel_world_entity_count(w) + 1;
     b->ents = keel__xcalloc(n, sizeof *b->ents);
@@ -207,9 +209,18 @@ keel_baseline *keel_baseline_capture(const keel_world *w)
     return b;
 }
 
+keel_baseline *keel__baseline_retain(const keel_baseline *b)
+{
+    keel_baseline *m = (keel_baseline *)b; /* only the count changes; the rest stays immutable */
+    m->refs++;
+    return m;
+}
+
+keel_uuid keel__baseline_scene(const keel_baseline *b) { return b->scene; }
+
 void keel_baseline_free(keel_baseline *b)
 {
-    if (!b) return;
+    if (!b || --b->refs > 0) return; /* a save job still reads it: the last one frees it */
     for (size_t i = 0; i < b->count; i++) {
         base_ent *be = &b->ents[i];
         for (size_t c = 0; c < be->ncomps; c++) {
@@ -266,10 +277,11 @@ static void write_add(keel__buf *b, const keel_world *w, keel_entity e, const ke
     if (m->loaded) {
         /* a save game keeps runtime fields, which a scene file leaves out */
         keel_node *body = keel__body_encode(m->kind, keel_record(w, (keel_comp){ e, m->kind, m->slot }), KEEL_FIELD_TRANSIENT);
+        keel__save_canon(body);
         keel__buf_node(b, body);
         keel_node_free(body);
     } else if (m->preserved) {
-        keel__buf_node(b, m->preserved);
+        keel__buf_node(b, m->preserved); /* an unknown body keeps every style as written */
     } else {
         keel_node *empty = keel_node_new_map();
         keel__buf_node(b, empty);
@@ -359,6 +371,7 @@ static void diff_comps(keel__buf *rem, keel__buf *comps, uint32_t *nrem, uint32_
             keel__buf_u32(comps, m->slot);
             keel__buf_u32(comps, (uint32_t)m->version);
             keel__buf_u8(comps, m->enabled ? 1 : 0);
+            keel__save_canon(delta);
             keel__buf_node(comps, delta);
             (*ncomps)++;
         }
@@ -423,9 +436,12 @@ static bool order_record(keel__buf *out, const keel_world *w, const keel_baselin
             if (k && keel_entity_parent(w, k) == pe) want[nw++] = k;
         }
     }
+    /* newcomers as loading appends them: the spawned ones' records come first, then the moved ones' */
+    for (size_t i = 0; i < n && nw < n; i++)
+        if (base_find(base, keel_entity_uuid(w, cur[i])) == SIZE_MAX) want[nw++] = cur[i];
     for (size_t i = 0; i < n && nw < n; i++) {
         size_t ki = base_find(base, keel_entity_uuid(w, cur[i]));
-        if (ki == SIZE_MAX || ki == 0 || !keel_uuid_equal(base->ents[ki].parent, pu)) want[nw++] = cur[i];
+        if (ki != SIZE_MAX && (ki == 0 || !keel_uuid_equal(base->ents[ki].parent, pu))) want[nw++] = cur[i];
     }
     bool same = nw == n && memcmp(cur, want, n * sizeof *cur) == 0;
     if (!same) {
@@ -480,21 +496,25 @@ static void tree_free(tree *t)
 
 /* The state a slot file holds: scene UUID, entity records, destroyed UUIDs, order records, each
  * list counted first (built in buffers of their own, since the counts are known only after). */
-static void encode_state(const keel_world *w, const keel_baseline *base, keel__buf *b)
+void keel__persist_encode(const keel_world *w, const keel_baseline *base, keel__buf *b)
 {
     keel__buf_uuid(b, keel_world_uuid(w));
     keel__buf recs = { 0 }, dead = { 0 }, orders = { 0 };
     uint32_t nrecs = 0, ndead = 0, norders = 0;
     tree t;
     tree_build(w, &t);
+    /* records: the root's, then the spawned entities', then the changed ones' (each in run order),
+     * the order the text form lists them in (save_text.c) */
     if (diff_entity(&recs, w, base, keel_world_root(w), true)) nrecs++;
+    for (int spawned = 1; spawned >= 0; spawned--)
+        for (size_t i = 0; i < t.count; i++) {
+            size_t bi = base_find(base, keel_entity_uuid(w, t.ents[i]));
+            if ((bi == SIZE_MAX) == (spawned == 1) && diff_entity(&recs, w, base, t.ents[i], false)) nrecs++;
+        }
     if (order_record(&orders, w, base, KEEL_NO_ENTITY, t.kids, t.start[1])) norders++;
-    for (size_t i = 0; i < t.count; i++) {
-        keel_entity e = t.ents[i];
-        if (diff_entity(&recs, w, base, e, false)) nrecs++;
-        if (order_record(&orders, w, base, e, t.kids + t.start[i + 1], t.start[i + 2] - t.start[i + 1]))
+    for (size_t i = 0; i < t.count; i++)
+        if (order_record(&orders, w, base, t.ents[i], t.kids + t.start[i + 1], t.start[i + 2] - t.start[i + 1]))
             norders++;
-    }
     tree_free(&t);
     for (size_t i = 1; i < base->count; i++)
         if (!keel_find(w, base->ents[i].uuid)) {
@@ -526,8 +546,10 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
         keel_uuid_format(keel_world_uuid(w), b);
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "the baseline is of scene %s, the world is scene %s", a, b);
     }
+    if (keel__job_path_pending(path))
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s has a save job still pending", path);
     keel__buf state = { 0 };
-    encode_state(w, base, &state);
+    keel__persist_encode(w, base, &state);
     keel_status s = keel__slot_write(path, info, &state, d);
     free(state.p);
     return s;
@@ -535,50 +557,13 @@ keel_status keel_persist_save(const keel_world *w, const keel_baseline *base, co
 
 /* ================================================================ the difference (loading) */
 
-typedef struct s_comp {
-    uint8_t op;
-    char *key;
-    uint32_t slot;
-    int version;
-    bool loaded, enabled;
-    keel_node *body; /* OP_ADD: whole body; OP_CHANGE: the fields that differ */
-} s_comp;
+typedef keel__save_comp s_comp;
+typedef keel__save_rem s_rem;
+typedef keel__save_ent s_ent;
+typedef keel__save_order s_order;
+typedef keel__save_state state;
 
-typedef struct s_rem {
-    char *key;
-    uint32_t slot;
-} s_rem;
-
-typedef struct s_ent {
-    keel_uuid uuid;
-    uint8_t flags;
-    char *name;
-    bool enabled;
-    keel_uuid parent;
-    s_rem *rem;
-    uint32_t nrem;
-    s_comp *comps;
-    uint32_t ncomps;
-    keel_entity h; /* resolved while applying */
-} s_ent;
-
-typedef struct s_order {
-    keel_uuid parent;
-    keel_uuid *kids;
-    uint32_t n;
-} s_order;
-
-typedef struct state {
-    keel_uuid scene;
-    s_ent *ents;
-    uint32_t nents;
-    keel_uuid *dead;
-    uint32_t ndead;
-    s_order *orders;
-    uint32_t norders;
-} state;
-
-static void state_free(state *st)
+void keel__save_state_free(state *st)
 {
     for (uint32_t i = 0; i < st->nents; i++) {
         s_ent *e = &st->ents[i];
@@ -599,7 +584,7 @@ static void state_free(state *st)
 
 /* encode_state read back; the first problem stops it, in r->err. Counts are checked against the
  * bytes left (the smallest record's size each) before anything is allocated for them. */
-static void decode_state(keel__rd *r, state *st)
+void keel__save_state_decode(keel__rd *r, state *st)
 {
     st->scene = keel__rd_uuid(r, "truncated state");
     st->nents = keel__rd_count(r, 25, "truncated entity records");
@@ -669,7 +654,7 @@ static keel_status read_save(const char *path, state *st, keel_diags *d)
     keel_status s = keel__slot_read(path, &raw, &len, d);
     if (s != KEEL_OK) return s;
     keel__rd r = { raw, len, 0, NULL, false };
-    decode_state(&r, st);
+    keel__save_state_decode(&r, st);
     free(raw);
     if (r.err)
         return keel_diag_add(d, KEEL_SEV_ERROR, r.limit ? KEEL_LIMIT_EXCEEDED : KEEL_PARSE_ERROR, "", path, 0, 0,
@@ -981,6 +966,82 @@ static keel_status apply_state(keel_world *w, state *st, journal *j, keel_diags 
     return s;
 }
 
+keel_status keel__save_state_apply(keel_world *w, keel__save_state *st, keel_diags *d)
+{
+    keel_status s = check_state(w, st, d);
+    if (s == KEEL_OK) {
+        journal j = { 0 };
+        s = apply_state(w, st, &j, d);
+        if (s != KEEL_OK) journal_rollback(w, &j);
+        journal_free(&j);
+    }
+    return s;
+}
+
+/* keel__save_state_decode written back: the same bytes for a state it read. */
+void keel__save_state_encode(const keel__save_state *st, keel__buf *b)
+{
+    keel__buf_uuid(b, st->scene);
+    keel__buf_u32(b, st->nents);
+    for (uint32_t i = 0; i < st->nents; i++) {
+        const s_ent *e = &st->ents[i];
+        keel__buf_uuid(b, e->uuid);
+        keel__buf_u8(b, e->flags);
+        if (e->flags & REC_NAME) keel__buf_str(b, e->name ? e->name : "");
+        if (e->flags & REC_ENABLED) keel__buf_u8(b, e->enabled ? 1 : 0);
+        if (e->flags & REC_PARENT) keel__buf_uuid(b, e->parent);
+        keel__buf_u32(b, e->nrem);
+        for (uint32_t j = 0; j < e->nrem; j++) {
+            keel__buf_str(b, e->rem[j].key);
+            keel__buf_u32(b, e->rem[j].slot);
+        }
+        keel__buf_u32(b, e->ncomps);
+        for (uint32_t j = 0; j < e->ncomps; j++) {
+            const s_comp *c = &e->comps[j];
+            keel__buf_u8(b, c->op);
+            keel__buf_str(b, c->key);
+            keel__buf_u32(b, c->slot);
+            keel__buf_u32(b, (uint32_t)c->version);
+            if (c->op == OP_ADD) keel__buf_u8(b, c->loaded ? 1 : 0);
+            keel__buf_u8(b, c->enabled ? 1 : 0);
+            keel__buf_node(b, c->body);
+        }
+    }
+    keel__buf_u32(b, st->ndead);
+    for (uint32_t i = 0; i < st->ndead; i++) keel__buf_uuid(b, st->dead[i]);
+    keel__buf_u32(b, st->norders);
+    for (uint32_t i = 0; i < st->norders; i++) {
+        keel__buf_uuid(b, st->orders[i].parent);
+        keel__buf_u32(b, st->orders[i].n);
+        for (uint32_t k = 0; k < st->orders[i].n; k++) keel__buf_uuid(b, st->orders[i].kids[k]);
+    }
+}
+
+/* Styles a body keeps through its text form and back: quoted scalars double-quoted, a writer's
+ * choice (ANY) plain when it reads back as the same string, else double-quoted, an empty plain
+ * scalar `null`; sequences of scalars (and empty collections) in flow style, the rest block. */
+void keel__save_canon(keel_node *n)
+{
+    if (n->kind == KEEL_NODE_SCALAR) {
+        if (n->style == KEEL_STYLE_ANY)
+            n->style = keel__scene_plain_safe(n->text, n->len) ? KEEL_STYLE_PLAIN : KEEL_STYLE_DOUBLE;
+        else if (n->style != KEEL_STYLE_PLAIN) n->style = KEEL_STYLE_DOUBLE;
+        else if (n->len == 0) {
+            free(n->text);
+            n->text = keel__strdup("null");
+            n->len = 4;
+        }
+        return;
+    }
+    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    bool scalars = true;
+    for (size_t i = 0; i < items; i++) {
+        keel__save_canon(&n->items[i]);
+        if (n->items[i].kind != KEEL_NODE_SCALAR) scalars = false;
+    }
+    n->style = n->count == 0 || (n->kind == KEEL_NODE_SEQ && scalars) ? KEEL_STYLE_FLOW : KEEL_STYLE_BLOCK;
+}
+
 keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
 {
     if (!w || !path) return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_persist_load: NULL argument");
@@ -991,14 +1052,8 @@ keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
     state st;
     memset(&st, 0, sizeof st);
     keel_status s = read_save(path, &st, &local);
-    if (s == KEEL_OK) s = check_state(w, &st, &local);
-    if (s == KEEL_OK) {
-        journal j = { 0 };
-        s = apply_state(w, &st, &j, &local);
-        if (s != KEEL_OK) journal_rollback(w, &j);
-        journal_free(&j);
-    }
-    state_free(&st);
+    if (s == KEEL_OK) s = keel__save_state_apply(w, &st, &local);
+    keel__save_state_free(&st);
     keel__diags_collapse_skipped(&local); /* one warning per (kind, field) skipped */
     keel_diags_append(d, &local, "");
     keel_diags_free(&local);

@@ -13,6 +13,7 @@
 #include "bind.h" /* keel__scene_dump_subtree */
 #include "files/scene_write.h"
 #include "files/features.h"
+#include "files/save_async.h"
 #include "model/value.h"
 
 typedef keel__yaml_out writer;
@@ -724,6 +725,8 @@ keel_status keel_scene_save(const keel_world *w, const char *path, keel_diags *d
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while a callback transaction is open");
     if (keel_world_lift_count(w))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel_scene_save refuses while entities are lifted (restore or discard them)");
+    if (keel__job_path_pending(path))
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s has a save job still pending", path);
     char *text = NULL;
     size_t len = 0;
     keel_status st = keel_scene_dump(w, &text, &len, d);

@@ -210,6 +210,17 @@ static keel_status info_parse(const char *text, size_t len, keel_slot_info *out,
     return KEEL_OK;
 }
 
+keel_status keel__slot_info_check(const keel_slot_info *info, keel_diags *d)
+{
+    keel__buf b = { 0 };
+    keel_status s = info_text(info, 0, &b, d);
+    if (s == KEEL_OK && b.len > SAVE_INFO_MAX)
+        s = KEEL_ERROR(d, KEEL_LIMIT_EXCEEDED, "", "slot details of %zu bytes are over the limit (%u bytes)", b.len,
+                       SAVE_INFO_MAX);
+    free(b.p);
+    return s;
+}
+
 /* ---- the file ---- */
 
 keel_status keel__slot_write(const char *path, const keel_slot_info *info, const keel__buf *state, keel_diags *d)

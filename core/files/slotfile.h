@@ -13,4 +13,7 @@ keel_status keel__slot_write(const char *path, const keel_slot_info *info, const
  * inflated state (malloc'd, the caller frees). ParseError naming path, or IOError. */
 keel_status keel__slot_read(const char *path, uint8_t **state, size_t *state_len, keel_diags *d);
 
+/* The checks keel__slot_write makes of the details before writing (InvalidArgument, LimitExceeded). */
+keel_status keel__slot_info_check(const keel_slot_info *info, keel_diags *d);
+
 #endif

@@ -43,6 +43,7 @@ keel_status keel_world_close(keel_world *w, keel_diags *d)
     if (!w) return KEEL_OK;
     if (keel_world_in_step(w) || keel_world_in_callback(w))
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a world cannot be closed during its step or its callbacks");
+    keel_jobs_wait(w); /* its pending saves are written before it is gone */
     keel_status s = keel__world_retire(w, d);
     keel_world_free(w);
     return s;

@@ -737,7 +737,8 @@ void keel__entity_forget(keel_world *w, uint32_t i) { destroy_index(w, i, true);
 void keel__entities_copy(keel_world *dst, const keel_world *src)
 {
     dst->ent_count = dst->ent_cap = src->ent_count;
-    dst->ents = keel__xrealloc(NULL, (src->ent_count ? src->ent_count : 1) * sizeof *dst->ents);
+    size_t ents_bytes = (src->ent_count ? src->ent_count : 1) * sizeof *dst->ents;
+    dst->ents = ents_bytes >= HUGE_PAGE ? huge_alloc(ents_bytes, ents_bytes) : keel__xrealloc(NULL, ents_bytes);
     memcpy(dst->ents, src->ents, src->ent_count * sizeof *dst->ents);
     for (uint32_t i = 0; i < src->ent_count; i++) {
         keel__ent *en = &dst->ents[i];
@@ -745,10 +746,21 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
         if (!en->alive) {
             en->member_count = 0;
             en->name = 0;
-            continue;
         }
-        en->name = keel__name_intern(dst, keel__ent_name(src, &src->ents[i]));
     }
+    /* the names table whole, ids kept: no entity's name is hashed or probed again */
+    dst->names_count = dst->names_cap = src->names_count;
+    dst->names = keel__xrealloc(NULL, (src->names_count ? src->names_count : 1) * sizeof *dst->names);
+    for (uint32_t k = 0; k < src->names_count; k++) {
+        dst->names[k] = src->names[k];
+        if (src->names[k].s) dst->names[k].s = keel__strdup(src->names[k].s);
+    }
+    dst->names_free = src->names_free;
+    dst->name_slots_cap = src->name_slots_cap;
+    dst->name_slots_used = src->name_slots_used;
+    dst->name_slots = src->name_slots_cap ? keel__xrealloc(NULL, src->name_slots_cap * sizeof *dst->name_slots) : NULL;
+    if (src->name_slots_cap) memcpy(dst->name_slots, src->name_slots, src->name_slots_cap * sizeof *dst->name_slots);
+    dst->name_last = src->name_last;
     dst->kids_count = dst->kids_cap = src->kids_count;
     dst->kids_free = src->kids_free;
     dst->kids = src->kids_count ? keel__xrealloc(NULL, src->kids_count * sizeof *dst->kids) : NULL;
@@ -764,7 +776,8 @@ void keel__entities_copy(keel_world *dst, const keel_world *src)
     dst->hash_cap = src->hash_cap;
     dst->hash_ibits = src->hash_ibits;
     dst->hash_used = src->hash_used;
-    dst->hash = src->hash_cap ? keel__xrealloc(NULL, src->hash_cap * sizeof *dst->hash) : NULL;
+    size_t hash_bytes = src->hash_cap * sizeof *dst->hash;
+    dst->hash = !hash_bytes ? NULL : hash_bytes >= HUGE_PAGE ? huge_alloc(hash_bytes, hash_bytes) : keel__xrealloc(NULL, hash_bytes);
     if (src->hash_cap) memcpy(dst->hash, src->hash, src->hash_cap * sizeof *dst->hash);
     dst->live = src->live;
     dst->reuse_index = KEEL__NONE;

@@ -3,6 +3,7 @@
 #include "bind.h"
 #include "model/builtins.h"
 #include "model/kind.h"
+#include "model/kinds_pin.h"
 #include "model/member.h"
 #include "model/record.h"
 #include "model/reload.h"
@@ -553,6 +554,7 @@ keel_status keel_kind_declare(const keel_kind_desc *desc, keel_kind_id *out, kee
         *out = KEEL_NO_KIND;
     if (!desc)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "no kind description");
+    keel__kinds_quiesce(); /* a save job's worker may be reading the registry */
     keel_kind_desc copy;
     keel_status st = desc_copy(desc, &copy, d);
     if (st)
@@ -652,6 +654,7 @@ keel_status keel_init(void)
 
 void keel_shutdown(void)
 {
+    keel__kinds_quiesce();
     for (size_t i = 0; i < reg.count; i++) {
         kind *K = reg.by_id[i];
         if (K->desc.user_free && K->desc.user)

@@ -206,6 +206,15 @@ function World:warnings() end
 ---@return KeelError? err
 function World:save(path, opts) end
 
+---A save taken off the frame (design/saving.md): the world is captured now, a worker encodes and
+---writes it. Refused as `w:save` is (raised inside a callback; nil, err while lifted, or when a
+---job to the same file is pending); the job's own failure comes only from `done()`/`wait()`.
+---@param path? string
+---@param opts? { adopt: boolean? }
+---@return KeelJob|nil job
+---@return KeelError? err
+function World:save_async(path, opts) end
+
 ---Copies a fragment (`e:dump()`) in with fresh UUIDs, as duplicate does (entity fields inside it
 ---remapped, ones naming an entity outside it kept when this world holds it, cleared otherwise),
 ---under `parent` (default: the top level); awake runs. A fragment that would not load is
@@ -493,8 +502,48 @@ function Component:unpack(field) end
 ---@field play_seconds? number
 ---@field [string] any
 
+---A save running on a worker thread (`w:save_async`, `keel.persist.save_async`).
+---@class KeelJob
+---@field path string the path given to the call
+local Job = {}
+
+---nil while writing; then true, or false and the error object the synchronous save would return.
+---@return boolean|nil ok
+---@return KeelError? err
+function Job:done() end
+
+---Blocks until the job is done; returns what `done()` returns.
+---@return boolean ok
+---@return KeelError? err
+function Job:wait() end
+
 ---@class KeelPersist
 local persist = {}
+
+---As `persist.save`, off the frame: the capture now, the writing on a worker.
+---@param w KeelWorld
+---@param base KeelBaseline
+---@param path string
+---@param info? KeelSlotInfo
+---@return KeelJob|nil job
+---@return KeelError? err
+function persist.save_async(w, base, path, info) end
+
+---What `persist.save` would write, as text (`keel_save: 1`, details, spawned, destroyed, changed).
+---@param w KeelWorld
+---@param base KeelBaseline
+---@param info? KeelSlotInfo
+---@return string|nil text
+---@return KeelError? err
+function persist.dump(w, base, info) end
+
+---As `persist.load`, from a save game's text (ParseError with file:line:col when malformed).
+---@param w KeelWorld
+---@param text string
+---@param name? string the file name diagnostics give
+---@return true|nil ok
+---@return KeelError? err
+function persist.load_text(w, text, name) end
 
 ---@param w KeelWorld
 ---@return KeelBaseline

@@ -9,7 +9,7 @@ BUILD=${1:-build}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-for b in bench_core bench_yaml bench_files bench_merge bench_net; do
+for b in bench_core bench_yaml bench_files bench_save_async bench_merge bench_net; do
     if [ -x "$BUILD/$b" ]; then
         (cd "$BUILD" && "./$b") >>"$out" || echo "BENCH	$b failed	-	-	-" >>"$out"
     fi

@@ -80,8 +80,19 @@ end
 -- `now` and `interrupted` are the program's clock and ctrl-c flag; `tty`: stdout is a terminal
 -- (the frame counter is shown); `watch`: the scene file is polled between frames (M.report);
 -- `profile`: w.profiling on, and the costliest systems and hooks printed after the summary.
-function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, profile)
+-- `autosave`, `autosave_path`: --autosave SECONDS PATH (design/saving.md), a slot written with
+-- keel.persist.save_async every SECONDS of world time against the scene as loaded; one due while
+-- the last still writes starts when that one is done; a failed one is printed and the run goes on.
+function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, profile, autosave, autosave_path)
   local authored = play and w:dump()
+  local auto = autosave and { base = require("keel").persist.baseline(w), next = autosave, time = 0, saves = 0 }
+  local function auto_settle(job)
+    local ok, err = job:done()
+    if ok == false then
+      io.stderr:write(string.format('%s: autosave %s failed: %s\n', name, autosave_path, tostring(err)))
+    end
+    return ok ~= nil
+  end
   local watcher = watch and w:watch{ interval = 0 } -- headless frames are not real time: a stat each
   if play then w:play() end
   local prof = profile and new_profile(w)
@@ -92,6 +103,17 @@ function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, pr
     if interrupted() then ran = i - 1; break end
     w:step(dt)
     if prof then prof:frame() end
+    if auto then
+      auto.time = auto.time + dt
+      if auto.job and auto_settle(auto.job) then auto.job = nil end
+      if auto.time >= auto.next and not auto.job then
+        auto.next = math.max(auto.next + autosave, auto.time) -- late ones do not pile up
+        local job, err = require("keel").persist.save_async(w, auto.base, autosave_path,
+          { title = name, play_seconds = auto.time })
+        if job then auto.job, auto.saves = job, auto.saves + 1
+        else io.stderr:write(string.format('%s: autosave %s refused: %s\n', name, autosave_path, tostring(err))) end
+      end
+    end
     local ev = watcher and watcher:poll()
     if ev then M.report(name, ev) end
     if tty and (i % every == 0 or i == frames) then
@@ -99,6 +121,10 @@ function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, pr
     end
   end
   local elapsed = now() - t0
+  if auto then
+    if auto.job then auto.job:wait(); auto_settle(auto.job) end
+    print(string.format('autosave: %d %s to %s', auto.saves, auto.saves == 1 and 'save' or 'saves', autosave_path))
+  end
   if tty and frames > 0 then io.stdout:write('\r\27[K') end
   local errs = w:errors()
   local function n(k, one, many) return k .. ' ' .. (k == 1 and one or many) end

@@ -34,6 +34,7 @@
 #include "model/field.h"
 #include "model/value.h"
 #include "files/slotfile.h"
+#include "files/features.h"
 #include "files/save.h"
 #include "files/save_async.h"
 #include "files/scene_write.h"

@@ -318,22 +318,27 @@ static int w_columns(lua_State *L)
     if (nk > KEEL_LUA_MAX_DEPTH)
         return keel__lua_raisef(L, KEEL_LIMIT_EXCEEDED, "a columns system's query of %d kinds is over %d",
                                 (int)nk, KEEL_LUA_MAX_DEPTH);
-    cols_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 8 */
-    memset(r, 0, sizeof *r);
-    r->lw = lw;
-    r->nk = nk;
-    r->entities = lua_toboolean(L, 6);
+    /* a queried kind nobody holds: nothing to visit, and nothing allocated (steps of a world the
+     * system does not concern stay free of garbage) */
+    keel_kind_id kinds[KEEL_LUA_MAX_DEPTH];
     for (size_t i = 0; i < nk; i++) {
         lua_rawgeti(L, 2, (lua_Integer)i + 1);
         const char *key = lua_tostring(L, -1);
         keel_kind_id k = key ? keel_kind_find(key) : KEEL_NO_KIND;
         lua_pop(L, 1);
-        if (!k || keel_storage_count(lw->w, k) == 0) { /* nobody holds it: nothing to visit */
+        if (!k || keel_storage_count(lw->w, k) == 0) {
             lua_pushboolean(L, 1);
             return 1;
         }
-        r->kinds[i] = k;
+        kinds[i] = k;
     }
+    lua_settop(L, 7);
+    cols_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 8 */
+    memset(r, 0, sizeof *r);
+    r->lw = lw;
+    r->nk = nk;
+    r->entities = lua_toboolean(L, 6);
+    memcpy(r->kinds, kinds, nk * sizeof *kinds);
     for (size_t j = 1, nw = lua_rawlen(L, 3); j <= nw; j++) {
         lua_rawgeti(L, 3, (lua_Integer)j);
         const char *key = lua_tostring(L, -1);

@@ -482,6 +482,10 @@ void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metata
 /* ---- World transforms and the renderer snapshot (lua_transform.c) ---- */
 
 extern const luaL_Reg keel__lua_transform_world_methods[];  /* snapshot */
+/* ---- lua_replay.c ---- */
+extern const luaL_Reg keel__lua_replay_world_methods[]; /* random */
+/* Raises InvalidOperation when lw's world is a replay's (read-only) world. */
+void keel__lua_world_writable(lua_State *L, keel_lua_world *lw);
 extern const luaL_Reg keel__lua_transform_entity_methods[]; /* world_transform */
 
 /* ---- Values (lua_value.c) ---- */

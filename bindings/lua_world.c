@@ -650,6 +650,7 @@ static int world_props(lua_State *L)
         if (strcmp(k, "revision") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_revision(lw->w)); return 1; }
         if (strcmp(k, "root") == 0) { keel__lua_push_entity(L, wi, keel_world_root(lw->w)); return 1; }
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
+        if (strcmp(k, "seed") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_seed(lw->w)); return 1; }
         if (strcmp(k, "saved_revision") == 0) { lua_pushinteger(L, (lua_Integer)lw->saved_revision); return 1; }
         if (strcmp(k, "dirty") == 0) {
             lua_pushboolean(L, keel_world_revision(lw->w) != lw->saved_revision);
@@ -677,6 +678,13 @@ static int world_newindex(lua_State *L)
         keel_diags_init(&d);
         keel_status s = keel_world_set_name(lw->w, lua_tostring(L, 3), &d);
         keel__lua_check(L, s, &d, NULL);
+        return 0;
+    }
+    if (k && strcmp(k, "seed") == 0) {
+        if (!lua_isinteger(L, 3))
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.seed must be an integer, got %s", luaL_typename(L, 3));
+        keel__lua_world_writable(L, lw);
+        keel_world_set_seed(lw->w, (int64_t)lua_tointeger(L, 3));
         return 0;
     }
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0 ||
@@ -729,6 +737,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_prefab_methods, 0);  /* instantiate */
     luaL_setfuncs(L, keel__lua_system_world_methods, 0); /* _atomic, _runnable, _fault_system */
     luaL_setfuncs(L, keel__lua_transform_world_methods, 0); /* snapshot */
+    luaL_setfuncs(L, keel__lua_replay_world_methods, 0); /* random */
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &world_methods_key); /* copied into each World's own (world_mt) */
     lua_setfield(L, -2, "__index");

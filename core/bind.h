@@ -74,6 +74,10 @@ bool keel__field_set_float(keel_world *w, keel_comp c, void *record, uint32_t ro
  * under one value knows the component is still there, and its record where it was, while the
  * counter has not moved. */
 uint64_t keel__world_structure(const keel_world *w);
+/* A replay's world (design/replay.md) is frozen between its frames: commands and field writes
+ * refuse with InvalidOperation (keel__refuse_frozen). */
+bool keel__world_frozen(const keel_world *w);
+void keel__world_freeze(keel_world *w, bool on);
 /* Moves whenever the structure counter moves or an enabled flag of an entity or a component
  * changes (both only grow): a binding that found which rows of a query count (enabled, under
  * active entities) knows the answer holds while this has not moved. */

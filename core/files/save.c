@@ -506,6 +506,14 @@ static void encode_state(const keel_world *w, const keel_baseline *base, keel__b
     keel__buf_bytes(b, dead.p, dead.len);
     keel__buf_u32(b, norders);
     keel__buf_bytes(b, orders.p, orders.len);
+    /* the world's random generator, once seeded or drawn (an older save ends before it) */
+    int64_t seed;
+    uint64_t rs[4];
+    if (keel_random_state(w, &seed, rs)) {
+        keel__buf_u8(b, 1);
+        keel__buf_u64(b, (uint64_t)seed);
+        for (int i = 0; i < 4; i++) keel__buf_u64(b, rs[i]);
+    }
     free(recs.p);
     free(dead.p);
     free(orders.p);
@@ -575,6 +583,9 @@ typedef struct state {
     uint32_t ndead;
     s_order *orders;
     uint32_t norders;
+    bool has_random;
+    int64_t seed;
+    uint64_t rs[4];
 } state;
 
 static void state_free(state *st)
@@ -656,6 +667,14 @@ static void decode_state(keel__rd *r, state *st)
         o->n = keel__rd_count(r, 16, "truncated order record");
         o->kids = keel__xcalloc(o->n, sizeof *o->kids);
         for (uint32_t j = 0; j < o->n && !r->err; j++) o->kids[j] = keel__rd_uuid(r, "truncated order record");
+    }
+    if (!r->err && r->pos < r->len && keel__rd_u8(r, "truncated random state") == 1) {
+        st->has_random = true;
+        st->seed = (int64_t)keel__rd_u64(r, "truncated random state");
+        for (int i = 0; i < 4; i++) st->rs[i] = keel__rd_u64(r, "truncated random state");
+        if (!r->err && !(st->rs[0] | st->rs[1] | st->rs[2] | st->rs[3])) r->err = "a random state of all zeros";
+    } else if (!r->err && r->pos != r->len) {
+        r->err = "bad random state marker";
     }
     if (!r->err && r->pos != r->len) r->err = "trailing bytes after the state";
 }
@@ -994,6 +1013,7 @@ keel_status keel_persist_load(keel_world *w, const char *path, keel_diags *d)
     if (s == KEEL_OK) {
         journal j = { 0 };
         s = apply_state(w, &st, &j, &local);
+        if (s == KEEL_OK && st.has_random) keel_random_set_state(w, st.seed, st.rs, NULL);
         if (s != KEEL_OK) journal_rollback(w, &j);
         journal_free(&j);
     }

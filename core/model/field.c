@@ -50,6 +50,7 @@ static keel_status refuse_mirrored(keel_diags *d, const keel_kind_desc *kd, cons
 static keel_status writable(const keel_world *w, keel_comp c, const keel__entry *m, const keel_kind_desc *kd,
                             int field, bool internal, keel_diags *d)
 {
+    if (w->frozen) return keel__refuse_frozen(d);
     if (field < 0 || (size_t)field >= kd->field_count)
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
     /* readonly means "not from outside": the component's own hooks may write it */
@@ -305,7 +306,7 @@ static const keel_field_desc *plain_field(const keel_world *w, keel_comp c, int 
     const keel__layout *L;
     const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
     if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
-        keel__txn_wants(w))
+        keel__txn_wants(w) || w->input || w->frozen)
         return NULL;
     const keel_field_desc *f = &kd->fields[field];
     if ((f->flags & KEEL_FIELD_READONLY) || mirrored(w, f)) return NULL;

@@ -115,7 +115,21 @@ struct keel_world {
     keel__ext *exts;
     size_t ext_count, ext_cap, ext_pos; /* ext_pos: the entry a walk is calling */
     bool ext_walking;
+    /* the world's random generator (random.c): xoshiro256** seeded from `seed` by splitmix64;
+     * `seeded` false: the seed is still the one derived from the scene UUID, drawn at first use */
+    uint64_t rng[4];
+    int64_t seed;
+    bool seeded;
+    /* recording or replaying (game/record.c): new UUIDs come from idrng, not the process pool, so
+     * a replay makes the same ones; every change from outside the step goes to `input` */
+    bool ids_from_rng;
+    uint64_t idrng[4];
+    void (*input)(keel_world *w, void *state, const keel_cmd *forward);
+    void *input_state;
+    bool frozen; /* a replay's world between its frames: every write refuses (keel__refuse_frozen) */
 };
+/* InvalidOperation: w is a replay's read-only world (world.c). */
+keel_status keel__refuse_frozen(keel_diags *d);
 
 /* Every live world, for registry changes (linked through next_world). */
 keel_world *keel__world_list(void);

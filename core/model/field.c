@@ -129,6 +129,16 @@ static void count_writes(keel_world *w, keel_kind_id k, const keel__entry *m, si
     w->revision += n;
 }
 
+/* A field write from outside the step, as the SET command that makes it (for a recorder). */
+static void record_set(keel_world *w, keel_uuid entity, const keel_kind_desc *kd, uint32_t slot, int field,
+                       const keel_value *v)
+{
+    keel_cmd c = { .type = KEEL_CMD_SET, .entity = entity, .slot = slot, .value = *v };
+    c.kind_key = (char *)kd->key;
+    c.field = (char *)kd->fields[field].key;
+    w->input(w, w->input_state, &c, false);
+}
+
 /* The write path of one field: check, put, validate, count, journal, and the caller's inverse. */
 static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
                            keel_cmd *inverse, keel_diags *d)
@@ -178,6 +188,7 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
     }
     if (journal) keel__txn_log_field(w, uuid, c.kind, slot, field, &old);
     else if (!inverse) value_drop(&old);
+    if (keel__input_wanted(w)) record_set(w, uuid, kd, slot, field, &nv);
     return KEEL_OK;
 }
 
@@ -223,6 +234,9 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
         keel__record_put(c.kind, rec, fields[j], &vals[j]);
     }
     count_writes(w, c.kind, m, n);
+    if (keel__input_wanted(w))
+        for (size_t j = 0; j < n; j++)
+            record_set(w, w->ents[(uint32_t)c.entity].uuid, kd, keel__entry_slot(w, m), fields[j], &vals[j]);
     return KEEL_OK;
 }
 

@@ -124,7 +124,7 @@ struct keel_world {
      * a replay makes the same ones; every change from outside the step goes to `input` */
     bool ids_from_rng;
     uint64_t idrng[4];
-    void (*input)(keel_world *w, void *state, const keel_cmd *forward);
+    void (*input)(keel_world *w, void *state, const keel_cmd *cmd, bool inverse); /* cmd: an inverse, or the change itself */
     void *input_state;
     bool frozen; /* a replay's world between its frames: every write refuses (keel__refuse_frozen) */
 };
@@ -288,6 +288,12 @@ static inline bool keel__active(const keel_world *w, uint32_t i)
     return true;
 }
 void keel__touch(keel_world *w); /* structural change */
+/* A change made now comes from outside the step (a recorder, game/record.c, wants it): outside
+ * any step, hook transaction, command and rollback. */
+static inline bool keel__input_wanted(const keel_world *w)
+{
+    return w->input && !w->in_step && w->txn_depth == 0 && w->cmd_depth == 0 && !w->rolling_back;
+}
 /* May entry m run in the current frame? (one added during a step first runs in the next one) */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
 {
@@ -298,7 +304,7 @@ static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
  * pays a counter and a test. */
 static inline keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 {
-    if (inverse || w->txn_depth > 0) return keel__cmd_begin_slow(w, inverse, tmp);
+    if (inverse || w->txn_depth > 0 || w->input) return keel__cmd_begin_slow(w, inverse, tmp);
     w->cmd_depth++;
     return NULL;
 }

@@ -257,7 +257,15 @@ static int raise_if_interrupted(lua_State *L, const keel_lua_world *lw)
     return luaL_error(L, "interrupted! (after frame %d)", (int)keel_world_frame(lw->w));
 }
 
+static keel_status step_fn(void *ud, keel_world *w, keel_diags *d) { return keel_step(w, *(double *)ud, d); }
+
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
+{
+    return keel__lua_world_run(L, lw, step_fn, &dt, d);
+}
+
+keel_status keel__lua_world_run(lua_State *L, keel_lua_world *lw, keel_status (*fn)(void *ud, keel_world *w, keel_diags *d),
+                                void *ud, keel_diags *d)
 {
     int tag; /* its address marks this frame's slots */
     luaL_checkstack(L, KEEL_LUA_MEMO_KEYS + 24, NULL); /* the slots below and what a hook call pushes */
@@ -271,7 +279,7 @@ static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_d
     keel__lua_cur.memo_idx = 3;
     keel__lua_cur.tag = &tag;
     g_stepping++;
-    keel_status s = keel_step(lw->w, dt, d);
+    keel_status s = fn(ud, lw->w, d);
     g_stepping--;
     KEEL_LUA_LEAVE();
     lua_settop(L, 1);

@@ -118,7 +118,7 @@ typedef struct keel_replay_diff {
  * InvalidOperation (kinds that differ). w is then frozen between frames. */
 keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay_opts *o, keel_replay **out,
                               keel_diags *d);
-void keel__replay_close(keel_replay *rp); /* the world stays the caller's */
+void keel__replay_close(keel_replay *rp); /* the world stays the caller's, and frozen: keel__world_freeze(w, false) */
 uint64_t keel__replay_frames(const keel_replay *rp);
 uint64_t keel__replay_frame(const keel_replay *rp);
 bool keel__replay_truncated(const keel_replay *rp); /* the file ended in a torn chunk (dropped) */
@@ -132,8 +132,10 @@ keel_status keel__replay_seek(keel_replay *rp, uint64_t frame, keel_diags *d);
 /* The frame verification failed at (0: none yet) and the differences found against the next
  * keyframe (or the last state); the array stays the replay's. */
 uint64_t keel__replay_diverged(const keel_replay *rp, const keel_replay_diff **diffs, size_t *n);
-/* The world stops being the replay's: unfrozen, its own from now on; the replay is closed. */
-keel_world *keel__replay_branch(keel_replay *rp);
+/* Branching: the replay's world becomes a live one (unfrozen, UUIDs from the process again) and is
+ * returned; `fresh` (an empty world the caller made) becomes the replay's, re-simulated to the
+ * same frame. NULL (nothing changed) when that fails. */
+keel_world *keel__replay_adopt(keel_replay *rp, keel_world *fresh, keel_diags *d);
 keel_world *keel__replay_world(const keel_replay *rp);
 /* Moves whenever the structure counter moves or an enabled flag of an entity or a component
  * changes (both only grow): a binding that found which rows of a query count (enabled, under

@@ -2,6 +2,7 @@
  * (design/replay.md); the recording and the replay themselves are core/game/record.c and
  * core/game/replay.c. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -349,6 +350,11 @@ static int rp_index(lua_State *L)
     else if (strcmp(k, "frame") == 0) lua_pushinteger(L, (lua_Integer)keel__replay_frame(rp));
     else if (strcmp(k, "world") == 0) lua_getiuservalue(L, 1, 1);
     else if (strcmp(k, "truncated") == 0) lua_pushboolean(L, keel__replay_truncated(rp));
+    else if (strcmp(k, "hash") == 0) {
+        char h[17];
+        snprintf(h, sizeof h, "%016llx", (unsigned long long)keel__replay_hash(rp));
+        lua_pushstring(L, h);
+    }
     else if (strcmp(k, "keyframes") == 0) {
         size_t n = keel__replay_keyframes(rp, NULL, 0);
         uint64_t *fr = lua_newuserdatauv(L, (n ? n : 1) * sizeof *fr, 0);

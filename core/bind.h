@@ -137,6 +137,7 @@ uint64_t keel__replay_diverged(const keel_replay *rp, const keel_replay_diff **d
  * same frame. NULL (nothing changed) when that fails. */
 keel_world *keel__replay_adopt(keel_replay *rp, keel_world *fresh, keel_diags *d);
 keel_world *keel__replay_world(const keel_replay *rp);
+uint64_t keel__replay_hash(const keel_replay *rp); /* the replay world's state hash now */
 /* Moves whenever the structure counter moves or an enabled flag of an entity or a component
  * changes (both only grow): a binding that found which rows of a query count (enabled, under
  * active entities) knows the answer holds while this has not moved. */

@@ -70,7 +70,8 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     int net = keel_cli_run_net(L, cli, argc, argv); /* --host / --connect: verb_net.c */
     if (net >= 0) return net;
-    const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL;
+    const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL, *record = NULL,
+               *every_s = NULL;
     bool play = false, serve = false;
     /* --serve takes an optional PORT: only a following all-digit argument is one */
     int kept = 0;
@@ -87,8 +88,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     const keel_cli_opt opts[] = {
         { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL },   { "--save", &save, NULL },
         { "--play", NULL, &play },       { "--bind", &bind, NULL },   { "--watch", NULL, &cli->watch },
+        { "--record", &record, NULL },   { "--keyframe-every", &every_s, NULL },
     };
-    int n = keel_cli_parse(cli, argc, argv, opts, 6);
+    int n = keel_cli_parse(cli, argc, argv, opts, 8);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 1) {
         keel_cli_usage_error(cli, "run: expected at most one SCENE");
@@ -111,6 +113,23 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
             keel_cli_usage_error(cli, "run: --dt needs a number of seconds > 0, not '%s'", dt_s);
             return KEEL_EXIT_USAGE;
         }
+    }
+    lua_Integer every = 300;
+    if (every_s) {
+        long long v = strtoll(every_s, &end, 10);
+        if (*every_s == '\0' || *end != '\0' || v < 1 || v > 1000000000) {
+            keel_cli_usage_error(cli, "run: --keyframe-every needs a whole number >= 1, not '%s'", every_s);
+            return KEEL_EXIT_USAGE;
+        }
+        every = (lua_Integer)v;
+    }
+    if (every_s && !record) {
+        keel_cli_usage_error(cli, "run: --keyframe-every goes with --record");
+        return KEEL_EXIT_USAGE;
+    }
+    if (record && (serve || play)) {
+        keel_cli_usage_error(cli, "run: --record does not combine with --serve or --play");
+        return KEEL_EXIT_USAGE;
     }
     lua_Integer port = 27760;
     if (serve_port && !keel_cli_parse_port(cli, serve_port, &port)) return KEEL_EXIT_USAGE;
@@ -155,8 +174,11 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     lua_pushcfunction(L, keel_cli_l_loop_stopped);
     lua_pushboolean(L, play);
     lua_pushboolean(L, cli->watch);
+    if (record) lua_pushstring(L, record);
+    else lua_pushnil(L);
+    lua_pushinteger(L, every);
     keel_cli_loop_signals(L, true, false);
-    int status = keel_cli_call(L, 10, 2, false);
+    int status = keel_cli_call(L, 12, 2, false);
     keel_cli_loop_signals(L, false, false);
     if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */

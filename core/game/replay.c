@@ -404,20 +404,20 @@ static void diagnose(keel_replay *rp, uint64_t at)
 
 static keel_status diverged_error(keel_replay *rp, uint64_t want, uint64_t got, keel_diags *d)
 {
+    keel_diag_add(d, KEEL_SEV_ERROR, KEEL_DIVERGED, "", NULL, 0, 0,
+                  "the replay diverged at frame %llu: state hash %016llx, recorded %016llx (%zu differences found%s)",
+                  (unsigned long long)rp->diverged, (unsigned long long)got, (unsigned long long)want, rp->ndiffs,
+                  rp->ndiffs ? " at the next keyframe" : "");
     for (size_t i = 0; i < rp->ndiffs; i++) {
         const keel_replay_diff *x = &rp->diffs[i];
         char path[256];
-        snprintf(path, sizeof path, "%s%s%s%s", x->entity[0] ? x->entity : "root", x->kind ? "/" : "",
-                 x->kind ? x->kind : "", x->field ? "." : "");
-        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_DIVERGED, path, NULL, 0, 0,
-                      "frame %llu: %s%s%s[%u]%s%s: recorded %s, replayed %s", (unsigned long long)rp->diverged,
-                      x->entity[0] ? x->entity : "root", x->kind ? " " : "", x->kind ? x->kind : "", x->slot,
-                      x->field ? "." : "", x->field ? x->field : "", x->recorded, x->replayed);
+        snprintf(path, sizeof path, "%s", x->entity[0] ? x->entity : "root");
+        if (x->kind) snprintf(path + strlen(path), sizeof path - strlen(path), "/%s[%u]", x->kind, x->slot);
+        if (x->field) snprintf(path + strlen(path), sizeof path - strlen(path), ".%s", x->field);
+        keel_diag_add(d, KEEL_SEV_ERROR, KEEL_DIVERGED, path, NULL, 0, 0, "frame %llu: %s: recorded %s, replayed %s",
+                      (unsigned long long)rp->diverged, path, x->recorded, x->replayed);
     }
-    return KEEL_ERROR(d, KEEL_DIVERGED, "",
-                      "the replay diverged at frame %llu: state hash %016llx, recorded %016llx (%zu differences found%s)",
-                      (unsigned long long)rp->diverged, (unsigned long long)got, (unsigned long long)want, rp->ndiffs,
-                      rp->ndiffs ? " at the next keyframe" : "");
+    return KEEL_DIVERGED;
 }
 
 static keel_status step_n(keel_replay *rp, uint64_t n, bool verify, keel_diags *d)
@@ -547,3 +547,5 @@ keel_world *keel__replay_adopt(keel_replay *rp, keel_world *fresh, keel_diags *d
     }
     return old;
 }
+
+uint64_t keel__replay_hash(const keel_replay *rp) { return keel__world_hash(rp->w); }

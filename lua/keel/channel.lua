@@ -748,4 +748,42 @@ function Channel:handle(text)
     M.INTERNAL_ERROR, "Internal error: " .. internal_text(s)))
 end
 
+
+-- ---- replay.* (design/replay.md): a served replay's timeline; ch.replay is set by keel.serve(rp) ----
+local function the_replay(self)
+  if not self.replay then keel_error("InvalidOperation", "no replay is served (keel replay FILE --serve, keel.serve(rp))") end
+  return self.replay
+end
+
+local function replay_info(self)
+  local rp = the_replay(self)
+  return { frames = rp.frames, frame = rp.frame, keyframes = array(rp.keyframes), diverged = rp.diverged,
+           differences = rp.diverged and array(rp.differences) or nil, truncated = rp.truncated }
+end
+
+-- The served world is the replay's (seeks restore it in place): its revision moved, the page refreshes.
+methods["replay.info"] = { params = {}, run = replay_info }
+methods["replay.seek"] = { params = { frame = "integer" }, run = function(self, p)
+  local rp = the_replay(self)
+  if p.frame < 0 or p.frame > rp.frames then bad_params("frame %d is outside 0..%d", p.frame, rp.frames) end
+  rp:seek(p.frame)
+  return replay_info(self)
+end }
+methods["replay.step"] = { params = { ["frames?"] = "integer" }, run = function(self, p)
+  local rp = the_replay(self)
+  local n = p.frames or 1
+  if n < 0 or n > rp.frames then bad_params("frames must be 0..%d", rp.frames) end
+  if n > 0 then rp:step(n) end
+  return replay_info(self)
+end }
+methods["replay.branch"] = { params = {}, run = function(self)
+  local rp = the_replay(self)
+  local frame = rp.frame
+  local w = rp:branch() -- the served world: live from here on
+  assert(rawequal(w, self.world), "the served world is the replay's")
+  rp:close()
+  self.replay = nil
+  return { frame = frame, uuid = w.uuid, live = true }
+end }
+
 return M

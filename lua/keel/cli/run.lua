@@ -32,8 +32,14 @@ end
 -- Returns the number of callback errors, and the reason when --save could not write.
 -- `now` and `interrupted` are the program's clock and ctrl-c flag; `tty`: stdout is a terminal
 -- (the frame counter is shown); `watch`: the scene file is polled between frames (M.report).
-function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch)
+function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, record, keyframe_every)
   local authored = play and w:dump()
+  local rec
+  if record then -- --record FILE: the session as a recording (design/replay.md)
+    local err
+    rec, err = require "keel".record(w, record, { keyframe_every = keyframe_every })
+    if not rec then error(err, 0) end
+  end
   local watcher = watch and w:watch{ interval = 0 } -- headless frames are not real time: a stat each
   if play then w:play() end
   local t0 = now()
@@ -49,6 +55,11 @@ function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch)
     end
   end
   local elapsed = now() - t0
+  if rec then
+    local frames_done, ok, err = rec.frames, rec:close()
+    if not ok then io.stderr:write(string.format('%s: record: %s\n', name, tostring(err))) end
+    print(string.format('%s: recorded %d frames to %s', name, frames_done, record))
+  end
   if tty and frames > 0 then io.stdout:write('\r\27[K') end
   local errs = w:errors()
   local function n(k, one, many) return k .. ' ' .. (k == 1 and one or many) end

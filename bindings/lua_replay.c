@@ -59,25 +59,14 @@ static const keel_lua_type rec_type = { "keel.Recorder" };
 static const keel_lua_type rp_type = { "keel.Replay" };
 
 typedef struct lrec {
-    keel_recorder *r; /* NULL once closed (or its world closed) */
+    keel_recorder *r; /* NULL once closed; stays (closed) when its world goes first */
     uint64_t frames, bytes; /* as it closed */
 } lrec;
-
-/* The recorder, or NULL when it is closed: by rec:close(), or with its world. */
-static keel_recorder *rec_live(lua_State *L, lrec *lr)
-{
-    if (!lr->r) return NULL;
-    lua_getiuservalue(L, 1, 1);
-    keel_lua_world *lw = keel__lua_testudata(L, -1, &keel__lua_mt_world);
-    lua_pop(L, 1);
-    if (!lw || !lw->w || keel__recorder_of(lw->w) != lr->r) lr->r = NULL;
-    return lr->r;
-}
 
 static int rec_close(lua_State *L)
 {
     lrec *lr = keel__lua_checkudata(L, 1, &rec_type);
-    keel_recorder *r = rec_live(L, lr);
+    keel_recorder *r = lr->r;
     if (!r) {
         lua_pushboolean(L, 1);
         return 1;
@@ -97,12 +86,19 @@ static int rec_close(lua_State *L)
 static int rec_gc(lua_State *L)
 {
     lrec *lr = lua_touserdata(L, 1);
-    if (lr && rec_live(L, lr)) {
+    if (lr && lr->r) {
         keel_recorder *r = lr->r;
         lr->r = NULL;
         keel__record_stop(r, NULL);
     }
     return 0;
+}
+
+/* The recorder while it records (NULL once closed, or its world closed). */
+static keel_recorder *rec_live(lua_State *L, lrec *lr)
+{
+    (void)L;
+    return lr->r && keel__record_open(lr->r) ? lr->r : NULL;
 }
 
 static int rec_index(lua_State *L)
@@ -115,11 +111,11 @@ static int rec_index(lua_State *L)
         return 1;
     }
     if (k && strcmp(k, "frames") == 0) {
-        lua_pushinteger(L, (lua_Integer)(r ? keel__record_frames(r) : lr->frames));
+        lua_pushinteger(L, (lua_Integer)(lr->r ? keel__record_frames(lr->r) : lr->frames));
         return 1;
     }
     if (k && strcmp(k, "bytes") == 0) {
-        lua_pushinteger(L, (lua_Integer)(r ? keel__record_bytes(r) : lr->bytes));
+        lua_pushinteger(L, (lua_Integer)(lr->r ? keel__record_bytes(lr->r) : lr->bytes));
         return 1;
     }
     if (k && strcmp(k, "closed") == 0) {

@@ -84,8 +84,8 @@ typedef struct keel_recorder keel_recorder;
 /* Starts recording w into `path` (created or truncated): the header, keyframe 0, then a frame per
  * step, a keyframe every `every` frames (0: only the first and the last). `source` (optional)
  * gives a kind's source file hash (0: none). InvalidOperation: inside a step or callback, already
- * recording, a replay's world, lifts open, timers or messages pending; IOError. The recorder
- * lives until keel__record_stop or the world's end (which stops it, the file whole to its last frame). */
+ * recording, a replay's world, lifts open, timers or messages pending; IOError. The world's end
+ * closes the file (whole to its last frame); the recorder itself is freed only by keel__record_stop. */
 keel_status keel__record_start(keel_world *w, const char *path, uint32_t every,
                                uint64_t (*source)(const char *key, void *ud), void *ud, keel_recorder **out,
                                keel_diags *d);
@@ -94,6 +94,7 @@ keel_status keel__record_start(keel_world *w, const char *path, uint32_t every,
 keel_status keel__record_stop(keel_recorder *r, keel_diags *d);
 keel_recorder *keel__recorder_of(const keel_world *w); /* w's recorder, or NULL */
 uint64_t keel__record_frames(const keel_recorder *r);
+bool keel__record_open(const keel_recorder *r); /* false once its world went */
 uint64_t keel__record_bytes(const keel_recorder *r);
 const char *keel__record_path(const keel_recorder *r);
 

@@ -679,13 +679,15 @@ static void detach(keel_recorder *r)
     w->ids_from_rng = false;
 }
 
-/* The world goes while recording: its last frame is in the file already; the recorder goes with it. */
+/* The world goes while recording: its last frame is in the file already. The file is closed;
+ * the recorder stays, closed, until keel__record_stop (its counts still readable). */
 static void rec_world_free(keel_world *w, void *state)
 {
     keel_recorder *r = state;
-    (void)w;
     if (w->input_state == r) w->input = NULL, w->input_state = NULL;
-    recorder_free(r);
+    if (r->f) fclose(r->f);
+    r->f = NULL;
+    r->w = NULL;
 }
 
 static const keel__ext_type record_ext = { .name = "recorder", .order = 1000, .step_begin = rec_step_begin,
@@ -760,12 +762,17 @@ keel_status keel__record_start(keel_world *w, const char *path, uint32_t every, 
 }
 
 uint64_t keel__record_frames(const keel_recorder *r) { return r->frames; }
+bool keel__record_open(const keel_recorder *r) { return r->w != NULL; }
 uint64_t keel__record_bytes(const keel_recorder *r) { return r->bytes; }
 const char *keel__record_path(const keel_recorder *r) { return r->path; }
 
 keel_status keel__record_stop(keel_recorder *r, keel_diags *d)
 {
     if (!r) return KEEL_OK;
+    if (!r->w) { /* its world went: the file is closed already */
+        recorder_free(r);
+        return KEEL_OK;
+    }
     keel_status st = KEEL_OK;
     if (!r->failed && !(r->every && r->frames % r->every == 0) && !r->w->in_step) {
         keel__buf out = { 0 };

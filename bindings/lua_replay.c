@@ -135,6 +135,14 @@ static int rec_tostring(lua_State *L)
     return 1;
 }
 
+static const char *check_path(lua_State *L, int idx, const char *fn)
+{
+    if (lua_type(L, idx) != LUA_TSTRING)
+        keel__lua_argerror(L, idx, "%s: a file path expected, got %s", fn, luaL_typename(L, idx));
+    if (keel__lua_has_nul(L, idx)) keel__lua_argerror(L, idx, "%s: a path holds a NUL byte", fn);
+    return lua_tostring(L, idx);
+}
+
 static uint32_t opt_every(lua_State *L, int idx, const char *fn)
 {
     if (lua_isnoneornil(L, idx)) return 300;
@@ -154,7 +162,7 @@ static uint32_t opt_every(lua_State *L, int idx, const char *fn)
 static int k_record(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checklw(L, 1);
-    const char *path = luaL_checkstring(L, 2);
+    const char *path = check_path(L, 2, "keel.record");
     uint32_t every = opt_every(L, 3, "keel.record");
     lrec *lr = lua_newuserdatauv(L, sizeof *lr, 1);
     memset(lr, 0, sizeof *lr);
@@ -419,7 +427,7 @@ static keel_status open_run(void *ud, keel_world *w, keel_diags *d)
 static int k_replay(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
-    const char *path = luaL_checkstring(L, 1);
+    const char *path = check_path(L, 1, "keel.replay");
     open_call c = { path, { false, true, NULL, NULL }, NULL };
     if (!lua_isnoneornil(L, 2)) {
         if (lua_type(L, 2) != LUA_TTABLE) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "keel.replay: options must be a table");

@@ -119,6 +119,9 @@ typedef struct keel_replay_diff {
  * InvalidOperation (kinds that differ). w is then frozen between frames. */
 keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay_opts *o, keel_replay **out,
                               keel_diags *d);
+/* The same from bytes in memory (copied), `name` naming them in diagnostics (the fuzz target). */
+keel_status keel__replay_open_bytes(const void *p, size_t len, const char *name, keel_world *w,
+                                    const keel_replay_opts *o, keel_replay **out, keel_diags *d);
 void keel__replay_close(keel_replay *rp); /* the world stays the caller's, and frozen: keel__world_freeze(w, false) */
 uint64_t keel__replay_frames(const keel_replay *rp);
 uint64_t keel__replay_frame(const keel_replay *rp);

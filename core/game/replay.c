@@ -459,8 +459,8 @@ static keel_status seek_to(keel_replay *rp, uint64_t frame, bool verify, keel_di
 
 /* ================================================================ the interface */
 
-keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay_opts *o, keel_replay **out,
-                              keel_diags *d)
+static keel_status open_replay(const char *path, const void *bytes, size_t len, keel_world *w,
+                               const keel_replay_opts *o, keel_replay **out, keel_diags *d)
 {
     static const keel_replay_opts defaults = { false, true, NULL, NULL };
     *out = NULL;
@@ -469,7 +469,12 @@ keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay
     keel_replay *rp = keel__xcalloc(1, sizeof *rp);
     rp->w = w;
     rp->verify = o->verify;
-    keel_status st = read_all(path, &rp->data, &rp->size, d);
+    keel_status st = bytes ? KEEL_OK : read_all(path, &rp->data, &rp->size, d);
+    if (bytes) {
+        rp->data = keel__xrealloc(NULL, len ? len : 1);
+        if (len) memcpy(rp->data, bytes, len);
+        rp->size = len;
+    }
     if (st == KEEL_OK) st = parse(rp, path, o, d);
     if (st == KEEL_OK) {
         w->ids_from_rng = true;
@@ -486,6 +491,18 @@ keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay
     }
     *out = rp;
     return KEEL_OK;
+}
+
+keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay_opts *o, keel_replay **out,
+                              keel_diags *d)
+{
+    return open_replay(path, NULL, 0, w, o, out, d);
+}
+
+keel_status keel__replay_open_bytes(const void *p, size_t len, const char *name, keel_world *w,
+                                    const keel_replay_opts *o, keel_replay **out, keel_diags *d)
+{
+    return open_replay(name ? name : "(bytes)", p ? p : "", len, w, o, out, d);
 }
 
 void keel__replay_close(keel_replay *rp)

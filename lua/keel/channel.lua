@@ -761,19 +761,29 @@ local function replay_info(self)
            differences = rp.diverged and array(rp.differences) or nil, truncated = rp.truncated }
 end
 
--- The served world is the replay's (seeks restore it in place): its revision moved, the page refreshes.
+-- The served world is the replay's: a seek restores it in place (its entities made again), so the
+-- watchers find them again (world_replaced, set by keel.serve); the server answers nothing while
+-- the frames are re-simulated (replaying).
+local function drive(self, f, ...)
+  self.replaying = true
+  local ok, err = pcall(f, ...)
+  self.replaying = false
+  if self.world_replaced then self.world_replaced() end
+  if not ok then error(err, 0) end
+end
+
 methods["replay.info"] = { params = {}, run = replay_info }
 methods["replay.seek"] = { params = { frame = "integer" }, run = function(self, p)
   local rp = the_replay(self)
   if p.frame < 0 or p.frame > rp.frames then bad_params("frame %d is outside 0..%d", p.frame, rp.frames) end
-  rp:seek(p.frame)
+  drive(self, rp.seek, rp, p.frame)
   return replay_info(self)
 end }
 methods["replay.step"] = { params = { ["frames?"] = "integer" }, run = function(self, p)
   local rp = the_replay(self)
   local n = p.frames or 1
   if n < 0 or n > rp.frames then bad_params("frames must be 0..%d", rp.frames) end
-  if n > 0 then rp:step(n) end
+  if n > 0 then drive(self, rp.step, rp, n) end
   return replay_info(self)
 end }
 methods["replay.branch"] = { params = {}, run = function(self)

@@ -140,7 +140,7 @@ end
 -- At the start of each step of a served world: count the frame, answer, publish.
 local function on_step(w)
   for srv in pairs(live) do
-    if srv.world == w then
+    if srv.world == w and not srv.channel.replaying then -- a replay's re-simulation: no requests within
       srv.channel:on_step()
       srv:poll(0)
     end
@@ -164,6 +164,7 @@ function M.serve(w, opts)
   local srv = setmetatable({ world = w, channel = ch, token = token, bind = bind,
     static = opts.static or find_static() }, Server)
   if opts.watch then ch:watch_file(type(opts.watch) == "table" and opts.watch or w:watch()) end
+  ch.world_replaced = function() if srv.watch then srv.watch:reset() end end
   srv.watch = watch.new(ch, function(id, data) return srv.http and srv.http:push(id, data) end,
     function(id) return srv.http and srv.http:pending(id) end, function(id) if srv.http then srv.http:drop(id) end end)
   local http, err = cchannel.http_open { port = opts.port or M.DEFAULT_PORT, bind = bind,

@@ -20,7 +20,7 @@ end
 
 -- Returns the exit code: 0, 1 (a divergence, a damaged file, kinds that differ), 2 (no such file).
 function M.run(file, to, verify, serve, port, bind, interrupted)
-  local rp, err = keel.replay(file, { verify = verify })
+  local rp, err = keel.replay(file, { verify = verify or serve }) -- the inspector marks a divergence
   if not rp then
     report_error(file, err)
     return (type(err) == "table" and err.code == "IOError") and 2 or 1
@@ -34,6 +34,7 @@ function M.run(file, to, verify, serve, port, bind, interrupted)
     io.stderr:write(string.format("%s: --to %d is past the recording's end: frame %d\n", file, to, rp.frames))
   end
   if serve then
+    target = to >= 0 and target or 0 -- the inspector opens at frame 0 unless told
     if target > 0 then
       local ok, e = pcall(rp.seek, rp, target)
       if not ok then report_error(file, e) end

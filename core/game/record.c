@@ -43,9 +43,8 @@
 
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
+    h = (h ^ v) * 0xff51afd7ed558ccdull;
+    return h ^ (h >> 32);
 }
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
@@ -99,12 +98,10 @@ static uint64_t hash_value(uint64_t h, const keel_value *v)
     }
 }
 
-/* One component's hash: where it is and what it holds. */
-static uint64_t comp_hash(const keel_world *w, const keel_uuid *owner, const keel__entry *m)
+/* One component's hash: where it is (its owner's hash, the kind key's) and what it holds. */
+static uint64_t comp_hash(const keel_world *w, uint64_t owner, uint64_t key, const keel__entry *m)
 {
-    uint64_t h = hash_bytes(0x636f6d70, owner->bytes, 16);
-    h = hash_str(h, keel__entry_key(m));
-    h = mix(h, (uint64_t)keel__entry_slot(w, m) << 2 | (uint64_t)m->enabled << 1 | m->faulted);
+    uint64_t h = mix(owner ^ key, (uint64_t)keel__entry_slot(w, m) << 2 | (uint64_t)m->enabled << 1 | m->faulted);
     if (!m->kind) return h;
     const keel__layout *L;
     const keel_kind_desc *kd = keel__kind_parts(m->kind, &L);
@@ -118,23 +115,40 @@ static uint64_t comp_hash(const keel_world *w, const keel_uuid *owner, const kee
     return h;
 }
 
+/* The hash of each kind's key, by kind id (kinds are few; keys never change under an id). */
+static uint64_t key_hash(const keel__entry *m, uint64_t **cache, size_t *cap)
+{
+    if (!m->kind) return hash_str(0x6b6579, keel__entry_key(m));
+    if (m->kind >= *cap) {
+        size_t n = (size_t)m->kind + 16;
+        *cache = keel__xrealloc(*cache, n * sizeof **cache);
+        memset(*cache + *cap, 0, (n - *cap) * sizeof **cache);
+        *cap = n;
+    }
+    uint64_t *h = &(*cache)[m->kind];
+    if (!*h) *h = hash_str(0x6b6579, keel__entry_key(m)) | 1;
+    return *h;
+}
+
 uint64_t keel__world_hash(const keel_world *w)
 {
-    uint64_t sum = 0;
+    uint64_t sum = 0, *keys = NULL;
+    size_t keys_cap = 0;
     for (uint32_t i = 0; i < w->ent_count; i++) {
         const keel__ent *en = &w->ents[i];
-        if (!en->alive || keel__lifted(w, i)) continue;
-        keel_uuid u = i == 0 ? (keel_uuid){ { 0 } } : en->uuid;
+        if (!en->alive || (w->lifts && keel__lifted(w, i))) continue;
+        uint64_t owner = 0;
         if (i != 0) {
-            uint64_t h = hash_bytes(0x656e74, u.bytes, 16);
-            h = hash_str(h, keel__ent_name(w, en));
+            owner = hash_bytes(0x656e74, en->uuid.bytes, 16);
+            uint64_t h = hash_str(owner, keel__ent_name(w, en));
             uint32_t p = en->parent;
             if (p != 0 && p != KEEL__NONE) h = hash_bytes(h, w->ents[p].uuid.bytes, 16);
             sum += mix(h, en->enabled);
         }
         const keel__entry *ms = keel__members(w, en);
-        for (uint32_t k = 0; k < en->member_count; k++) sum += comp_hash(w, &u, &ms[k]);
+        for (uint32_t k = 0; k < en->member_count; k++) sum += comp_hash(w, owner, key_hash(&ms[k], &keys, &keys_cap), &ms[k]);
     }
+    free(keys);
     int64_t seed;
     uint64_t rs[4];
     keel_random_state(w, &seed, rs);

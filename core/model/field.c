@@ -320,7 +320,7 @@ static const keel_field_desc *plain_field(const keel_world *w, keel_comp c, int 
     const keel__layout *L;
     const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
     if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
-        keel__txn_wants(w) || w->input || w->frozen)
+        keel__txn_wants(w) || keel__input_wanted(w) || w->frozen)
         return NULL;
     const keel_field_desc *f = &kd->fields[field];
     if ((f->flags & KEEL_FIELD_READONLY) || mirrored(w, f)) return NULL;

@@ -390,6 +390,28 @@ describe("keel run --record and keel replay", function()
     assert.truthy(out:find("replayed to frame 60,", 1, true), out)
   end)
 
+  it("serves a recording to an agent as MCP tools (keel mcp FILE.keelrec)", function()
+    local rec = dir .. "/m.keelrec"
+    assert.are.equal(0, (H.run_keel(bin, "run --frames 60 --record " .. H.shell_quote(rec))))
+    local input = table.concat({
+      '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}',
+      '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+      '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"replay_seek","arguments":{"frame":30}}}',
+      '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"replay_info"}}',
+      '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"replay_branch"}}',
+      '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"component_set","arguments":{"object":"Player","kind":"game:health","fields":{"value":5}}}}',
+    }, "\n") .. "\n"
+    local code, out, err = H.run_keel(bin, "mcp " .. H.shell_quote(rec), input)
+    assert.are.equal(0, code, err)
+    local json = require "keel.json"
+    local answers = {}
+    for line in out:gmatch("[^\n]+") do local m = json.decode(line); answers[m.id] = m end
+    assert.is_false(answers[2].result.isError)
+    assert.are.equal(30, json.decode(answers[3].result.content[1].text).frame)
+    assert.is_true(json.decode(answers[4].result.content[1].text).live)
+    assert.is_false(answers[5].result.isError, out)
+  end)
+
   it("exits 1 with Diverged, and 2 on a missing file or bad usage", function()
     local kinds = dir .. "/kinds"
     os.execute("mkdir -p " .. H.shell_quote(kinds))

@@ -124,7 +124,9 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  Serves SCENE, paused, to an AI agent over the Model Context Protocol: JSON-RPC\n"
       "  lines on stdin/stdout (initialize, tools/list, tools/call). One tool per live\n"
       "  channel method, named with _ for . (object_list, component_set...), each with a\n"
-      "  JSON Schema of its params; component_set's is built from the kinds' fields.\n" },
+      "  JSON Schema of its params; component_set's is built from the kinds' fields.\n"
+      "  A recording (FILE.keelrec) is served as its replay: replay_info, replay_seek,\n"
+      "  replay_step, replay_branch reach any frame and take control there.\n" },
     { "uuid",
       "usage: keel uuid [N]\n"
       "  Prints N (default 1) fresh version-4 UUIDs, one a line, for entities\n"

@@ -3,7 +3,7 @@
 // verification failed. It asks replay.info once; a world that is not a replay keeps it hidden.
 // Seeks restore the served world in place: the rest of the page follows it through its events.
 
-import { call } from './rpc.js';
+import { call, token } from './rpc.js';
 
 const el = document.getElementById('timeline');
 const $t = (sel) => el.querySelector(sel);
@@ -58,6 +58,7 @@ function stop() {
 }
 
 export async function start() {
+  if (!token) return; // the page says what to do (main.js); nothing is asked without one
   let info;
   try { info = await call('replay.info'); } catch (_) { return; } // not a replay
   $t('input[type=range]').addEventListener('change', (e) => run('replay.seek', { frame: Number(e.target.value) }));

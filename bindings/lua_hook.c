@@ -96,7 +96,7 @@ keel_status keel__lua_record_error(lua_State *L, keel_diags *d, const char *what
     if (lua_type(L, top) == LUA_TTABLE) {
         lua_pushliteral(L, "code");
         const char *cn = lua_rawget(L, top) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-        for (int s = KEEL_NOT_FOUND; cn && s <= KEEL_CONFLICT; s++)
+        for (int s = KEEL_NOT_FOUND; cn && s <= KEEL_STATUS_LAST_; s++)
             if (strcmp(cn, keel_status_name((keel_status)s)) == 0) code = (keel_status)s;
         lua_pushliteral(L, "message");
         int mt = lua_rawget(L, top);

@@ -497,6 +497,15 @@ void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metata
 /* ---- World transforms and the renderer snapshot (lua_transform.c) ---- */
 
 extern const luaL_Reg keel__lua_transform_world_methods[];  /* snapshot */
+/* ---- lua_replay.c ---- */
+extern const luaL_Reg keel__lua_replay_world_methods[]; /* random */
+/* Raises InvalidOperation when lw's world is a replay's (read-only) world. */
+void keel__lua_world_writable(lua_State *L, keel_lua_world *lw);
+/* Calls fn(ud, w, d) on the World at stack index 1 (the stack is cut to it) set up as w:step sets
+ * it up for the hooks it runs (lua_world.c). */
+keel_status keel__lua_world_run(lua_State *L, keel_lua_world *lw, keel_status (*fn)(void *ud, keel_world *w, keel_diags *d),
+                                void *ud, keel_diags *d);
+void keel__lua_open_replay(lua_State *L); /* keel.record, keel.replay; expects [module, ctx], pops ctx */
 extern const luaL_Reg keel__lua_transform_entity_methods[]; /* world_transform */
 
 /* ---- Derived fields of Lua kinds (lua_derived.c) ---- */

@@ -245,6 +245,8 @@ int luaopen_keel_core(lua_State *L)
     keel__lua_open_rescene(L);
     keel_lua_open_persist(L);
     lua_setfield(L, -2, "persist");
+    lua_pushlightuserdata(L, ctx);
+    keel__lua_open_replay(L); /* record, replay; pops the ctx */
     preload(L);
     return 1;
 }

@@ -259,7 +259,15 @@ static int raise_if_interrupted(lua_State *L, const keel_lua_world *lw)
     return luaL_error(L, "interrupted! (after frame %d)", (int)keel_world_frame(lw->w));
 }
 
+static keel_status step_fn(void *ud, keel_world *w, keel_diags *d) { return keel_step(w, *(double *)ud, d); }
+
 static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_diags *d)
+{
+    return keel__lua_world_run(L, lw, step_fn, &dt, d);
+}
+
+keel_status keel__lua_world_run(lua_State *L, keel_lua_world *lw, keel_status (*fn)(void *ud, keel_world *w, keel_diags *d),
+                                void *ud, keel_diags *d)
 {
     int tag; /* its address marks this frame's slots */
     luaL_checkstack(L, KEEL_LUA_MEMO_KEYS + 24, NULL); /* the slots below and what a hook call pushes */
@@ -273,7 +281,7 @@ static keel_status step_once(lua_State *L, keel_lua_world *lw, double dt, keel_d
     keel__lua_cur.memo_idx = 3;
     keel__lua_cur.tag = &tag;
     g_stepping++;
-    keel_status s = keel_step(lw->w, dt, d);
+    keel_status s = fn(ud, lw->w, d);
     g_stepping--;
     KEEL_LUA_LEAVE();
     lua_settop(L, 1);
@@ -655,6 +663,7 @@ static int world_props(lua_State *L)
         if (strcmp(k, "playing") == 0) { lua_pushboolean(L, keel_world_playing(lw->w)); return 1; }
         if (strcmp(k, "settings") == 0) { keel__lua_push_settings(L, wi); return 1; }
         if (strcmp(k, "profiling") == 0) { lua_pushboolean(L, keel_world_stats_enabled(lw->w)); return 1; }
+        if (strcmp(k, "seed") == 0) { lua_pushinteger(L, (lua_Integer)keel_world_seed(lw->w)); return 1; }
         if (strcmp(k, "saved_revision") == 0) { lua_pushinteger(L, (lua_Integer)lw->saved_revision); return 1; }
         if (strcmp(k, "dirty") == 0) {
             lua_pushboolean(L, keel_world_revision(lw->w) != lw->saved_revision);
@@ -685,6 +694,13 @@ static int world_newindex(lua_State *L)
         return 0;
     }
     if (k && strcmp(k, "profiling") == 0) return keel__lua_stats_newindex(L, lw);
+    if (k && strcmp(k, "seed") == 0) {
+        if (!lua_isinteger(L, 3))
+            return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "w.seed must be an integer, got %s", luaL_typename(L, 3));
+        keel__lua_world_writable(L, lw);
+        keel_world_set_seed(lw->w, (int64_t)lua_tointeger(L, 3));
+        return 0;
+    }
     if (k && (strcmp(k, "uuid") == 0 || strcmp(k, "root") == 0 || strcmp(k, "revision") == 0 ||
               strcmp(k, "saved_revision") == 0 || strcmp(k, "dirty") == 0 || strcmp(k, "path") == 0 ||
               strcmp(k, "settings") == 0))
@@ -739,6 +755,7 @@ void keel__lua_open_world(lua_State *L)
     luaL_setfuncs(L, keel__lua_columns_world_methods, 0); /* _columns */
     luaL_setfuncs(L, keel__lua_transform_world_methods, 0); /* snapshot */
     luaL_setfuncs(L, keel__lua_stats_world_methods, 0); /* stats, _stats_system */
+    luaL_setfuncs(L, keel__lua_replay_world_methods, 0); /* random */
     lua_pushvalue(L, -1);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &world_methods_key); /* copied into each World's own (world_mt) */
     lua_setfield(L, -2, "__index");

@@ -74,6 +74,74 @@ bool keel__field_set_float(keel_world *w, keel_comp c, void *record, uint32_t ro
  * under one value knows the component is still there, and its record where it was, while the
  * counter has not moved. */
 uint64_t keel__world_structure(const keel_world *w);
+/* A replay's world (design/replay.md) is frozen between its frames: commands and field writes
+ * refuse with InvalidOperation (keel__refuse_frozen). */
+bool keel__world_frozen(const keel_world *w);
+void keel__world_freeze(keel_world *w, bool on);
+
+/* ---- recording and replaying (game/record.c, game/replay.c; design/replay.md) ---- */
+typedef struct keel_recorder keel_recorder;
+/* Starts recording w into `path` (created or truncated): the header, keyframe 0, then a frame per
+ * step, a keyframe every `every` frames (0: only the first and the last). `source` (optional)
+ * gives a kind's source file hash (0: none). InvalidOperation: inside a step or callback, already
+ * recording, a replay's world, lifts open, timers or messages pending; IOError. The world's end
+ * closes the file (whole to its last frame); the recorder itself is freed only by keel__record_stop. */
+keel_status keel__record_start(keel_world *w, const char *path, uint32_t every,
+                               uint64_t (*source)(const char *key, void *ud), void *ud, keel_recorder **out,
+                               keel_diags *d);
+/* Writes the last keyframe, closes the file, detaches and frees r (NULL: no-op). IOError when a
+ * write failed meanwhile (the file then ends at the last frame written). */
+keel_status keel__record_stop(keel_recorder *r, keel_diags *d);
+keel_recorder *keel__recorder_of(const keel_world *w); /* w's recorder, or NULL */
+uint64_t keel__record_frames(const keel_recorder *r);
+bool keel__record_open(const keel_recorder *r); /* false once its world went */
+uint64_t keel__record_bytes(const keel_recorder *r);
+const char *keel__record_path(const keel_recorder *r);
+
+typedef struct keel_replay keel_replay;
+typedef struct keel_replay_opts {
+    bool allow_changed_kinds; /* run with kinds that differ from the recording's */
+    bool verify;              /* compare each frame's hash (true unless asked not to) */
+    uint64_t (*source)(const char *key, void *ud); /* a kind's source hash now (as keel__record_start) */
+    void *ud;
+} keel_replay_opts;
+/* One difference found against a keyframe (keel__replay_divergence). */
+typedef struct keel_replay_diff {
+    char entity[37];          /* "" for the scene root */
+    char *kind;               /* NULL: the entity itself (missing on one side, or its name, parent, flags) */
+    uint32_t slot;
+    char *field;              /* NULL: the whole component (missing on one side) */
+    char *recorded, *replayed; /* the values as text ("(absent)" when missing) */
+} keel_replay_diff;
+/* Opens a recording into a new world `w` (made by the caller, e.g. by a binding that runs hooks in
+ * it): reads and checks every chunk up to the last whole one, compares the kinds (refused, all
+ * named, unless allowed), builds keyframe 0 in w. ParseError (a bad chunk with its offset), IOError,
+ * InvalidOperation (kinds that differ). w is then frozen between frames. */
+keel_status keel__replay_open(const char *path, keel_world *w, const keel_replay_opts *o, keel_replay **out,
+                              keel_diags *d);
+/* The same from bytes in memory (copied), `name` naming them in diagnostics (the fuzz target). */
+keel_status keel__replay_open_bytes(const void *p, size_t len, const char *name, keel_world *w,
+                                    const keel_replay_opts *o, keel_replay **out, keel_diags *d);
+void keel__replay_close(keel_replay *rp); /* the world stays the caller's, and frozen: keel__world_freeze(w, false) */
+uint64_t keel__replay_frames(const keel_replay *rp);
+uint64_t keel__replay_frame(const keel_replay *rp);
+bool keel__replay_truncated(const keel_replay *rp); /* the file ended in a torn chunk (dropped) */
+size_t keel__replay_keyframes(const keel_replay *rp, uint64_t *out, size_t cap); /* frames with a keyframe */
+/* Re-simulates n frames (inputs, then the step), verifying each. Diverged: the first frame whose
+ * hash differs (the replay stays at it; keel__replay_divergence says what differs). */
+keel_status keel__replay_step(keel_replay *rp, uint64_t n, keel_diags *d);
+/* To `frame`: from the nearest restorable keyframe at or before it (or from here when that is
+ * nearer), re-simulating the rest. InvalidArgument past the last frame. */
+keel_status keel__replay_seek(keel_replay *rp, uint64_t frame, keel_diags *d);
+/* The frame verification failed at (0: none yet) and the differences found against the next
+ * keyframe (or the last state); the array stays the replay's. */
+uint64_t keel__replay_diverged(const keel_replay *rp, const keel_replay_diff **diffs, size_t *n);
+/* Branching: the replay's world becomes a live one (unfrozen, UUIDs from the process again) and is
+ * returned; `fresh` (an empty world the caller made) becomes the replay's, re-simulated to the
+ * same frame. NULL (nothing changed) when that fails. */
+keel_world *keel__replay_adopt(keel_replay *rp, keel_world *fresh, keel_diags *d);
+keel_world *keel__replay_world(const keel_replay *rp);
+uint64_t keel__replay_hash(const keel_replay *rp); /* the replay world's state hash now */
 /* Moves whenever the structure counter moves or an enabled flag of an entity or a component
  * changes (both only grow): a binding that found which rows of a query count (enabled, under
  * active entities) knows the answer holds while this has not moved. */

@@ -55,8 +55,10 @@ typedef enum keel_status {
     KEEL_LIMIT_EXCEEDED,    /* a configured limit */
     KEEL_PARSE_ERROR,       /* not well-formed or not of the schema */
     KEEL_IO_ERROR,          /* the file system said no */
-    KEEL_CONFLICT           /* an unresolved entry of a merged scene's `conflicts:` list (keel merge) */
+    KEEL_CONFLICT,          /* an unresolved entry of a merged scene's `conflicts:` list (keel merge) */
+    KEEL_DIVERGED           /* a replay's state differs from its recording's (design/replay.md) */
 } keel_status;
+#define KEEL_STATUS_LAST_ KEEL_DIVERGED
 
 /* "NotFound", "Unsupported", ... exactly as DESIGN.md spells them; "OK" for 0. */
 const char *keel_status_name(keel_status s);
@@ -540,6 +542,37 @@ typedef struct keel_cmd keel_cmd; /* "Inverse commands" below */
  * either changes. `inverse` (may be NULL) gets a KEEL_CMD_SETTINGS that puts back both. */
 keel_status keel_world_set_settings(keel_world *w, const char *name, const keel_grid *grid, keel_cmd *inverse,
                                     keel_diags *d);
+
+/* The world's random generator (design/replay.md): xoshiro256** seeded by splitmix64 from the
+ * world's seed, which until keel_world_set_seed is derived from the scene UUID. Its state is part
+ * of the world: play's stop puts it back, save games, dumps and recordings carry it, so a replay
+ * draws the same numbers. keel_random_unit is in [0, 1); keel_random_int in [lo, hi]
+ * (InvalidArgument when lo > hi). keel_random_set_state: InvalidArgument for a state of zeros.
+ *
+ * Example:
+ *     keel_world *a = keel_world_new("A"), *b = keel_world_new("B");
+ *     keel_world_set_seed(a, 42);
+ *     keel_world_set_seed(b, 42);
+ *     int bad = keel_world_seed(a) != 42;
+ *     int64_t x = 0, y = 0;
+ *     bad |= keel_random_int(a, 1, 6, &x, NULL) != KEEL_OK || x < 1 || x > 6;
+ *     bad |= keel_random_int(b, 1, 6, &y, NULL) != KEEL_OK || x != y; // same seed, same draw
+ *     double u = keel_random_unit(a);
+ *     bad |= u < 0 || u >= 1;
+ *     bad |= keel_random_int(a, 2, 1, &x, NULL) != KEEL_INVALID_ARGUMENT;
+ *     keel_world_free(a);
+ *     keel_world_free(b);
+ *     return bad;
+ */
+int64_t keel_world_seed(const keel_world *w);
+void keel_world_set_seed(keel_world *w, int64_t seed);   /* restarts the generator */
+uint64_t keel_random_u64(keel_world *w);
+double keel_random_unit(keel_world *w);
+keel_status keel_random_int(keel_world *w, int64_t lo, int64_t hi, int64_t *out, keel_diags *d);
+/* The seed and the generator's state (either may be NULL); false while both are still those
+ * derived from the scene UUID (no seed set, nothing drawn: a dump then writes no settings.random). */
+bool keel_random_state(const keel_world *w, int64_t *seed, uint64_t state[4]);
+keel_status keel_random_set_state(keel_world *w, int64_t seed, const uint64_t state[4], keel_diags *d);
 uint64_t keel_world_revision(const keel_world *w);   /* bumps on every change */
 uint64_t keel_world_epoch(const keel_world *w);      /* process-unique id of this world's incarnation */
 /* The scene root: a protected object that is never listed among entities. */

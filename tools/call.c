@@ -213,7 +213,7 @@ static size_t print_diag_table(lua_State *L, int idx, const char *file)
         lua_getfield(L, -6, "col");
         lua_getfield(L, -7, "severity");
         keel_status code = KEEL_INVALID_OPERATION;
-        for (keel_status c = KEEL_OK; c <= KEEL_CONFLICT; c++)
+        for (keel_status c = KEEL_OK; c <= KEEL_STATUS_LAST_; c++)
             if (lua_type(L, -7) == LUA_TSTRING && strcmp(lua_tostring(L, -7), keel_status_name(c)) == 0) code = c;
         const char *sev = lua_tostring(L, -1);
         keel_diag_add(&d, sev && strcmp(sev, "warning") == 0 ? KEEL_SEV_WARNING : KEEL_SEV_ERROR, code,

@@ -70,6 +70,9 @@ int keel_cli_serve_world(lua_State *L, keel_cli *cli, int world, const char *sce
 /* A port number 0..65535 (0: any free one); false after a usage error. */
 bool keel_cli_parse_port(keel_cli *cli, const char *s, lua_Integer *port);
 
+/* tools/verb_replay.c */
+int keel_cli_replay(lua_State *L, keel_cli *cli, int argc, char **argv);
+
 /* tools/verb_uuid.c */
 int keel_cli_uuid(lua_State *L, keel_cli *cli, int argc, char **argv);
 

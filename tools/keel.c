@@ -15,7 +15,8 @@ static const char *const usage_text =
     "usage: keel                                  a REPL with an empty world bound to `world`\n"
     "       keel SCRIPT.lua [ARGS...]             run a Lua script (`arg` set, `require \"keel\"` available)\n"
     "       keel repl [SCENE]                     REPL with SCENE loaded as `world`\n"
-    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play] [--profile]\n"
+    "       keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play] [--profile] [--record FILE]\n"
+    "       keel replay FILE [--to FRAME] [--verify] [--serve [PORT]]\n"
     "                                             run gameplay headless (default: the bundled demo)\n"
     "       keel run SCENE --serve [PORT] [--bind ADDR]   run it and serve the live channel (default port 27760)\n"
     "       keel run [SCENE] --host [PORT] [--bind ADDR]  host its world to keel.net clients (default port 27761)\n"
@@ -52,6 +53,7 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  runs without prompts; keel exits 1 at its end if a line failed.\n" },
     { "run",
       "usage: keel run [SCENE] [--frames N] [--dt S] [--save OUT] [--play] [--profile]\n"
+      "       keel run [SCENE] --record FILE [--keyframe-every N] [--frames N] [--dt S]\n"
       "       keel run [SCENE] --serve [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
       "       keel run [SCENE] --host [PORT] [--bind ADDR] [--frames N] [--dt S]\n"
       "       keel run --connect ADDR:PORT [--name NAME] [--frames N] [--dt S]\n"
@@ -72,6 +74,13 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  --connect mirrors a host's world as client NAME and prints it once a second.\n"
       "  --watch (with or without --serve) polls SCENE between frames: an edit on disk\n"
       "  is applied in place, merged with live edits, or printed as conflicts.\n" },
+    { "replay",
+      "usage: keel replay FILE [--to FRAME] [--verify] [--serve [PORT]] [--bind ADDR]\n"
+      "  Re-simulates a recording (keel run --record FILE) to FRAME (default: its end),\n"
+      "  printing a line per 1,000 frames and the final state's hash. --verify compares\n"
+      "  every frame's state hash with the recorded one: the first that differs is\n"
+      "  reported as Diverged (frame, components, values) and exits 1. --serve opens\n"
+      "  the replay in the inspector (its timeline: replay.* channel methods).\n" },
     { "serve",
       "usage: keel serve SCENE [--port N] [--bind ADDR] [--watch]\n"
       "  Loads SCENE paused and serves the live channel on 127.0.0.1:N (default 27760;\n"
@@ -125,7 +134,9 @@ static const struct { const char *verb, *text; } verb_help[] = {
       "  Serves SCENE, paused, to an AI agent over the Model Context Protocol: JSON-RPC\n"
       "  lines on stdin/stdout (initialize, tools/list, tools/call). One tool per live\n"
       "  channel method, named with _ for . (object_list, component_set...), each with a\n"
-      "  JSON Schema of its params; component_set's is built from the kinds' fields.\n" },
+      "  JSON Schema of its params; component_set's is built from the kinds' fields.\n"
+      "  A recording (FILE.keelrec) is served as its replay: replay_info, replay_seek,\n"
+      "  replay_step, replay_branch reach any frame and take control there.\n" },
     { "uuid",
       "usage: keel uuid [N]\n"
       "  Prints N (default 1) fresh version-4 UUIDs, one a line, for entities\n"
@@ -343,6 +354,7 @@ static const struct { const char *name; verb_fn fn; } verbs[] = {
     { "fmt", keel_cli_fmt },     { "cook", keel_cli_cook }, { "dump", keel_cli_dump },
     { "kinds", keel_cli_kinds }, { "serve", keel_cli_serve }, { "merge", keel_cli_merge },
     { "mcp", keel_cli_mcp },     { "uuid", keel_cli_uuid },   { "new", keel_cli_new },
+    { "replay", keel_cli_replay },
 };
 
 static int pmain(lua_State *L)

@@ -1,5 +1,6 @@
 /* verb_mcp.c — `keel mcp SCENE`: the live channel as Model Context Protocol tools on stdin/stdout. */
 #include <stdio.h>
+#include <string.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -23,8 +24,14 @@ int keel_cli_mcp(lua_State *L, keel_cli *cli, int argc, char **argv)
     int rc = keel_cli_setup(L, cli, false);
     if (rc >= 0) return rc;
     if (!keel_cli_require(cli, L, "keel", "keel")) return KEEL_EXIT_USAGE;
-    rc = keel_cli_load_world(L, cli, scene);
-    if (rc >= 0) return rc;
+    size_t len = strlen(scene);
+    bool replay = len > 8 && strcmp(scene + len - 8, ".keelrec") == 0; /* a recording: its replay is served */
+    if (replay) {
+        lua_pushnil(L); /* the world is the replay's, opened by keel.cli.mcp */
+    } else {
+        rc = keel_cli_load_world(L, cli, scene);
+        if (rc >= 0) return rc;
+    }
     int w = lua_gettop(L);
     if (luaL_loadbuffer(L, mcp_chunk, sizeof mcp_chunk - 1, "=keel mcp") != LUA_OK) {
         keel_cli_report(cli, L);

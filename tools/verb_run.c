@@ -70,7 +70,8 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
 {
     int net = keel_cli_run_net(L, cli, argc, argv); /* --host / --connect: verb_net.c */
     if (net >= 0) return net;
-    const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL;
+    const char *frames_s = NULL, *dt_s = NULL, *save = NULL, *bind = NULL, *serve_port = NULL, *record = NULL,
+               *every_s = NULL;
     const char *autosave_s = NULL, *autosave_path = NULL;
     bool play = false, serve = false, profile = false;
     /* --serve takes an optional PORT: only a following all-digit argument is one */
@@ -97,9 +98,9 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     const keel_cli_opt opts[] = {
         { "--frames", &frames_s, NULL }, { "--dt", &dt_s, NULL },   { "--save", &save, NULL },
         { "--play", NULL, &play },       { "--bind", &bind, NULL },   { "--watch", NULL, &cli->watch },
-        { "--profile", NULL, &profile },
+        { "--profile", NULL, &profile }, { "--record", &record, NULL }, { "--keyframe-every", &every_s, NULL },
     };
-    int n = keel_cli_parse(cli, argc, argv, opts, 7);
+    int n = keel_cli_parse(cli, argc, argv, opts, 9);
     if (n < 0) return KEEL_EXIT_USAGE;
     if (n > 1) {
         keel_cli_usage_error(cli, "run: expected at most one SCENE");
@@ -130,6 +131,23 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
             keel_cli_usage_error(cli, "run: --autosave needs a number of seconds > 0, not '%s'", autosave_s);
             return KEEL_EXIT_USAGE;
         }
+    }
+    lua_Integer every = 300;
+    if (every_s) {
+        long long v = strtoll(every_s, &end, 10);
+        if (*every_s == '\0' || *end != '\0' || v < 1 || v > 1000000000) {
+            keel_cli_usage_error(cli, "run: --keyframe-every needs a whole number >= 1, not '%s'", every_s);
+            return KEEL_EXIT_USAGE;
+        }
+        every = (lua_Integer)v;
+    }
+    if (every_s && !record) {
+        keel_cli_usage_error(cli, "run: --keyframe-every goes with --record");
+        return KEEL_EXIT_USAGE;
+    }
+    if (record && (serve || play)) {
+        keel_cli_usage_error(cli, "run: --record does not combine with --serve or --play");
+        return KEEL_EXIT_USAGE;
     }
     lua_Integer port = 27760;
     if (serve_port && !keel_cli_parse_port(cli, serve_port, &port)) return KEEL_EXIT_USAGE;
@@ -183,8 +201,11 @@ int keel_cli_run(lua_State *L, keel_cli *cli, int argc, char **argv)
     else lua_pushnil(L);
     if (autosave_path) lua_pushstring(L, autosave_path);
     else lua_pushnil(L);
+    if (record) lua_pushstring(L, record);
+    else lua_pushnil(L);
+    lua_pushinteger(L, every);
     keel_cli_loop_signals(L, true, false);
-    int status = keel_cli_call(L, 13, 2, false);
+    int status = keel_cli_call(L, 15, 2, false);
     keel_cli_loop_signals(L, false, false);
     if (keel_cli_loop_stopped()) {
         /* Ended by ctrl-c: die of it, so a calling shell or make stops too. */

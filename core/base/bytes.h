@@ -53,6 +53,11 @@ static inline uint32_t keel__rd_u32(keel__rd *r, const char *what)
     return v;
 }
 
+static inline uint64_t keel__rd_u64(keel__rd *r, const char *what)
+{
+    uint64_t lo = keel__rd_u32(r, what);
+    return lo | (uint64_t)keel__rd_u32(r, what) << 32;
+}
 static inline keel_uuid keel__rd_uuid(keel__rd *r, const char *what)
 {
     keel_uuid u = { { 0 } };

@@ -20,6 +20,7 @@ const char *keel_status_name(keel_status s)
     case KEEL_PARSE_ERROR: return "ParseError";
     case KEEL_IO_ERROR: return "IOError";
     case KEEL_CONFLICT: return "Conflict";
+    case KEEL_DIVERGED: return "Diverged";
     }
     return "Unknown";
 }
@@ -59,10 +60,10 @@ static void summary_text(keel_diag *g)
 
 /* Counts `n` diagnostics of this severity and code that are not listed. Summaries are
  * appended once the list is full, so they are among its last items (at most one per
- * severity and code: 2 * 10). */
+ * severity and code: 2 * 11). */
 static void summarise(keel_diags *d, keel_severity sev, keel_status code, size_t n, const char *file)
 {
-    size_t tail = 2 * (KEEL_CONFLICT + 1);
+    size_t tail = 2 * (KEEL_STATUS_LAST_ + 1);
     for (size_t i = d->count; i-- > 0 && d->count - i <= tail;) {
         keel_diag *g = &d->items[i];
         if (g->more && g->severity == sev && g->code == code) {

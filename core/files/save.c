@@ -528,6 +528,14 @@ void keel__persist_encode(const keel_world *w, const keel_baseline *base, keel__
     keel__buf_bytes(b, dead.p, dead.len);
     keel__buf_u32(b, norders);
     keel__buf_bytes(b, orders.p, orders.len);
+    /* the world's random generator, once seeded or drawn (an older save ends before it) */
+    int64_t seed;
+    uint64_t rs[4];
+    if (keel_random_state(w, &seed, rs)) {
+        keel__buf_u8(b, 1);
+        keel__buf_u64(b, (uint64_t)seed);
+        for (int i = 0; i < 4; i++) keel__buf_u64(b, rs[i]);
+    }
     free(recs.p);
     free(dead.p);
     free(orders.p);
@@ -643,6 +651,14 @@ void keel__save_state_decode(keel__rd *r, state *st)
         o->n = keel__rd_count(r, 16, "truncated order record");
         o->kids = keel__xcalloc(o->n, sizeof *o->kids);
         for (uint32_t j = 0; j < o->n && !r->err; j++) o->kids[j] = keel__rd_uuid(r, "truncated order record");
+    }
+    if (!r->err && r->pos < r->len && keel__rd_u8(r, "truncated random state") == 1) {
+        st->has_random = true;
+        st->seed = (int64_t)keel__rd_u64(r, "truncated random state");
+        for (int i = 0; i < 4; i++) st->rs[i] = keel__rd_u64(r, "truncated random state");
+        if (!r->err && !(st->rs[0] | st->rs[1] | st->rs[2] | st->rs[3])) r->err = "a random state of all zeros";
+    } else if (!r->err && r->pos != r->len) {
+        r->err = "bad random state marker";
     }
     if (!r->err && r->pos != r->len) r->err = "trailing bytes after the state";
 }
@@ -973,6 +989,7 @@ keel_status keel__save_state_apply(keel_world *w, keel__save_state *st, keel_dia
     if (s == KEEL_OK) {
         journal j = { 0 };
         s = apply_state(w, st, &j, d);
+        if (s == KEEL_OK && st->has_random) keel_random_set_state(w, st->seed, st->rs, NULL);
         if (s != KEEL_OK) journal_rollback(w, &j);
         journal_free(&j);
     }
@@ -1015,6 +1032,11 @@ void keel__save_state_encode(const keel__save_state *st, keel__buf *b)
         keel__buf_uuid(b, st->orders[i].parent);
         keel__buf_u32(b, st->orders[i].n);
         for (uint32_t k = 0; k < st->orders[i].n; k++) keel__buf_uuid(b, st->orders[i].kids[k]);
+    }
+    if (st->has_random) {
+        keel__buf_u8(b, 1);
+        keel__buf_u64(b, (uint64_t)st->seed);
+        for (int i = 0; i < 4; i++) keel__buf_u64(b, st->rs[i]);
     }
 }
 

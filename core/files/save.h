@@ -57,6 +57,9 @@ typedef struct keel__save_state {
     uint32_t ndead;
     keel__save_order *orders;
     uint32_t norders;
+    bool has_random; /* the world's random generator, after the lists (design/replay.md) */
+    int64_t seed;
+    uint64_t rs[4];
 } keel__save_state;
 
 /* Decodes state bytes, every count bounded; the first problem is left in r->err. */

@@ -22,6 +22,7 @@
 #include "model/body.h"
 #include "model/kind.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +330,21 @@ keel_status keel__save_text_write(const keel_slot_info *info, const keel__save_s
         SEQ_END(&wr);
     }
     MAP_END(&wr);
+    if (st->has_random) { /* the world's random generator (design/replay.md) */
+        char num[32];
+        plain(&wr, "random");
+        MAP_START(&wr, false);
+        plain(&wr, "seed");
+        integer(&wr, (long long)st->seed);
+        plain(&wr, "state");
+        SEQ_START(&wr, true);
+        for (int i = 0; i < 4; i++) {
+            snprintf(num, sizeof num, "%llu", (unsigned long long)st->rs[i]);
+            plain(&wr, num);
+        }
+        SEQ_END(&wr);
+        MAP_END(&wr);
+    }
     MAP_END(&wr);
     char *text = keel__yaml_out_close(&wr, "the save game", len, d);
     if (!text) return KEEL_INVALID_ARGUMENT;
@@ -591,7 +607,8 @@ keel_status keel__save_text_read(const char *text, size_t len, const char *file,
     keel_status s = keel__yaml_parse(text, len, &lim, file, &doc, d);
     if (s != KEEL_OK) return s;
     reader rd = { file, d, false }, *r = &rd;
-    static const char *const top[] = { "keel_save", "details", "spawned", "destroyed", "changed", "order", NULL };
+    static const char *const top[] = { "keel_save", "details", "spawned", "destroyed", "changed", "order", "random",
+                                       NULL };
     static const char *const dkeys[] = { "title", "saved_at", "play_seconds", "scene", "fields", NULL };
     if (!doc || doc->kind != KEEL_NODE_MAP || !get(doc, "keel_save")) {
         bad(r, doc, "", "not a save game's text (no keel_save: at the top)%s", "");
@@ -682,6 +699,29 @@ keel_status keel__save_text_read(const char *text, size_t len, const char *file,
         st->orders[i].n = (uint32_t)v->count;
         st->orders[i].kids = keel__xcalloc(v->count ? v->count : 1, sizeof *st->orders[i].kids);
         for (size_t j = 0; j < v->count; j++) st->orders[i].kids[j] = read_uuid(r, &v->items[j], p, false);
+    }
+    const keel_node *rn = get(doc, "random");
+    if (rn) {
+        static const char *const rkeys[] = { "seed", "state", NULL };
+        only_keys(r, rn, "random", rkeys);
+        st->has_random = true;
+        st->seed = read_int(r, get(rn, "seed"), "random.seed", INT64_MIN, INT64_MAX);
+        const keel_node *sv = get(rn, "state");
+        if (!sv || sv->kind != KEEL_NODE_SEQ || sv->count != 4) {
+            bad(r, sv ? sv : rn, "random.state", "a list of 4 unsigned integers expected%s", "");
+        } else {
+            uint64_t any = 0;
+            for (int i = 0; i < 4; i++) {
+                const keel_node *x = &sv->items[i];
+                char *end = NULL;
+                errno = 0;
+                st->rs[i] = is_plain(x) && x->text && x->text[0] >= '0' && x->text[0] <= '9'
+                                ? strtoull(x->text, &end, 10) : 0;
+                if (!end || *end || errno) bad(r, x, "random.state", "an unsigned 64-bit integer expected%s", "");
+                any |= st->rs[i];
+            }
+            if (!any && !r->failed) bad(r, sv, "random.state", "a random state of all zeros%s", "");
+        }
     }
 done:
     keel_node_free(doc);

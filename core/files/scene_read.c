@@ -418,6 +418,39 @@ static size_t body_size(const keel_node *n) { return keel__body_size(n); }
 
 /* ---- sections ---- */
 
+/* settings.random: the world's generator (random.c) as a dump left it, seed and state (64 hex
+ * digits, four 64-bit words); a seed alone starts the generator from that seed. */
+static void load_random(loader *ld, const keel_node *n)
+{
+    static const char *const keys[] = { "seed", "state", NULL };
+    if (!want_map(ld, n, "settings.random", "settings.random", keys)) return;
+    const keel_node *sn = keel_node_get(n, "seed"), *st = keel_node_get(n, "state");
+    int64_t seed = 0;
+    if (!sn) {
+        error(ld, KEEL_PARSE_ERROR, "settings.random", n, "settings.random needs a seed");
+        return;
+    }
+    if (!want_int(ld, sn, "settings.random.seed", &seed)) return;
+    if (!st) {
+        keel_world_set_seed(ld->w, seed);
+        return;
+    }
+    uint64_t rs[4] = { 0 };
+    bool ok = st->kind == KEEL_NODE_SCALAR && st->text && st->len == 64;
+    for (size_t i = 0; ok && i < 64; i++) {
+        char c = st->text[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0) ok = false;
+        else rs[i / 16] = rs[i / 16] << 4 | (uint64_t)v;
+    }
+    if (!ok || !(rs[0] | rs[1] | rs[2] | rs[3])) {
+        error(ld, KEEL_INVALID_ARGUMENT, "settings.random.state", st,
+              "expected 64 lowercase hex digits, not all zero, got '%.64s'", show(st));
+        return;
+    }
+    keel_random_set_state(ld->w, seed, rs, NULL);
+}
+
 static void load_grid(loader *ld, const keel_node *n)
 {
     static const char *const keys[] = { "enabled",     "origin",      "orientation", "base_spacing",
@@ -1176,10 +1209,12 @@ static void build(loader *ld, const keel_node *doc)
     }
     const keel_node *settings = keel_node_get(doc, "settings");
     if (settings && !is_null(settings)) {
-        static const char *const keys[] = { "grid", NULL };
+        static const char *const keys[] = { "grid", "random", NULL };
         if (want_map(ld, settings, "settings", "settings", keys) || settings->kind == KEEL_NODE_MAP) {
             const keel_node *g = keel_node_get(settings, "grid");
             if (g && !is_null(g)) load_grid(ld, g);
+            const keel_node *r = keel_node_get(settings, "random");
+            if (r && !is_null(r)) load_random(ld, r);
         }
     }
     const keel_node *list = keel_node_get(doc, "entities");

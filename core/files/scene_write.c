@@ -638,6 +638,19 @@ static void emit_settings(writer *wr, const keel_world *w)
         plain(wr, g->display == KEEL_GRID_DOTS ? "dots" : "none");
     }
     map_end(wr);
+    int64_t seed;
+    uint64_t rs[4];
+    if (keel_random_state(w, &seed, rs)) { /* only once seeded or drawn: other files stay as they were */
+        key(wr, "random");
+        map_start(wr, false);
+        key(wr, "seed");
+        int_value(wr, seed);
+        char hex[65];
+        for (int i = 0; i < 4; i++) snprintf(hex + 16 * i, 17, "%016llx", (unsigned long long)rs[i]);
+        key(wr, "state");
+        str(wr, hex);
+        map_end(wr);
+    }
     map_end(wr);
 }
 

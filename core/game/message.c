@@ -54,6 +54,7 @@ keel_status keel__message_post(keel_world *w, keel_entity to, bool broadcast, co
     keel_status st = KEEL_OK;
     if (!w || !name) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a message needs a world and a name");
     else if (!*name) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a message name cannot be empty");
+    else if (w->frozen) st = keel__refuse_frozen(d);
     else if (size > KEEL_MESSAGE_MAX_SIZE)
         st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "message data larger than %d bytes", KEEL_MESSAGE_MAX_SIZE);
     else if (size && !data)

@@ -8,6 +8,7 @@
 #include "model/step.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static keel_status refuse_in_callback(const keel_world *w, const char *what, keel_diags *d)
 {
@@ -126,6 +127,11 @@ keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refus
     w->ext_cap = now.ext_cap;
     w->mirror = now.mirror;
     w->prof = now.prof; /* profiling's counters belong to its extension: on or off as now */
+    /* a recorder stays attached: it sees the stop through its extension */
+    w->ids_from_rng = now.ids_from_rng;
+    memcpy(w->idrng, now.idrng, sizeof w->idrng);
+    w->input = now.input;
+    w->input_state = now.input_state;
     w->played = NULL;
     *was = now;
     was->exts = NULL;

@@ -114,6 +114,7 @@ static keel_status instantiate(keel_world *dst, const keel_world *tmpl, const ke
     keel_instantiate_opts defaults = { 0 };
     const keel_instantiate_opts *o = opts ? opts : &defaults;
     if (count) *count = 0;
+    if (dst && dst->frozen) return keel__refuse_frozen(d);
     uint32_t p;
     keel_status st = instantiate_check(dst, tmpl, o, &p, d);
     if (st) return st;

@@ -92,6 +92,7 @@ keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_time
     if (id) *id = 0;
     if (!w || !desc || !desc->fn)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_timer_add: NULL world, desc or fn");
+    if (w->frozen) return keel__refuse_frozen(d);
     double s = desc->seconds;
     if (!isfinite(s) || s < 0 || (desc->repeat && s == 0))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "seconds must be a finite number %s 0",

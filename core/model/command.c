@@ -103,6 +103,7 @@ static keel_status find_uuid(const keel_world *w, keel_uuid u, keel_entity *out,
 static keel_status spawn_from_tree(keel_world *w, const keel_cmd *cmd, keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     const keel_node *t = cmd->tree;
     keel_status st = KEEL_OK;

@@ -31,6 +31,7 @@ static void uuid_draw_half(keel_world *w, uint32_t at)
 
 keel_uuid keel__new_uuid(keel_world *w)
 {
+    if (w->ids_from_rng) return keel__random_uuid(w->idrng);
     /* after a fork the ring holds UUIDs the parent hands out too: drawn again (issue: a forked
      * child's spawns took the parent's next 8 to 16 UUIDs) */
     if (!w->next_ready || w->next_forks != keel__uuid_forks) {
@@ -445,6 +446,7 @@ keel_status keel_spawn(keel_world *w, const char *name, keel_entity parent, cons
                        keel_entity *out, keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t p = 0;
     keel_entity e = 0;
@@ -545,6 +547,7 @@ static void destroy_inverse(keel_world *w, uint32_t i, keel_cmd *inv)
 keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t i;
     keel_status st = keel__ent_target(w, e, "destroyed", &i, d);
@@ -559,6 +562,7 @@ keel_status keel_destroy(keel_world *w, keel_entity e, keel_cmd *inverse, keel_d
 keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t i;
     keel_status st = keel__ent_target(w, e, "renamed", &i, d);
@@ -581,6 +585,7 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
 keel_status keel_set_enabled(keel_world *w, keel_entity e, bool enabled, keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t i;
     keel_status st = keel__ent_target(w, e, "disabled", &i, d);
@@ -621,6 +626,7 @@ keel_status keel_duplicate(keel_world *w, keel_entity e, keel_entity parent, kee
                            keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t i, p = 0;
     if (out) *out = KEEL_NO_ENTITY;

@@ -89,6 +89,10 @@ uint32_t keel__entity_place(keel_world *w, const char *name, uint32_t parent, ke
 void keel__uuid_prefetch(const keel_world *w, keel_uuid u);
 void keel__held_release(keel_world *w); /* the outermost hook transaction ended */
 keel_uuid keel__new_uuid(keel_world *w);
+/* random.c: the next UUID (version 4 bits set) of generator s, which moves on */
+keel_uuid keel__random_uuid(uint64_t s[4]);
+/* random.c: xoshiro256** state seeded from `seed` by splitmix64 (never all zero) */
+void keel__random_seed_state(uint64_t s[4], uint64_t seed);
 /* "entity 'Name' (uuid)" or "the scene root" (entity index i of w), malloc'd: for messages. */
 char *keel__entity_label(const keel_world *w, uint32_t i);
 

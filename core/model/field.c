@@ -50,6 +50,7 @@ static keel_status refuse_mirrored(keel_diags *d, const keel_kind_desc *kd, cons
 static keel_status writable(const keel_world *w, keel_comp c, const keel__entry *m, const keel_kind_desc *kd,
                             int field, bool internal, keel_diags *d)
 {
+    if (w->frozen) return keel__refuse_frozen(d);
     if (field < 0 || (size_t)field >= kd->field_count)
         return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s has no field %d", kd->key, field);
     /* readonly means "not from outside": the component's own hooks may write it */
@@ -187,6 +188,16 @@ static keel_status set_derived(keel_world *w, keel_comp c, keel__entry *m, const
     return KEEL_OK;
 }
 
+/* A field write from outside the step, as the SET command that makes it (for a recorder). */
+static void record_set(keel_world *w, keel_uuid entity, const keel_kind_desc *kd, uint32_t slot, int field,
+                       const keel_value *v)
+{
+    keel_cmd c = { .type = KEEL_CMD_SET, .entity = entity, .slot = slot, .value = *v };
+    c.kind_key = (char *)kd->key;
+    c.field = (char *)kd->fields[field].key;
+    w->input(w, w->input_state, &c, false);
+}
+
 /* The write path of one field: check, put, validate, count, journal, and the caller's inverse. */
 static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_value *v, bool internal,
                            keel_cmd *inverse, keel_diags *d)
@@ -237,6 +248,7 @@ static keel_status set_one(keel_world *w, keel_comp c, int field, const keel_val
     }
     if (journal) keel__txn_log_field(w, uuid, c.kind, slot, field, &old);
     else if (!inverse) value_drop(&old);
+    if (keel__input_wanted(w)) record_set(w, uuid, kd, slot, field, &nv);
     return KEEL_OK;
 }
 
@@ -282,6 +294,9 @@ keel_status keel__field_set_many(keel_world *w, keel_comp c, size_t n, const int
         keel__record_put(c.kind, rec, fields[j], &vals[j]);
     }
     count_writes(w, c.kind, m, n);
+    if (keel__input_wanted(w))
+        for (size_t j = 0; j < n; j++)
+            record_set(w, w->ents[(uint32_t)c.entity].uuid, kd, keel__entry_slot(w, m), fields[j], &vals[j]);
     return KEEL_OK;
 }
 
@@ -366,7 +381,7 @@ static const keel_field_desc *plain_field(const keel_world *w, keel_comp c, int 
     const keel__layout *L;
     const keel_kind_desc *kd = keel__kind_parts(c.kind, &L);
     if (!kd || kd->validate || !L->body_bounded || field < 0 || (size_t)field >= kd->field_count ||
-        keel__txn_wants(w))
+        keel__txn_wants(w) || keel__input_wanted(w) || w->frozen)
         return NULL;
     const keel_field_desc *f = &kd->fields[field];
     if ((f->flags & KEEL_FIELD_READONLY) || mirrored(w, f)) return NULL;

@@ -239,6 +239,7 @@ keel_status keel__reparent_at(keel_world *w, keel_entity e, keel_entity parent, 
                               keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     uint32_t i, p = 0;
     keel_status st = keel__ent_target(w, e, "reparented", &i, d);

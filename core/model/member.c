@@ -582,6 +582,7 @@ keel_status keel_add(keel_world *w, keel_entity e, keel_kind_id k, const keel_ad
                      keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     keel_comp c = { 0, 0, 0 };
     keel_status st = keel__add_internal(w, e, k, opts, &c, d);
@@ -616,6 +617,7 @@ keel_status keel_add_unknown(keel_world *w, keel_entity e, const char *key, int 
                              const keel_node *body, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, NULL, &tmp);
     keel_status st = entity_for(w, e, d);
     if (st == KEEL_OK) st = unknown_check(key, version, body, d);
@@ -695,6 +697,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
                         keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     keel_status st = entity_for(w, e, d);
     uint32_t i = (uint32_t)e;
@@ -991,6 +994,7 @@ keel_status keel__comp_resolve(const keel_world *w, keel_comp c, keel__entry **o
 keel_status keel_comp_set_enabled(keel_world *w, keel_comp c, bool enabled, keel_cmd *inverse, keel_diags *d)
 {
     keel_cmd tmp;
+    if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
     keel__entry *m = NULL;
     keel_status st = keel__comp_resolve(w, c, &m, "changed", d);

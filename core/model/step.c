@@ -444,6 +444,7 @@ static void run_phase(keel_world *w, keel_phase phase, double dt)
 keel_status keel_step(keel_world *w, double dt, keel_diags *d)
 {
     if (w->in_step) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a step cannot run inside a step");
+    if (w->frozen) return keel__refuse_frozen(d);
     if (!isfinite(dt) || dt < 0)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "dt must be a finite number >= 0");
     w->in_step = true;

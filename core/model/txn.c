@@ -18,7 +18,7 @@ bool keel__txn_wants(const keel_world *w)
 /* `tmp` is only initialised when it is used: commands outside hooks pay nothing for it. */
 keel_cmd *keel__cmd_begin_slow(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 {
-    bool wants = keel__txn_wants(w);
+    bool wants = keel__txn_wants(w) || keel__input_wanted(w);
     w->cmd_depth++;
     if (inverse) {
         memset(inverse, 0, sizeof *inverse);
@@ -42,6 +42,7 @@ keel_status keel__cmd_end_slow(keel_world *w, keel_status st, keel_cmd *inv, kee
         if (inv) keel_cmd_free(inv);
         return st;
     }
+    if (inv && inv->type != KEEL_CMD_NONE && keel__input_wanted(w)) w->input(w, w->input_state, inv, true);
     if (inv && inv->type != KEEL_CMD_NONE && keel__txn_wants(w)) {
         keel__jentry *j = log_push(w);
         j->type = KEEL__J_CMD;

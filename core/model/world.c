@@ -6,6 +6,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static keel_world *g_worlds;   /* every live world, for registry changes */
 static uint64_t g_epoch;
@@ -100,6 +101,9 @@ keel_world *keel__world_copy(const keel_world *w)
     c->fixed_dt = w->fixed_dt;
     c->acc = w->acc;
     c->time = w->time;
+    memcpy(c->rng, w->rng, sizeof c->rng); /* play's stop puts the random state back too */
+    c->seed = w->seed;
+    c->seeded = w->seeded;
     keel__entities_copy(c, w);
     keel__members_copy(c, w);
     keel__stores_copy(c, w);
@@ -263,3 +267,11 @@ uint16_t keel__tag_next(void)
     }
     return last; /* more live worlds than tags: shared, as handles then cannot tell them apart */
 }
+
+keel_status keel__refuse_frozen(keel_diags *d)
+{
+    return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "a replay's world is read-only (branch it to change it)");
+}
+
+bool keel__world_frozen(const keel_world *w) { return w->frozen; }
+void keel__world_freeze(keel_world *w, bool on) { w->frozen = on; }

@@ -117,7 +117,21 @@ struct keel_world {
     size_t ext_count, ext_cap, ext_pos; /* ext_pos: the entry a walk is calling */
     bool ext_walking;
     uint32_t features;                /* the scene header's features (features.h bits): written back */
+    /* the world's random generator (random.c): xoshiro256** seeded from `seed` by splitmix64;
+     * `seeded` false: the seed is still the one derived from the scene UUID, drawn at first use */
+    uint64_t rng[4];
+    int64_t seed;
+    bool seeded;
+    /* recording or replaying (game/record.c): new UUIDs come from idrng, not the process pool, so
+     * a replay makes the same ones; every change from outside the step goes to `input` */
+    bool ids_from_rng;
+    uint64_t idrng[4];
+    void (*input)(keel_world *w, void *state, const keel_cmd *cmd, bool inverse); /* cmd: an inverse, or the change itself */
+    void *input_state;
+    bool frozen; /* a replay's world between its frames: every write refuses (keel__refuse_frozen) */
 };
+/* InvalidOperation: w is a replay's read-only world (world.c). */
+keel_status keel__refuse_frozen(keel_diags *d);
 
 /* Every live world, for registry changes (linked through next_world). */
 keel_world *keel__world_list(void);
@@ -276,6 +290,12 @@ static inline bool keel__active(const keel_world *w, uint32_t i)
     return true;
 }
 void keel__touch(keel_world *w); /* structural change */
+/* A change made now comes from outside the step (a recorder, game/record.c, wants it): outside
+ * any step, hook transaction, command and rollback. */
+static inline bool keel__input_wanted(const keel_world *w)
+{
+    return w->input && !w->in_step && w->txn_depth == 0 && w->cmd_depth == 0 && !w->rolling_back;
+}
 /* May entry m run in the current frame? (one added during a step first runs in the next one) */
 static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
 {
@@ -286,7 +306,7 @@ static inline bool keel__entry_due(const keel_world *w, const keel__entry *m)
  * pays a counter and a test. */
 static inline keel_cmd *keel__cmd_begin(keel_world *w, keel_cmd *inverse, keel_cmd *tmp)
 {
-    if (inverse || w->txn_depth > 0) return keel__cmd_begin_slow(w, inverse, tmp);
+    if (inverse || w->txn_depth > 0 || w->input) return keel__cmd_begin_slow(w, inverse, tmp);
     w->cmd_depth++;
     return NULL;
 }

@@ -794,4 +794,52 @@ function Channel:handle(text)
     M.INTERNAL_ERROR, "Internal error: " .. internal_text(s)))
 end
 
+
+-- ---- replay.* (design/replay.md): a served replay's timeline; ch.replay is set by keel.serve(rp) ----
+local function the_replay(self)
+  if not self.replay then keel_error("InvalidOperation", "no replay is served (keel replay FILE --serve, keel.serve(rp))") end
+  return self.replay
+end
+
+local function replay_info(self)
+  local rp = the_replay(self)
+  return { frames = rp.frames, frame = rp.frame, keyframes = array(rp.keyframes), diverged = rp.diverged,
+           differences = rp.diverged and array(rp.differences) or nil, truncated = rp.truncated }
+end
+
+-- The served world is the replay's: a seek restores it in place (its entities made again), so the
+-- watchers find them again (world_replaced, set by keel.serve); the server answers nothing while
+-- the frames are re-simulated (replaying).
+local function drive(self, f, ...)
+  self.replaying = true
+  local ok, err = pcall(f, ...)
+  self.replaying = false
+  if self.world_replaced then self.world_replaced() end
+  if not ok then error(err, 0) end
+end
+
+methods["replay.info"] = { params = {}, run = replay_info }
+methods["replay.seek"] = { params = { frame = "integer" }, run = function(self, p)
+  local rp = the_replay(self)
+  if p.frame < 0 or p.frame > rp.frames then bad_params("frame %d is outside 0..%d", p.frame, rp.frames) end
+  drive(self, rp.seek, rp, p.frame)
+  return replay_info(self)
+end }
+methods["replay.step"] = { params = { ["frames?"] = "integer" }, run = function(self, p)
+  local rp = the_replay(self)
+  local n = p.frames or 1
+  if n < 0 or n > rp.frames then bad_params("frames must be 0..%d", rp.frames) end
+  if n > 0 then drive(self, rp.step, rp, n) end
+  return replay_info(self)
+end }
+methods["replay.branch"] = { params = {}, run = function(self)
+  local rp = the_replay(self)
+  local frame = rp.frame
+  local w = rp:branch() -- the served world: live from here on
+  assert(rawequal(w, self.world), "the served world is the replay's")
+  rp:close()
+  self.replay = nil
+  return { frame = frame, uuid = w.uuid, live = true }
+end }
+
 return M

@@ -61,6 +61,13 @@ local descriptions = {
     .. "is written into it (one undoable edit); `refused` lists the kept entries that could not apply.",
   ["play.keep"] = "While playing: keeps an entity (or one of its components, by kind and slot) so world.stop "
     .. "carries its play-mode state back (authored fields, not runtime ones); keep = false takes that back.",
+  ["replay.info"] = "The served replay: frames recorded, the frame shown, keyframes, and where verification "
+    .. "failed (diverged frame and the differing components) if it did.",
+  ["replay.seek"] = "Moves the replay to a frame (from the nearest keyframe, re-simulating the rest); the world "
+    .. "then shows that frame. Raises Diverged where the re-simulation stops matching the recording.",
+  ["replay.step"] = "Re-simulates frames of the replay (default 1), verifying each.",
+  ["replay.branch"] = "Takes control at the replay's frame: the served world becomes a live world (edits and "
+    .. "world.step apply to it); the replay closes.",
 }
 descriptions["world.stats"] = "Frame statistics of the last step (profiling = true turns collecting on): frame_ms, "
   .. "per phase, per system and per kind hook ms, calls and entities, counts, and the last 300 frame times."

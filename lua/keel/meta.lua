@@ -128,6 +128,7 @@
 
 ---@class KeelWorld
 ---@field uuid string
+---@field seed integer               # the world's random generator's seed (w:random); settable
 ---@field name string
 ---@field root KeelEntity
 ---@field playing boolean           # between w:play() and w:stop()
@@ -238,6 +239,13 @@ function World:dump() end
 ---@param opts? { interval?: number, path?: string }
 ---@return keel.Watcher
 function World:watch(opts) end
+
+---A number from the world's own generator (seeded by w.seed), with math.random's signature:
+---no argument a float in [0, 1), (m) an integer in [1, m], (m, n) one in [m, n].
+---@param m? integer
+---@param n? integer
+---@return number
+function World:random(m, n) end
 
 ---Moves `e` and its subtree into `other` (under `parent`, an entity of `other`), as one:
 ---checked first (a refusal moves nothing), then UUIDs, names, bodies, slots, versions, flags
@@ -652,6 +660,59 @@ function keel.world(name) end
 ---@return KeelWorld|nil world
 ---@return KeelError? err
 function keel.load(path, opts) end
+
+-- ---- recording and replaying (design/replay.md) ----
+
+---@class KeelRecorder
+---@field frames integer   # frames written
+---@field bytes integer    # bytes written
+---@field closed boolean   # closed by rec:close() or with its world
+local Recorder = {}
+---Writes the last keyframe and closes the file; nil and an error when a write failed.
+---@return true|nil ok
+---@return KeelError? err
+function Recorder:close() end
+
+---@class KeelReplay
+---@field frames integer          # frames recorded
+---@field frame integer           # the frame the replay's world is at (0: keyframe 0)
+---@field world KeelWorld         # the replay's world (read-only: writes are InvalidOperation)
+---@field keyframes integer[]     # the frames that have a keyframe
+---@field truncated boolean       # the file ended in a torn write (it replays to its last whole frame)
+---@field hash string             # the state hash of the world now (16 hex digits)
+---@field diverged integer?       # the first frame verification failed at
+---@field differences { entity: string, kind?: string, slot: integer, field?: string, recorded: string, replayed: string }[]?
+local Replay = {}
+---Re-simulates n frames (default 1), verifying each; raises Diverged at the first that differs.
+---@param n? integer
+---@return integer frame
+function Replay:step(n) end
+---Jumps to `frame`: from the nearest keyframe at or before it, re-simulating the rest.
+---@param frame integer
+---@return integer frame
+function Replay:seek(frame) end
+---A live world at the current frame (the one rp.world was); the replay goes on in a new world.
+---@return KeelWorld
+function Replay:branch() end
+function Replay:close() end
+
+---Records the session of `w` into `path` (design/replay.md); InvalidOperation when timers or
+---messages are pending, the world records already or is a replay's; nil and an IOError when the
+---file cannot be written.
+---@param w KeelWorld
+---@param path string
+---@param opts? { keyframe_every?: integer }
+---@return KeelRecorder|nil rec
+---@return KeelError? err
+function keel.record(w, path, opts) end
+
+---Opens a recording: nil and an error when damaged (ParseError with the offset), missing
+---(IOError) or recorded with kinds that differ (InvalidOperation, unless allow_changed_kinds).
+---@param path string
+---@param opts? { allow_changed_kinds?: boolean, verify?: boolean }
+---@return KeelReplay|nil rp
+---@return KeelError? err
+function keel.replay(path, opts) end
 
 ---A scene file as a template for `w:instantiate`, cached by path: the same Prefab while the
 ---file's content is unchanged (its bytes are compared on every call, so any edit is seen), else

@@ -140,7 +140,7 @@ end
 -- At the start of each step of a served world: count the frame, answer, publish.
 local function on_step(w)
   for srv in pairs(live) do
-    if srv.world == w then
+    if srv.world == w and not srv.channel.replaying then -- a replay's re-simulation: no requests within
       srv.channel:on_step()
       srv:poll(0)
     end
@@ -150,6 +150,9 @@ end
 -- keel.serve(w, opts) -> server | nil, message
 function M.serve(w, opts)
   opts = opts or {}
+  local rp -- keel.serve(rp): a replay's world, with its timeline (replay.* methods)
+  local mt = getmetatable(w)
+  if type(mt) == "table" and rawget(mt, "__name") == "keel.Replay" then rp, w, opts.paused = w, w.world, true end
   if type(opts) ~= "table" then invalid("keel.serve: an options table expected, got " .. type(opts)) end
   local bind = opts.bind or "127.0.0.1"
   local token = opts.token or cchannel.random_token()
@@ -157,9 +160,11 @@ function M.serve(w, opts)
     invalid("keel.serve: token must be a non-empty string of letters, digits and -._~")
   end
   local ch = opts.channel or channel.new(w, { scene = opts.scene, paused = opts.paused, dt = opts.dt })
+  ch.replay = rp or ch.replay
   local srv = setmetatable({ world = w, channel = ch, token = token, bind = bind,
     static = opts.static or find_static() }, Server)
   if opts.watch then ch:watch_file(type(opts.watch) == "table" and opts.watch or w:watch()) end
+  ch.world_replaced = function() if srv.watch then srv.watch:reset() end end
   srv.watch = watch.new(ch, function(id, data) return srv.http and srv.http:push(id, data) end,
     function(id) return srv.http and srv.http:pending(id) end, function(id) if srv.http then srv.http:drop(id) end end)
   local http, err = cchannel.http_open { port = opts.port or M.DEFAULT_PORT, bind = bind,

@@ -31,7 +31,7 @@ function Watch:subscribe(query)
   self.next_id = self.next_id + 1
   local id = self.next_id
   query = query or {}
-  self.subs[id] = { id = id, fresh = true,
+  self.subs[id] = { id = id, fresh = true, query = query,
     watcher = new_watcher(self.channel.world, { kinds = list(query.kinds), entities = list(query.entities) }) }
   self.count = self.count + 1
   return id
@@ -61,6 +61,16 @@ function Watch:delta(sub)
   sub.revision, sub.sets = ch.world:_revision_mark()
   local text = sub.watcher:delta(ch.frame, ch.frame_ms)
   if text then send(self, sub, "delta", text) end
+end
+
+-- The world's entities were all made again (a replay's seek restores a keyframe in place): every
+-- subscriber finds its entities again by UUID and gets a fresh snapshot.
+function Watch:reset()
+  for _, sub in pairs(self.subs) do
+    local q = sub.query
+    sub.watcher = new_watcher(self.channel.world, { kinds = list(q.kinds), entities = list(q.entities) })
+    sub.fresh = true
+  end
 end
 
 -- One event to every subscriber (the file watcher's `conflict` and `watch_error`).

@@ -24,6 +24,7 @@ if [ -x "$BUILD/keel" ]; then
     done
     "$BUILD/keel" "$SRC/tools/bench/bench_channel.lua" >>"$out" || echo "BENCH	bench_channel failed	-	-	-" >>"$out"
     "$BUILD/keel" "$SRC/tools/bench/bench_watch.lua" >>"$out" || echo "BENCH	bench_watch failed	-	-	-" >>"$out"
+    "$BUILD/keel" "$SRC/tools/bench/bench_replay.lua" >>"$out" || echo "BENCH	bench_replay failed	-	-	-" >>"$out"
 fi
 printf '%-16s %14s %14s %8s  %s\n' "row" "keel" "baseline" "ratio" "unit"
 printf '%-16s %14s %14s %8s  %s\n' "----------------" "--------------" "--------------" "--------" "----"

@@ -5,7 +5,15 @@ local M = {}
 
 function M.mcp(w, scene)
   local channel = require 'keel.channel'
+  local rp
+  if w == nil then -- `keel mcp FILE.keelrec`: the recording's replay, with the replay_* tools
+    local err
+    rp, err = require 'keel'.replay(scene)
+    if not rp then error(err, 0) end
+    w, scene = rp.world, nil
+  end
   local ch = channel.new(w, { scene = scene, paused = true })
+  ch.replay = rp
   require 'keel.mcp'.run(ch, io.stdin, io.stdout)
 end
 

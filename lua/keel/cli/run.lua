@@ -83,8 +83,16 @@ end
 -- `autosave`, `autosave_path`: --autosave SECONDS PATH (design/saving.md), a slot written with
 -- keel.persist.save_async every SECONDS of world time against the scene as loaded; one due while
 -- the last still writes starts when that one is done; a failed one is printed and the run goes on.
-function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, profile, autosave, autosave_path)
+-- `record`, `keyframe_every`: --record FILE, the session as a recording (design/replay.md).
+function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, profile, autosave, autosave_path,
+               record, keyframe_every)
   local authored = play and w:dump()
+  local rec
+  if record then -- --record FILE: the session as a recording (design/replay.md)
+    local err
+    rec, err = require "keel".record(w, record, { keyframe_every = keyframe_every })
+    if not rec then error(err, 0) end
+  end
   local auto = autosave and { base = require("keel").persist.baseline(w), next = autosave, time = 0, saves = 0 }
   local function auto_settle(job)
     local ok, err = job:done()
@@ -124,6 +132,11 @@ function M.run(w, name, frames, dt, save, tty, now, interrupted, play, watch, pr
   if auto then
     if auto.job then auto.job:wait(); auto_settle(auto.job) end
     print(string.format('autosave: %d %s to %s', auto.saves, auto.saves == 1 and 'save' or 'saves', autosave_path))
+  end
+  if rec then
+    local frames_done, ok, err = rec.frames, rec:close()
+    if not ok then io.stderr:write(string.format('%s: record: %s\n', name, tostring(err))) end
+    print(string.format('%s: recorded %d frames to %s', name, frames_done, record))
   end
   if tty and frames > 0 then io.stdout:write('\r\27[K') end
   local errs = w:errors()

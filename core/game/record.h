@@ -1,0 +1,49 @@
+/* record.h — the recording's file (record.c writes it, replay.c reads it): chunks, the world's
+ * state as a keyframe, the state hash, inputs as commands. design/replay.md is the contract. */
+#ifndef KEEL_GAME_RECORD_H
+#define KEEL_GAME_RECORD_H
+
+#include "keel.h"
+#include "base/bytes.h"
+
+#define KEEL__REC_MAGIC "KEELREC1"
+#define KEEL__REC_MAGIC_LEN 8
+#define KEEL__REC_CHUNK_MAX (256u << 20)   /* one chunk's payload, bounded before it is read */
+#define KEEL__REC_INPUTS_MAX (1u << 20)    /* inputs in one frame */
+#define KEEL__REC_KINDS_MAX 65536
+#define KEEL__REC_DEPTH 64                 /* nesting of an input's batches and trees */
+
+enum { KEEL__CH_HEADER = 'H', KEEL__CH_KEYFRAME = 'K', KEEL__CH_FRAME = 'F' };
+enum { KEEL__IN_CMD = 1, KEEL__IN_RANDOM = 2, KEEL__IN_MESSAGE = 3 };
+
+/* A kind as the recording saw it: what keel.replay compares with the kind registered now. */
+typedef struct keel__rec_kind {
+    char *key;
+    int version;
+    uint64_t layout;  /* keel__kind_layout_hash */
+    uint64_t source;  /* a Lua kind's source file's hash; 0 for a C kind or none known */
+} keel__rec_kind;
+
+/* Hash of what decides a kind's records and files: key, multiplicity, field keys, types, flags
+ * and choices in order. */
+uint64_t keel__kind_layout_hash(keel_kind_id k);
+/* The 64-bit hash of w's committed state: every entity (UUID, name, parent, enabled) and every
+ * component (kind, slot, enabled, field values), and the random generators. A sum of one hash per
+ * entity and per component, so the order of rows and indices (which a replay need not share)
+ * does not count; run order does, through the values it leaves. */
+uint64_t keel__world_hash(const keel_world *w);
+/* The world's whole state into b (a keyframe): settings, generators, time, every entity in
+ * hierarchy pre-order with its components (all fields, runtime and transient too, unknown
+ * bodies whole, started/awoken/faulted flags). */
+void keel__keyframe_encode(const keel_world *w, keel__buf *b);
+/* Rebuilds w (emptied first: no hook runs, timers and messages dropped) from a keyframe.
+ * ParseError (bad bytes, every length bounded first) or the command's own error. */
+keel_status keel__keyframe_apply(keel_world *w, const uint8_t *p, size_t len, keel_diags *d);
+/* One command, batches and trees included. */
+void keel__cmd_encode(keel__buf *b, const keel_cmd *c);
+/* Reads one command into c (caller frees with keel_cmd_free); false with r->err set on bad bytes. */
+bool keel__cmd_decode(keel__rd *r, keel_cmd *c, int depth);
+/* Frames one chunk: tag, length, payload, CRC-32 of the three. */
+void keel__chunk_put(keel__buf *out, uint8_t tag, const void *payload, size_t len);
+
+#endif

@@ -486,6 +486,7 @@ static void forward_of(keel_world *w, const keel_cmd *inv, keel_cmd *out)
     keel_entity e = keel_uuid_is_nil(inv->entity) ? keel_world_root(w) : keel_find(w, inv->entity);
     switch (inv->type) {
     case KEEL_CMD_NONE: return;
+    case KEEL_CMD_SETTINGS: return; /* the editor grid and scene name: no part of the simulation */
     case KEEL_CMD_DESTROY: { /* it was a spawn (or a duplicate, an instantiate): the entity as it is */
         if (!e || e == keel_world_root(w)) return;
         out->type = KEEL_CMD_SPAWN;

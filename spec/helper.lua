@@ -302,4 +302,42 @@ function H.declare_cx_kinds(note, take)
     } }
 end
 
+-- The small scene the save-game specs share: Player (a transform at (0, 1, 0) and an audio
+-- source), an empty Doomed, a Crate with a default transform. `tag` picks the UUIDs: scene
+-- ...0000000000a<tag>, entities ...0000000000<tag>1..3 (each spec file its own).
+function H.persist_scene(tag, name)
+  local function u(tail) return "00000000-0000-4000-8000-0000000000" .. tail end
+  local audio = [[
+      - kind: core:audio_source
+        version: 1
+        slot: 0
+        body: {}
+]]
+  return ([[
+keel: 1
+scene:
+  uuid: 5a5e0000-0000-4000-8000-0000000000a%s
+  name: %s
+entities:
+  - uuid: %s
+    name: Player
+    components:
+      - kind: core:transform
+        version: 1
+        slot: 0
+        body:
+          position: [0, 1, 0]
+%s  - uuid: %s
+    name: Doomed
+    components: []
+  - uuid: %s
+    name: Crate
+    components:
+      - kind: core:transform
+        version: 1
+        slot: 0
+        body: {}
+]]):format(tag, name, u(tag .. "1"), audio, u(tag .. "2"), u(tag .. "3"))
+end
+
 return H

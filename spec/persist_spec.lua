@@ -8,35 +8,7 @@ local doc, entity_text, comp_text, U1 = H.doc, H.entity_text, H.comp_text, H.U1
 local SCENES = ROOT .. "/scenes"
 local key = H.key_maker("persist")
 
-local SCENE = [[
-keel: 1
-scene:
-  uuid: 5a5e0000-0000-4000-8000-0000000000aa
-  name: Spec
-entities:
-  - uuid: 00000000-0000-4000-8000-0000000000a1
-    name: Player
-    components:
-      - kind: core:transform
-        version: 1
-        slot: 0
-        body:
-          position: [0, 1, 0]
-      - kind: core:audio_source
-        version: 1
-        slot: 0
-        body: {}
-  - uuid: 00000000-0000-4000-8000-0000000000a2
-    name: Doomed
-    components: []
-  - uuid: 00000000-0000-4000-8000-0000000000a3
-    name: Crate
-    components:
-      - kind: core:transform
-        version: 1
-        slot: 0
-        body: {}
-]]
+local SCENE = H.persist_scene("a", "Spec")
 
 local function tmpname()
   return os.tmpname() .. ".sav"

@@ -8,35 +8,7 @@ local slurp, spit, tmpdir, rmrf = H.slurp, H.spit, H.tmpdir, H.rmrf
 local q = H.shell_quote
 local key = H.key_maker("save_text")
 
-local SCENE = [[
-keel: 1
-scene:
-  uuid: 5a5e0000-0000-4000-8000-0000000000ac
-  name: Text
-entities:
-  - uuid: 00000000-0000-4000-8000-0000000000c1
-    name: Player
-    components:
-      - kind: core:transform
-        version: 1
-        slot: 0
-        body:
-          position: [0, 1, 0]
-      - kind: core:audio_source
-        version: 1
-        slot: 0
-        body: {}
-  - uuid: 00000000-0000-4000-8000-0000000000c2
-    name: Doomed
-    components: []
-  - uuid: 00000000-0000-4000-8000-0000000000c3
-    name: Crate
-    components:
-      - kind: core:transform
-        version: 1
-        slot: 0
-        body: {}
-]]
+local SCENE = H.persist_scene("c", "Text")
 
 local function fresh()
   local w, err = keel.parse(SCENE)

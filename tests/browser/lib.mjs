@@ -27,12 +27,12 @@ export function freePort() {
   });
 }
 
-// Starts `keel serve FILE --port PORT EXTRA...`; `url` resolves with the URL it prints (token included).
-export function startServer(keelBin, file, port, extra = []) {
-  const child = spawn(keelBin, ['serve', file, '--port', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+// Starts `keel ARGS...` and awaits the URL it prints (token included): { child, url }.
+export function startKeel(keelBin, args, ms = 30000) {
+  const child = spawn(keelBin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let seen = '';
   const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`keel serve printed no URL in 30 s:\n${seen}`)), 30000);
+    const timer = setTimeout(() => reject(new Error(`keel ${args[0]} printed no URL in ${ms / 1000} s:\n${seen}`)), ms);
     const look = (chunk) => {
       seen += chunk;
       const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
@@ -40,9 +40,14 @@ export function startServer(keelBin, file, port, extra = []) {
     };
     child.stdout.on('data', look);
     child.stderr.on('data', look);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel serve exited (${code}):\n${seen}`)); });
+    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel ${args[0]} exited (${code}):\n${seen}`)); });
   });
   return { child, url };
+}
+
+// Starts `keel serve FILE --port PORT EXTRA...`; `url` resolves with the URL it prints (token included).
+export function startServer(keelBin, file, port, extra = []) {
+  return startKeel(keelBin, ['serve', file, '--port', String(port), ...extra]);
 }
 
 export async function rpc(url, method, params) {

@@ -3,12 +3,12 @@
 // the component form, branch and edit the live world; then a recording of a kind that reads
 // os.clock(): the timeline marks in red where verification failed.
 //   node replay_test.mjs KEEL DEMO_SCENE
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, until } from './lib.mjs';
+import { check, chromium, freePort, results, rpc, startKeel, until } from './lib.mjs';
 
 const [keelBin, scene] = process.argv.slice(2);
 if (!keelBin || !scene) {
@@ -17,20 +17,7 @@ if (!keelBin || !scene) {
 }
 
 function serveReplay(file, port, extra = []) {
-  const child = spawn(keelBin, ['replay', file, '--serve', String(port), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let seen = '';
-  const url = new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`keel replay printed no URL in 60 s:\n${seen}`)), 60000);
-    const look = (chunk) => {
-      seen += chunk;
-      const m = seen.match(/(http:\/\/\S+#token=[\w.~-]+)/);
-      if (m) { clearTimeout(timer); resolve(m[1]); }
-    };
-    child.stdout.on('data', look);
-    child.stderr.on('data', look);
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`keel replay exited (${code}):\n${seen}`)); });
-  });
-  return { child, url };
+  return startKeel(keelBin, ['replay', file, '--serve', String(port), ...extra], 60000);
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'keel-replay-'));

@@ -4,8 +4,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
-#include "model/record.h"
-#include "model/value.h"
+#include "bind.h"
 
 #define VIEW_MT "keel.RecordView"
 
@@ -65,7 +64,7 @@ static int view_newindex(lua_State *L)
         return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s", err);
     keel_diags d;
     keel_diags_init(&d);
-    keel_status st = keel__value_check(fd, &val, &d);
+    keel_status st = keel_field_check(v->k, f, &val, &d);
     if (st) {
         lua_pushstring(L, d.count ? d.items[0].message : fd->key);
         keel_diags_free(&d);

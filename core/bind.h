@@ -67,6 +67,10 @@ bool keel__field_set_plain(keel_world *w, keel_comp c, void *record, uint32_t ro
  * in every case that one would refuse, and for a field with bounds or of another type. */
 bool keel__field_set_float(keel_world *w, keel_comp c, void *record, uint32_t row, int field, double x);
 
+/* ---- record.c: a derived field's get/set see the record through these (bindings/lua_derived.c) ---- */
+void keel__record_get(keel_kind_id k, const void *record, int f, keel_value *out);
+void keel__record_put(keel_kind_id k, void *record, int f, const keel_value *v);
+
 /* ---- world.c ---- */
 
 /* The world's structure counter: it moves on every structural change (an add, a remove, a

@@ -101,38 +101,11 @@ static void emit_canon(writer *wr, const keel_node *n)
     collection(wr, n->kind == KEEL_NODE_MAP, false, flow);
 }
 
-/* An unknown component's body, each node in the style it was written in (as a scene keeps it). */
-static void emit_styled(writer *wr, const keel_node *n)
-{
-    if (n->kind == KEEL_NODE_SCALAR) {
-        yaml_scalar_style_t st;
-        switch (n->style) {
-        case KEEL_STYLE_PLAIN: st = YAML_PLAIN_SCALAR_STYLE; break;
-        case KEEL_STYLE_SINGLE: st = YAML_SINGLE_QUOTED_SCALAR_STYLE; break;
-        case KEEL_STYLE_DOUBLE: st = YAML_DOUBLE_QUOTED_SCALAR_STYLE; break;
-        case KEEL_STYLE_LITERAL: st = YAML_LITERAL_SCALAR_STYLE; break;
-        case KEEL_STYLE_FOLDED: st = YAML_FOLDED_SCALAR_STYLE; break;
-        default: str(wr, n->text ? n->text : ""); return;
-        }
-        if (st == YAML_PLAIN_SCALAR_STYLE && n->len == 0) {
-            plain(wr, "null");
-            return;
-        }
-        keel__yaml_out_scalar(wr, n->text ? n->text : "", n->len, st);
-        return;
-    }
-    bool flow = n->style == KEEL_STYLE_FLOW;
-    collection(wr, n->kind == KEEL_NODE_MAP, true, flow);
-    size_t items = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
-    for (size_t i = 0; i < items; i++) emit_styled(wr, &n->items[i]);
-    collection(wr, n->kind == KEEL_NODE_MAP, false, flow);
-}
-
 /* A known body in the canonical styles the slot writer gives it; an unknown one as written. */
 static void emit_body(writer *wr, const keel_node *body, bool known)
 {
     if (!known) {
-        emit_styled(wr, body);
+        keel__yaml_out_preserved(wr, body); /* as a scene keeps it */
         return;
     }
     keel_node *c = keel_node_copy(body);

@@ -392,7 +392,7 @@ static void vec_value(writer *wr, const double *v, int n)
 
 /* ---- preserved trees (unknown components): each node as it was written ---- */
 
-static void emit_preserved(writer *wr, const keel_node *n)
+void keel__yaml_out_preserved(keel__yaml_out *wr, const keel_node *n)
 {
     if (n->kind == KEEL_NODE_SCALAR) {
         yaml_scalar_style_t st;
@@ -414,11 +414,11 @@ static void emit_preserved(writer *wr, const keel_node *n)
     bool flow = n->style == KEEL_STYLE_FLOW;
     if (n->kind == KEEL_NODE_SEQ) {
         seq_start(wr, flow);
-        for (size_t i = 0; i < n->count; i++) emit_preserved(wr, &n->items[i]);
+        for (size_t i = 0; i < n->count; i++) keel__yaml_out_preserved(wr, &n->items[i]);
         seq_end(wr);
     } else {
         map_start(wr, flow);
-        for (size_t i = 0; i < 2 * n->count; i++) emit_preserved(wr, &n->items[i]);
+        for (size_t i = 0; i < 2 * n->count; i++) keel__yaml_out_preserved(wr, &n->items[i]);
         map_end(wr);
     }
 }
@@ -561,7 +561,7 @@ static void emit_components(writer *wr, const keel_world *w, keel_entity e)
             emit_body(wr, m.kind, body);
             keel_node_free(body);
         } else if (m.preserved) {
-            emit_preserved(wr, m.preserved);
+            keel__yaml_out_preserved(wr, m.preserved);
         } else {
             map_start(wr, true);
             map_end(wr);

@@ -42,6 +42,8 @@ static inline void keel__yaml_out_scalar(keel__yaml_out *wr, const char *text, s
 void keel__yaml_out_open(keel__yaml_out *wr);
 /* Ends the document and stream: the text (malloc'd, NUL-ended, its length in *len when len is
  * not NULL), or NULL after an error diagnostic "cannot write <what>: ...". Frees the emitter. */
+/* A preserved tree (an unknown component's body): each node in the style it was written in. */
+void keel__yaml_out_preserved(keel__yaml_out *wr, const keel_node *n);
 char *keel__yaml_out_close(keel__yaml_out *wr, const char *what, size_t *len, keel_diags *d);
 
 /* true: bodies through keel_body_encode instead of straight from records (tests compare both). */

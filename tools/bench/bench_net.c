@@ -51,11 +51,21 @@ int main(void)
     keel_net_host *h = NULL;
     if (keel_net_host_new(w, &o, &h, NULL)) return 1;
     keel_net_client *c[CLIENTS];
-    for (int i = 0; i < CLIENTS; i++) keel_net_connect("127.0.0.1", keel_net_host_port(h), "c", &c[i], NULL);
+    for (int i = 0; i < CLIENTS; i++) { /* names are unique per host: a second "c" is refused */
+        char name[8];
+        snprintf(name, sizeof name, "c%d", i);
+        keel_net_connect("127.0.0.1", keel_net_host_port(h), name, &c[i], NULL);
+    }
     for (int r = 0; r < 400; r++) { /* join and take the snapshots */
         keel_net_host_service(h, NULL);
         for (int i = 0; i < CLIENTS; i++) keel_net_client_service(c[i], NULL);
     }
+    for (int i = 0; i < CLIENTS; i++)
+        if (!keel_net_client_joined(c[i])) {
+            fprintf(stderr, "bench_net: client %d did not join: %s\n", i,
+                    keel_net_client_reason(c[i]) ? keel_net_client_reason(c[i]) : "no reason");
+            return 1;
+        }
     double t_world = 0, t_net = 0;
     uint64_t wire0 = keel__net_host_stats(h).wire;
     for (int t = 0; t < TICKS; t++) {

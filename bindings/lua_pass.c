@@ -49,6 +49,7 @@ keel__lua_kept *keel__lua_kept_begin(lua_State *L, keel_lua_ctx *ctx, int cache,
 {
     cache = lua_absindex(L, cache);
     widx = lua_absindex(L, widx);
+    luaL_checkstack(L, 6, "a system's kept pass");
     if (lua_getfield(L, cache, "kept") != LUA_TTABLE) { /* by World, weakly: a closed one's go */
         lua_pop(L, 1);
         lua_createtable(L, 0, 1);

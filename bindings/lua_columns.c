@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_pass.h"
 #include "bind.h"
 
 #define COLS_BATCH 256
@@ -244,15 +245,44 @@ static int columns_loop(lua_State *L)
     lua_getfield(L, 5, "n");
     size_t prev = (size_t)lua_tointeger(L, -1);
     lua_pop(L, 1);
-    int top = lua_gettop(L);
 
     size_t count;
     const keel_entity *list = keel__lua_visit_list(L, ctx, w, &count, &r->owns_list);
-    for (size_t v = 0; v < count;) {
+    /* the last pass's verdicts while they hold (lua_pass.c); from the first batch that moves the
+     * world's pass stamp on, the rest of the list is judged entity by entity */
+    keel__lua_kept *kept = keel__lua_kept_begin(L, ctx, 5, 2, w, nk, count);
+    bool fast = kept->valid;
+    int top = lua_gettop(L); /* above the list (a nested pass's userdata) and the verdicts */
+    size_t v = 0, j = 0;     /* the next list position (judged one by one), the next kept item */
+    for (;;) {
         size_t nb = 0;
-        for (; v < count && nb < COLS_BATCH; v++)
-            if (keel__each_visit(w, list[v], nk, r->kinds, buf.c + nb * nk, buf.rec + nb * nk, buf.row + nb * nk))
-                buf.e[nb++] = list[v];
+        if (fast && j && !keel__lua_kept_holds(ctx, kept, w)) {
+            fast = false;
+            v = kept->at[j - 1] + 1;
+        }
+        if (fast) {
+            nb = kept->count - j < COLS_BATCH ? kept->count - j : COLS_BATCH;
+            for (size_t b = 0; b < nb; b++) {
+                keel_entity e = buf.e[b] = kept->e[j + b];
+                for (size_t i = 0; i < nk; i++)
+                    buf.c[b * nk + i] = (keel_comp){ e, r->kinds[i], kept->slot[(j + b) * nk + i] };
+            }
+            if (nb) {
+                memcpy(buf.rec, kept->rec + j * nk, nb * nk * sizeof *buf.rec);
+                memcpy(buf.row, kept->row + j * nk, nb * nk * sizeof *buf.row);
+            }
+            j += nb;
+        } else {
+            if (kept->recording && !keel__lua_kept_holds(ctx, kept, w)) kept->recording = false;
+            for (; v < count && nb < COLS_BATCH; v++)
+                if (keel__each_visit(w, list[v], nk, r->kinds, buf.c + nb * nk, buf.rec + nb * nk,
+                                     buf.row + nb * nk)) {
+                    if (kept->recording)
+                        keel__lua_kept_push(kept, list[v], v, buf.c + nb * nk, buf.rec + nb * nk,
+                                            buf.row + nb * nk, count);
+                    buf.e[nb++] = list[v];
+                }
+        }
         if (!nb) break;
         if (keel__kind_declarations() != stamp) return 0; /* redeclared by the last call: the pass ends */
         for (size_t k = 0; k < ncf; k++) {
@@ -300,6 +330,7 @@ static int columns_loop(lua_State *L)
         r->in_call = false;
         keel__callback_close(w, &r->txn, KEEL_OK);
     }
+    keel__lua_kept_end(kept);
     return 0;
 }
 

@@ -131,6 +131,13 @@ typedef struct keel_lua_ctx {
     keel_entity *each_list; /* a system's `each`: the entities of its pass (lua_system.c), reused */
     size_t each_cap;
     bool each_busy;         /* in use by the pass under way (a nested one takes a userdata) */
+    /* kept passes (lua_pass.c): each_list is reused while its world's structure holds; a stamp
+     * also names the count of worlds freed, since a freed world's address can come back */
+    uint64_t world_frees; /* worlds this state's extension saw freed */
+    keel__pass_stamp each_st;
+    uint64_t each_frees;
+    size_t each_count;
+    bool each_kept;                   /* each_list holds each_count entities of each_st's world and structure */
     int self_tab[KEEL_LUA_MAX_DEPTH]; /* registry refs of the self table in use per depth */
     int self_mt[KEEL_LUA_MAX_DEPTH];  /* registry refs of the per-depth self metatables */
     keel_lua_fields *fields;          /* by kind id (lua_component.c) */

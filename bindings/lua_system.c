@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lua_internal.h"
+#include "lua_pass.h"
 #include "bind.h"
 #include "channel/lua_http.h"
 #include "keel_stats.h"
@@ -51,6 +52,9 @@ static void lua_phase_end(keel_world *w, void *state, keel_phase phase, double d
 static void lua_ext_free(keel_world *w, void *state)
 {
     (void)w;
+    keel_lua_ctx *ctx = state;
+    ctx->world_frees++; /* no kept pass may name this address again (lua_pass.c) */
+    ctx->each_kept = false;
     keel__lua_ctx_release(state);
 }
 
@@ -126,6 +130,11 @@ keel_entity *keel__lua_visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w
     size_t cap = keel_world_entity_count(w), n = 0;
     keel_entity *list;
     *owned = !ctx->each_busy;
+    if (*owned && keel__lua_list_kept(ctx, w)) { /* the structure has not moved: the same list */
+        ctx->each_busy = true;
+        *count = ctx->each_count;
+        return ctx->each_list;
+    }
     if (*owned) {
         if (cap > ctx->each_cap) {
             keel_entity *grown = realloc(ctx->each_list, cap * sizeof *grown);
@@ -140,6 +149,7 @@ keel_entity *keel__lua_visit_list(lua_State *L, keel_lua_ctx *ctx, keel_world *w
     }
     for (keel_entity e = keel_next(w, 0); e && n < cap; e = keel_next(w, e)) list[n++] = e;
     *count = n;
+    if (*owned) keel__lua_list_keep(ctx, w, n);
     return list;
 }
 
@@ -198,8 +208,11 @@ static inline bool write_flat(lua_State *L, const keel__lua_self *s, keel_world 
     return !n || keel__field_copy_floats(w, c, rec, row, n, fields, vals);
 }
 
-/* Runs inside lua_pcall: 1 the each_run, 2 the World, 3 the function, 4 dt. Each call is its own
- * callback transaction; a raise ends the system (the caller rolls the open call back). */
+/* Runs inside lua_pcall: 1 the each_run, 2 the World, 3 the function, 4 dt, 5 the system's cache
+ * table or nil. Each call is its own callback transaction; a raise ends the system (the caller
+ * rolls the open call back). With a cache, the entities visited come from the last pass's kept
+ * verdicts while they hold (lua_pass.c): from the first call that moves the world's pass stamp
+ * on, the rest of the list is judged entity by entity, as without. */
 static int each_loop(lua_State *L)
 {
     each_run *r = lua_touserdata(L, 1);
@@ -208,11 +221,13 @@ static int each_loop(lua_State *L)
     double dt = lua_tonumber(L, 4);
     size_t n = r->n;
     luaL_checkstack(L, (int)n + 8, NULL);
-    lua_getiuservalue(L, 2, 1); /* 5: the World's entity handle cache */
+    lua_getiuservalue(L, 2, 1); /* 6: the World's entity handle cache */
     keel__lua_self sel[KEEL_LUA_MAX_DEPTH];
     for (size_t i = 0; i < n; i++) keel__lua_self_push(L, r->lk[i], r->base + (int)i, &sel[i]);
     size_t count;
     const keel_entity *list = keel__lua_visit_list(L, ctx, w, &count, &r->owns_list);
+    keel__lua_kept *kept = lua_istable(L, 5) ? keel__lua_kept_begin(L, ctx, 5, 2, w, n, count) : NULL;
+    bool fast = kept && kept->valid; /* kept->recording otherwise */
     /* what the copy-backs leave on the stack (write_floats: every self's values, kept up to
      * KEEP_MAX), a call's arguments and a fill's pair on top */
     luaL_checkstack(L, EACH_KEEP_MAX + 2 * (int)n * KEEL_LUA_MEMO_KEYS + (int)n + 16, NULL);
@@ -233,9 +248,31 @@ static int each_loop(lua_State *L)
     keel_diags d = { 0 };
     uint64_t decls = 0;
     bool checked = false;
-    for (size_t v = 0; v < count; v++) {
-        /* gone, not holding them all, or not taking part in this step */
-        if (!keel__each_visit(w, list[v], n, r->kinds, c, rec, row)) continue;
+    size_t v = 0, j = 0; /* the next list position (judged one by one), the next kept item */
+    for (;;) {
+        keel_entity e;
+        if (fast) {
+            if (j && !keel__lua_kept_holds(ctx, kept, w)) { /* the last call moved it: judge the rest */
+                fast = false;
+                v = kept->at[j - 1] + 1;
+                continue;
+            }
+            if (j == kept->count) break;
+            e = kept->e[j];
+            for (size_t i = 0; i < n; i++) {
+                c[i] = (keel_comp){ e, r->kinds[i], kept->slot[j * n + i] };
+                rec[i] = kept->rec[j * n + i];
+                row[i] = kept->row[j * n + i];
+            }
+            j++;
+        } else {
+            if (v >= count) break;
+            if (kept && kept->recording && !keel__lua_kept_holds(ctx, kept, w)) kept->recording = false;
+            e = list[v++];
+            /* gone, not holding them all, or not taking part in this step */
+            if (!keel__each_visit(w, e, n, r->kinds, c, rec, row)) continue;
+            if (kept && kept->recording) keel__lua_kept_push(kept, e, v - 1, c, (void *const *)rec, row, count);
+        }
         r->visited++;
         /* redeclared meanwhile (asked again only after a declaration: nothing else changes the answer) */
         uint64_t now = keel__kind_declarations();
@@ -266,7 +303,7 @@ static int each_loop(lua_State *L)
         }
         ctx->depth = r->base + (int)n;
         lua_pushvalue(L, 3);
-        keel__lua_push_entity_lw(L, r->lw, 2, 5, list[v]);
+        keel__lua_push_entity_lw(L, r->lw, 2, 6, e);
         for (size_t i = 0; i < n; i++) lua_pushvalue(L, sel[i].self);
         lua_pushnumber(L, dt);
         unsigned long entries = keel__lua_entries;
@@ -287,10 +324,11 @@ static int each_loop(lua_State *L)
         r->in_call = false;
         keel__callback_close(w, &r->txn, KEEL_OK);
     }
+    if (kept) keel__lua_kept_end(kept);
     return 0;
 }
 
-/* w:_each(kinds, fn, dt) -> true | false, err: fn(e, self1, ..., selfN, dt) for every entity
+/* w:_each(kinds, fn, dt [, cache]) -> true | false, err: fn(e, self1, ..., selfN, dt) for every entity
  * holding each kind of the list (lowest slot), in run order, skipping what does not take part in
  * this step. Each call is one transaction; the first that fails is rolled back and ends the pass. */
 static int w_each(lua_State *L)
@@ -319,7 +357,8 @@ static int w_each(lua_State *L)
         }
         if (i < KEEL_LUA_MAX_DEPTH) kinds[i] = k;
     }
-    each_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 5 */
+    lua_settop(L, 5);                                 /* 5: the cache, or nil */
+    each_run *r = lua_newuserdatauv(L, sizeof *r, 0); /* 6 */
     memset(r, 0, sizeof *r);
     r->lw = lw;
     r->n = n;
@@ -337,11 +376,13 @@ static int w_each(lua_State *L)
     int st = LUA_OK;
     if (held == r->n) {
         lua_pushcfunction(L, each_loop);
-        lua_pushvalue(L, 5);
+        lua_pushvalue(L, 6);
         lua_pushvalue(L, 1);
         lua_pushvalue(L, 3);
         lua_pushnumber(L, dt);
-        st = lua_pcall(L, 4, 0, 0);
+        if (lua_istable(L, 5)) lua_pushvalue(L, 5);
+        else lua_pushnil(L);
+        st = lua_pcall(L, 5, 0, 0);
     }
     ctx->depth = r->base;
     if (r->owns_list) ctx->each_busy = false;

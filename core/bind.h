@@ -160,6 +160,22 @@ bool keel__world_earlier_epoch(const keel_world *w, keel_entity e);
  * while they run (w:close): every component retired, the world left empty and not freed. */
 keel_status keel__world_retire(keel_world *w, keel_diags *d);
 
+/* ---- pass.c: what a system pass decided, kept between passes ---- */
+
+/* Which entities a system pass visits (keel__each_visit's verdicts) and their components' records
+ * and rows hold while keel__pass_stamp_holds: the same world and epoch, no structural change, no
+ * enabled or fault flag moved, no kind (re)declared, and, while components added during this
+ * step wait for the next frame, the same frame. A binding keeps verdicts under a stamp taken
+ * when it made them (the world's address alone could be reused: it adds its own count of freed
+ * worlds). */
+typedef struct keel__pass_stamp {
+    const keel_world *w;
+    uint64_t epoch, structure, enabling, decls, frame;
+    bool frame_bound;
+} keel__pass_stamp;
+void keel__pass_stamp_take(const keel_world *w, keel__pass_stamp *s);
+bool keel__pass_stamp_holds(const keel_world *w, const keel__pass_stamp *s);
+
 /* ---- kind.c ---- */
 
 /* Moves on every kind declaration or redeclaration (and at shutdown): a binding's per-kind

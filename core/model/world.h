@@ -19,7 +19,8 @@ struct keel_world {
     uint64_t revision_sets;           /* times keel__world_set_revision moved it: (revision, this) never repeats */
     uint16_t tag;                     /* in every generation of its entities (entity.h KEEL__GEN) */
     uint64_t structure;               /* bumps on every structural change; never goes back (play's stop) */
-    uint64_t enabling;                /* bumps whenever an enabled flag of a live entity or component changes */
+    uint64_t enabling;                /* bumps whenever an enabled flag of a live entity or component changes
+                                       * (and a fault flag: kept passes, pass.c) */
     keel__ent *ents;
     keel__kids *kids;                 /* children records of the entities that have any (hierarchy.c) */
     uint32_t kids_count, kids_cap, kids_free; /* kids_free: a free record's index + 1, 0 none */

@@ -92,7 +92,7 @@ local function runner(w, phase, dt, profiling)
         if not ok then fail(w, s, phase, err) end
       else
         -- lua_system.c: the hooks' self tables, one transaction per call, stopping at a failure
-        local ok, err = w:_each(s.query, s.each, dt) -- true and the entities visited, or false and the error
+        local ok, err = w:_each(s.query, s.each, dt, s.cache) -- true and the entities visited, or false and the error
         if t0 then w:_stats_system(s.name, t0, ok and err or nil) end
         if not ok then fail(w, s, phase, err) end
       end
@@ -140,7 +140,7 @@ function M.system(spec)
   end
   local s = { name = name, phase = spec.phase, query = query, after = strings(spec.after, "after", name),
               each = each, run = run, columns = columns, writes = writes, entities = spec.entities == true,
-              cache = columns and {} or nil, faulted = false }
+              cache = (columns or each) and {} or nil, faulted = false }
   local list = {}
   for i, old in ipairs(systems) do list[i] = old end
   local at = by_name[name]

@@ -101,6 +101,15 @@ uint64_t keel__record_frames(const keel_recorder *r);
 bool keel__record_open(const keel_recorder *r); /* false once its world went */
 uint64_t keel__record_bytes(const keel_recorder *r);
 const char *keel__record_path(const keel_recorder *r);
+/* A binding's message payloads as bytes, for recordings (game/record_input.c), registered on each
+ * world the binding wraps. encode: a malloc'd copy of `user` as bytes (*len), or NULL when it
+ * cannot be written; decode: a payload for world w made from bytes, with its release; false on
+ * bad bytes (every length bounded first). */
+typedef struct keel__msg_codec {
+    void *(*encode)(void *ud, const void *user, size_t *len);
+    bool (*decode)(void *ud, keel_world *w, const uint8_t *p, size_t len, void **user, void (**release)(void *user));
+} keel__msg_codec;
+void keel__msg_codec_set(keel_world *w, const keel__msg_codec *c, void *ud);
 
 typedef struct keel_replay keel_replay;
 typedef struct keel_replay_opts {

@@ -93,6 +93,10 @@ keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_time
     if (!w || !desc || !desc->fn)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_timer_add: NULL world, desc or fn");
     if (w->frozen) return keel__refuse_frozen(d);
+    if (keel__input_wanted(w)) /* no file can hold its function: a replay would lack it */
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "the world is recording: a timer made from outside a step holds a function a recording "
+                          "cannot replay (make it in a hook or a system, or close the recording first)");
     double s = desc->seconds;
     if (!isfinite(s) || s < 0 || (desc->repeat && s == 0))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "seconds must be a finite number %s 0",

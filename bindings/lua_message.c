@@ -123,6 +123,26 @@ static void enqueue(lua_State *L, keel_lua_world *lw, keel_entity to, bool broad
     keel__lua_check(L, st, &d, NULL);
 }
 
+void *keel__lua_payload_new(lua_State *L, keel_lua_ctx *ctx, int idx, void (**release)(void *))
+{
+    idx = lua_absindex(L, idx);
+    size_t bytes = 0;
+    lua_newtable(L);
+    int seen = lua_gettop(L);
+    copy_value(L, idx, 0, &bytes, seen);
+    int ref = luaL_ref(L, LUA_REGISTRYINDEX); /* the last thing that can raise */
+    lua_pop(L, 1);
+    lua_payload *u = malloc(sizeof *u);
+    if (!u) {
+        luaL_unref(L, LUA_REGISTRYINDEX, ref);
+        luaL_error(L, "not enough memory");
+    }
+    *u = (lua_payload){ ctx, ref };
+    ctx->refs++;
+    *release = payload_release;
+    return u;
+}
+
 int keel__lua_e_send(lua_State *L)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);

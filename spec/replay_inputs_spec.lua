@@ -139,6 +139,57 @@ describe("recording timers", function()
     assert.is_true(rp.world:find("T"):get(t).ticks > 5)
   end)
 
+  it("records timers whose action is a message, and their cancels, made from outside a step", function()
+    local k = inbox_kind()
+    local w = keel.world("MsgTimers")
+    local a = w:spawn{ name = "A", components = { k } }
+    local b = w:spawn{ name = "B", components = { k } }
+    local early = w:every(0.2, "early", { amount = 1 }) -- pending when the recording starts
+    local timers = {}
+    local path, dumps = record(w, 90, function(i)
+      if i == 2 then timers.tick = w:every(0.1, "tick", { amount = 2, list = { "t" } }) end
+      if i == 3 then timers.hit = a:after(0.3, "hit", { amount = 50, by = b }) end
+      if i == 4 then timers.poke = b:every(0.05, "poke") end
+      if i == 30 then assert.is_true(timers.tick:cancel()) end
+      if i == 40 then assert.is_true(early:cancel()) end
+      if i == 50 then assert.is_true(timers.poke:cancel()) end
+    end, { keyframe_every = 20 })
+    local live = w:find("A"):get(k)
+    assert.matches("early;", live.log, 1, true)
+    assert.matches("tick:t;", live.log, 1, true)
+    assert.matches("hit;", live.log, 1, true)
+    assert.are.equal(b, live.from)
+    local rp = replays_alike(path, dumps)
+    assert.are.equal(live.sum, rp.world:find("A"):get(k).sum)
+    assert.are.equal(w:find("B"):get(k).log, rp.world:find("B"):get(k).log)
+    -- keyframes with only message timers pending are places a seek restores to
+    for _, f in ipairs({ 45, 20, 85, 60, 1, 0, 3 }) do
+      assert.are.equal(f, rp:seek(f))
+      if f > 0 then assert.are.equal(dumps[f], rp.world:dump(), "frame " .. f) end
+    end
+    H.fails("InvalidArgument", w.after, w, 1, "") -- a message needs a name
+    H.fails("InvalidArgument", w.after, w, 1, "x", { f = print }) -- and plain data
+  end)
+
+  it("records the cancel of a timer a hook made, by its place among the live timers", function()
+    local t = key("beeper")
+    local handles = {}
+    keel.kind{ key = t, version = 1, multiplicity = "one", fields = { { "beeps", "int" } },
+      start = function(self, e)
+        handles[e.name] = e:every(0.1, function(ent) local c = ent:get(t); c.beeps = c.beeps + 1 end)
+      end }
+    local w = keel.world("HookTimers")
+    local path, dumps = record(w, 60, function(i, wd)
+      if i <= 3 then wd:spawn{ name = "B" .. i, components = { t } } end
+      if i == 20 then assert.is_true(handles.B2:cancel()) end
+    end, { keyframe_every = 25 })
+    assert.is_true(w:find("B2"):get(t).beeps < w:find("B1"):get(t).beeps)
+    assert.is_true(w:find("B3"):get(t).beeps > w:find("B2"):get(t).beeps)
+    local rp = replays_alike(path, dumps)
+    assert.are.equal(30, rp:seek(30)) -- keyframes with a function's timer pending: re-simulated
+    assert.are.equal(dumps[30], rp.world:dump())
+  end)
+
   it("refuses to start while a timer holding a function is pending, saying so", function()
     local w = keel.world("Busy")
     w:after(1, function() end)

@@ -129,13 +129,196 @@ keel_status keel__record_message(keel_world *w, keel_entity to, bool broadcast, 
     return KEEL_OK;
 }
 
+/* ================================================================ timers whose action is a message */
+
+typedef struct msg_timer {
+    char *name;
+    uint8_t *data, *blob;
+    size_t size, blen;
+    bool has_blob;
+} msg_timer;
+
+static void mt_free(void *u)
+{
+    msg_timer *m = u;
+    free(m->name);
+    free(m->data);
+    free(m->blob);
+    free(m);
+}
+
+keel_status keel__msg_timer_fire(const keel_timer_call *c)
+{
+    const msg_timer *m = c->user;
+    keel_world *w = c->world;
+    void *user = NULL;
+    void (*release)(void *) = NULL;
+    const codec_state *s = keel__ext_get(w, &codec_ext);
+    if (m->has_blob && s && !s->c->decode(s->ud, w, m->blob, m->blen, &user, &release))
+        return KEEL_ERROR(c->diags, KEEL_PARSE_ERROR, "", "timer message %s: its data does not decode", m->name);
+    return keel__message_post(w, c->owner, c->owner == KEEL_NO_ENTITY, m->name, m->data, m->size, KEEL_NO_ENTITY,
+                              user, release, c->diags);
+}
+
+static void put_mt(keel_world *w, keel__buf *b, const msg_timer *m, keel_entity owner)
+{
+    keel__buf_uuid(b, owner && keel_alive(w, owner) ? keel_entity_uuid(w, owner) : (keel_uuid){ { 0 } });
+    keel__buf_str(b, m->name);
+    keel__buf_u32(b, (uint32_t)m->size);
+    keel__buf_bytes(b, m->data, m->size);
+    keel__buf_u8(b, m->has_blob);
+    if (m->has_blob) {
+        keel__buf_u32(b, (uint32_t)m->blen);
+        keel__buf_bytes(b, m->blob, m->blen);
+    }
+}
+
+static uint8_t *rd_bytes(keel__rd *r, size_t n)
+{
+    uint8_t *p = keel__xrealloc(NULL, n ? n : 1);
+    if (n) memcpy(p, r->p + r->pos, n);
+    r->pos += n;
+    return p;
+}
+
+/* One message timer's action (NULL with r->err set on bad bytes) and its owner's UUID. */
+static msg_timer *rd_mt(keel__rd *r, keel_uuid *owner)
+{
+    const char *cut = "truncated timer";
+    *owner = keel__rd_uuid(r, cut);
+    char *name = keel__rd_str(r, cut);
+    if (!r->err && (!name || !*name || strlen(name) > MSG_NAME_MAX)) r->err = "a timer message without a name";
+    uint32_t size = keel__rd_count(r, 1, cut);
+    if (size > KEEL_MESSAGE_MAX_SIZE && !r->err) r->err = "timer message data too large";
+    if (r->err) {
+        free(name);
+        return NULL;
+    }
+    msg_timer *m = keel__xcalloc(1, sizeof *m);
+    m->name = name;
+    m->size = size;
+    m->data = rd_bytes(r, size);
+    m->has_blob = keel__rd_u8(r, cut) != 0;
+    if (m->has_blob) {
+        m->blen = keel__rd_count(r, 1, cut);
+        if (!r->err) m->blob = rd_bytes(r, m->blen);
+    }
+    if (r->err) {
+        mt_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+keel_status keel__timer_message(keel_world *w, double seconds, bool repeat, keel_entity owner, const char *name,
+                                const void *data, size_t size, void *user, void (*release)(void *user),
+                                keel_timer_id *id, keel_diags *d)
+{
+    keel_status st = KEEL_OK;
+    if (id) *id = 0;
+    if (!w || !name || !*name || strlen(name) > MSG_NAME_MAX)
+        st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a timer's message needs a world and a name (1 to %d bytes)",
+                        MSG_NAME_MAX);
+    else if (size > KEEL_MESSAGE_MAX_SIZE || (size && !data))
+        st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a timer's message data: NULL, or larger than %d bytes",
+                        KEEL_MESSAGE_MAX_SIZE);
+    void *blob = NULL;
+    size_t blen = 0;
+    if (st == KEEL_OK && user) {
+        const codec_state *s = keel__ext_get(w, &codec_ext);
+        blob = s ? s->c->encode(s->ud, user, &blen) : NULL;
+        if (!blob)
+            st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "timer message %s: its data cannot be written", name);
+    }
+    if (user && release) release(user); /* the bytes are what each firing decodes */
+    if (st != KEEL_OK) return st;
+    msg_timer *m = keel__xcalloc(1, sizeof *m);
+    m->name = keel__strdup(name);
+    m->size = size;
+    m->data = keel__xrealloc(NULL, size ? size : 1);
+    if (size) memcpy(m->data, data, size);
+    m->blob = blob;
+    m->blen = blen;
+    m->has_blob = blob != NULL;
+    keel_timer_desc desc = { .seconds = seconds, .repeat = repeat, .owner = owner, .fn = keel__msg_timer_fire,
+                             .user = m, .release = mt_free };
+    st = keel_timer_add(w, &desc, id, d);
+    if (st != KEEL_OK) {
+        mt_free(m);
+        return st;
+    }
+    keel__buf *in = keel__input_wanted(w) ? keel__recorder_input(w) : NULL;
+    if (in) {
+        keel__buf_u8(in, KEEL__IN_TIMER);
+        keel__buf_f64(in, seconds);
+        keel__buf_u8(in, repeat);
+        put_mt(w, in, m, owner);
+    }
+    return KEEL_OK;
+}
+
+keel_status keel__rec_apply_timer(keel_world *w, keel__rd *r, keel_diags *d)
+{
+    uint64_t bits = keel__rd_u64(r, "truncated timer");
+    double seconds;
+    memcpy(&seconds, &bits, 8);
+    bool repeat = keel__rd_u8(r, "truncated timer") != 0;
+    keel_uuid ou;
+    msg_timer *m = rd_mt(r, &ou);
+    if (!m) return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: %s", r->err);
+    keel_entity owner = keel_uuid_is_nil(ou) ? KEEL_NO_ENTITY : keel_find(w, ou);
+    if (!keel_uuid_is_nil(ou) && !owner) {
+        mt_free(m);
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "recording: a timer's owner is not in the world");
+    }
+    keel_timer_desc desc = { .seconds = seconds, .repeat = repeat, .owner = owner, .fn = keel__msg_timer_fire,
+                             .user = m, .release = mt_free };
+    keel_status st = keel_timer_add(w, &desc, NULL, d);
+    if (st != KEEL_OK) mt_free(m);
+    return st;
+}
+
+keel_status keel__rec_apply_cancel(keel_world *w, keel__rd *r, keel_diags *d)
+{
+    uint64_t n = keel__rd_u64(r, "truncated input");
+    if (r->err) return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: %s", r->err);
+    keel_timer_id id = keel__timer_nth(w, n);
+    if (!id || keel_timer_cancel(w, id) != KEEL_OK)
+        return KEEL_ERROR(d, KEEL_NOT_FOUND, "", "recording: the timer cancelled is not in the world");
+    return KEEL_OK;
+}
+
 /* ================================================================ the keyframe's trailer */
 
 enum { TR_MIRROR = 1 };
 
+typedef struct timer_walk {
+    keel_world *w;
+    keel__buf *b;
+    size_t n;
+} timer_walk;
+
+static void count_fn(void *ud, const keel__timer_info *t)
+{
+    timer_walk *tw = ud;
+    tw->n += t->fn != keel__msg_timer_fire;
+}
+
+static void put_timer(void *ud, const keel__timer_info *t)
+{
+    timer_walk *tw = ud;
+    if (t->fn != keel__msg_timer_fire) return;
+    keel__buf_f64(tw->b, t->due);
+    keel__buf_f64(tw->b, t->period);
+    put_mt(tw->w, tw->b, t->user, t->owner);
+    tw->n++;
+}
+
 size_t keel__rec_unwritable(keel_world *w)
 {
-    size_t n = keel_timer_count(w);
+    timer_walk tw = { w, NULL, 0 };
+    keel__timers_each(w, count_fn, &tw); /* a timer holding a function */
+    size_t n = tw.n;
     const keel_message *m;
     keel_entity to;
     bool all;
@@ -161,6 +344,11 @@ void keel__rec_put_trailer(keel_world *w, keel__buf *b)
         n += keel__rec_put_message(w, b, m, to, all);
     }
     keel__put_u32(b->p + at, (uint32_t)n);
+    at = b->len;
+    keel__buf_u32(b, 0);
+    timer_walk tw = { w, b, 0 };
+    keel__timers_each(w, put_timer, &tw); /* those whose action is a message, in id order */
+    keel__put_u32(b->p + at, (uint32_t)tw.n);
 }
 
 keel_status keel__rec_apply_trailer(keel_world *w, keel__rd *r, keel_diags *d)
@@ -171,5 +359,23 @@ keel_status keel__rec_apply_trailer(keel_world *w, keel__rd *r, keel_diags *d)
     uint32_t n = keel__rd_count(r, 42, "truncated keyframe");
     keel_status st = KEEL_OK;
     for (uint32_t i = 0; i < n && st == KEEL_OK && !r->err; i++) st = keel__rec_post_message(w, r, true, d);
+    n = st || r->err ? 0 : keel__rd_count(r, 39, "truncated keyframe");
+    for (uint32_t i = 0; i < n && st == KEEL_OK; i++) {
+        uint64_t due = keel__rd_u64(r, "truncated keyframe"), period = keel__rd_u64(r, "truncated keyframe");
+        keel_uuid ou;
+        msg_timer *m = rd_mt(r, &ou);
+        if (!m) return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: keyframe: %s", r->err);
+        keel_entity owner = keel_uuid_is_nil(ou) ? KEEL_NO_ENTITY : keel_find(w, ou);
+        if (!keel_uuid_is_nil(ou) && !owner) { /* its owner went: the timer ended with it */
+            mt_free(m);
+            continue;
+        }
+        double du, pe;
+        memcpy(&du, &due, 8);
+        memcpy(&pe, &period, 8);
+        keel_timer_desc desc = { .owner = owner, .fn = keel__msg_timer_fire, .user = m, .release = mt_free };
+        st = keel__timer_add_due(w, du, pe, &desc, NULL, d);
+        if (st) mt_free(m);
+    }
     return st;
 }

@@ -253,6 +253,11 @@ static keel_status apply_inputs(keel_replay *rp, keel__rd *r, uint32_t n, uint32
             if (r->err) break;
             if (st) return KEEL_ERROR(d, KEEL_DIVERGED, "", "frame %llu: message input %u no longer applies",
                                       (unsigned long long)rp->frame + 1, i + 1);
+        } else if (t == KEEL__IN_TIMER || t == KEEL__IN_TIMER_CANCEL) {
+            keel_status st = t == KEEL__IN_TIMER ? keel__rec_apply_timer(w, r, d) : keel__rec_apply_cancel(w, r, d);
+            if (r->err) break;
+            if (st) return KEEL_ERROR(d, KEEL_DIVERGED, "", "frame %llu: timer input %u no longer applies",
+                                      (unsigned long long)rp->frame + 1, i + 1);
         } else if (t == KEEL__IN_STATE) { /* play's stop: the world whole as it left it */
             uint32_t len = keel__rd_count(r, 1, "truncated input");
             if (r->err) break;

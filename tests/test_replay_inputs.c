@@ -245,6 +245,145 @@ static void replay_refuses_a_changed_source_unless_allowed(void **state)
     keel_diags_free(&d);
 }
 
+/* Records `frames` steps of w (between(i) before step i), the hash after each in hashes[1..]. */
+static void record_steps(keel_world *w, int frames, uint32_t every, void (*between)(keel_world *, int), uint64_t *hashes)
+{
+    keel_recorder *r = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel__record_start(w, g_path, every, NULL, NULL, &r, &d), KEEL_OK);
+    for (int i = 1; i <= frames; i++) {
+        if (between) between(w, i);
+        assert_int_equal(keel_step(w, 1.0 / 60, &d), KEEL_OK);
+        hashes[i] = keel__world_hash(w);
+    }
+    assert_int_equal(keel__record_stop(r, &d), KEEL_OK);
+    keel_diags_free(&d);
+}
+
+/* Replays g_path frame by frame against hashes, then seeks to each of `seeks` (0-terminated). */
+static void replays_alike(int frames, const uint64_t *hashes, const int *seeks)
+{
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_world *rw = keel_world_new("");
+    keel_replay *rp = open_replay(rw, NULL, &d);
+    for (int i = 1; i <= frames; i++) {
+        assert_int_equal(keel__replay_step(rp, 1, &d), KEEL_OK);
+        assert_true(keel__world_hash(rw) == hashes[i]);
+    }
+    for (; seeks && *seeks; seeks++) {
+        assert_int_equal(keel__replay_seek(rp, (uint64_t)*seeks, &d), KEEL_OK);
+        assert_true(keel__world_hash(rw) == hashes[*seeks]);
+    }
+    close_replay(rp, rw);
+    keel_diags_free(&d);
+}
+
+static keel_timer_id g_tick, g_hit;
+static void timers_between(keel_world *w, int i)
+{
+    keel_entity a = keel_entity_child(w, keel_world_root(w), 0);
+    unsigned char byte = (unsigned char)i;
+    if (i == 2) assert_int_equal(keel__timer_message(w, 0.1, true, KEEL_NO_ENTITY, "tick", &byte, 1, NULL, NULL, &g_tick, NULL), KEEL_OK);
+    if (i == 3) assert_int_equal(keel__timer_message(w, 0.25, false, a, "hit", &byte, 1, NULL, NULL, &g_hit, NULL), KEEL_OK);
+    if (i == 30) assert_int_equal(keel_timer_cancel(w, g_tick), KEEL_OK);
+}
+
+static void record_message_timers_and_cancels(void **state)
+{
+    (void)state;
+    keel_world *w = keel_world_new("Timers");
+    inbox(w, "a");
+    uint64_t hashes[61];
+    record_steps(w, 60, 10, timers_between, hashes);
+    assert_true(hashes[28] != hashes[20]); /* ticking */
+    assert_true(hashes[59] == hashes[31]); /* cancelled at 30 (the hit fired before): nothing moves */
+    keel_world_free(w);
+    static const int seeks[] = { 25, 5, 55, 10, 31, 0 };
+    replays_alike(60, hashes, seeks);
+    /* refusals: a name, data, an owner */
+    w = keel_world_new("Bad");
+    assert_int_equal(keel__timer_message(w, 1, false, KEEL_NO_ENTITY, "", NULL, 0, NULL, NULL, NULL, NULL), KEEL_INVALID_ARGUMENT);
+    assert_int_equal(keel__timer_message(w, 1, false, KEEL_NO_ENTITY, "x", NULL, 3, NULL, NULL, NULL, NULL), KEEL_INVALID_ARGUMENT);
+    assert_int_equal(keel__timer_message(w, -1, false, KEEL_NO_ENTITY, "x", NULL, 0, NULL, NULL, NULL, NULL), KEEL_INVALID_ARGUMENT);
+    assert_int_equal(keel__timer_message(w, 1, false, (keel_entity)12345, "x", NULL, 0, NULL, NULL, NULL, NULL), KEEL_NOT_FOUND);
+    assert_int_equal(keel_timer_count(w), 0);
+    keel_world_free(w);
+}
+
+static void play_between(keel_world *w, int i)
+{
+    keel_entity a = keel_entity_child(w, keel_world_root(w), 0);
+    unsigned char byte = 3;
+    if (i == 3) assert_int_equal(keel_world_play(w, NULL), KEEL_OK);
+    if (i == 4) assert_int_equal(keel_send(w, a, "during", &byte, 1, KEEL_NO_ENTITY, NULL), KEEL_OK);
+    if (i == 5) inbox(w, "made while playing");
+    if (i == 8) assert_int_equal(keel_world_stop(w, NULL), KEEL_OK);
+    if (i == 9) assert_int_equal(keel_send(w, a, "after", &byte, 1, KEEL_NO_ENTITY, NULL), KEEL_OK);
+}
+
+static void record_plays_stop_as_the_world_it_leaves(void **state)
+{
+    (void)state;
+    keel_world *w = keel_world_new("Play");
+    inbox(w, "a");
+    uint64_t hashes[21];
+    record_steps(w, 20, 5, play_between, hashes);
+    assert_int_equal(keel_world_entity_count(w), 1);
+    keel_world_free(w);
+    static const int seeks[] = { 9, 4, 20, 7, 0 };
+    replays_alike(20, hashes, seeks);
+}
+
+static int g_armed;
+static keel_status armed_awake(const keel_call *c)
+{
+    if (!g_armed) return KEEL_OK;
+    return keel_timer_after(c->world, 0.1, KEEL_NO_ENTITY, tick_fn, NULL, NULL, c->diags);
+}
+
+static void record_ends_at_a_stop_that_leaves_a_function_timer(void **state)
+{
+    (void)state;
+    static const keel_field_desc f[] = { { .key = "n", .type = KEEL_T_INT } };
+    keel_kind_desc kd = { .key = "ri:armed", .version = 1, .multiplicity = KEEL_ONE, .fields = f, .field_count = 1 };
+    kd.hooks[KEEL_PHASE_AWAKE] = armed_awake;
+    keel_kind_id armed;
+    assert_int_equal(keel_kind_declare(&kd, &armed, NULL), KEEL_OK);
+    g_armed = 0;
+    keel_world *w = keel_world_new("Armed");
+    keel_entity e;
+    assert_int_equal(keel_spawn(w, "a", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_add(w, e, armed, NULL, NULL, NULL, NULL), KEEL_OK);
+    keel_recorder *r = NULL;
+    keel_diags d;
+    keel_diags_init(&d);
+    assert_int_equal(keel__record_start(w, g_path, 100, NULL, NULL, &r, &d), KEEL_OK);
+    for (int i = 0; i < 3; i++) assert_int_equal(keel_step(w, 1.0 / 60, &d), KEEL_OK);
+    assert_int_equal(keel_world_play(w, &d), KEEL_OK);
+    assert_int_equal(keel_destroy(w, e, NULL, &d), KEEL_OK);
+    for (int i = 0; i < 2; i++) assert_int_equal(keel_step(w, 1.0 / 60, &d), KEEL_OK);
+    g_armed = 1;
+    assert_int_equal(keel_world_stop(w, &d), KEEL_OK); /* a comes back: its awake makes a timer */
+    assert_int_equal(keel_timer_count(w), 1);
+    for (int i = 0; i < 4; i++) assert_int_equal(keel_step(w, 1.0 / 60, &d), KEEL_OK);
+    assert_int_equal(keel__record_frames(r), 5);
+    assert_int_equal(keel__record_stop(r, &d), KEEL_INVALID_OPERATION);
+    assert_non_null(strstr(d.items[d.count - 1].message, "ends at frame 5"));
+    assert_non_null(strstr(d.items[d.count - 1].message, "timers"));
+    keel_world_free(w);
+    keel_diags_free(&d);
+    keel_diags_init(&d);
+    keel_world *rw = keel_world_new("");
+    keel_replay *rp = open_replay(rw, NULL, &d);
+    assert_int_equal(keel__replay_frames(rp), 5);
+    assert_int_equal(keel__replay_step(rp, 5, &d), KEEL_OK);
+    close_replay(rp, rw);
+    keel_diags_free(&d);
+    g_armed = 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +391,9 @@ int main(void)
         cmocka_unit_test(record_starts_with_messages_pending),
         cmocka_unit_test(record_refuses_timers_and_unwritable_payloads_from_outside),
         cmocka_unit_test(replay_refuses_a_changed_source_unless_allowed),
+        cmocka_unit_test(record_message_timers_and_cancels),
+        cmocka_unit_test(record_plays_stop_as_the_world_it_leaves),
+        cmocka_unit_test(record_ends_at_a_stop_that_leaves_a_function_timer),
     };
     return KEEL_TEST_RUN(tests, setup, teardown);
 }

@@ -12,6 +12,7 @@
 #include "game/record.h"
 #include "model/world.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -373,6 +374,10 @@ keel_status keel__rec_apply_trailer(keel_world *w, keel__rd *r, keel_diags *d)
         double du, pe;
         memcpy(&du, &due, 8);
         memcpy(&pe, &period, 8);
+        if (!isfinite(du) || !isfinite(pe) || pe < 0) {
+            mt_free(m);
+            return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: keyframe: a timer's due time is not a number");
+        }
         keel_timer_desc desc = { .owner = owner, .fn = keel__msg_timer_fire, .user = m, .release = mt_free };
         st = keel__timer_add_due(w, du, pe, &desc, NULL, d);
         if (st) mt_free(m);

@@ -200,6 +200,32 @@ describe("recording timers", function()
   end)
 end)
 
+describe("timers whose action is a message", function()
+  it("broadcast (a world's) or send to their owner (an entity's) each time they fire", function()
+    local k = inbox_kind()
+    local w = keel.world("MT")
+    local a = w:spawn{ name = "A", components = { k } }
+    local b = w:spawn{ name = "B", components = { k } }
+    local once = w:after(0.1, "all", { amount = 1, list = { "w" } })
+    local rep = b:every(0.1, "mine", { amount = 10 })
+    assert.is_true(once.remaining > 0)
+    for _ = 1, 7 do w:step(1 / 60) end -- 0.117 s: each fired once
+    assert.is_nil(once.remaining)
+    assert.are.equal("all:w;", a:get(k).log)
+    assert.are.equal("all:w;mine;", b:get(k).log)
+    for _ = 1, 6 do w:step(1 / 60) end
+    assert.are.equal(1, a:get(k).sum)
+    assert.are.equal(21, b:get(k).sum)
+    assert.is_true(rep:cancel())
+    for _ = 1, 12 do w:step(1 / 60) end
+    assert.are.equal(21, b:get(k).sum)
+    local gone = b:every(0.05, "mine", { amount = 1 })
+    b:destroy()
+    w:step(0.1)
+    assert.is_nil(gone.remaining) -- ended with its owner
+  end)
+end)
+
 describe("recording other inputs", function()
   it("records channel edits as inputs", function()
     local channel = require "keel.channel"

@@ -267,7 +267,9 @@ describe("recording other inputs", function()
       late_update = function(self) self.seen = self.hp end }
     local w = keel.world("Host")
     local s = w:spawn{ name = "S", components = { { ship, hp = 5 } } }
-    local host = keel.net.host(w, { port = 0 })
+    local made, host = pcall(keel.net.host, w, { port = 0 })
+    if not made and type(host) == "table" and host.code == "Unsupported" then return end -- no replication built
+    assert(made, tostring(host))
     local cl = keel.net.connect("127.0.0.1", host:port(), { name = "p" })
     for _ = 1, 200 do host:service(); cl:service(); if cl.world:find(s.uuid) then break end end
     assert.is_not_nil(cl.world:find(s.uuid))

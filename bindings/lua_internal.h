@@ -236,6 +236,10 @@ int keel__lua_w_broadcast(lua_State *L); /* w:broadcast(name, data) */
 /* Pushes the message being delivered (name, data, sender) for an on_message hook; returns 3. */
 int keel__lua_push_message(lua_State *L, keel_lua_ctx *ctx, const keel_call *call); /* name, data, sender */
 void keel__lua_open_message(lua_State *L, keel_lua_ctx *ctx);
+uint64_t keel__lua_kind_source(const char *key, void *ud); /* ud: a lua_State; a Lua kind's source hash (lua_kind.c) */
+/* A message payload: a copy of the plain data at idx (raises InvalidArgument otherwise), released with *release. */
+void *keel__lua_payload_new(lua_State *L, keel_lua_ctx *ctx, int idx, void (**release)(void *));
+extern const keel__msg_codec keel__lua_msg_codec; /* message payloads as bytes, for recordings */
 /* ---- lua_system.c ---- */
 /* Runs the systems of `phase` on w, in order (called at the end of the phase's hooks). */
 void keel__lua_run_systems(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_phase phase, double dt);

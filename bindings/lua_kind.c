@@ -1,6 +1,7 @@
 /* lua_kind.c — Lua-declared kinds: keel.kind{} (read, checked, declared), keel.kinds(), keel.kind_info().
  * Their hooks run in lua_hook.c. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -359,6 +360,69 @@ static keel_status declare(lua_State *L, keel_lua_ctx *ctx, const keel_kind_desc
     return s;
 }
 
+/* The hash of the source a kind was declared from (its caller's file, read now, or the chunk's
+ * text), kept in the registry by key for recordings (design/replay.md: a Lua kind whose file
+ * changed is a changed kind). 0: unknown (a chunk named with '='). */
+static void note_source(lua_State *L, const char *key)
+{
+    lua_Debug ar;
+    uint64_t h = 0;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "S", &ar) && ar.source) {
+        const char *src = ar.source;
+        size_t n = 0;
+        char *text = NULL;
+        if (src[0] == '@') {
+            FILE *f = fopen(src + 1, "rb");
+            if (f) {
+                size_t cap = 0;
+                for (size_t got = 1; got > 0;) {
+                    if (n == cap) {
+                        char *nt = realloc(text, cap = cap ? cap * 2 : 4096);
+                        if (!nt) break;
+                        text = nt;
+                    }
+                    got = fread(text + n, 1, cap - n, f);
+                    n += got;
+                }
+                fclose(f);
+            }
+            src = text;
+        } else if (src[0] == '=') {
+            src = NULL;
+        } else {
+            n = strlen(src);
+        }
+        if (src) {
+            h = 0xcbf29ce484222325ull; /* FNV-1a */
+            for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)src[i]) * 0x100000001b3ull;
+            h |= 1;
+        }
+        free(text);
+    }
+    lua_getfield(L, LUA_REGISTRYINDEX, "keel.kind.sources");
+    if (!lua_istable(L, -1)) {
+        lua_pop(L, 1);
+        lua_newtable(L);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, LUA_REGISTRYINDEX, "keel.kind.sources");
+    }
+    lua_pushinteger(L, (lua_Integer)h);
+    lua_setfield(L, -2, key);
+    lua_pop(L, 1);
+}
+
+uint64_t keel__lua_kind_source(const char *key, void *ud)
+{
+    lua_State *L = ud;
+    if (!lua_checkstack(L, 3)) return 0;
+    int top = lua_gettop(L);
+    lua_getfield(L, LUA_REGISTRYINDEX, "keel.kind.sources");
+    uint64_t h = 0;
+    if (lua_istable(L, -1) && lua_getfield(L, -1, key) == LUA_TNUMBER) h = (uint64_t)lua_tointeger(L, -1);
+    lua_settop(L, top);
+    return h;
+}
+
 static int k_kind(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
@@ -383,6 +447,7 @@ static int k_kind(lua_State *L)
     keel_diags_init(&d);
     keel_status s = declare(L, ctx, &desc, lk, &d);
     if (s == KEEL_OK) keel__lua_net_note_kind(L, desc.key);
+    if (s == KEEL_OK) note_source(L, desc.key);
     if (s != KEEL_OK || !d.count) {
         keel__lua_check(L, s, &d, NULL);
         lua_pushstring(L, desc.key);

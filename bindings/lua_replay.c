@@ -172,7 +172,7 @@ static int k_record(lua_State *L)
     keel_diags d;
     keel_diags_init(&d);
     keel_recorder *r = NULL;
-    keel_status s = keel__record_start(lw->w, path, every, NULL, NULL, &r, &d);
+    keel_status s = keel__record_start(lw->w, path, every, keel__lua_kind_source, L, &r, &d);
     if (s == KEEL_IO_ERROR) return keel__lua_fail(L, &d);
     keel__lua_check(L, s, &d, NULL);
     lr->r = r;
@@ -428,7 +428,7 @@ static int k_replay(lua_State *L)
 {
     keel_lua_ctx *ctx = keel__lua_upctx(L);
     const char *path = check_path(L, 1, "keel.replay");
-    open_call c = { path, { false, true, NULL, NULL }, NULL };
+    open_call c = { path, { false, true, keel__lua_kind_source, L }, NULL };
     if (!lua_isnoneornil(L, 2)) {
         if (lua_type(L, 2) != LUA_TTABLE) return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "keel.replay: options must be a table");
         lua_getfield(L, 2, "allow_changed_kinds");

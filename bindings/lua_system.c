@@ -69,6 +69,7 @@ void keel__lua_attach(keel_lua_ctx *ctx, keel_world *w)
     if (keel__ext_get(w, &ctx->ext)) return;
     ctx->refs++; /* released with the world: a world can outlive the state that wrapped it */
     keel__ext_add(w, &ctx->ext, ctx);
+    keel__msg_codec_set(w, &keel__lua_msg_codec, ctx); /* a recording writes its messages' data */
 }
 
 /* keel.core.systems.set_runner(fn): what runs a phase's systems (system.lua's runner). */

@@ -66,6 +66,26 @@ static keel_status timer_tramp(const keel_timer_call *call)
     return s;
 }
 
+/* A timer whose action is data: message `name` (at 3) with the plain data at 4, broadcast (a world
+ * timer) or sent to the owner at each firing. A recording can hold it, as it cannot a function. */
+static int message_timer(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity owner, bool repeat, double s)
+{
+    if (keel__lua_has_nul(L, 3))
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name cannot hold a NUL byte");
+    ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
+    t->id = 0;
+    keel__lua_setmt(L, &timer_type);
+    lua_pushvalue(L, world_idx);
+    lua_setiuservalue(L, -2, 1);
+    void (*release)(void *) = NULL;
+    void *user = keel__lua_payload_new(L, lw->ctx, 4, &release);
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status st = keel__timer_message(lw->w, s, repeat, owner, lua_tostring(L, 3), NULL, 0, user, release, &t->id, &d);
+    keel__lua_check(L, st, &d, NULL);
+    return 1;
+}
+
 /* w:after/w:every (owner 0) and e:after/e:every: seconds at 2, the function at 3; the World
  * udata at world_idx. Pushes the Timer. */
 static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity owner, bool repeat)
@@ -76,8 +96,9 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
         return keel__lua_raisef(
             L, KEEL_INVALID_ARGUMENT, "%s: seconds must be a finite number %s 0, got %s", what,
             repeat ? ">" : ">=", lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
+    if (lua_type(L, 3) == LUA_TSTRING) return message_timer(L, world_idx, lw, owner, repeat, s);
     if (lua_type(L, 3) != LUA_TFUNCTION)
-        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function expected, got %s", what,
+        return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function or a message name expected, got %s", what,
                                luaL_typename(L, 3));
     ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
     t->id = 0;
@@ -106,16 +127,19 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
 
 static int w_after(lua_State *L)
 {
+    lua_settop(L, 4); /* 4: a message timer's data */
     return timer_make(L, 1, keel__lua_checklw(L, 1), 0, false);
 }
 static int w_every(lua_State *L)
 {
+    lua_settop(L, 4);
     return timer_make(L, 1, keel__lua_checklw(L, 1), 0, true);
 }
 
 static int entity_timer(lua_State *L, bool repeat)
 {
     keel_lua_entity *h = keel__lua_checkentity(L, 1);
+    lua_settop(L, 4); /* 4: a message timer's data; the World above it */
     int widx = keel__lua_push_handle_world(L, 1);
     return timer_make(L, widx, h->lw, h->e, repeat);
 }

@@ -101,6 +101,24 @@ uint64_t keel__record_frames(const keel_recorder *r);
 bool keel__record_open(const keel_recorder *r); /* false once its world went */
 uint64_t keel__record_bytes(const keel_recorder *r);
 const char *keel__record_path(const keel_recorder *r);
+/* A binding's message payloads as bytes, for recordings (game/record_input.c), registered on each
+ * world the binding wraps. encode: a malloc'd copy of `user` as bytes (*len), or NULL when it
+ * cannot be written; decode: a payload for world w made from bytes, with its release; false on
+ * bad bytes (every length bounded first). */
+typedef struct keel__msg_codec {
+    void *(*encode)(void *ud, const void *user, size_t *len);
+    bool (*decode)(void *ud, keel_world *w, const uint8_t *p, size_t len, void **user, void (**release)(void *user));
+} keel__msg_codec;
+void keel__msg_codec_set(keel_world *w, const keel__msg_codec *c, void *ud);
+/* A timer whose action is data (game/record_input.c): each firing queues message `name` (the bytes
+ * data/size, and the binding's payload `user`, written at once by the world's codec and released)
+ * to `owner`, or to every receiver when owner is 0. A recording holds it (made from outside a
+ * step, or pending at a keyframe) where it cannot hold a timer's function. InvalidArgument and
+ * NotFound as keel_timer_add and keel_send; InvalidOperation: a payload the world's codec cannot
+ * write. */
+keel_status keel__timer_message(keel_world *w, double seconds, bool repeat, keel_entity owner, const char *name,
+                                const void *data, size_t size, void *user, void (*release)(void *user),
+                                keel_timer_id *id, keel_diags *d);
 
 typedef struct keel_replay keel_replay;
 typedef struct keel_replay_opts {

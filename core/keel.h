@@ -1152,7 +1152,9 @@ typedef struct keel_timer_desc {
 } keel_timer_desc;
 
 /* Makes a timer; *id (optional) its id. InvalidArgument: NULL w, desc or fn, bad seconds;
- * NotFound: the owner is not a live entity of w. On failure release is not called. */
+ * NotFound: the owner is not a live entity of w; InvalidOperation: w is being recorded and this
+ * is outside a step (a recording cannot hold fn; hooks' timers are re-made by a replay). On
+ * failure release is not called. */
 keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_timer_id *id, keel_diags *d);
 /* keel_timer_add, once / repeating, without a release function. */
 keel_status keel_timer_after(keel_world *w, double seconds, keel_entity owner, keel_timer_fn fn, void *user,

@@ -246,7 +246,7 @@ describe("timers", function()
   end)
 
   describe("bad arguments", function()
-    it("are InvalidArgument: seconds a finite number >= 0 (every: > 0), fn a function", function()
+    it("are InvalidArgument: seconds a finite number >= 0 (every: > 0), fn a function or a message name", function()
       local w = world()
       local e = w:spawn("E")
       local f = function() end
@@ -257,7 +257,9 @@ describe("timers", function()
       H.fails("InvalidArgument", function() w:every(0, f) end)
       H.fails("InvalidArgument", function() e:every(0, f) end)
       H.fails("InvalidArgument", function() w:after(1) end)
-      H.fails("InvalidArgument", function() e:after(1, "f") end)
+      H.fails("InvalidArgument", function() e:after(1, true) end)
+      H.fails("InvalidArgument", function() e:after(1, "f", { g = f }) end) -- a message's data is plain
+      assert.is_not_nil(e:after(1, "f")) -- a name: the timer sends that message
       assert.is_not_nil(w:after(0, f))
       e:destroy()
       H.fails("NotFound", function() e:after(1, f) end)

@@ -6,6 +6,7 @@
 #include "base/vec.h"
 #include "bind.h"
 #include "model/prof.h"
+#include "game/record.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,14 @@ keel_status keel__message_post(keel_world *w, keel_entity to, bool broadcast, co
         if (release) release(user);
         return st;
     }
+    if (keel__input_wanted(w)) { /* from outside a step while recording: an input */
+        keel_message m = { name, data, size, sender, user };
+        st = keel__record_message(w, to, broadcast, &m, d);
+        if (st != KEEL_OK) {
+            if (release) release(user);
+            return st;
+        }
+    }
     struct keel__msgq *q = queue_of(w);
     if (!q) {
         q = keel__xcalloc(1, sizeof *q);
@@ -105,6 +114,16 @@ size_t keel_message_count(const keel_world *w)
 {
     const struct keel__msgq *q = w ? queue_of(w) : NULL;
     return q ? q->count - q->head : 0;
+}
+
+const keel_message *keel__message_at(const keel_world *w, size_t i, keel_entity *target, bool *broadcast)
+{
+    const struct keel__msgq *q = queue_of(w);
+    if (!q || i >= q->count - q->head) return NULL;
+    const keel__msg *m = &q->items[q->head + i];
+    *target = m->target;
+    *broadcast = m->target == KEEL_NO_ENTITY;
+    return &m->m;
 }
 
 /* Components of entity e with an on_message hook, in membership order, appended to *list. */

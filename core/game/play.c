@@ -6,6 +6,7 @@
 #include "model/hierarchy.h"
 #include "model/member.h"
 #include "model/step.h"
+#include "game/record.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,7 @@ keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refus
     keel_status st = refuse_in_callback(w, "stop", d);
     if (st) return st;
     if (!w->played) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "the world is not playing (keel_world_play first)");
+    keel__record_stop_begin(w); /* recording: the stop is one input, the world as it leaves it */
     /* what is kept is read as play leaves it, before anything retires */
     size_t n_kept;
     keel__kept_state *kept = keel__keep_capture(w, &n_kept);
@@ -158,5 +160,6 @@ keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refus
     /* then what was kept is written into the world as it was, as commands of its own */
     keel__keep_apply(w, kept, n_kept, inverse, refused, sev);
     keel__keep_states_free(kept, n_kept);
+    keel__record_stop_end(w);
     return KEEL_OK;
 }

@@ -321,6 +321,7 @@ void keel__keyframe_encode(const keel_world *w, keel__buf *b)
     for (size_t k = 0; k < n; k++)
         if (list[k] != 0 && !keel__lifted(w, list[k])) encode_entity(w, list[k], b);
     free(list);
+    keel__rec_put_trailer((keel_world *)w, b); /* record_input.c: the mirror flag, messages queued */
 }
 
 /* Empties w without running a hook: entities, the root's components, timers and messages. */
@@ -451,6 +452,7 @@ keel_status keel__keyframe_apply(keel_world *w, const uint8_t *p, size_t len, ke
             keel__ent_set_enabled(w, (uint32_t)e, false);
         keel_node_free(t);
     }
+    if (st == KEEL_OK && !r.err) st = keel__rec_apply_trailer(w, &r, d);
     if (st == KEEL_OK && (r.err || r.pos != r.len)) {
         if (!r.err) r.err = "trailing bytes";
         st = bad_keyframe(&r, d);
@@ -475,6 +477,11 @@ struct keel_recorder {
     int64_t seed;
     bool failed;           /* a write failed: the recording stops growing (said at close) */
     uint64_t bytes;
+    size_t after_len;      /* this frame's inputs before the step's end began (record_input.c) */
+    uint32_t after_n;
+    size_t stop_len;       /* play's stop under way: the inputs before it */
+    uint32_t stop_n;
+    const char *ended;     /* why the recording stopped growing early (said at close), or NULL */
 };
 
 static const keel__ext_type record_ext;
@@ -599,7 +606,8 @@ static void on_input(keel_world *w, void *state, const keel_cmd *cmd, bool inver
     keel_cmd fwd;
     if (inverse) forward_of(w, cmd, &fwd);
     if (inverse && fwd.type == KEEL_CMD_NONE) return;
-    keel__buf_u8(&r->inputs, KEEL__IN_CMD);
+    /* a replication client's write of the authority's values: the replay writes it as one too */
+    keel__buf_u8(&r->inputs, w->mirror_applying ? KEEL__IN_MIRROR_CMD : KEEL__IN_CMD);
     keel__cmd_encode(&r->inputs, inverse ? &fwd : cmd);
     r->ninputs++;
     if (inverse) keel_cmd_free(&fwd);
@@ -622,7 +630,7 @@ static void put_keyframe(keel_recorder *r, keel__buf *out)
     keel__keyframe_encode(r->w, &raw);
     uLongf zlen = compressBound((uLong)raw.len);
     keel__buf_u64(&pay, r->frames);
-    keel__buf_u32(&pay, (uint32_t)(keel_timer_count(r->w) + keel_message_count(r->w)));
+    keel__buf_u32(&pay, (uint32_t)keel__rec_unwritable(r->w)); /* > 0: not a place to restore to */
     keel__buf_u32(&pay, (uint32_t)raw.len);
     size_t at = pay.len;
     keel__buf_grow(&pay, zlen);
@@ -655,15 +663,38 @@ static void rec_step_begin(keel_world *w, void *state, double dt)
     r->ninputs++;
 }
 
+/* The step's end begins (first of the extensions there): what reaches the world from here on (a
+ * replication client's service) comes after the step, and the replay applies it there. */
+static void rec_mark_after(keel_world *w, void *state, double dt)
+{
+    (void)w, (void)dt;
+    keel_recorder *r = state;
+    r->after_len = r->inputs.len;
+    r->after_n = r->ninputs;
+}
+static const keel__ext_type record_mark_ext = { .name = "recorder mark", .order = -1000, .step_end = rec_mark_after };
+
 static void rec_step_end(keel_world *w, void *state, double dt)
 {
     keel_recorder *r = state;
+    if (r->ended) {
+        r->inputs.len = 0;
+        r->ninputs = 0;
+        return;
+    }
     r->frames++;
     keel__buf pay = { 0 }, out = { 0 };
     keel__buf_u64(&pay, r->frames);
     keel__buf_f64(&pay, dt);
-    keel__buf_u32(&pay, r->ninputs);
-    keel__buf_bytes(&pay, r->inputs.p, r->inputs.len);
+    bool after = r->ninputs > r->after_n && r->after_len <= r->inputs.len;
+    keel__buf_u32(&pay, r->ninputs + after);
+    if (after) {
+        keel__buf_bytes(&pay, r->inputs.p, r->after_len);
+        keel__buf_u8(&pay, KEEL__IN_AFTER_STEP);
+        keel__buf_bytes(&pay, r->inputs.p + r->after_len, r->inputs.len - r->after_len);
+    } else {
+        keel__buf_bytes(&pay, r->inputs.p, r->inputs.len);
+    }
     keel__buf_u64(&pay, keel__world_hash(w));
     keel__chunk_put(&out, KEEL__CH_FRAME, pay.p, pay.len);
     if (r->every && r->frames % r->every == 0) put_keyframe(r, &out);
@@ -672,6 +703,8 @@ static void rec_step_end(keel_world *w, void *state, double dt)
     free(out.p);
     r->inputs.len = 0;
     r->ninputs = 0;
+    r->after_len = 0;
+    r->after_n = 0;
     note_random(r);
 }
 
@@ -687,6 +720,7 @@ static void detach(keel_recorder *r)
 {
     keel_world *w = r->w;
     if (keel__ext_get(w, &record_ext) == r) keel__ext_remove(w, &record_ext);
+    keel__ext_remove(w, &record_mark_ext);
     if (w->input_state == r) {
         w->input = NULL;
         w->input_state = NULL;
@@ -721,11 +755,11 @@ keel_status keel__record_start(keel_world *w, const char *path, uint32_t every, 
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "the world is recording already");
     if (w->frozen) return keel__refuse_frozen(d);
     if (w->lifts) return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "keel.record refuses while entities are lifted");
-    size_t pending = keel_timer_count(w) + keel_message_count(w);
+    size_t pending = keel__rec_unwritable(w);
     if (pending)
         return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
-                          "keel.record: %zu timers or messages are pending (they hold functions a file cannot): "
-                          "start recording before they are made, e.g. right after loading",
+                          "keel.record: %zu timers (or messages whose data no file can hold) are pending: timers "
+                          "hold functions; start recording before they are made, e.g. right after loading",
                           pending);
     FILE *f = fopen(path, "wb");
     if (!f) return KEEL_ERROR(d, KEEL_IO_ERROR, "", "cannot write %s", path);
@@ -770,6 +804,7 @@ keel_status keel__record_start(keel_world *w, const char *path, uint32_t every, 
         return KEEL_ERROR(d, KEEL_IO_ERROR, "", "cannot write %s", path);
     }
     keel__ext_add(w, &record_ext, r);
+    keel__ext_add(w, &record_mark_ext, r);
     w->input = on_input;
     w->input_state = r;
     *out = r;
@@ -789,7 +824,7 @@ keel_status keel__record_stop(keel_recorder *r, keel_diags *d)
         return KEEL_OK;
     }
     keel_status st = KEEL_OK;
-    if (!r->failed && !(r->every && r->frames % r->every == 0) && !r->w->in_step) {
+    if (!r->failed && !r->ended && !(r->every && r->frames % r->every == 0) && !r->w->in_step) {
         keel__buf out = { 0 };
         put_keyframe(r, &out); /* the last state, for a divergence found after the last keyframe */
         write_bytes(r, &out);
@@ -797,9 +832,53 @@ keel_status keel__record_stop(keel_recorder *r, keel_diags *d)
     }
     if (r->failed) st = KEEL_ERROR(d, KEEL_IO_ERROR, "", "writing %s failed: it ends at frame %llu", r->path,
                                    (unsigned long long)r->frames);
+    else if (r->ended) st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s ends at frame %llu: %s", r->path,
+                                       (unsigned long long)r->frames, r->ended);
     detach(r);
     if (fclose(r->f) != 0 && st == KEEL_OK) st = KEEL_ERROR(d, KEEL_IO_ERROR, "", "closing %s failed", r->path);
     r->f = NULL;
     recorder_free(r);
     return st;
+}
+
+/* ================================================================ inputs from other files */
+
+keel__buf *keel__recorder_input(keel_world *w)
+{
+    keel_recorder *r = keel__recorder_of(w);
+    if (!r || r->ended) return NULL;
+    r->ninputs++;
+    return &r->inputs;
+}
+
+void keel__record_stop_begin(keel_world *w)
+{
+    keel_recorder *r = keel__recorder_of(w);
+    if (!r) return;
+    r->stop_len = r->inputs.len;
+    r->stop_n = r->ninputs;
+}
+
+void keel__record_stop_end(keel_world *w)
+{
+    keel_recorder *r = keel__recorder_of(w);
+    if (!r || r->ended) return;
+    r->inputs.len = r->stop_len; /* the stop's own commands: the state below holds them */
+    r->ninputs = r->stop_n;
+    if (keel__rec_unwritable(w)) { /* awake made timers again: no file holds their functions */
+        r->ended = "play's stop left timers pending (they hold functions no file can)";
+        r->inputs.len = 0;
+        r->ninputs = 0;
+        w->input = NULL; /* nothing more is an input: the file ends at its last frame */
+        w->input_state = NULL;
+        return;
+    }
+    keel__buf raw = { 0 };
+    keel__keyframe_encode(w, &raw);
+    keel__buf_u8(&r->inputs, KEEL__IN_STATE);
+    keel__buf_u32(&r->inputs, (uint32_t)raw.len);
+    keel__buf_bytes(&r->inputs, raw.p, raw.len);
+    r->ninputs++;
+    free(raw.p);
+    note_random(r);
 }

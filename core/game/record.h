@@ -15,6 +15,13 @@
 
 enum { KEEL__CH_HEADER = 'H', KEEL__CH_KEYFRAME = 'K', KEEL__CH_FRAME = 'F' };
 enum { KEEL__IN_CMD = 1, KEEL__IN_RANDOM = 2, KEEL__IN_MESSAGE = 3 };
+/* record_input.c's inputs: a replicated change (applied as the authority's write on a client),
+ * the mark after which a frame's inputs came at the step's end (applied after the step), and
+ * the world whole after play's stop (a keyframe's bytes). */
+enum { KEEL__IN_MIRROR_CMD = 4, KEEL__IN_AFTER_STEP = 5, KEEL__IN_STATE = 6 };
+/* a timer whose action is a message, made from outside a step; a timer cancelled from outside one
+ * (by its place among the live timers, keel__timer_ordinal) */
+enum { KEEL__IN_TIMER = 7, KEEL__IN_TIMER_CANCEL = 8 };
 
 /* A kind as the recording saw it: what keel.replay compares with the kind registered now. */
 typedef struct keel__rec_kind {
@@ -45,5 +52,56 @@ void keel__cmd_encode(keel__buf *b, const keel_cmd *c);
 bool keel__cmd_decode(keel__rd *r, keel_cmd *c, int depth);
 /* Frames one chunk: tag, length, payload, CRC-32 of the three. */
 void keel__chunk_put(keel__buf *out, uint8_t tag, const void *payload, size_t len);
+
+/* ---- record_input.c: messages, the keyframe's trailing section, inputs at a step's end ---- */
+
+/* One message as written in an input or a keyframe: broadcast flag, target and sender UUIDs,
+ * name, its bytes, and the binding's payload as the world's codec wrote it. false (nothing
+ * written) when the payload cannot be written (no codec, or the codec refused it). */
+bool keel__rec_put_message(keel_world *w, keel__buf *b, const keel_message *m, keel_entity target, bool broadcast);
+/* Reads one message and queues it in w (the payload made by w's codec; none without one).
+ * `lenient`: a target gone is skipped (a keyframe's queue) rather than refused. */
+keel_status keel__rec_post_message(keel_world *w, keel__rd *r, bool lenient, keel_diags *d);
+/* The inputs KEEL__IN_TIMER (a message timer made) and KEEL__IN_TIMER_CANCEL, read and applied. */
+keel_status keel__rec_apply_timer(keel_world *w, keel__rd *r, keel_diags *d);
+keel_status keel__rec_apply_cancel(keel_world *w, keel__rd *r, keel_diags *d);
+/* The keyframe's trailing section (after the entities): the world's flags (a replication
+ * client's mirror) and the messages queued that can be written. */
+void keel__rec_put_trailer(keel_world *w, keel__buf *b);
+keel_status keel__rec_apply_trailer(keel_world *w, keel__rd *r, keel_diags *d);
+/* What pending at a keyframe no file can hold: timers (they hold functions) and messages whose
+ * payload cannot be written. A keyframe with any is not a place a seek restores to. */
+size_t keel__rec_unwritable(keel_world *w);
+/* The recorder's input buffer for one more input of w's recording (counted), or NULL when w is
+ * not recording (record.c). */
+keel__buf *keel__recorder_input(keel_world *w);
+/* message.c: a message sent from outside a step while w records, as an input. InvalidOperation
+ * when its payload cannot be written (the message is then not sent). */
+keel_status keel__record_message(keel_world *w, keel_entity to, bool broadcast, const keel_message *m, keel_diags *d);
+/* message.c: the i-th message queued (send order) and its target (0 and *broadcast: to all). */
+const keel_message *keel__message_at(const keel_world *w, size_t i, keel_entity *target, bool *broadcast);
+/* ---- timer.c: the live timers, for recordings ---- */
+typedef struct keel__timer_info {
+    keel_timer_id id;
+    double due, period;
+    keel_entity owner;
+    keel_timer_fn fn;
+    void *user;
+} keel__timer_info;
+/* Each live timer (not ended, not cancelled, its owner not gone) in id order: creation order. */
+void keel__timers_each(const keel_world *w, void (*cb)(void *ud, const keel__timer_info *t), void *ud);
+/* A live timer's place among them (UINT64_MAX: none), and the id of the one at place n (0: none). */
+uint64_t keel__timer_ordinal(const keel_world *w, keel_timer_id id);
+keel_timer_id keel__timer_nth(const keel_world *w, uint64_t n);
+/* keel_timer_add with its due time and period given exactly (a keyframe's). */
+keel_status keel__timer_add_due(keel_world *w, double due, double period, const keel_timer_desc *desc,
+                                keel_timer_id *id, keel_diags *d);
+/* record_input.c: a timer's function when its action is a message (bind.h keel__timer_message). */
+keel_status keel__msg_timer_fire(const keel_timer_call *c);
+
+/* play.c: play's stop while w records is one input, the world whole as the stop left it (the
+ * commands the stop itself made are dropped: the state holds them). */
+void keel__record_stop_begin(keel_world *w);
+void keel__record_stop_end(keel_world *w);
 
 #endif

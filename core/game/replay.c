@@ -20,6 +20,7 @@
 #include "base/vec.h"
 #include "game/record.h"
 #include "model/command.h"
+#include "model/mirror.h"
 #include "model/record.h"
 #include "model/kind.h"
 #include "model/value.h"
@@ -212,15 +213,25 @@ static keel_status restore(keel_replay *rp, const rp_key *k, keel_diags *d)
     return st;
 }
 
-static keel_status apply_inputs(keel_replay *rp, keel__rd *r, uint32_t n, keel_diags *d)
+/* Applies the frame's inputs from *i on, up to the mark of those that came after the step (then
+ * *i is past the mark and *after true) or to the end. */
+static keel_status apply_inputs(keel_replay *rp, keel__rd *r, uint32_t n, uint32_t *at, bool *after, keel_diags *d)
 {
     keel_world *w = rp->w;
-    for (uint32_t i = 0; i < n; i++) {
+    *after = false;
+    for (uint32_t i = *at; i < n; i++) {
         uint8_t t = keel__rd_u8(r, "truncated input");
-        if (t == KEEL__IN_CMD) {
+        *at = i + 1;
+        if (t == KEEL__IN_AFTER_STEP) {
+            *after = true;
+            return KEEL_OK;
+        }
+        if (t == KEEL__IN_CMD || t == KEEL__IN_MIRROR_CMD) {
             keel_cmd c;
             bool ok = keel__cmd_decode(r, &c, 0);
+            if (t == KEEL__IN_MIRROR_CMD) keel__world_mirror_apply(w, true);
             keel_status st = ok ? keel__cmd_apply(w, &c, NULL, true, d) : KEEL_OK;
+            if (t == KEEL__IN_MIRROR_CMD) keel__world_mirror_apply(w, false);
             keel_cmd_free(&c);
             if (!ok) break;
             if (st) return KEEL_ERROR(d, KEEL_DIVERGED, "", "frame %llu: input %u no longer applies",
@@ -231,8 +242,28 @@ static keel_status apply_inputs(keel_replay *rp, keel__rd *r, uint32_t n, keel_d
             for (int k = 0; k < 4; k++) rs[k] = keel__rd_u64(r, "truncated input");
             for (int k = 0; k < 4; k++) ids[k] = keel__rd_u64(r, "truncated input");
             if (r->err) break;
-            keel_random_set_state(w, seed, rs, NULL);
+            int64_t now_seed;
+            uint64_t now[4];
+            keel_random_state(w, &now_seed, now);
+            if (now_seed != seed || memcmp(now, rs, sizeof now) != 0) /* a spawn moves only the UUIDs' */
+                keel_random_set_state(w, seed, rs, NULL);
             if (ids[0] | ids[1] | ids[2] | ids[3]) memcpy(w->idrng, ids, sizeof ids);
+        } else if (t == KEEL__IN_MESSAGE) {
+            keel_status st = keel__rec_post_message(w, r, false, d);
+            if (r->err) break;
+            if (st) return KEEL_ERROR(d, KEEL_DIVERGED, "", "frame %llu: message input %u no longer applies",
+                                      (unsigned long long)rp->frame + 1, i + 1);
+        } else if (t == KEEL__IN_TIMER || t == KEEL__IN_TIMER_CANCEL) {
+            keel_status st = t == KEEL__IN_TIMER ? keel__rec_apply_timer(w, r, d) : keel__rec_apply_cancel(w, r, d);
+            if (r->err) break;
+            if (st) return KEEL_ERROR(d, KEEL_DIVERGED, "", "frame %llu: timer input %u no longer applies",
+                                      (unsigned long long)rp->frame + 1, i + 1);
+        } else if (t == KEEL__IN_STATE) { /* play's stop: the world whole as it left it */
+            uint32_t len = keel__rd_count(r, 1, "truncated input");
+            if (r->err) break;
+            keel_status st = keel__keyframe_apply(w, r->p + r->pos, len, d);
+            r->pos += len;
+            if (st) return st;
         } else {
             if (!r->err) r->err = "unknown input";
             break;
@@ -251,19 +282,21 @@ static keel_status one_frame(keel_replay *rp, uint64_t *want, uint64_t *got, kee
     double dt;
     uint64_t bits = keel__rd_u64(&r, "truncated frame");
     memcpy(&dt, &bits, 8);
-    uint32_t n = keel__rd_count(&r, 2, "truncated frame");
+    uint32_t n = keel__rd_count(&r, 2, "truncated frame"), at = 0;
+    bool after = false;
     keel__world_freeze(rp->w, false);
-    keel_status st = r.err ? KEEL_OK : apply_inputs(rp, &r, n, d);
-    *want = keel__rd_u64(&r, "truncated frame");
-    if (st == KEEL_OK && r.err)
-        st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: frame %llu: %s", (unsigned long long)rp->frame + 1, r.err);
-    if (st == KEEL_OK) {
+    keel_status st = r.err ? KEEL_OK : apply_inputs(rp, &r, n, &at, &after, d);
+    if (st == KEEL_OK && !r.err) {
         keel_diags sd; /* the step's own failures are the game's (recorded in world errors) */
         keel_diags_init(&sd);
         st = keel_step(rp->w, dt, &sd);
         if (st) keel_diags_append(d, &sd, "");
         keel_diags_free(&sd);
     }
+    if (st == KEEL_OK && after && !r.err) st = apply_inputs(rp, &r, n, &at, &after, d); /* at the step's end */
+    *want = keel__rd_u64(&r, "truncated frame");
+    if (st == KEEL_OK && r.err)
+        st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: frame %llu: %s", (unsigned long long)rp->frame + 1, r.err);
     keel__world_freeze(rp->w, true);
     rp->frame++;
     *got = keel__world_hash(rp->w);

@@ -4,6 +4,8 @@
 #include "model/world.h"
 #include "base/vec.h"
 #include "model/prof.h"
+#include "bind.h"
+#include "game/record.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -93,6 +95,10 @@ keel_status keel_timer_add(keel_world *w, const keel_timer_desc *desc, keel_time
     if (!w || !desc || !desc->fn)
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "keel_timer_add: NULL world, desc or fn");
     if (w->frozen) return keel__refuse_frozen(d);
+    if (keel__input_wanted(w) && desc->fn != keel__msg_timer_fire) /* no file holds its function */
+        return KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
+                          "the world is recording: a timer made from outside a step holds a function a recording "
+                          "cannot replay (make it in a hook or a system, or close the recording first)");
     double s = desc->seconds;
     if (!isfinite(s) || s < 0 || (desc->repeat && s == 0))
         return KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "seconds must be a finite number %s 0",
@@ -150,6 +156,11 @@ keel_status keel_timer_cancel(keel_world *w, keel_timer_id id)
 {
     keel__timer *t = timer_live(w, id);
     if (!t) return KEEL_NOT_FOUND;
+    keel__buf *in = keel__input_wanted(w) ? keel__recorder_input(w) : NULL;
+    if (in) { /* by its place among the live timers: a replay makes the same ones, other ids */
+        keel__buf_u8(in, KEEL__IN_TIMER_CANCEL);
+        keel__buf_u64(in, keel__timer_ordinal(w, id));
+    }
     if (t->firing) t->cancelled = true; /* its callback runs: released once it returns */
     else timer_end(w, t);
     return KEEL_OK;
@@ -275,4 +286,60 @@ static void timers_free(keel_world *w, void *state)
     timers_end_all(w, ts);
     free(ts->items);
     free(ts);
+}
+
+/* ---- for recordings (game/record_input.c): the live timers in id order ---- */
+
+/* Live: not ended, not cancelled, its owner not gone (one lifted counts: it waits). */
+static bool counts(const keel_world *w, const keel__timer *t)
+{
+    return t->fn && !t->cancelled && owner_state(w, t->owner) != 0;
+}
+
+void keel__timers_each(const keel_world *w, void (*cb)(void *ud, const keel__timer_info *t), void *ud)
+{
+    const keel__timers *ts = timers_of(w);
+    for (size_t i = 0; ts && i < ts->count; i++) {
+        const keel__timer *t = &ts->items[i];
+        if (!counts(w, t)) continue;
+        keel__timer_info info = { t->id, t->due, t->period, t->owner, t->fn, t->user };
+        cb(ud, &info);
+    }
+}
+
+uint64_t keel__timer_ordinal(const keel_world *w, keel_timer_id id)
+{
+    const keel__timers *ts = timers_of(w);
+    uint64_t n = 0;
+    for (size_t i = 0; ts && i < ts->count; i++) {
+        if (!counts(w, &ts->items[i])) continue;
+        if (ts->items[i].id == id) return n;
+        n++;
+    }
+    return UINT64_MAX;
+}
+
+keel_timer_id keel__timer_nth(const keel_world *w, uint64_t n)
+{
+    const keel__timers *ts = timers_of(w);
+    for (size_t i = 0; ts && i < ts->count; i++) {
+        if (!counts(w, &ts->items[i])) continue;
+        if (n-- == 0) return ts->items[i].id;
+    }
+    return 0;
+}
+
+keel_status keel__timer_add_due(keel_world *w, double due, double period, const keel_timer_desc *desc,
+                                keel_timer_id *id, keel_diags *d)
+{
+    keel_timer_desc once = *desc;
+    once.seconds = 0;
+    once.repeat = false;
+    keel_status st = keel_timer_add(w, &once, id, d);
+    if (st != KEEL_OK) return st;
+    keel__timers *ts = timers_of(w);
+    keel__timer *t = &ts->items[ts->count - 1]; /* the newest: ids only grow */
+    t->due = due;
+    t->period = period > 0 ? period : 0;
+    return KEEL_OK;
 }

@@ -39,123 +39,6 @@
 #include <string.h>
 #include <zlib.h>
 
-/* ================================================================ hashes */
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h = (h ^ v) * 0xff51afd7ed558ccdull;
-    return h ^ (h >> 32);
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, b, 8);
-        h = mix(h, v);
-        b += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    if (n) {
-        memcpy(&v, b, n);
-        h = mix(h, v ^ ((uint64_t)n << 56));
-    }
-    return h;
-}
-
-static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(mix(h, strlen(s)), s, strlen(s)) : mix(h, 1); }
-
-uint64_t keel__kind_layout_hash(keel_kind_id k)
-{
-    const keel_kind_desc *kd = keel_kind_describe(k);
-    if (!kd) return 0;
-    uint64_t h = hash_str(0x6b696e64, kd->key);
-    h = mix(h, (uint64_t)kd->multiplicity);
-    h = mix(h, kd->flags);
-    for (size_t i = 0; i < kd->field_count; i++) {
-        const keel_field_desc *f = &kd->fields[i];
-        h = hash_str(h, f->key);
-        h = mix(h, (uint64_t)f->type << 32 | f->flags);
-        for (size_t c = 0; c < f->choice_count; c++) h = hash_str(h, f->choices[c]);
-    }
-    return h;
-}
-
-static uint64_t hash_value(uint64_t h, const keel_value *v)
-{
-    h = mix(h, (uint64_t)v->type << 1 | v->nil);
-    switch (v->type) {
-    case KEEL_T_BOOL: return mix(h, v->as.b);
-    case KEEL_T_INT:
-    case KEEL_T_ENUM: return mix(h, (uint64_t)v->as.i);
-    case KEEL_T_FLOAT: return hash_bytes(h, &v->as.f, 8);
-    case KEEL_T_STRING: return hash_str(h, v->as.s);
-    case KEEL_T_ASSET:
-    case KEEL_T_ENTITY: return hash_bytes(h, v->as.u.bytes, 16);
-    default: return hash_bytes(h, v->as.v, sizeof v->as.v);
-    }
-}
-
-/* One component's hash: where it is (its owner's hash, the kind key's) and what it holds. */
-static uint64_t comp_hash(const keel_world *w, uint64_t owner, uint64_t key, const keel__entry *m)
-{
-    uint64_t h = mix(owner ^ key, (uint64_t)keel__entry_slot(w, m) << 2 | (uint64_t)m->enabled << 1 | m->faulted);
-    if (!m->kind) return h;
-    const keel__layout *L;
-    const keel_kind_desc *kd = keel__kind_parts(m->kind, &L);
-    const void *rec = keel__store_rec(&w->stores[m->kind], m->row);
-    if (!L->has_strings) return hash_bytes(h, rec, L->size); /* padding is the defaults' zeros */
-    for (size_t f = 0; f < kd->field_count; f++) {
-        keel_value v;
-        keel__record_get(m->kind, rec, (int)f, &v);
-        h = hash_value(h, &v);
-    }
-    return h;
-}
-
-/* The hash of each kind's key, by kind id (kinds are few; keys never change under an id). */
-static uint64_t key_hash(const keel__entry *m, uint64_t **cache, size_t *cap)
-{
-    if (!m->kind) return hash_str(0x6b6579, keel__entry_key(m));
-    if (m->kind >= *cap) {
-        size_t n = (size_t)m->kind + 16;
-        *cache = keel__xrealloc(*cache, n * sizeof **cache);
-        memset(*cache + *cap, 0, (n - *cap) * sizeof **cache);
-        *cap = n;
-    }
-    uint64_t *h = &(*cache)[m->kind];
-    if (!*h) *h = hash_str(0x6b6579, keel__entry_key(m)) | 1;
-    return *h;
-}
-
-uint64_t keel__world_hash(const keel_world *w)
-{
-    uint64_t sum = 0, *keys = NULL;
-    size_t keys_cap = 0;
-    for (uint32_t i = 0; i < w->ent_count; i++) {
-        const keel__ent *en = &w->ents[i];
-        if (!en->alive || (w->lifts && keel__lifted(w, i))) continue;
-        uint64_t owner = 0;
-        if (i != 0) {
-            owner = hash_bytes(0x656e74, en->uuid.bytes, 16);
-            uint64_t h = hash_str(owner, keel__ent_name(w, en));
-            uint32_t p = en->parent;
-            if (p != 0 && p != KEEL__NONE) h = hash_bytes(h, w->ents[p].uuid.bytes, 16);
-            sum += mix(h, en->enabled);
-        }
-        const keel__entry *ms = keel__members(w, en);
-        for (uint32_t k = 0; k < en->member_count; k++) sum += comp_hash(w, owner, key_hash(&ms[k], &keys, &keys_cap), &ms[k]);
-    }
-    free(keys);
-    int64_t seed;
-    uint64_t rs[4];
-    keel_random_state(w, &seed, rs);
-    uint64_t h = hash_bytes(mix(sum, (uint64_t)seed), rs, sizeof rs);
-    return hash_bytes(h, w->idrng, sizeof w->idrng);
-}
-
 /* ================================================================ chunks and commands */
 
 void keel__chunk_put(keel__buf *out, uint8_t tag, const void *payload, size_t len)
@@ -475,6 +358,7 @@ struct keel_recorder {
     int64_t seed;
     bool failed;           /* a write failed: the recording stops growing (said at close) */
     uint64_t bytes;
+    keel__hasher hash;     /* the state hash, kept across frames (state_hash.c) */
 };
 
 static const keel__ext_type record_ext;
@@ -664,7 +548,7 @@ static void rec_step_end(keel_world *w, void *state, double dt)
     keel__buf_f64(&pay, dt);
     keel__buf_u32(&pay, r->ninputs);
     keel__buf_bytes(&pay, r->inputs.p, r->inputs.len);
-    keel__buf_u64(&pay, keel__world_hash(w));
+    keel__buf_u64(&pay, keel__hasher_hash(&r->hash, w));
     keel__chunk_put(&out, KEEL__CH_FRAME, pay.p, pay.len);
     if (r->every && r->frames % r->every == 0) put_keyframe(r, &out);
     write_bytes(r, &out); /* one write per frame */
@@ -680,6 +564,7 @@ static void recorder_free(keel_recorder *r)
     if (r->f) fclose(r->f);
     free(r->inputs.p);
     free(r->path);
+    keel__hasher_free(&r->hash);
     free(r);
 }
 

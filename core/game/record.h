@@ -32,6 +32,23 @@ uint64_t keel__kind_layout_hash(keel_kind_id k);
  * entity and per component, so the order of rows and indices (which a replay need not share)
  * does not count; run order does, through the values it leaves. */
 uint64_t keel__world_hash(const keel_world *w);
+/* The same hash kept up to date across calls (state_hash.c): the terms no record decides are
+ * taken again only when the world's counters say they may have moved; records are hashed every
+ * call. Zeroed is empty; one hasher follows one world at a time (another world: a full pass). */
+struct keel__hash_kind;
+typedef struct keel__hasher {
+    bool valid;
+    uint64_t epoch, structure, enabling, relabels;
+    uint64_t fixed;                 /* entities' terms and unknown components' */
+    struct keel__hash_kind *kinds;  /* by kind id: each stored component's place, by row */
+    size_t nkinds;
+    uint64_t *keys;                 /* kind key hashes by kind id */
+    size_t keys_cap;
+} keel__hasher;
+/* keel__world_hash(w), from what h kept (a debug build checks it against the full pass). */
+uint64_t keel__hasher_hash(keel__hasher *h, const keel_world *w);
+void keel__hasher_reset(keel__hasher *h); /* the next call takes a full pass */
+void keel__hasher_free(keel__hasher *h);  /* its memory; h is empty again */
 /* The world's whole state into b (a keyframe): settings, generators, time, every entity in
  * hierarchy pre-order with its components (all fields, runtime and transient too, unknown
  * bodies whole, started/awoken/faulted flags). */

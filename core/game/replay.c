@@ -58,6 +58,7 @@ struct keel_replay {
     uint64_t diverged, want, got; /* the first frame that failed, its recorded and replayed hashes */
     keel_replay_diff *diffs;
     size_t ndiffs;
+    keel__hasher hash;     /* the state hash of w, kept across frames (state_hash.c) */
 };
 
 /* ================================================================ reading */
@@ -266,7 +267,7 @@ static keel_status one_frame(keel_replay *rp, uint64_t *want, uint64_t *got, kee
     }
     keel__world_freeze(rp->w, true);
     rp->frame++;
-    *got = keel__world_hash(rp->w);
+    *got = keel__hasher_hash(&rp->hash, rp->w);
     return st;
 }
 
@@ -509,6 +510,7 @@ void keel__replay_close(keel_replay *rp)
 {
     if (!rp) return;
     diffs_free(rp); /* the world is the caller's (unfrozen by it, or already gone) */
+    keel__hasher_free(&rp->hash);
     free(rp->data);
     free(rp->frames);
     free(rp->keys);

@@ -966,6 +966,7 @@ keel_status keel_comp_clear_fault(keel_world *w, keel_comp c, keel_diags *d)
     keel_status st = keel__comp_resolve(w, c, &m, "cleared of its fault", d);
     if (st) return st;
     m->faulted = false;
+    w->relabels++;
     return KEEL_OK;
 }
 

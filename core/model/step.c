@@ -208,7 +208,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         if (t->index == 0) now = keel_world_root(w);
         keel__ent *en = t->detached ? NULL : keel__ent_get(w, now);
         keel__entry *fm = en ? keel__entry_find(w, en, k, slot) : NULL;
-        if (fm) fm->faulted = true;
+        if (fm) fm->faulted = true, w->relabels++;
         fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
         if (w->retiring) retire_failed(w->retiring, t, st);
     }

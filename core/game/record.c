@@ -18,7 +18,8 @@
  * generator (world.h ids_from_rng), so the entities hooks and timers spawn get the same UUIDs
  * in a replay.
  *
- * A keyframe is the world whole (keel__keyframe_encode), compressed with zlib. Timers and
+ * A keyframe is the world whole (keel__keyframe_encode), compressed with zlib, or a diff
+ * against the keyframe before it (keydelta.c, which chooses). Timers and
  * messages hold Lua functions and tables that a file cannot: a keyframe says how many were
  * pending, and one with any is not a place a replay may restore to (replay.c re-simulates from
  * an earlier one); keyframe 0 must have none. */
@@ -359,6 +360,7 @@ struct keel_recorder {
     bool failed;           /* a write failed: the recording stops growing (said at close) */
     uint64_t bytes;
     keel__hasher hash;     /* the state hash, kept across frames (state_hash.c) */
+    keel__keyframes keys;  /* the last keyframe: the next is a diff against it (keydelta.c) */
 };
 
 static const keel__ext_type record_ext;
@@ -502,19 +504,9 @@ static bool write_bytes(keel_recorder *r, const keel__buf *b)
 
 static void put_keyframe(keel_recorder *r, keel__buf *out)
 {
-    keel__buf raw = { 0 }, pay = { 0 };
+    keel__buf raw = { 0 };
     keel__keyframe_encode(r->w, &raw);
-    uLongf zlen = compressBound((uLong)raw.len);
-    keel__buf_u64(&pay, r->frames);
-    keel__buf_u32(&pay, (uint32_t)(keel_timer_count(r->w) + keel_message_count(r->w)));
-    keel__buf_u32(&pay, (uint32_t)raw.len);
-    size_t at = pay.len;
-    keel__buf_grow(&pay, zlen);
-    if (compress2(pay.p + at, &zlen, raw.p, (uLong)raw.len, 6) != Z_OK) zlen = 0;
-    pay.len = at + zlen;
-    keel__chunk_put(out, KEEL__CH_KEYFRAME, pay.p, pay.len);
-    free(raw.p);
-    free(pay.p);
+    keel__keyframe_put(&r->keys, out, r->frames, (uint32_t)(keel_timer_count(r->w) + keel_message_count(r->w)), &raw);
 }
 
 static void note_random(keel_recorder *r)
@@ -565,6 +557,7 @@ static void recorder_free(keel_recorder *r)
     free(r->inputs.p);
     free(r->path);
     keel__hasher_free(&r->hash);
+    keel__keyframes_free(&r->keys);
     free(r);
 }
 

@@ -208,7 +208,7 @@ static void hasher_rebuild(keel__hasher *h, const keel_world *w)
         hk->rows = n;
         hk->changes = w->stores[k].changes;
     }
-    memset(h->keys, 0, h->keys_cap * sizeof *h->keys); /* a kind id may name another kind by now */
+    if (h->keys) memset(h->keys, 0, h->keys_cap * sizeof *h->keys); /* a kind id may name another kind by now */
     uint64_t fixed = 0;
     for (uint32_t i = 0; i < w->ent_count; i++) {
         if (!counted(w, i)) continue;

@@ -47,7 +47,8 @@ static void record_session(void)
         char name[32];
         snprintf(name, sizeof name, "still %d", i);
         keel_comp c;
-        assert_int_equal(keel_spawn(w, name, i ? still[i / 2] : KEEL_NO_ENTITY, NULL, &still[i], NULL, NULL), KEEL_OK);
+        assert_int_equal(keel_spawn(w, name, i ? still[i / 2] : KEEL_NO_ENTITY, NULL, &still[i], NULL, NULL),
+                         KEEL_OK);
         assert_int_equal(keel_add(w, still[i], g_still, NULL, &c, NULL, NULL), KEEL_OK);
         keel_value v = { .type = KEEL_T_INT, .as.i = i * 1000 };
         assert_int_equal(keel_set(w, c, 0, &v, NULL, NULL), KEEL_OK);
@@ -81,7 +82,8 @@ static int setup(void **state)
     static const keel_field_desc wf[] = { { .key = "x", .type = KEEL_T_FLOAT } };
     keel_kind_desc wk = { .key = "kf:walk", .version = 1, .multiplicity = KEEL_ONE, .fields = wf, .field_count = 1 };
     wk.hooks[KEEL_PHASE_UPDATE] = walk_update;
-    static const keel_field_desc sf[] = { { .key = "n", .type = KEEL_T_INT }, { .key = "label", .type = KEEL_T_STRING } };
+    static const keel_field_desc sf[] = { { .key = "n", .type = KEEL_T_INT },
+                                          { .key = "label", .type = KEEL_T_STRING } };
     keel_kind_desc sk = { .key = "kf:still", .version = 1, .multiplicity = KEEL_ONE, .fields = sf, .field_count = 2 };
     if (keel_kind_declare(&wk, &g_walk, NULL) || keel_kind_declare(&sk, &g_still, NULL)) return -1;
     snprintf(g_path, sizeof g_path, "/tmp/keel_test_keyframes_%d.keelrec", (int)getpid());
@@ -178,7 +180,7 @@ static void keyframes_diffs_rebuild_the_recorded_encoding(void **state)
     }
     assert_false(keys[0].diff);
     assert_true(diffs >= nk - 1 - (nk - 1) / (KEEL__REC_DIFF_RUN + 1)); /* small changes: a diff whenever allowed */
-    assert_true(diff_bytes / diffs * 4 < whole_bytes / (nk - diffs)); /* each far smaller than a whole one */
+    assert_true(diff_bytes / diffs * 4 < whole_bytes / (nk - diffs));   /* each far smaller than a whole one */
     free(file);
 }
 

@@ -44,10 +44,12 @@ static int setup(void **state)
 {
     (void)state;
     if (keel_init() != KEEL_OK) return -1;
-    static const keel_field_desc rf[] = { { .key = "x", .type = KEEL_T_FLOAT }, { .key = "n", .type = KEEL_T_INT } };
+    static const keel_field_desc rf[] = { { .key = "x", .type = KEEL_T_FLOAT },
+                                          { .key = "n", .type = KEEL_T_INT } };
     keel_kind_desc rk = { .key = "sh:raw", .version = 1, .multiplicity = KEEL_ONE, .fields = rf, .field_count = 2 };
     rk.hooks[KEEL_PHASE_UPDATE] = raw_update;
-    static const keel_field_desc tf[] = { { .key = "label", .type = KEEL_T_STRING }, { .key = "y", .type = KEEL_T_FLOAT } };
+    static const keel_field_desc tf[] = { { .key = "label", .type = KEEL_T_STRING },
+                                          { .key = "y", .type = KEEL_T_FLOAT } };
     keel_kind_desc tk = { .key = "sh:text", .version = 1, .multiplicity = KEEL_MANY, .fields = tf, .field_count = 2 };
     if (keel_kind_declare(&rk, &g_raw, NULL) || keel_kind_declare(&tk, &g_text, NULL)) return -1;
     return 0;
@@ -112,7 +114,8 @@ static void state_hash_follows_every_edit(void **state)
     s.as.s = NULL;
     assert_int_equal(keel_set(w, tb, 0, &s, NULL, NULL), KEEL_OK);
     assert_true(check(&h, w) == set); /* the same state, the same hash */
-    assert_int_equal(keel_set(w, tb, 0, &(keel_value){ .type = KEEL_T_STRING, .as.s = "hello" }, NULL, NULL), KEEL_OK);
+    assert_int_equal(keel_set(w, tb, 0, &(keel_value){ .type = KEEL_T_STRING, .as.s = "hello" }, NULL, NULL),
+                     KEEL_OK);
     assert_true(check(&h, w) == text);
 
     /* a C hook writes its record through the pointer: no counter moves */

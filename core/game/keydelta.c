@@ -33,7 +33,10 @@ static uint64_t block_hash(const uint8_t *p)
     return h;
 }
 
-static size_t slot_of(uint64_t h, size_t mask) { return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 32) & mask; }
+static size_t slot_of(uint64_t h, size_t mask)
+{
+    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 32) & mask;
+}
 
 static void put_add(keel__buf *out, const uint8_t *p, size_t n)
 {
@@ -55,7 +58,8 @@ void keel__delta_encode(const uint8_t *old, size_t olen, const uint8_t *cur, siz
     size_t nblocks = olen / BLOCK, cap = 16;
     while (cap < nblocks * 2) cap *= 2;
     uint32_t *table = keel__xcalloc(cap, sizeof *table); /* block offset / BLOCK + 1; 0 empty */
-    for (size_t b = 0; b < nblocks; b++) { /* a full neighbourhood drops the block: a cost bound */
+    /* a full neighbourhood drops the block: a cost bound */
+    for (size_t b = 0; b < nblocks; b++) {
         size_t s = slot_of(block_hash(old + b * BLOCK), cap - 1);
         for (int k = 0; k < PROBES && table[s]; k++) s = (s + 1) & (cap - 1);
         if (!table[s]) table[s] = (uint32_t)b + 1;
@@ -204,7 +208,8 @@ keel_status keel__keyframe_raw(const keel__rec_key *keys, size_t i, uint8_t **ra
     free(ops);
     if (err) {
         free(cur);
-        return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: keyframe %llu: %s", (unsigned long long)k->frame, err);
+        return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: keyframe %llu: %s", (unsigned long long)k->frame,
+                          err);
     }
     *raw = cur;
     return KEEL_OK;

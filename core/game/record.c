@@ -359,8 +359,8 @@ struct keel_recorder {
     int64_t seed;
     bool failed;           /* a write failed: the recording stops growing (said at close) */
     uint64_t bytes;
-    keel__hasher hash;     /* the state hash, kept across frames (state_hash.c) */
-    keel__keyframes keys;  /* the last keyframe: the next is a diff against it (keydelta.c) */
+    keel__hasher hash;    /* the state hash, kept across frames (state_hash.c) */
+    keel__keyframes keys; /* the last keyframe: the next is a diff against it (keydelta.c) */
 };
 
 static const keel__ext_type record_ext;
@@ -506,7 +506,8 @@ static void put_keyframe(keel_recorder *r, keel__buf *out)
 {
     keel__buf raw = { 0 };
     keel__keyframe_encode(r->w, &raw);
-    keel__keyframe_put(&r->keys, out, r->frames, (uint32_t)(keel_timer_count(r->w) + keel_message_count(r->w)), &raw);
+    keel__keyframe_put(&r->keys, out, r->frames, (uint32_t)(keel_timer_count(r->w) + keel_message_count(r->w)),
+                       &raw);
 }
 
 static void note_random(keel_recorder *r)

@@ -39,10 +39,10 @@ struct keel__hash_kind;
 typedef struct keel__hasher {
     bool valid;
     uint64_t epoch, structure, enabling, relabels;
-    uint64_t fixed;                 /* entities' terms and unknown components' */
-    struct keel__hash_kind *kinds;  /* by kind id: each stored component's place, by row */
+    uint64_t fixed;                /* entities' terms and unknown components' */
+    struct keel__hash_kind *kinds; /* by kind id: each stored component's place, by row */
     size_t nkinds;
-    uint64_t *keys;                 /* kind key hashes by kind id */
+    uint64_t *keys; /* kind key hashes by kind id */
     size_t keys_cap;
 } keel__hasher;
 /* keel__world_hash(w), from what h kept (a debug build checks it against the full pass). */
@@ -70,9 +70,9 @@ bool keel__cmd_decode(keel__rd *r, keel_cmd *c, int depth);
 #define KEEL__REC_DIFF_RUN 7
 typedef struct keel__rec_key {
     uint64_t frame;
-    uint32_t pending;   /* timers and messages pending then */
-    uint32_t raw_len;   /* the encoding's length */
-    const uint8_t *p;   /* compressed: the encoding, or for a diff the delta */
+    uint32_t pending; /* timers and messages pending then */
+    uint32_t raw_len; /* the encoding's length */
+    const uint8_t *p; /* compressed: the encoding, or for a diff the delta */
     uint32_t len;
     bool diff;          /* against the key before it in the file */
     uint32_t delta_len; /* a diff's delta, inflated */
@@ -81,7 +81,7 @@ typedef struct keel__rec_key {
 typedef struct keel__keyframes {
     keel__buf prev;
     uint64_t prev_frame;
-    uint32_t run;       /* diffs written since the last whole keyframe */
+    uint32_t run; /* diffs written since the last whole keyframe */
     bool any;
 } keel__keyframes;
 /* Appends keyframe `frame` (its encoding `raw`, which k keeps: raw is emptied) to out, whole or

@@ -53,7 +53,7 @@ struct keel_replay {
     uint64_t diverged, want, got; /* the first frame that failed, its recorded and replayed hashes */
     keel_replay_diff *diffs;
     size_t ndiffs;
-    keel__hasher hash;     /* the state hash of w, kept across frames (state_hash.c) */
+    keel__hasher hash; /* the state hash of w, kept across frames (state_hash.c) */
 };
 
 /* ================================================================ reading */

@@ -48,7 +48,10 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(mix(h, strlen(s)), s, strlen(s)) : mix(h, 1); }
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    return s ? hash_bytes(mix(h, strlen(s)), s, strlen(s)) : mix(h, 1);
+}
 
 uint64_t keel__kind_layout_hash(keel_kind_id k)
 {
@@ -88,7 +91,8 @@ static uint64_t comp_place(const keel_world *w, uint64_t owner, uint64_t key, co
 }
 
 /* What a record of kind k holds, onto its place. */
-static uint64_t rec_hash(keel_kind_id k, const keel__layout *L, const keel_kind_desc *kd, uint64_t h, const void *rec)
+static uint64_t rec_hash(keel_kind_id k, const keel__layout *L, const keel_kind_desc *kd, uint64_t h,
+                         const void *rec)
 {
     if (!L->has_strings) return hash_bytes(h, rec, L->size); /* padding is the defaults' zeros */
     for (size_t f = 0; f < kd->field_count; f++) {
@@ -167,10 +171,10 @@ uint64_t keel__world_hash(const keel_world *w)
 /* ================================================================ the incremental hash */
 
 struct keel__hash_kind {
-    uint64_t changes;      /* the store's row changes when the places were taken */
-    size_t rows;           /* its row count then */
-    uint64_t *place;       /* by row */
-    uint8_t *live;         /* by row: 1 when a counted entity holds it (0: pending, freed at the boundary) */
+    uint64_t changes; /* the store's row changes when the places were taken */
+    size_t rows;      /* its row count then */
+    uint64_t *place;  /* by row */
+    uint8_t *live;    /* by row: 1 when a counted entity holds it (0: pending, freed at the boundary) */
     size_t cap;
 };
 
@@ -278,7 +282,10 @@ uint64_t keel__hasher_hash(keel__hasher *h, const keel_world *w)
     return got;
 }
 
-void keel__hasher_reset(keel__hasher *h) { h->valid = false; }
+void keel__hasher_reset(keel__hasher *h)
+{
+    h->valid = false;
+}
 
 void keel__hasher_free(keel__hasher *h)
 {

@@ -176,6 +176,7 @@ struct keel__hash_kind {
     uint64_t *place;  /* by row */
     uint8_t *live;    /* by row: 1 when a counted entity holds it (0: pending, freed at the boundary) */
     size_t cap;
+    size_t dead;      /* rows not live (usually none: the loop then asks no row) */
 };
 
 static bool hasher_current(const keel__hasher *h, const keel_world *w)
@@ -210,6 +211,7 @@ static void hasher_rebuild(keel__hasher *h, const keel_world *w)
         }
         if (n) memset(hk->live, 0, n);
         hk->rows = n;
+        hk->dead = n;
         hk->changes = w->stores[k].changes;
     }
     if (h->keys) memset(h->keys, 0, h->keys_cap * sizeof *h->keys); /* a kind id may name another kind by now */
@@ -230,6 +232,7 @@ static void hasher_rebuild(keel__hasher *h, const keel_world *w)
             struct keel__hash_kind *hk = &h->kinds[m->kind];
             hk->place[m->row] = place;
             hk->live[m->row] = 1;
+            hk->dead--;
         }
     }
     h->fixed = fixed;
@@ -253,7 +256,9 @@ static uint64_t kind_sum(const keel_world *w, keel_kind_id k, const struct keel_
         const unsigned char *rec = s->pages[p];
         size_t end = row + ((size_t)KEEL__PAGE << p);
         if (end > hk->rows) end = hk->rows;
-        if (!L->has_strings) {
+        if (!L->has_strings && !hk->dead) {
+            for (; row < end; row++, rec += size) sum += hash_bytes(hk->place[row], rec, L->size);
+        } else if (!L->has_strings) {
             for (; row < end; row++, rec += size)
                 if (hk->live[row]) sum += hash_bytes(hk->place[row], rec, L->size);
         } else {

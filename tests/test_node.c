@@ -236,6 +236,16 @@ static void node_format_double_shortest(void **state)
     check_format(NAN, ".nan");
     check_format(INFINITY, ".inf");
     check_format(-INFINITY, "-.inf");
+    /* integers below 10^15 are written from their digits; 10^15 and up take the general path */
+    check_format(999999999999999.0, "999999999999999");
+    check_format(1e15, "1000000000000000");
+    check_format(1e14, "100000000000000");
+    check_format(120.0, "120");
+    check_format(-7.0, "-7");
+    check_format(4503599627370497.0, "4503599627370497"); /* 2^52 + 1: 16 digits */
+    check_format(2.0 / 60, "0.03333333333333333");      /* 16 digits */
+    check_format(0.1 + 0.7, "0.7999999999999999");       /* 16 digits */
+    check_format(1.1 * 1.1, "1.2100000000000002");       /* 17 digits */
 }
 
 static void node_format_double_truncates_safely(void **state)

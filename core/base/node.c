@@ -469,33 +469,65 @@ int keel_format_double(double v, char *buf, size_t cap)
     } else if (v == 0) {
         strcpy(out, signbit(v) ? "-0" : "0");
     } else {
-        /* If p significant digits read back exactly, so do p+1 (the nearest p+1-digit
-         * decimal is at least as close), so the shortest p can be found by bisection. */
-        char tmp[64];
-        int lo = 1, hi = 17;
-        while (lo < hi) {
-            int mid = (lo + hi) / 2;
-            snprintf(tmp, sizeof tmp, "%.*e", mid - 1, v);
-            if (strtod(tmp, NULL) == v)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        snprintf(tmp, sizeof tmp, "%.*e", lo - 1, v);
-        /* tmp: [-]d[.ddd]e[+-]XX */
         char digits[32];
-        int nd = 0;
-        const char *p = tmp;
-        bool neg = *p == '-';
-        if (neg)
-            p++;
-        for (; *p && *p != 'e'; p++)
-            if (*p >= '0' && *p <= '9')
-                digits[nd++] = *p;
-        while (nd > 1 && digits[nd - 1] == '0')
-            nd--;
-        digits[nd] = '\0';
-        int exp10 = atoi(p + 1);
+        int nd = 0, exp10;
+        bool neg = v < 0;
+        double mag = fabs(v);
+        if (mag < 1e15 && mag == floor(mag)) {
+            /* an integer below 10^15: its digits are the shortest that read back (doubles there
+             * are at most 1/8 apart, and fewer digits name another integer) */
+            char rev[20];
+            int n = 0;
+            for (uint64_t m = (uint64_t)mag; m; m /= 10)
+                rev[n++] = (char)('0' + m % 10);
+            exp10 = n - 1;
+            while (n)
+                digits[nd++] = rev[--n];
+            while (nd > 1 && digits[nd - 1] == '0')
+                nd--;
+            digits[nd] = '\0';
+        } else {
+            /* If p significant digits read back exactly, so do p+1 (the nearest p+1-digit
+             * decimal is at least as close), so the shortest p can be found by bisection. Most
+             * values that are not short need 16 or 17 digits: 16 and 15 are asked first, so those
+             * take one or two tries, not five; the last text that read back is kept. */
+            char tmp[64], ok[64];
+            int lo = 1, hi = 17, have = 0;
+            for (int p = 16; p >= 15; p--) {
+                snprintf(tmp, sizeof tmp, "%.*e", p - 1, v);
+                if (strtod(tmp, NULL) != v) {
+                    lo = hi = p + 1;
+                    break;
+                }
+                memcpy(ok, tmp, sizeof ok);
+                have = hi = p;
+            }
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                snprintf(tmp, sizeof tmp, "%.*e", mid - 1, v);
+                if (strtod(tmp, NULL) == v) {
+                    memcpy(ok, tmp, sizeof ok);
+                    have = hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            if (have == lo)
+                memcpy(tmp, ok, sizeof tmp);
+            else
+                snprintf(tmp, sizeof tmp, "%.*e", lo - 1, v);
+            /* tmp: [-]d[.ddd]e[+-]XX */
+            const char *p = tmp;
+            if (*p == '-')
+                p++;
+            for (; *p && *p != 'e'; p++)
+                if (*p >= '0' && *p <= '9')
+                    digits[nd++] = *p;
+            while (nd > 1 && digits[nd - 1] == '0')
+                nd--;
+            digits[nd] = '\0';
+            exp10 = atoi(p + 1);
+        }
         char *o = out;
         if (neg)
             *o++ = '-';

@@ -18,7 +18,8 @@
  * generator (world.h ids_from_rng), so the entities hooks and timers spawn get the same UUIDs
  * in a replay.
  *
- * A keyframe is the world whole (keel__keyframe_encode), compressed with zlib. Timers and
+ * A keyframe is the world whole (keel__keyframe_encode), compressed with zlib, or a diff
+ * against the keyframe before it (keydelta.c, which chooses). Timers and
  * messages hold Lua functions and tables that a file cannot: a keyframe says how many were
  * pending, and one with any is not a place a replay may restore to (replay.c re-simulates from
  * an earlier one); keyframe 0 must have none. */
@@ -38,123 +39,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
-
-/* ================================================================ hashes */
-
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h = (h ^ v) * 0xff51afd7ed558ccdull;
-    return h ^ (h >> 32);
-}
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, b, 8);
-        h = mix(h, v);
-        b += 8;
-        n -= 8;
-    }
-    uint64_t v = 0;
-    if (n) {
-        memcpy(&v, b, n);
-        h = mix(h, v ^ ((uint64_t)n << 56));
-    }
-    return h;
-}
-
-static uint64_t hash_str(uint64_t h, const char *s) { return s ? hash_bytes(mix(h, strlen(s)), s, strlen(s)) : mix(h, 1); }
-
-uint64_t keel__kind_layout_hash(keel_kind_id k)
-{
-    const keel_kind_desc *kd = keel_kind_describe(k);
-    if (!kd) return 0;
-    uint64_t h = hash_str(0x6b696e64, kd->key);
-    h = mix(h, (uint64_t)kd->multiplicity);
-    h = mix(h, kd->flags);
-    for (size_t i = 0; i < kd->field_count; i++) {
-        const keel_field_desc *f = &kd->fields[i];
-        h = hash_str(h, f->key);
-        h = mix(h, (uint64_t)f->type << 32 | f->flags);
-        for (size_t c = 0; c < f->choice_count; c++) h = hash_str(h, f->choices[c]);
-    }
-    return h;
-}
-
-static uint64_t hash_value(uint64_t h, const keel_value *v)
-{
-    h = mix(h, (uint64_t)v->type << 1 | v->nil);
-    switch (v->type) {
-    case KEEL_T_BOOL: return mix(h, v->as.b);
-    case KEEL_T_INT:
-    case KEEL_T_ENUM: return mix(h, (uint64_t)v->as.i);
-    case KEEL_T_FLOAT: return hash_bytes(h, &v->as.f, 8);
-    case KEEL_T_STRING: return hash_str(h, v->as.s);
-    case KEEL_T_ASSET:
-    case KEEL_T_ENTITY: return hash_bytes(h, v->as.u.bytes, 16);
-    default: return hash_bytes(h, v->as.v, sizeof v->as.v);
-    }
-}
-
-/* One component's hash: where it is (its owner's hash, the kind key's) and what it holds. */
-static uint64_t comp_hash(const keel_world *w, uint64_t owner, uint64_t key, const keel__entry *m)
-{
-    uint64_t h = mix(owner ^ key, (uint64_t)keel__entry_slot(w, m) << 2 | (uint64_t)m->enabled << 1 | m->faulted);
-    if (!m->kind) return h;
-    const keel__layout *L;
-    const keel_kind_desc *kd = keel__kind_parts(m->kind, &L);
-    const void *rec = keel__store_rec(&w->stores[m->kind], m->row);
-    if (!L->has_strings) return hash_bytes(h, rec, L->size); /* padding is the defaults' zeros */
-    for (size_t f = 0; f < kd->field_count; f++) {
-        keel_value v;
-        keel__record_get(m->kind, rec, (int)f, &v);
-        h = hash_value(h, &v);
-    }
-    return h;
-}
-
-/* The hash of each kind's key, by kind id (kinds are few; keys never change under an id). */
-static uint64_t key_hash(const keel__entry *m, uint64_t **cache, size_t *cap)
-{
-    if (!m->kind) return hash_str(0x6b6579, keel__entry_key(m));
-    if (m->kind >= *cap) {
-        size_t n = (size_t)m->kind + 16;
-        *cache = keel__xrealloc(*cache, n * sizeof **cache);
-        memset(*cache + *cap, 0, (n - *cap) * sizeof **cache);
-        *cap = n;
-    }
-    uint64_t *h = &(*cache)[m->kind];
-    if (!*h) *h = hash_str(0x6b6579, keel__entry_key(m)) | 1;
-    return *h;
-}
-
-uint64_t keel__world_hash(const keel_world *w)
-{
-    uint64_t sum = 0, *keys = NULL;
-    size_t keys_cap = 0;
-    for (uint32_t i = 0; i < w->ent_count; i++) {
-        const keel__ent *en = &w->ents[i];
-        if (!en->alive || (w->lifts && keel__lifted(w, i))) continue;
-        uint64_t owner = 0;
-        if (i != 0) {
-            owner = hash_bytes(0x656e74, en->uuid.bytes, 16);
-            uint64_t h = hash_str(owner, keel__ent_name(w, en));
-            uint32_t p = en->parent;
-            if (p != 0 && p != KEEL__NONE) h = hash_bytes(h, w->ents[p].uuid.bytes, 16);
-            sum += mix(h, en->enabled);
-        }
-        const keel__entry *ms = keel__members(w, en);
-        for (uint32_t k = 0; k < en->member_count; k++) sum += comp_hash(w, owner, key_hash(&ms[k], &keys, &keys_cap), &ms[k]);
-    }
-    free(keys);
-    int64_t seed;
-    uint64_t rs[4];
-    keel_random_state(w, &seed, rs);
-    uint64_t h = hash_bytes(mix(sum, (uint64_t)seed), rs, sizeof rs);
-    return hash_bytes(h, w->idrng, sizeof w->idrng);
-}
 
 /* ================================================================ chunks and commands */
 
@@ -482,6 +366,8 @@ struct keel_recorder {
     size_t stop_len;       /* play's stop under way: the inputs before it */
     uint32_t stop_n;
     const char *ended;     /* why the recording stopped growing early (said at close), or NULL */
+    keel__hasher hash;     /* the state hash, kept across frames (state_hash.c) */
+    keel__keyframes keys;  /* the last keyframe: the next is a diff against it (keydelta.c) */
 };
 
 static const keel__ext_type record_ext;
@@ -626,19 +512,10 @@ static bool write_bytes(keel_recorder *r, const keel__buf *b)
 
 static void put_keyframe(keel_recorder *r, keel__buf *out)
 {
-    keel__buf raw = { 0 }, pay = { 0 };
+    keel__buf raw = { 0 };
     keel__keyframe_encode(r->w, &raw);
-    uLongf zlen = compressBound((uLong)raw.len);
-    keel__buf_u64(&pay, r->frames);
-    keel__buf_u32(&pay, (uint32_t)keel__rec_unwritable(r->w)); /* > 0: not a place to restore to */
-    keel__buf_u32(&pay, (uint32_t)raw.len);
-    size_t at = pay.len;
-    keel__buf_grow(&pay, zlen);
-    if (compress2(pay.p + at, &zlen, raw.p, (uLong)raw.len, 6) != Z_OK) zlen = 0;
-    pay.len = at + zlen;
-    keel__chunk_put(out, KEEL__CH_KEYFRAME, pay.p, pay.len);
-    free(raw.p);
-    free(pay.p);
+    /* > 0 pending: not a place to restore to */
+    keel__keyframe_put(&r->keys, out, r->frames, (uint32_t)keel__rec_unwritable(r->w), &raw);
 }
 
 static void note_random(keel_recorder *r)
@@ -695,7 +572,7 @@ static void rec_step_end(keel_world *w, void *state, double dt)
     } else {
         keel__buf_bytes(&pay, r->inputs.p, r->inputs.len);
     }
-    keel__buf_u64(&pay, keel__world_hash(w));
+    keel__buf_u64(&pay, keel__hasher_hash(&r->hash, w));
     keel__chunk_put(&out, KEEL__CH_FRAME, pay.p, pay.len);
     if (r->every && r->frames % r->every == 0) put_keyframe(r, &out);
     write_bytes(r, &out); /* one write per frame */
@@ -713,6 +590,8 @@ static void recorder_free(keel_recorder *r)
     if (r->f) fclose(r->f);
     free(r->inputs.p);
     free(r->path);
+    keel__hasher_free(&r->hash);
+    keel__keyframes_free(&r->keys);
     free(r);
 }
 

@@ -14,7 +14,8 @@
  * compares that keyframe with its own world component by component, and comes back to the frame
  * that failed: Diverged names the frame and the differences. Seeking restores the nearest keyframe
  * at or before the frame that had no timer or message pending (those hold functions: only
- * re-simulation brings them back), unless the replay is already between it and the frame. */
+ * re-simulation brings them back), unless the replay is already between it and the frame; a diff
+ * keyframe is rebuilt from the whole one before it and the diffs between (keydelta.c). */
 #include "bind.h"
 #include "base/util.h"
 #include "base/vec.h"
@@ -36,13 +37,7 @@ typedef struct rp_frame {
     uint32_t len;
 } rp_frame;
 
-typedef struct rp_key {
-    uint64_t frame;
-    uint32_t pending;
-    uint32_t raw_len;
-    const uint8_t *p; /* compressed state */
-    uint32_t len;
-} rp_key;
+typedef keel__rec_key rp_key; /* record.h: whole, or a diff against the one before */
 
 #define DIFFS_MAX 64
 
@@ -59,6 +54,7 @@ struct keel_replay {
     uint64_t diverged, want, got; /* the first frame that failed, its recorded and replayed hashes */
     keel_replay_diff *diffs;
     size_t ndiffs;
+    keel__hasher hash; /* the state hash of w, kept across frames (state_hash.c) */
 };
 
 /* ================================================================ reading */
@@ -170,13 +166,21 @@ static keel_status parse(keel_replay *rp, const char *path, const keel_replay_op
             if (r.err || f != rp->nframes + 1) return damaged(d, path, at, "frames out of order");
             if (rp->nframes == fcap) rp->frames = keel__xrealloc(rp->frames, (fcap = fcap ? fcap * 2 : 256) * sizeof *rp->frames);
             rp->frames[rp->nframes++] = (rp_frame){ pay, len };
-        } else if (tag == KEEL__CH_KEYFRAME) {
-            rp_key k;
+        } else if (tag == KEEL__CH_KEYFRAME || tag == KEEL__CH_KEYDIFF) {
+            rp_key k = { 0 };
             k.frame = keel__rd_u64(&r, "truncated keyframe");
             k.pending = keel__rd_u32(&r, "truncated keyframe");
             k.raw_len = keel__rd_u32(&r, "truncated keyframe");
             if (r.err || k.frame != rp->nframes || k.raw_len > KEEL__REC_CHUNK_MAX)
                 return damaged(d, path, at, "a keyframe out of place");
+            if (tag == KEEL__CH_KEYDIFF) { /* against the keyframe chunk just before, at an earlier frame */
+                k.diff = true;
+                uint64_t base = keel__rd_u64(&r, "truncated keyframe");
+                k.delta_len = keel__rd_u32(&r, "truncated keyframe");
+                if (r.err || !rp->nkeys || rp->keys[rp->nkeys - 1].frame != base || base >= k.frame ||
+                    k.delta_len > KEEL__REC_CHUNK_MAX)
+                    return damaged(d, path, at, "a diff keyframe without the keyframe it follows");
+            }
             k.p = pay + r.pos;
             k.len = (uint32_t)(len - r.pos);
             if (rp->nkeys && rp->keys[rp->nkeys - 1].frame == k.frame) rp->keys[rp->nkeys - 1] = k;
@@ -198,14 +202,11 @@ static keel_status parse(keel_replay *rp, const char *path, const keel_replay_op
 
 static keel_status restore(keel_replay *rp, const rp_key *k, keel_diags *d)
 {
-    uint8_t *raw = keel__xrealloc(NULL, k->raw_len ? k->raw_len : 1);
-    uLongf rl = k->raw_len;
-    keel_status st;
-    if (uncompress(raw, &rl, k->p, k->len) != Z_OK || rl != k->raw_len)
-        st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: keyframe %llu does not inflate", (unsigned long long)k->frame);
-    else {
+    uint8_t *raw = NULL;
+    keel_status st = keel__keyframe_raw(rp->keys, (size_t)(k - rp->keys), &raw, d);
+    if (st == KEEL_OK) {
         keel__world_freeze(rp->w, false);
-        st = keel__keyframe_apply(rp->w, raw, rl, d);
+        st = keel__keyframe_apply(rp->w, raw, k->raw_len, d);
         keel__world_freeze(rp->w, true);
     }
     free(raw);
@@ -299,7 +300,7 @@ static keel_status one_frame(keel_replay *rp, uint64_t *want, uint64_t *got, kee
         st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: frame %llu: %s", (unsigned long long)rp->frame + 1, r.err);
     keel__world_freeze(rp->w, true);
     rp->frame++;
-    *got = keel__world_hash(rp->w);
+    *got = keel__hasher_hash(&rp->hash, rp->w);
     return st;
 }
 
@@ -424,10 +425,9 @@ static void diagnose(keel_replay *rp, uint64_t at)
         st = one_frame(rp, &want, &got, &quiet);
     }
     keel_world *b = keel_world_new("");
-    uint8_t *raw = keel__xrealloc(NULL, k->raw_len ? k->raw_len : 1);
-    uLongf rl = k->raw_len;
-    if (st == KEEL_OK && uncompress(raw, &rl, k->p, k->len) == Z_OK && rl == k->raw_len &&
-        keel__keyframe_apply(b, raw, rl, &quiet) == KEEL_OK)
+    uint8_t *raw = NULL;
+    if (st == KEEL_OK && keel__keyframe_raw(rp->keys, (size_t)(k - rp->keys), &raw, &quiet) == KEEL_OK &&
+        keel__keyframe_apply(b, raw, k->raw_len, &quiet) == KEEL_OK)
         compare_worlds(rp, rp->w, b);
     free(raw);
     keel_world_free(b);
@@ -542,6 +542,7 @@ void keel__replay_close(keel_replay *rp)
 {
     if (!rp) return;
     diffs_free(rp); /* the world is the caller's (unfrozen by it, or already gone) */
+    keel__hasher_free(&rp->hash);
     free(rp->data);
     free(rp->frames);
     free(rp->keys);

@@ -578,6 +578,7 @@ keel_status keel_rename(keel_world *w, keel_entity e, const char *name, keel_cmd
         en->name = keel__name_intern(w, name); /* before the release: the same name stays alive */
         name_release(w, old);
         w->revision++;
+        w->relabels++;
     }
     return keel__cmd_end(w, st, inv, &tmp);
 }

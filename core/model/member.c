@@ -967,6 +967,7 @@ keel_status keel_comp_clear_fault(keel_world *w, keel_comp c, keel_diags *d)
     if (st) return st;
     m->faulted = false;
     w->enabling++; /* a kept pass's verdicts (pass.c) change with it */
+    w->relabels++;  /* and the incremental state hash's terms */
     return KEEL_OK;
 }
 

@@ -294,6 +294,7 @@ static void world_unfault(keel_world *w, keel_kind_id k)
         for (uint32_t m = 0; m < en->member_count; m++)
             if (ms[m].kind == k) ms[m].faulted = false;
     }
+    w->relabels++;
 }
 
 void keel__worlds_unfault(keel_kind_id k)

@@ -211,6 +211,7 @@ static void hook_end(keel_world *w, keel__hook_txn *t, keel_status st)
         if (fm) {
             fm->faulted = true;
             w->enabling++; /* a kept pass's verdicts (pass.c) change with it */
+            w->relabels++; /* and the incremental state hash's terms */
         }
         fault_record_diags(w, t->uuid, t->kd->key, slot, t->call.phase, &t->diags, NULL, 0);
         if (w->retiring) retire_failed(w->retiring, t, st);

@@ -130,6 +130,8 @@ struct keel_world {
     void (*input)(keel_world *w, void *state, const keel_cmd *cmd, bool inverse); /* cmd: an inverse, or the change itself */
     void *input_state;
     bool frozen; /* a replay's world between its frames: every write refuses (keel__refuse_frozen) */
+    uint64_t relabels; /* bumps when an entity's name or a component's fault flag changes: with structure
+                        * and enabling, what the state hash's cache trusts (game/state_hash.c) */
 };
 /* InvalidOperation: w is a replay's read-only world (world.c). */
 keel_status keel__refuse_frozen(keel_diags *d);

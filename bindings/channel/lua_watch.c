@@ -182,6 +182,7 @@ static void jb_reserve(jbuf *b, size_t more)
 
 static void jb_put(jbuf *b, const char *s, size_t n)
 {
+    if (!n) return; /* s may be NULL then (an empty list's buffer) */
     jb_reserve(b, n);
     memcpy(b->p + b->n, s, n);
     b->n += n;

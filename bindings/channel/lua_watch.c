@@ -395,8 +395,8 @@ typedef struct pass {
     went *ents;
     size_t nents, capents;
     json_t *entities;                            /* snapshot */
-    json_t *added, *spawned, *updated; /* delta */
-    jbuf changed;                      /* delta: the "changed" list's items, as text */
+    json_t *added, *spawned, *updated;           /* delta */
+    jbuf changed;                                /* delta: the "changed" list's items, as text */
     size_t nchanged;
 } pass;
 

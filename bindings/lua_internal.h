@@ -146,6 +146,7 @@ typedef struct keel_lua_ctx {
     struct { const char *key; keel_kind_id k; uint64_t stamp; } kind_memo[64]; /* kind keys by address */
     keel__ext_type ext;               /* what this state attaches to every world it wraps (lua_system.c) */
     int http_open;                    /* this state's open channel servers (channel/lua_http.c) */
+    struct keel_lua_timers *timers;   /* lua_timer.c: its timers' records and functions, freed with the ctx */
 } keel_lua_ctx;
 
 /* A Lua-declared kind's hooks and self machinery (lua_hook.c; a system's pass reads it inline). */
@@ -504,6 +505,7 @@ static inline int keel__lua_push_world_if(lua_State *L, keel_lua_kind *lk, keel_
 extern const luaL_Reg keel__lua_timer_world_methods[];  /* after, every */
 extern const luaL_Reg keel__lua_timer_entity_methods[]; /* after, every */
 void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metatable */
+void keel__lua_timers_free(keel_lua_ctx *ctx);          /* the ctx's timer records (its last release) */
 
 /* ---- World transforms and the renderer snapshot (lua_transform.c) ---- */
 

@@ -100,6 +100,7 @@ void keel__lua_ctx_release(keel_lua_ctx *ctx)
 {
     if (ctx && --ctx->refs == 0) {
         keel__lua_fields_free(ctx);
+        keel__lua_timers_free(ctx);
         free(ctx);
     }
 }

@@ -11,10 +11,98 @@ typedef struct ltimer {
     keel_timer_id id;
 } ltimer; /* user value 1: the World */
 
+/* A timer's Lua side: its ctx and the slot of its function in the ctx's anchor table. Taken from
+ * the ctx's slabs and its own free list, and the function kept at a slot the binding hands out
+ * itself: a timer costs no malloc/free and no luaL_ref/unref walk of the registry's free list
+ * (together most of what `w:after` cost beyond the Lua calls). */
 typedef struct timer_user {
     keel_lua_ctx *ctx;
-    int ref; /* registry: the function */
+    int slot;                /* in the anchor table */
+    struct timer_user *next; /* on the free list */
 } timer_user;
+
+enum { SLAB_USERS = 256 };
+typedef struct timer_slab {
+    struct timer_slab *next;
+    timer_user users[SLAB_USERS];
+} timer_slab;
+
+struct keel_lua_timers {
+    timer_slab *slabs;
+    timer_user *free;
+    int anchor; /* registry: { [slot] = function }, LUA_NOREF until the first timer */
+    int top;    /* slots handed out so far */
+    int *slots; /* freed slots, reused first (the table stays a dense array) */
+    size_t nslots, capslots;
+};
+
+/* Freed with the ctx: every timer_user holds a ctx reference, so none is left by then. */
+void keel__lua_timers_free(keel_lua_ctx *ctx)
+{
+    struct keel_lua_timers *ts = ctx->timers;
+    if (!ts) return;
+    for (timer_slab *b = ts->slabs, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    free(ts->slots);
+    free(ts);
+    ctx->timers = NULL;
+}
+
+static struct keel_lua_timers *timers_of(lua_State *L, keel_lua_ctx *ctx)
+{
+    struct keel_lua_timers *ts = ctx->timers;
+    if (ts) return ts;
+    ts = calloc(1, sizeof *ts);
+    if (!ts) luaL_error(L, "not enough memory");
+    ts->anchor = LUA_NOREF;
+    ctx->timers = ts;
+    return ts;
+}
+
+/* The function at 3 kept in a slot of the anchor table; returns the slot. May raise (memory). */
+static int anchor_put(lua_State *L, struct keel_lua_timers *ts)
+{
+    if (ts->anchor == LUA_NOREF) {
+        lua_createtable(L, 64, 0);
+        ts->anchor = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    /* room in `slots` for every slot handed out, all of which may be freed at once: made while
+     * raising is still fine, so a release never allocates */
+    if (!ts->nslots && (size_t)ts->top + 1 > ts->capslots) {
+        size_t cap = ts->capslots ? ts->capslots * 2 : 64;
+        int *g = realloc(ts->slots, cap * sizeof *g);
+        if (!g) luaL_error(L, "not enough memory");
+        ts->slots = g;
+        ts->capslots = cap;
+    }
+    int slot = ts->nslots ? ts->slots[ts->nslots - 1] : ts->top + 1;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ts->anchor);
+    lua_pushvalue(L, 3);
+    lua_rawseti(L, -2, slot); /* may raise: nothing taken yet */
+    lua_pop(L, 1);
+    if (ts->nslots) ts->nslots--;
+    else ts->top++;
+    return slot;
+}
+
+static timer_user *user_take(struct keel_lua_timers *ts)
+{
+    if (!ts->free) {
+        timer_slab *b = malloc(sizeof *b);
+        if (!b) return NULL;
+        b->next = ts->slabs;
+        ts->slabs = b;
+        for (int i = SLAB_USERS - 1; i >= 0; i--) {
+            b->users[i].next = ts->free;
+            ts->free = &b->users[i];
+        }
+    }
+    timer_user *u = ts->free;
+    ts->free = u->next;
+    return u;
+}
 
 /* The state to call or unref on: the one that entered keel, if it is this ctx's. */
 static lua_State *user_state(const timer_user *u)
@@ -26,12 +114,20 @@ static lua_State *user_state(const timer_user *u)
 static void timer_release(void *p)
 {
     timer_user *u = p;
-    if (u->ctx->alive) {
+    keel_lua_ctx *ctx = u->ctx;
+    struct keel_lua_timers *ts = ctx->timers;
+    if (ctx->alive) {
         lua_State *L = user_state(u);
-        luaL_unref(L ? L : u->ctx->main, LUA_REGISTRYINDEX, u->ref);
+        if (!L) L = ctx->main;
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ts->anchor);
+        lua_pushnil(L);
+        lua_rawseti(L, -2, u->slot); /* clearing a present key never allocates */
+        lua_pop(L, 1);
+        ts->slots[ts->nslots++] = u->slot; /* room was made when the slot was taken */
     }
-    keel__lua_ctx_release(u->ctx);
-    free(u);
+    u->next = ts->free;
+    ts->free = u;
+    keel__lua_ctx_release(ctx); /* may free ts and the slabs (the last reference) */
 }
 
 /* Calls the function with the World (a world timer) or the owner's Entity, as a callback of the
@@ -48,7 +144,9 @@ static keel_status timer_tramp(const keel_timer_call *call)
                           KEEL_LUA_MAX_DEPTH);
     if (!lua_checkstack(L, 8)) return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     int top = lua_gettop(L);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, u->ref);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->timers->anchor);
+    lua_rawgeti(L, -1, u->slot);
+    lua_remove(L, top + 1);
     keel__lua_push_world_of(L, ctx, call->world);
     if (call->owner) {
         keel__lua_push_entity(L, top + 2, call->owner);
@@ -105,14 +203,18 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     keel__lua_setmt(L, &timer_type);
     lua_pushvalue(L, world_idx);
     lua_setiuservalue(L, -2, 1);
-    lua_pushvalue(L, 3);
-    int ref = luaL_ref(L, LUA_REGISTRYINDEX); /* the last thing that can raise */
-    timer_user *u = malloc(sizeof *u);
+    struct keel_lua_timers *ts = timers_of(L, lw->ctx);
+    int slot = anchor_put(L, ts); /* the last thing that can raise */
+    timer_user *u = user_take(ts);
     if (!u) {
-        luaL_unref(L, LUA_REGISTRYINDEX, ref);
+        lua_rawgeti(L, LUA_REGISTRYINDEX, ts->anchor);
+        lua_pushnil(L);
+        lua_rawseti(L, -2, slot);
+        lua_pop(L, 1);
+        ts->slots[ts->nslots++] = slot;
         return luaL_error(L, "not enough memory");
     }
-    *u = (timer_user){ lw->ctx, ref };
+    *u = (timer_user){ lw->ctx, slot, NULL };
     lw->ctx->refs++;
     keel_timer_desc desc = {
         .seconds = s, .repeat = repeat, .owner = owner, .fn = timer_tramp, .user = u, .release = timer_release

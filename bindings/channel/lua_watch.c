@@ -161,6 +161,156 @@ static json_t *uuid_json(keel_uuid u)
     return json_string(s);
 }
 
+/* The delta's "changed" list is written as JSON text straight into one buffer (a jansson value per
+ * field cost more than the scene writer's whole dump); the text is the one jansson's compact dump
+ * gives for the same values (same key order, "%.17g" reals, the same escapes). */
+typedef struct jbuf {
+    char *p;
+    size_t n, cap;
+} jbuf;
+
+static void jb_reserve(jbuf *b, size_t more)
+{
+    if (b->cap - b->n >= more) return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap - b->n < more) cap *= 2;
+    char *g = realloc(b->p, cap);
+    if (!g) abort();
+    b->p = g;
+    b->cap = cap;
+}
+
+static void jb_put(jbuf *b, const char *s, size_t n)
+{
+    if (!n) return; /* s may be NULL then (an empty list's buffer) */
+    jb_reserve(b, n);
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+}
+
+#define JB_LIT(b, s) jb_put((b), (s), sizeof(s) - 1)
+
+static void jb_int(jbuf *b, long long v)
+{
+    jb_reserve(b, 24);
+    b->n += (size_t)snprintf(b->p + b->n, 24, "%lld", v);
+}
+
+/* jansson's real: "%.17g", then ".0" when it would read back as an integer, the exponent's '+'
+ * and leading zeros dropped */
+static void jb_real(jbuf *b, double v)
+{
+    char s[40];
+    int len = snprintf(s, sizeof s, "%.17g", v);
+    if (len <= 0 || (size_t)len >= sizeof s - 3) {
+        JB_LIT(b, "null");
+        return;
+    }
+    for (int i = 0; i < len; i++)
+        if (s[i] == ',') s[i] = '.'; /* a decimal-comma locale */
+    char *e = strchr(s, 'e');
+    if (!e && !strchr(s, '.')) {
+        s[len++] = '.';
+        s[len++] = '0';
+        s[len] = 0;
+    }
+    if (e) {
+        char *start = e + 1, *end = e + 2;
+        if (*start == '-') start++;
+        while (*end == '0') end++;
+        if (end != start) {
+            memmove(start, end, (size_t)(len - (end - s)) + 1);
+            len -= (int)(end - start);
+        }
+    }
+    jb_put(b, s, (size_t)len);
+}
+
+/* as number(): integral floats as integers, no inf or nan */
+static void jb_number(jbuf *b, double v)
+{
+    if (!isfinite(v)) JB_LIT(b, "null");
+    else if (v == floor(v) && fabs(v) < 9007199254740992.0) jb_int(b, (long long)v);
+    else jb_real(b, v);
+}
+
+/* A JSON string; text that is not UTF-8 is null, as json_string refuses it. */
+static void jb_str(jbuf *b, const char *s)
+{
+    if (!keel__utf8_valid(s)) {
+        JB_LIT(b, "null");
+        return;
+    }
+    size_t n = strlen(s);
+    jb_reserve(b, n + 2);
+    b->p[b->n++] = '"';
+    size_t run = 0; /* bytes copied as they are, pending */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        jb_put(b, s + run, i - run);
+        run = i + 1;
+        char esc[8];
+        switch (c) {
+        case '"': JB_LIT(b, "\\\""); break;
+        case '\\': JB_LIT(b, "\\\\"); break;
+        case '\b': JB_LIT(b, "\\b"); break;
+        case '\f': JB_LIT(b, "\\f"); break;
+        case '\n': JB_LIT(b, "\\n"); break;
+        case '\r': JB_LIT(b, "\\r"); break;
+        case '\t': JB_LIT(b, "\\t"); break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+            jb_put(b, esc, 6);
+        }
+    }
+    jb_put(b, s + run, n - run);
+    JB_LIT(b, "\"");
+}
+
+static void jb_uuid(jbuf *b, keel_uuid u)
+{
+    char s[37];
+    keel_uuid_format(u, s);
+    jb_reserve(b, 38);
+    b->p[b->n++] = '"';
+    memcpy(b->p + b->n, s, 36);
+    b->n += 36;
+    b->p[b->n++] = '"';
+}
+
+/* value_json's text */
+static void jb_value(jbuf *b, const keel_field_desc *f, const keel_value *v)
+{
+    switch (f->type) {
+    case KEEL_T_BOOL:
+        if (v->as.b) JB_LIT(b, "true");
+        else JB_LIT(b, "false");
+        return;
+    case KEEL_T_INT: jb_int(b, (long long)v->as.i); return;
+    case KEEL_T_FLOAT: jb_number(b, v->as.f); return;
+    case KEEL_T_ENUM:
+        if (v->as.i >= 0 && (size_t)v->as.i < f->choice_count) jb_str(b, f->choices[v->as.i]);
+        else JB_LIT(b, "null");
+        return;
+    case KEEL_T_STRING: jb_str(b, v->as.s ? v->as.s : ""); return;
+    case KEEL_T_ASSET:
+    case KEEL_T_ENTITY:
+        if (v->nil || keel_uuid_is_nil(v->as.u)) JB_LIT(b, "null");
+        else jb_uuid(b, v->as.u);
+        return;
+    default: {
+        int n = keel_type_width(f->type);
+        JB_LIT(b, "[");
+        for (int i = 0; i < n; i++) {
+            if (i) JB_LIT(b, ",");
+            jb_number(b, v->as.v[i]);
+        }
+        JB_LIT(b, "]");
+    }
+    }
+}
+
 static json_t *value_json(const keel_field_desc *f, const keel_value *v)
 {
     switch (f->type) {
@@ -245,7 +395,9 @@ typedef struct pass {
     went *ents;
     size_t nents, capents;
     json_t *entities;                            /* snapshot */
-    json_t *changed, *added, *spawned, *updated; /* delta */
+    json_t *added, *spawned, *updated;           /* delta */
+    jbuf changed;                                /* delta: the "changed" list's items, as text */
+    size_t nchanged;
 } pass;
 
 static wcomp *next_comp(pass *p)
@@ -277,6 +429,23 @@ static keel_value *capture(keel_world *w, keel_comp c, const keel_kind_desc *kd,
         vals[f] = v;
     }
     return vals;
+}
+
+/* A "changed" item up to its open "fields" object: {"entity","kind","slot","version","fields":{ */
+static void change_head(pass *p, keel_entity e, char uuid[37], const keel_member *m)
+{
+    jbuf *b = &p->changed;
+    if (!uuid[0]) keel_uuid_format(keel_entity_uuid(p->w, e), uuid);
+    if (p->nchanged) JB_LIT(b, ",");
+    JB_LIT(b, "{\"entity\":\"");
+    jb_put(b, uuid, 36);
+    JB_LIT(b, "\",\"kind\":");
+    jb_str(b, m->key);
+    JB_LIT(b, ",\"slot\":");
+    jb_int(b, (long long)m->slot);
+    JB_LIT(b, ",\"version\":");
+    jb_int(b, (long long)m->counter);
+    JB_LIT(b, ",\"fields\":{");
 }
 
 static void visit(pass *p, keel_entity e)
@@ -324,29 +493,34 @@ static void visit(pass *p, keel_entity e)
         if (prev) { /* changed: the values sent last are updated in place, the differing ones sent */
             c->nf = prev->nf, c->vals = prev->vals, c->key_copy = prev->key_copy, c->key = c->key_copy;
             prev->vals = NULL, prev->key_copy = NULL;
-            json_t *fields = NULL;
+            jbuf *b = &p->changed;
+            size_t start = b->n; /* taken back when nothing differs */
+            bool fields = false;
             for (size_t f = 0; kd && f < kd->field_count && f < c->nf; f++) {
                 keel_value v;
                 if (keel_get(w, kc, (int)f, &v, NULL) != KEEL_OK) continue;
                 keel_value *last = &c->vals[f];
                 if (v.type == last->type && same_value(&v, last, keel_type_width(kd->fields[f].type))) continue;
-                if (!fields) fields = json_object();
-                json_object_set_new(fields, kd->fields[f].key, value_json(&kd->fields[f], &v));
+                if (!fields) change_head(p, e, uuid, &m);
+                else JB_LIT(b, ",");
+                fields = true;
+                jb_str(b, kd->fields[f].key);
+                JB_LIT(b, ":");
+                jb_value(b, &kd->fields[f], &v);
                 if (last->type == KEEL_T_STRING) free((char *)last->as.s);
                 if (v.type == KEEL_T_STRING) v.as.s = dup_str(v.as.s ? v.as.s : "");
                 *last = v;
             }
+            if (!fields && toggled) change_head(p, e, uuid, &m);
             if (fields || toggled) {
-                if (!uuid[0]) keel_uuid_format(keel_entity_uuid(w, e), uuid);
-                json_t *o = json_object();
-                json_object_set_new(o, "entity", json_string(uuid));
-                json_object_set_new(o, "kind", json_string(m.key));
-                json_object_set_new(o, "slot", json_integer(m.slot));
-                json_object_set_new(o, "version", json_integer((json_int_t)m.counter));
-                json_object_set_new(o, "fields", fields ? fields : json_object());
-                if (toggled) json_object_set_new(o, "enabled", json_boolean(m.enabled));
-                json_array_append_new(p->changed, o);
-            }
+                JB_LIT(b, "}");
+                if (toggled) {
+                    if (m.enabled) JB_LIT(b, ",\"enabled\":true");
+                    else JB_LIT(b, ",\"enabled\":false");
+                }
+                JB_LIT(b, "}");
+                p->nchanged++;
+            } else b->n = start;
             continue;
         }
         json_t *body = m.loaded ? json_object() : node_json(m.preserved, 0);
@@ -500,33 +674,45 @@ static int wt_delta(lua_State *L)
     lua_Integer frame = opt_frame(L);
     keel_world *w = wt->lw->w;
     json_t *removed = json_array(), *destroyed = json_array();
-    pass p = { .wt = wt,
-               .w = w,
-               .changed = json_array(),
-               .added = json_array(),
-               .spawned = json_array(),
-               .updated = json_array() };
+    pass p = { .wt = wt, .w = w, .added = json_array(), .spawned = json_array(), .updated = json_array() };
     walk(&p);
     settle(&p, removed, destroyed);
-    if (!json_array_size(p.changed) && !json_array_size(p.added) && !json_array_size(p.spawned) &&
-        !json_array_size(removed) && !json_array_size(destroyed) && !json_array_size(p.updated)) {
-        json_decref(p.changed), json_decref(p.added), json_decref(p.spawned), json_decref(removed),
-            json_decref(destroyed);
-        json_decref(p.updated);
+    json_t *rest[5] = { p.added, removed, p.spawned, destroyed, p.updated };
+    static const char *const rest_keys[5] = { "added", "removed", "spawned", "destroyed", "updated" };
+    bool any = p.nchanged > 0;
+    for (int i = 0; i < 5; i++) any = any || json_array_size(rest[i]);
+    jbuf out = { 0 };
+    if (any) {
+        JB_LIT(&out, "{\"revision\":");
+        jb_int(&out, (long long)keel_world_revision(w));
+        JB_LIT(&out, ",\"frame\":");
+        jb_int(&out, (long long)frame);
+        if (lua_type(L, 3) == LUA_TNUMBER && isfinite(lua_tonumber(L, 3))) { /* json_real refuses the others */
+            JB_LIT(&out, ",\"frame_ms\":");
+            jb_real(&out, lua_tonumber(L, 3));
+        }
+        JB_LIT(&out, ",\"changed\":[");
+        jb_put(&out, p.changed.p, p.changed.n);
+        JB_LIT(&out, "]");
+        for (int i = 0; i < 5; i++) {
+            char *text = json_dumps(rest[i], JSON_COMPACT);
+            if (!text) abort();
+            JB_LIT(&out, ",\"");
+            jb_put(&out, rest_keys[i], strlen(rest_keys[i]));
+            JB_LIT(&out, "\":");
+            jb_put(&out, text, strlen(text));
+            free(text);
+        }
+        JB_LIT(&out, "}");
+    }
+    for (int i = 0; i < 5; i++) json_decref(rest[i]);
+    free(p.changed.p);
+    if (!any) {
         lua_pushnil(L);
         return 1;
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "revision", json_integer((json_int_t)keel_world_revision(w)));
-    json_object_set_new(o, "frame", json_integer((json_int_t)frame));
-    if (lua_type(L, 3) == LUA_TNUMBER) json_object_set_new(o, "frame_ms", json_real(lua_tonumber(L, 3)));
-    json_object_set_new(o, "changed", p.changed);
-    json_object_set_new(o, "added", p.added);
-    json_object_set_new(o, "removed", removed);
-    json_object_set_new(o, "spawned", p.spawned);
-    json_object_set_new(o, "destroyed", destroyed);
-    json_object_set_new(o, "updated", p.updated);
-    push_dump(L, o);
+    lua_pushlstring(L, out.p, out.n);
+    free(out.p);
     return 1;
 }
 

@@ -51,7 +51,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static block *block_new(size_t n)
 {
     block *b = keel__xcalloc(1, sizeof *b);
-    size_t cap = n < ((size_t)1 << 20) ? (size_t)1 << 20 : n;
+    size_t cap = n < ((size_t)64 << 10) ? (size_t)64 << 10 : n; /* a small world keeps little */
     if (cap >= HUGE) {
         cap = (cap + HUGE - 1) & ~(HUGE - 1);
         void *p = NULL;

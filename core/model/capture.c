@@ -10,9 +10,9 @@
  *
  * Who owns what: a world has a home (created at its first capture) holding at most one spare
  * capture; the world and each job with a capture of it hold a count on the home. A job's worker
- * hands its capture back when done (the home's spare, or freed when the world is gone or already
- * has one); the world's end frees the spare. Homes are guarded by one mutex, so the worker
- * touches nothing the world owns. */
+ * hands its capture back when done (the home's spare, the bigger when there already is one, or
+ * freed when the world is gone); the world's end frees the spare. Homes are guarded by one mutex,
+ * so the worker touches nothing the world owns. */
 #include "model/capture.h"
 #include "model/kind.h"
 #include "model/record.h"
@@ -37,8 +37,8 @@ struct keel__capture {
 };
 
 typedef struct keel__capture_home {
-    int refs;            /* the world (until it goes) and each capture out in a job */
-    bool gone;           /* the world went */
+    int refs;  /* the world (until it goes) and each capture out in a job */
+    bool gone; /* the world went */
     keel__capture *spare;
 } keel__capture_home;
 
@@ -105,14 +105,14 @@ static void *dup_mem(keel__capture *c, const void *src, size_t bytes)
 static size_t estimate(const keel_world *w)
 {
     size_t n = w->ent_count * sizeof(keel__ent) + w->hash_cap * sizeof(uint32_t) + w->names_count * 48 +
-               w->name_slots_cap * sizeof(uint32_t) + w->kids_count * sizeof(keel__kids) +
-               w->kids_map_cap * sizeof(uint32_t) + w->free_count * sizeof(uint32_t) +
-               w->store_count * sizeof(keel__store);
+        w->name_slots_cap * sizeof(uint32_t) + w->kids_count * sizeof(keel__kids) +
+        w->kids_map_cap * sizeof(uint32_t) + w->free_count * sizeof(uint32_t) +
+        w->store_count * sizeof(keel__store);
     for (uint32_t k = 0; k < w->entry_chunk_count; k++) n += w->entry_chunk_size[k] * sizeof(keel__entry);
     for (size_t k = 0; k < w->store_count; k++) {
         const keel__store *s = &w->stores[k];
         n += s->count * (s->record_size + sizeof(keel__row) + (s->counters ? sizeof(uint64_t) : 0)) +
-             s->npages * (sizeof(void *) + 64);
+            s->npages * (sizeof(void *) + 64);
     }
     return n + n / 8 + 4096;
 }
@@ -219,11 +219,11 @@ static void copy_stores(keel__capture *c, const keel_world *w)
         t->counters = s->counters && s->count ? dup_mem(c, s->counters, s->count * sizeof *s->counters) : NULL;
         const keel__layout *L = keel__kind_layout((keel_kind_id)k);
         if (!L || !L->has_strings) continue;
-        for (size_t r = 0; r < s->count; r++)
+        for (size_t r = 0; r < s->count; r++) {
             if (s->rows[r].owner != KEEL__NONE)
                 keel__record_copy((keel_kind_id)k, keel__store_rec(t, r), keel__store_rec(s, r));
-            else
-                memset(keel__store_rec(t, r), 0, s->record_size); /* already finalised in w */
+            else memset(keel__store_rec(t, r), 0, s->record_size); /* already finalised in w */
+        }
     }
 }
 
@@ -295,7 +295,8 @@ void keel__capture_done(keel__capture *c)
     for (size_t k = 0; k < d->store_count; k++) {
         const keel__layout *L = keel__kind_layout((keel_kind_id)k);
         if (!L || !L->has_strings) continue;
-        for (size_t r = 0; r < d->stores[k].count; r++) keel__record_fini((keel_kind_id)k, keel__store_rec(&d->stores[k], r));
+        for (size_t r = 0; r < d->stores[k].count; r++)
+            keel__record_fini((keel_kind_id)k, keel__store_rec(&d->stores[k], r));
     }
     for (uint32_t i = 0; i < d->ent_count; i++) {
         keel__ent *en = &d->ents[i];
@@ -310,9 +311,10 @@ void keel__capture_done(keel__capture *c)
     keel__capture_home *h = c->home, *dead = NULL;
     c->home = NULL;
     pthread_mutex_lock(&mu);
-    if (!h->gone && !h->spare) {
+    if (!h->gone && (!h->spare || h->spare->total < c->total)) { /* the bigger is likelier to fit the next */
+        keel__capture *was = h->spare;
         h->spare = c;
-        c = NULL;
+        c = was;
     }
     if (--h->refs == 0) dead = h;
     pthread_mutex_unlock(&mu);

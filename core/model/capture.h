@@ -14,7 +14,8 @@ keel__capture *keel__capture_take(const keel_world *w);
 /* The copied world: read-only (no spawn, add or write ever runs in it). */
 const keel_world *keel__capture_world(const keel__capture *c);
 /* The job is done with c (any thread, kinds still pinned): what the copy owns is freed and its
- * memory becomes its world's spare again, or is freed when the world is gone or has a spare. */
+ * memory becomes its world's spare again (the bigger of two kept), or is freed when the world is
+ * gone. */
 void keel__capture_done(keel__capture *c);
 /* w is going away (world.c): its spare capture is freed; a capture still in a job is freed by
  * keel__capture_done. */

@@ -1623,7 +1623,9 @@ keel_status keel_persist_info(const char *path, keel_slot_info *out, keel_diags 
  * a synchronous save there is refused too). The save's own errors (IOError, ...) come only from
  * keel_job_done / keel_job_wait. Jobs on different files run at once. A persist job holds its
  * own reference to `base` (keel_baseline_free may come first). Kind declarations wait for
- * running jobs; jobs still running when the program exits are finished first.
+ * running jobs; jobs still running when the program exits are finished first. The capture's
+ * memory is kept by the world between saves (about the size of its records and tables, freed
+ * with the world), so later saves copy into pages already in use instead of fresh ones.
  * Example:
  *     keel_diags d;
  *     keel_diags_init(&d);

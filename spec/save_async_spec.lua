@@ -90,6 +90,20 @@ describe("w:save_async", function()
     assert.are.equal(2002, #H.entities(back))
   end)
 
+  it("saves after the first (the world's capture memory reused) hold the world at their own call", function()
+    local w = big(2000)
+    for round = 1, 3 do
+      local want = w:dump()
+      local job = w:save_async(dir .. "/again.yaml")
+      churn(w)
+      for i = 1, 3000 * round do -- each capture bigger than the last: the kept memory grows
+        w:spawn{ name = "More" .. i, components = { { "core:transform", position = { i, round, 0 } } } }
+      end
+      assert.is_true(job:wait())
+      assert.are.equal(want, slurp(dir .. "/again.yaml"))
+    end
+  end)
+
   it("an unwritable folder: the call returns a job, and the error comes from done() and wait()", function()
     local w = fresh()
     local path = dir .. "/no/such/folder/x.yaml"

@@ -24,6 +24,7 @@
 #include "keel_test.h"
 #include "keel.h"
 #include "base/io.h"
+#include "model/capture.h"
 
 static char dir[64];
 
@@ -384,6 +385,243 @@ static void async_kill_during_saves(void **state)
     keel_shutdown();
 }
 
+/* ---- the capture's memory, kept between saves (model/capture.c) ---- */
+
+/* w's scene as keel_scene_dump writes it now (what a save job started now must write). */
+static char *dump_now(keel_world *w, size_t *len)
+{
+    char *text = NULL;
+    assert_int_equal(keel_scene_dump(w, &text, len, NULL), KEEL_OK);
+    return text;
+}
+
+static void assert_file_is(const char *path, const char *want, size_t wl)
+{
+    size_t gl;
+    char *got = slurp(path, &gl);
+    assert_int_equal(gl, wl);
+    assert_memory_equal(got, want, wl);
+    free(got);
+}
+
+/* A world with what a capture copies one by one: unknown components (slotted), a kind owning
+ * strings, slotted loaded components, names shared and unique. */
+static keel_world *rich_world(size_t n)
+{
+    static bool declared;
+    if (!declared || keel_kind_find("test:labelled") == KEEL_NO_KIND) {
+        static const keel_field_desc f[] = { { .key = "label", .type = KEEL_T_STRING },
+                                             { .key = "n", .type = KEEL_T_INT } };
+        keel_kind_desc kd = {
+            .key = "test:labelled", .version = 1, .multiplicity = KEEL_MANY, .fields = f, .field_count = 2
+        };
+        assert_int_equal(keel_kind_declare(&kd, NULL, NULL), KEEL_OK);
+        declared = true;
+    }
+    keel_world *w = NULL;
+    assert_int_equal(keel_scene_load(KEEL_FIXTURES "/good_unknown_kinds.yaml", NULL, &w, NULL), KEEL_OK);
+    keel_kind_id lk = keel_kind_find("test:labelled"), t = keel_kind_find("core:transform");
+    int fl = keel_kind_field(lk, "label");
+    for (size_t i = 0; i < n; i++) {
+        keel_entity e;
+        char name[64];
+        snprintf(name, sizeof name, i % 3 ? "rich %zu" : "shared", i);
+        assert_int_equal(keel_spawn(w, name, KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+        assert_int_equal(keel_add(w, e, t, NULL, NULL, NULL, NULL), KEEL_OK);
+        keel_comp c;
+        keel_add_opts o = KEEL_ADD_OPTS_INIT;
+        o.slot = (uint32_t)(i % 4); /* slots 1-3 are kept aside in the slot map */
+        assert_int_equal(keel_add(w, e, lk, &o, &c, NULL, NULL), KEEL_OK);
+        char label[48];
+        snprintf(label, sizeof label, "label of %zu", i);
+        keel_value v = { .type = KEEL_T_STRING, .as.s = label };
+        assert_int_equal(keel_set(w, c, fl, &v, NULL, NULL), KEEL_OK);
+    }
+    return w;
+}
+
+/* Heavy change: every other entity destroyed, the rest renamed and relabelled, new ones made. */
+static void churn(keel_world *w, int round)
+{
+    keel_kind_id lk = keel_kind_find("test:labelled");
+    int fl = keel_kind_field(lk, "label"), i = 0;
+    keel_entity e = keel_next(w, 0);
+    while (e) {
+        keel_entity next = keel_next(w, e);
+        if (i++ % 2) {
+            assert_int_equal(keel_destroy(w, e, NULL, NULL), KEEL_OK);
+        } else {
+            char name[64];
+            snprintf(name, sizeof name, "round %d %d", round, i);
+            assert_int_equal(keel_rename(w, e, name, NULL, NULL), KEEL_OK);
+            keel_comp c;
+            if (keel_get_comp(w, e, lk, KEEL_SLOT_AUTO, &c)) {
+                keel_value v = { .type = KEEL_T_STRING, .as.s = name };
+                assert_int_equal(keel_set(w, c, fl, &v, NULL, NULL), KEEL_OK);
+            }
+        }
+        e = next;
+    }
+    for (int k = 0; k < 50; k++)
+        assert_int_equal(keel_spawn(w, "new", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+    keel_world_set_name(w, "churned", NULL);
+}
+
+static void async_capture_memory_is_reused(void **state)
+{
+    (void)state;
+    assert_int_equal(keel_init(), KEEL_OK);
+    keel_world *w = rich_world(2000);
+    assert_int_equal(keel__capture_spare_bytes(w), 0); /* nothing kept before the first save */
+    size_t wl;
+    char *want = dump_now(w, &wl);
+    keel_job *job = NULL;
+    assert_int_equal(keel_save_async(w, at("r1.yaml"), &job, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+    keel_job_free(job);
+    assert_file_is(at("r1.yaml"), want, wl);
+    free(want);
+    size_t kept = keel__capture_spare_bytes(w);
+    assert_true(kept > 0);
+
+    /* the second save reuses that memory (taken while the job holds it, back after), and the file
+     * holds the world at the call though the world changes heavily right after it */
+    churn(w, 1);
+    want = dump_now(w, &wl);
+    hold_writes();
+    assert_int_equal(keel_save_async(w, at("r2.yaml"), &job, NULL), KEEL_OK);
+    assert_int_equal(keel__capture_spare_bytes(w), 0);
+    churn(w, 2);
+    keel_entity e;
+    while ((e = keel_next(w, 0))) assert_int_equal(keel_destroy(w, e, NULL, NULL), KEEL_OK);
+    wait_reached();
+    open_gate();
+    assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+    keel_job_free(job);
+    keel__io_set_ops(NULL);
+    assert_file_is(at("r2.yaml"), want, wl);
+    free(want);
+    assert_int_equal(keel__capture_spare_bytes(w), kept);
+
+    /* a world grown past the kept memory: more is added, the file still whole and right */
+    keel_world_free(w);
+    w = rich_world(300);
+    job = NULL;
+    assert_int_equal(keel_save_async(w, at("r3.yaml"), &job, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+    keel_job_free(job);
+    kept = keel__capture_spare_bytes(w);
+    keel_kind_id t = keel_kind_find("core:transform");
+    for (int i = 0; i < 30000; i++) {
+        assert_int_equal(keel_spawn(w, "grown", KEEL_NO_ENTITY, NULL, &e, NULL, NULL), KEEL_OK);
+        assert_int_equal(keel_add(w, e, t, NULL, NULL, NULL, NULL), KEEL_OK);
+    }
+    want = dump_now(w, &wl);
+    assert_int_equal(keel_save_async(w, at("r4.yaml"), &job, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+    keel_job_free(job);
+    assert_file_is(at("r4.yaml"), want, wl);
+    free(want);
+    assert_true(keel__capture_spare_bytes(w) > kept);
+
+    /* a save game from the reused memory equals the synchronous one */
+    keel_baseline *base = keel_baseline_capture(w);
+    churn(w, 3);
+    keel_slot_info info = { .title = "reuse", .saved_at = 7 };
+    assert_int_equal(keel_persist_save(w, base, at("sync.save"), &info, NULL), KEEL_OK);
+    assert_int_equal(keel_persist_save_async(w, base, at("async.save"), &info, &job, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+    keel_job_free(job);
+    size_t la, lb;
+    char *a = slurp(at("sync.save"), &la), *b = slurp(at("async.save"), &lb);
+    assert_int_equal(la, lb);
+    assert_memory_equal(a, b, la);
+    free(a);
+    free(b);
+    keel_baseline_free(base);
+    keel_world_free(w);
+    keel_shutdown();
+}
+
+/* The world freed (not closed: nothing waits) while its job writes, with and without kept
+ * memory: the job writes the world at the call and frees its capture (the sanitizers see leaks
+ * and any read of freed memory). */
+static void async_world_freed_while_pending(void **state)
+{
+    (void)state;
+    assert_int_equal(keel_init(), KEEL_OK);
+    for (int warm = 0; warm < 2; warm++) {
+        keel_world *w = rich_world(500);
+        keel_job *job = NULL;
+        if (warm) { /* a first save leaves memory kept */
+            assert_int_equal(keel_save_async(w, at("warm.yaml"), &job, NULL), KEEL_OK);
+            assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+            keel_job_free(job);
+            assert_true(keel__capture_spare_bytes(w) > 0);
+        }
+        size_t wl;
+        char *want = dump_now(w, &wl);
+        hold_writes();
+        assert_int_equal(keel_save_async(w, at("freed.yaml"), &job, NULL), KEEL_OK);
+        keel_world_free(w);
+        wait_reached();
+        open_gate();
+        assert_int_equal(keel_job_wait(job, NULL), KEEL_OK);
+        keel_job_free(job);
+        keel__io_set_ops(NULL);
+        assert_file_is(at("freed.yaml"), want, wl);
+        free(want);
+    }
+    keel_shutdown();
+}
+
+/* Two jobs of one world at once: one gets the kept memory, the other new memory; both files
+ * right; afterwards one capture's memory is kept, the other freed (no leak). A world played and
+ * stopped keeps its memory too. */
+static void async_two_jobs_of_one_world(void **state)
+{
+    (void)state;
+    assert_int_equal(keel_init(), KEEL_OK);
+    keel_world *w = rich_world(400);
+    keel_job *a = NULL, *b = NULL;
+    assert_int_equal(keel_save_async(w, at("one.yaml"), &a, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(a, NULL), KEEL_OK);
+    keel_job_free(a);
+    size_t kept = keel__capture_spare_bytes(w);
+    size_t l1, l2;
+    char *w1 = dump_now(w, &l1);
+    hold_writes();
+    assert_int_equal(keel_save_async(w, at("a.yaml"), &a, NULL), KEEL_OK);
+    churn(w, 1);
+    char *w2 = dump_now(w, &l2);
+    assert_int_equal(keel_save_async(w, at("b.yaml"), &b, NULL), KEEL_OK);
+    churn(w, 2);
+    open_gate();
+    assert_int_equal(keel_job_wait(a, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(b, NULL), KEEL_OK);
+    keel__io_set_ops(NULL);
+    assert_file_is(at("a.yaml"), w1, l1);
+    assert_file_is(at("b.yaml"), w2, l2);
+    assert_int_equal(keel__capture_spare_bytes(w), kept); /* the bigger kept, whichever ended first */
+    keel_job_free(a);
+    keel_job_free(b);
+    free(w1);
+    free(w2);
+
+    assert_int_equal(keel_world_play(w, NULL), KEEL_OK);
+    churn(w, 3);
+    assert_int_equal(keel_world_stop(w, NULL), KEEL_OK);
+    assert_int_equal(keel__capture_spare_bytes(w), kept);
+    w1 = dump_now(w, &l1);
+    assert_int_equal(keel_save_async(w, at("stopped.yaml"), &a, NULL), KEEL_OK);
+    assert_int_equal(keel_job_wait(a, NULL), KEEL_OK);
+    keel_job_free(a);
+    assert_file_is(at("stopped.yaml"), w1, l1);
+    free(w1);
+    keel_world_free(w);
+    keel_shutdown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +631,9 @@ int main(void)
         cmocka_unit_test(async_errors_come_through_the_job),
         cmocka_unit_test(async_close_and_declarations_wait),
         cmocka_unit_test(async_kill_during_saves),
+        cmocka_unit_test(async_capture_memory_is_reused),
+        cmocka_unit_test(async_world_freed_while_pending),
+        cmocka_unit_test(async_two_jobs_of_one_world),
     };
     return KEEL_TEST_RUN(tests, setup, teardown);
 }

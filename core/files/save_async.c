@@ -1,5 +1,6 @@
 /* save_async.c — saves taken off the frame (design/saving.md): the caller's thread captures the
- * committed world (keel__world_copy: the records copied, nothing encoded, no I/O) and a POSIX
+ * committed world (keel__capture_take: the records copied into memory the world keeps between
+ * saves, nothing encoded, no I/O) and a POSIX
  * thread encodes the copy and writes it through the same atomic path as the synchronous saves.
  *
  * After the capture the worker touches nothing the world owns: it reads its own copy, the kind
@@ -10,6 +11,7 @@
 #include "files/save.h"
 #include "files/save_async.h"
 #include "files/slotfile.h"
+#include "model/capture.h"
 #include "model/kinds_pin.h"
 #include "model/world.h"
 
@@ -24,7 +26,7 @@ struct keel_job {
     char *path;          /* as given */
     char *key;           /* the path the pending list compares (its folder resolved) */
     const void *owner;   /* the world it was taken from: compared, never followed */
-    keel_world *copy;    /* the capture; the worker frees it */
+    keel__capture *copy; /* the capture; the worker hands it back (capture.c) */
     keel_baseline *base; /* persist jobs: retained */
     keel_slot_info info;
     bool finished;
@@ -92,17 +94,17 @@ static void *work(void *arg)
     keel_status s;
     if (j->base) {
         keel__buf state = { 0 };
-        keel__persist_encode(j->copy, j->base, &state);
+        keel__persist_encode(keel__capture_world(j->copy), j->base, &state);
         s = keel__slot_write(j->path, &j->info, &state, &d);
         free(state.p);
     } else {
         char *text = NULL;
         size_t len = 0;
-        s = keel_scene_dump(j->copy, &text, &len, &d);
+        s = keel_scene_dump(keel__capture_world(j->copy), &text, &len, &d);
         if (s == KEEL_OK) s = keel_write_atomic(j->path, text, len, &d);
         free(text);
     }
-    keel__world_discard(j->copy);
+    keel__capture_done(j->copy);
     keel_baseline_free(j->base);
     j->copy = NULL;
     j->base = NULL;
@@ -186,7 +188,7 @@ static keel_status start(const keel_world *w, const char *path, keel_baseline *b
     running++;
     pthread_mutex_unlock(&mu);
     keel__kinds_pin();
-    j->copy = keel__world_copy(w);
+    j->copy = keel__capture_take(w);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -197,7 +199,7 @@ static keel_status start(const keel_world *w, const char *path, keel_baseline *b
         keel_diags fail;
         keel_diags_init(&fail);
         KEEL_ERROR(&fail, KEEL_IO_ERROR, "", "cannot start a save thread: %s", strerror(e));
-        keel__world_discard(j->copy);
+        keel__capture_done(j->copy);
         keel_baseline_free(j->base);
         j->copy = NULL;
         j->base = NULL;

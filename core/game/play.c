@@ -134,8 +134,10 @@ keel_status keel__world_stop(keel_world *w, keel_cmd *inverse, keel_diags *refus
     memcpy(w->idrng, now.idrng, sizeof w->idrng);
     w->input = now.input;
     w->input_state = now.input_state;
+    w->capture_home = now.capture_home; /* the save jobs' memory stays the world's */
     w->played = NULL;
     *was = now;
+    was->capture_home = NULL;
     was->exts = NULL;
     was->ext_count = was->ext_cap = 0;
     was->faults = NULL;

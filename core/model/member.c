@@ -105,6 +105,7 @@ static __attribute__((noinline)) void chunk_new(keel_world *w, uint32_t c)
     _Static_assert(KEEL__ENTRY_CHUNK0 << 9 == CHUNK_MAX, "nine doublings reach the largest chunk");
     uint32_t size = w->entry_chunks[c] < 9 ? KEEL__ENTRY_CHUNK0 << w->entry_chunks[c] : CHUNK_MAX;
     w->entry_chunk[w->entry_chunk_count] = (uintptr_t)keel__xrealloc(NULL, size * sizeof(keel__entry));
+    w->entry_chunk_size[w->entry_chunk_count] = size;
     w->entry_last[c] = w->entry_chunk_count++;
     w->entry_chunks[c]++;
     w->entry_next[c] = 0;
@@ -1076,6 +1077,11 @@ void keel__members_copy(keel_world *dst, const keel_world *src)
         }
         dst->ents[i].block = b;
     }
+    keel__members_copy_aside(dst, src);
+}
+
+void keel__members_copy_aside(keel_world *dst, const keel_world *src)
+{
     dst->last_serial = src->last_serial;
     keel__map_copy(&dst->slots, &src->slots); /* the same serials */
     marks_copy(dst, src);

@@ -125,6 +125,8 @@ void keel__entry_clone(keel_world *w, uint32_t dst, const keel__entry *m);
 void keel__entry_move(keel_world *dst, uint32_t di, keel_world *src, keel__entry *m);
 /* Gives every live entity of dst (a copy of src's table) a copy of its membership array. */
 void keel__members_copy(keel_world *dst, const keel_world *src);
+/* What keel__members_copy copies besides the arrays: the last serial, slots, marks, fresh flags. */
+void keel__members_copy_aside(keel_world *dst, const keel_world *src);
 /* The outermost hook transaction ended: removed entries can no longer come back. */
 void keel__tombs_clear(keel_world *w);
 /* The entry of key `key` (loaded or unknown) in `slot` (KEEL_SLOT_AUTO: the lowest). */

@@ -1,6 +1,7 @@
 /* world.c — the world object: creation and freeing, name, UUID, grid, revision, epoch, and the list of live worlds. */
 #include "model/world.h"
 #include "model/txn.h"
+#include "model/capture.h"
 #include "bind.h" /* keel__world_structure */
 
 #include <float.h>
@@ -49,6 +50,7 @@ keel_world *keel_world_new(const char *name)
 static void world_contents_free(keel_world *w)
 {
     keel__lifts_free(w); /* closing a world with lifts open discards them */
+    keel__capture_home_drop(w); /* its spare capture goes; a pending job's frees itself when done */
     keel__ext_free_all(w); /* timers end, queued messages drop, systems and what else attached go */
     for (uint32_t i = 0; i < w->ent_count; i++) {
         keel__ent *en = &w->ents[i];
@@ -104,6 +106,7 @@ keel_world *keel__world_copy(const keel_world *w)
     memcpy(c->rng, w->rng, sizeof c->rng); /* play's stop puts the random state back too */
     c->seed = w->seed;
     c->seeded = w->seeded;
+    c->features = w->features; /* the scene header's: a stop or a save of the copy writes them back */
     keel__entities_copy(c, w);
     keel__members_copy(c, w);
     keel__stores_copy(c, w);

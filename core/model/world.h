@@ -59,6 +59,7 @@ struct keel_world {
     uint32_t entry_last[KEEL__ENTRY_CLASSES];   /* the class's newest chunk's id, */
     uint32_t entry_next[KEEL__ENTRY_CLASSES];   /* the offset of its first entry never handed out */
     uint32_t entry_end[KEEL__ENTRY_CLASSES];    /* and its size, in entries */
+    uint32_t entry_chunk_size[KEEL__BLOCK_CHUNKS]; /* chunk id -> its size, in entries (a capture copies chunks whole) */
     keel__store *stores;              /* by kind id */
     size_t store_count;
     keel_uuid next_uuid[KEEL__UUID_RING]; /* drawn ahead (see keel__new_uuid) */
@@ -132,6 +133,7 @@ struct keel_world {
     bool frozen; /* a replay's world between its frames: every write refuses (keel__refuse_frozen) */
     uint64_t relabels; /* bumps when an entity's name or a component's fault flag changes: with structure
                         * and enabling, what the state hash's cache trusts (game/state_hash.c) */
+    struct keel__capture_home *capture_home; /* save jobs' capture memory kept between saves (capture.c); NULL: none yet */
 };
 /* InvalidOperation: w is a replay's read-only world (world.c). */
 keel_status keel__refuse_frozen(keel_diags *d);

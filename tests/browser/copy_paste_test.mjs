@@ -7,7 +7,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
 
 const [keelBin, demo] = process.argv.slice(2);
 if (!keelBin || !demo) {
@@ -78,7 +78,7 @@ try {
   check(true, `the title shows ● after the edit ("${await title()}")`);
   check(!(await page.$eval('#save', (e) => e.disabled)), 'Save is enabled while dirty');
 
-  await page.click('#save');
+  await click(page, '#save');
   await until('the marker gone after Save', async () => !(await title()).includes('●'));
   check(true, `Save took the marker away ("${await title()}")`);
   check(await page.$eval('#save', (e) => e.disabled), 'Save is disabled again');
@@ -87,10 +87,10 @@ try {
   check(saved.includes(pasted), 'the scene file holds the pasted entity');
 
   // undo the paste: dirty again (the file has it), redo: clean again (back at the saved revision)
-  await page.click('#undo');
+  await click(page, '#undo');
   await until('the marker after undo', async () => (await title()).includes('●'));
   check(true, 'undoing past the save shows the marker again');
-  await page.click('#redo');
+  await click(page, '#redo');
   await until('no marker after redo', async () => !(await title()).includes('●'));
   check(true, 'redoing back to the saved revision makes it clean again');
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);

@@ -7,7 +7,7 @@ import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
 
 const [keelBin, scene, unknownScene, shotPath, docsCopy] = process.argv.slice(2);
 if (!keelBin || !scene || !unknownScene || !shotPath) {
@@ -55,7 +55,7 @@ try {
   // select Player through the search box
   await page.$eval('#tree input[type=search]', (e) => { e.value = 'Player'; e.dispatchEvent(new Event('input')); });
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Player'));
-  await page.click('#tree .row');
+  await click(page, '#tree .row');
   const field = 'section.comp[data-kind="game:health"] input[data-field="value"]';
   await page.waitForSelector(field, { timeout: 20000 });
   check((await page.$eval('#entity-name', (e) => e.value)) === 'Player', 'the inspector shows the selected entity');
@@ -69,14 +69,14 @@ try {
     'a vec3 is three number inputs');
 
   // edit the float: the world changes
-  await page.click(field, { clickCount: 3 });
+  await click(page, field, { clickCount: 3 });
   await page.keyboard.type('42.5');
   await page.keyboard.press('Tab');
   const edited = await until('the edit to reach the world', async () => (await healthValue(url)) === 42.5);
   check(edited, 'editing the field changed the world (component.get reads 42.5)');
 
   // a refused value: the form says why and the world keeps its value
-  await page.click(field, { clickCount: 3 });
+  await click(page, field, { clickCount: 3 });
   await page.keyboard.type('20000');
   await page.keyboard.press('Tab');
   await page.waitForSelector('section.comp[data-kind="game:health"] .status.shown', { timeout: 20000 });
@@ -85,7 +85,7 @@ try {
   check((await page.$eval(field, (e) => e.value)) === '42.5', 'the refused field shows the value kept');
 
   // undo: the world and the form go back
-  await page.click('#undo');
+  await click(page, '#undo');
   await until('the undo to reach the world', async () => (await healthValue(url)) === before);
   check(true, `undo put the value back (${before})`);
   await until('the form to show the undone value', () => page.$eval(field, (e, v) => e.value === v, String(before)));
@@ -93,14 +93,14 @@ try {
 
   // step: the frame advances
   const f0 = (await rpc(url, 'world.info')).frame;
-  await page.click('#step');
+  await click(page, '#step');
   await until('the step', async () => (await rpc(url, 'world.info')).frame === f0 + 1);
   check(true, 'Step ran one frame');
 
   // resume: frames run in real time, live values reach the form through the event stream and
   // the frame-time graph fills; pause stops them
   const shown = await page.$eval(field, (e) => e.value);
-  await page.click('#resume');
+  await click(page, '#resume');
   const running = await until('the world to run', async () => {
     const info = await rpc(url, 'world.info');
     return !info.paused && info.frame > f0 + 10 && info;
@@ -113,7 +113,7 @@ try {
   await until('frame samples', () => page.evaluate(() => window.keelInspector.state.frames.length >= 10));
   check(true, 'the graph has a sample per frame');
   await new Promise((r) => setTimeout(r, 1000));
-  await page.click('#pause');
+  await click(page, '#pause');
   await until('the pause', async () => (await rpc(url, 'world.info')).paused);
   await until('the bar to say paused', () => page.$eval('#run-state', (e) => e.textContent === 'paused'));
   check(true, 'Pause stopped the world and the bar says so');
@@ -148,7 +148,7 @@ try {
   const targetOf = async () => (await rpc(url, 'component.get', { object: 'Chaser', kind: 'game:follower' })).body.target;
   const playerUuid = await targetOf();
   check((await page.$eval(target, (e) => e.value)) === 'Player', 'an entity field shows its target by name');
-  await page.click('section.comp[data-kind="game:follower"] button.pick');
+  await click(page, 'section.comp[data-kind="game:follower"] button.pick');
   await page.evaluate(() => {
     [...document.querySelectorAll('#tree .row')].find((r) => r.querySelector('.name').textContent === 'Sun').click();
   });
@@ -156,7 +156,7 @@ try {
   await until('the picked target to reach the world', async () => (await targetOf()) === sunUuid);
   check((await page.$eval('#entity-name', (e) => e.value)) === 'Chaser', 'picking set the field and kept the selection');
   await until('the form to show the picked target', () => page.$eval(target, (e) => e.value === 'Sun'));
-  await page.click('#undo');
+  await click(page, '#undo');
   await until('the undone target', async () => (await targetOf()) === playerUuid);
   check(true, 'the picked entity reached the world, and undo put the old one back');
 
@@ -198,7 +198,7 @@ try {
     page.on('request', onRequest);
   });
   await page.setRequestInterception(true);
-  await page.click('#step'); // step, then world.info, then object.get of the selection
+  await click(page, '#step'); // step, then world.info, then object.get of the selection
   const { req, answer } = await held;
   check(JSON.parse(answer).result.components.find((c) => c.kind === 'core:audio_source').enabled === true,
     'the held object.get answer says enabled');

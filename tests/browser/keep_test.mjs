@@ -4,7 +4,7 @@
 // play without Keep does not.
 //   node keep_test.mjs KEEL SCENE
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
 
 const [keelBin, scene] = process.argv.slice(2);
 if (!keelBin || !scene) {
@@ -39,7 +39,7 @@ try {
   // select Player: no Keep toggle outside play mode
   await page.$eval('#tree input[type=search]', (e) => { e.value = 'Player'; e.dispatchEvent(new Event('input')); });
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Player'));
-  await page.click('#tree .row');
+  await click(page, '#tree .row');
   const health = 'section.comp[data-kind="game:health"]';
   const field = `${health} input[data-field="value"]`;
   const keepBox = `${health} label.keep input`;
@@ -49,7 +49,7 @@ try {
   const transformBefore = (await component(url, 'Player', 'core:transform')).body.position;
 
   // Play: the world plays, the Keep toggles show
-  await page.click('#play');
+  await click(page, '#play');
   await until('play mode', async () => (await rpc(url, 'world.info')).playing);
   check(true, 'Play put the world in play mode');
   await until('the Keep toggle', () => page.$eval(`${health} label.keep`, (e) => e.offsetParent !== null));
@@ -57,12 +57,12 @@ try {
 
   // edit the value in play, and keep it
   const kept = before === 61.5 ? 62.5 : 61.5;
-  await page.click(field, { clickCount: 3 });
+  await click(page, field, { clickCount: 3 });
   await page.keyboard.type(String(kept));
   await page.keyboard.press('Tab');
   await until('the edit to reach the world', async () => (await component(url, 'Player', 'game:health')).body.value === kept);
   check(true, `editing in play changed the world (${before} -> ${kept})`);
-  await page.click(keepBox);
+  await click(page, keepBox);
   await until('the keep', () => page.evaluate(() => window.keelInspector.state.kept.size === 1));
   check(true, 'the Keep toggle marked the component (play.keep)');
 
@@ -70,7 +70,7 @@ try {
   await rpc(url, 'component.set', { object: 'Player', kind: 'core:transform', fields: { position: [99, 0, 99] } });
 
   // Stop: the kept value stays, the rest is put back
-  await page.click('#stop');
+  await click(page, '#stop');
   await until('play mode to end', async () => !(await rpc(url, 'world.info')).playing);
   const after = (await component(url, 'Player', 'game:health')).body.value;
   check(after === kept, `the kept value stayed after Stop (${after})`);
@@ -82,7 +82,7 @@ try {
   check(!(await page.$eval(`${health} label.keep`, (e) => e.offsetParent !== null)), 'the Keep toggles are gone after Stop');
 
   // one undo takes the kept change back
-  await page.click('#undo');
+  await click(page, '#undo');
   await until('the undo', async () => (await component(url, 'Player', 'game:health')).body.value === before);
   check(true, `Undo took the kept change back (${before})`);
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);

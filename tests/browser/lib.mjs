@@ -74,6 +74,21 @@ export async function until(what, f, ms = 20000) {
   throw new Error(`timed out waiting for ${what} (last: ${JSON.stringify(last)})`);
 }
 
+// page.click(selector, options), taken again when the element was replaced between being found and
+// clicked ("Node is detached from document"): the inspector redraws its panels on its own polls, so
+// under load a row or button can be swapped for an identical new one in that window. The click
+// itself never happened then, so taking it again is safe.
+export async function click(page, selector, options) {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await page.click(selector, options);
+    } catch (e) {
+      if (tries >= 20 || !/detached|not clickable|No element found|No node found/i.test(String(e))) throw e;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
 // Headless Chromium on the inspector at `url`, ready (body.ready): { browser, page, pageErrors },
 // pageErrors collecting the page's uncaught errors and console errors for the final check.
 export async function openInspector(puppeteer, url) {

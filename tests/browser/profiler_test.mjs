@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
 
 const [keelBin, shot] = process.argv.slice(2);
 if (!keelBin) {
@@ -73,7 +73,7 @@ try {
     new EventSource(`events?${q}`).addEventListener('stats', () => { window.statsEvents++; });
   });
 
-  await page.click('#tabs button[data-tab="profiler"]');
+  await click(page, '#tabs button[data-tab="profiler"]');
   await until('profiling on', async () => (await rpc(url, 'world.stats')).profiling);
   check(!(await page.$eval('#profiler', (e) => e.hidden)), 'the Profiler tab shows');
   check(true, 'opening the tab turned profiling on (world.stats)');
@@ -95,10 +95,10 @@ try {
     `world.stats: ${stats.history.length} frames, ${stats.systems[0].name} first over ${stats.systems[0].entities} entities`);
 
   // sorting by calls: the update hook (2 calls a frame, as many as the slow system's) or quick
-  await page.click('#profiler th[data-sort="calls"]');
+  await click(page, '#profiler th[data-sort="calls"]');
   const byCalls = await page.$$eval('#profiler tbody tr', (rs) => rs.map((r) => Number(r.cells[3].textContent)));
   check(byCalls.every((v, i) => i === 0 || byCalls[i - 1] >= v), `sorted by calls (${byCalls.join(', ')})`);
-  await page.click('#profiler th[data-sort="ms"]');
+  await click(page, '#profiler th[data-sort="ms"]');
 
   // the stream: at least one `stats` event while profiling is on (the world runs)
   await rpc(url, 'world.resume');
@@ -106,14 +106,14 @@ try {
   check(true, 'the event stream sent a `stats` event');
 
   // a kind's row selects an entity holding it
-  await page.click('#profiler tbody tr[data-name="prof:busy"]');
+  await click(page, '#profiler tbody tr[data-name="prof:busy"]');
   const picked = await until('a selection', () => page.evaluate(() => window.keelInspector.state.selected));
   const obj = await rpc(url, 'object.get', { object: picked });
   const kinds = obj.components.map((c) => c.kind);
   check(kinds.includes('prof:busy'), `clicking prof:busy's row selected ${obj.name} (${kinds.join(', ')})`);
 
   if (shot) await page.screenshot({ path: shot });
-  await page.click('#tabs button[data-tab="scene"]');
+  await click(page, '#tabs button[data-tab="scene"]');
   await until('profiling off', async () => !(await rpc(url, 'world.stats')).profiling);
   check(true, 'leaving the tab turned profiling off again');
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);

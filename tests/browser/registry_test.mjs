@@ -3,7 +3,7 @@
 // angles in degrees, the quaternion read back through /rpc.
 //   node registry_test.mjs KEEL SCENE
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
 
 const [keelBin, scene] = process.argv.slice(2);
 if (!keelBin || !scene) {
@@ -40,7 +40,7 @@ try {
 
   await page.$eval('#tree input[type=search]', (e) => { e.value = 'Beacon'; e.dispatchEvent(new Event('input')); });
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Beacon'));
-  await page.click('#tree .row');
+  await click(page, '#tree .row');
   const spotForm = 'section.comp[data-kind="game:spot"]';
   await page.waitForSelector(`${spotForm} input[data-field="cone"]`, { timeout: 20000 });
 
@@ -68,7 +68,7 @@ try {
   const rot = 'section.comp[data-kind="core:transform"] input[data-field="rotation"]';
   const count = await page.$$eval(rot, (ns) => ns.length);
   check(count === 3, `a rotation is three inputs (${count})`);
-  await page.click(`${rot}[data-index="1"]`, { clickCount: 3 });
+  await click(page, `${rot}[data-index="1"]`, { clickCount: 3 });
   await page.keyboard.type('90');
   await page.keyboard.press('Tab');
   const q = await until('the rotation to reach the world', async () => {
@@ -77,7 +77,7 @@ try {
   });
   check(near(q[0], 0) && near(q[1], Math.SQRT1_2) && near(q[2], 0) && near(q[3], Math.SQRT1_2),
     `90° about y is the quaternion [0, 0.7071, 0, 0.7071] (${JSON.stringify(q)})`);
-  await page.click(`${rot}[data-index="0"]`, { clickCount: 3 });
+  await click(page, `${rot}[data-index="0"]`, { clickCount: 3 });
   await page.keyboard.type('30');
   await page.keyboard.press('Tab');
   const q2 = await until('the second edit', async () => {
@@ -91,7 +91,7 @@ try {
   check(near(shown[0], 30) && near(shown[1], 90) && near(shown[2], 0), `the form shows the angles back (${shown})`);
 
   // the derived cone edited from the form: the stored cosine follows (read through /rpc)
-  await page.click(`${spotForm} input[data-field="cone"]`, { clickCount: 3 });
+  await click(page, `${spotForm} input[data-field="cone"]`, { clickCount: 3 });
   await page.keyboard.type('90');
   await page.keyboard.press('Tab');
   await until('the cone edit', async () => near((await rpc(url, 'component.get', { object: 'Beacon', kind: 'game:spot' })).body.cone, 90));

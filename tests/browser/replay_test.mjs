@@ -8,7 +8,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startKeel, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startKeel, until } from './lib.mjs';
 
 const [keelBin, scene] = process.argv.slice(2);
 if (!keelBin || !scene) {
@@ -63,7 +63,7 @@ try {
   check(await scrub(240) === at240 && await scrub(120) === at120, 'the same frame shows the same values again');
 
   // branch: the served world becomes live at frame 120
-  await page.click('#timeline .branch');
+  await click(page, '#timeline .branch');
   await until('the timeline to go', () => page.$eval('#timeline', (e) => e.hidden));
   await rpc(url, 'component.set', { object: 'Player', kind: 'game:health', fields: { value: 7 } });
   const hp = (await rpc(url, 'component.get', { object: 'Player', kind: 'game:health' })).body.value;

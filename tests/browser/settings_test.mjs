@@ -3,7 +3,7 @@
 // world (read back through /rpc settings.get) and the scene view's grid; Undo takes it back.
 //   node settings_test.mjs KEEL SCENE
 import puppeteer from 'puppeteer-core';
-import { check, freePort, openInspector, results, rpc, startServer, until } from './lib.mjs';
+import { check, click, freePort, openInspector, results, rpc, startServer, until } from './lib.mjs';
 
 const [keelBin, demo] = process.argv.slice(2);
 if (!keelBin || !demo) {
@@ -20,7 +20,7 @@ try {
   ({ browser, page, pageErrors } = await openInspector(puppeteer, url));
   await until('the settings loaded', () => page.evaluate(() => !!window.keelInspector.state.settings));
 
-  await page.click('#tree li.root > .row');
+  await click(page, '#tree li.root > .row');
   await page.waitForSelector('section.settings [data-field="major_color"]', { timeout: 15000 });
   check(true, "the scene root's panel shows the Grid settings");
   const tip = await page.$eval('section.settings label.row:has([data-field="fade"])', (e) => e.title);
@@ -60,9 +60,9 @@ try {
   await until('the refusal shown', () => page.$eval('section.settings .status', (e) => e.textContent.includes('base_spacing')));
   check((await rpc(url, 'settings.get')).grid.base_spacing === 1, 'a refused base_spacing changes nothing');
 
-  await page.click('#undo');
+  await click(page, '#undo');
   await until('display back to lines', async () => (await rpc(url, 'settings.get')).grid.display === 'lines');
-  await page.click('#undo');
+  await click(page, '#undo');
   await until('the colour undone', async () => (await rpc(url, 'settings.get')).grid.major_color[0] === 0.5);
   check(true, 'Undo takes back each settings edit, one at a time');
   check(pageErrors.length === 0, `no errors in the page${pageErrors.length ? `: ${pageErrors.join(' | ')}` : ''}`);

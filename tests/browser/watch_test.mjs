@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
+import { check, click, chromium, freePort, results, rpc, startServer as serveKeel, until } from './lib.mjs';
 
 const [keelBin] = process.argv.slice(2);
 if (!keelBin) {
@@ -54,7 +54,7 @@ try {
 
   await page.$eval('#tree input[type=search]', (e) => { e.value = 'Lamp'; e.dispatchEvent(new Event('input')); });
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Lamp'));
-  await page.click('#tree .row');
+  await click(page, '#tree .row');
   const field = 'section.comp[data-kind="core:transform"] input[data-field="position"]';
   await page.waitForSelector(field, { timeout: 20000 });
   check((await page.$eval(field, (e) => e.value)) === '1', 'the form shows position x = 1');
@@ -67,7 +67,7 @@ try {
   check(true, 'the page shows the value from disk');
 
   // a live edit, then the same field on disk: a conflict, nothing applied
-  await page.click(field, { clickCount: 3 });
+  await click(page, field, { clickCount: 3 });
   await page.keyboard.type('7');
   await page.keyboard.press('Tab');
   await until('the live edit', async () => (await lampX(url)) === 7);
@@ -78,7 +78,7 @@ try {
     `the banner lists the conflict (${paths.join(', ')})`);
   check((await lampX(url)) === 7, 'nothing was applied while in conflict');
 
-  await page.click('#conflicts li .take-disk');
+  await click(page, '#conflicts li .take-disk');
   await until('take disk to reach the world', async () => (await lampX(url)) === 9);
   check(true, '"take disk" applied the file\'s value');
   await until('the banner to go', () => page.$eval('#conflicts', (e) => e.hidden));

@@ -250,22 +250,8 @@ keel__capture *keel__capture_take(const keel_world *w)
     c->home = h;
     keel_world *d = &c->w;
     memset(d, 0, sizeof *d);
-    /* the settings and counters keel__world_copy takes, and the scene's features */
-    d->uuid = w->uuid;
+    keel__world_copy_settings(d, w); /* the same settings and counters play's copy takes */
     d->name = dup_mem(c, w->name, strlen(w->name) + 1);
-    d->grid = w->grid;
-    d->revision = w->revision;
-    d->epoch = w->epoch;
-    d->tag = w->tag;
-    d->frame = w->frame;
-    d->structure = w->structure;
-    d->fixed_dt = w->fixed_dt;
-    d->acc = w->acc;
-    d->time = w->time;
-    memcpy(d->rng, w->rng, sizeof d->rng);
-    d->seed = w->seed;
-    d->seeded = w->seeded;
-    d->features = w->features;
     copy_entities(c, w);
     copy_members(c, w);
     copy_stores(c, w);

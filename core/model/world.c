@@ -89,11 +89,9 @@ void keel_world_free(keel_world *w)
     free(w);
 }
 
-keel_world *keel__world_copy(const keel_world *w)
+void keel__world_copy_settings(keel_world *c, const keel_world *w)
 {
-    keel_world *c = keel__xcalloc(1, sizeof *c);
     c->uuid = w->uuid;
-    c->name = keel__strdup(w->name);
     c->grid = w->grid;
     c->revision = w->revision;
     c->epoch = w->epoch;
@@ -107,6 +105,13 @@ keel_world *keel__world_copy(const keel_world *w)
     c->seed = w->seed;
     c->seeded = w->seeded;
     c->features = w->features; /* the scene header's: a stop or a save of the copy writes them back */
+}
+
+keel_world *keel__world_copy(const keel_world *w)
+{
+    keel_world *c = keel__xcalloc(1, sizeof *c);
+    keel__world_copy_settings(c, w);
+    c->name = keel__strdup(w->name);
     keel__entities_copy(c, w);
     keel__members_copy(c, w);
     keel__stores_copy(c, w);

@@ -163,6 +163,9 @@ void keel__keep_states_free(keel__kept_state *ks, size_t n);
  * membership, records, settings and counters; no run lists, journal, faults or pending rows
  * (w has none of the last three when this is called). */
 keel_world *keel__world_copy(const keel_world *w);
+/* The settings and counters a copy of w carries (UUID, grid, revision, epoch, clocks, random state,
+ * features; not the name, which each copy owns its way): play's copy and a save job's capture. */
+void keel__world_copy_settings(keel_world *c, const keel_world *w);
 /* Frees such a copy. */
 void keel__world_discard(keel_world *c);
 /* Frees w's open lifts and what they hold (lift.c; the world is going away). */

@@ -340,4 +340,18 @@ entities:
 ]]):format(tag, name, u(tag .. "1"), audio, u(tag .. "2"), u(tag .. "3"))
 end
 
+-- Records `frames` frames of w to `path` (between(i, w) runs before frame i); returns path and
+-- each frame's dump after it (the replay specs compare a replay's worlds with them).
+function H.record(w, path, frames, between, opts)
+  local rec = assert(require("keel").record(w, path, opts))
+  local dumps = {}
+  for i = 1, frames do
+    if between then between(i, w) end
+    w:step(1 / 60)
+    dumps[i] = w:dump()
+  end
+  assert.is_true(rec:close())
+  return path, dumps
+end
+
 return H

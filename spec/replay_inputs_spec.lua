@@ -10,19 +10,8 @@ local dir
 before_each(function() dir = H.tmpdir() end)
 after_each(function() H.rmrf(dir) end)
 
--- Records `frames` frames of w (between(i, w) runs before frame i); the path and each frame's dump.
-local function record(w, frames, between, opts)
-  local path = dir .. "/s.keelrec"
-  local rec = assert(keel.record(w, path, opts))
-  local dumps = {}
-  for i = 1, frames do
-    if between then between(i, w) end
-    w:step(1 / 60)
-    dumps[i] = w:dump()
-  end
-  assert.is_true(rec:close())
-  return path, dumps
-end
+-- Records `frames` frames of w into the spec's folder (H.record).
+local function record(w, frames, between, opts) return H.record(w, dir .. "/s.keelrec", frames, between, opts) end
 
 -- Replays path frame by frame, each frame's world as recorded.
 local function replays_alike(path, dumps, opts)

@@ -8,7 +8,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import puppeteer from 'puppeteer-core';
-import { check, click, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
+import { check, click, freePort, openInspector, results, rpc, startServer, until } from './lib.mjs';
 
 const [keelBin, shot] = process.argv.slice(2);
 if (!keelBin) {
@@ -56,15 +56,8 @@ try {
   const url = await server.url;
   console.log(`server: ${url}`);
   check(!(await rpc(url, 'world.stats')).profiling, 'profiling is off before the tab opens');
-  browser = await puppeteer.launch({ executablePath: chromium, headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
-  const page = await browser.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
-  await page.setViewport({ width: 1400, height: 820 });
-  await page.goto(url);
-  await page.waitForSelector('body.ready', { timeout: 30000 });
+  let page, pageErrors;
+  ({ browser, page, pageErrors } = await openInspector(puppeteer, url));
   check(await page.$eval('#profiler', (e) => e.hidden), 'the Profiler tab is closed at first');
   // the stream's `stats` events, counted in the page
   await page.evaluate(() => {

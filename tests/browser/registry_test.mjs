@@ -3,7 +3,7 @@
 // angles in degrees, the quaternion read back through /rpc.
 //   node registry_test.mjs KEEL SCENE
 import puppeteer from 'puppeteer-core';
-import { check, click, chromium, freePort, results, rpc, startServer, until } from './lib.mjs';
+import { check, click, freePort, openInspector, results, rpc, startServer, until } from './lib.mjs';
 
 const [keelBin, scene] = process.argv.slice(2);
 if (!keelBin || !scene) {
@@ -27,16 +27,8 @@ try {
   const tip = spot.fields.find((f) => f.key === 'cone').tooltip;
   check(typeof tip === 'string' && tip.length > 0, `component.kinds carries the field's tooltip (${tip})`);
 
-  browser = await puppeteer.launch({
-    executablePath: chromium, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
-  const page = await browser.newPage();
-  const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(e.message));
-  page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(m.text()); });
-  await page.setViewport({ width: 1400, height: 820 });
-  await page.goto(url);
-  await page.waitForSelector('body.ready', { timeout: 30000 });
+  let page, pageErrors;
+  ({ browser, page, pageErrors } = await openInspector(puppeteer, url));
 
   await page.$eval('#tree input[type=search]', (e) => { e.value = 'Beacon'; e.dispatchEvent(new Event('input')); });
   await until('the search result', () => page.$$eval('#tree .row .name', (ns) => ns.length === 1 && ns[0].textContent === 'Beacon'));

@@ -8,7 +8,7 @@
 #include "bench.h"
 #include "keel.h"
 #include "keel_net.h"
-#include "net/net.h" /* keel__net_host_stats */
+#include "bind.h" /* keel__net_host_stats */
 
 static int N = 10000;
 #define CLIENTS 8

@@ -1,7 +1,7 @@
 /* record.c — recording a session (design/replay.md): the file's chunks, keyframes, the state
  * hash, inputs as commands, and the recorder that attaches to a world.
  *
- * The file is the magic KEELREC1 and then chunks, each a tag byte, a u32 length, the payload
+ * The file is the magic KEELREC2 (1 had keyframes in text form) and then chunks, each a tag byte, a u32 length, the payload
  * and a CRC-32 of the three: a header (keel's version, the scene, the keyframe interval, the
  * kinds registered with their version, layout hash and source hash), keyframe 0, and then one
  * frame chunk per step (its number, dt, the inputs that reached the world since the step before,
@@ -165,18 +165,70 @@ bool keel__cmd_decode(keel__rd *r, keel_cmd *c, int depth)
 
 /* ================================================================ keyframes */
 
-enum { KF_STARTED = 1, KF_AWOKEN = 2, KF_FAULTED = 4 };
+/* An entity in a keyframe is binary, not its document form: formatting every double as its
+ * shortest text was most of what a keyframe cost, and a keyframe of a big world comes every N
+ * frames. Each field carries its key and type, so a kind changed since (allow_changed_kinds)
+ * still reads; the reader turns the values back into a body as a scene's text would give it,
+ * so adding it goes the scene loader's way. */
+enum { KF_STARTED = 1, KF_AWOKEN = 2, KF_FAULTED = 4, KF_DISABLED = 8 };
+enum { KE_PARENT = 1, KE_DISABLED = 2 };
+enum { KB_FIELDS = 0, KB_NODE = 1 };
+
+static void encode_fields(const keel_world *w, const keel__entry *m, keel__buf *b)
+{
+    const keel_kind_desc *K = keel_kind_describe(m->kind);
+    const void *rec = keel__store_rec(&w->stores[m->kind], m->row);
+    keel__buf_u8(b, KB_FIELDS);
+    keel__buf_u32(b, (uint32_t)K->field_count);
+    for (size_t i = 0; i < K->field_count; i++) {
+        const keel_field_desc *f = &K->fields[i];
+        keel_value v;
+        keel__record_get(m->kind, rec, (int)i, &v);
+        keel__buf_str(b, f->key);
+        keel__buf_u8(b, (uint8_t)f->type);
+        switch (f->type) {
+        case KEEL_T_BOOL: keel__buf_u8(b, v.as.b); break;
+        case KEEL_T_INT: keel__buf_u64(b, (uint64_t)v.as.i); break;
+        case KEEL_T_FLOAT: keel__buf_f64(b, v.as.f); break;
+        case KEEL_T_ENUM: keel__buf_str(b, keel__value_choice(f, v.as.i)); break;
+        case KEEL_T_STRING: keel__buf_str(b, v.as.s ? v.as.s : ""); break;
+        case KEEL_T_ASSET:
+        case KEEL_T_ENTITY:
+            keel__buf_u8(b, v.nil);
+            if (!v.nil) keel__buf_uuid(b, v.as.u);
+            break;
+        default:
+            for (int c = 0; c < keel_type_width(f->type); c++) keel__buf_f64(b, v.as.v[c]);
+        }
+    }
+}
 
 static void encode_entity(const keel_world *w, uint32_t i, keel__buf *b)
 {
     const keel__ent *en = &w->ents[i];
-    keel_node *tree = keel__entity_tree(w, i);
-    keel__buf_node(b, tree);
-    keel_node_free(tree);
+    bool parent = en->parent != 0 && en->parent != KEEL__NONE;
+    keel__buf_u8(b, (uint8_t)((parent ? KE_PARENT : 0) | (en->enabled ? 0 : KE_DISABLED)));
+    keel__buf_uuid(b, en->uuid);
+    keel__buf_str(b, keel__ent_name(w, en));
+    if (parent) keel__buf_uuid(b, w->ents[en->parent].uuid);
     const keel__entry *ms = keel__members(w, en);
-    for (uint32_t k = 0; k < en->member_count; k++)
-        keel__buf_u8(b, (uint8_t)((ms[k].started ? KF_STARTED : 0) | (ms[k].awoken ? KF_AWOKEN : 0) |
-                                  (ms[k].faulted ? KF_FAULTED : 0)));
+    keel__buf_u32(b, en->member_count);
+    for (uint32_t k = 0; k < en->member_count; k++) {
+        const keel__entry *m = &ms[k];
+        keel__buf_str(b, keel__entry_key(m));
+        keel__buf_u32(b, (uint32_t)(m->kind ? keel_kind_describe(m->kind)->version : keel__entry_unk(m)->version));
+        keel__buf_u32(b, keel__entry_slot(w, m));
+        keel__buf_u8(b, (uint8_t)((m->started ? KF_STARTED : 0) | (m->awoken ? KF_AWOKEN : 0) |
+                                  (m->faulted ? KF_FAULTED : 0) | (m->enabled ? 0 : KF_DISABLED)));
+        if (m->kind) {
+            encode_fields(w, m, b);
+        } else {
+            const keel_node *body = keel__entry_unk(m)->preserved;
+            keel__buf_u8(b, KB_NODE);
+            keel__buf_u8(b, body != NULL);
+            if (body) keel__buf_node(b, body);
+        }
+    }
 }
 
 void keel__keyframe_encode(const keel_world *w, keel__buf *b)
@@ -227,38 +279,98 @@ static void world_clear(keel_world *w)
     keel__store_flush_pending(w);
 }
 
-/* The components of a tree (entity document form) onto entity e, as a scene loader adds them:
- * rules checked by the caller's world as a whole, no awake; then each entry's flags. */
-static keel_status add_components(keel_world *w, keel_entity e, const keel_node *t, keel__rd *r, keel_diags *d)
+static keel_status bad_keyframe(keel__rd *r, keel_diags *d)
 {
-    const keel_node *comps = keel_node_get(t, "components");
-    keel_status st = KEEL_OK;
-    size_t n = comps && comps->kind == KEEL_NODE_SEQ ? comps->count : 0;
-    for (size_t c = 0; c < n && st == KEEL_OK; c++) {
-        const keel_node *cn = &comps->items[c], *kn = keel_node_get(cn, "kind"), *x;
-        int64_t version = 1, slot = 0;
-        bool enabled = true;
-        if ((x = keel_node_get(cn, "version"))) keel_node_as_int(x, &version);
-        if ((x = keel_node_get(cn, "slot"))) keel_node_as_int(x, &slot);
-        if ((x = keel_node_get(cn, "enabled"))) keel_node_as_bool(x, &enabled);
-        if (!kn || kn->kind != KEEL_NODE_SCALAR || slot < 0 || slot > UINT32_MAX - 1 || version < 1 || version > INT32_MAX)
-            return KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: a keyframe's component is malformed");
-        keel_kind_id k = keel_kind_find(kn->text);
-        if (k && version <= keel_kind_describe(k)->version) {
-            keel_add_opts o = KEEL_ADD_OPTS_INIT;
-            o.slot = (uint32_t)slot;
-            o.body = keel_node_get(cn, "body");
-            o.version = (int)version;
-            o.skip_rules = o.no_awake = true;
-            st = keel__add_internal(w, e, k, &o, NULL, d);
-        } else {
-            st = keel_add_unknown(w, e, kn->text, (int)version, (uint32_t)slot, keel_node_get(cn, "body"), d);
+    return KEEL_ERROR(d, r->limit ? KEEL_LIMIT_EXCEEDED : KEEL_PARSE_ERROR, "", "recording: keyframe: %s",
+                      r->err ? r->err : "malformed");
+}
+
+/* A keyframe's field values back as the body a scene's text would give: what keel__add_internal
+ * and keel_add_unknown take. NULL with r->err set when the bytes are damaged. */
+static keel_node *read_body(keel__rd *r)
+{
+    uint8_t form = keel__rd_u8(r, "truncated keyframe");
+    if (form == KB_NODE) {
+        if (!keel__rd_u8(r, "truncated keyframe")) return r->err ? NULL : keel_node_new_map();
+        return keel__rd_node(r, 0, KEEL__REC_DEPTH);
+    }
+    if (form != KB_FIELDS) {
+        if (!r->err) r->err = "unknown body form";
+        return NULL;
+    }
+    size_t max_len = keel_limits_default().string_length;
+    uint32_t n = keel__rd_count(r, 6, "truncated keyframe"); /* a key's length and a type at least */
+    keel_node *map = keel_node_new_map();
+    map->style = KEEL_STYLE_BLOCK;
+    for (uint32_t i = 0; i < n && !r->err; i++) {
+        char *key = keel__rd_str(r, "truncated keyframe"), *text = NULL;
+        uint8_t t = keel__rd_u8(r, "truncated keyframe");
+        keel_value v = { .type = (keel_type)t };
+        if (!r->err && t >= KEEL_T_COUNT_) r->err = "unknown value type";
+        if (!r->err) {
+            switch (v.type) {
+            case KEEL_T_BOOL: v.as.b = keel__rd_bool(r, "truncated keyframe"); break;
+            case KEEL_T_INT: v.as.i = (int64_t)keel__rd_u64(r, "truncated keyframe"); break;
+            case KEEL_T_FLOAT: v.as.f = rd_f64(r); break;
+            case KEEL_T_ENUM:
+            case KEEL_T_STRING: v.as.s = text = keel__rd_str(r, "truncated keyframe"); break;
+            case KEEL_T_ASSET:
+            case KEEL_T_ENTITY:
+                v.nil = keel__rd_bool(r, "truncated keyframe");
+                if (!v.nil) v.as.u = keel__rd_uuid(r, "truncated keyframe");
+                break;
+            default:
+                for (int c = 0; c < keel_type_width(v.type); c++) v.as.v[c] = rd_f64(r);
+            }
         }
+        if (!r->err && (strlen(key) > max_len || (text && strlen(text) > max_len))) {
+            r->err = "a string is longer than the limit";
+            r->limit = true;
+        }
+        if (!r->err && keel_node_get(map, key)) r->err = "a field twice in one body";
+        if (!r->err) keel_node_put(map, key, keel__value_node(v.type, &v, text, false));
+        free(key);
+        free(text);
+    }
+    if (r->err) {
+        keel_node_free(map);
+        return NULL;
+    }
+    return map;
+}
+
+/* An entity's components, read and added as a scene loader adds them: rules checked by the
+ * caller's world as a whole, no awake; then each entry's flags. */
+static keel_status read_components(keel_world *w, keel_entity e, keel__rd *r, keel_diags *d)
+{
+    uint32_t n = keel__rd_count(r, 15, "truncated keyframe");
+    keel_status st = r->err ? bad_keyframe(r, d) : KEEL_OK;
+    for (uint32_t c = 0; c < n && st == KEEL_OK; c++) {
+        char *key = keel__rd_str(r, "truncated keyframe");
+        uint32_t version = keel__rd_u32(r, "truncated keyframe"), slot = keel__rd_u32(r, "truncated keyframe");
+        uint8_t f = keel__rd_u8(r, "truncated keyframe");
+        keel_node *body = r->err ? NULL : read_body(r);
+        if (!body || !*key || slot > UINT32_MAX - 1 || version < 1 || version > INT32_MAX) {
+            st = r->err ? bad_keyframe(r, d) : KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: a keyframe's component is malformed");
+        } else {
+            keel_kind_id k = keel_kind_find(key);
+            if (k && (int)version <= keel_kind_describe(k)->version) {
+                keel_add_opts o = KEEL_ADD_OPTS_INIT;
+                o.slot = slot;
+                o.body = body;
+                o.version = (int)version;
+                o.skip_rules = o.no_awake = true;
+                st = keel__add_internal(w, e, k, &o, NULL, d);
+            } else {
+                st = keel_add_unknown(w, e, key, (int)version, slot, body, d);
+            }
+        }
+        free(key);
+        keel_node_free(body);
         if (st) break;
         keel__ent *en = keel__ent_get(w, e);
         keel__entry *m = &keel__members(w, en)[en->member_count - 1];
-        uint8_t f = keel__rd_u8(r, "truncated keyframe");
-        if (!enabled) keel__entry_set_enabled(w, m, false);
+        if (f & KF_DISABLED) keel__entry_set_enabled(w, m, false);
         if (m->kind) {
             m->started = (f & KF_STARTED) != 0;
             m->awoken = (f & KF_AWOKEN) != 0;
@@ -266,12 +378,6 @@ static keel_status add_components(keel_world *w, keel_entity e, const keel_node 
         }
     }
     return st;
-}
-
-static keel_status bad_keyframe(keel__rd *r, keel_diags *d)
-{
-    return KEEL_ERROR(d, r->limit ? KEEL_LIMIT_EXCEEDED : KEEL_PARSE_ERROR, "", "recording: keyframe: %s",
-                      r->err ? r->err : "malformed");
 }
 
 keel_status keel__keyframe_apply(keel_world *w, const uint8_t *p, size_t len, keel_diags *d)
@@ -305,36 +411,35 @@ keel_status keel__keyframe_apply(keel_world *w, const uint8_t *p, size_t len, ke
     bool dormant = w->dormant;
     w->dormant = true; /* nothing wakes: the keyframe holds the state awake left */
     keel_status st = KEEL_OK;
-    keel_node *root = keel__rd_node(&r, 0, KEEL__REC_DEPTH);
-    if (!root) st = bad_keyframe(&r, d);
-    else st = add_components(w, keel_world_root(w), root, &r, d);
-    keel_node_free(root);
-    uint32_t n = st ? 0 : keel__rd_count(&r, 4, "truncated keyframe");
+    /* the root: only its components count */
+    uint8_t rf = keel__rd_u8(&r, "truncated keyframe");
+    keel__rd_uuid(&r, "truncated keyframe");
+    free(keel__rd_str(&r, "truncated keyframe"));
+    if (rf & KE_PARENT) keel__rd_uuid(&r, "truncated keyframe");
+    st = r.err ? bad_keyframe(&r, d) : read_components(w, keel_world_root(w), &r, d);
+    uint32_t n = st ? 0 : keel__rd_count(&r, 25, "truncated keyframe");
+    if (st == KEEL_OK && r.err) st = bad_keyframe(&r, d);
     for (uint32_t k = 0; k < n && st == KEEL_OK; k++) {
-        keel_node *t = keel__rd_node(&r, 0, KEEL__REC_DEPTH);
-        const keel_node *x;
-        keel_uuid u = { { 0 } }, pu = { { 0 } };
-        if (!t || t->kind != KEEL_NODE_MAP || !(x = keel_node_get(t, "uuid")) || x->kind != KEEL_NODE_SCALAR ||
-            !keel_uuid_parse(x->text, &u)) {
-            keel_node_free(t);
-            st = r.err ? bad_keyframe(&r, d) : KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: a keyframe's entity has no UUID");
+        uint8_t ef = keel__rd_u8(&r, "truncated keyframe");
+        keel_uuid u = keel__rd_uuid(&r, "truncated keyframe"), pu = { { 0 } };
+        char *ename = keel__rd_str(&r, "truncated keyframe");
+        if (ef & KE_PARENT) pu = keel__rd_uuid(&r, "truncated keyframe");
+        if (r.err || ef > (KE_PARENT | KE_DISABLED) || keel_uuid_is_nil(u)) {
+            free(ename);
+            st = r.err ? bad_keyframe(&r, d) : KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: a keyframe's entity is malformed");
             break;
         }
         uint32_t parent = 0;
-        if ((x = keel_node_get(t, "parent")) && x->kind == KEEL_NODE_SCALAR && keel_uuid_parse(x->text, &pu)) {
+        if (ef & KE_PARENT) {
             keel_entity pe = keel_find(w, pu);
             if (!pe) st = KEEL_ERROR(d, KEEL_PARSE_ERROR, "", "recording: a keyframe names a parent before it");
             parent = (uint32_t)pe;
         }
         keel_entity e = 0;
-        x = keel_node_get(t, "name");
-        if (st == KEEL_OK)
-            st = keel__spawn_at(w, x && x->kind == KEEL_NODE_SCALAR ? x->text : "", parent, SIZE_MAX, &u, &e, d);
-        if (st == KEEL_OK) st = add_components(w, e, t, &r, d);
-        bool on = true;
-        if (st == KEEL_OK && (x = keel_node_get(t, "enabled")) && keel_node_as_bool(x, &on) && !on)
-            keel__ent_set_enabled(w, (uint32_t)e, false);
-        keel_node_free(t);
+        if (st == KEEL_OK) st = keel__spawn_at(w, ename, parent, SIZE_MAX, &u, &e, d);
+        free(ename);
+        if (st == KEEL_OK) st = read_components(w, e, &r, d);
+        if (st == KEEL_OK && (ef & KE_DISABLED)) keel__ent_set_enabled(w, (uint32_t)e, false);
     }
     if (st == KEEL_OK && !r.err) st = keel__rec_apply_trailer(w, &r, d);
     if (st == KEEL_OK && (r.err || r.pos != r.len)) {

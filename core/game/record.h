@@ -6,7 +6,7 @@
 #include "keel.h"
 #include "base/bytes.h"
 
-#define KEEL__REC_MAGIC "KEELREC1"
+#define KEEL__REC_MAGIC "KEELREC2"
 #define KEEL__REC_MAGIC_LEN 8
 #define KEEL__REC_CHUNK_MAX (256u << 20)   /* one chunk's payload, bounded before it is read */
 #define KEEL__REC_INPUTS_MAX (1u << 20)    /* inputs in one frame */

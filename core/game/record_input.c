@@ -353,7 +353,6 @@ void keel__rec_put_trailer(keel_world *w, keel__buf *b)
 
 keel_status keel__rec_apply_trailer(keel_world *w, keel__rd *r, keel_diags *d)
 {
-    if (r->pos == r->len) return KEEL_OK; /* written before keyframes had one */
     uint8_t flags = keel__rd_u8(r, "truncated keyframe");
     w->mirror = (flags & TR_MIRROR) != 0;
     uint32_t n = keel__rd_count(r, 42, "truncated keyframe");

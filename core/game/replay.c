@@ -131,7 +131,7 @@ static keel_status parse(keel_replay *rp, const char *path, const keel_replay_op
     const uint8_t *p = rp->data;
     size_t n = rp->size;
     if (n < KEEL__REC_MAGIC_LEN || memcmp(p, KEEL__REC_MAGIC, KEEL__REC_MAGIC_LEN) != 0)
-        return damaged(d, path, 0, "not a keel recording (no KEELREC1 magic)");
+        return damaged(d, path, 0, "not a keel recording (no " KEEL__REC_MAGIC " magic)");
     size_t at = KEEL__REC_MAGIC_LEN, fcap = 0;
     bool header = false;
     while (at < n) {

@@ -1,5 +1,6 @@
 /* lua_timer.c — keel.Timer: w:after/w:every, e:after/e:every, t:cancel(), t.remaining. The Lua
- * function stays in the registry while the timer lives; the core releases it when it ends. */
+ * function stays in the state's anchor table while the timer lives: a one-shot timer's leaves it
+ * at its call, any other's when the core releases the timer. */
 #include <math.h>
 #include <stdlib.h>
 

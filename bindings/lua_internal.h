@@ -506,6 +506,7 @@ extern const luaL_Reg keel__lua_timer_world_methods[];  /* after, every */
 extern const luaL_Reg keel__lua_timer_entity_methods[]; /* after, every */
 void keel__lua_open_timer(lua_State *L);                /* the keel.Timer metatable */
 void keel__lua_timers_free(keel_lua_ctx *ctx);          /* the ctx's timer records (its last release) */
+void keel__lua_timer_world_gone(const keel_lua_world *lw); /* world_gc: w:after's check forgets that udata */
 
 /* ---- World transforms and the renderer snapshot (lua_transform.c) ---- */
 

@@ -1,5 +1,6 @@
 /* lua_timer.c — keel.Timer: w:after/w:every, e:after/e:every, t:cancel(), t.remaining. The Lua
- * function stays in the registry while the timer lives; the core releases it when it ends. */
+ * function stays in the state's anchor table while the timer lives: a one-shot timer's leaves it
+ * at its call, any other's when the core releases the timer. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -18,6 +19,8 @@ typedef struct ltimer {
 typedef struct timer_user {
     keel_lua_ctx *ctx;
     int slot;                /* in the anchor table */
+    bool once;               /* w:after/e:after: its one call is its last */
+    bool cleared;            /* its slot was emptied already (a one-shot timer's call) */
     struct timer_user *next; /* on the free list */
 } timer_user;
 
@@ -31,6 +34,7 @@ struct keel_lua_timers {
     timer_slab *slabs;
     timer_user *free;
     int anchor; /* registry: { [slot] = function }, LUA_NOREF until the first timer */
+    int mt;     /* registry: the Timer metatable, by integer (an array read, not a hashed look-up) */
     int top;    /* slots handed out so far */
     int *slots; /* freed slots, reused first (the table stays a dense array) */
     size_t nslots, capslots;
@@ -57,8 +61,44 @@ static struct keel_lua_timers *timers_of(lua_State *L, keel_lua_ctx *ctx)
     ts = calloc(1, sizeof *ts);
     if (!ts) luaL_error(L, "not enough memory");
     ts->anchor = LUA_NOREF;
+    ts->mt = LUA_NOREF;
     ctx->timers = ts;
     return ts;
+}
+
+/* The World udata whose check last passed in w:after/w:every: the same udata again needs no
+ * metatable look-up (two live objects never share an address, and a World's __gc forgets it
+ * before its memory can be reused: keel__lua_timer_world_gone). Lua runs on one thread. */
+static const keel_lua_world *g_checked;
+
+void keel__lua_timer_world_gone(const keel_lua_world *lw)
+{
+    if (g_checked == lw) g_checked = NULL;
+}
+
+/* keel__lua_checklw(L, 1), taking the World last checked on trust for its type only. */
+static keel_lua_world *check_world(lua_State *L)
+{
+    keel_lua_world *lw = lua_touserdata(L, 1);
+    if (!lw || lw != g_checked || lua_type(L, 1) != LUA_TUSERDATA || !lw->w ||
+        keel_world_epoch(lw->w) != lw->epoch) {
+        lw = keel__lua_checklw(L, 1); /* raises with its own words */
+        g_checked = lw;
+    }
+    return lw;
+}
+
+/* Gives the Timer on top its metatable. */
+static void timer_setmt(lua_State *L, struct keel_lua_timers *ts)
+{
+    if (ts->mt == LUA_NOREF) {
+        keel__lua_setmt(L, &timer_type);
+        lua_getmetatable(L, -1);
+        ts->mt = luaL_ref(L, LUA_REGISTRYINDEX);
+        return;
+    }
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ts->mt);
+    lua_setmetatable(L, -2);
 }
 
 /* The function at 3 kept in a slot of the anchor table; returns the slot. May raise (memory). */
@@ -117,17 +157,28 @@ static void timer_release(void *p)
     keel_lua_ctx *ctx = u->ctx;
     struct keel_lua_timers *ts = ctx->timers;
     if (ctx->alive) {
-        lua_State *L = user_state(u);
-        if (!L) L = ctx->main;
-        lua_rawgeti(L, LUA_REGISTRYINDEX, ts->anchor);
-        lua_pushnil(L);
-        lua_rawseti(L, -2, u->slot); /* clearing a present key never allocates */
-        lua_pop(L, 1);
+        if (!u->cleared) {
+            lua_State *L = user_state(u);
+            if (!L) L = ctx->main;
+            lua_rawgeti(L, LUA_REGISTRYINDEX, ts->anchor);
+            lua_pushnil(L);
+            lua_rawseti(L, -2, u->slot); /* clearing a present key never allocates */
+            lua_pop(L, 1);
+        }
         ts->slots[ts->nslots++] = u->slot; /* room was made when the slot was taken */
     }
     u->next = ts->free;
     ts->free = u;
     keel__lua_ctx_release(ctx); /* may free ts and the slabs (the last reference) */
+}
+
+/* True when the trampoline runs directly under keel__lua_world_run's C frame (w:step and the
+ * replay's steps: the World at 1, its handle cache at keel__lua_cur.cache_idx), as lua_hook.c's
+ * hooks check it: the World and the owner's handle are then read from there, not looked up. */
+static bool in_run_frame(lua_State *L, keel_world *w)
+{
+    return keel__lua_cur.L == L && keel__lua_cur.w == w && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
+           lua_touserdata(L, keel__lua_cur.memo_idx + 3 + KEEL_LUA_MEMO_KEYS) == keel__lua_cur.tag;
 }
 
 /* Calls the function with the World (a world timer) or the owner's Entity, as a callback of the
@@ -144,13 +195,22 @@ static keel_status timer_tramp(const keel_timer_call *call)
                           KEEL_LUA_MAX_DEPTH);
     if (!lua_checkstack(L, 8)) return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     int top = lua_gettop(L);
+    /* [anchor, (World,) function, argument]: what lies below the function is dropped after */
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->timers->anchor);
-    lua_rawgeti(L, -1, u->slot);
-    lua_remove(L, top + 1);
-    keel__lua_push_world_of(L, ctx, call->world);
-    if (call->owner) {
-        keel__lua_push_entity(L, top + 2, call->owner);
-        lua_remove(L, top + 2);
+    if (in_run_frame(L, call->world)) {
+        lua_rawgeti(L, top + 1, u->slot);
+        if (call->owner) keel__lua_push_entity_cached(L, 1, keel__lua_cur.cache_idx, call->owner);
+        else lua_pushvalue(L, 1);
+    } else {
+        keel__lua_push_world_of(L, ctx, call->world);
+        lua_rawgeti(L, top + 1, u->slot);
+        if (call->owner) keel__lua_push_entity(L, top + 2, call->owner);
+        else lua_pushvalue(L, top + 2);
+    }
+    if (u->once) { /* the stack holds the function now: its slot is emptied here, not by the release */
+        lua_pushnil(L);
+        lua_rawseti(L, top + 1, u->slot); /* clearing a present key never allocates */
+        u->cleared = true;
     }
     ctx->self_w[depth] = call->world;
     ctx->self_c[depth] = (keel_comp){ 0 };
@@ -172,7 +232,7 @@ static int message_timer(lua_State *L, int world_idx, keel_lua_world *lw, keel_e
         return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "a message name cannot hold a NUL byte");
     ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
     t->id = 0;
-    keel__lua_setmt(L, &timer_type);
+    timer_setmt(L, timers_of(L, lw->ctx));
     lua_pushvalue(L, world_idx);
     lua_setiuservalue(L, -2, 1);
     void (*release)(void *) = NULL;
@@ -189,21 +249,24 @@ static int message_timer(lua_State *L, int world_idx, keel_lua_world *lw, keel_e
 static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_entity owner, bool repeat)
 {
     const char *what = repeat ? "every" : "after";
+    int ft = lua_type(L, 3);
+    if (ft != LUA_TFUNCTION) lua_settop(L, world_idx > 4 ? world_idx : 4); /* 4: a message timer's data */
     double s = lua_tonumber(L, 2);
     if (lua_type(L, 2) != LUA_TNUMBER || !isfinite(s) || s < 0 || (repeat && s == 0))
         return keel__lua_raisef(
             L, KEEL_INVALID_ARGUMENT, "%s: seconds must be a finite number %s 0, got %s", what,
             repeat ? ">" : ">=", lua_type(L, 2) == LUA_TNUMBER ? lua_tostring(L, 2) : luaL_typename(L, 2));
-    if (lua_type(L, 3) == LUA_TSTRING) return message_timer(L, world_idx, lw, owner, repeat, s);
-    if (lua_type(L, 3) != LUA_TFUNCTION)
+    if (ft != LUA_TFUNCTION) {
+        if (ft == LUA_TSTRING) return message_timer(L, world_idx, lw, owner, repeat, s);
         return keel__lua_raisef(L, KEEL_INVALID_ARGUMENT, "%s: a function or a message name expected, got %s", what,
                                luaL_typename(L, 3));
+    }
+    struct keel_lua_timers *ts = timers_of(L, lw->ctx);
     ltimer *t = lua_newuserdatauv(L, sizeof *t, 1);
     t->id = 0;
-    keel__lua_setmt(L, &timer_type);
+    timer_setmt(L, ts);
     lua_pushvalue(L, world_idx);
     lua_setiuservalue(L, -2, 1);
-    struct keel_lua_timers *ts = timers_of(L, lw->ctx);
     int slot = anchor_put(L, ts); /* the last thing that can raise */
     timer_user *u = user_take(ts);
     if (!u) {
@@ -214,7 +277,7 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
         ts->slots[ts->nslots++] = slot;
         return luaL_error(L, "not enough memory");
     }
-    *u = (timer_user){ lw->ctx, slot, NULL };
+    *u = (timer_user){ lw->ctx, slot, !repeat, false, NULL };
     lw->ctx->refs++;
     keel_timer_desc desc = {
         .seconds = s, .repeat = repeat, .owner = owner, .fn = timer_tramp, .user = u, .release = timer_release
@@ -227,15 +290,15 @@ static int timer_make(lua_State *L, int world_idx, keel_lua_world *lw, keel_enti
     return 1;
 }
 
+/* A function timer takes its arguments as they are (the Timer goes on top); the other kinds are
+ * given exactly 4 first (timer_make). */
 static int w_after(lua_State *L)
 {
-    lua_settop(L, 4); /* 4: a message timer's data */
-    return timer_make(L, 1, keel__lua_checklw(L, 1), 0, false);
+    return timer_make(L, 1, check_world(L), 0, false);
 }
 static int w_every(lua_State *L)
 {
-    lua_settop(L, 4);
-    return timer_make(L, 1, keel__lua_checklw(L, 1), 0, true);
+    return timer_make(L, 1, check_world(L), 0, true);
 }
 
 static int entity_timer(lua_State *L, bool repeat)

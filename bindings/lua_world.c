@@ -121,6 +121,7 @@ keel_world *keel_lua_checkworld(lua_State *L, int idx)
 static int world_gc(lua_State *L)
 {
     keel_lua_world *lw = keel__lua_checkudata(L, 1, &keel__lua_mt_world);
+    keel__lua_timer_world_gone(lw);
     if (lw->w) {
         keel_world *w = lw->w;
         lw->w = NULL;

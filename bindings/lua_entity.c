@@ -206,7 +206,7 @@ static int do_remove(lua_State *L, bool want_inverse)
     const char *key = keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 3);
     keel_world *w = h->lw->w;
-    keel_kind_id k = keel_kind_find(key);
+    keel_kind_id k = keel__lua_kind_of(L, h->lw->ctx, 2); /* memoized by the key's address */
     int wi = push_world(L, 1);
     keel_comp c;
     keel_member m;
@@ -221,7 +221,7 @@ static int do_remove(lua_State *L, bool want_inverse)
     keel_cmd inv;
     memset(&inv, 0, sizeof inv);
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    keel_status s = keel_remove(w, h->e, key, slot, want_inverse ? &inv : NULL, &d);
+    keel_status s = keel__remove(w, h->e, k, key, slot, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
     keel__lua_check(L, s, &d, &inv);
     if (!want_inverse) return 1;

@@ -210,7 +210,8 @@ static int do_remove(lua_State *L, bool want_inverse)
     keel_lua_entity *h = check_entity_world(L, 1);
     int wi = 4;
     keel_kind_id k = KEEL_NO_KIND;
-    if (lua_type(L, 2) == LUA_TSTRING) k = keel__lua_kind_of(L, h->lw->ctx, 2); /* a kind found: a key with no NUL */
+    if (lua_type(L, 2) == LUA_TSTRING)
+        k = keel__lua_kind_of(L, h->lw->ctx, 2); /* a kind found: a key with no NUL */
     const char *key = k ? keel_kind_describe(k)->key : keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 3);
     keel_world *w = h->lw->w;

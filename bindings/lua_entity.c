@@ -202,12 +202,19 @@ static int e__add(lua_State *L) { return do_add(L, true); }
 
 static int do_remove(lua_State *L, bool want_inverse)
 {
-    keel_lua_entity *h = keel__lua_checkentity(L, 1);
-    const char *key = keel__lua_checkkey(L, 2);
+    if (lua_gettop(L) < 2) { /* raises as always: "got no value", not "nil" */
+        keel__lua_checkentity(L, 1);
+        keel__lua_checkkey(L, 2);
+    }
+    lua_settop(L, 3); /* entity, key, slot; the World goes at 4 */
+    keel_lua_entity *h = check_entity_world(L, 1);
+    int wi = 4;
+    keel_kind_id k = KEEL_NO_KIND;
+    if (lua_type(L, 2) == LUA_TSTRING)
+        k = keel__lua_kind_of(L, h->lw->ctx, 2); /* a kind found: a key with no NUL */
+    const char *key = k ? keel_kind_describe(k)->key : keel__lua_checkkey(L, 2);
     uint32_t slot = opt_slot(L, 3);
     keel_world *w = h->lw->w;
-    keel_kind_id k = keel_kind_find(key);
-    int wi = push_world(L, 1);
     keel_comp c;
     keel_member m;
     if (k) check_one_slot(L, k, slot); /* several undeclared ones without a slot: keel_remove refuses */
@@ -219,11 +226,11 @@ static int do_remove(lua_State *L, bool want_inverse)
     keel_diags d;
     keel_diags_init(&d);
     keel_cmd inv;
-    memset(&inv, 0, sizeof inv);
+    if (want_inverse) memset(&inv, 0, sizeof inv); /* else never read */
     KEEL_LUA_ENTER(L, h->lw->ctx);
-    keel_status s = keel_remove(w, h->e, key, slot, want_inverse ? &inv : NULL, &d);
+    keel_status s = keel__remove(w, h->e, k, key, slot, want_inverse ? &inv : NULL, &d);
     KEEL_LUA_LEAVE();
-    keel__lua_check(L, s, &d, &inv);
+    keel__lua_check(L, s, &d, want_inverse ? &inv : NULL);
     if (!want_inverse) return 1;
     keel__lua_push_cmd(L, &inv);
     return 2;

@@ -615,6 +615,11 @@ keel_status keel__lua_add(lua_State *L, keel_lua_ctx *ctx, int body_idx, keel_wo
         if (out) *out = c;
         return KEEL_OK;
     }
+    if (lua_isnoneornil(L, body_idx)) { /* no body: the empty map keel__lua_body_to_node would make, unallocated */
+        keel_node empty = { .kind = KEEL_NODE_MAP, .style = KEEL_STYLE_ANY };
+        o.body = &empty;
+        return keel_add(w, e, k, &o, out, inverse, d);
+    }
     keel_node *body = keel__lua_body_to_node(L, body_idx, k, w, d);
     if (!body) return keel_diags_status(d);
     o.body = body;

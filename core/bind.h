@@ -221,6 +221,13 @@ bool keel__comp_info_get(const keel_world *w, keel_entity e, keel_kind_id k, uin
 bool keel__comp_info_row(const keel_world *w, keel_entity e, const keel_kind_id *kinds, size_t n, bool all,
                          keel__comp_info *out);
 
+/* ---- member.c: a remove whose kind the caller has found ---- */
+
+/* keel_remove with key's kind id k already looked up (KEEL_NO_KIND: not registered; then as
+ * keel_remove). k must be keel_kind_find(key)'s answer: a binding's memo of it qualifies. */
+keel_status keel__remove(keel_world *w, keel_entity e, keel_kind_id k, const char *key, uint32_t slot,
+                         keel_cmd *inverse, keel_diags *d);
+
 /* ---- step.c: hook transactions and batches ---- */
 
 /* An open hook transaction (between its begin and end). */

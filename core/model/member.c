@@ -1,6 +1,7 @@
 /* member.c — membership: an entity's component stack (entries, pooled arrays, serials), slots,
  * the kind rules, adding and removing components, awake, and reading what an entity holds. */
 #include "model/world.h"
+#include "bind.h" /* keel__remove */
 #include "model/body.h"
 #include "model/kind.h"
 #include "model/record.h"
@@ -697,6 +698,14 @@ static void remove_inverse(keel_world *w, uint32_t i, keel__entry *m, keel_cmd *
 keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t slot, keel_cmd *inverse,
                         keel_diags *d)
 {
+    return keel__remove(w, e, key ? keel_kind_find(key) : KEEL_NO_KIND, key, slot, inverse, d);
+}
+
+/* k was found once by the caller: entries then match by id, unknown ones by key, with no lookup
+ * of key per test (they were ~5 binary searches of the kind registry a remove). */
+keel_status keel__remove(keel_world *w, keel_entity e, keel_kind_id k, const char *key, uint32_t slot,
+                         keel_cmd *inverse, keel_diags *d)
+{
     keel_cmd tmp;
     if (w->frozen) return keel__refuse_frozen(d);
     keel_cmd *inv = keel__cmd_begin(w, inverse, &tmp);
@@ -706,20 +715,19 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
     if (st == KEEL_OK && !key) st = KEEL_ERROR(d, KEEL_INVALID_ARGUMENT, "", "a kind key is required");
     if (st == KEEL_OK) {
         keel__ent *en = &w->ents[i];
-        keel_kind_id k = keel_kind_find(key);
         const keel_kind_desc *kd = k ? keel_kind_describe(k) : NULL;
         if (slot == KEEL_SLOT_AUTO && kd && kd->multiplicity == KEEL_MANY &&
-            keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
+            entry_by_key_k(w, en, k, key, KEEL_SLOT_AUTO))
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "", "%s is a many kind: name the slot to remove", key);
         /* several entries under the key and no live one kind at slot 0 to mean: which goes would be a guess
          * (an undeclared kind's multiplicity is unknown; so is that of unknown copies in a newer version) */
         else if (slot == KEEL_SLOT_AUTO && !(kd && kd->multiplicity == KEEL_ONE && keel__entry_find(w, en, k, 0)) &&
-                 key_count(w, en, KEEL_NO_KIND, key) > 1)
+                 key_count(w, en, k, key) > 1)
             st = KEEL_ERROR(d, KEEL_INVALID_OPERATION, "",
                             "%s: this entity holds %u of it: name the slot to remove", key,
-                            key_count(w, en, KEEL_NO_KIND, key));
-        else if (!(m = keel__entry_by_key(w, en, key, slot))) {
-            if (!keel__entry_by_key(w, en, key, KEEL_SLOT_AUTO))
+                            key_count(w, en, k, key));
+        else if (!(m = entry_by_key_k(w, en, k, key, slot))) {
+            if (!entry_by_key_k(w, en, k, key, KEEL_SLOT_AUTO))
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "%s not found", key);
             else
                 st = KEEL_ERROR(d, KEEL_NOT_FOUND, "", "slot %u of %s not found", slot, key);
@@ -745,7 +753,7 @@ keel_status keel_remove(keel_world *w, keel_entity e, const char *key, uint32_t 
         if (m->kind && m->awoken && !m->faulted && !w->rolling_back) {
             bool now = w->txn_depth == 0; /* else deferred: no hook runs before the delete */
             keel__call_on_destroy(w, i, m->kind, s, m->row);
-            if (now) m = keel__ent_get(w, e) ? keel__entry_by_key(w, &w->ents[i], key, s) : NULL;
+            if (now) m = keel__ent_get(w, e) ? entry_by_key_k(w, &w->ents[i], k, key, s) : NULL;
         }
         if (m) entry_delete(w, i, m);
         keel__touch(w);

@@ -439,11 +439,56 @@ static void merge_read_random_line_edits(void **state)
     free(bt);
 }
 
+/* A merged scene that does not load (an entity field naming what ours removed): the merged
+ * load's diagnostics point into theirs' text, where the span read must put them too. */
+static void merge_read_merged_scene_refused(void **state)
+{
+    (void)state;
+    ent b[NE], o[NE], t[NE];
+    base_ents(b);
+    memcpy(o, b, sizeof b);
+    memcpy(t, b, sizeof b);
+    memmove(&o[54], &o[55], (NE - 55) * sizeof *o); /* entity 55, a leaf, removed */
+    char link[160];
+    snprintf(link, sizeof link,
+             "  enabled: true\n  # the link is put in the extra lines, a component of its own below\n");
+    t[100].extra = link;
+    char *bt = scene(b, NE, 0, NULL), *ot = scene(o, NE - 1, 0, NULL), *tt0 = scene(t, NE, 0, NULL);
+    /* theirs: entity 101 gets a test:link naming entity 55 */
+    char comp[256];
+    snprintf(comp, sizeof comp, "  - kind: test:link\n    version: 1\n    slot: 0\n    body:\n      to: %s\n",
+             uuid(55));
+    const char *at = strstr(tt0, "the link is put");
+    assert_non_null(at);
+    at = strstr(at, "  components:\n");
+    assert_non_null(at);
+    at += strlen("  components:\n");
+    size_t pre = (size_t)(at - tt0);
+    char *tt = malloc(strlen(tt0) + strlen(comp) + 1);
+    memcpy(tt, tt0, pre);
+    strcpy(tt + pre, comp);
+    strcat(tt, tt0 + pre);
+    outcome r = both_ways(bt, ot, tt);
+    assert_int_not_equal(r.st, KEEL_OK);
+    assert_true(r.how.by_spans[1] && r.how.by_spans[2]);
+    bool placed = false;
+    for (size_t i = 0; i < r.d.count; i++) placed = placed || r.d.items[i].line > 1000;
+    assert_true(placed); /* a line deep in theirs */
+    outcome_free(&r);
+    free(bt);
+    free(ot);
+    free(tt0);
+    free(tt);
+}
+
+static const keel_field_desc link_fields[] = { { .key = "to", .type = KEEL_T_ENTITY } };
+
 static int setup(void **state)
 {
     (void)state;
     keel_init();
-    return 0;
+    keel_kind_desc kd = { .key = "test:link", .version = 1, .fields = link_fields, .field_count = 1 };
+    return keel_kind_declare(&kd, NULL, NULL) ? -1 : 0;
 }
 
 static int teardown(void **state)
@@ -461,6 +506,7 @@ int main(void)
         cmocka_unit_test(merge_read_layouts_not_cut),
         cmocka_unit_test(merge_read_broken_sides),
         cmocka_unit_test(merge_read_random_line_edits),
+        cmocka_unit_test(merge_read_merged_scene_refused),
     };
     return KEEL_TEST_RUN(tests, setup, teardown);
 }

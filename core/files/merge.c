@@ -34,7 +34,11 @@
  * Memory: the parsed trees are most of a merge's, so base is read first and ours and theirs
  * (then, on two threads) share each part of an entity that is base's unchanged (share_copy);
  * sides mostly agree, and three big scenes cost about one tree. Every tree is freed once the
- * merged world is loaded, before its text is made. */
+ * merged world is loaded, before its text is made.
+ *
+ * Time: parsing is most of a merge's, so ours and theirs are read by spans where their layout
+ * allows (read_side_spans): an entity whose text is base's byte for byte is base's parsed item,
+ * and only what a side changed goes through libyaml. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>

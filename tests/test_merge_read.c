@@ -13,11 +13,11 @@
 /* ---- scenes as text, laid out by hand ---- */
 
 typedef struct ent {
-    int id;            /* the UUID's number */
-    int parent;        /* an id, or -1 */
-    char name[48];     /* written as is (quotes included, if any) */
-    int x, level;      /* core:transform's position.x, mod:tag's level */
-    const char *extra; /* lines after the name, written for items at column 1; NULL: none */
+    int id;             /* the UUID's number */
+    int parent;         /* an id, or -1 */
+    char name[48];      /* written as is (quotes included, if any) */
+    int x, level;       /* core:transform's position.x, mod:tag's level */
+    const char *extra;  /* lines after the name, written for items at column 1; NULL: none */
     const char *before; /* lines put before the item as they are (comments, blanks); NULL: none */
 } ent;
 
@@ -402,12 +402,32 @@ static void merge_read_random_line_edits(void **state)
             int edits = 1 + (int)(RAND() % 3);
             for (int k = 0; k < edits; k++) {
                 size_t i = 6 + RAND() % (n - 6); /* inside the list */
-                switch (RAND() % 16) { /* a quarter of them likely to break the side */
-                case 0: memmove(&l[i], &l[i + 1], (n - i - 1) * sizeof *l); n--; break;
-                case 1: memmove(&l[i + 1], &l[i], (n - i) * sizeof *l); n++; break;
-                case 2: if (i + 1 < n) { char *x = l[i]; l[i] = l[i + 1]; l[i + 1] = x; } break;
-                case 3: snprintf(made[k], sizeof made[k], " %s", l[i]); l[i] = made[k]; break;
-                case 4: case 5: case 6: case 7: case 8: case 9: { /* a value: the next position or level line */
+                switch (RAND() % 16) {           /* a quarter of them likely to break the side */
+                case 0:
+                    memmove(&l[i], &l[i + 1], (n - i - 1) * sizeof *l);
+                    n--;
+                    break;
+                case 1:
+                    memmove(&l[i + 1], &l[i], (n - i) * sizeof *l);
+                    n++;
+                    break;
+                case 2:
+                    if (i + 1 < n) {
+                        char *x = l[i];
+                        l[i] = l[i + 1];
+                        l[i + 1] = x;
+                    }
+                    break;
+                case 3:
+                    snprintf(made[k], sizeof made[k], " %s", l[i]);
+                    l[i] = made[k];
+                    break;
+                case 4:
+                case 5:
+                case 6:
+                case 7:
+                case 8:
+                case 9: { /* a value: the next position or level line */
                     while (i + 1 < n && !strstr(l[i], "position:") && !strstr(l[i], "level:")) i++;
                     snprintf(made[k], sizeof made[k], "%s", l[i]);
                     char *dg = strpbrk(made[k], "0123456789");
@@ -501,12 +521,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(merge_read_edits_and_conflicts),
-        cmocka_unit_test(merge_read_comments_and_layouts),
-        cmocka_unit_test(merge_read_layouts_not_cut),
-        cmocka_unit_test(merge_read_broken_sides),
-        cmocka_unit_test(merge_read_random_line_edits),
-        cmocka_unit_test(merge_read_merged_scene_refused),
+        cmocka_unit_test(merge_read_edits_and_conflicts), cmocka_unit_test(merge_read_comments_and_layouts),
+        cmocka_unit_test(merge_read_layouts_not_cut),     cmocka_unit_test(merge_read_broken_sides),
+        cmocka_unit_test(merge_read_random_line_edits),   cmocka_unit_test(merge_read_merged_scene_refused),
     };
     return KEEL_TEST_RUN(tests, setup, teardown);
 }

@@ -1009,8 +1009,9 @@ static bool spans_confirm(const keel_node *doc, size_t len, const keel__spans *s
     }
     if (kj == NONE) return false;
     const keel_node *key = &doc->items[2 * kj], *list = &doc->items[2 * kj + 1];
-    if (key->line != sp->key_line || key->col != 1 || list->kind != KEEL_NODE_SEQ || list->style != KEEL_STYLE_BLOCK ||
-        list->count != sp->n || list->line != sp->at[0].line || list->col != sp->indent + 1)
+    if (key->line != sp->key_line || key->col != 1 || list->kind != KEEL_NODE_SEQ ||
+        list->style != KEEL_STYLE_BLOCK || list->count != sp->n || list->line != sp->at[0].line ||
+        list->col != sp->indent + 1)
         return false;
     for (size_t i = 0; i < sp->n; i++)
         if (list->items[i].line != sp->at[i].line || list->items[i].col != sp->indent + 3) return false;
@@ -1051,8 +1052,8 @@ static size_t same_as_base(const base_ents *b, const char *s, size_t len)
 
 /* The one item of a span parsed alone (in `scratch`), its lines as in the whole text; NULL when
  * it is not exactly one item read without a word. */
-static keel_node *parse_span(const side_read *r, const keel__spans *sp, size_t k, keel__arena *scratch,
-                             char **buf, size_t *cap)
+static keel_node *parse_span(const side_read *r, const keel__spans *sp, size_t k, keel__arena *scratch, char **buf,
+                             size_t *cap)
 {
     static const char key[] = "entities:\n";
     size_t from = sp->at[k].start, len = sp->at[k + 1].start - from, n = sizeof key - 1 + len;
@@ -1109,8 +1110,8 @@ static bool read_side_spans(side_read *r)
             shift_lines(k, sp.at[sp.n].line - sp.at[0].line);
             shift_lines(v, sp.at[sp.n].line - sp.at[0].line);
         } else if (k->kind == KEEL_NODE_SCALAR && k->len == 8 && k->text && memcmp(k->text, "entities", 8) == 0) {
-            if (k->line != sp.key_line || k->col != 1 || v->kind != KEEL_NODE_SCALAR || v->style != KEEL_STYLE_PLAIN ||
-                v->len != 0)
+            if (k->line != sp.key_line || k->col != 1 || v->kind != KEEL_NODE_SCALAR ||
+                v->style != KEEL_STYLE_PLAIN || v->len != 0)
                 goto out;
             value = v;
         }
@@ -1136,8 +1137,12 @@ static bool read_side_spans(side_read *r)
         keel__arena_reset(scratch);
         r->parsed++;
     }
-    *value = (keel_node){ .kind = KEEL_NODE_SEQ, .style = KEEL_STYLE_BLOCK, .line = sp.at[0].line,
-                          .col = sp.indent + 1, .count = sp.n, .items = r->ents };
+    *value = (keel_node){ .kind = KEEL_NODE_SEQ,
+                          .style = KEEL_STYLE_BLOCK,
+                          .line = sp.at[0].line,
+                          .col = sp.indent + 1,
+                          .count = sp.n,
+                          .items = r->ents };
     r->doc = doc;
     ok = true;
 out:
@@ -1199,8 +1204,13 @@ keel_status keel__merge_scenes_read(const char *const texts[3], const size_t len
      * test: merge_memory). Ours and theirs are read at once, theirs on a thread of its own. */
     side_read reads[3];
     for (int s = 0; s < 3; s++) {
-        reads[s] = (side_read){ .text = texts[s], .len = lens[s], .name = names[s], .lim = lim,
-                                .may_be_empty = s == BASE, .arena = keel__arena_new(), .fast = by_spans };
+        reads[s] = (side_read){ .text = texts[s],
+                                .len = lens[s],
+                                .name = names[s],
+                                .lim = lim,
+                                .may_be_empty = s == BASE,
+                                .arena = keel__arena_new(),
+                                .fast = by_spans };
         keel_diags_init(&reads[s].diags);
     }
     read_side(&reads[BASE]);

@@ -15,7 +15,7 @@ typedef struct keel__merge_reads {
  * differs from base's. False parses every side whole. The results are the same bytes and the
  * same diagnostics. `reads` (NULL: not wanted) says what was done. */
 keel_status keel__merge_scenes_read(const char *const texts[3], const size_t lens[3], const char *const names[3],
-                                    const keel_limits *lim, bool by_spans, keel__merge_reads *reads,
-                                    char **out, size_t *outlen, size_t *nconflicts, keel_diags *d);
+                                    const keel_limits *lim, bool by_spans, keel__merge_reads *reads, char **out,
+                                    size_t *outlen, size_t *nconflicts, keel_diags *d);
 
 #endif

@@ -8,14 +8,14 @@
 
 typedef struct keel__span_at {
     size_t start; /* byte offset of a line start */
-    int line;      /* its 1-based line */
+    int line;     /* its 1-based line */
 } keel__span_at;
 
 typedef struct keel__spans {
     size_t n;          /* items */
     keel__span_at *at; /* n + 1: item i is text[at[i].start .. at[i + 1].start); at[n]: the tail */
-    int key_line;   /* the `entities:` key's line (at column 1) */
-    int indent;     /* spaces before each item's "- " */
+    int key_line;      /* the `entities:` key's line (at column 1) */
+    int indent;        /* spaces before each item's "- " */
 } keel__spans;
 
 /* False (nothing allocated) when the text is not laid out as the cut needs: an `entities:` key

@@ -55,9 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t wlen = 0, wn = 0;
         keel_diags wd;
         keel_diags_init(&wd);
-        keel_status wst = keel__merge_scenes_read((const char *const *)texts, lens, names, &lim, false, NULL, &whole,
-                                                  &wlen, &wn, &wd);
-        if (wst != st || wn != n || (whole == NULL) != (out == NULL) || (whole && (wlen != len || memcmp(whole, out, len))))
+        keel_status wst = keel__merge_scenes_read((const char *const *)texts, lens, names, &lim, false, NULL,
+                                                  &whole, &wlen, &wn, &wd);
+        if (wst != st || wn != n || (whole == NULL) != (out == NULL) ||
+            (whole && (wlen != len || memcmp(whole, out, len))))
             abort(); /* the span read differs from the whole read */
         if (wd.count != d.count) abort();
         for (size_t i = 0; i < d.count; i++)

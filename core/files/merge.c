@@ -34,7 +34,11 @@
  * Memory: the parsed trees are most of a merge's, so base is read first and ours and theirs
  * (then, on two threads) share each part of an entity that is base's unchanged (share_copy);
  * sides mostly agree, and three big scenes cost about one tree. Every tree is freed once the
- * merged world is loaded, before its text is made. */
+ * merged world is loaded, before its text is made.
+ *
+ * Time: parsing is most of a merge's, so ours and theirs are read by spans where their layout
+ * allows (read_side_spans): an entity whose text is base's byte for byte is base's parsed item,
+ * and only what a side changed goes through libyaml. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,7 +47,9 @@
 #include "files/conflicts.h"
 #include "base/util.h"
 #include "base/vec.h"
+#include "files/merge.h"
 #include "files/scene_read.h"
+#include "files/scene_spans.h"
 #include "files/yaml_read.h"
 
 enum { BASE = 0, OURS = 1, THEIRS = 2 }; /* the sides, as indexes of every [3] array here */
@@ -873,10 +879,13 @@ static bool read_doc(const char *text, size_t len, const char *name, const keel_
     return true;
 }
 
-/* Base's entities by UUID (its first of each), which ours' and theirs' share. */
+/* Base's entities by UUID (its first of each), which ours' and theirs' share; and, when the cut
+ * of its text agrees with its parsed items and no UUID repeats, each item's text span. */
 typedef struct base_ents {
     const keel_node *list;
     smap index;
+    const char *text;
+    keel__spans spans; /* n == list->count, or empty: the sides are parsed whole */
 } base_ents;
 
 typedef struct side_read {
@@ -891,6 +900,9 @@ typedef struct side_read {
     size_t n_ents, cap_ents;
     keel_node *doc;
     bool ok;
+    bool fast;     /* may read by spans (read_side_spans) */
+    bool by_spans; /* was */
+    size_t parsed; /* items parsed, when by spans */
     keel_diags diags;
 } side_read;
 
@@ -973,9 +985,182 @@ static void share_item(void *ctx, const keel_node *item, size_t index)
     share_copy(r->arena, &r->ents[r->n_ents++], item, b == NONE ? NULL : &r->like->list->items[b]);
 }
 
+/* ---- reading a side by spans: only what is not byte-for-byte base's is parsed ----
+ * Each item span of the side (scene_spans.c) that equals, byte for byte, base's span of the
+ * same UUID is base's item as the streamed read would have shared it (identical: the side's
+ * line on top, base's nodes below). Every other span is parsed alone, under an `entities:` key
+ * so depths and limits are as in the whole document, and shared as share_item does. The text
+ * around the list (head and tail) is parsed as one document with the list left out, and the
+ * tail's lines moved down by the list's. Anything unexpected (a refusal, a diagnostic, a span
+ * that is not one item, a layout the cut cannot confirm) drops this and the side is read
+ * whole, which says what is wrong. Equal bytes read the same here because a span is a whole
+ * item in both documents (base's cut is checked against its parsed items, a side's parsed
+ * spans are each one complete item) and a scene allows no anchors, aliases or directives that
+ * could make an item's reading depend on what precedes it. */
+
+/* Does the cut of base's text match base's parsed list item by item, and its end? */
+static bool spans_confirm(const keel_node *doc, size_t len, const keel__spans *sp)
+{
+    if (!doc || doc->kind != KEEL_NODE_MAP) return false;
+    size_t kj = NONE;
+    for (size_t j = 0; j < doc->count && kj == NONE; j++) {
+        const keel_node *k = &doc->items[2 * j];
+        if (k->kind == KEEL_NODE_SCALAR && k->len == 8 && k->text && memcmp(k->text, "entities", 8) == 0) kj = j;
+    }
+    if (kj == NONE) return false;
+    const keel_node *key = &doc->items[2 * kj], *list = &doc->items[2 * kj + 1];
+    if (key->line != sp->key_line || key->col != 1 || list->kind != KEEL_NODE_SEQ ||
+        list->style != KEEL_STYLE_BLOCK || list->count != sp->n || list->line != sp->at[0].line ||
+        list->col != sp->indent + 1)
+        return false;
+    for (size_t i = 0; i < sp->n; i++)
+        if (list->items[i].line != sp->at[i].line || list->items[i].col != sp->indent + 3) return false;
+    if (kj + 1 < doc->count) {
+        const keel_node *next = &doc->items[2 * (kj + 1)];
+        return next->line == sp->at[sp->n].line && next->col == 1;
+    }
+    return sp->at[sp->n].start == len;
+}
+
+static void shift_lines(keel_node *n, int by)
+{
+    if (n->line) n->line += by;
+    if (n->kind == KEEL_NODE_SCALAR) return;
+    size_t cnt = n->kind == KEEL_NODE_MAP ? 2 * n->count : n->count;
+    for (size_t i = 0; i < cnt; i++) shift_lines(&n->items[i], by);
+}
+
+/* Base's item whose span is byte for byte `s` (of `len` bytes, a side's item span), or NONE.
+ * Found by the UUID on the span's first line, as the writer puts it (`- uuid: TEXT`). */
+static size_t same_as_base(const base_ents *b, const char *s, size_t len)
+{
+    size_t i = (size_t)b->spans.indent + 2;
+    if (len < i + 6 || memcmp(s + i, "uuid: ", 6) != 0) return NONE;
+    i += 6;
+    char u[72];
+    size_t n = 0;
+    while (i < len && n < sizeof u - 1 && s[i] != '\n' && s[i] != ' ') u[n++] = s[i++];
+    if (n == 0 || n == sizeof u - 1) return NONE;
+    u[n] = '\0';
+    size_t j = smap_get(&b->index, u);
+    if (j == NONE) return NONE;
+    size_t from = b->spans.at[j].start, blen = b->spans.at[j + 1].start - from;
+    if (blen != len || memcmp(b->text + from, s, len) != 0) return NONE;
+    const char *bu = keel__doc_text(keel__doc_get(&b->list->items[j], "uuid"));
+    return bu && strcmp(bu, u) == 0 ? j : NONE; /* the item share_item would have shared */
+}
+
+/* The one item of a span parsed alone (in `scratch`), its lines as in the whole text; NULL when
+ * it is not exactly one item read without a word. */
+static keel_node *parse_span(const side_read *r, const keel__spans *sp, size_t k, keel__arena *scratch, char **buf,
+                             size_t *cap)
+{
+    static const char key[] = "entities:\n";
+    size_t from = sp->at[k].start, len = sp->at[k + 1].start - from, n = sizeof key - 1 + len;
+    KEEL__VEC_RESERVE(*buf, 0, *cap, n + 1, 4096);
+    memcpy(*buf, key, sizeof key - 1);
+    memcpy(*buf + sizeof key - 1, r->text + from, len);
+    (*buf)[n] = '\0';
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_node *doc = NULL;
+    keel_status st = keel__yaml_parse_arena(*buf, n, r->lim, r->name, scratch, &doc, &d);
+    size_t said = d.count;
+    keel_diags_free(&d);
+    if (st != KEEL_OK || said || doc->kind != KEEL_NODE_MAP || doc->count != 1) return NULL;
+    keel_node *list = &doc->items[1];
+    if (list->kind != KEEL_NODE_SEQ || list->style != KEEL_STYLE_BLOCK || list->count != 1 || list->line != 2 ||
+        list->col != sp->indent + 1 || list->items[0].line != 2)
+        return NULL;
+    shift_lines(&list->items[0], sp->at[k].line - 2);
+    return &list->items[0];
+}
+
+/* The side's tree as read_side's streamed read would have made it, or false (nothing kept
+ * that matters: the caller reads the side whole). */
+static bool read_side_spans(side_read *r)
+{
+    const base_ents *b = r->like;
+    if (r->len > r->lim->document_size) return false;
+    keel__spans sp;
+    if (!keel__spans_cut(r->text, r->len, &sp)) return false;
+    size_t limit = r->lim->entities > r->lim->collection_length ? r->lim->entities : r->lim->collection_length;
+    bool ok = false;
+    char *buf = NULL;
+    size_t cap = 0;
+    keel__arena *scratch = NULL;
+    keel_node *doc = NULL;
+    if (sp.n > limit) goto out;
+    /* head and tail, the list left out: `entities:` then has a null value */
+    size_t head = sp.at[0].start, tail = sp.at[sp.n].start, hlen = head + (r->len - tail);
+    KEEL__VEC_RESERVE(buf, 0, cap, hlen + 1, 4096);
+    memcpy(buf, r->text, head);
+    memcpy(buf + head, r->text + tail, r->len - tail);
+    buf[hlen] = '\0';
+    keel_diags d;
+    keel_diags_init(&d);
+    keel_status st = keel__yaml_parse_arena(buf, hlen, r->lim, r->name, r->arena, &doc, &d);
+    size_t said = d.count;
+    keel_diags_free(&d);
+    if (st != KEEL_OK || said || doc->kind != KEEL_NODE_MAP) goto out;
+    keel_node *value = NULL;
+    for (size_t j = 0; j < doc->count; j++) {
+        keel_node *k = &doc->items[2 * j], *v = &doc->items[2 * j + 1];
+        if (value) {
+            shift_lines(k, sp.at[sp.n].line - sp.at[0].line);
+            shift_lines(v, sp.at[sp.n].line - sp.at[0].line);
+        } else if (k->kind == KEEL_NODE_SCALAR && k->len == 8 && k->text && memcmp(k->text, "entities", 8) == 0) {
+            if (k->line != sp.key_line || k->col != 1 || v->kind != KEEL_NODE_SCALAR ||
+                v->style != KEEL_STYLE_PLAIN || v->len != 0)
+                goto out;
+            value = v;
+        }
+    }
+    if (!value || !keel__doc_get(doc, "keel") || keel__doc_get(doc, "conflicts")) goto out;
+    r->n_ents = 0;
+    KEEL__VEC_RESERVE(r->ents, 0, r->cap_ents, sp.n + 1, 1024);
+    for (size_t k = 0; k < sp.n; k++) {
+        const char *s = r->text + sp.at[k].start;
+        size_t len = sp.at[k + 1].start - sp.at[k].start;
+        size_t j = same_as_base(b, s, len);
+        if (j != NONE) {
+            keel_node *e = &r->ents[r->n_ents++];
+            *e = b->list->items[j];
+            e->line += sp.at[k].line - b->spans.at[j].line;
+            continue;
+        }
+        if (!scratch) scratch = keel__arena_new();
+        keel_node *item = parse_span(r, &sp, k, scratch, &buf, &cap);
+        if (!item) goto out;
+        size_t like = smap_get(&b->index, keel__doc_text(keel__doc_get(item, "uuid")));
+        share_copy(r->arena, &r->ents[r->n_ents++], item, like == NONE ? NULL : &b->list->items[like]);
+        keel__arena_reset(scratch);
+        r->parsed++;
+    }
+    *value = (keel_node){ .kind = KEEL_NODE_SEQ,
+                          .style = KEEL_STYLE_BLOCK,
+                          .line = sp.at[0].line,
+                          .col = sp.indent + 1,
+                          .count = sp.n,
+                          .items = r->ents };
+    r->doc = doc;
+    ok = true;
+out:
+    if (!ok) r->n_ents = 0;
+    keel__arena_free(scratch);
+    free(buf);
+    keel__spans_free(&sp);
+    return ok;
+}
+
 static void *read_side(void *arg)
 {
     side_read *r = arg;
+    if (r->like && r->like->spans.n && r->fast && read_side_spans(r)) {
+        r->ok = r->by_spans = true;
+        return NULL;
+    }
+    r->parsed = 0;
     keel__yaml_stream stream = { share_begin, share_item, NULL, r };
     r->ok = read_doc(r->text, r->len, r->name, r->lim, r->may_be_empty, r->arena, r->like ? &stream : NULL, &r->doc,
                      &r->diags);
@@ -990,6 +1175,7 @@ static void release_sides(side_read reads[3], base_ents *like)
 {
     if (like->index.keys) smap_free(&like->index);
     like->index.keys = NULL;
+    keel__spans_free(&like->spans);
     for (int s = 0; s < 3; s++) {
         keel__arena_free(reads[s].arena);
         free(reads[s].ents);
@@ -1002,6 +1188,13 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
                                const keel_limits *lim, char **out, size_t *outlen, size_t *nconflicts,
                                keel_diags *d)
 {
+    return keel__merge_scenes_read(texts, lens, names, lim, true, NULL, out, outlen, nconflicts, d);
+}
+
+keel_status keel__merge_scenes_read(const char *const texts[3], const size_t lens[3], const char *const names[3],
+                                    const keel_limits *lim, bool by_spans, keel__merge_reads *how, char **out,
+                                    size_t *outlen, size_t *nconflicts, keel_diags *d)
+{
     keel_limits defaults = keel_limits_default();
     if (!lim) lim = &defaults;
     merger M;
@@ -1011,19 +1204,29 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
      * test: merge_memory). Ours and theirs are read at once, theirs on a thread of its own. */
     side_read reads[3];
     for (int s = 0; s < 3; s++) {
-        reads[s] = (side_read){ .text = texts[s], .len = lens[s], .name = names[s], .lim = lim,
-                                .may_be_empty = s == BASE, .arena = keel__arena_new() };
+        reads[s] = (side_read){ .text = texts[s],
+                                .len = lens[s],
+                                .name = names[s],
+                                .lim = lim,
+                                .may_be_empty = s == BASE,
+                                .arena = keel__arena_new(),
+                                .fast = by_spans };
         keel_diags_init(&reads[s].diags);
     }
     read_side(&reads[BASE]);
-    base_ents like = { keel__doc_get(reads[BASE].doc, "entities"), { 0 } };
+    base_ents like = { keel__doc_get(reads[BASE].doc, "entities"), { 0 }, texts[BASE], { 0 } };
     if (reads[BASE].ok && like.list && like.list->kind == KEEL_NODE_SEQ && like.list->count) {
         smap_init(&like.index, like.list->count);
+        bool unique = true;
         for (size_t i = 0; i < like.list->count; i++) {
             const char *u = keel__doc_text(keel__doc_get(&like.list->items[i], "uuid"));
             if (u && smap_get(&like.index, u) == NONE) smap_put(&like.index, u, i);
+            else unique = false;
         }
         reads[OURS].like = reads[THEIRS].like = &like;
+        if (by_spans && unique && keel__spans_cut(texts[BASE], lens[BASE], &like.spans) &&
+            !spans_confirm(reads[BASE].doc, lens[BASE], &like.spans))
+            keel__spans_free(&like.spans);
     }
     pthread_t theirs_thread;
     bool started = pthread_create(&theirs_thread, NULL, read_side, &reads[THEIRS]) == 0;
@@ -1032,6 +1235,10 @@ keel_status keel_merge_scenes(const char *const texts[3], const size_t lens[3], 
     else read_side(&reads[THEIRS]);
     bool ok = true;
     for (int s = 0; s < 3; s++) {
+        if (how) {
+            how->by_spans[s] = reads[s].by_spans;
+            how->parsed[s] = reads[s].parsed;
+        }
         ok = reads[s].ok && ok;
         M.doc[s] = reads[s].doc;
         keel_diags_append(d, &reads[s].diags, "");

@@ -86,6 +86,11 @@ void *keel__arena_alloc(keel__arena *a, size_t n)
     return arena_alloc(a, n);
 }
 
+void keel__arena_reset(keel__arena *a)
+{
+    arena_reset(a);
+}
+
 /* One collection under construction. Items accumulate in a scratch array
  * (kept across uses at that depth) and move into the node when it ends. */
 typedef struct frame {

@@ -16,6 +16,8 @@ keel__arena *keel__arena_new(void);
 void keel__arena_free(keel__arena *a);
 /* `n` bytes (16-aligned) that live as long as `a`: for nodes added to an arena's tree. */
 void *keel__arena_alloc(keel__arena *a, size_t n);
+/* Everything taken from `a` given back at once; `a` stays usable (one chunk kept). */
+void keel__arena_reset(keel__arena *a);
 keel_status keel__yaml_parse_arena(const char *text, size_t len, const keel_limits *lim, const char *file,
                                    keel__arena *arena, keel_node **out, keel_diags *d);
 

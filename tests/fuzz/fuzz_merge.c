@@ -1,10 +1,12 @@
 /* fuzz_merge.c — libFuzzer target: three documents (split at "\n#--\n") through the scene merge
- * and, when it lists conflicts, --take ours and theirs; no crash, no leak, same bytes twice. */
+ * and, when it lists conflicts, --take ours and theirs; no crash, no leak, same bytes twice, and
+ * the same result and diagnostics whether ours and theirs are read by spans or whole. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "files/merge.h"
 #include "keel_merge.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,7 +49,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = 0, len2 = 0, n = 0, n2 = 0;
     keel_diags d;
     keel_diags_init(&d);
-    if (keel_merge_scenes((const char *const *)texts, lens, names, &lim, &out, &len, &n, &d) == KEEL_OK) {
+    keel_status st = keel_merge_scenes((const char *const *)texts, lens, names, &lim, &out, &len, &n, &d);
+    {
+        char *whole = NULL;
+        size_t wlen = 0, wn = 0;
+        keel_diags wd;
+        keel_diags_init(&wd);
+        keel_status wst = keel__merge_scenes_read((const char *const *)texts, lens, names, &lim, false, NULL,
+                                                  &whole, &wlen, &wn, &wd);
+        if (wst != st || wn != n || (whole == NULL) != (out == NULL) ||
+            (whole && (wlen != len || memcmp(whole, out, len))))
+            abort(); /* the span read differs from the whole read */
+        if (wd.count != d.count) abort();
+        for (size_t i = 0; i < d.count; i++)
+            if (wd.items[i].code != d.items[i].code || wd.items[i].line != d.items[i].line ||
+                wd.items[i].col != d.items[i].col || strcmp(wd.items[i].message, d.items[i].message) != 0 ||
+                strcmp(wd.items[i].path, d.items[i].path) != 0)
+                abort();
+        free(whole);
+        keel_diags_free(&wd);
+    }
+    if (st == KEEL_OK) {
         if (keel_merge_scenes((const char *const *)texts, lens, names, &lim, &again, &len2, &n2, NULL) != KEEL_OK ||
             len != len2 || memcmp(out, again, len) != 0 || n != n2)
             abort(); /* deterministic */

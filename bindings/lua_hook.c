@@ -134,13 +134,6 @@ void keel__lua_refuse_in_callback(lua_State *L, const keel_world *w, const char 
 
 /* ---- trampolines ---- */
 
-/* True when the trampoline runs directly under w:step's C frame (its reserved slots are valid). */
-static bool in_step_frame(lua_State *L)
-{
-    return keel__lua_cur.L == L && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
-           lua_touserdata(L, keel__lua_cur.memo_idx + 3 + KEEL_LUA_MEMO_KEYS) == keel__lua_cur.tag;
-}
-
 static void push_call_entity(lua_State *L, keel_lua_ctx *ctx, keel_world *w, keel_entity e, bool fast)
 {
     if (fast && keel__lua_cur.w == w) {
@@ -167,7 +160,7 @@ static keel_status hook_tramp(const keel_call *call)
     const keel_kind_desc *kd = lk->kd;
     keel_world *w = call->world;
     int top = lua_gettop(L), fn, self, keys, kbase = 0;
-    bool fast = depth == 0 && in_step_frame(L);
+    bool fast = depth == 0 && keel__lua_in_step_frame(L);
     if (!fast && !lua_checkstack(L, 12)) /* w:step's frame has room for what a call pushes */
         return KEEL_ERROR(call->diags, KEEL_LIMIT_EXCEEDED, "", "Lua stack overflow");
     if (fast) {
@@ -399,7 +392,7 @@ static void batch_run(keel__batch *b)
     keel_lua_kind *lk = b->user;
     lua_State *L = lk_state(lk);
     /* only straight under w:step (its World and handle cache at 1 and 2), not nested */
-    if (!L || lk->dead || lk->ctx->depth != 0 || !in_step_frame(L) || keel__lua_cur.w != b->w ||
+    if (!L || lk->dead || lk->ctx->depth != 0 || !keel__lua_in_step_frame(L) || keel__lua_cur.w != b->w ||
         lk->hook[b->phase] == LUA_NOREF || !lua_checkstack(L, 8)) {
         while (keel__batch_next(b)) keel__batch_done(b, hook_tramp(&b->txn.call));
         return;

@@ -184,6 +184,13 @@ typedef struct keel_lua_frame {
     int memo_phase;
 } keel_lua_frame;
 extern keel_lua_frame keel__lua_cur;
+/* True when a trampoline runs directly under w:step's C frame (keel__lua_world_run): its reserved
+ * slots are valid, the World is at 1 and its entity cache at cache_idx. */
+static inline bool keel__lua_in_step_frame(lua_State *L)
+{
+    return keel__lua_cur.L == L && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
+           lua_touserdata(L, keel__lua_cur.memo_idx + 3 + KEEL_LUA_MEMO_KEYS) == keel__lua_cur.tag;
+}
 /* Bumps on every entry into the core from Lua: a trampoline whose callback made no entry
  * knows its record did not move. */
 extern unsigned long keel__lua_entries;

@@ -172,15 +172,6 @@ static void timer_release(void *p)
     keel__lua_ctx_release(ctx); /* may free ts and the slabs (the last reference) */
 }
 
-/* True when the trampoline runs directly under keel__lua_world_run's C frame (w:step and the
- * replay's steps: the World at 1, its handle cache at keel__lua_cur.cache_idx), as lua_hook.c's
- * hooks check it: the World and the owner's handle are then read from there, not looked up. */
-static bool in_run_frame(lua_State *L, keel_world *w)
-{
-    return keel__lua_cur.L == L && keel__lua_cur.w == w && keel__lua_cur.tag && keel__lua_cur.memo_idx &&
-           lua_touserdata(L, keel__lua_cur.memo_idx + 3 + KEEL_LUA_MEMO_KEYS) == keel__lua_cur.tag;
-}
-
 /* Calls the function with the World (a world timer) or the owner's Entity, as a callback of the
  * world: w:close refuses meanwhile, and no component's self is its own. */
 static keel_status timer_tramp(const keel_timer_call *call)
@@ -197,7 +188,7 @@ static keel_status timer_tramp(const keel_timer_call *call)
     int top = lua_gettop(L);
     /* [anchor, (World,) function, argument]: what lies below the function is dropped after */
     lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->timers->anchor);
-    if (in_run_frame(L, call->world)) {
+    if (keel__lua_in_step_frame(L) && keel__lua_cur.w == call->world) { /* the World at 1 */
         lua_rawgeti(L, top + 1, u->slot);
         if (call->owner) keel__lua_push_entity_cached(L, 1, keel__lua_cur.cache_idx, call->owner);
         else lua_pushvalue(L, 1);

@@ -998,15 +998,20 @@ static void share_item(void *ctx, const keel_node *item, size_t index)
  * spans are each one complete item) and a scene allows no anchors, aliases or directives that
  * could make an item's reading depend on what precedes it. */
 
+/* The pair index of a document map's `entities` key, or NONE (the key node is needed, for its line). */
+static size_t entities_pair(const keel_node *doc)
+{
+    for (size_t j = 0; doc && doc->kind == KEEL_NODE_MAP && j < doc->count; j++) {
+        const keel_node *k = &doc->items[2 * j];
+        if (k->kind == KEEL_NODE_SCALAR && k->len == 8 && k->text && memcmp(k->text, "entities", 8) == 0) return j;
+    }
+    return NONE;
+}
+
 /* Does the cut of base's text match base's parsed list item by item, and its end? */
 static bool spans_confirm(const keel_node *doc, size_t len, const keel__spans *sp)
 {
-    if (!doc || doc->kind != KEEL_NODE_MAP) return false;
-    size_t kj = NONE;
-    for (size_t j = 0; j < doc->count && kj == NONE; j++) {
-        const keel_node *k = &doc->items[2 * j];
-        if (k->kind == KEEL_NODE_SCALAR && k->len == 8 && k->text && memcmp(k->text, "entities", 8) == 0) kj = j;
-    }
+    size_t kj = entities_pair(doc);
     if (kj == NONE) return false;
     const keel_node *key = &doc->items[2 * kj], *list = &doc->items[2 * kj + 1];
     if (key->line != sp->key_line || key->col != 1 || list->kind != KEEL_NODE_SEQ ||
@@ -1102,21 +1107,15 @@ static bool read_side_spans(side_read *r)
     keel_status st = keel__yaml_parse_arena(buf, hlen, r->lim, r->name, r->arena, &doc, &d);
     size_t said = d.count;
     keel_diags_free(&d);
-    if (st != KEEL_OK || said || doc->kind != KEEL_NODE_MAP) goto out;
-    keel_node *value = NULL;
-    for (size_t j = 0; j < doc->count; j++) {
-        keel_node *k = &doc->items[2 * j], *v = &doc->items[2 * j + 1];
-        if (value) {
-            shift_lines(k, sp.at[sp.n].line - sp.at[0].line);
-            shift_lines(v, sp.at[sp.n].line - sp.at[0].line);
-        } else if (k->kind == KEEL_NODE_SCALAR && k->len == 8 && k->text && memcmp(k->text, "entities", 8) == 0) {
-            if (k->line != sp.key_line || k->col != 1 || v->kind != KEEL_NODE_SCALAR ||
-                v->style != KEEL_STYLE_PLAIN || v->len != 0)
-                goto out;
-            value = v;
-        }
-    }
-    if (!value || !keel__doc_get(doc, "keel") || keel__doc_get(doc, "conflicts")) goto out;
+    size_t kj = st == KEEL_OK && !said ? entities_pair(doc) : NONE;
+    if (kj == NONE) goto out;
+    keel_node *key = &doc->items[2 * kj], *value = &doc->items[2 * kj + 1];
+    if (key->line != sp.key_line || key->col != 1 || value->kind != KEEL_NODE_SCALAR ||
+        value->style != KEEL_STYLE_PLAIN || value->len != 0)
+        goto out;
+    for (size_t j = 2 * (kj + 1); j < 2 * doc->count; j++) /* the tail: below the list */
+        shift_lines(&doc->items[j], sp.at[sp.n].line - sp.at[0].line);
+    if (!keel__doc_get(doc, "keel") || keel__doc_get(doc, "conflicts")) goto out;
     r->n_ents = 0;
     KEEL__VEC_RESERVE(r->ents, 0, r->cap_ents, sp.n + 1, 1024);
     for (size_t k = 0; k < sp.n; k++) {
